@@ -1,0 +1,396 @@
+"""The state of the fake cluster: resource types, stored objects, and the API server's write rules.
+
+Everything here follows kube-apiserver as captured in shared/k8s-reference: resourceVersion bumps on
+every write, a stale resourceVersion is a 409, no finalizer may be added to an object being deleted,
+an object with finalizers is kept (deletionTimestamp set) until the last one is removed, and
+propagationPolicy Foreground/Orphan adds the `foregroundDeletion`/`orphan` finalizer.
+Controllers (controllers.py) react to the events this module queues.
+"""
+
+import copy
+import json
+import random
+import string
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import status as st
+
+CATALOG = json.loads(Path(__file__).with_name("builtin_resources.json").read_text())
+
+# Types whose main endpoint ignores status (it has a /status subresource) and their status on create.
+STATUS_ON_CREATE = {
+    ("", "pods"): {"phase": "Pending", "qosClass": "BestEffort"},
+    ("", "persistentvolumeclaims"): {"phase": "Pending"},
+    ("", "persistentvolumes"): {"phase": "Pending"},
+    ("", "namespaces"): {"phase": "Active"},
+}
+METADATA_ORDER = ["name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+                  "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+                  "ownerReferences", "finalizers", "managedFields"]
+GRACEFUL_DEFAULT_SECONDS = 30
+CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
+
+
+@dataclass
+class ResourceType:
+    group: str
+    version: str  # the version the fake stores and prefers
+    name: str
+    kind: str
+    namespaced: bool
+    verbs: list
+    short_names: list = field(default_factory=list)
+    singular: str = ""
+    categories: list = field(default_factory=list)
+    subresources: set = field(default_factory=set)
+    origin: str = "builtin"  # builtin | crd | aggregated
+    has_generation: bool = False
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> tuple:
+        return (self.group, self.name)
+
+    def discovery_entry(self) -> dict:
+        entry = {"name": self.name, "singularName": self.singular, "namespaced": self.namespaced,
+                 "kind": self.kind, "verbs": self.verbs}
+        if self.short_names:
+            entry["shortNames"] = self.short_names
+        if self.categories:
+            entry["categories"] = self.categories
+        return entry
+
+
+@dataclass
+class AggregatedAPI:
+    """An API group served through an APIService (as metrics.k8s.io is)."""
+    group: str
+    version: str
+    resources: list
+    supports_metadata: bool = True  # some aggregated servers cannot answer PartialObjectMetadata
+
+
+def now_rfc3339(offset: float = 0.0) -> str:
+    return datetime.fromtimestamp(time.time() + offset, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def ordered_metadata(meta: dict) -> dict:
+    ordered = {k: meta[k] for k in METADATA_ORDER if k in meta}
+    ordered.update({k: v for k, v in meta.items() if k not in ordered})
+    return ordered
+
+
+def go_string_slice(values) -> str:
+    """Go's %#v of a []string, as the finalizer validation message prints it."""
+    return "[]string{" + ", ".join(json.dumps(v) for v in values) + "}"
+
+
+class Cluster:
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.clock_offset = 0.0  # seconds added to "now" (tests age objects with it)
+        self._rv = 200
+        self.types: dict[tuple, ResourceType] = {}
+        self.objects: dict[tuple, dict] = {}  # (group, resource) -> {(namespace, name): obj}
+        self.by_uid: dict[str, tuple] = {}  # uid -> (group, resource, namespace, name)
+        self.dependents: dict[str, set] = {}  # owner uid -> uids of objects whose ownerReferences name it
+        self.events: list[tuple] = []  # queued for the controllers
+        self.group_order: list[str] = [g["name"] for g in CATALOG["groups"]]
+        self.group_versions: dict[str, list[str]] = {
+            g["name"]: [v["version"] for v in g["versions"]] for g in CATALOG["groups"]}
+        self.discovery: dict[str, list] = {"v1": CATALOG["core"], **CATALOG["groupVersions"]}
+        self.aggregated: dict[str, AggregatedAPI] = {}
+        self.aggregated_backends: dict[str, AggregatedAPI] = {}  # group/version -> a running backend
+        self._register_builtins()
+
+    # ----- resource types -------------------------------------------------------------------------
+    def _register_builtins(self):
+        for gv, entries in [("v1", CATALOG["core"])] + [
+                (f"{g['name']}/{g['preferredVersion']['version']}", CATALOG["groupVersions"][g["preferredVersion"]["groupVersion"]])
+                for g in CATALOG["groups"]]:
+            group, _, version = gv.rpartition("/")
+            for e in entries:
+                if "/" in e["name"]:
+                    self.types[(group, e["name"].split("/")[0])].subresources.add(e["name"].split("/")[1])
+                    continue
+                self.register(ResourceType(group, version, e["name"], e["kind"], e["namespaced"], e["verbs"],
+                                           e.get("shortNames", []), e.get("singularName", ""),
+                                           e.get("categories", []),
+                                           has_generation=group in ("apps", "batch", "apiextensions.k8s.io")
+                                           or e["name"] == "pods"))
+
+    def register(self, rt: ResourceType):
+        self.types[rt.key] = rt
+        self.objects.setdefault(rt.key, {})
+
+    def resolve(self, group: str, version: str, resource: str) -> ResourceType | None:
+        rt = self.types.get((group, resource))
+        if rt is None:
+            return None
+        if group == "":
+            return rt if version == "v1" else None
+        return rt if version in self.group_versions.get(group, []) else None
+
+    def type_for_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        group = api_version.rpartition("/")[0]
+        for rt in self.types.values():
+            if rt.group == group and rt.kind == kind:
+                return rt
+        return None
+
+    def add_group_version(self, group: str, version: str, entries: list):
+        if group not in self.group_versions:
+            self.group_order.append(group)
+            self.group_versions[group] = []
+        if version not in self.group_versions[group]:
+            self.group_versions[group].append(version)
+        self.discovery[f"{group}/{version}"] = entries
+
+    def remove_group_version(self, group: str, version: str):
+        self.discovery.pop(f"{group}/{version}", None)
+        versions = self.group_versions.get(group, [])
+        if version in versions:
+            versions.remove(version)
+        if not versions:
+            self.group_versions.pop(group, None)
+            if group in self.group_order:
+                self.group_order.remove(group)
+
+    # ----- time, versions, identities ---------------------------------------------------------------
+    def now(self) -> str:
+        return now_rfc3339(self.clock_offset)
+
+    def next_rv(self) -> str:
+        self._rv += 1
+        return str(self._rv)
+
+    @property
+    def current_rv(self) -> str:
+        return str(self._rv)
+
+    # ----- reads ------------------------------------------------------------------------------------
+    def get(self, rt: ResourceType, namespace: str, name: str) -> dict:
+        obj = self.objects[rt.key].get((namespace or "", name))
+        if obj is None:
+            raise st.not_found(rt.group, rt.name, name)
+        return obj
+
+    def find(self, rt: ResourceType, namespace: str, name: str) -> dict | None:
+        return self.objects[rt.key].get((namespace or "", name))
+
+    def list(self, rt: ResourceType, namespace: str | None) -> list[dict]:
+        store = self.objects[rt.key]
+        keys = sorted(k for k in store if namespace is None or k[0] == namespace)
+        return [store[k] for k in keys]
+
+    def by_identity(self, uid: str) -> dict | None:
+        where = self.by_uid.get(uid)
+        if where is None:
+            return None
+        group, resource, namespace, name = where
+        return self.objects[(group, resource)].get((namespace, name))
+
+    # ----- writes -----------------------------------------------------------------------------------
+    def create(self, rt: ResourceType, namespace: str | None, body: dict, dry_run: bool = False) -> dict:
+        obj = copy.deepcopy(body)
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
+        name = meta.get("name", "")
+        if not name:
+            raise st.invalid(rt.kind, "", "metadata.name", "FieldValueRequired",
+                             "Required value: name or generateName is required")
+        if rt.namespaced:
+            namespace = namespace or meta.get("namespace")
+            ns = self.find(self.types[("", "namespaces")], "", namespace)
+            if ns is None:
+                raise st.not_found("", "namespaces", namespace)
+            if ns["metadata"].get("deletionTimestamp"):
+                raise st.namespace_terminating(rt.group, rt.name, name, namespace)
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        if (meta.get("namespace", ""), name) in self.objects[rt.key]:
+            raise st.already_exists(rt.group, rt.name, name)
+        obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
+        for volatile in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "uid", "selfLink"):
+            meta.pop(volatile, None)
+        if meta.get("finalizers") == []:
+            del meta["finalizers"]
+        if meta.get("ownerReferences") == []:
+            del meta["ownerReferences"]
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = self.now()
+        if rt.has_generation or rt.origin == "crd":
+            meta["generation"] = 1
+        if "status" in rt.subresources or rt.key in STATUS_ON_CREATE:
+            obj.pop("status", None)
+            if rt.key in STATUS_ON_CREATE:
+                obj["status"] = copy.deepcopy(STATUS_ON_CREATE[rt.key])
+            elif rt.origin == "builtin":
+                obj["status"] = {}
+        from .admission import admit_create
+        admit_create(self, rt, obj)
+        meta["resourceVersion"] = self.current_rv if dry_run else self.next_rv()
+        obj["metadata"] = ordered_metadata(meta)
+        if not dry_run:
+            self._store(rt, obj)
+            self.events.append(("created", rt.key, obj["metadata"].get("namespace", ""), name))
+        return obj
+
+    def _store(self, rt: ResourceType, obj: dict):
+        meta = obj["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        previous = self.objects[rt.key].get(key)
+        if previous is not None:
+            self._unindex_owners(previous)
+        self.objects[rt.key][key] = obj
+        self.by_uid[meta["uid"]] = (rt.group, rt.name) + key
+        for ref in meta.get("ownerReferences", []):
+            self.dependents.setdefault(ref.get("uid", ""), set()).add(meta["uid"])
+
+    def _unindex_owners(self, obj: dict):
+        uid = obj["metadata"]["uid"]
+        for ref in obj["metadata"].get("ownerReferences", []):
+            self.dependents.get(ref.get("uid", ""), set()).discard(uid)
+
+    def update(self, rt: ResourceType, old: dict, new: dict, subresource: str = "", dry_run: bool = False) -> dict:
+        """Persist `new` in place of `old`, applying the rules every update path shares."""
+        old_meta = old["metadata"]
+        name = old_meta["name"]
+        new = copy.deepcopy(new)
+        meta = new.setdefault("metadata", {})
+        if meta.get("resourceVersion") and meta["resourceVersion"] != old_meta["resourceVersion"]:
+            raise st.conflict(rt.group, rt.name, name)
+        if subresource == "status":
+            merged = copy.deepcopy(old)
+            if "status" in new:
+                merged["status"] = new["status"]
+            new, meta = merged, merged["metadata"]
+        elif subresource == "finalize":
+            merged = copy.deepcopy(old)
+            merged.setdefault("spec", {})["finalizers"] = (new.get("spec") or {}).get("finalizers") or []
+            if not merged["spec"]["finalizers"]:
+                del merged["spec"]["finalizers"]
+            new, meta = merged, merged["metadata"]
+        else:
+            if "status" in rt.subresources or rt.key in STATUS_ON_CREATE:
+                if "status" in old:
+                    new["status"] = copy.deepcopy(old["status"])
+                else:
+                    new.pop("status", None)
+            if rt.key == ("", "namespaces"):  # only /finalize changes a namespace's spec.finalizers
+                new.setdefault("spec", {})
+                if "finalizers" in (old.get("spec") or {}):
+                    new["spec"]["finalizers"] = list(old["spec"]["finalizers"])
+                else:
+                    new["spec"].pop("finalizers", None)
+        # Fields the server owns.
+        for owned in ("uid", "name", "namespace", "creationTimestamp", "deletionTimestamp",
+                      "deletionGracePeriodSeconds", "generation", "selfLink"):
+            if owned in old_meta:
+                meta[owned] = old_meta[owned]
+            else:
+                meta.pop(owned, None)
+        new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+        if meta.get("finalizers") == []:
+            del meta["finalizers"]
+        if meta.get("ownerReferences") == []:
+            del meta["ownerReferences"]
+        if old_meta.get("deletionTimestamp"):
+            added = [f for f in meta.get("finalizers", []) if f not in old_meta.get("finalizers", [])]
+            if added:
+                raise st.invalid(rt.kind, name, "metadata.finalizers", "FieldValueForbidden",
+                                 "Forbidden: no new finalizers can be added if the object is being deleted, "
+                                 f"found new finalizers {go_string_slice(added)}", repeat=2)
+        if "generation" in old_meta and subresource == "" and new.get("spec") != old.get("spec"):
+            meta["generation"] = old_meta["generation"] + 1
+        unchanged = {k: v for k, v in new.items() if k != "metadata"} == {
+            k: v for k, v in old.items() if k != "metadata"} and {
+            k: v for k, v in meta.items() if k != "resourceVersion"} == {
+            k: v for k, v in old_meta.items() if k != "resourceVersion"}
+        new["metadata"] = meta = ordered_metadata(meta)
+        if unchanged or dry_run:
+            meta["resourceVersion"] = old_meta["resourceVersion"]
+            return new
+        if self._finished(rt, new):
+            # The last finalizer went away from an object being deleted: it is removed, and the
+            # answer is the object as it was last written (the captured server keeps its resourceVersion).
+            meta["resourceVersion"] = old_meta["resourceVersion"]
+            self.remove(rt, old)
+            return new
+        meta["resourceVersion"] = self.next_rv()
+        self._store(rt, new)
+        self.events.append(("updated", rt.key, meta.get("namespace", ""), name))
+        return new
+
+    def _finished(self, rt: ResourceType, obj: dict) -> bool:
+        meta = obj["metadata"]
+        if not meta.get("deletionTimestamp") or meta.get("finalizers"):
+            return False
+        if rt.key == ("", "namespaces") and (obj.get("spec") or {}).get("finalizers"):
+            return False
+        if rt.key == ("", "pods") and meta.get("deletionGracePeriodSeconds"):
+            return False  # waits for a kubelet to confirm the graceful deletion
+        return True
+
+    def delete(self, rt: ResourceType, obj: dict, propagation: str | None, grace: int | None,
+               dry_run: bool = False) -> tuple[dict, bool]:
+        """Returns (object as answered, gone now)."""
+        obj = copy.deepcopy(obj)
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp"):
+            if grace == 0 and rt.key == ("", "pods") and not meta.get("finalizers"):
+                if not dry_run:
+                    self.remove(rt, obj)
+                return obj, True
+            return obj, False  # deleting again changes nothing (capture 16)
+        finalizers = list(meta.get("finalizers", []))
+        if rt.key == ("apiextensions.k8s.io", "customresourcedefinitions") and CRD_CLEANUP not in finalizers:
+            finalizers.append(CRD_CLEANUP)  # the CRD's own delete adds it: its instances go first
+        if propagation == "Foreground" and "foregroundDeletion" not in finalizers:
+            finalizers = [f for f in finalizers if f != "orphan"] + ["foregroundDeletion"]
+        elif propagation == "Orphan" and "orphan" not in finalizers:
+            finalizers = [f for f in finalizers if f != "foregroundDeletion"] + ["orphan"]
+        grace_seconds = 0
+        if rt.key == ("", "pods") and (obj.get("spec") or {}).get("nodeName") and \
+                obj.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
+            default = (obj.get("spec") or {}).get("terminationGracePeriodSeconds", GRACEFUL_DEFAULT_SECONDS)
+            grace_seconds = default if grace is None else grace
+        is_namespace = rt.key == ("", "namespaces")
+        if not finalizers and not grace_seconds and not is_namespace:
+            if not dry_run:
+                self.remove(rt, obj)
+            return obj, True
+        if finalizers:
+            meta["finalizers"] = finalizers
+        meta["deletionTimestamp"] = now_rfc3339(self.clock_offset + grace_seconds)
+        if not is_namespace:
+            meta["deletionGracePeriodSeconds"] = grace_seconds
+        else:
+            obj.setdefault("status", {})["phase"] = "Terminating"
+        obj["metadata"] = ordered_metadata(meta)
+        if dry_run:
+            return obj, False
+        obj["metadata"]["resourceVersion"] = self.next_rv()
+        self._store(rt, obj)
+        self.events.append(("deleting", rt.key, meta.get("namespace", ""), meta["name"]))
+        return obj, False
+
+    def remove(self, rt: ResourceType, obj: dict):
+        meta = obj["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        stored = self.objects[rt.key].pop(key, None)
+        if stored is not None:
+            self.by_uid.pop(stored["metadata"]["uid"], None)
+            self._unindex_owners(stored)
+            self.next_rv()
+            self.events.append(("removed", rt.key, key[0], key[1], stored))

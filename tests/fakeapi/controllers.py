@@ -1,0 +1,488 @@
+"""The controllers of kube-controller-manager and kube-apiserver that decide when a Terminating object goes.
+
+They run synchronously after every write until nothing is left to do, so the fake reaches the state a
+real cluster reaches a few seconds later. Scenario tests poll for that state, which makes them pass on
+both. Each controller follows the real one for what kfin observes:
+- garbage collector: background (dependents go after the owner is gone, dangling owners included),
+  foreground (the owner keeps `foregroundDeletion` until no dependent with blockOwnerDeletion remains),
+  orphan (ownerReferences removed, then `orphan`);
+- namespace controller: deletes the content, reports the conditions, finalizes when empty; stops
+  with NamespaceDeletionDiscoveryFailure while an aggregated API is unavailable (as captured);
+- pvc-protection (any scheduled Pod using the claim holds it, whatever its phase), pv-protection
+  (a Bound volume is held), and a minimal volume binder;
+- CRD finalizer (instances are deleted before the CRD goes), APIService availability,
+  kube-root-ca.crt publisher and the default ServiceAccount of each namespace.
+"""
+
+import copy
+
+from . import admission
+from .cluster import CRD_CLEANUP, AggregatedAPI, ResourceType
+
+NAMESPACES = ("", "namespaces")
+PODS = ("", "pods")
+PVCS = ("", "persistentvolumeclaims")
+PVS = ("", "persistentvolumes")
+CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+APISERVICES = ("apiregistration.k8s.io", "apiservices")
+ROOT_CA = "kube-root-ca.crt"
+ROOT_CA_DESCRIPTION = (
+    "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as "
+    "the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of "
+    "Kubernetes clusters.")
+MAX_STEPS = 1_000_000
+
+
+class Controllers:
+    def __init__(self, cluster):
+        self.c = cluster
+        self.enabled = True
+
+    # ----- the loop --------------------------------------------------------------------------------
+    def run(self):
+        if not self.enabled:
+            self.c.events.clear()
+            return
+        steps = 0
+        while self.c.events:
+            steps += 1
+            if steps > MAX_STEPS:
+                raise RuntimeError("controllers did not settle")
+            event = self.c.events.pop(0)
+            self.handle(*event)
+
+    def handle(self, what, key, namespace, name, gone=None):
+        c = self.c
+        rt = c.types.get(key)
+        obj = gone if what == "removed" else (c.find(rt, namespace, name) if rt else None)
+        if obj is None:
+            return
+        if key == NAMESPACES:
+            self.namespace_changed(what, obj)
+        elif key == CRDS:
+            self.crd_changed(obj)
+        elif key == APISERVICES:
+            self.apiservice_changed(what, obj)
+        elif key == PVCS:
+            self.pvc_changed(what, obj)
+        elif key == PVS:
+            self.pv_changed(obj)
+        elif key == PODS:
+            self.pod_changed(obj)
+        self.garbage_collect(what, obj)
+        if namespace and what in ("removed", "updated", "deleting"):
+            ns = c.find(c.types[NAMESPACES], "", namespace)
+            if ns is not None and ns["metadata"].get("deletionTimestamp"):
+                self.finalize_namespace(ns)
+        if rt is not None and rt.origin == "crd" and what == "removed":
+            crd = c.find(c.types[CRDS], "", f"{rt.name}.{rt.group}")
+            if crd is not None and crd["metadata"].get("deletionTimestamp"):
+                self.crd_changed(crd)
+
+    def _update(self, key, obj, mutate, subresource=""):
+        new = copy.deepcopy(obj)
+        mutate(new)
+        new["metadata"].pop("resourceVersion", None)
+        return self.c.update(self.c.types[key], obj, new, subresource=subresource)
+
+    def _remove_finalizer(self, key, obj, finalizer):
+        def drop(o):
+            o["metadata"]["finalizers"] = [f for f in o["metadata"].get("finalizers", []) if f != finalizer]
+        if finalizer in obj["metadata"].get("finalizers", []):
+            self._update(key, obj, drop)
+
+    # ----- garbage collector -----------------------------------------------------------------------
+    def _owner(self, dependent: dict, ref: dict):
+        """(state, owner) with state solid | dangling | waiting | unresolvable, as the real GC classifies."""
+        c = self.c
+        rt = c.type_for_kind(ref.get("apiVersion", ""), ref.get("kind", ""))
+        if rt is None:
+            return "unresolvable", None
+        dependent_ns = dependent["metadata"].get("namespace", "")
+        if rt.namespaced and not dependent_ns:
+            return "unresolvable", None  # a cluster-scoped dependent cannot have a namespaced owner
+        owner = c.find(rt, dependent_ns if rt.namespaced else "", ref.get("name", ""))
+        if owner is None or owner["metadata"]["uid"] != ref.get("uid"):
+            return "dangling", None
+        meta = owner["metadata"]
+        if meta.get("deletionTimestamp") and "foregroundDeletion" in meta.get("finalizers", []):
+            return "waiting", owner
+        return "solid", owner
+
+    def garbage_collect(self, what, obj):
+        c = self.c
+        meta = obj["metadata"]
+        if what != "removed":
+            if meta.get("ownerReferences"):
+                self.attempt_to_delete(obj)
+            if meta.get("deletionTimestamp"):
+                if "orphan" in meta.get("finalizers", []):
+                    self.orphan_dependents(obj)
+                elif "foregroundDeletion" in meta.get("finalizers", []):
+                    self.delete_dependents(obj)
+        for dependent_uid in list(c.dependents.get(meta["uid"], ())):
+            dependent = c.by_identity(dependent_uid)
+            if dependent is not None and what in ("removed", "deleting"):
+                self.attempt_to_delete(dependent)
+        # A dependent that changed may unblock an owner waiting in foreground deletion.
+        for ref in meta.get("ownerReferences", []):
+            owner = c.by_identity(ref.get("uid", ""))
+            if owner is not None and "foregroundDeletion" in owner["metadata"].get("finalizers", []) \
+                    and owner["metadata"].get("deletionTimestamp"):
+                self.delete_dependents(owner)
+
+    def _type_of(self, obj):
+        return self.c.type_for_kind(obj["apiVersion"], obj["kind"])
+
+    def attempt_to_delete(self, obj):
+        c = self.c
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp") and "foregroundDeletion" not in meta.get("finalizers", []):
+            return
+        states = [(self._owner(obj, ref), ref) for ref in meta.get("ownerReferences", [])]
+        solid = [ref for (s, _), ref in states if s == "solid"]
+        dangling = [ref for (s, _), ref in states if s == "dangling"]
+        waiting = [ref for (s, _), ref in states if s == "waiting"]
+        if any(s == "unresolvable" for (s, _), _ in states) and not (solid or dangling or waiting):
+            return
+        if solid:
+            drop = {r["uid"] for r in dangling + waiting}
+            if drop:
+                self._update(self._type_of(obj).key, obj, lambda o: o["metadata"].__setitem__(
+                    "ownerReferences", [r for r in o["metadata"]["ownerReferences"] if r.get("uid") not in drop]))
+            return
+        if not (dangling or waiting):
+            return
+        if meta.get("deletionTimestamp"):
+            return
+        rt = self._type_of(obj)
+        has_dependents = bool(c.dependents.get(meta["uid"]))
+        if waiting and has_dependents:
+            policy = "Foreground"
+        elif "orphan" in meta.get("finalizers", []):
+            policy = "Orphan"
+        elif "foregroundDeletion" in meta.get("finalizers", []):
+            policy = "Foreground"
+        else:
+            policy = "Background"
+        c.delete(rt, obj, policy, None)
+
+    def delete_dependents(self, owner):
+        """processDeletingDependentsItem: the owner goes once no blocking dependent remains."""
+        c = self.c
+        blocking = []
+        for uid in list(c.dependents.get(owner["metadata"]["uid"], ())):
+            dependent = c.by_identity(uid)
+            if dependent is None:
+                continue
+            self.attempt_to_delete(dependent)
+            dependent = c.by_identity(uid)
+            if dependent is None:
+                continue
+            refs = [r for r in dependent["metadata"].get("ownerReferences", [])
+                    if r.get("uid") == owner["metadata"]["uid"]]
+            if any(r.get("blockOwnerDeletion") for r in refs):
+                blocking.append(dependent)
+        if not blocking:
+            current = c.by_identity(owner["metadata"]["uid"])
+            if current is not None:
+                self._remove_finalizer(self._type_of(current).key, current, "foregroundDeletion")
+
+    def orphan_dependents(self, owner):
+        c = self.c
+        uid = owner["metadata"]["uid"]
+        for dependent_uid in list(c.dependents.get(uid, ())):
+            dependent = c.by_identity(dependent_uid)
+            if dependent is not None:
+                self._update(self._type_of(dependent).key, dependent, lambda o: o["metadata"].__setitem__(
+                    "ownerReferences", [r for r in o["metadata"]["ownerReferences"] if r.get("uid") != uid]))
+        current = c.by_identity(uid)
+        if current is not None:
+            self._remove_finalizer(self._type_of(current).key, current, "orphan")
+
+    # ----- namespaces ------------------------------------------------------------------------------
+    def namespace_changed(self, what, ns):
+        c = self.c
+        name = ns["metadata"]["name"]
+        if what == "created":
+            cm_type, sa_type = c.types[("", "configmaps")], c.types[("", "serviceaccounts")]
+            if c.find(cm_type, name, ROOT_CA) is None:
+                c.create(cm_type, name, {"metadata": {"name": ROOT_CA, "annotations": {
+                    "kubernetes.io/description": ROOT_CA_DESCRIPTION}}, "data": {"ca.crt": "fake-ca"}})
+            if c.find(sa_type, name, "default") is None:
+                c.create(sa_type, name, {"metadata": {"name": "default"}})
+        elif ns["metadata"].get("deletionTimestamp") and what != "removed":
+            self.finalize_namespace(ns, delete_content=True)
+
+    def discovery_failures(self) -> list[str]:
+        return sorted(gv for gv in self.c.aggregated if gv not in self.c.aggregated_backends)
+
+    def finalize_namespace(self, ns, delete_content=False):
+        c = self.c
+        name = ns["metadata"]["name"]
+        if "kubernetes" not in (ns.get("spec") or {}).get("finalizers", []):
+            return
+        now = c.now()
+        failing = self.discovery_failures()
+        if failing:
+            detail = ", ".join(f"{gv}: stale GroupVersion discovery: {gv}" for gv in failing)
+            self._set_conditions(ns, now, {
+                "NamespaceDeletionDiscoveryFailure": ("True", "DiscoveryFailed",
+                    f"Discovery failed for some groups, {len(failing)} failing: unable to retrieve the "
+                    f"complete list of server APIs: {detail}"),
+                **_ok_conditions(skip_discovery=True)})
+            return  # the real controller stops here: the APIService, not the content, is the blocker
+        namespaced = [rt for rt in c.types.values() if rt.namespaced and "delete" in rt.verbs
+                      and rt.origin != "aggregated"]
+        if delete_content:
+            for rt in namespaced:
+                for obj in c.list(rt, name):
+                    if not obj["metadata"].get("deletionTimestamp"):
+                        c.delete(rt, obj, "Background", None)
+        remaining, finalizers = {}, {}
+        for rt in namespaced:
+            for obj in c.list(rt, name):
+                resource = f"{rt.name}.{rt.group}" if rt.group else rt.name
+                remaining[resource] = remaining.get(resource, 0) + 1
+                for f in obj["metadata"].get("finalizers", []):
+                    finalizers[f] = finalizers.get(f, 0) + 1
+        ns = c.find(c.types[NAMESPACES], "", name)
+        if ns is None:
+            return
+        if not remaining:
+            self._update(NAMESPACES, ns, lambda o: o["spec"].__setitem__(
+                "finalizers", [f for f in o["spec"]["finalizers"] if f != "kubernetes"]), subresource="finalize")
+            return
+        conditions = _ok_conditions()
+        conditions["NamespaceContentRemaining"] = ("True", "SomeResourcesRemain", "Some resources are remaining: " +
+            ", ".join(f"{r} has {n} resource instances" for r, n in sorted(remaining.items())))
+        if finalizers:
+            conditions["NamespaceFinalizersRemaining"] = ("True", "SomeFinalizersRemain",
+                "Some content in the namespace has finalizers remaining: " +
+                ", ".join(f"{f} in {n} resource instances" for f, n in sorted(finalizers.items())))
+        self._set_conditions(ns, now, conditions)
+
+    def _set_conditions(self, ns, now, wanted: dict):
+        def apply(o):
+            old = {cond["type"]: cond for cond in (o.get("status") or {}).get("conditions") or []}
+            out = []
+            for ctype, (status, reason, message) in wanted.items():
+                prev = old.get(ctype)
+                since = prev["lastTransitionTime"] if prev and prev["status"] == status else now
+                out.append({"type": ctype, "status": status, "lastTransitionTime": since,
+                            "reason": reason, "message": message})
+            o.setdefault("status", {})["conditions"] = out
+        self._update(NAMESPACES, ns, apply, subresource="status")
+
+    # ----- storage ---------------------------------------------------------------------------------
+    def pvc_changed(self, what, pvc):
+        c = self.c
+        ns = pvc["metadata"].get("namespace", "")
+        if what == "removed":
+            self.release_volume(pvc)
+            return
+        self.bind(pvc)
+        current = c.find(c.types[PVCS], ns, pvc["metadata"]["name"])
+        if current is not None and current["metadata"].get("deletionTimestamp"):
+            self.check_pvc_protection(current)
+
+    def pod_changed(self, pod):
+        c = self.c
+        ns = pod["metadata"].get("namespace", "")
+        for claim in pod_claims(pod):
+            pvc = c.find(c.types[PVCS], ns, claim)
+            if pvc is not None and pvc["metadata"].get("deletionTimestamp"):
+                self.check_pvc_protection(pvc)
+
+    def check_pvc_protection(self, pvc):
+        c = self.c
+        ns, name = pvc["metadata"].get("namespace", ""), pvc["metadata"]["name"]
+        for pod in c.list(c.types[PODS], ns):
+            if (pod.get("spec") or {}).get("nodeName") and name in pod_claims(pod):
+                return  # a scheduled Pod uses it, whatever its phase
+        self._remove_finalizer(PVCS, pvc, admission.PVC_PROTECTION)
+
+    def pv_changed(self, pv):
+        c = self.c
+        claim_ref = (pv.get("spec") or {}).get("claimRef")
+        if claim_ref and not pv["metadata"].get("deletionTimestamp"):
+            pvc = c.find(c.types[PVCS], claim_ref.get("namespace", ""), claim_ref.get("name", ""))
+            if pvc is not None:
+                self.bind(pvc)
+        current = c.find(c.types[PVS], "", pv["metadata"]["name"])
+        if current is not None and current["metadata"].get("deletionTimestamp") and \
+                (current.get("status") or {}).get("phase") != "Bound":
+            self._remove_finalizer(PVS, current, admission.PV_PROTECTION)
+
+    def bind(self, pvc):
+        """Bind a claim and the volume that names each other (or the one that claims it)."""
+        c = self.c
+        meta = pvc["metadata"]
+        if (pvc.get("status") or {}).get("phase") == "Bound" or meta.get("deletionTimestamp"):
+            return
+        ns, name = meta.get("namespace", ""), meta["name"]
+        volume_name = (pvc.get("spec") or {}).get("volumeName")
+        candidates = [c.find(c.types[PVS], "", volume_name)] if volume_name else c.list(c.types[PVS], None)
+        for pv in candidates:
+            if pv is None or pv["metadata"].get("deletionTimestamp"):
+                continue
+            ref = (pv.get("spec") or {}).get("claimRef")
+            if ref and (ref.get("namespace"), ref.get("name")) != (ns, name):
+                continue
+            if not ref and not volume_name:
+                continue
+            def bind_pv(o, pvc=pvc):
+                o["spec"]["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": ns, "name": name,
+                                         "uid": pvc["metadata"]["uid"], "apiVersion": "v1",
+                                         "resourceVersion": pvc["metadata"]["resourceVersion"]}
+            self._update(PVS, pv, bind_pv)
+            pv = c.find(c.types[PVS], "", pv["metadata"]["name"])
+            self._update(PVS, pv, lambda o: o["status"].update(phase="Bound", lastPhaseTransitionTime=c.now()),
+                         subresource="status")
+            pvc = c.find(c.types[PVCS], ns, name)
+            pv_name = pv["metadata"]["name"]
+            def bind_pvc(o):
+                o["metadata"].setdefault("annotations", {})["pv.kubernetes.io/bind-completed"] = "yes"
+                o["spec"]["volumeName"] = pv_name
+            self._update(PVCS, pvc, bind_pvc)
+            pvc = c.find(c.types[PVCS], ns, name)
+            spec = pv.get("spec") or {}
+            self._update(PVCS, pvc, lambda o: o.__setitem__("status", {
+                "phase": "Bound", "accessModes": spec.get("accessModes", []),
+                "capacity": spec.get("capacity", {})}), subresource="status")
+            return
+
+    def release_volume(self, pvc):
+        c = self.c
+        for pv in c.list(c.types[PVS], None):
+            ref = (pv.get("spec") or {}).get("claimRef") or {}
+            if ref.get("uid") != pvc["metadata"]["uid"]:
+                continue
+            if pv["spec"].get("persistentVolumeReclaimPolicy") == "Delete":
+                self._update(PVS, pv, lambda o: o["status"].update(phase="Released"), subresource="status")
+                current = c.find(c.types[PVS], "", pv["metadata"]["name"])
+                if not current["metadata"].get("deletionTimestamp"):
+                    c.delete(c.types[PVS], current, "Background", None)
+                else:
+                    self.pv_changed(current)
+            else:
+                self._update(PVS, pv, lambda o: o["status"].update(phase="Released"), subresource="status")
+
+    # ----- CRDs and APIServices --------------------------------------------------------------------
+    def crd_changed(self, crd):
+        c = self.c
+        spec = crd.get("spec") or {}
+        group, names = spec.get("group", ""), spec.get("names") or {}
+        served = [v for v in spec.get("versions", []) if v.get("served")]
+        if crd["metadata"]["uid"] not in c.by_uid:
+            return
+        if not crd["metadata"].get("deletionTimestamp"):
+            storage = next((v["name"] for v in spec.get("versions", []) if v.get("storage")), served[0]["name"])
+            subresources = set()
+            for v in served:
+                subresources |= set((v.get("subresources") or {}).keys())
+            rt = ResourceType(group, storage, names.get("plural", ""), names.get("kind", ""),
+                              spec.get("scope") == "Namespaced",
+                              ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"],
+                              names.get("shortNames", []), names.get("singular", ""),
+                              names.get("categories", []), subresources, origin="crd")
+            if c.types.get(rt.key) is None or c.types[rt.key].origin == "crd":
+                c.register(rt)
+                for v in sorted(served, key=lambda v: v["name"] != storage):
+                    entries = [e for gv, es in c.discovery.items() if gv == f"{group}/{v['name']}"
+                               for e in es if e["name"].split("/")[0] != rt.name]
+                    entries.append(rt.discovery_entry())
+                    entries += [{"name": f"{rt.name}/{s}", "singularName": "", "namespaced": rt.namespaced,
+                                 "kind": rt.kind, "verbs": ["get", "patch", "update"]} for s in sorted(subresources)]
+                    c.add_group_version(group, v["name"], entries)
+            if not (crd.get("status") or {}).get("conditions"):
+                def establish(o):
+                    o["status"]["acceptedNames"] = {k: v for k, v in names.items()}
+                    o["status"]["conditions"] = [
+                        {"type": "NamesAccepted", "status": "True", "lastTransitionTime": c.now(),
+                         "reason": "NoConflicts", "message": "no conflicts found"},
+                        {"type": "Established", "status": "True", "lastTransitionTime": c.now(),
+                         "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}]
+                self._update(CRDS, crd, establish, subresource="status")
+            return
+        rt = c.types.get((group, names.get("plural", "")))
+        instances = c.list(rt, None) if rt is not None else []
+        for obj in instances:
+            if not obj["metadata"].get("deletionTimestamp"):
+                c.delete(rt, obj, "Background", None)
+        if rt is not None and c.list(rt, None):
+            return  # instances with finalizers keep the CRD (customresourcecleanup) until they go
+        current = c.find(c.types[CRDS], "", crd["metadata"]["name"])
+        if current is None:
+            return
+        if rt is not None and rt.origin == "crd":
+            del c.types[rt.key]
+            c.objects.pop(rt.key, None)
+            for v in served:
+                entries = [e for e in c.discovery.get(f"{group}/{v['name']}", [])
+                           if e["name"].split("/")[0] != rt.name]
+                if entries:
+                    c.discovery[f"{group}/{v['name']}"] = entries
+                else:
+                    c.remove_group_version(group, v["name"])
+        self._remove_finalizer(CRDS, current, CRD_CLEANUP)
+
+    def apiservice_changed(self, what, svc):
+        c = self.c
+        spec = svc.get("spec") or {}
+        gv = f"{spec.get('group')}/{spec.get('version')}"
+        if not spec.get("service"):
+            return  # local APIServices are served by kube-apiserver itself
+        if what == "removed":
+            c.aggregated.pop(gv, None)
+            c.remove_group_version(spec.get("group"), spec.get("version"))
+            for key in [k for k, rt in c.types.items() if rt.origin == "aggregated" and rt.group == spec.get("group")]:
+                del c.types[key]
+        else:
+            backend = c.aggregated_backends.get(gv)
+            c.aggregated[gv] = backend or AggregatedAPI(spec.get("group"), spec.get("version"), [])
+            entries = [rt.discovery_entry() for rt in backend.resources] if backend else []
+            c.add_group_version(spec.get("group"), spec.get("version"), entries)
+            for rt in backend.resources if backend else []:
+                c.register(rt)
+            service = spec["service"]
+            if backend:
+                condition = {"type": "Available", "status": "True", "reason": "Passed", "message": "all checks passed"}
+            else:
+                condition = {"type": "Available", "status": "False", "reason": "ServiceNotFound",
+                             "message": f'service/{service.get("name")} in "{service.get("namespace")}" is not present'}
+            current = (svc.get("status") or {}).get("conditions") or [{}]
+            if {k: current[0].get(k) for k in condition} != condition:
+                condition = {"type": "Available", "status": condition["status"], "lastTransitionTime": c.now(),
+                             "reason": condition["reason"], "message": condition["message"]}
+                self._update(APISERVICES, svc, lambda o: o.__setitem__("status", {"conditions": [condition]}),
+                             subresource="status")
+        for ns in c.list(c.types[NAMESPACES], None):
+            if ns["metadata"].get("deletionTimestamp"):
+                self.finalize_namespace(ns, delete_content=True)
+
+
+def _ok_conditions(skip_discovery=False) -> dict:
+    conditions = {} if skip_discovery else {
+        "NamespaceDeletionDiscoveryFailure": ("False", "ResourcesDiscovered", "All resources successfully discovered")}
+    conditions.update({
+        "NamespaceDeletionGroupVersionParsingFailure": ("False", "ParsedGroupVersions",
+                                                        "All legacy kube types successfully parsed"),
+        "NamespaceDeletionContentFailure": ("False", "ContentDeleted",
+                                            "All content successfully deleted, may be waiting on finalization"),
+        "NamespaceContentRemaining": ("False", "ContentRemoved", "All content successfully removed"),
+        "NamespaceFinalizersRemaining": ("False", "ContentHasNoFinalizers",
+                                         "All content-preserving finalizers finished"),
+    })
+    return conditions
+
+
+def pod_claims(pod) -> set:
+    """Claims a Pod uses: direct persistentVolumeClaim volumes and generic ephemeral volumes."""
+    claims = set()
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        if volume.get("persistentVolumeClaim"):
+            claims.add(volume["persistentVolumeClaim"].get("claimName"))
+        elif volume.get("ephemeral"):
+            claims.add(f"{pod['metadata']['name']}-{volume.get('name')}")
+    return claims

@@ -1,0 +1,528 @@
+"""HTTP front of the fake kube-apiserver: routing, content negotiation, auth, faults and the request log."""
+
+import base64
+import json
+import re
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from . import rbac
+from . import status as st
+from .cluster import CATALOG, AggregatedAPI, Cluster, ResourceType
+from .controllers import Controllers
+from .patch import PatchError, apply_json_patch, apply_merge_patch
+
+META_LIST = ("PartialObjectMetadataList", "meta.k8s.io", "v1")
+META_ONE = ("PartialObjectMetadata", "meta.k8s.io", "v1")
+ADMIN_TOKEN = "admin-token"
+VIEWER_TOKEN = "viewer-token"
+READER_ROLE = "kfin-test-reader"
+
+
+@dataclass
+class Fault:
+    """A fault a test switches on: `delay` seconds, an HTTP `status`, or `drop` the connection."""
+    path: str  # regular expression searched in the request path
+    method: str | None = None
+    delay: float = 0.0
+    status: int | None = None
+    drop: bool = False
+    times: int | None = None  # None: every matching request
+
+
+@dataclass
+class LoggedRequest:
+    method: str
+    path: str
+    query: dict
+    accept: str
+    content_type: str
+    user: str
+    status: int = 0
+    metadata_only: bool = False
+    response_bytes: int = 0
+    resource: str = ""
+    verb: str = ""
+    body: object = None
+
+
+@dataclass
+class Route:
+    group: str
+    version: str
+    namespace: str | None
+    resource: str
+    name: str | None
+    subresource: str
+
+
+def _media_types(accept: str):
+    """[(type, {params})] in the order the client listed them."""
+    out = []
+    for part in (accept or "*/*").split(","):
+        fields = [f.strip() for f in part.split(";")]
+        params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+        out.append((fields[0], params))
+    return out
+
+
+def _encode_continue(rv: str, start: str) -> str:
+    token = json.dumps({"v": "meta.k8s.io/v1", "rv": int(rv), "start": start + "\u0000"}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> str:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        return json.loads(raw)["start"].rstrip("\u0000")
+    except (ValueError, KeyError, TypeError):
+        raise st.bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+
+
+def _selector_matches(selector: str, values: dict) -> bool:
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if values.get(key) == value:
+                return False
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            if values.get(key) != value:
+                return False
+        elif term.startswith("!"):
+            if term[1:] in values:
+                return False
+        elif term not in values:
+            return False
+    return True
+
+
+class FakeAPIServer:
+    """An in-process kube-apiserver for tests. `start()` it, then point a client at `kubeconfig()`."""
+
+    def __init__(self):
+        self.cluster = Cluster()
+        self.controllers = Controllers(self.cluster)
+        self.faults: list[Fault] = []
+        self.requests: list[LoggedRequest] = []
+        self.tokens = {ADMIN_TOKEN: rbac.User("admin", ["system:masters", "system:authenticated"], "admin-uid"),
+                       VIEWER_TOKEN: rbac.User("viewer", ["system:authenticated"], "viewer-uid")}
+        self._httpd = None
+        self._thread = None
+        self._seed()
+
+    # ----- lifecycle -------------------------------------------------------------------------------
+    def start(self, port: int = 0) -> "FakeAPIServer":
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fakeapi", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        if self._httpd:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def kubeconfig(self, path: Path, user: str = "admin", namespace: str = "default", token: str | None = None) -> Path:
+        """Write a kubeconfig (JSON is valid YAML) with contexts `fake` (admin) and `fake-viewer` (read-only)."""
+        users = {"admin": ADMIN_TOKEN, "viewer": VIEWER_TOKEN}
+        if token:
+            users[user] = token
+        config = {
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "users": [{"name": u, "user": {"token": t}} for u, t in users.items()],
+            "contexts": [{"name": "fake" if u == "admin" else f"fake-{u}",
+                          "context": {"cluster": "fake", "user": u, "namespace": namespace}} for u in users],
+            "current-context": "fake" if user == "admin" else f"fake-{user}",
+        }
+        path.write_text(json.dumps(config, indent=1))
+        return path
+
+    # ----- what tests use directly -----------------------------------------------------------------
+    def apply(self, obj: dict) -> dict:
+        """Create an object as an admin would (controllers run); returns it as stored."""
+        with self.cluster.lock:
+            api_version, kind = obj["apiVersion"], obj["kind"]
+            rt = self.cluster.type_for_kind(api_version, kind)
+            if rt is None:
+                raise KeyError(f"no resource for {api_version} {kind}")
+            created = self.cluster.create(rt, obj["metadata"].get("namespace"), obj)
+            self.controllers.run()
+            return self.cluster.find(rt, created["metadata"].get("namespace", ""), created["metadata"]["name"]) or created
+
+    def add_aggregated_backend(self, group: str, version: str, resources: list[dict], supports_metadata: bool = True):
+        """Make an aggregated API available, as a running metrics-server would (resources: discovery entries)."""
+        types = [ResourceType(group, version, r["name"], r["kind"], r.get("namespaced", True),
+                              r.get("verbs", ["get", "list"]), origin="aggregated") for r in resources]
+        with self.cluster.lock:
+            self.cluster.aggregated_backends[f"{group}/{version}"] = AggregatedAPI(group, version, types, supports_metadata)
+            for svc in self.cluster.list(self.cluster.types[("apiregistration.k8s.io", "apiservices")], None):
+                self.cluster.events.append(("updated", svc_key(), "", svc["metadata"]["name"]))
+            self.controllers.run()
+
+    def advance_clock(self, seconds: float):
+        """Age everything by `seconds` (deletionTimestamps in the past are how stuck objects look)."""
+        self.cluster.clock_offset += seconds
+
+    def requests_to(self, resource: str) -> list[LoggedRequest]:
+        return [r for r in self.requests if r.resource == resource]
+
+    def _seed(self):
+        c = self.cluster
+        for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            c.create(c.types[("", "namespaces")], None, {"metadata": {"name": ns}})
+        for group in CATALOG["groups"]:
+            for v in group["versions"]:
+                c.create(c.types[("apiregistration.k8s.io", "apiservices")], None, {
+                    "metadata": {"name": f"{v['version']}.{group['name']}", "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
+                    "spec": {"group": group["name"], "version": v["version"], "groupPriorityMinimum": 1000,
+                             "versionPriority": 15}})
+        for name in ("extension-apiserver-authentication", "kube-apiserver-legacy-service-account-token-tracking"):
+            c.create(c.types[("", "configmaps")], "kube-system", {"metadata": {"name": name}, "data": {}})
+        rbac_group = "rbac.authorization.k8s.io"
+        c.create(c.types[(rbac_group, "clusterroles")], None, {
+            "metadata": {"name": READER_ROLE},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]}]})
+        c.create(c.types[(rbac_group, "clusterrolebindings")], None, {
+            "metadata": {"name": READER_ROLE},
+            "roleRef": {"apiGroup": rbac_group, "kind": "ClusterRole", "name": READER_ROLE},
+            "subjects": [{"apiGroup": rbac_group, "kind": "User", "name": "viewer"}]})
+        self.controllers.run()
+        with c.lock:  # local APIServices are Available, as kube-apiserver reports them
+            for svc in c.list(c.types[("apiregistration.k8s.io", "apiservices")], None):
+                svc["status"] = {"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": c.now(),
+                                                 "reason": "Local", "message": "Local APIServices are always available"}]}
+
+    # ----- request handling (called by _Handler) ---------------------------------------------------
+    def fault_for(self, method: str, path: str) -> Fault | None:
+        for fault in self.faults:
+            if (fault.method is None or fault.method == method) and re.search(fault.path, path):
+                if fault.times is not None:
+                    if fault.times <= 0:
+                        continue
+                    fault.times -= 1
+                return fault
+        return None
+
+    def authenticate(self, header: str | None) -> rbac.User:
+        if header and header.startswith("Bearer "):
+            user = self.tokens.get(header[len("Bearer "):].strip())
+            if user:
+                return user
+        raise st.unauthorized()
+
+    def handle(self, method: str, path: str, query: dict, headers, body: bytes, log: LoggedRequest):
+        """Returns (status, content_type, body)."""
+        user = self.authenticate(headers.get("Authorization"))
+        log.user = user.name
+        parts = [p for p in path.split("/") if p]
+        with self.cluster.lock:
+            discovery = self._discovery(method, parts)
+            if discovery is not None:
+                return 200, "application/json", discovery
+            route = self._route(parts)
+            rt = self.cluster.resolve(route.group, route.version, route.resource)
+            gv = f"{route.group}/{route.version}"
+            if gv in self.cluster.aggregated and gv not in self.cluster.aggregated_backends:
+                raise st.service_unavailable()
+            if rt is None or (route.subresource and route.subresource not in rt.subresources
+                              and route.subresource not in ("finalize", "token")):
+                raise st.unknown_resource()
+            if rt.namespaced != (route.namespace is not None) and not (rt.namespaced and route.name is None
+                                                                        and method == "GET"):
+                raise st.unknown_resource()
+            verb = {"GET": "get" if route.name else "list", "POST": "create", "PUT": "update", "PATCH": "patch",
+                    "DELETE": "delete" if route.name else "deletecollection"}.get(method)
+            if route.subresource == "token":
+                verb = "create"
+            log.resource, log.verb = route.resource, verb
+            if verb is None or verb not in rt.verbs and not route.subresource:
+                raise st.method_not_allowed()
+            if not rbac.allowed(self.cluster, user, verb, route.group, route.resource, route.subresource,
+                                route.namespace, route.name):
+                raise st.forbidden(user.name, verb, route.group, route.resource, route.subresource,
+                                   route.namespace, route.name)
+            dry_run = "All" in query.get("dryRun", [])
+            payload = None
+            if body:
+                try:
+                    payload = json.loads(body)
+                except ValueError:
+                    raise st.bad_request("the body of the request could not be decoded as JSON")
+            log.body = payload
+            code, answer = self._execute(method, verb, rt, route, query, headers, payload, dry_run, user, log)
+            self.controllers.run()
+            return code, "application/json", answer
+
+    def _discovery(self, method, parts):
+        c = self.cluster
+        if method != "GET":
+            return None
+        if parts == ["version"]:
+            return CATALOG["version"]
+        if parts == ["api"]:
+            return {"kind": "APIVersions", "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": self.url[len("http://"):]}]}
+        if parts == ["api", "v1"]:
+            return {"kind": "APIResourceList", "groupVersion": "v1", "resources": c.discovery["v1"]}
+        if parts == ["apis"]:
+            return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [self._group(g) for g in c.group_order]}
+        if len(parts) == 2 and parts[0] == "apis":
+            if parts[1] not in c.group_versions:
+                raise st.unknown_resource()
+            return {"kind": "APIGroup", "apiVersion": "v1", **self._group(parts[1])}
+        if len(parts) == 3 and parts[0] == "apis":
+            gv = f"{parts[1]}/{parts[2]}"
+            if gv in c.aggregated and gv not in c.aggregated_backends:
+                raise st.service_unavailable()
+            if gv not in c.discovery:
+                raise st.unknown_resource()
+            return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": c.discovery[gv]}
+        return None
+
+    def _group(self, name):
+        versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in self.cluster.group_versions[name]]
+        return {"name": name, "versions": versions, "preferredVersion": versions[0]}
+
+    def _route(self, parts) -> Route:
+        if parts[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise st.unknown_resource()
+        namespace = None
+        if len(rest) >= 3 and rest[0] == "namespaces" and not (len(rest) == 3 and rest[2] in ("finalize", "status")):
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise st.unknown_resource()
+        return Route(group, version, namespace, rest[0], rest[1] if len(rest) > 1 else None,
+                     rest[2] if len(rest) > 2 else "")
+
+    # ----- verbs -----------------------------------------------------------------------------------
+    def _execute(self, method, verb, rt, route, query, headers, payload, dry_run, user, log):
+        c = self.cluster
+        ns = route.namespace
+        accept = _media_types(headers.get("Accept"))
+        if verb == "list":
+            return 200, self._list(rt, ns, query, accept, log)
+        if verb == "get":
+            obj = c.get(rt, ns, route.name)
+            return 200, self._one(rt, obj, accept, log)
+        if verb == "create":
+            if route.subresource == "token":
+                return 201, self._token_request(rt, ns, route.name, payload)
+            if rt.key in rbac.SELF_REVIEWS:
+                return 201, self._self_review(rt, payload, user)
+            if not isinstance(payload, dict):
+                raise st.bad_request("the body of the request is empty")
+            created = c.create(rt, ns, payload, dry_run)
+            return 201, self._full(rt, created)
+        if verb == "update":
+            self._require_json(headers)
+            if route.subresource == "finalize" and rt.key != ("", "namespaces"):
+                raise st.unknown_resource()
+            old = c.get(rt, ns, route.name)
+            if not isinstance(payload, dict):
+                raise st.bad_request("the body of the request is empty")
+            return 200, self._full(rt, c.update(rt, old, payload, route.subresource, dry_run))
+        if verb == "patch":
+            if route.subresource == "finalize":
+                raise st.method_not_allowed()
+            old = c.get(rt, ns, route.name)
+            new = self._patched(rt, old, headers.get("Content-Type", ""), payload)
+            return 200, self._full(rt, c.update(rt, old, new, route.subresource, dry_run))
+        if verb == "delete":
+            options = payload if isinstance(payload, dict) else {}
+            propagation = options.get("propagationPolicy") or (query.get("propagationPolicy") or [None])[0]
+            if options.get("orphanDependents") is True:
+                propagation = propagation or "Orphan"
+            grace = options.get("gracePeriodSeconds")
+            if grace is None and query.get("gracePeriodSeconds"):
+                grace = int(query["gracePeriodSeconds"][0])
+            obj = c.get(rt, ns, route.name)
+            answer, gone = c.delete(rt, obj, propagation, grace, dry_run)
+            if gone and rt.key not in (("", "pods"), ("", "namespaces"), ("", "services"),
+                                       ("apiextensions.k8s.io", "customresourcedefinitions")):
+                return 200, st.success(route.name, rt.group, rt.name, obj["metadata"]["uid"])
+            return 200, self._full(rt, answer)
+        if verb == "deletecollection":
+            for obj in c.list(rt, ns):
+                c.delete(rt, obj, None, None, dry_run)
+            return 200, self._list(rt, ns, {}, [("application/json", {})], log)
+        raise st.method_not_allowed()
+
+    def _require_json(self, headers):
+        if headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
+            raise st.unsupported_media_type("application/json, application/yaml, application/vnd.kubernetes.protobuf, "
+                                            "application/cbor")
+
+    def _patched(self, rt, old, content_type, payload):
+        kind = content_type.split(";")[0].strip()
+        try:
+            if kind == "application/json-patch+json":
+                return apply_json_patch(old, payload)
+            if kind == "application/merge-patch+json":
+                return apply_merge_patch(old, payload)
+            if kind == "application/strategic-merge-patch+json" and rt.origin == "builtin":
+                return apply_merge_patch(old, payload)  # lists of built-ins are replaced here, not merged by key
+        except PatchError:
+            raise st.patch_rejected()
+        raise st.unsupported_media_type("application/json-patch+json, application/merge-patch+json, "
+                                        "application/apply-patch+yaml")
+
+    def _metadata_supported(self, rt):
+        backend = self.cluster.aggregated_backends.get(rt.api_version)
+        return rt.origin != "aggregated" or backend is None or backend.supports_metadata
+
+    def _negotiate(self, rt, accept, wanted):
+        """True for metadata-only, False for full objects, per the first acceptable media type."""
+        for media, params in accept:
+            if media not in ("application/json", "*/*", "application/*"):
+                continue
+            if "as" not in params:
+                return False
+            if (params.get("as"), params.get("g"), params.get("v")) == wanted and self._metadata_supported(rt):
+                return True
+        raise st.not_acceptable()
+
+    def _full(self, rt, obj):
+        return obj
+
+    def _one(self, rt, obj, accept, log):
+        if self._negotiate(rt, accept, META_ONE):
+            log.metadata_only = True
+            return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
+        return obj
+
+    def _list(self, rt, ns, query, accept, log):
+        c = self.cluster
+        metadata_only = self._negotiate(rt, accept, META_LIST)
+        log.metadata_only = metadata_only
+        items = c.list(rt, ns)
+        label_selector = (query.get("labelSelector") or [""])[0]
+        field_selector = (query.get("fieldSelector") or [""])[0]
+        if label_selector:
+            items = [o for o in items if _selector_matches(label_selector, o["metadata"].get("labels") or {})]
+        if field_selector:
+            items = [o for o in items if _selector_matches(field_selector, {
+                "metadata.name": o["metadata"]["name"], "metadata.namespace": o["metadata"].get("namespace", "")})]
+
+        def key(o):
+            meta = o["metadata"]
+            if ns is None and rt.namespaced:
+                return f"/{meta['namespace']}/{meta['name']}"
+            return f"/{meta['name']}"
+        if query.get("continue"):
+            start = _decode_continue(query["continue"][0])
+            items = [o for o in items if key(o) > start]
+        list_meta = {"resourceVersion": c.current_rv}
+        limit = int((query.get("limit") or ["0"])[0] or 0)
+        if limit and len(items) > limit:
+            page, rest = items[:limit], len(items) - limit
+            list_meta["continue"] = _encode_continue(c.current_rv, key(page[-1]))
+            list_meta["remainingItemCount"] = rest
+            items = page
+        if metadata_only:
+            return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
+                    "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                               "metadata": o["metadata"]} for o in items] or None}
+        if rt.origin == "builtin":  # typed lists leave kind and apiVersion out of their items
+            items = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
+        return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": list_meta, "items": items}
+
+    def _self_review(self, rt, payload, user):
+        if rt.name == "selfsubjectreviews":
+            return {"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
+                    "metadata": {"creationTimestamp": self.cluster.now()},
+                    "status": {"userInfo": {"username": user.name, "uid": user.uid, "groups": user.groups}}}
+        attrs = ((payload or {}).get("spec") or {}).get("resourceAttributes") or {}
+        ok = rbac.allowed(self.cluster, user, attrs.get("verb", ""), attrs.get("group", ""), attrs.get("resource", ""),
+                          attrs.get("subresource", ""), attrs.get("namespace"), attrs.get("name"))
+        answer = {"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1", "metadata": {},
+                  "spec": (payload or {}).get("spec", {}), "status": {"allowed": ok}}
+        return answer
+
+    def _token_request(self, rt, ns, name, payload):
+        if rt.key != ("", "serviceaccounts"):
+            raise st.unknown_resource()
+        sa = self.cluster.get(rt, ns, name)
+        token = secrets.token_urlsafe(24)
+        self.tokens[token] = rbac.service_account_user(ns, name, sa["metadata"]["uid"])
+        return {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "metadata": {"name": name,
+                "namespace": ns, "creationTimestamp": None}, "spec": (payload or {}).get("spec", {}),
+                "status": {"token": token, "expirationTimestamp": self.cluster.now()}}
+
+
+def svc_key():
+    return ("apiregistration.k8s.io", "apiservices")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeAPIServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet: the request log is in fake.requests
+        pass
+
+    def _serve(self):
+        split = urlsplit(self.path)
+        query = parse_qs(split.query)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        log = LoggedRequest(self.command, split.path, query, self.headers.get("Accept", ""),
+                            self.headers.get("Content-Type", ""), "")
+        self.fake.requests.append(log)
+        fault = self.fake.fault_for(self.command, split.path)
+        if fault is not None:
+            if fault.delay:
+                time.sleep(fault.delay)
+            if fault.drop:
+                log.status = -1
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                return
+            if fault.status:
+                self._send(fault.status, "application/json", st.internal_error("injected fault").body
+                           if fault.status >= 500 else st.failure(fault.status, "BadRequest", "injected fault").body, log)
+                return
+        try:
+            code, content_type, answer = self.fake.handle(self.command, split.path, query, self.headers, body, log)
+        except st.APIError as error:
+            code, content_type, answer = error.code, error.content_type, error.body
+        except Exception as error:  # a bug in the fake: say so as the real server would, with a 500
+            code, content_type, answer = 500, "application/json", st.internal_error(repr(error)).body
+        self._send(code, content_type, answer, log)
+
+    def _send(self, code, content_type, answer, log):
+        if isinstance(answer, str):
+            data = answer.encode()
+        else:
+            with self.fake.cluster.lock:
+                data = json.dumps(answer, separators=(",", ":")).encode()
+        log.status, log.response_bytes = code, len(data)
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
