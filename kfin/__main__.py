@@ -1,0 +1,3 @@
+from kfin.cli import main
+
+main()

@@ -1,0 +1,100 @@
+"""The kfin command line: thin commands over the core, kubectl's flags and habits."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+import typer
+
+from kfin import __version__
+from kfin.errors import ExitCode, KfinError
+from kfin.options import (AllNamespacesOpt, ContextOpt, KubeconfigOpt, NamespaceOpt, Options, OutputOpt,
+                          TimeoutOpt, check_output, merged, parse_timeout)
+
+app = typer.Typer(
+    name="kfin",
+    help="Find out why Kubernetes objects are stuck in Terminating, and unstick them safely.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _client_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("kubernetes")
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _print_version(value: bool):
+    if value:
+        typer.echo(f"kfin {__version__} (kubernetes client {_client_version()}, Python {sys.version.split()[0]})")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(ctx: typer.Context, kubeconfig: KubeconfigOpt = None, context: ContextOpt = None,
+         namespace: NamespaceOpt = None, all_namespaces: AllNamespacesOpt = None, output: OutputOpt = None,
+         request_timeout: TimeoutOpt = None,
+         version: Optional[bool] = typer.Option(None, "--version", callback=_print_version, is_eager=True,
+                                                help="Show kfin's version and the Kubernetes client's, and exit.")):
+    """Find out why Kubernetes objects are stuck in Terminating, and unstick them safely.
+
+    Connection flags (--kubeconfig, --context, -n, -A, -o, --request-timeout) work before or after the command.
+    """
+    ctx.obj = Options(kubeconfig, context, namespace, bool(all_namespaces), output, parse_timeout(request_timeout))
+
+
+@app.command("version")
+def version_command(ctx: typer.Context, kubeconfig: KubeconfigOpt = None, context: ContextOpt = None,
+                    output: OutputOpt = None, request_timeout: TimeoutOpt = None):
+    """Show kfin's version and the API server's.
+
+    Example: kfin version --context prod -o json
+    """
+    from kfin.kube import Kube
+    from kfin import render
+
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, output=output, request_timeout=request_timeout)
+    fmt = check_output(options, ("table", "json", "yaml"))
+    kube = Kube.connect(options.target())
+    server = kube.server_version()
+    data = {"kfinVersion": __version__, "clientVersion": _client_version(), "context": kube.context,
+            "server": kube.server, "serverVersion": server.get("gitVersion", "")}
+    if fmt == "table":
+        typer.echo(f"kfin: {__version__} (kubernetes client {data['clientVersion']})")
+        typer.echo(f"Server: {data['serverVersion']} at {kube.server} (context {kube.context})")
+    else:
+        render.dump(data, fmt)
+
+
+def _prog_name() -> str:
+    return "kubectl kfin" if os.path.basename(sys.argv[0]).startswith("kubectl-kfin") else "kfin"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run kfin; every failure becomes one line on stderr and a documented exit code.
+
+    Typer itself exits with 2 on a usage error and 130 on Ctrl-C; kfin's own errors carry their code.
+    """
+    try:
+        app(args=argv, prog_name=_prog_name())
+    except KfinError as error:
+        typer.echo(f"error: {error.message}", err=True)
+        sys.exit(int(error.exit_code))
+    except BrokenPipeError:
+        sys.exit(int(ExitCode.OK))  # the reader went away (| head): not an error
+    except KeyboardInterrupt:
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except Exception as error:  # a bug: say so in one line, with the way to see more
+        if os.environ.get("KFIN_DEBUG"):
+            raise
+        typer.echo(f"error: internal error in kfin: {error!r} (run with KFIN_DEBUG=1 for the traceback, "
+                   "and please report it)", err=True)
+        sys.exit(int(ExitCode.INTERNAL))

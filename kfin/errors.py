@@ -1,0 +1,62 @@
+"""The errors kfin reports in one line, and the exit code of each (documented in README.md)."""
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    FOUND = 1  # with --exit-code: something is stuck
+    USAGE = 2  # bad flags or arguments
+    CONFIG = 3  # no kubeconfig, unknown context, unreadable kubeconfig
+    UNREACHABLE = 4  # the API server cannot be reached (refused, DNS, timeout)
+    AUTH = 5  # TLS verification or authentication (401) failed
+    FORBIDDEN = 6  # RBAC denied a verb kfin needs
+    NOT_FOUND = 7  # unknown kind, or the object does not exist
+    PARTIAL = 8  # some resource types could not be read: the result is incomplete
+    API = 9  # the API server refused the request for another reason
+    INTERNAL = 70  # a bug in kfin (KFIN_DEBUG=1 shows the traceback)
+    INTERRUPTED = 130  # Ctrl-C
+
+
+class KfinError(Exception):
+    exit_code = ExitCode.API
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(KfinError):
+    exit_code = ExitCode.CONFIG
+
+
+class UnreachableError(KfinError):
+    exit_code = ExitCode.UNREACHABLE
+
+
+class AuthError(KfinError):
+    exit_code = ExitCode.AUTH
+
+
+class ForbiddenError(KfinError):
+    exit_code = ExitCode.FORBIDDEN
+
+    def __init__(self, message: str, verb: str = "", resource: str = "", namespace: str | None = None):
+        super().__init__(message)
+        self.verb, self.resource, self.namespace = verb, resource, namespace
+
+
+class NotFoundError(KfinError):
+    exit_code = ExitCode.NOT_FOUND
+
+
+class UsageError(KfinError):
+    exit_code = ExitCode.USAGE
+
+
+class APIError(KfinError):
+    exit_code = ExitCode.API
+
+    def __init__(self, message: str, status: int = 0, reason: str = ""):
+        super().__init__(message)
+        self.status, self.reason = status, reason

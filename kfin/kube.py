@@ -1,0 +1,214 @@
+"""The one module that talks to the Kubernetes API: config, requests, discovery, listing, get, patch.
+
+Everything it returns is plain JSON values (dicts and lists), so the rest of kfin works the same on a
+live cluster and on a saved snapshot. The `kubernetes` package is imported here only, and only when a
+command needs a cluster, because importing it costs a third of a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from kfin.errors import (APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError,
+                         UnreachableError)
+
+JSON = "application/json"
+# Metadata-only answers keep Secret data (and every spec) on the server. The JSON fallback lets
+# aggregated APIs that cannot produce PartialObjectMetadata answer with full objects instead of 406.
+METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+IN_CLUSTER_HOST = "KUBERNETES_SERVICE_HOST"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a command points: the kubectl-style connection flags."""
+    kubeconfig: str | None = None
+    context: str | None = None
+    request_timeout: float | None = None
+
+
+def _kubeconfig_paths(explicit: str | None) -> list[str]:
+    if explicit:
+        return [explicit]
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [p for p in env.split(os.pathsep) if p]
+    return [str(Path("~/.kube/config").expanduser())]
+
+
+class Kube:
+    """A connection to one API server (one kubeconfig context)."""
+
+    def __init__(self, api_client, context: str, server: str, namespace: str, timeout: float | None):
+        self._api = api_client
+        self.context = context
+        self.server = server
+        self.namespace = namespace
+        self.timeout = timeout
+
+    # ----- connecting ------------------------------------------------------------------------------
+    @classmethod
+    def connect(cls, target: Target = Target()) -> "Kube":
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+
+        paths = _kubeconfig_paths(target.kubeconfig)
+        existing = [p for p in paths if Path(p).expanduser().is_file()]
+        configuration = client.Configuration()
+        if target.kubeconfig and not existing:
+            raise ConfigError(f"kubeconfig {target.kubeconfig} does not exist")
+        if not existing:
+            if os.environ.get(IN_CLUSTER_HOST) and target.context is None:
+                try:
+                    config.load_incluster_config(client_configuration=configuration)
+                except ConfigException as error:
+                    raise ConfigError(f"in-cluster config is incomplete: {error}") from None
+                namespace = _in_cluster_namespace()
+                return cls._make(configuration, "in-cluster", namespace, target.request_timeout)
+            raise ConfigError("no kubeconfig found: set KUBECONFIG, pass --kubeconfig, or run kfin inside a "
+                              f"cluster (looked for {', '.join(paths)})")
+        try:
+            contexts, active = config.list_kube_config_contexts(config_file=os.pathsep.join(existing))
+        except ConfigException as error:
+            raise ConfigError(f"cannot use kubeconfig {', '.join(existing)}: {error}") from None
+        except Exception as error:  # unreadable YAML and the like
+            raise ConfigError(f"cannot read kubeconfig {', '.join(existing)}: {error}") from None
+        names = [c["name"] for c in contexts or []]
+        name = target.context or (active or {}).get("name")
+        if not name:
+            raise ConfigError(f"kubeconfig {', '.join(existing)} has no current context: pass --context "
+                              f"(available: {', '.join(names) or 'none'})")
+        if name not in names:
+            raise ConfigError(f'context "{name}" not found in kubeconfig (available: {", ".join(names) or "none"})')
+        try:
+            config.load_kube_config(config_file=os.pathsep.join(existing), context=name,
+                                    client_configuration=configuration, persist_config=False)
+        except ConfigException as error:
+            raise ConfigError(f'cannot use context "{name}": {error}') from None
+        except Exception as error:
+            raise ConfigError(f'cannot use context "{name}": {error}') from None
+        context = next(c for c in contexts if c["name"] == name)
+        namespace = (context.get("context") or {}).get("namespace") or "default"
+        return cls._make(configuration, name, namespace, target.request_timeout)
+
+    @classmethod
+    def _make(cls, configuration, context, namespace, timeout):
+        from kubernetes import client
+        from urllib3.util.retry import Retry
+
+        # A short retry for dropped connections on idempotent requests; a refused port still fails fast.
+        configuration.retries = Retry(total=2, connect=1, read=1, backoff_factor=0.1, status=0)
+        configuration.connection_pool_maxsize = 32
+        return cls(client.ApiClient(configuration), context, configuration.host, namespace, timeout)
+
+    # ----- requests --------------------------------------------------------------------------------
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
+                content_type: str | None = None, what: tuple[str, str, str | None] | None = None) -> Any:
+        """One API request; JSON in and out. `what` is (verb, resource, namespace) for error messages."""
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError, MaxRetryError, ProtocolError, SSLError, TimeoutError
+
+        headers = {"Accept": accept}
+        if body is not None:
+            headers["Content-Type"] = content_type or JSON
+        params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        try:
+            response = self._api.call_api(
+                path, method, query_params=params, header_params=headers, body=body,
+                auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
+                _request_timeout=self.timeout)
+            data = response.data
+        except ApiException as error:
+            raise self._api_error(error, what) from None
+        except MaxRetryError as error:
+            raise self._connection_error(error.reason) from None
+        except (SSLError, TimeoutError, ProtocolError, HTTPError, OSError) as error:
+            raise self._connection_error(error) from None
+        if not data:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise APIError(f"the API server at {self.server} answered {path} with something that is not JSON") from None
+
+    def _connection_error(self, reason) -> KfinError:
+        from urllib3.exceptions import SSLError, TimeoutError
+
+        text = str(reason)
+        if isinstance(reason, SSLError) or "SSL" in text or "certificate" in text:
+            return AuthError(f"TLS handshake with {self.server} failed (context {self.context}): {_short(text)}")
+        if isinstance(reason, TimeoutError) or "timed out" in text:
+            return UnreachableError(f"the API server at {self.server} did not answer in time (context {self.context})")
+        return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): {_short(text)}")
+
+    def _api_error(self, error, what) -> KfinError:
+        status = _status_body(error.body)
+        message = status.get("message") or (error.body.decode(errors="replace").strip()
+                                            if isinstance(error.body, bytes) else str(error.body or error.reason))
+        code = error.status
+        if code == 401:
+            return AuthError(f"the API server at {self.server} rejected the credentials of context {self.context} "
+                             "(401 Unauthorized): log in again or check the kubeconfig user")
+        if code == 403:
+            verb, resource, namespace = what or ("", "", None)
+            if verb:
+                where = f' in namespace "{namespace}"' if namespace else " at cluster scope"
+                return ForbiddenError(f'forbidden: kfin needs "{verb}" on "{resource}"{where} (server said: {message})',
+                                      verb, resource, namespace)
+            return ForbiddenError(f"forbidden: {message}")
+        if code == 404:
+            return NotFoundError(message)
+        if code == 503 and not status:
+            return APIError(f"service unavailable: {message}", code, "ServiceUnavailable")
+        return APIError(f"{message} ({code} {status.get('reason') or error.reason})", code, status.get("reason", ""))
+
+    # ----- the calls kfin makes --------------------------------------------------------------------
+    def server_version(self) -> dict:
+        return self.request("GET", "/version")
+
+    def get_metadata(self, path: str, what=None) -> dict:
+        return self.request("GET", path, accept=METADATA_ACCEPT, what=what)
+
+    def list_metadata_pages(self, path: str, limit: int = 500, what=None) -> Iterator[dict]:
+        """Every page of a metadata-only list (an empty list answers `items: null`)."""
+        token = None
+        while True:
+            page = self.request("GET", path, {"limit": limit, "continue": token}, accept=METADATA_LIST_ACCEPT,
+                                what=what) or {}
+            yield page
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    def patch_json(self, path: str, operations: list, dry_run: bool = False, what=None) -> dict:
+        return self.request("PATCH", path, {"dryRun": "All" if dry_run else None}, body=operations,
+                            content_type="application/json-patch+json", what=what)
+
+
+def _status_body(body) -> dict:
+    try:
+        parsed = json.loads(body) if body else {}
+    except (ValueError, TypeError):
+        return {}
+    return parsed if isinstance(parsed, dict) and parsed.get("kind") == "Status" else {}
+
+
+def _short(text: str) -> str:
+    """The useful end of urllib3's long connection messages."""
+    for marker in ("Connection refused", "Name or service not known", "No route to host",
+                   "nodename nor servname", "timed out", "WRONG_VERSION_NUMBER", "CERTIFICATE_VERIFY_FAILED"):
+        if marker in text:
+            return marker.lower() if marker[0].isupper() and " " in marker else marker
+    return text.splitlines()[0][:200]
+
+
+def _in_cluster_namespace() -> str:
+    try:
+        return Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read_text().strip() or "default"
+    except OSError:
+        return "default"

@@ -1,0 +1,65 @@
+"""kubectl's connection and output flags, accepted before or after the command name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Annotated, Optional
+
+import typer
+
+from kfin.durations import parse_duration
+from kfin.errors import UsageError
+
+KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", metavar="PATH",
+                          help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")]
+ContextOpt = Annotated[Optional[str], typer.Option("--context", metavar="NAME",
+                       help="The kubeconfig context to use.")]
+NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", metavar="NS",
+                         help="Namespace (default: the context's namespace).")]
+AllNamespacesOpt = Annotated[Optional[bool], typer.Option("--all-namespaces", "-A",
+                             help="Every namespace, and cluster-scoped objects.")]
+OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FORMAT",
+                      help="Output format: table, wide, json, yaml (and name, where listed).")]
+TimeoutOpt = Annotated[Optional[str], typer.Option("--request-timeout", metavar="DURATION",
+                       help="Time limit for each API request, e.g. 10s, 1m; 0 means none.")]
+
+
+@dataclass(frozen=True)
+class Options:
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    all_namespaces: bool = False
+    output: str | None = None
+    request_timeout: float | None = None
+
+    def target(self):
+        from kfin.kube import Target
+        return Target(self.kubeconfig, self.context, self.request_timeout)
+
+
+def parse_timeout(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        seconds = parse_duration(text)
+    except ValueError as error:
+        raise UsageError(f"--request-timeout: {error}") from None
+    return seconds or None
+
+
+def merged(ctx: typer.Context, *, kubeconfig=None, context=None, namespace=None, all_namespaces=None,
+           output=None, request_timeout=None) -> Options:
+    """The options given after the command override those given before it."""
+    base: Options = (ctx.find_root().obj or Options()) if ctx else Options()
+    given = {"kubeconfig": kubeconfig, "context": context, "namespace": namespace,
+             "all_namespaces": all_namespaces, "output": output,
+             "request_timeout": parse_timeout(request_timeout) if request_timeout is not None else None}
+    return replace(base, **{k: v for k, v in given.items() if v is not None})
+
+
+def check_output(options: Options, allowed: tuple[str, ...]) -> str:
+    output = options.output or allowed[0]
+    if output not in allowed:
+        raise UsageError(f'--output "{output}" is not supported here (use one of: {", ".join(allowed)})')
+    return output
