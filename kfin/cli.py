@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, prog_name=_prog_name())
     except KfinError as error:
-        typer.echo(f"error: {error.message}", err=True)
+        typer.echo("error: " + " ".join(line.strip() for line in error.message.splitlines()), err=True)
         sys.exit(int(error.exit_code))
     except BrokenPipeError:
         sys.exit(int(ExitCode.OK))  # the reader went away (| head): not an error

@@ -44,8 +44,8 @@ def _kubeconfig_paths(explicit: str | None) -> list[str]:
 class Kube:
     """A connection to one API server (one kubeconfig context)."""
 
-    def __init__(self, api_client, context: str, server: str, namespace: str, timeout: float | None):
-        self._api = api_client
+    def __init__(self, transport, context: str, server: str, namespace: str, timeout: float | None):
+        self._api = transport
         self.context = context
         self.server = server
         self.namespace = namespace
@@ -98,59 +98,89 @@ class Kube:
 
     @classmethod
     def _make(cls, configuration, context, namespace, timeout):
-        from kubernetes import client
-        from urllib3.util.retry import Retry
+        """Requests go through urllib3 directly, set up from the client's Configuration.
 
-        # A short retry for dropped connections on idempotent requests; a refused port still fails fast.
-        configuration.retries = Retry(total=2, connect=1, read=1, backoff_factor=0.1, status=0)
-        configuration.connection_pool_maxsize = 32
-        return cls(client.ApiClient(configuration), context, configuration.host, namespace, timeout)
+        The kubernetes package is used for what it does best and keeps stable (kubeconfig, in-cluster
+        config, exec and token-refresh auth, TLS settings); its generated ApiClient changes shape between
+        releases and cannot return raw metadata-only JSON without deserialising it.
+        """
+        import logging
+        import ssl
+
+        import urllib3
+
+        logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings are not for users
+
+        pool_args = {
+            "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
+            "ca_certs": configuration.ssl_ca_cert,
+            "cert_file": configuration.cert_file,
+            "key_file": configuration.key_file,
+            "maxsize": 32,
+            # A short retry for dropped connections on idempotent requests; a refused port still fails fast.
+            "retries": urllib3.Retry(total=2, connect=1, read=1, status=0, backoff_factor=0.1),
+        }
+        if getattr(configuration, "ca_cert_data", None):
+            pool_args["ca_cert_data"] = configuration.ca_cert_data
+        if getattr(configuration, "tls_server_name", None):
+            pool_args["server_hostname"] = configuration.tls_server_name
+        if configuration.assert_hostname is not None:
+            pool_args["assert_hostname"] = configuration.assert_hostname
+        if not configuration.verify_ssl:
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        if configuration.proxy:
+            pool = urllib3.ProxyManager(proxy_url=configuration.proxy, **pool_args)
+        else:
+            pool = urllib3.PoolManager(**pool_args)
+        return cls(_Transport(configuration, pool), context, configuration.host.rstrip("/"), namespace, timeout)
 
     # ----- requests --------------------------------------------------------------------------------
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
                 content_type: str | None = None, what: tuple[str, str, str | None] | None = None) -> Any:
         """One API request; JSON in and out. `what` is (verb, resource, namespace) for error messages."""
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError, MaxRetryError, ProtocolError, SSLError, TimeoutError
+        import urllib3
+        from urllib.parse import urlencode
 
-        headers = {"Accept": accept}
+        headers = {"Accept": accept, "User-Agent": f"kfin/{_version()}"}
+        headers.update(self._api.auth_headers())
+        data = None
         if body is not None:
             headers["Content-Type"] = content_type or JSON
-        params = [(k, v) for k, v in (query or {}).items() if v is not None]
+            data = json.dumps(body).encode()
+        params = {k: v for k, v in (query or {}).items() if v is not None}
+        url = self.server + path + (("?" + urlencode(params)) if params else "")
+        timeout = urllib3.Timeout(total=self.timeout) if self.timeout else None
         try:
-            response = self._api.call_api(
-                path, method, query_params=params, header_params=headers, body=body,
-                auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
-                _request_timeout=self.timeout)
-            data = response.data
-        except ApiException as error:
-            raise self._api_error(error, what) from None
-        except MaxRetryError as error:
+            response = self._api.pool.request(method, url, body=data, headers=headers, timeout=timeout)
+        except urllib3.exceptions.MaxRetryError as error:
             raise self._connection_error(error.reason) from None
-        except (SSLError, TimeoutError, ProtocolError, HTTPError, OSError) as error:
+        except (urllib3.exceptions.HTTPError, OSError) as error:
             raise self._connection_error(error) from None
-        if not data:
+        if response.status >= 400:
+            raise self._api_error(response.status, response.reason, response.data, what)
+        if not response.data:
             return None
         try:
-            return json.loads(data)
+            return json.loads(response.data)
         except ValueError:
             raise APIError(f"the API server at {self.server} answered {path} with something that is not JSON") from None
 
     def _connection_error(self, reason) -> KfinError:
-        from urllib3.exceptions import SSLError, TimeoutError
+        from urllib3.exceptions import NewConnectionError, SSLError, TimeoutError
 
         text = str(reason)
+        if isinstance(reason, NewConnectionError):  # a subclass of the timeout errors, but not one
+            return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): "
+                                    f"{_short(text)}")
         if isinstance(reason, SSLError) or "SSL" in text or "certificate" in text:
             return AuthError(f"TLS handshake with {self.server} failed (context {self.context}): {_short(text)}")
         if isinstance(reason, TimeoutError) or "timed out" in text:
             return UnreachableError(f"the API server at {self.server} did not answer in time (context {self.context})")
         return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): {_short(text)}")
 
-    def _api_error(self, error, what) -> KfinError:
-        status = _status_body(error.body)
-        message = status.get("message") or (error.body.decode(errors="replace").strip()
-                                            if isinstance(error.body, bytes) else str(error.body or error.reason))
-        code = error.status
+    def _api_error(self, code: int, reason: str, body: bytes, what) -> KfinError:
+        status = _status_body(body)
+        message = status.get("message") or (body or b"").decode(errors="replace").strip() or reason
         if code == 401:
             return AuthError(f"the API server at {self.server} rejected the credentials of context {self.context} "
                              "(401 Unauthorized): log in again or check the kubeconfig user")
@@ -165,7 +195,7 @@ class Kube:
             return NotFoundError(message)
         if code == 503 and not status:
             return APIError(f"service unavailable: {message}", code, "ServiceUnavailable")
-        return APIError(f"{message} ({code} {status.get('reason') or error.reason})", code, status.get("reason", ""))
+        return APIError(f"{message} ({code} {status.get('reason') or reason})", code, status.get("reason", ""))
 
     # ----- the calls kfin makes --------------------------------------------------------------------
     def server_version(self) -> dict:
@@ -188,6 +218,25 @@ class Kube:
     def patch_json(self, path: str, operations: list, dry_run: bool = False, what=None) -> dict:
         return self.request("PATCH", path, {"dryRun": "All" if dry_run else None}, body=operations,
                             content_type="application/json-patch+json", what=what)
+
+
+class _Transport:
+    """A urllib3 pool plus the client Configuration that knows the credentials (and refreshes them)."""
+
+    def __init__(self, configuration, pool):
+        self.configuration, self.pool = configuration, pool
+
+    def auth_headers(self) -> dict:
+        headers = {}
+        for setting in self.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
+
+def _version() -> str:
+    from kfin import __version__
+    return __version__
 
 
 def _status_body(body) -> dict:

@@ -1,0 +1,32 @@
+"""Run the fake API server on its own: python -m tests.fakeapi --kubeconfig PATH [--port N].
+
+Handy to try kfin by hand, and how the harness tests pose it as "a real cluster behind a kubeconfig".
+"""
+
+import argparse
+import signal
+import threading
+from pathlib import Path
+
+from tests.fakeapi import FakeAPIServer
+
+
+def main():
+    parser = argparse.ArgumentParser(prog="python -m tests.fakeapi")
+    parser.add_argument("--kubeconfig", required=True, type=Path, help="where to write the admin kubeconfig")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    fake = FakeAPIServer().start(args.port)
+    fake.kubeconfig(args.kubeconfig)
+    print(fake.url, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    fake.stop()
+
+
+if __name__ == "__main__":
+    main()

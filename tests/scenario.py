@@ -1,0 +1,307 @@
+"""Scenario clusters: the same test runs on tests/fakeapi and, when one is given, on a real API server.
+
+Backends, chosen by the environment:
+- fakeapi (always): a fresh in-process fake per scenario.
+- kubeconfig (KFIN_TEST_KUBECONFIG=PATH): the cluster that kubeconfig's current context names.
+- envtest (KUBEBUILDER_ASSETS=DIR holding etcd and kube-apiserver, optionally kube-controller-manager):
+  a control plane started on 127.0.0.1 for the test session, as controller-runtime's envtest does.
+
+On a real server each scenario works in a namespace of its own with a random name, names its
+cluster-scoped objects with the same random suffix, and removes all of it afterwards (finalizers its
+objects still carry included), touching nothing else. Scenarios only wait through `eventually`, so a
+real cluster's controllers have the time they need, while the fake answers at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tests.fakeapi.rawclient import RawClient
+
+ENV_KUBECONFIG = "KFIN_TEST_KUBECONFIG"
+ENV_ASSETS = "KUBEBUILDER_ASSETS"
+
+
+def backends() -> list[str]:
+    names = ["fakeapi"]
+    if os.environ.get(ENV_KUBECONFIG):
+        names.append("kubeconfig")
+    if os.environ.get(ENV_ASSETS):
+        names.append("envtest")
+    return names
+
+
+def _kubeconfig_access(path: Path) -> tuple[str, str, dict]:
+    """(server, token, tls options) of the current context: scenarios need a bearer token."""
+    import yaml
+
+    config = yaml.safe_load(path.read_text())
+    current = config.get("current-context")
+    context = next(c["context"] for c in config["contexts"] if c["name"] == current)
+    cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
+    user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
+    token = user.get("token") or (Path(user["tokenFile"]).read_text().strip() if user.get("tokenFile") else None)
+    if not token:
+        raise RuntimeError(f"{ENV_KUBECONFIG}: the current context's user needs a bearer token (token or tokenFile)")
+    tls = {"insecure": bool(cluster.get("insecure-skip-tls-verify"))}
+    if cluster.get("certificate-authority"):
+        tls["ca_file"] = cluster["certificate-authority"]
+    elif cluster.get("certificate-authority-data"):
+        import base64
+        ca = Path(tempfile.mkstemp(suffix=".crt")[1])
+        ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+        tls["ca_file"] = str(ca)
+    return cluster["server"], token, tls
+
+
+class ScenarioCluster:
+    """One scenario's view of a cluster: its namespace, an admin kubeconfig, and helpers to set the scene."""
+
+    def __init__(self, backend: str, server: str, token: str, workdir: Path, fake=None, tls: dict | None = None,
+                 has_controllers: bool = True):
+        self.backend = backend
+        self.fake = fake
+        self.has_controllers = has_controllers
+        self.suffix = secrets.token_hex(3)
+        self.namespace = f"kfin-{self.suffix}"
+        self.workdir = workdir
+        self._tls = tls or {}
+        self.server, self.token = server, token
+        self.api = RawClient(server, token, self._tls.get("ca_file"), self._tls.get("insecure", False))
+        self._cluster_scoped: list[str] = []  # paths to remove afterwards
+        self._resources: dict[tuple, tuple] = {}
+        self.kubeconfig = self.write_kubeconfig(workdir / "kubeconfig", token, "admin")
+        self.api.create("/api/v1/namespaces", {"metadata": {"name": self.namespace}})
+        if not self.eventually(lambda: self.api.exists(f"/api/v1/namespaces/{self.namespace}/serviceaccounts/default"),
+                               timeout=30, raise_on_timeout=False):
+            pass  # without a controller-manager no default ServiceAccount appears; scenarios make their own
+
+    @property
+    def is_fake(self) -> bool:
+        return self.fake is not None
+
+    def name(self, base: str) -> str:
+        """A cluster-scoped name that cannot collide with anything outside this scenario."""
+        return f"{base}-{self.suffix}"
+
+    def write_kubeconfig(self, path: Path, token: str, user: str, namespace: str | None = None) -> Path:
+        cluster = {"server": self.server}
+        if self._tls.get("ca_file"):
+            cluster["certificate-authority"] = self._tls["ca_file"]
+        if self._tls.get("insecure"):
+            cluster["insecure-skip-tls-verify"] = True
+        config = {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "scenario", "cluster": cluster}],
+                  "users": [{"name": user, "user": {"token": token}}],
+                  "contexts": [{"name": f"scenario-{user}", "context": {
+                      "cluster": "scenario", "user": user, "namespace": namespace or self.namespace}}],
+                  "current-context": f"scenario-{user}"}
+        path.write_text(json.dumps(config, indent=1))
+        return path
+
+    # ----- objects ---------------------------------------------------------------------------------
+    def resource_of(self, api_version: str, kind: str) -> tuple[str, bool]:
+        """(plural, namespaced) for a kind, from the server's discovery."""
+        key = (api_version, kind)
+        if key not in self._resources:
+            base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+            for r in self.api.get(base)["resources"]:
+                if "/" not in r["name"]:
+                    self._resources[(api_version, r["kind"])] = (r["name"], r["namespaced"])
+        return self._resources[key]
+
+    def path(self, api_version: str, kind: str, name: str | None = None, namespace: str | None = None) -> str:
+        plural, namespaced = self.resource_of(api_version, kind)
+        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        if namespaced:
+            base += f"/namespaces/{namespace or self.namespace}"
+        return f"{base}/{plural}" + (f"/{name}" if name else "")
+
+    def path_of(self, obj: dict) -> str:
+        meta = obj["metadata"]
+        return self.path(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+
+    def create(self, obj: dict) -> dict:
+        obj = json.loads(json.dumps(obj))
+        plural, namespaced = self.resource_of(obj["apiVersion"], obj["kind"])
+        if namespaced:
+            obj["metadata"].setdefault("namespace", self.namespace)
+        created = self.api.create(self.path(obj["apiVersion"], obj["kind"], namespace=obj["metadata"].get("namespace")),
+                                  obj)
+        if not namespaced:
+            self._cluster_scoped.append(self.path_of(created))
+        return created
+
+    def get(self, obj_or_path) -> dict | None:
+        path = obj_or_path if isinstance(obj_or_path, str) else self.path_of(obj_or_path)
+        code, answer = self.api.send("GET", path)
+        return answer if code == 200 else None
+
+    def delete(self, obj_or_path, propagation: str | None = None, grace: int | None = None):
+        path = obj_or_path if isinstance(obj_or_path, str) else self.path_of(obj_or_path)
+        code, answer = self.api.delete(path, propagation, grace)
+        assert code in (200, 202), f"DELETE {path}: {code} {answer}"
+        return answer
+
+    def set_status(self, obj: dict, status: dict) -> dict:
+        current = self.get(obj)
+        return self.api.ok("PUT", self.path_of(current) + "/status", dict(current, status=status))
+
+    def strip_finalizers(self, obj_or_path):
+        path = obj_or_path if isinstance(obj_or_path, str) else self.path_of(obj_or_path)
+        self.api.merge_patch(path, {"metadata": {"finalizers": None}})
+
+    def eventually(self, condition, timeout: float = 60, interval: float = 0.2, raise_on_timeout: bool = True,
+                   message: str = ""):
+        """Wait for `condition()` to be truthy; the fake settles at once, a real cluster within seconds."""
+        deadline = time.monotonic() + (0 if self.is_fake and self.has_controllers else timeout)
+        while True:
+            value = condition()
+            if value:
+                return value
+            if time.monotonic() >= deadline:
+                if raise_on_timeout:
+                    raise AssertionError(f"timed out waiting for {message or condition}")
+                return value
+            time.sleep(interval)
+
+    def read_only_kubeconfig(self, rules: list | None = None, name: str = "reader") -> Path:
+        """A kubeconfig for a ServiceAccount that may only do what `rules` allow (default: read everything).
+
+        The rules are granted cluster-wide through a ClusterRole (reads) so that cluster-scoped lists work.
+        """
+        rules = rules or [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]}]
+        rbac = "rbac.authorization.k8s.io/v1"
+        sa = self.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
+        role = self.create({"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": self.name(name)},
+                            "rules": rules})
+        self.create({"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": self.name(name)},
+                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                 "name": role["metadata"]["name"]},
+                     "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": self.namespace}]})
+        token = self.api.create(self.path_of(sa) + "/token", {"apiVersion": "authentication.k8s.io/v1",
+                                                              "kind": "TokenRequest", "spec": {}})["status"]["token"]
+        return self.write_kubeconfig(self.workdir / f"kubeconfig-{name}", token, name)
+
+    # ----- cleanup ---------------------------------------------------------------------------------
+    def cleanup(self):
+        if self.is_fake:
+            return
+        ns_path = f"/api/v1/namespaces/{self.namespace}"
+        self.api.delete(ns_path)
+        for path in reversed(self._cluster_scoped):
+            self.api.delete(path)
+            if self.api.exists(path):
+                self.strip_finalizers(path)
+        deadline = time.monotonic() + 60
+        while self.api.exists(ns_path) and time.monotonic() < deadline:
+            self._strip_namespace_content()
+            time.sleep(0.5)
+
+    def _strip_namespace_content(self):
+        """Remove the finalizers our own objects still carry, so that our namespace can go."""
+        groups = [("v1", "/api/v1")] + [(v["groupVersion"], f"/apis/{v['groupVersion']}")
+                                        for g in self.api.get("/apis")["groups"] for v in g["versions"][:1]]
+        for api_version, base in groups:
+            code, listing = self.api.send("GET", base)
+            if code != 200:
+                continue
+            for r in listing["resources"]:
+                if "/" in r["name"] or not r["namespaced"] or "list" not in r["verbs"]:
+                    continue
+                code, items = self.api.send("GET", f"{base}/namespaces/{self.namespace}/{r['name']}")
+                for item in (items or {}).get("items") or [] if code == 200 else []:
+                    if item["metadata"].get("finalizers"):
+                        self.strip_finalizers(f"{base}/namespaces/{self.namespace}/{r['name']}/{item['metadata']['name']}")
+
+
+class EnvtestControlPlane:
+    """etcd + kube-apiserver (+ kube-controller-manager when present) from KUBEBUILDER_ASSETS on 127.0.0.1."""
+
+    ADMIN_TOKEN = "kfin-envtest-admin"
+
+    def __init__(self, assets: Path):
+        self.assets = assets
+        self.dir = Path(tempfile.mkdtemp(prefix="kfin-envtest-"))
+        self.processes: list[subprocess.Popen] = []
+        self.server = ""
+
+    @property
+    def has_controller_manager(self) -> bool:
+        return (self.assets / "kube-controller-manager").exists()
+
+    def start(self) -> "EnvtestControlPlane":
+        for binary in ("etcd", "kube-apiserver"):
+            if not (self.assets / binary).exists():
+                raise RuntimeError(f"{ENV_ASSETS}={self.assets} has no {binary}")
+        etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
+        key = self.dir / "sa.key"
+        subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
+        subprocess.run(["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(self.dir / "sa.pub")], check=True,
+                       capture_output=True)
+        (self.dir / "tokens.csv").write_text(f'{self.ADMIN_TOKEN},admin,admin-uid,"system:masters"\n')
+        self._spawn("etcd", [str(self.assets / "etcd"), "--data-dir", str(self.dir / "etcd"),
+                             "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+                             "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+                             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
+                             "--unsafe-no-fsync"])
+        self._spawn("kube-apiserver", [
+            str(self.assets / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+            f"--cert-dir={self.dir / 'certs'}", f"--secure-port={api_port}", "--bind-address=127.0.0.1",
+            "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
+            f"--token-auth-file={self.dir / 'tokens.csv'}", "--service-account-issuer=https://kfin.envtest",
+            f"--service-account-key-file={self.dir / 'sa.pub'}",
+            f"--service-account-signing-key-file={key}", "--allow-privileged=true"])
+        self.server = f"https://127.0.0.1:{api_port}"
+        client = RawClient(self.server, self.ADMIN_TOKEN, insecure=True)
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if client.send("GET", "/api/v1/namespaces/default")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"kube-apiserver did not become ready; see {self.dir}")
+            time.sleep(0.5)
+        if self.has_controller_manager:
+            kubeconfig = self.dir / "controller-manager.kubeconfig"
+            kubeconfig.write_text(json.dumps({
+                "apiVersion": "v1", "kind": "Config",
+                "clusters": [{"name": "envtest", "cluster": {"server": self.server, "insecure-skip-tls-verify": True}}],
+                "users": [{"name": "admin", "user": {"token": self.ADMIN_TOKEN}}],
+                "contexts": [{"name": "envtest", "context": {"cluster": "envtest", "user": "admin"}}],
+                "current-context": "envtest"}))
+            self._spawn("kube-controller-manager", [
+                str(self.assets / "kube-controller-manager"), f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+                "--leader-elect=false", "--controllers=*", f"--service-account-private-key-file={key}",
+                f"--root-ca-file={self.dir / 'certs' / 'apiserver.crt'}", "--use-service-account-credentials=false",
+                f"--secure-port={_free_port()}", "--bind-address=127.0.0.1"])
+        return self
+
+    def _spawn(self, name, argv):
+        log = open(self.dir / f"{name}.log", "wb")
+        self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+
+    def stop(self):
+        for process in reversed(self.processes):
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

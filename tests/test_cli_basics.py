@@ -1,0 +1,147 @@
+"""The command line's contract: help, version, and one-line errors with documented exit codes."""
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+
+@pytest.fixture(autouse=True)
+def no_user_kubeconfig(monkeypatch, tmp_path):
+    """Never read the developer's own ~/.kube/config or in-cluster settings."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+
+def test_help_lists_the_kubectl_flags():
+    result = kfin("--help")
+    assert result.code == 0
+    for flag in ("--kubeconfig", "--context", "--namespace", "--all-namespaces", "--output", "--request-timeout"):
+        assert flag in result.stdout
+
+
+def test_version_flag_names_kfin_and_the_kubernetes_client():
+    from importlib.metadata import version
+
+    result = kfin("--version")
+    assert result.code == 0
+    assert result.stdout.startswith("kfin 0.") and f"kubernetes client {version('kubernetes')}" in result.stdout
+
+
+def test_help_does_not_import_the_kubernetes_client():
+    code = "import sys; from kfin.cli import main\ntry:\n main(['--help'])\nexcept SystemExit: pass\n" \
+           "print('kubernetes' in sys.modules, file=sys.stderr)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stderr.strip() == "False"
+
+
+def test_python_dash_m_and_the_plugin_name_run_kfin(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "kfin", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "Usage: kfin" in done.stdout
+    plugin = tmp_path / "kubectl-kfin"
+    plugin.write_text(f"#!{sys.executable}\nfrom kfin.cli import main\nmain()\n")
+    plugin.chmod(0o755)
+    done = subprocess.run([str(plugin), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "Usage: kubectl kfin" in done.stdout
+
+
+def test_version_reports_the_server(fake_kubeconfig):
+    result = kfin("version", "--kubeconfig", str(fake_kubeconfig), "-o", "json")
+    assert result.code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["serverVersion"] == "v1.36.2" and data["context"] == "fake"
+
+
+def test_options_before_the_command_work_too(fake_kubeconfig):
+    result = kfin("--kubeconfig", str(fake_kubeconfig), "-o", "yaml", "version")
+    assert result.code == 0 and "serverVersion: v1.36.2" in result.stdout
+
+
+def _one_line_error(result, code):
+    assert result.code == code, (result.code, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr
+    return lines[0]
+
+
+def test_no_kubeconfig_is_a_config_error():
+    line = _one_line_error(kfin("version"), ExitCode.CONFIG)
+    assert "no kubeconfig found" in line
+
+
+def test_missing_kubeconfig_file_is_a_config_error(tmp_path):
+    line = _one_line_error(kfin("version", "--kubeconfig", str(tmp_path / "nope")), ExitCode.CONFIG)
+    assert "does not exist" in line
+
+
+def test_unreadable_kubeconfig_is_a_config_error(tmp_path):
+    bad = tmp_path / "bad"
+    bad.write_text("clusters: [unclosed")
+    _one_line_error(kfin("version", "--kubeconfig", str(bad)), ExitCode.CONFIG)
+
+
+def test_unknown_context_names_the_available_ones(fake_kubeconfig):
+    line = _one_line_error(kfin("version", "--kubeconfig", str(fake_kubeconfig), "--context", "prod"),
+                           ExitCode.CONFIG)
+    assert 'context "prod" not found' in line and "fake, fake-viewer" in line
+
+
+def test_kubeconfig_from_the_environment(fake_kubeconfig, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(fake_kubeconfig))
+    assert kfin("version").code == 0
+
+
+def _closed_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _kubeconfig(tmp_path, server, token="admin-token"):
+    path = tmp_path / "kc"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "Config",
+                                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                                "users": [{"name": "u", "user": {"token": token}}],
+                                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                                "current-context": "c"}))
+    return path
+
+
+def test_unreachable_server(tmp_path):
+    server = f"http://127.0.0.1:{_closed_port()}"
+    line = _one_line_error(kfin("version", "--kubeconfig", str(_kubeconfig(tmp_path, server))), ExitCode.UNREACHABLE)
+    assert server in line and "refused" in line
+
+
+def test_timeout_is_unreachable(fake, tmp_path):
+    from tests.fakeapi import Fault
+
+    fake.faults.append(Fault(path="^/version$", delay=1.5))
+    result = kfin("version", "--kubeconfig", str(_kubeconfig(tmp_path, fake.url)), "--request-timeout", "0.3s")
+    assert "did not answer in time" in _one_line_error(result, ExitCode.UNREACHABLE)
+
+
+def test_tls_failure(fake, tmp_path):
+    server = fake.url.replace("http://", "https://")  # a TLS client meeting a plain-HTTP server
+    line = _one_line_error(kfin("version", "--kubeconfig", str(_kubeconfig(tmp_path, server))), ExitCode.AUTH)
+    assert "TLS" in line
+
+
+def test_rejected_credentials(fake, tmp_path):
+    line = _one_line_error(kfin("version", "--kubeconfig", str(_kubeconfig(tmp_path, fake.url, "expired"))),
+                           ExitCode.AUTH)
+    assert "401" in line
+
+
+def test_bad_flag_values_are_usage_errors(fake_kubeconfig):
+    _one_line_error(kfin("version", "--kubeconfig", str(fake_kubeconfig), "-o", "xml"), ExitCode.USAGE)
+    _one_line_error(kfin("version", "--kubeconfig", str(fake_kubeconfig), "--request-timeout", "soon"),
+                    ExitCode.USAGE)
+    assert kfin("version", "--no-such-flag").code == ExitCode.USAGE
