@@ -1,0 +1,53 @@
+"""The scenario harness switches between tests/fakeapi, KFIN_TEST_KUBECONFIG and KUBEBUILDER_ASSETS."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fakeapi.rawclient import RawClient
+from tests.scenario import EnvtestControlPlane, backends
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_backends_follow_the_environment(monkeypatch):
+    monkeypatch.delenv("KFIN_TEST_KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBEBUILDER_ASSETS", raising=False)
+    assert backends() == ["fakeapi"]
+    monkeypatch.setenv("KFIN_TEST_KUBECONFIG", "/some/kubeconfig")
+    assert backends() == ["fakeapi", "kubeconfig"]
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", "/some/bin")
+    assert backends() == ["fakeapi", "kubeconfig", "envtest"]
+
+
+def test_envtest_without_binaries_says_what_is_missing(tmp_path):
+    with pytest.raises(RuntimeError, match="has no etcd"):
+        EnvtestControlPlane(tmp_path).start()
+
+
+def test_scenarios_run_on_a_cluster_behind_a_kubeconfig_and_clean_up(tmp_path):
+    """A fake API server in another process stands in for a real cluster reached through a kubeconfig."""
+    kubeconfig = tmp_path / "real-kubeconfig"
+    server = subprocess.Popen([sys.executable, "-m", "tests.fakeapi", "--kubeconfig", str(kubeconfig)], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        url = server.stdout.readline().strip()
+        env = {k: v for k, v in os.environ.items() if k != "KUBEBUILDER_ASSETS"}
+        env["KFIN_TEST_KUBECONFIG"] = str(kubeconfig)
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
+                               "tests/scenarios"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-3000:]
+        assert "[kubeconfig]" in done.stdout and "[fakeapi]" in done.stdout
+        assert "PASSED tests/scenarios/test_cluster_rules.py::test_kfin_talks_to_the_scenario_cluster[kubeconfig]" \
+            in done.stdout
+        namespaces = RawClient(url, "admin-token").get("/api/v1/namespaces")["items"]
+        left = [n["metadata"]["name"] for n in namespaces if n["metadata"]["name"].startswith("kfin-")]
+        assert left == [], f"scenarios left namespaces behind: {left}"
+        roles = RawClient(url, "admin-token").get("/apis/rbac.authorization.k8s.io/v1/clusterroles")["items"]
+        assert not [r for r in roles if r["metadata"]["name"].startswith("reader-")]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
