@@ -122,7 +122,7 @@ class FakeAPIServer:
         handler = type("Handler", (_Handler,), {"fake": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fakeapi", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="fakeapi", daemon=True)
         self._thread.start()
         return self
 
