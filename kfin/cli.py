@@ -74,6 +74,74 @@ def version_command(ctx: typer.Context, kubeconfig: KubeconfigOpt = None, contex
         render.dump(data, fmt)
 
 
+@app.command("stuck")
+def stuck_command(
+        ctx: typer.Context,
+        kind: Optional[list[str]] = typer.Option(None, "--kind", metavar="KIND",
+                                                 help="Only this type (repeatable): pvc, deploy.apps, widgets.example.com."),
+        finalizer: Optional[str] = typer.Option(None, "--finalizer", metavar="PATTERN",
+                                                help="Only objects with a matching finalizer (glob or substring)."),
+        older_than: Optional[str] = typer.Option(None, "--older-than", metavar="DURATION",
+                                                 help="Only objects terminating for at least this long (10m, 2h)."),
+        exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when anything is stuck (for cron and CI)."),
+        refresh: bool = typer.Option(False, "--refresh", help="Rediscover the API instead of using the cache."),
+        from_snapshot: Optional[str] = typer.Option(None, "--from-snapshot", metavar="FILE",
+                                                    help="Read a kfin snapshot or `kubectl get -o json` output."),
+        context: Optional[list[str]] = typer.Option(None, "--context", metavar="NAME",
+                                                    help="The kubeconfig context; repeat to scan several."),
+        all_contexts: bool = typer.Option(False, "--all-contexts", help="Scan every context of the kubeconfig."),
+        concurrency: int = typer.Option(16, "--concurrency", min=1, max=64,
+                                        help="How many resource types to list at once."),
+        chunk_size: int = typer.Option(500, "--chunk-size", min=1, help="Objects per list request (page)."),
+        kubeconfig: KubeconfigOpt = None, namespace: NamespaceOpt = None, all_namespaces: AllNamespacesOpt = None,
+        output: OutputOpt = None, request_timeout: TimeoutOpt = None):
+    """List every object stuck in Terminating, with its finalizers and its blocker.
+
+    Scans every listable resource type (built-in, aggregated and CRDs) with metadata-only requests.
+
+    Examples:
+
+      kfin stuck -A
+
+      kfin stuck -n team-a --kind pvc -o wide
+
+      kfin stuck --from-snapshot examples/stuck-cluster.json
+    """
+    from kfin.commands_stuck import stuck
+
+    options = merged(ctx, kubeconfig=kubeconfig, namespace=namespace, all_namespaces=all_namespaces,
+                     output=output, request_timeout=request_timeout)
+    raise typer.Exit(int(stuck(options, kinds=kind, finalizer=finalizer, older_than=older_than,
+                               exit_code=exit_code, refresh=refresh, from_snapshot=from_snapshot,
+                               contexts=context or ([options.context] if options.context else []),
+                               all_contexts=all_contexts, concurrency=concurrency, chunk_size=chunk_size)))
+
+
+@app.command("snapshot")
+def snapshot_command(
+        ctx: typer.Context,
+        file: str = typer.Option(..., "--file", "-f", metavar="FILE", help="Where to write the snapshot (- for stdout)."),
+        refresh: bool = typer.Option(False, "--refresh", help="Rediscover the API instead of using the cache."),
+        concurrency: int = typer.Option(16, "--concurrency", min=1, max=64,
+                                        help="How many resource types to list at once."),
+        chunk_size: int = typer.Option(500, "--chunk-size", min=1, help="Objects per list request (page)."),
+        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
+        all_namespaces: AllNamespacesOpt = None, request_timeout: TimeoutOpt = None):
+    """Save what kfin's commands need into one JSON file, to read later with --from-snapshot.
+
+    Metadata of every object; for the few kinds explanations need (namespaces, volumes, pods, RBAC,
+    APIServices, CRDs) only the fields they use. Never Secret data.
+
+    Example: kfin snapshot -A -f cluster.json
+    """
+    from kfin.commands_stuck import snapshot
+
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
+                     all_namespaces=all_namespaces, request_timeout=request_timeout)
+    raise typer.Exit(int(snapshot(options, file=file, refresh=refresh, concurrency=concurrency,
+                                  chunk_size=chunk_size)))
+
+
 def _prog_name() -> str:
     return "kubectl kfin" if os.path.basename(sys.argv[0]).startswith("kubectl-kfin") else "kfin"
 

@@ -41,6 +41,20 @@ def _kubeconfig_paths(explicit: str | None) -> list[str]:
     return [str(Path("~/.kube/config").expanduser())]
 
 
+def context_names(kubeconfig: str | None) -> list[str]:
+    """Every context of the kubeconfig (for --all-contexts)."""
+    from kubernetes import config
+
+    existing = [p for p in _kubeconfig_paths(kubeconfig) if Path(p).expanduser().is_file()]
+    if not existing:
+        raise ConfigError("no kubeconfig found: set KUBECONFIG or pass --kubeconfig")
+    try:
+        contexts, _ = config.list_kube_config_contexts(config_file=os.pathsep.join(existing))
+    except Exception as error:
+        raise ConfigError(f"cannot read kubeconfig {', '.join(existing)}: {error}") from None
+    return [c["name"] for c in contexts or []]
+
+
 class Kube:
     """A connection to one API server (one kubeconfig context)."""
 
@@ -193,8 +207,9 @@ class Kube:
             return ForbiddenError(f"forbidden: {message}")
         if code == 404:
             return NotFoundError(message)
-        if code == 503 and not status:
-            return APIError(f"service unavailable: {message}", code, "ServiceUnavailable")
+        if code == 503 and not status:  # an aggregated API without a backend answers in plain text
+            return APIError(f"{message} (503): the APIService behind it has no available backend", code,
+                            "ServiceUnavailable")
         return APIError(f"{message} ({code} {status.get('reason') or reason})", code, status.get("reason", ""))
 
     # ----- the calls kfin makes --------------------------------------------------------------------
@@ -206,14 +221,51 @@ class Kube:
 
     def list_metadata_pages(self, path: str, limit: int = 500, what=None) -> Iterator[dict]:
         """Every page of a metadata-only list (an empty list answers `items: null`)."""
+        return self._pages(path, limit, METADATA_LIST_ACCEPT, what)
+
+    def list_pages(self, path: str, limit: int = 500, what=None) -> Iterator[dict]:
+        """Every page of a list of full objects."""
+        return self._pages(path, limit, JSON, what)
+
+    def _pages(self, path: str, limit: int, accept: str, what) -> Iterator[dict]:
         token = None
         while True:
-            page = self.request("GET", path, {"limit": limit, "continue": token}, accept=METADATA_LIST_ACCEPT,
-                                what=what) or {}
+            page = self.request("GET", path, {"limit": limit, "continue": token}, accept=accept, what=what) or {}
             yield page
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return
+
+    def group_versions(self) -> list[str]:
+        """The group/versions the server offers (one cheap request: /apis)."""
+        groups = (self.request("GET", "/apis", what=("get", "/apis", None)) or {}).get("groups") or []
+        return sorted(v["groupVersion"] for g in groups for v in g.get("versions") or [])
+
+    def discovery_documents(self, concurrency: int = 8):
+        """(/api/v1, [(group, version, /apis/GROUP/VERSION)], [(group/version, error)]) for preferred versions.
+
+        A group whose discovery fails (an APIService without backend answers 503) is reported, not fatal.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        core = self.request("GET", "/api/v1", what=("get", "/api/v1", None))
+        groups = (self.request("GET", "/apis", what=("get", "/apis", None)) or {}).get("groups") or []
+        wanted = [(g["name"], g["preferredVersion"]["version"]) for g in groups if g.get("preferredVersion")]
+
+        def fetch(gv):
+            group, version = gv
+            try:
+                return group, version, self.request("GET", f"/apis/{group}/{version}"), None
+            except KfinError as error:
+                return group, version, None, error
+        found, failed = [], []
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            for group, version, doc, error in pool.map(fetch, wanted):
+                if error is None:
+                    found.append((group, version, doc))
+                else:
+                    failed.append((f"{group}/{version}", error))
+        return core, found, failed
 
     def patch_json(self, path: str, operations: list, dry_run: bool = False, what=None) -> dict:
         return self.request("PATCH", path, {"dryRun": "All" if dry_run else None}, body=operations,

@@ -15,3 +15,50 @@ def dump(data, fmt: str, stream=None) -> None:
         stream.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
     else:
         raise ValueError(f"unknown format {fmt}")
+
+
+def console(stderr: bool = False):
+    """A rich Console: colour and the terminal's width on a terminal (NO_COLOR honoured), plain and
+    unwrapped when piped, like kubectl's output."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(file=stream, highlight=False)
+    return Console(file=stream, highlight=False, width=100_000, no_color=True, color_system=None)
+
+
+def stuck_table(rows, wide: bool = False, show_context: bool = False, out=None) -> None:
+    from rich.table import Table
+
+    from kfin.durations import format_age
+
+    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False, expand=False)
+    headers = (["CONTEXT"] if show_context else []) + ["NAMESPACE", "KIND", "NAME", "TERMINATING FOR",
+                                                         "FINALIZERS", "BLOCKER"]
+    if wide:
+        headers += ["APIVERSION", "UID", "OWNERS", "GRACE"]
+    for header in headers:
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        o = row.obj
+        family, _, rest = row.blocker.partition(":")
+        cells = ([row.context] if show_context else []) + [
+            o.namespace or "-", o.type.kind_display, o.name, format_age(row.terminating_seconds),
+            ",".join(row.finalizers) or "<none>", f"[bold yellow]{family}[/]:{rest}" if rest else row.blocker]
+        if wide:
+            grace = o.meta.get("deletionGracePeriodSeconds")
+            cells += [o.type.api_version, o.uid, str(len(o.owner_references)), "-" if grace is None else str(grace)]
+        table.add_row(*cells)
+    print_table(table, out)
+
+
+def print_table(table, out=None) -> None:
+    """Print a rich table; off a terminal, without the padding rich leaves at line ends."""
+    target = out or console()
+    if target.is_terminal:
+        target.print(table)
+        return
+    with target.capture() as captured:
+        target.print(table)
+    target.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")

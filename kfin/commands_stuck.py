@@ -1,0 +1,148 @@
+"""`kfin stuck` and `kfin snapshot`: the thin layer between the command line and the core."""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+from kfin.errors import ExitCode, KfinError, NotFoundError, UsageError
+from kfin.model import Failure, Inventory
+from kfin.options import Options
+
+
+@contextmanager
+def progress_bar(label: str):
+    """A progress bar on stderr while scanning, only on a terminal; yields a (done, total) callback."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from kfin.render import console
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console(stderr=True),
+                  transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def scan_scope(options: Options, kube) -> str | None:
+    if options.all_namespaces:
+        return None
+    return options.namespace or kube.namespace
+
+
+def gather(options: Options, contexts: list[str], from_snapshot: str | None, refresh: bool,
+           full=None, concurrency: int = 16, chunk_size: int = 500) -> list[Inventory]:
+    """One inventory per context (or the snapshot's), scanned in parallel."""
+    from kfin import inventory
+    from kfin.kube import Kube, Target
+
+    if from_snapshot:
+        if contexts:
+            raise UsageError("--from-snapshot reads a file: it cannot be combined with --context")
+        loaded = inventory.load(from_snapshot)
+        if options.namespace and not options.all_namespaces:
+            loaded = inventory.restrict(loaded, options.namespace)
+        return [loaded]
+    full = inventory.STUCK_FULL if full is None else full
+
+    def one(context: str | None) -> Inventory:
+        kube = Kube.connect(Target(options.kubeconfig, context, options.request_timeout))
+        with progress_bar(f"scanning {kube.context}") as progress:
+            return inventory.live(kube, scan_scope(options, kube), full=full, refresh=refresh, progress=progress,
+                                  concurrency=concurrency, chunk_size=chunk_size)
+
+    if len(contexts) <= 1:
+        return [one(contexts[0] if contexts else options.context)]
+    results: list[Inventory] = []
+    with ThreadPoolExecutor(max_workers=min(8, len(contexts))) as pool:
+        for context, future in [(c, pool.submit(one, c)) for c in contexts]:
+            try:
+                results.append(future.result())
+            except KfinError as error:  # one unreachable cluster must not hide the others
+                results.append(Inventory([], [], [Failure("context", context, type(error).__name__, error.message)],
+                                         context=context))
+    return results
+
+
+def resolve_kinds(kinds: list[str], inventories: list[Inventory]) -> set | None:
+    from kfin.builtin_kinds import builtin_resources
+    from kfin.resources import Catalog
+
+    if not kinds:
+        return None
+    wanted = set()
+    for text in kinds:
+        found, last_error = False, None
+        for inv in inventories:
+            try:
+                r = Catalog(inv.resources + builtin_resources()).find(text)
+                wanted.add((r.group, r.resource))
+                found = True
+            except NotFoundError as error:
+                last_error = error
+        if not found:
+            raise last_error
+    return wanted
+
+
+def report_failures(inventories: list[Inventory]) -> None:
+    for inv in inventories:
+        prefix = f"[{inv.context}] " if len(inventories) > 1 and inv.context else ""
+        for failure in inv.failures:
+            print(f"warning: {prefix}{failure.line()}", file=sys.stderr)
+
+
+def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh, from_snapshot, contexts,
+          all_contexts, concurrency, chunk_size) -> int:
+    from kfin import render
+    from kfin.durations import parse_duration
+    from kfin.kube import context_names
+    from kfin.options import check_output
+    from kfin.stuck import Filters, find_stuck, report
+
+    fmt = check_output(options, ("table", "wide", "json", "yaml", "name"))
+    try:
+        older = parse_duration(older_than) if older_than else None
+    except ValueError as error:
+        raise UsageError(f"--older-than: {error}") from None
+    if all_contexts:
+        contexts = context_names(options.kubeconfig)
+    inventories = gather(options, list(contexts or []), from_snapshot, refresh, concurrency=concurrency,
+                         chunk_size=chunk_size)
+    filters = Filters(resolve_kinds(list(kinds or []), inventories), finalizer, older)
+    rows = [row for inv in inventories for row in find_stuck(inv, filters)]
+    rows.sort(key=lambda r: (-r.terminating_seconds, r.context, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
+    report_failures(inventories)
+    if fmt in ("json", "yaml"):
+        render.dump(report(rows, inventories), fmt)
+    elif fmt == "name":
+        for row in rows:
+            print(f"{row.obj.type.name_prefix}/{row.obj.name}")
+    elif rows:
+        render.stuck_table(rows, wide=fmt == "wide", show_context=len(inventories) > 1)
+    else:
+        scopes = {inv.namespace for inv in inventories}
+        where = f"in namespace {scopes.pop()}" if len(scopes) == 1 and None not in scopes else "in the cluster"
+        print(f"No stuck objects found {where}.", file=sys.stderr)
+    if rows and exit_code:
+        return ExitCode.FOUND
+    if not all(inv.complete for inv in inventories):
+        return ExitCode.PARTIAL
+    return ExitCode.OK
+
+
+def snapshot(options: Options, *, file: str, refresh: bool, concurrency: int, chunk_size: int) -> int:
+    from kfin import inventory
+
+    [inv] = gather(options, [], None, refresh, full=inventory.SNAPSHOT_FULL, concurrency=concurrency,
+                   chunk_size=chunk_size)
+    inventory.save_snapshot(inv, file)
+    report_failures([inv])
+    kinds = len({o.type for o in inv.objects})
+    where = "the whole cluster" if inv.namespace is None else f"namespace {inv.namespace}"
+    print(f"saved {len(inv.objects)} objects of {kinds} resource types in {where} to {file}"
+          + ("" if inv.complete else f" ({len(inv.failures)} could not be read)"), file=sys.stderr)
+    return ExitCode.OK if inv.complete else ExitCode.PARTIAL

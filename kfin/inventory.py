@@ -1,0 +1,119 @@
+"""Where an Inventory comes from: a live cluster, a kfin snapshot, or `kubectl get -o json` output."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kfin.builtin_kinds import builtin_resources
+from kfin.discovery import discover
+from kfin.errors import UsageError
+from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
+from kfin.resources import Catalog
+from kfin.scan import REDUCED_FIELDS, reduce_object, scan, slim_metadata
+
+SNAPSHOT_KIND = "Snapshot"
+SNAPSHOT_API_VERSION = "kfin.dev/v1"
+# `stuck` reads namespaces whole: their spec.finalizers and status conditions say what holds them.
+STUCK_FULL = {("", "namespaces")}
+SNAPSHOT_FULL = set(REDUCED_FIELDS)
+
+
+def live(kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refresh: bool = False,
+         progress=None, concurrency: int = 16, chunk_size: int = 500) -> Inventory:
+    resources, failures = discover(kube, refresh)
+    objects, list_failures = scan(kube, resources, namespace, full=full, concurrency=concurrency,
+                                  page_size=chunk_size, progress=progress)
+    return Inventory(resources, objects, failures + list_failures, datetime.now(timezone.utc), kube.context,
+                     kube.server, namespace)
+
+
+def save_snapshot(inventory: Inventory, path: str) -> None:
+    document = {
+        "apiVersion": SNAPSHOT_API_VERSION, "kind": SNAPSHOT_KIND,
+        "observedAt": format_time(inventory.observed_at), "context": inventory.context, "server": inventory.server,
+        "namespace": inventory.namespace,
+        "resources": [r.to_dict() for r in inventory.resources],
+        "failures": [f.to_dict() for f in inventory.failures],
+        "objects": sorted((o.raw for o in inventory.objects),
+                          key=lambda raw: (raw["apiVersion"], raw["kind"], raw["metadata"].get("namespace", ""),
+                                           raw["metadata"].get("name", ""))),
+    }
+    text = json.dumps(document, indent=1, sort_keys=False) + "\n"
+    if path == "-":
+        import sys
+        sys.stdout.write(text)
+    else:
+        Path(path).write_text(text)
+
+
+def load(path: str) -> Inventory:
+    """A kfin snapshot, or a kubectl `List` (kubectl get ... -o json)."""
+    try:
+        document = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise UsageError(f"cannot read snapshot {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise UsageError(f"{path} is not JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise UsageError(f"{path} is neither a kfin snapshot nor a kubectl List")
+    if document.get("kind") == SNAPSHOT_KIND and document.get("apiVersion") == SNAPSHOT_API_VERSION:
+        resources = [ResourceType.from_dict(r) for r in document.get("resources", [])]
+        catalog = Catalog(resources + builtin_resources())
+        objects = [KubeObject(_type_of(catalog, raw), raw) for raw in document.get("objects", [])]
+        return Inventory(resources, objects, [Failure(**f) for f in document.get("failures", [])],
+                         parse_time(document.get("observedAt")) or datetime.now(timezone.utc),
+                         document.get("context", ""), document.get("server", ""), document.get("namespace"))
+    if isinstance(document.get("items"), list) and str(document.get("kind", "")).endswith("List"):
+        return _from_list(document, path)
+    raise UsageError(f"{path} is neither a kfin snapshot nor a kubectl List")
+
+
+def _from_list(document: dict, path: str) -> Inventory:
+    list_kind = document.get("kind", "List")
+    catalog = Catalog(builtin_resources())
+    objects, seen = [], {}
+    for item in document["items"]:
+        api_version = item.get("apiVersion") or document.get("apiVersion", "v1")
+        kind = item.get("kind") or (list_kind[:-4] if list_kind != "List" else "")
+        if not kind:
+            raise UsageError(f"{path}: an item has no kind")
+        meta = item.get("metadata") or {}
+        rtype = catalog.for_kind(api_version, kind) or seen.get((api_version, kind)) or _guess_type(
+            api_version, kind, bool(meta.get("namespace")))
+        seen[(api_version, kind)] = rtype
+        raw = {"apiVersion": api_version, "kind": kind, "metadata": slim_metadata(meta)}
+        raw.update(reduce_object((rtype.group, rtype.resource), item))  # Secret data and specs are dropped here
+        objects.append(KubeObject(rtype, raw))
+    resources = list(dict.fromkeys(o.type for o in objects))
+    return Inventory(resources, objects, [], datetime.now(timezone.utc), "", f"file:{path}", None)
+
+
+def _type_of(catalog: Catalog, raw: dict) -> ResourceType:
+    meta = raw.get("metadata") or {}
+    return catalog.for_kind(raw["apiVersion"], raw["kind"]) or _guess_type(raw["apiVersion"], raw["kind"],
+                                                                          bool(meta.get("namespace")))
+
+
+def _guess_type(api_version: str, kind: str, namespaced: bool) -> ResourceType:
+    """A custom kind from a file without discovery: kubectl's default plural (lower case, + s/es/ies)."""
+    group, _, version = api_version.rpartition("/")
+    lower = kind.lower()
+    if lower.endswith("y") and lower[-2:-1] not in "aeiou":
+        plural = lower[:-1] + "ies"
+    elif lower.endswith(("s", "x", "z", "ch", "sh")):
+        plural = lower + "es"
+    else:
+        plural = lower + "s"
+    return ResourceType(group, version, plural, kind, namespaced, ("get", "list"), (), lower)
+
+
+def restrict(inventory: Inventory, namespace: str | None) -> Inventory:
+    """A saved inventory seen through -n NS: that namespace's objects and the Namespace itself."""
+    if namespace is None:
+        return inventory
+    kept = [o for o in inventory.objects if o.namespace == namespace or
+            ((o.type.group, o.type.resource) == ("", "namespaces") and o.name == namespace)]
+    return Inventory(inventory.resources, kept, inventory.failures, inventory.observed_at, inventory.context,
+                     inventory.server, namespace)

@@ -1,0 +1,144 @@
+"""Plain values the analysis works on, whether they came from a live cluster or a snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One listable API resource, as discovery describes it."""
+    group: str
+    version: str
+    resource: str  # plural, as in the URL
+    kind: str
+    namespaced: bool
+    verbs: tuple = ()
+    short_names: tuple = ()
+    singular: str = ""
+    categories: tuple = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def qualified(self) -> str:
+        """kubectl's resource.group form: persistentvolumeclaims, deployments.apps."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+    @property
+    def kind_display(self) -> str:
+        """The KIND column: the kind, with its group when it is not core (Deployment.apps)."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    @property
+    def name_prefix(self) -> str:
+        """kubectl -o name's prefix: configmap, deployment.apps."""
+        return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.resource}"
+        return f"{base}/{name}" if name else base
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ResourceType":
+        return cls(d["group"], d["version"], d["resource"], d["kind"], d["namespaced"], tuple(d.get("verbs", ())),
+                   tuple(d.get("short_names", ())), d.get("singular", ""), tuple(d.get("categories", ())))
+
+
+@dataclass
+class KubeObject:
+    """An object's metadata (and, for the kinds explanations need, a reduced spec and status)."""
+    type: ResourceType
+    raw: dict
+
+    @property
+    def meta(self) -> dict:
+        return self.raw.get("metadata") or {}
+
+    @property
+    def name(self) -> str:
+        return self.meta.get("name", "")
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.get("namespace", "")
+
+    @property
+    def uid(self) -> str:
+        return self.meta.get("uid", "")
+
+    @property
+    def finalizers(self) -> list[str]:
+        return list(self.meta.get("finalizers") or [])
+
+    @property
+    def spec_finalizers(self) -> list[str]:
+        """A namespace's spec.finalizers (the `kubernetes` entry the namespace controller removes)."""
+        return list(((self.raw.get("spec") or {}).get("finalizers")) or [])
+
+    @property
+    def owner_references(self) -> list[dict]:
+        return list(self.meta.get("ownerReferences") or [])
+
+    @property
+    def deletion_timestamp(self) -> datetime | None:
+        return parse_time(self.meta.get("deletionTimestamp"))
+
+    @property
+    def terminating(self) -> bool:
+        return bool(self.meta.get("deletionTimestamp"))
+
+    @property
+    def ref(self) -> str:
+        return f"{self.type.kind_display}/{self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Something that could not be read: the result is partial, and says so."""
+    what: str  # "discovery", "list", "get"
+    target: str  # group/version, or resource[.group] with namespace
+    reason: str  # Forbidden, ServiceUnavailable, Timeout, Unreachable, Error
+    message: str
+
+    def line(self) -> str:
+        return f"{self.what} of {self.target} failed: {self.message}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Inventory:
+    """What kfin knows of a cluster: its resource types, its objects, and what could not be read."""
+    resources: list[ResourceType]
+    objects: list[KubeObject]
+    failures: list[Failure] = field(default_factory=list)
+    observed_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    context: str = ""
+    server: str = ""
+    namespace: str | None = None  # None: all namespaces and cluster-scoped objects
+
+    @property
+    def complete(self) -> bool:
+        return not self.failures
+
+
+def parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+
+def format_time(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,115 @@
+"""Listing every resource type in parallel, metadata-only, page by page, failures reported per type."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Callable
+
+from kfin.discovery import failure_of
+from kfin.errors import KfinError, NotFoundError
+from kfin.model import Failure, KubeObject, ResourceType
+
+NAMESPACES = ("", "namespaces")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+# What explanations need of the few kinds read as full objects, and nothing more: a snapshot never holds
+# Secret data, environment values, or container specs.
+REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "namespaces"): ("spec", "status"),
+    ("", "persistentvolumeclaims"): ("spec.volumeName", "spec.storageClassName", "status.phase"),
+    ("", "persistentvolumes"): ("spec.claimRef", "spec.persistentVolumeReclaimPolicy", "spec.storageClassName",
+                                "spec.csi.driver", "status.phase"),
+    ("", "pods"): ("spec.nodeName", "spec.serviceAccountName", "spec.volumes", "status.phase"),
+    ("apps", "deployments"): ("spec.replicas", "spec.template.spec.serviceAccountName", "status.readyReplicas"),
+    ("apps", "statefulsets"): ("spec.replicas", "spec.template.spec.serviceAccountName", "status.readyReplicas"),
+    ("apps", "daemonsets"): ("spec.template.spec.serviceAccountName", "status.numberReady"),
+    ("apiregistration.k8s.io", "apiservices"): ("spec.service", "spec.group", "spec.version", "status.conditions"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ("spec.group", "spec.names", "spec.scope",
+                                                             "status.conditions"),
+    ("storage.k8s.io", "volumeattachments"): ("spec", "status.attached"),
+    ("rbac.authorization.k8s.io", "clusterroles"): ("rules",),
+    ("rbac.authorization.k8s.io", "roles"): ("rules",),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): ("roleRef", "subjects"),
+    ("rbac.authorization.k8s.io", "rolebindings"): ("roleRef", "subjects"),
+}
+
+
+def slim_metadata(meta: dict) -> dict:
+    """Metadata without server bookkeeping (managedFields) and without kubectl's copy of the object."""
+    meta = {k: v for k, v in meta.items() if k != "managedFields"}
+    if LAST_APPLIED in (meta.get("annotations") or {}):
+        meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k != LAST_APPLIED}
+    return meta
+
+
+def _pod_volume(volume: dict) -> dict | None:
+    if volume.get("persistentVolumeClaim"):
+        return {"name": volume.get("name"), "persistentVolumeClaim": {
+            "claimName": volume["persistentVolumeClaim"].get("claimName")}}
+    if volume.get("ephemeral") is not None:
+        return {"name": volume.get("name"), "ephemeral": {}}
+    return None
+
+
+def reduce_object(key: tuple[str, str], obj: dict) -> dict:
+    out = {}
+    for path in REDUCED_FIELDS.get(key, ()):
+        node, parts = obj, path.split(".")
+        for part in parts:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            continue
+        if key == ("", "pods") and path == "spec.volumes":
+            node = [v for v in map(_pod_volume, node) if v]
+        target = out
+        for part in parts[:-1]:
+            target = target.setdefault(part, {})
+        target[parts[-1]] = node
+    return out
+
+
+def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: set = frozenset(),
+         concurrency: int = 16, page_size: int = 500,
+         progress: Callable[[int, int], None] | None = None) -> tuple[list[KubeObject], list[Failure]]:
+    """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types).
+
+    Types in `full` are read as whole objects and reduced to REDUCED_FIELDS; all others metadata-only.
+    Within one namespace, cluster-scoped types are skipped, except the Namespace itself.
+    """
+    tasks = [r for r in resources if namespace is None or r.namespaced or (r.group, r.resource) == NAMESPACES]
+    objects: list[KubeObject] = []
+    failures: list[Failure] = []
+
+    def read(r: ResourceType) -> list[KubeObject]:
+        key = (r.group, r.resource)
+        what = ("list", r.qualified, namespace if r.namespaced else None)
+        if key == NAMESPACES and namespace is not None:
+            try:
+                items = [kube.request("GET", r.path(name=namespace), what=("get", "namespaces", None))]
+            except NotFoundError:
+                items = []
+        elif key in full:
+            items = [i for page in kube.list_pages(r.path(namespace), page_size, what=what) for i in page.get("items") or []]
+        else:
+            items = [i for page in kube.list_metadata_pages(r.path(namespace), page_size, what=what)
+                     for i in page.get("items") or []]
+        out = []
+        for item in items:
+            raw = {"apiVersion": r.api_version, "kind": r.kind, "metadata": slim_metadata(item.get("metadata") or {})}
+            if key in full:
+                raw.update(reduce_object(key, item))
+            out.append(KubeObject(r, raw))
+        return out
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = {pool.submit(read, r): r for r in tasks}
+        for done, future in enumerate(as_completed(futures), 1):
+            r = futures[future]
+            try:
+                objects.extend(future.result())
+            except KfinError as error:
+                target = r.qualified + (f" in namespace {namespace}" if namespace and r.namespaced else "")
+                failures.append(failure_of("list", target, error))
+            if progress:
+                progress(done, len(tasks))
+    return objects, failures
