@@ -50,9 +50,13 @@ class Catalog:
         raise NotFoundError(f'the server doesn\'t have a resource type "{text}"{self._suggestion(wanted)}')
 
     def _suggestion(self, wanted: str) -> str:
-        candidates = sorted({n for r in self.resources for n in self._names(r) | {r.qualified}})
-        close = difflib.get_close_matches(wanted, candidates, n=1, cutoff=0.75)
-        return f" (did you mean {close[0]}?)" if close else ""
+        """The nearest type, named by its plural (kubectl's canonical form)."""
+        plural_of: dict[str, str] = {}
+        for r in reversed(self.resources):  # earlier types win
+            for name in self._names(r) | {r.qualified}:
+                plural_of[name] = r.qualified
+        close = difflib.get_close_matches(wanted, sorted(plural_of), n=1, cutoff=0.75)
+        return f" (did you mean {plural_of[close[0]]}?)" if close else ""
 
     def for_kind(self, api_version: str, kind: str) -> ResourceType | None:
         group = api_version.rpartition("/")[0]

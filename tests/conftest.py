@@ -7,6 +7,14 @@ from tests.fakeapi import FakeAPIServer
 from tests.scenario import ENV_ASSETS, ENV_KUBECONFIG, EnvtestControlPlane, ScenarioCluster, _kubeconfig_access, backends
 
 
+@pytest.fixture(autouse=True)
+def isolated_environment(monkeypatch, tmp_path_factory):
+    """kfin never reads the developer's kubeconfig or discovery cache during tests."""
+    monkeypatch.setenv("KFIN_CACHE_DIR", str(tmp_path_factory.mktemp("kfin-cache")))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+
+
 @pytest.fixture
 def fake():
     """A fresh in-process fake API server (for tests of fake-only behaviour)."""
