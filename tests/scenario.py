@@ -192,18 +192,21 @@ class ScenarioCluster:
 
     # ----- cleanup ---------------------------------------------------------------------------------
     def cleanup(self):
+        """Our namespace first (stripping the finalizers our objects still carry), then our cluster-scoped
+        objects, whose own finalizers are stripped only if their controllers do not finish in time."""
         if self.is_fake:
             return
         ns_path = f"/api/v1/namespaces/{self.namespace}"
         self.api.delete(ns_path)
-        for path in reversed(self._cluster_scoped):
-            self.api.delete(path)
-            if self.api.exists(path):
-                self.strip_finalizers(path)
         deadline = time.monotonic() + 60
         while self.api.exists(ns_path) and time.monotonic() < deadline:
             self._strip_namespace_content()
-            time.sleep(0.5)
+            time.sleep(0.2)
+        for path in reversed(self._cluster_scoped):
+            self.api.delete(path)
+        for path in reversed(self._cluster_scoped):
+            if not self.eventually(lambda: not self.api.exists(path), timeout=20, raise_on_timeout=False):
+                self.strip_finalizers(path)
 
     def _strip_namespace_content(self):
         """Remove the finalizers our own objects still carry, so that our namespace can go."""

@@ -296,3 +296,18 @@ def test_graceful_pod_deletion_waits_for_a_kubelet(api):
     assert api.exists("/api/v1/namespaces/default/pods/p")
     api.delete("/api/v1/namespaces/default/pods/p", grace=0)
     assert not api.exists("/api/v1/namespaces/default/pods/p")
+
+
+def test_a_crd_forced_away_takes_its_api_with_it(api):
+    api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "metadata": {"name": "gadgets.example.io"}, "spec": {
+            "group": "example.io", "scope": "Namespaced", "names": {"plural": "gadgets", "kind": "Gadget"},
+            "versions": [{"name": "v1", "served": True, "storage": True}]}})
+    api.create("/apis/example.io/v1/namespaces/default/gadgets", {"apiVersion": "example.io/v1", "kind": "Gadget",
+               "metadata": {"name": "g1", "finalizers": ["example.io/cleanup"]}})
+    crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.io"
+    api.delete(crd)
+    api.merge_patch(crd, {"metadata": {"finalizers": None}})
+    assert not api.exists(crd)
+    assert "example.io" not in [g["name"] for g in api.get("/apis")["groups"]]
+    assert api.send("GET", "/apis/example.io/v1/namespaces/default/gadgets")[0] == 404

@@ -60,7 +60,10 @@ class Controllers:
         if key == NAMESPACES:
             self.namespace_changed(what, obj)
         elif key == CRDS:
-            self.crd_changed(obj)
+            if what == "removed":
+                self.unregister_crd(obj)  # forced away (finalizer stripped): its API goes with it
+            else:
+                self.crd_changed(obj)
         elif key == APISERVICES:
             self.apiservice_changed(what, obj)
         elif key == PVCS:
@@ -415,17 +418,24 @@ class Controllers:
         current = c.find(c.types[CRDS], "", crd["metadata"]["name"])
         if current is None:
             return
-        if rt is not None and rt.origin == "crd":
-            del c.types[rt.key]
-            c.objects.pop(rt.key, None)
-            for v in served:
-                entries = [e for e in c.discovery.get(f"{group}/{v['name']}", [])
-                           if e["name"].split("/")[0] != rt.name]
-                if entries:
-                    c.discovery[f"{group}/{v['name']}"] = entries
-                else:
-                    c.remove_group_version(group, v["name"])
+        self.unregister_crd(current)
         self._remove_finalizer(CRDS, current, CRD_CLEANUP)
+
+    def unregister_crd(self, crd):
+        c = self.c
+        spec = crd.get("spec") or {}
+        group, plural = spec.get("group", ""), (spec.get("names") or {}).get("plural", "")
+        rt = c.types.get((group, plural))
+        if rt is None or rt.origin != "crd":
+            return
+        del c.types[rt.key]
+        c.objects.pop(rt.key, None)
+        for v in spec.get("versions", []):
+            entries = [e for e in c.discovery.get(f"{group}/{v['name']}", []) if e["name"].split("/")[0] != plural]
+            if entries:
+                c.discovery[f"{group}/{v['name']}"] = entries
+            else:
+                c.remove_group_version(group, v["name"])
 
     def apiservice_changed(self, what, svc):
         c = self.c

@@ -86,10 +86,10 @@ def test_secret_data_is_never_read(cluster):
 
 
 def test_filters_by_kind_finalizer_and_age(cluster):
-    stuck_scene(cluster)
+    group = stuck_scene(cluster)
     base = ("stuck", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace, "-o", "json")
     assert {i["name"] for i in rows(kfin(*base, "--kind", "cm", "--kind", "svc"))} == {"held", "lb"}
-    assert {i["name"] for i in rows(kfin(*base, "--kind", "widgets"))} == {"w1"}
+    assert {i["name"] for i in rows(kfin(*base, "--kind", f"widgets.{group}"))} == {"w1"}
     assert {i["name"] for i in rows(kfin(*base, "--finalizer", "example.com/*"))} == {"held", "creds"}
     assert rows(kfin(*base, "--older-than", "1h")) == []
     assert len(rows(kfin(*base, "--older-than", "0s"))) == 4
