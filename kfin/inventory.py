@@ -25,8 +25,42 @@ def live(kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refr
     resources, failures = discover(kube, refresh)
     objects, list_failures = scan(kube, resources, namespace, full=full, concurrency=concurrency,
                                   page_size=chunk_size, progress=progress)
-    return Inventory(resources, objects, failures + list_failures, datetime.now(timezone.utc), kube.context,
-                     kube.server, namespace)
+    unread = {f.target.split(" ")[0] for f in list_failures}
+    detailed = {(r.group, r.resource, namespace or "") for r in resources
+                if (r.group, r.resource) in full and r.qualified not in unread}
+    inv = Inventory(resources, objects, failures + list_failures, datetime.now(timezone.utc), kube.context,
+                    kube.server, namespace, detailed)
+    _read_storage_details(kube, inv, chunk_size)
+    return inv
+
+
+def _read_storage_details(kube, inv: Inventory, chunk_size: int) -> None:
+    """For stuck claims and volumes, read what their blocker depends on: the Pods of the claim's
+    namespace, and the volumes themselves (phase, claim, reclaim policy). Only there."""
+    from kfin.errors import KfinError
+    from kfin.discovery import failure_of
+    from kfin.scan import read_reduced
+
+    catalog = Catalog(inv.resources)
+    wanted = []
+    stuck_claims = {o.namespace for o in inv.of_type("", "persistentvolumeclaims") if o.terminating}
+    for ns in sorted(stuck_claims):
+        wanted.append(("", "pods", ns))
+    if any(o.terminating for o in inv.of_type("", "persistentvolumes")):
+        wanted.append(("", "persistentvolumes", None))
+    for group, resource, ns in wanted:
+        if inv.has_details(group, resource, ns or ""):
+            continue
+        rtype = catalog.for_kind("v1", {"pods": "Pod", "persistentvolumes": "PersistentVolume"}[resource])
+        if rtype is None:
+            continue
+        try:
+            fresh = read_reduced(kube, rtype, ns, chunk_size)
+        except KfinError as error:
+            inv.failures.append(failure_of("list", rtype.qualified + (f" in namespace {ns}" if ns else ""), error))
+            continue
+        inv.objects = [o for o in inv.objects if not (o.type == rtype and (ns is None or o.namespace == ns))] + fresh
+        inv.detailed.add((group, resource, ns or ""))
 
 
 def save_snapshot(inventory: Inventory, path: str) -> None:
@@ -36,6 +70,7 @@ def save_snapshot(inventory: Inventory, path: str) -> None:
         "namespace": inventory.namespace,
         "resources": [r.to_dict() for r in inventory.resources],
         "failures": [f.to_dict() for f in inventory.failures],
+        "detailed": sorted([list(d) for d in inventory.detailed]),
         "objects": sorted((o.raw for o in inventory.objects),
                           key=lambda raw: (raw["apiVersion"], raw["kind"], raw["metadata"].get("namespace", ""),
                                            raw["metadata"].get("name", ""))),
@@ -64,7 +99,8 @@ def load(path: str) -> Inventory:
         objects = [KubeObject(_type_of(catalog, raw), raw) for raw in document.get("objects", [])]
         return Inventory(resources, objects, [Failure(**f) for f in document.get("failures", [])],
                          parse_time(document.get("observedAt")) or datetime.now(timezone.utc),
-                         document.get("context", ""), document.get("server", ""), document.get("namespace"))
+                         document.get("context", ""), document.get("server", ""), document.get("namespace"),
+                         {tuple(d) for d in document.get("detailed", [])})
     if isinstance(document.get("items"), list) and str(document.get("kind", "")).endswith("List"):
         return _from_list(document, path)
     raise UsageError(f"{path} is neither a kfin snapshot nor a kubectl List")
@@ -87,7 +123,9 @@ def _from_list(document: dict, path: str) -> Inventory:
         raw.update(reduce_object((rtype.group, rtype.resource), item))  # Secret data and specs are dropped here
         objects.append(KubeObject(rtype, raw))
     resources = list(dict.fromkeys(o.type for o in objects))
-    return Inventory(resources, objects, [], datetime.now(timezone.utc), "", f"file:{path}", None)
+    # Items of a List are whole objects: the kinds explanations read are known in full where present.
+    detailed = {(r.group, r.resource, "") for r in resources if (r.group, r.resource) in REDUCED_FIELDS}
+    return Inventory(resources, objects, [], datetime.now(timezone.utc), "", f"file:{path}", None, detailed)
 
 
 def _type_of(catalog: Catalog, raw: dict) -> ResourceType:
@@ -116,4 +154,4 @@ def restrict(inventory: Inventory, namespace: str | None) -> Inventory:
     kept = [o for o in inventory.objects if o.namespace == namespace or
             ((o.type.group, o.type.resource) == ("", "namespaces") and o.name == namespace)]
     return Inventory(inventory.resources, kept, inventory.failures, inventory.observed_at, inventory.context,
-                     inventory.server, namespace)
+                     inventory.server, namespace, inventory.detailed)

@@ -99,6 +99,15 @@ class KubeObject:
         return bool(self.meta.get("deletionTimestamp"))
 
     @property
+    def deletion_requested_at(self) -> datetime | None:
+        """When deletion was asked for: a graceful deletion's deletionTimestamp lies its grace period ahead."""
+        from datetime import timedelta
+        moment = self.deletion_timestamp
+        if moment is None:
+            return None
+        return moment - timedelta(seconds=self.meta.get("deletionGracePeriodSeconds") or 0)
+
+    @property
     def ref(self) -> str:
         return f"{self.type.kind_display}/{self.namespace + '/' if self.namespace else ''}{self.name}"
 
@@ -128,10 +137,19 @@ class Inventory:
     context: str = ""
     server: str = ""
     namespace: str | None = None  # None: all namespaces and cluster-scoped objects
+    # (group, resource, namespace) read as reduced full objects; namespace "" means everywhere
+    detailed: set = field(default_factory=set)
 
     @property
     def complete(self) -> bool:
         return not self.failures
+
+    def has_details(self, group: str, resource: str, namespace: str = "") -> bool:
+        return (group, resource, "") in self.detailed or (group, resource, namespace) in self.detailed
+
+    def of_type(self, group: str, resource: str, namespace: str | None = None) -> list["KubeObject"]:
+        return [o for o in self.objects if o.type.group == group and o.type.resource == resource
+                and (namespace is None or o.namespace == namespace)]
 
 
 def parse_time(text: str | None) -> datetime | None:

@@ -68,6 +68,15 @@ def reduce_object(key: tuple[str, str], obj: dict) -> dict:
     return out
 
 
+def read_reduced(kube, r: ResourceType, namespace: str | None, page_size: int = 500) -> list[KubeObject]:
+    """Whole objects of one type (reduced to what explanations need), for a follow-up read."""
+    what = ("list", r.qualified, namespace if r.namespaced else None)
+    return [KubeObject(r, {"apiVersion": r.api_version, "kind": r.kind,
+                           "metadata": slim_metadata(item.get("metadata") or {}),
+                           **reduce_object((r.group, r.resource), item)})
+            for page in kube.list_pages(r.path(namespace), page_size, what=what) for item in page.get("items") or []]
+
+
 def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: set = frozenset(),
          concurrency: int = 16, page_size: int = 500,
          progress: Callable[[int, int], None] | None = None) -> tuple[list[KubeObject], list[Failure]]:
@@ -89,7 +98,7 @@ def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: se
             except NotFoundError:
                 items = []
         elif key in full:
-            items = [i for page in kube.list_pages(r.path(namespace), page_size, what=what) for i in page.get("items") or []]
+            return read_reduced(kube, r, namespace, page_size)
         else:
             items = [i for page in kube.list_metadata_pages(r.path(namespace), page_size, what=what)
                      for i in page.get("items") or []]

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kfin.blockers import Facts, blocker_line
 from kfin.finalizers import family, matches
 from kfin.model import Inventory, KubeObject, format_time
-
-NAMESPACE_CONDITION_ORDER = ("NamespaceDeletionDiscoveryFailure", "NamespaceDeletionGroupVersionParsingFailure",
-                             "NamespaceDeletionContentFailure", "NamespaceFinalizersRemaining",
-                             "NamespaceContentRemaining")
-
 
 @dataclass
 class StuckObject:
@@ -47,60 +43,9 @@ class Filters:
     older_than: float | None = None  # seconds
 
 
-def _blocking_dependents(inventory: Inventory) -> dict[str, list[KubeObject]]:
-    """owner uid -> dependents that block its foreground deletion (blockOwnerDeletion: true)."""
-    index: dict[str, list[KubeObject]] = {}
-    for obj in inventory.objects:
-        for ref in obj.owner_references:
-            if ref.get("blockOwnerDeletion"):
-                index.setdefault(ref.get("uid", ""), []).append(obj)
-    return index
-
-
-def _namespace_blocker(ns: KubeObject, inventory: Inventory) -> tuple[str, list[dict]]:
-    conditions = [c for c in ((ns.raw.get("status") or {}).get("conditions") or [])]
-    true = {c["type"]: c for c in conditions if c.get("status") == "True"}
-    for ctype in NAMESPACE_CONDITION_ORDER:
-        if ctype in true:
-            message = true[ctype].get("message", "")
-            if ctype == "NamespaceDeletionDiscoveryFailure":
-                return f"namespace: API discovery fails, so the namespace controller stops: {message}", conditions
-            return f"namespace: {message}", conditions
-    remaining = [o for o in inventory.objects if o.namespace == ns.name and o.type.namespaced]
-    if remaining:
-        stuck = sum(1 for o in remaining if o.terminating)
-        return (f"namespace: {len(remaining)} objects remain ({stuck} terminating)"), conditions
-    return "namespace: waiting for the namespace controller to finalize it", conditions
-
-
-def _blocker(obj: KubeObject, inventory: Inventory, dependents: dict) -> str:
-    names = obj.finalizers + obj.spec_finalizers
-    if not names:
-        if obj.type.resource == "pods" and obj.meta.get("deletionGracePeriodSeconds"):
-            return "graceful deletion: waiting for the kubelet to confirm the Pod stopped"
-        return "none: deletion should complete on its own"
-    first = names[0]
-    fam = family(first)
-    if fam.name == "foregroundDeletion":
-        waiting = [d for d in dependents.get(obj.uid, [])]
-        if waiting:
-            text = (f"foregroundDeletion: waiting for {len(waiting)} blocking dependent"
-                    f"{'s' if len(waiting) != 1 else ''} ({waiting[0].ref})")
-        else:
-            text = "foregroundDeletion: no blocking dependent left; the garbage collector should finish"
-    elif fam.name == "orphan":
-        text = "orphan: the garbage collector must first remove this owner from its dependents"
-    elif fam.name in ("custom", "unknown"):
-        text = f"{fam.name}: {first} ({fam.owner} must remove it)"
-    else:
-        text = f"{fam.name}: {fam.protects}"
-    more = len(names) - 1
-    return text + (f" (+{more} more)" if more else "")
-
-
 def find_stuck(inventory: Inventory, filters: Filters = Filters()) -> list[StuckObject]:
     now = inventory.observed_at
-    dependents = _blocking_dependents(inventory)
+    facts = Facts(inventory)
     rows = []
     for obj in inventory.objects:
         if not obj.terminating:
@@ -110,17 +55,14 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters()) -> list[Stuck
         names = obj.finalizers + obj.spec_finalizers
         if filters.finalizer and not any(matches(f, filters.finalizer) for f in names):
             continue
-        since = obj.deletion_timestamp
+        since = obj.deletion_requested_at
         seconds = max(0.0, (now - since).total_seconds()) if since else 0.0
         if filters.older_than is not None and seconds < filters.older_than:
             continue
-        conditions: list[dict] = []
-        if obj.type.group == "" and obj.type.resource == "namespaces" and "kubernetes" in obj.spec_finalizers:
-            blocker, conditions = _namespace_blocker(obj, inventory)
-        else:
-            blocker = _blocker(obj, inventory, dependents)
+        is_namespace = (obj.type.group, obj.type.resource) == ("", "namespaces")
+        conditions = list((obj.raw.get("status") or {}).get("conditions") or []) if is_namespace else []
         rows.append(StuckObject(obj, seconds, names, list(dict.fromkeys(family(f).name for f in names)),
-                                blocker, conditions, inventory.context))
+                                blocker_line(obj, facts), conditions, inventory.context))
     rows.sort(key=lambda r: (-r.terminating_seconds, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
     return rows
 

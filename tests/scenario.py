@@ -221,8 +221,11 @@ class ScenarioCluster:
                     continue
                 code, items = self.api.send("GET", f"{base}/namespaces/{self.namespace}/{r['name']}")
                 for item in (items or {}).get("items") or [] if code == 200 else []:
+                    path = f"{base}/namespaces/{self.namespace}/{r['name']}/{item['metadata']['name']}"
                     if item["metadata"].get("finalizers"):
-                        self.strip_finalizers(f"{base}/namespaces/{self.namespace}/{r['name']}/{item['metadata']['name']}")
+                        self.strip_finalizers(path)
+                    if r["name"] == "pods":  # our Pods name nodes that do not exist: no kubelet will confirm
+                        self.api.delete(path, grace=0)
 
 
 class EnvtestControlPlane:

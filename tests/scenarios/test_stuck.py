@@ -191,3 +191,43 @@ def test_a_snapshot_gives_the_same_result_as_the_live_scan(cluster):
     offline = kfin("stuck", "--from-snapshot", str(snap), "-o", "json")
     strip = lambda r: [{k: v for k, v in i.items() if k not in ("terminatingSeconds",)} for i in rows(r)]
     assert strip(offline) == strip(live)
+
+
+def claim_and_user(cluster, node=True):
+    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
+        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    pvc = cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                          "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                                   "storageClassName": cluster.name("manual"), "volumeName": cluster.name("pv")}})
+    pod = cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
+        **({"nodeName": cluster.name("node")} if node else {}), "containers": [{"name": "c", "image": "busybox"}],
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
+    return pvc, pod
+
+
+def test_a_held_claim_names_the_pod_that_uses_it(cluster):
+    pvc, pod = claim_and_user(cluster)
+    cluster.delete(pvc)
+    [row] = rows(kfin("stuck", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace, "-o", "json",
+                      "--kind", "pvc"))
+    assert row["blocker"] == f"pvc-protection: in use by Pod {cluster.namespace}/db-0 (on node {cluster.name('node')})"
+    # Only the Pods of the claim's namespace were read in full, and no Secret at all.
+    if cluster.is_fake:
+        full_pod_reads = [r for r in cluster.fake.requests_to("pods") if r.method == "GET" and not r.metadata_only]
+        assert [r.path for r in full_pod_reads] == [f"/api/v1/namespaces/{cluster.namespace}/pods"]
+
+
+@pytest.mark.controllers
+def test_a_bound_volume_names_its_claim_and_reclaim_policy(cluster):
+    pv = cluster.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": cluster.name("pv")},
+                         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                  "persistentVolumeReclaimPolicy": "Retain", "storageClassName": cluster.name("manual"),
+                                  "hostPath": {"path": "/tmp/kfin"},
+                                  "claimRef": {"namespace": cluster.namespace, "name": "data"}}})
+    pvc, pod = claim_and_user(cluster)
+    cluster.eventually(lambda: (cluster.get(pv) or {}).get("status", {}).get("phase") == "Bound",
+                       message="the binder to bind the volume")
+    cluster.delete(pv)
+    result = kfin("stuck", "-A", "--kubeconfig", str(cluster.kubeconfig), "-o", "json", "--kind", "pv")
+    row = next(r for r in rows(result) if r["name"] == cluster.name("pv"))
+    assert row["blocker"] == f"pv-protection: still Bound to claim {cluster.namespace}/data (reclaim policy Retain)"
