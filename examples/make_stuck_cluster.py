@@ -10,6 +10,7 @@ What is stuck in it, and why (each a classic 2 a.m. page):
 - shop/frontend: a LoadBalancer Service whose cloud controller no longer runs.
 """
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -97,5 +98,9 @@ if __name__ == "__main__":
             main(["snapshot", "-A", "--kubeconfig", str(kubeconfig), "-f", str(out)])
         except SystemExit as done:
             print(f"kfin snapshot exited {done.code} (8: partial, as metrics.k8s.io is unavailable)")
+        # Name the example's cluster as a reader would meet one, not by the fake's loopback port.
+        snapshot = json.loads(out.read_text())
+        snapshot.update(context="prod-eu", server="https://prod-eu.k8s.example.com:6443")
+        out.write_text(json.dumps(snapshot, indent=1) + "\n")
     finally:
         fake.stop()

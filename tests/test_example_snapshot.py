@@ -1,0 +1,40 @@
+"""The newcomer's first run: kfin stuck on the shipped example snapshot, right after installing."""
+
+import json
+from pathlib import Path
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "stuck-cluster.json"
+
+
+def test_the_example_shows_each_classic_blocker():
+    result = kfin("stuck", "--from-snapshot", str(EXAMPLE))
+    assert result.code == ExitCode.PARTIAL  # the snapshot records that metrics.k8s.io could not be read
+    assert "warning: discovery of metrics.k8s.io/v1beta1 failed" in result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:3] == ["NAMESPACE", "KIND", "NAME"]
+    first = lines[1].split()
+    assert first[:4] == ["shop", "PersistentVolumeClaim", "data-postgres-0", "3d"]  # oldest first
+    text = result.stdout
+    assert "pvc-protection: in use by Pod shop/postgres-0 (on node ip-10-0-1-17)" in text
+    assert "pv-protection: still Bound to claim shop/data-postgres-0 (reclaim policy Delete)" in text
+    assert "namespace: discovery of metrics.k8s.io/v1beta1 fails" in text
+    assert "custom: acme.io/database-cleanup" in text
+    assert "foregroundDeletion: waiting for 1 blocking dependent (ReplicaSet.apps/shop/web-6d4b9c)" in text
+
+
+def test_the_example_narrows_like_a_live_cluster():
+    names = kfin("stuck", "--from-snapshot", str(EXAMPLE), "-n", "team-a", "-o", "name").stdout.split()
+    assert names == ["namespace/team-a", "database.acme.io/orders"]
+    only = kfin("stuck", "--from-snapshot", str(EXAMPLE), "--kind", "db", "-o", "json")
+    assert [i["name"] for i in json.loads(only.stdout)["items"]] == ["orders"]
+
+
+def test_the_example_holds_no_secret_data_nor_container_specs():
+    snapshot = json.loads(EXAMPLE.read_text())
+    assert snapshot["kind"] == "Snapshot"
+    for obj in snapshot["objects"]:
+        assert "data" not in obj and "stringData" not in obj
+        assert "containers" not in json.dumps(obj.get("spec", {}))
