@@ -9,44 +9,14 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from kfin.facts import Facts
 from kfin.finalizers import family
-from kfin.model import Inventory, KubeObject
+from kfin.model import KubeObject
 
 NAMESPACE_CONDITION_ORDER = ("NamespaceDeletionDiscoveryFailure", "NamespaceDeletionGroupVersionParsingFailure",
                              "NamespaceDeletionContentFailure", "NamespaceFinalizersRemaining",
                              "NamespaceContentRemaining")
 STALE_GROUP = re.compile(r"(\S+): stale GroupVersion discovery")
-
-
-class Facts:
-    """Indexes over an inventory, built once per report."""
-
-    def __init__(self, inventory: Inventory):
-        self.inventory = inventory
-        self.blocking: dict[str, list[KubeObject]] = {}
-        for obj in inventory.objects:
-            for ref in obj.owner_references:
-                if ref.get("blockOwnerDeletion"):
-                    self.blocking.setdefault(ref.get("uid", ""), []).append(obj)
-
-    def claim_users(self, claim: KubeObject) -> list[KubeObject] | None:
-        """Scheduled Pods that use the claim (any phase, as the pvc-protection controller counts them);
-        None when the Pods of its namespace were not read in full."""
-        if not self.inventory.has_details("", "pods", claim.namespace):
-            return None
-        return [pod for pod in self.inventory.of_type("", "pods", claim.namespace)
-                if (pod.raw.get("spec") or {}).get("nodeName") and claim.name in pod_claims(pod)]
-
-
-def pod_claims(pod: KubeObject) -> set[str]:
-    """Claims a Pod uses: persistentVolumeClaim volumes and generic ephemeral volumes (<pod>-<volume>)."""
-    claims = set()
-    for volume in (pod.raw.get("spec") or {}).get("volumes") or []:
-        if volume.get("persistentVolumeClaim"):
-            claims.add(volume["persistentVolumeClaim"].get("claimName"))
-        elif volume.get("ephemeral") is not None:
-            claims.add(f"{pod.name}-{volume.get('name')}")
-    return claims
 
 
 def _plural(n: int, word: str) -> str:
@@ -66,8 +36,9 @@ def pvc_protection(obj: KubeObject, facts: Facts) -> str:
 
 
 def pv_protection(obj: KubeObject, facts: Facts) -> str:
-    if not facts.inventory.has_details("", "persistentvolumes"):
+    if facts.objects("", "persistentvolumes", full=True) is None:
         return "pv-protection: held while the volume is Bound to a claim"
+    obj = facts.find("", "persistentvolumes", "", obj.name, full=True) or obj
     spec, phase = obj.raw.get("spec") or {}, (obj.raw.get("status") or {}).get("phase")
     if phase != "Bound":
         return f"pv-protection: not bound any more (phase {phase}); kube-controller-manager should release it"
@@ -77,7 +48,7 @@ def pv_protection(obj: KubeObject, facts: Facts) -> str:
 
 
 def foreground_deletion(obj: KubeObject, facts: Facts) -> str:
-    waiting = facts.blocking.get(obj.uid, [])
+    waiting = facts.blocking_dependents(obj.uid)
     if not waiting:
         return "foregroundDeletion: no blocking dependent left; the garbage collector should finish"
     return f"foregroundDeletion: waiting for {_plural(len(waiting), 'blocking dependent')} ({waiting[0].ref})"

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from kfin.errors import ExitCode, KfinError, NotFoundError, UsageError
+from kfin.facts import Facts
 from kfin.model import Failure, Inventory
 from kfin.options import Options
 
@@ -34,8 +35,9 @@ def scan_scope(options: Options, kube) -> str | None:
 
 
 def gather(options: Options, contexts: list[str], from_snapshot: str | None, refresh: bool,
-           full=None, concurrency: int = 16, chunk_size: int = 500) -> list[Inventory]:
-    """One inventory per context (or the snapshot's), scanned in parallel."""
+           full=None, concurrency: int = 16, chunk_size: int = 500) -> list[Facts]:
+    """What is known of each context (or of the snapshot), scanned in parallel. Live Facts keep their
+    connection, so that analysis may read the few whole objects it needs."""
     from kfin import inventory
     from kfin.kube import Kube, Target
 
@@ -45,25 +47,26 @@ def gather(options: Options, contexts: list[str], from_snapshot: str | None, ref
         loaded = inventory.load(from_snapshot)
         if options.namespace and not options.all_namespaces:
             loaded = inventory.restrict(loaded, options.namespace)
-        return [loaded]
+        return [Facts(loaded)]
     full = inventory.STUCK_FULL if full is None else full
 
-    def one(context: str | None) -> Inventory:
+    def one(context: str | None) -> Facts:
         kube = Kube.connect(Target(options.kubeconfig, context, options.request_timeout))
         with progress_bar(f"scanning {kube.context}") as progress:
-            return inventory.live(kube, scan_scope(options, kube), full=full, refresh=refresh, progress=progress,
-                                  concurrency=concurrency, chunk_size=chunk_size)
+            scanned = inventory.live(kube, scan_scope(options, kube), full=full, refresh=refresh,
+                                     progress=progress, concurrency=concurrency, chunk_size=chunk_size)
+        return Facts(scanned, kube, chunk_size)
 
     if len(contexts) <= 1:
         return [one(contexts[0] if contexts else options.context)]
-    results: list[Inventory] = []
+    results: list[Facts] = []
     with ThreadPoolExecutor(max_workers=min(8, len(contexts))) as pool:
         for context, future in [(c, pool.submit(one, c)) for c in contexts]:
             try:
                 results.append(future.result())
             except KfinError as error:  # one unreachable cluster must not hide the others
-                results.append(Inventory([], [], [Failure("context", context, type(error).__name__, error.message)],
-                                         context=context))
+                results.append(Facts(Inventory([], [], [Failure("context", context, type(error).__name__,
+                                                                error.message)], context=context)))
     return results
 
 
@@ -110,10 +113,11 @@ def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh,
         raise UsageError(f"--older-than: {error}") from None
     if all_contexts:
         contexts = context_names(options.kubeconfig)
-    inventories = gather(options, list(contexts or []), from_snapshot, refresh, concurrency=concurrency,
-                         chunk_size=chunk_size)
+    sources = gather(options, list(contexts or []), from_snapshot, refresh, concurrency=concurrency,
+                     chunk_size=chunk_size)
+    inventories = [f.inventory for f in sources]
     filters = Filters(resolve_kinds(list(kinds or []), inventories), finalizer, older)
-    rows = [row for inv in inventories for row in find_stuck(inv, filters)]
+    rows = [row for facts in sources for row in find_stuck(facts.inventory, filters, facts)]
     rows.sort(key=lambda r: (-r.terminating_seconds, r.context, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
     report_failures(inventories)
     if fmt in ("json", "yaml"):
@@ -137,8 +141,9 @@ def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh,
 def snapshot(options: Options, *, file: str, refresh: bool, concurrency: int, chunk_size: int) -> int:
     from kfin import inventory
 
-    [inv] = gather(options, [], None, refresh, full=inventory.SNAPSHOT_FULL, concurrency=concurrency,
-                   chunk_size=chunk_size)
+    [facts] = gather(options, [], None, refresh, full=inventory.SNAPSHOT_FULL, concurrency=concurrency,
+                     chunk_size=chunk_size)
+    inv = facts.inventory
     inventory.save_snapshot(inv, file)
     report_failures([inv])
     kinds = len({o.type for o in inv.objects})

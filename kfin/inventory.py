@@ -30,37 +30,7 @@ def live(kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refr
                 if (r.group, r.resource) in full and r.qualified not in unread}
     inv = Inventory(resources, objects, failures + list_failures, datetime.now(timezone.utc), kube.context,
                     kube.server, namespace, detailed)
-    _read_storage_details(kube, inv, chunk_size)
     return inv
-
-
-def _read_storage_details(kube, inv: Inventory, chunk_size: int) -> None:
-    """For stuck claims and volumes, read what their blocker depends on: the Pods of the claim's
-    namespace, and the volumes themselves (phase, claim, reclaim policy). Only there."""
-    from kfin.errors import KfinError
-    from kfin.discovery import failure_of
-    from kfin.scan import read_reduced
-
-    catalog = Catalog(inv.resources)
-    wanted = []
-    stuck_claims = {o.namespace for o in inv.of_type("", "persistentvolumeclaims") if o.terminating}
-    for ns in sorted(stuck_claims):
-        wanted.append(("", "pods", ns))
-    if any(o.terminating for o in inv.of_type("", "persistentvolumes")):
-        wanted.append(("", "persistentvolumes", None))
-    for group, resource, ns in wanted:
-        if inv.has_details(group, resource, ns or ""):
-            continue
-        rtype = catalog.for_kind("v1", {"pods": "Pod", "persistentvolumes": "PersistentVolume"}[resource])
-        if rtype is None:
-            continue
-        try:
-            fresh = read_reduced(kube, rtype, ns, chunk_size)
-        except KfinError as error:
-            inv.failures.append(failure_of("list", rtype.qualified + (f" in namespace {ns}" if ns else ""), error))
-            continue
-        inv.objects = [o for o in inv.objects if not (o.type == rtype and (ns is None or o.namespace == ns))] + fresh
-        inv.detailed.add((group, resource, ns or ""))
 
 
 def save_snapshot(inventory: Inventory, path: str) -> None:

@@ -68,13 +68,16 @@ def reduce_object(key: tuple[str, str], obj: dict) -> dict:
     return out
 
 
-def read_reduced(kube, r: ResourceType, namespace: str | None, page_size: int = 500) -> list[KubeObject]:
-    """Whole objects of one type (reduced to what explanations need), for a follow-up read."""
+def read_objects(kube, r: ResourceType, namespace: str | None, page_size: int = 500,
+                 full: bool = False) -> list[KubeObject]:
+    """Every object of one type: metadata-only, or whole and reduced to REDUCED_FIELDS (`full`)."""
     what = ("list", r.qualified, namespace if r.namespaced else None)
+    pages = (kube.list_pages if full else kube.list_metadata_pages)(r.path(namespace), page_size, what=what)
+    key = (r.group, r.resource)
     return [KubeObject(r, {"apiVersion": r.api_version, "kind": r.kind,
                            "metadata": slim_metadata(item.get("metadata") or {}),
-                           **reduce_object((r.group, r.resource), item)})
-            for page in kube.list_pages(r.path(namespace), page_size, what=what) for item in page.get("items") or []]
+                           **(reduce_object(key, item) if full else {})})
+            for page in pages for item in page.get("items") or []]
 
 
 def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: set = frozenset(),
@@ -91,24 +94,14 @@ def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: se
 
     def read(r: ResourceType) -> list[KubeObject]:
         key = (r.group, r.resource)
-        what = ("list", r.qualified, namespace if r.namespaced else None)
         if key == NAMESPACES and namespace is not None:
             try:
-                items = [kube.request("GET", r.path(name=namespace), what=("get", "namespaces", None))]
+                item = kube.request("GET", r.path(name=namespace), what=("get", "namespaces", None))
             except NotFoundError:
-                items = []
-        elif key in full:
-            return read_reduced(kube, r, namespace, page_size)
-        else:
-            items = [i for page in kube.list_metadata_pages(r.path(namespace), page_size, what=what)
-                     for i in page.get("items") or []]
-        out = []
-        for item in items:
-            raw = {"apiVersion": r.api_version, "kind": r.kind, "metadata": slim_metadata(item.get("metadata") or {})}
-            if key in full:
-                raw.update(reduce_object(key, item))
-            out.append(KubeObject(r, raw))
-        return out
+                return []
+            return [KubeObject(r, {"apiVersion": r.api_version, "kind": r.kind,
+                                   "metadata": slim_metadata(item.get("metadata") or {}), **reduce_object(key, item)})]
+        return read_objects(kube, r, namespace, page_size, full=key in full)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         futures = {pool.submit(read, r): r for r in tasks}

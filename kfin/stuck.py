@@ -43,11 +43,12 @@ class Filters:
     older_than: float | None = None  # seconds
 
 
-def find_stuck(inventory: Inventory, filters: Filters = Filters()) -> list[StuckObject]:
+def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts | None = None) -> list[StuckObject]:
+    """Stuck objects of an inventory; `facts` (with a live connection) may read what blockers need."""
     now = inventory.observed_at
-    facts = Facts(inventory)
+    facts = facts or Facts(inventory)
     rows = []
-    for obj in inventory.objects:
+    for obj in list(inventory.objects):
         if not obj.terminating:
             continue
         if filters.kinds is not None and (obj.type.group, obj.type.resource) not in filters.kinds:

@@ -1,0 +1,121 @@
+"""What an explanation may ask of a cluster, answered from an inventory and, when live, read on demand.
+
+A snapshot and a live cluster feed the same questions: `objects(group, resource, namespace)` answers
+from what the inventory already holds, reads the rest from the API server when there is one, and
+answers None when it cannot be known (not in the snapshot, or not readable), so that an explanation
+says "could not check" instead of guessing.
+"""
+
+from __future__ import annotations
+
+from kfin.errors import KfinError
+from kfin.model import Failure, Inventory, KubeObject, ResourceType
+from kfin.resources import Catalog
+
+
+class Facts:
+    def __init__(self, inventory: Inventory, kube=None, chunk_size: int = 500):
+        self.inventory = inventory
+        self.kube = kube
+        self.chunk_size = chunk_size
+        self.catalog = Catalog(inventory.resources)
+        self.unreadable: dict[tuple, Failure] = {}
+        # Types whose metadata the inventory holds in full for its scope: those listed without failure.
+        failed = {f.target for f in inventory.failures if f.what == "list"}
+        scope = inventory.namespace or ""
+        self._listed = {(r.group, r.resource, scope if r.namespaced else "") for r in inventory.resources
+                        if _target(r, inventory.namespace) not in failed}
+        self._blocking: dict[str, list[KubeObject]] | None = None
+
+    # ----- types -----------------------------------------------------------------------------------
+    def resource(self, group: str, resource: str) -> ResourceType | None:
+        return next((r for r in self.inventory.resources if r.group == group and r.resource == resource), None)
+
+    def type_of_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        return self.catalog.for_kind(api_version, kind)
+
+    # ----- objects ---------------------------------------------------------------------------------
+    def _known(self, key: tuple, full: bool) -> bool:
+        group, resource, namespace = key
+        if full:
+            return self.inventory.has_details(group, resource, namespace)
+        return key in self._listed or (group, resource, "") in self._listed or \
+            self.inventory.has_details(group, resource, namespace)
+
+    def objects(self, group: str, resource: str, namespace: str | None = None, *,
+                full: bool = False) -> list[KubeObject] | None:
+        """Objects of a type (in one namespace, or everywhere with None); None when unknowable."""
+        rtype = self.resource(group, resource)
+        if rtype is None:
+            return None if self.kube is None else []  # a live server without the type has none of it
+        ns = (namespace or "") if rtype.namespaced else ""
+        key = (group, resource, ns)
+        if not self._known(key, full):
+            if self.kube is None or key in self.unreadable:
+                return None
+            self._read(rtype, ns or None, full)
+            if key in self.unreadable:
+                return None
+        return [o for o in self.inventory.objects if o.type.group == group and o.type.resource == resource
+                and (not ns or o.namespace == ns)]
+
+    def find(self, group: str, resource: str, namespace: str, name: str, *, full: bool = False) -> KubeObject | None:
+        found = self.objects(group, resource, namespace, full=full)
+        return next((o for o in found or [] if o.name == name and o.namespace == (namespace or "")), None)
+
+    def _read(self, rtype: ResourceType, namespace: str | None, full: bool) -> None:
+        from kfin.discovery import failure_of
+        from kfin.scan import read_objects
+
+        key = (rtype.group, rtype.resource, namespace or "")
+        try:
+            fresh = read_objects(self.kube, rtype, namespace, self.chunk_size, full=full)
+        except KfinError as error:
+            failure = failure_of("list", _target(rtype, namespace), error)
+            self.unreadable[key] = failure
+            self.inventory.failures.append(failure)
+            return
+        inv = self.inventory
+        inv.objects = [o for o in inv.objects
+                       if not (o.type == rtype and (namespace is None or o.namespace == namespace))] + fresh
+        self._listed.add(key)
+        if full:
+            inv.detailed.add(key)
+        self._blocking = None
+
+    # ----- derived ---------------------------------------------------------------------------------
+    def blocking_dependents(self, uid: str) -> list[KubeObject]:
+        """Dependents whose ownerReference to `uid` has blockOwnerDeletion: true."""
+        if self._blocking is None:
+            self._blocking = {}
+            for obj in self.inventory.objects:
+                for ref in obj.owner_references:
+                    if ref.get("blockOwnerDeletion"):
+                        self._blocking.setdefault(ref.get("uid", ""), []).append(obj)
+        return self._blocking.get(uid, [])
+
+    def dependents(self, uid: str) -> list[KubeObject]:
+        return [o for o in self.inventory.objects if any(r.get("uid") == uid for r in o.owner_references)]
+
+    def claim_users(self, claim: KubeObject) -> list[KubeObject] | None:
+        """Scheduled Pods that use the claim, in any phase (as the pvc-protection controller counts them);
+        None when the Pods of its namespace cannot be read."""
+        pods = self.objects("", "pods", claim.namespace, full=True)
+        if pods is None:
+            return None
+        return [pod for pod in pods if (pod.raw.get("spec") or {}).get("nodeName") and claim.name in pod_claims(pod)]
+
+
+def pod_claims(pod: KubeObject) -> set[str]:
+    """Claims a Pod uses: persistentVolumeClaim volumes and generic ephemeral volumes (<pod>-<volume>)."""
+    claims = set()
+    for volume in (pod.raw.get("spec") or {}).get("volumes") or []:
+        if volume.get("persistentVolumeClaim"):
+            claims.add(volume["persistentVolumeClaim"].get("claimName"))
+        elif volume.get("ephemeral") is not None:
+            claims.add(f"{pod.name}-{volume.get('name')}")
+    return claims
+
+
+def _target(rtype: ResourceType, namespace: str | None) -> str:
+    return rtype.qualified + (f" in namespace {namespace}" if namespace and rtype.namespaced else "")
