@@ -50,9 +50,10 @@ def build(fake: FakeAPIServer):
     api.create("/api/v1/namespaces/shop/persistentvolumeclaims", {"metadata": {"name": "data-postgres-0"}, "spec": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}},
         "storageClassName": "fast", "volumeName": "pvc-7f3a91"}})
-    api.create("/api/v1/namespaces/shop/pods", {"metadata": {"name": "postgres-0"}, "spec": {
+    postgres = api.create("/api/v1/namespaces/shop/pods", {"metadata": {"name": "postgres-0"}, "spec": {
         "nodeName": "ip-10-0-1-17", "containers": [{"name": "postgres", "image": "postgres:17"}],
         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-postgres-0"}}]}})
+    api.ok("PUT", "/api/v1/namespaces/shop/pods/postgres-0/status", dict(postgres, status={"phase": "Running"}))
     deploy = api.create("/apis/apps/v1/namespaces/shop/deployments", {"metadata": {"name": "web"}, "spec": {
         "replicas": 2, "selector": {"matchLabels": {"app": "web"}},
         "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "web:1"}]}}}})

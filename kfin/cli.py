@@ -117,6 +117,37 @@ def stuck_command(
                                all_contexts=all_contexts, concurrency=concurrency, chunk_size=chunk_size)))
 
 
+@app.command("explain")
+def explain_command(
+        ctx: typer.Context,
+        kind: str = typer.Argument(..., metavar="KIND", help="pvc, pv, namespace/ns, pod, or any kind or plural."),
+        name: str = typer.Argument(..., metavar="NAME"),
+        refresh: bool = typer.Option(False, "--refresh", help="Rediscover the API instead of using the cache."),
+        from_snapshot: Optional[str] = typer.Option(None, "--from-snapshot", metavar="FILE",
+                                                    help="Explain from a kfin snapshot instead of a live cluster."),
+        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
+        output: OutputOpt = None, request_timeout: TimeoutOpt = None):
+    """Why each finalizer of an object is still there, and what is safe to do.
+
+    For each finalizer: what it protects, which controller removes it, what holds it now
+    (HOLDING, WAITING or ORPHANED), the safe fix, the risk of forcing it, and the kfin remove
+    command when removal is the right step.
+
+    Examples:
+
+      kfin explain pvc data-postgres-0 -n shop
+
+      kfin explain ns team-a -o yaml
+
+      kfin explain databases.acme.io orders -n team-a
+    """
+    from kfin.commands_explain import explain
+
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output,
+                     request_timeout=request_timeout)
+    raise typer.Exit(int(explain(options, kind=kind, name=name, from_snapshot=from_snapshot, refresh=refresh)))
+
+
 @app.command("snapshot")
 def snapshot_command(
         ctx: typer.Context,

@@ -14,17 +14,20 @@ from kfin.resources import Catalog
 
 
 class Facts:
-    def __init__(self, inventory: Inventory, kube=None, chunk_size: int = 500):
+    def __init__(self, inventory: Inventory, kube=None, chunk_size: int = 500, scanned: bool = True):
+        """`scanned`: the inventory holds every object of its types and scope (a scan or a snapshot);
+        False for an inventory that starts empty and is filled on demand (kfin explain)."""
         self.inventory = inventory
         self.kube = kube
         self.chunk_size = chunk_size
         self.catalog = Catalog(inventory.resources)
         self.unreadable: dict[tuple, Failure] = {}
-        # Types whose metadata the inventory holds in full for its scope: those listed without failure.
-        failed = {f.target for f in inventory.failures if f.what == "list"}
-        scope = inventory.namespace or ""
-        self._listed = {(r.group, r.resource, scope if r.namespaced else "") for r in inventory.resources
-                        if _target(r, inventory.namespace) not in failed}
+        self._listed: set[tuple] = set()
+        if scanned:  # types listed without failure are known in full for the inventory's scope
+            failed = {f.target for f in inventory.failures if f.what == "list"}
+            scope = inventory.namespace or ""
+            self._listed = {(r.group, r.resource, scope if r.namespaced else "") for r in inventory.resources
+                            if _target(r, inventory.namespace) not in failed}
         self._blocking: dict[str, list[KubeObject]] | None = None
 
     # ----- types -----------------------------------------------------------------------------------
@@ -82,6 +85,31 @@ class Facts:
         if full:
             inv.detailed.add(key)
         self._blocking = None
+
+    def everything(self, namespace: str | None) -> list[KubeObject] | None:
+        """Every object in a namespace (None: the whole cluster), of every listable type; read in
+        parallel when live. None when a snapshot does not cover that scope."""
+        from kfin.scan import scan
+
+        scope = namespace or ""
+        types = [r for r in self.inventory.resources if namespace is None or r.namespaced]
+        if all(self._known((r.group, r.resource, scope if r.namespaced else ""), False) for r in types):
+            return [o for o in self.inventory.objects if namespace is None or o.namespace == namespace]
+        if self.kube is None:
+            return None
+        found, failures = scan(self.kube, types, namespace, page_size=self.chunk_size)
+        inv, listed_types = self.inventory, set(types)
+
+        def replaced(o: KubeObject) -> bool:  # whole (reduced) objects already read are richer: kept
+            return o.type in listed_types and (namespace is None or o.namespace == namespace) and \
+                not inv.has_details(o.type.group, o.type.resource, o.namespace)
+        inv.objects = [o for o in inv.objects if not replaced(o)] + [o for o in found if replaced(o)]
+        inv.failures.extend(failures)
+        failed = {f.target for f in failures}
+        self._listed |= {(r.group, r.resource, scope if r.namespaced else "") for r in types
+                         if _target(r, namespace) not in failed}
+        self._blocking = None
+        return [o for o in inv.objects if namespace is None or o.namespace == namespace]
 
     # ----- derived ---------------------------------------------------------------------------------
     def blocking_dependents(self, uid: str) -> list[KubeObject]:

@@ -153,9 +153,13 @@ class Inventory:
 
 
 def parse_time(text: str | None) -> datetime | None:
+    """RFC 3339 as the API server writes it: Time (seconds) or MicroTime (fractions, e.g. in Leases)."""
     if not text:
         return None
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+    except ValueError:
+        return None
 
 
 def format_time(moment: datetime) -> str:

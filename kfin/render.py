@@ -17,15 +17,15 @@ def dump(data, fmt: str, stream=None) -> None:
         raise ValueError(f"unknown format {fmt}")
 
 
-def console(stderr: bool = False):
-    """A rich Console: colour and the terminal's width on a terminal (NO_COLOR honoured), plain and
-    unwrapped when piped, like kubectl's output."""
+def console(stderr: bool = False, piped_width: int = 100_000):
+    """A rich Console: colour and the terminal's width on a terminal (NO_COLOR honoured), plain when
+    piped, and as wide as `piped_width` there (tables: unwrapped lines, like kubectl's output)."""
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
     if stream.isatty():
         return Console(file=stream, highlight=False)
-    return Console(file=stream, highlight=False, width=100_000, no_color=True, color_system=None)
+    return Console(file=stream, highlight=False, width=piped_width, no_color=True, color_system=None)
 
 
 def stuck_table(rows, wide: bool = False, show_context: bool = False, out=None) -> None:
@@ -62,3 +62,42 @@ def print_table(table, out=None) -> None:
     with target.capture() as captured:
         target.print(table)
     target.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
+
+
+VERDICT_STYLE = {"HOLDING": "bold red", "WAITING": "bold yellow", "ORPHANED": "bold magenta", "UNKNOWN": "bold"}
+
+
+def explanation_panels(explanation, out=None) -> None:
+    """One panel per finalizer: what it is, who removes it, what holds it, the verdict, the fix and the risk."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    from kfin.durations import format_age
+
+    import os
+
+    target = out or console(piped_width=int(os.environ.get("COLUMNS") or 120))
+    o = explanation.obj
+    state = (f"Terminating for {format_age(explanation.terminating_seconds)}" if o.terminating
+             else "not being deleted")
+    target.print(Text.assemble((o.ref, "bold"), f"  {state}"))
+    if not explanation.findings:
+        target.print("No finalizers: nothing holds it." if o.terminating else "No finalizers.")
+    for finding in explanation.findings:
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_row("Family", f"{finding.family}: protects {finding.protects}")
+        grid.add_row("Removed by", finding.controller)
+        grid.add_row("Now", finding.condition)
+        for line in finding.evidence:
+            grid.add_row("", f"- {line}")
+        grid.add_row("Safe fix", finding.fix)
+        grid.add_row("Risk if forced", finding.risk)
+        if finding.remove_command:
+            grid.add_row("Command", finding.remove_command)
+        title = Text.assemble((finding.finalizer, "bold"), "  ", (finding.verdict.value, VERDICT_STYLE[finding.verdict.value]))
+        if finding.field == "spec.finalizers":
+            title.append("  (spec.finalizers)")
+        target.print(Panel(grid, title=title, title_align="left", expand=True))

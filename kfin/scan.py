@@ -27,6 +27,7 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): ("spec.group", "spec.names", "spec.scope",
                                                              "status.conditions"),
     ("storage.k8s.io", "volumeattachments"): ("spec", "status.attached"),
+    ("coordination.k8s.io", "leases"): ("spec.holderIdentity", "spec.renewTime", "spec.leaseDurationSeconds"),
     ("rbac.authorization.k8s.io", "clusterroles"): ("rules",),
     ("rbac.authorization.k8s.io", "roles"): ("rules",),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): ("roleRef", "subjects"),

@@ -15,6 +15,8 @@ both. Each controller follows the real one for what kfin observes:
 """
 
 import copy
+import time
+from datetime import datetime, timezone
 
 from . import admission
 from .cluster import CRD_CLEANUP, AggregatedAPI, ResourceType
@@ -37,6 +39,7 @@ class Controllers:
     def __init__(self, cluster):
         self.c = cluster
         self.enabled = True
+        self._renewed = 0.0
 
     # ----- the loop --------------------------------------------------------------------------------
     def run(self):
@@ -50,6 +53,28 @@ class Controllers:
                 raise RuntimeError("controllers did not settle")
             event = self.c.events.pop(0)
             self.handle(*event)
+
+    def renew_lease(self):
+        """kube-controller-manager's leader lease, renewed every 2 s while the controllers run, as the real
+        one is: kfin reads it to tell whether that controller-manager is alive."""
+        c = self.c
+        if not self.enabled:
+            return
+        now = time.time() + c.clock_offset
+        if now - self._renewed < 2:
+            return
+        self._renewed = now
+        leases = c.types[("coordination.k8s.io", "leases")]
+        stamp = datetime.fromtimestamp(now, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        lease = c.find(leases, "kube-system", "kube-controller-manager")
+        spec = {"holderIdentity": "fake-control-plane_1b2c3d", "leaseDurationSeconds": 15, "acquireTime": stamp,
+                "renewTime": stamp, "leaseTransitions": 0}
+        if lease is None:
+            c.create(leases, "kube-system", {"metadata": {"name": "kube-controller-manager"}, "spec": spec})
+        else:
+            self._update(("coordination.k8s.io", "leases"), lease,
+                         lambda o: o["spec"].update(renewTime=stamp))
+        self.run()
 
     def handle(self, what, key, namespace, name, gone=None):
         c = self.c

@@ -175,6 +175,17 @@ class FakeAPIServer:
                 self.cluster.events.append(("updated", svc_key(), "", svc["metadata"]["name"]))
             self.controllers.run()
 
+    def stop_controllers(self, seconds_ago: float = 0):
+        """kube-controller-manager stops (as if it crashed `seconds_ago`): nothing reconciles, its lease ages."""
+        from datetime import datetime, timezone
+        with self.cluster.lock:
+            self.controllers.renew_lease()
+            self.controllers.enabled = False
+            leases = self.cluster.types[("coordination.k8s.io", "leases")]
+            lease = self.cluster.find(leases, "kube-system", "kube-controller-manager")
+            stamp = datetime.fromtimestamp(time.time() + self.cluster.clock_offset - seconds_ago, timezone.utc)
+            lease["spec"]["renewTime"] = stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
     def advance_clock(self, seconds: float):
         """Age everything by `seconds` (deletionTimestamps in the past are how stuck objects look)."""
         self.cluster.clock_offset += seconds
@@ -232,6 +243,7 @@ class FakeAPIServer:
         log.user = user.name
         parts = [p for p in path.split("/") if p]
         with self.cluster.lock:
+            self.controllers.renew_lease()
             discovery = self._discovery(method, parts)
             if discovery is not None:
                 return 200, "application/json", discovery

@@ -1,0 +1,77 @@
+"""`kfin explain KIND NAME`: the thin layer between the command line and kfin.explain."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from kfin.errors import ExitCode, NotFoundError, UsageError
+from kfin.facts import Facts
+from kfin.model import Inventory, KubeObject, ResourceType
+from kfin.options import Options
+
+
+def load_target(options: Options, kind: str, name: str, from_snapshot: str | None,
+                refresh: bool) -> tuple[KubeObject, Facts]:
+    """The object to explain and the Facts to explain it with (live, or from a snapshot)."""
+    from kfin.builtin_kinds import builtin_resources
+    from kfin.resources import Catalog
+
+    if from_snapshot:
+        from kfin import inventory
+        inv = inventory.load(from_snapshot)
+        rtype = Catalog(inv.resources + builtin_resources()).find(kind)
+        matches = [o for o in inv.objects if o.type.group == rtype.group and o.type.resource == rtype.resource
+                   and o.name == name and (not rtype.namespaced or not options.namespace
+                                           or o.namespace == options.namespace)]
+        if not matches:
+            raise NotFoundError(f'{rtype.qualified} "{name}" not found in {from_snapshot}'
+                                + (f' (namespace "{options.namespace}")' if options.namespace else ""))
+        if len(matches) > 1:
+            raise UsageError(f'{rtype.qualified} "{name}" exists in several namespaces of the snapshot '
+                             f'({", ".join(o.namespace for o in matches)}): pass -n')
+        return matches[0], Facts(inv)
+    return _live_target(options, kind, name, refresh)
+
+
+def _live_target(options: Options, kind: str, name: str, refresh: bool) -> tuple[KubeObject, Facts]:
+    from kfin.discovery import discover
+    from kfin.kube import Kube
+    from kfin.resources import Catalog
+    from kfin.scan import REDUCED_FIELDS, reduce_object, slim_metadata
+
+    kube = Kube.connect(options.target())
+    resources, failures = discover(kube, refresh)
+    rtype: ResourceType = Catalog(resources).find(kind)
+    namespace = (options.namespace or kube.namespace) if rtype.namespaced else None
+    key = (rtype.group, rtype.resource)
+    full = key in REDUCED_FIELDS
+    path = rtype.path(namespace, name)
+    what = ("get", rtype.qualified, namespace)
+    try:
+        raw = kube.request("GET", path, what=what) if full else kube.get_metadata(path, what=what)
+    except NotFoundError:
+        where = f' in namespace "{namespace}"' if namespace else ""
+        raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}') from None
+    obj = KubeObject(rtype, {"apiVersion": rtype.api_version, "kind": rtype.kind,
+                             "metadata": slim_metadata(raw.get("metadata") or {}), **reduce_object(key, raw)})
+    inv = Inventory(resources, [obj], list(failures), datetime.now(timezone.utc), kube.context, kube.server,
+                    namespace, {(rtype.group, rtype.resource, namespace or "")} if full else set())
+    return obj, Facts(inv, kube, scanned=False)
+
+
+def explain(options: Options, *, kind: str, name: str, from_snapshot: str | None, refresh: bool) -> int:
+    from kfin import render
+    from kfin.explain import explain_object
+    from kfin.options import check_output
+
+    fmt = check_output(options, ("table", "json", "yaml"))
+    obj, facts = load_target(options, kind, name, from_snapshot, refresh)
+    explanation = explain_object(obj, facts)
+    if fmt == "table":
+        render.explanation_panels(explanation)
+    else:
+        render.dump(explanation.to_dict(facts), fmt)
+    for failure in facts.inventory.failures:
+        import sys
+        print(f"warning: {failure.line()}", file=sys.stderr)
+    return ExitCode.PARTIAL if facts.inventory.failures else ExitCode.OK

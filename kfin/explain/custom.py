@@ -1,0 +1,126 @@
+"""Custom finalizers: find, in the cluster itself, the controller that could remove one.
+
+The controller of a resource must be allowed to update or patch it. kfin follows RBAC from the
+resource to the ServiceAccounts granted that (by ClusterRoles and Roles naming the resource or its
+group; the defaults every cluster has and wildcard grants are no evidence), then to the Pods running as
+those ServiceAccounts and the Deployments and StatefulSets behind them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kfin.explain.core import Context, Finding, Verdict, explains, remove_command
+
+RBAC = "rbac.authorization.k8s.io"
+DEFAULT_ROLES = ("cluster-admin", "admin", "edit")
+WRITE_VERBS = {"update", "patch", "*"}
+
+
+@dataclass(frozen=True)
+class Grant:
+    role: str  # "ClusterRole foo-operator" or "Role ns/foo"
+    namespace: str  # the ServiceAccount's
+    service_account: str
+
+
+def _grants_write(rule: dict, group: str, resource: str) -> bool:
+    groups, resources = rule.get("apiGroups") or [], rule.get("resources") or []
+    if group not in groups or not WRITE_VERBS & set(rule.get("verbs") or []):
+        return False
+    return resource in resources or (group != "" and "*" in resources)
+
+
+def _is_default(role_name: str) -> bool:
+    return role_name.startswith("system:") or role_name in DEFAULT_ROLES
+
+
+def find_grants(ctx: Context) -> list[Grant] | None:
+    facts, obj = ctx.facts, ctx.obj
+    group, resource = obj.type.group, obj.type.resource
+    cluster_roles = facts.objects(RBAC, "clusterroles", full=True)
+    cluster_bindings = facts.objects(RBAC, "clusterrolebindings", full=True)
+    if cluster_roles is None or cluster_bindings is None:
+        return None
+    by_name = {r.name: r for r in cluster_roles}
+    bindings = [(b, by_name.get((b.raw.get("roleRef") or {}).get("name")), "") for b in cluster_bindings]
+    if obj.namespace:
+        roles = facts.objects(RBAC, "roles", obj.namespace, full=True) or []
+        role_names = {r.name: r for r in roles}
+        for b in facts.objects(RBAC, "rolebindings", obj.namespace, full=True) or []:
+            ref = b.raw.get("roleRef") or {}
+            role = by_name.get(ref.get("name")) if ref.get("kind") == "ClusterRole" else role_names.get(ref.get("name"))
+            bindings.append((b, role, obj.namespace))
+    grants = []
+    for binding, role, namespace in bindings:
+        if role is None or _is_default(role.name):
+            continue
+        if not any(_grants_write(rule, group, resource) for rule in role.raw.get("rules") or []):
+            continue
+        label = f"{role.type.kind} {role.namespace + '/' if role.namespace else ''}{role.name}"
+        for subject in binding.raw.get("subjects") or []:
+            if subject.get("kind") == "ServiceAccount":
+                grants.append(Grant(label, subject.get("namespace") or namespace, subject.get("name", "")))
+    return list(dict.fromkeys(grants))
+
+
+def _workloads(ctx: Context, grant: Grant) -> tuple[list[str], list[str], list[str]]:
+    """(running Pods, idle workloads, other notes) for one ServiceAccount."""
+    facts = ctx.facts
+    pods = facts.objects("", "pods", grant.namespace, full=True) or []
+    mine = [p for p in pods if (p.raw.get("spec") or {}).get("serviceAccountName") == grant.service_account]
+    running = [f"Pod {p.namespace}/{p.name} ({(p.raw.get('status') or {}).get('phase')})" for p in mine
+               if (p.raw.get("status") or {}).get("phase") in ("Running", "Pending") and not p.terminating]
+    idle, notes = [], []
+    for group, resource, kind in (("apps", "deployments", "Deployment"), ("apps", "statefulsets", "StatefulSet")):
+        for w in facts.objects(group, resource, grant.namespace, full=True) or []:
+            spec = w.raw.get("spec") or {}
+            if ((spec.get("template") or {}).get("spec") or {}).get("serviceAccountName") != grant.service_account:
+                continue
+            replicas = spec.get("replicas", 1)
+            ready = (w.raw.get("status") or {}).get("readyReplicas") or 0
+            text = f"its {kind} {w.namespace}/{w.name} has {replicas} replica{'s' if replicas != 1 else ''}"
+            (notes if ready else idle).append(text + ("" if not replicas or ready else f", {ready} ready"))
+    if not mine and not idle and not notes:
+        notes.append("no Pod, Deployment or StatefulSet runs as it")
+    return running, idle, notes
+
+
+@explains("custom")
+def custom(ctx: Context) -> Finding:
+    obj, facts = ctx.obj, ctx.facts
+    risk = (f"whatever the controller of {ctx.finalizer.split('/')[0]} cleans up first (an external database, "
+            "bucket, DNS record, certificate...) is left behind; kfin cannot see outside the cluster")
+    evidence = []
+    if obj.type.group:
+        crd = facts.find("apiextensions.k8s.io", "customresourcedefinitions", "", obj.type.qualified)
+        if crd is not None:
+            evidence.append(f"CustomResourceDefinition {crd.name} exists")
+    grants = find_grants(ctx)
+    if grants is None:
+        return ctx.finding("kfin could not read RBAC to find the controller", Verdict.UNKNOWN,
+                           f"find the operator that manages {obj.type.qualified} and check its logs", risk, evidence,
+                           controller=f"the controller of {ctx.finalizer.split('/')[0]}")
+    running_all, story = [], []
+    for grant in grants:
+        running, idle, notes = _workloads(ctx, grant)
+        running_all += [f"{r} as ServiceAccount {grant.namespace}/{grant.service_account}" for r in running]
+        detail = "; ".join(idle + notes) if not running else f"{len(running)} running"
+        story.append(f"the {grant.role} grants update on {obj.type.qualified} to ServiceAccount "
+                     f"{grant.namespace}/{grant.service_account}: {detail}")
+    evidence += story
+    controller = f"the controller of {ctx.finalizer.split('/')[0]}"
+    if running_all:
+        return ctx.finding(f"its controller is running ({', '.join(running_all[:3])}) and should remove it",
+                           Verdict.WAITING, "check that controller's logs for why it does not finish: it usually "
+                           "waits on something outside the cluster", risk, evidence, True, controller)
+    if grants:
+        condition = "no Pod runs as a ServiceAccount allowed to update it: its controller is gone or scaled to zero"
+        fix = "start the controller again (scale it up) so that it cleans up, or clean up by hand and remove it"
+    else:
+        condition = (f"no ServiceAccount is granted update on {obj.type.qualified} by name: its controller is not "
+                     "installed (one with wildcard rights would not show here)")
+        fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
+    found = ctx.finding(condition, Verdict.ORPHANED, fix, risk, evidence, False, controller)
+    found.remove_command = remove_command(obj, ctx.finalizer)
+    return found

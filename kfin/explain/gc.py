@@ -1,0 +1,58 @@
+"""The garbage collector's finalizers: foregroundDeletion and orphan."""
+
+from __future__ import annotations
+
+from kfin.blockers import blocker_line
+from kfin.explain.core import Context, Finding, Verdict, explains, waiting_on_controller_manager
+from kfin.model import KubeObject
+
+MAX_DEPTH = 4
+
+
+def _scope(ctx: Context) -> list[KubeObject] | None:
+    """Dependents of a namespaced owner live in its namespace; those of a cluster-scoped one anywhere."""
+    return ctx.facts.everything(ctx.obj.namespace or None)
+
+
+def _chain(ctx: Context, owner: KubeObject, depth: int, lines: list[str], seen: set) -> int:
+    count = 0
+    for dependent in ctx.facts.blocking_dependents(owner.uid):
+        if dependent.uid in seen:
+            continue
+        seen.add(dependent.uid)
+        count += 1
+        state = blocker_line(dependent, ctx.facts) if dependent.terminating else "not deleted yet"
+        lines.append(f"{'  ' * depth}{dependent.ref}: {state}")
+        if depth < MAX_DEPTH:
+            count += _chain(ctx, dependent, depth + 1, lines, seen)
+    return count
+
+
+@explains("foregroundDeletion")
+def foreground(ctx: Context) -> Finding:
+    risk = ("low: without it the owner goes at once and the garbage collector deletes the dependents in the "
+            "background instead of first")
+    if _scope(ctx) is None:
+        return ctx.finding("kfin could not read the objects that may depend on it", Verdict.UNKNOWN,
+                           "check the dependents by hand (kfin graph)", risk)
+    lines: list[str] = []
+    count = _chain(ctx, ctx.obj, 0, lines, set())
+    if count:
+        return ctx.finding(f"{count} dependent{'s' if count != 1 else ''} with blockOwnerDeletion must go first",
+                           Verdict.HOLDING, "unstick the blocking dependents below (their own blockers are named); "
+                           "the owner then goes by itself", risk, lines)
+    return waiting_on_controller_manager(ctx, "no blocking dependent is left", risk)
+
+
+@explains("orphan")
+def orphan(ctx: Context) -> Finding:
+    risk = ("removing it turns orphaning into cascading deletion: the garbage collector then deletes the "
+            "dependents you meant to keep")
+    if _scope(ctx) is None:
+        return ctx.finding("kfin could not read the objects that may depend on it", Verdict.UNKNOWN,
+                           "check the dependents by hand (kfin graph)", risk)
+    dependents = ctx.facts.dependents(ctx.obj.uid)
+    evidence = [f"{d.ref} still names it as owner" for d in dependents[:10]]
+    condition = (f"{len(dependents)} dependents still name it as owner: the garbage collector must release them"
+                 if dependents else "no dependent names it as owner any more")
+    return waiting_on_controller_manager(ctx, condition, risk, evidence)

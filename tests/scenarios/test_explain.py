@@ -1,0 +1,256 @@
+"""kfin explain on a cluster: each catalog family's verdict from live facts, and the same from a snapshot."""
+
+import json
+
+import pytest
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+RBAC = "rbac.authorization.k8s.io/v1"
+
+
+def explain(cluster, *args):
+    result = kfin("explain", *args, "--kubeconfig", str(cluster.kubeconfig), "-o", "json")
+    assert result.code in (0, ExitCode.PARTIAL), result.stderr
+    return json.loads(result.stdout)
+
+
+def finding(report, finalizer):
+    return next(f for f in report["findings"] if f["finalizer"] == finalizer)
+
+
+def ensure_default_sa(cluster):
+    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
+        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+
+
+def claim(cluster, name="data", volume=None):
+    return cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+                           "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                                    "storageClassName": cluster.name("manual"),
+                                    **({"volumeName": volume} if volume else {})}})
+
+
+def pod_using(cluster, name, claim_name, node=True):
+    ensure_default_sa(cluster)
+    return cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {
+        **({"nodeName": cluster.name("node")} if node else {}),
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim_name}}]}})
+
+
+def test_a_claim_used_by_a_scheduled_pod_is_holding(cluster):
+    pvc = claim(cluster)
+    pod_using(cluster, "db-0", "data")
+    pod_using(cluster, "waiting", "data", node=False)
+    cluster.delete(pvc)
+    report = explain(cluster, "pvc", "data", "-n", cluster.namespace)
+    f = finding(report, "kubernetes.io/pvc-protection")
+    assert f["verdict"] == "HOLDING" and f["family"] == "pvc-protection"
+    assert f"Pod {cluster.namespace}/db-0" in f["condition"] and "waiting" not in f["condition"]
+    assert any("waiting references the claim but is not scheduled" in e for e in f["evidence"])
+    assert "deletes the claim while Pods may still mount it" in f["risk"] and f["removeCommand"] is None
+
+
+def test_a_released_claim_waits_for_the_controller_and_is_orphaned_when_it_is_down(fake, fake_kubeconfig):
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces/default/persistentvolumeclaims", {"metadata": {"name": "data"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    fake.stop_controllers()  # kube-controller-manager stops
+    api.delete("/api/v1/namespaces/default/persistentvolumeclaims/data")
+    base = ("explain", "pvc", "data", "--kubeconfig", str(fake_kubeconfig), "-o", "json")
+    f = json.loads(kfin(*base).stdout)["findings"][0]
+    assert f["verdict"] == "WAITING" and f["controllerAlive"] is True and f["removeCommand"] is None
+    fake.stop_controllers(seconds_ago=600)  # ... ten minutes ago: its lease is stale
+    f = json.loads(kfin(*base).stdout)["findings"][0]
+    assert f["verdict"] == "WAITING" and f["controllerAlive"] is False
+    assert any("kube-controller-manager is not running" in e for e in f["evidence"])
+    assert f["removeCommand"] == ("kfin remove persistentvolumeclaims data -n default "
+                                  "--finalizer kubernetes.io/pvc-protection --confirm")
+
+
+@pytest.mark.controllers
+@pytest.mark.parametrize("policy", ["Delete", "Retain"])
+def test_a_bound_volume_is_holding_and_the_risk_follows_its_reclaim_policy(cluster, policy):
+    pv = cluster.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": cluster.name("pv")},
+                         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                  "persistentVolumeReclaimPolicy": policy, "storageClassName": cluster.name("manual"),
+                                  "hostPath": {"path": "/tmp/kfin"},
+                                  "claimRef": {"namespace": cluster.namespace, "name": "data"}}})
+    claim(cluster, volume=pv["metadata"]["name"])
+    cluster.eventually(lambda: (cluster.get(pv) or {}).get("status", {}).get("phase") == "Bound")
+    cluster.delete(pv)
+    f = finding(explain(cluster, "pv", pv["metadata"]["name"]), "kubernetes.io/pv-protection")
+    assert f["verdict"] == "HOLDING" and f["condition"] == f"Bound to claim {cluster.namespace}/data (in use)"
+    if policy == "Delete":
+        assert "is deleted with the claim, data included" in f["risk"]
+    else:
+        assert "the data stays on the backing disk" in f["risk"]
+
+
+def widget_crd(cluster):
+    group = f"{cluster.suffix}.example.com"
+    cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                    "metadata": {"name": f"widgets.{group}"},
+                    "spec": {"group": group, "scope": "Namespaced",
+                             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    cluster.eventually(lambda: cluster.api.send("GET", f"/apis/{group}/v1")[0] == 200)
+    return group
+
+
+def operator(cluster, group, replicas, pod=True):
+    """A widget operator: its ServiceAccount, a ClusterRole granting update on widgets, a Deployment."""
+    ensure_default_sa(cluster)
+    cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "widget-operator"}})
+    cluster.create({"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": cluster.name("widget-operator")},
+                    "rules": [{"apiGroups": [group], "resources": ["widgets"], "verbs": ["get", "list", "update"]}]})
+    cluster.create({"apiVersion": RBAC, "kind": "ClusterRoleBinding",
+                    "metadata": {"name": cluster.name("widget-operator")},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                "name": cluster.name("widget-operator")},
+                    "subjects": [{"kind": "ServiceAccount", "name": "widget-operator",
+                                  "namespace": cluster.namespace}]})
+    template = {"metadata": {"labels": {"app": "widget-operator"}}, "spec": {
+        "serviceAccountName": "widget-operator", "containers": [{"name": "op", "image": "registry.k8s.io/pause:3.10"}]}}
+    cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "widget-operator"},
+                    "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "widget-operator"}},
+                             "template": template}})
+    if pod:
+        cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "widget-operator-0",
+                                                                         "labels": {"app": "widget-operator"}},
+                        "spec": template["spec"]})
+
+
+def stuck_widget(cluster, group):
+    widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                             "metadata": {"name": "w1", "finalizers": [f"{group}/cleanup"]}})
+    cluster.delete(widget)
+    return widget
+
+
+def test_a_custom_finalizer_whose_controller_runs_is_waiting(cluster):
+    group = widget_crd(cluster)
+    operator(cluster, group, replicas=1)
+    stuck_widget(cluster, group)
+    f = finding(explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace), f"{group}/cleanup")
+    assert f["verdict"] == "WAITING" and f["controllerAlive"] is True
+    assert f"Pod {cluster.namespace}/widget-operator-0" in f["condition"]
+    assert any(f"grants update on widgets.{group} to ServiceAccount {cluster.namespace}/widget-operator" in e
+               for e in f["evidence"])
+
+
+def test_a_custom_finalizer_whose_controller_is_gone_is_orphaned(cluster):
+    group = widget_crd(cluster)
+    operator(cluster, group, replicas=0, pod=False)
+    stuck_widget(cluster, group)
+    f = finding(explain(cluster, "widget", "w1", "-n", cluster.namespace), f"{group}/cleanup")
+    assert f["verdict"] == "ORPHANED"
+    assert any(f"the ClusterRole {cluster.name('widget-operator')} grants update on widgets.{group} to ServiceAccount "
+               f"{cluster.namespace}/widget-operator: its Deployment {cluster.namespace}/widget-operator has 0 replicas"
+               == e for e in f["evidence"]), f["evidence"]
+    assert f["removeCommand"] == (f"kfin remove widgets.{group} w1 -n {cluster.namespace} "
+                                  f"--finalizer {group}/cleanup --confirm")
+
+
+def test_a_custom_finalizer_nobody_may_remove_is_orphaned(cluster):
+    group = widget_crd(cluster)
+    stuck_widget(cluster, group)
+    f = finding(explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace), f"{group}/cleanup")
+    assert f["verdict"] == "ORPHANED" and "its controller is not installed" in f["condition"]
+    assert f"CustomResourceDefinition widgets.{group} exists" in f["evidence"]
+
+
+@pytest.mark.controllers
+def test_a_namespace_blocked_by_a_custom_resource_of_an_uninstalled_operator(cluster):
+    group = widget_crd(cluster)
+    ns = cluster.name("doomed")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                    "metadata": {"name": "w1", "namespace": ns, "finalizers": [f"{group}/cleanup"]}})
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    cluster.eventually(lambda: (cluster.get(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1") or {})
+                       .get("metadata", {}).get("deletionTimestamp"), message="the namespace controller")
+    report = explain(cluster, "ns", ns)
+    f = finding(report, "kubernetes")
+    assert f["field"] == "spec.finalizers" and f["verdict"] == "HOLDING"
+    assert f"Widget.{group}/{ns}/w1 is stuck: custom: {group}/cleanup" in " ".join(f["evidence"])
+    assert "/finalize" in f["risk"] and f["removeCommand"] is None
+    cluster.strip_finalizers(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1")
+
+
+def test_a_namespace_blocked_by_an_unavailable_apiservice(fake, fake_kubeconfig):
+    """Fake only: on a real cluster such an APIService would block every namespace deletion."""
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
+    api.create("/apis/apiregistration.k8s.io/v1/apiservices", {"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {
+        "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
+        "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
+    api.delete("/api/v1/namespaces/team")
+    result = kfin("explain", "namespace", "team", "--kubeconfig", str(fake_kubeconfig), "-o", "json")
+    f = json.loads(result.stdout)["findings"][0]
+    assert f["verdict"] == "HOLDING"
+    assert f["condition"].startswith("API discovery of metrics.k8s.io/v1beta1 fails")
+    assert "kubectl delete apiservice v1beta1.metrics.k8s.io" in f["fix"]
+    assert any("APIService v1beta1.metrics.k8s.io is unavailable (ServiceNotFound" in e for e in f["evidence"])
+
+
+@pytest.mark.controllers
+def test_foreground_deletion_blocked_by_a_dependent_names_the_chain(cluster):
+    owner = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}})
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "dependent", "finalizers": ["example.com/block"], "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"],
+            "blockOwnerDeletion": True}]}})
+    cluster.delete(owner, propagation="Foreground")
+    cluster.eventually(lambda: (cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/dependent") or {})
+                       .get("metadata", {}).get("deletionTimestamp"))
+    f = finding(explain(cluster, "cm", "owner", "-n", cluster.namespace), "foregroundDeletion")
+    assert f["verdict"] == "HOLDING" and f["condition"] == "1 dependent with blockOwnerDeletion must go first"
+    assert f["evidence"] == [f"ConfigMap/{cluster.namespace}/dependent: custom: example.com/block "
+                             "(the controller of example.com must remove it)"]
+
+
+def test_unqualified_finalizers_are_not_guessed(cluster):
+    cm = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "odd", "finalizers": ["cleanup"]}})
+    cluster.delete(cm)
+    f = finding(explain(cluster, "configmap", "odd", "-n", cluster.namespace), "cleanup")
+    assert f["verdict"] == "UNKNOWN" and "not a domain-qualified name" in f["condition"]
+
+
+def test_errors_missing_object_unknown_kind_and_forbidden(cluster):
+    base = ("--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
+    missing = kfin("explain", "pvc", "nope", *base)
+    assert missing.code == ExitCode.NOT_FOUND and 'persistentvolumeclaims "nope" not found' in missing.stderr
+    unknown = kfin("explain", "pvcz", "x", *base)
+    assert unknown.code == ExitCode.NOT_FOUND and "did you mean" in unknown.stderr
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held"}})
+    reader = cluster.read_only_kubeconfig([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
+                                          name="podreader")
+    denied = kfin("explain", "configmap", "held", "--kubeconfig", str(reader), "-n", cluster.namespace)
+    assert denied.code == ExitCode.FORBIDDEN
+    assert f'kfin needs "get" on "configmaps" in namespace "{cluster.namespace}"' in denied.stderr
+
+
+@pytest.mark.controllers
+def test_the_same_explanations_come_out_of_a_snapshot(cluster):
+    group = widget_crd(cluster)
+    operator(cluster, group, replicas=0, pod=False)
+    stuck_widget(cluster, group)
+    pvc = claim(cluster)
+    pod_using(cluster, "db-0", "data")
+    cluster.delete(pvc)
+    snap = cluster.workdir / "snap.json"
+    assert kfin("snapshot", "-A", "--kubeconfig", str(cluster.kubeconfig), "-f", str(snap)).code in (0, 8)
+    for args in ((f"widgets.{group}", "w1"), ("pvc", "data")):
+        live = explain(cluster, *args, "-n", cluster.namespace)
+        offline = json.loads(kfin("explain", *args, "-n", cluster.namespace, "--from-snapshot", str(snap),
+                                  "-o", "json").stdout)
+        strip = lambda r: [{k: v for k, v in f.items() if k not in ("controllerAlive",)} for f in r["findings"]]
+        assert strip(offline) == strip(live)
