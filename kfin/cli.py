@@ -148,6 +148,63 @@ def explain_command(
     raise typer.Exit(int(explain(options, kind=kind, name=name, from_snapshot=from_snapshot, refresh=refresh)))
 
 
+@app.command("remove")
+def remove_command(
+        ctx: typer.Context,
+        kind: Optional[str] = typer.Argument(None, metavar="KIND", help="pvc, pv, ns, or any kind or plural."),
+        name: Optional[str] = typer.Argument(None, metavar="NAME"),
+        finalizer: Optional[list[str]] = typer.Option(
+            None, "--finalizer", metavar="NAME",
+            help="Finalizer to remove (repeatable; globs allowed). Default: those ORPHANED, or WAITING on a "
+                 "controller that is down."),
+        confirm: bool = typer.Option(False, "--confirm", help="Apply the change. Without it kfin only shows the plan."),
+        force: bool = typer.Option(False, "--force", help="Remove even a HOLDING finalizer (read the risk first)."),
+        allow_live: bool = typer.Option(False, "--allow-live", help="Allow objects that are not being deleted."),
+        server_dry_run: bool = typer.Option(False, "--server-dry-run",
+                                            help="Send the change with dryRun=All: validated, never persisted."),
+        all_stuck: bool = typer.Option(False, "--all-stuck", help="Every stuck object in -n NS (or -A)."),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a bulk removal."),
+        audit_log: Optional[str] = typer.Option(None, "--audit-log", metavar="PATH",
+                                                help="Audit log file (default ~/.local/state/kfin/audit.jsonl)."),
+        refresh: bool = typer.Option(False, "--refresh", help="Rediscover the API instead of using the cache."),
+        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
+        all_namespaces: AllNamespacesOpt = None, request_timeout: TimeoutOpt = None):
+    """Remove finalizers that block a deletion: guarded, race-safe, recorded.
+
+    Dry run unless --confirm. A HOLDING finalizer is refused with its safe fix unless --force.
+    Every applied change is appended to the audit log (kfin audit).
+
+    Examples:
+
+      kfin remove databases.acme.io orders -n team-a
+
+      kfin remove databases.acme.io orders -n team-a --confirm
+
+      kfin remove -n team-a --all-stuck --finalizer 'acme.io/*' --confirm
+    """
+    from kfin.commands_remove import remove
+
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
+                     all_namespaces=all_namespaces, request_timeout=request_timeout)
+    raise typer.Exit(int(remove(options, kind=kind, name=name, patterns=list(finalizer or []), confirm=confirm,
+                                force=force, allow_live=allow_live, server_dry_run=server_dry_run,
+                                audit_log=audit_log, refresh=refresh, all_stuck=all_stuck, yes=yes)))
+
+
+@app.command("audit")
+def audit_command(
+        ctx: typer.Context,
+        audit_log: Optional[str] = typer.Option(None, "--audit-log", metavar="PATH", help="Audit log file to read."),
+        output: OutputOpt = None):
+    """List the finalizer removals kfin applied, from its audit log.
+
+    Example: kfin audit -o json
+    """
+    from kfin.commands_remove import show_audit
+
+    raise typer.Exit(int(show_audit(merged(ctx, output=output), audit_log)))
+
+
 @app.command("snapshot")
 def snapshot_command(
         ctx: typer.Context,

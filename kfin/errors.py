@@ -14,6 +14,7 @@ class ExitCode(IntEnum):
     NOT_FOUND = 7  # unknown kind, or the object does not exist
     PARTIAL = 8  # some resource types could not be read: the result is incomplete
     API = 9  # the API server refused the request for another reason
+    REFUSED = 10  # kfin refused a removal: a finalizer still holds (see --force), or the object is live
     INTERNAL = 70  # a bug in kfin (KFIN_DEBUG=1 shows the traceback)
     INTERRUPTED = 130  # Ctrl-C
 
@@ -48,6 +49,10 @@ class ForbiddenError(KfinError):
 
 class NotFoundError(KfinError):
     exit_code = ExitCode.NOT_FOUND
+
+
+class RefusedError(KfinError):
+    exit_code = ExitCode.REFUSED
 
 
 class UsageError(KfinError):

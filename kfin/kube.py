@@ -216,6 +216,15 @@ class Kube:
     def server_version(self) -> dict:
         return self.request("GET", "/version")
 
+    def whoami(self) -> str:
+        """The user as the API server sees it (SelfSubjectReview), for the audit log."""
+        try:
+            review = self.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                                  body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            return ((review or {}).get("status") or {}).get("userInfo", {}).get("username") or "unknown"
+        except KfinError as error:
+            return f"unknown (SelfSubjectReview: {error.message})"
+
     def get_metadata(self, path: str, what=None) -> dict:
         return self.request("GET", path, accept=METADATA_ACCEPT, what=what)
 

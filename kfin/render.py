@@ -101,3 +101,40 @@ def explanation_panels(explanation, out=None) -> None:
         if finding.field == "spec.finalizers":
             title.append("  (spec.finalizers)")
         target.print(Panel(grid, title=title, title_align="left", expand=True))
+
+
+def _plain_table(headers: list[str], rows: list[list[str]], out=None) -> None:
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
+    for header in headers:
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    print_table(table, out)
+
+
+def removal_table(plans, out=None) -> None:
+    rows = []
+    for p in plans:
+        o = p.obj
+        if p.refused:
+            rows.append([o.namespace or "-", o.type.kind_display, o.name, "-", "-", f"refused: {p.refused}"])
+            continue
+        for c in p.choices:
+            action = (f"refused: {c.refused}" if c.refused else "remove") if c.selected else "keep"
+            rows.append([o.namespace or "-", o.type.kind_display, o.name, c.finding.finalizer,
+                         c.finding.verdict.value, action])
+    _plain_table(["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], rows, out)
+
+
+def audit_table(records, out=None) -> None:
+    rows = []
+    for r in records:
+        o = r.get("object") or {}
+        ref = f"{o.get('kind', '?')}/{o.get('namespace') + '/' if o.get('namespace') else ''}{o.get('name', '?')}"
+        rows.append([r.get("time", "?"), r.get("context", ""), r.get("user", ""), ref,
+                     ",".join(r.get("removed") or []) or "-",
+                     ",".join(f"{k}={v}" for k, v in (r.get("verdicts") or {}).items()),
+                     "yes" if r.get("forced") else "no", r.get("result", "?")])
+    _plain_table(["TIME", "CONTEXT", "USER", "OBJECT", "REMOVED", "VERDICTS", "FORCED", "RESULT"], rows, out)

@@ -111,6 +111,9 @@ class FakeAPIServer:
         self.controllers = Controllers(self.cluster)
         self.faults: list[Fault] = []
         self.requests: list[LoggedRequest] = []
+        # Called as hook(method, path) before a write is applied, under the cluster lock: a test's
+        # stand-in for another client writing between kfin's read and its write.
+        self.before_write: list = []
         self.tokens = {ADMIN_TOKEN: rbac.User("admin", ["system:masters", "system:authenticated"], "admin-uid"),
                        VIEWER_TOKEN: rbac.User("viewer", ["system:authenticated"], "viewer-uid")}
         self._httpd = None
@@ -269,6 +272,9 @@ class FakeAPIServer:
                                 route.namespace, route.name):
                 raise st.forbidden(user.name, verb, route.group, route.resource, route.subresource,
                                    route.namespace, route.name)
+            if method in ("PATCH", "PUT"):
+                for hook in list(self.before_write):
+                    hook(method, path)
             dry_run = "All" in query.get("dryRun", [])
             payload = None
             if body:

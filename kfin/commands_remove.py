@@ -1,0 +1,193 @@
+"""`kfin remove` and `kfin audit`: plans, confirmation, and the audit record of every applied change."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kfin.errors import ExitCode, KfinError, UsageError
+from kfin.model import KubeObject, format_time
+from kfin.options import Options
+
+
+def _audit_record(kube, user: str, plan_, outcome, forced: bool) -> dict:
+    from kfin import __version__
+
+    o = plan_.obj
+    return {
+        "time": format_time(datetime.now(timezone.utc)), "kfinVersion": __version__,
+        "context": kube.context, "server": kube.server, "user": user,
+        "object": {"apiVersion": o.type.api_version, "kind": o.type.kind, "namespace": o.namespace or None,
+                   "name": o.name, "uid": o.uid, "resourceVersion": o.meta.get("resourceVersion")},
+        "finalizersBefore": outcome.before, "finalizersAfter": outcome.after,
+        "selected": [f.finalizer for f in plan_.selected], "removed": outcome.removed,
+        "verdicts": {c.finding.finalizer: c.finding.verdict.value for c in plan_.choices},
+        "forced": forced and any(c.warning and c.finding.verdict.value in ("HOLDING", "UNKNOWN")
+                                 for c in plan_.choices if c.selected),
+        "result": outcome.result, "message": outcome.message, "attempts": outcome.attempts,
+    }
+
+
+def _patch_preview(plan_) -> list[str]:
+    from kfin.remove import metadata_patch
+
+    o = plan_.obj
+    lines = []
+    meta = [f.finalizer for f in plan_.selected if f.field == "metadata.finalizers"]
+    spec = [f.finalizer for f in plan_.selected if f.field == "spec.finalizers"]
+    if meta:
+        lines.append(f"PATCH {o.type.path(o.namespace or None, o.name)} (application/json-patch+json)")
+        lines.append(json.dumps(metadata_patch(o.uid, o.finalizers, meta)))
+    if spec:
+        lines.append(f"PUT {o.type.path(None, o.name)}/finalize with the Namespace as read and spec.finalizers: "
+                     f"{json.dumps([f for f in o.spec_finalizers if f not in spec])}")
+    return lines
+
+
+def print_plan(plan_) -> None:
+    o = plan_.obj
+    print(f"{o.ref} ({'Terminating' if o.terminating else 'not being deleted'}), "
+          f"finalizers: {', '.join(o.finalizers + o.spec_finalizers) or 'none'}")
+    for c in plan_.choices:
+        f = c.finding
+        action = "refused" if c.selected and c.refused else ("remove" if c.selected else "keep")
+        print(f"  {action:8} {f.finalizer}  [{f.verdict.value}] {f.condition}")
+        if c.selected and not c.refused:
+            print(f"           risk: {f.risk}")
+        if c.refused:
+            print(f"           refused: {c.refused}")
+        if c.warning:
+            print(f"           warning: {c.warning}")
+    if plan_.selected and not plan_.refused and not plan_.blocked:
+        for line in _patch_preview(plan_):
+            print(f"  {line}")
+
+
+def _facts_for(kube, resources):
+    """Fresh facts for one object, to explain it again after a race."""
+    from kfin.facts import Facts
+    from kfin.model import Inventory
+
+    def make(obj: KubeObject):
+        inv = Inventory(resources, [obj], [], datetime.now(timezone.utc), kube.context, kube.server,
+                        obj.namespace or None)
+        return Facts(inv, kube, scanned=False)
+    return make
+
+
+def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_live, server_dry_run,
+               audit_log, refresh) -> int:
+    from kfin import audit
+    from kfin.commands_explain import _live_target
+    from kfin.explain import explain_object
+    from kfin.remove import Remover, plan
+
+    obj, facts = _live_target(options, kind, name, refresh)
+    plan_ = plan(obj, explain_object(obj, facts).findings, patterns, force, allow_live)
+    print_plan(plan_)
+    if plan_.refused or plan_.blocked:
+        reason = plan_.refused or "; ".join(f"{c.finding.finalizer}: {c.refused}" for c in plan_.blocked)
+        print(f"error: refused to remove finalizers from {obj.ref}: {reason}", file=sys.stderr)
+        return ExitCode.REFUSED
+    for c in plan_.choices:
+        if c.warning and c.selected:
+            print(f"warning: {c.finding.finalizer}: {c.warning}", file=sys.stderr)
+    if not confirm and not server_dry_run:
+        print("Dry run: nothing was changed. Add --confirm to apply (or --server-dry-run to have the API server "
+              "validate it).", file=sys.stderr)
+        return ExitCode.OK
+    kube = facts.kube
+    remover = Remover(kube, _facts_for(kube, facts.inventory.resources))
+    if server_dry_run:
+        outcome = remover.apply(plan_, patterns, force, allow_live, dry_run=True)
+        print(f"server dry run: {outcome.message}")
+        return ExitCode.OK
+    user = kube.whoami()
+    try:
+        outcome = remover.apply(plan_, patterns, force, allow_live)
+    except KfinError as error:
+        from kfin.remove import Outcome
+        outcome = Outcome("failed", error.message, before=obj.finalizers + obj.spec_finalizers)
+        audit.append(_audit_record(kube, user, plan_, outcome, force), Path(audit_log) if audit_log else None)
+        raise
+    path = audit.append(_audit_record(kube, user, plan_, outcome, force), Path(audit_log) if audit_log else None)
+    print(f"{outcome.result}: {obj.ref}: {outcome.message}")
+    print(f"recorded in {path}", file=sys.stderr)
+    return ExitCode.OK if outcome.result in ("removed", "gone", "unchanged") else ExitCode.API
+
+
+def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, server_dry_run, audit_log,
+                     refresh, yes) -> int:
+    from kfin import audit, render
+    from kfin.commands_stuck import gather
+    from kfin.explain import explain_object
+    from kfin.remove import Outcome, Remover, plan
+    from kfin.stuck import Filters, find_stuck
+
+    [facts] = gather(options, [], None, refresh)
+    kube = facts.kube
+    rows = find_stuck(facts.inventory, Filters(), facts)
+    plans = [plan(r.obj, explain_object(r.obj, facts).findings, patterns, force, allow_live) for r in rows]
+    plans = [p for p in plans if not (patterns and p.refused and p.refused.startswith("none of its finalizers"))]
+    if not plans:
+        print("Nothing to remove: no stuck object matches.", file=sys.stderr)
+        return ExitCode.OK
+    render.removal_table(plans)
+    runnable = [p for p in plans if not p.refused and not p.blocked]
+    refused = len(plans) - len(runnable)
+    if not confirm and not server_dry_run:
+        print(f"Dry run: {len(runnable)} to change, {refused} refused; nothing was changed. Add --confirm to apply.",
+              file=sys.stderr)
+        return ExitCode.REFUSED if refused else ExitCode.OK
+    if confirm and not server_dry_run and sys.stdin.isatty() and not yes:
+        answer = input(f"Remove finalizers from {len(runnable)} objects in context {kube.context}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Nothing was changed.", file=sys.stderr)
+            return ExitCode.OK
+    remover = Remover(kube, _facts_for(kube, facts.inventory.resources))
+    user = "" if server_dry_run else kube.whoami()
+    done = failed = 0
+    for number, p in enumerate(runnable, 1):
+        try:
+            outcome = remover.apply(p, patterns, force, allow_live, dry_run=server_dry_run)
+        except KfinError as error:
+            outcome = Outcome("failed", error.message, before=p.obj.finalizers + p.obj.spec_finalizers)
+        if not server_dry_run:
+            audit.append(_audit_record(kube, user, p, outcome, force), Path(audit_log) if audit_log else None)
+        ok = outcome.result in ("removed", "gone", "unchanged", "dry-run")
+        done, failed = done + ok, failed + (not ok)
+        print(f"[{number}/{len(runnable)}] {outcome.result}: {p.obj.ref}: {outcome.message}", file=sys.stderr)
+    print(f"done {done}, refused {refused}, failed {failed}", file=sys.stderr)
+    if failed:
+        return ExitCode.API
+    return ExitCode.REFUSED if refused else ExitCode.OK
+
+
+def remove(options: Options, *, kind, name, patterns, confirm, force, allow_live, server_dry_run, audit_log,
+           refresh, all_stuck, yes) -> int:
+    if all_stuck:
+        if kind or name:
+            raise UsageError("--all-stuck takes no KIND NAME: it works on every stuck object in -n NS or -A")
+        return remove_all_stuck(options, patterns=patterns, confirm=confirm, force=force, allow_live=allow_live,
+                                server_dry_run=server_dry_run, audit_log=audit_log, refresh=refresh, yes=yes)
+    if not kind or not name:
+        raise UsageError("kfin remove needs KIND NAME (or --all-stuck)")
+    return remove_one(options, kind=kind, name=name, patterns=patterns, confirm=confirm, force=force,
+                      allow_live=allow_live, server_dry_run=server_dry_run, audit_log=audit_log, refresh=refresh)
+
+
+def show_audit(options: Options, audit_log: str | None) -> int:
+    from kfin import audit, render
+    from kfin.options import check_output
+
+    fmt = check_output(options, ("table", "json", "yaml"))
+    records = audit.read(Path(audit_log) if audit_log else None)
+    if fmt != "table":
+        render.dump(records, fmt)
+    elif records:
+        render.audit_table(records)
+    else:
+        print(f"No removals recorded in {Path(audit_log) if audit_log else audit.default_path()}.", file=sys.stderr)
+    return ExitCode.OK

@@ -1,0 +1,277 @@
+"""kfin remove on a cluster: dry run by default, guarded patches, refusals, races, the audit log, bulk."""
+
+import json
+
+import pytest
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+
+@pytest.fixture(autouse=True)
+def audit_log(tmp_path, monkeypatch):
+    path = tmp_path / "audit.jsonl"
+    monkeypatch.setenv("KFIN_AUDIT_LOG", str(path))
+    return path
+
+
+def records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def stuck_configmap(cluster, name="held", finalizers=("example.com/a", "example.com/b"), delete=True):
+    cm = cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": name, "finalizers": list(finalizers)}})
+    if delete:
+        cluster.delete(cm)
+    return cm
+
+
+def remove(cluster, *args, kubeconfig=None):
+    return kfin("remove", *args, "--kubeconfig", str(kubeconfig or cluster.kubeconfig), "-n", cluster.namespace)
+
+
+def test_without_confirm_nothing_changes(cluster, audit_log):
+    cm = stuck_configmap(cluster)
+    before = cluster.get(cm)
+    seen = len(cluster.fake.requests) if cluster.is_fake else 0
+    result = remove(cluster, "configmap", "held")
+    assert result.code == 0 and "Dry run: nothing was changed" in result.stderr
+    assert '"op": "test", "path": "/metadata/finalizers"' in result.stdout  # the exact patch is shown
+    assert cluster.get(cm) == before and records(audit_log) == []
+    if cluster.is_fake:  # kfin sent nothing but reads
+        assert {r.method for r in cluster.fake.requests[seen:]} == {"GET"}
+
+
+def test_removing_one_of_two_leaves_the_other_and_the_last_lets_it_go(cluster, audit_log):
+    cm = stuck_configmap(cluster)
+    result = remove(cluster, "configmap", "held", "--finalizer", "example.com/a", "--confirm")
+    assert result.code == 0, result.stderr
+    assert cluster.get(cm)["metadata"]["finalizers"] == ["example.com/b"]
+    assert "still Terminating with example.com/b" in result.stdout
+    result = remove(cluster, "configmap", "held", "--confirm")
+    assert result.code == 0 and "the object is gone" in result.stdout
+    cluster.eventually(lambda: cluster.get(cm) is None)
+    first, second = records(audit_log)
+    assert first["removed"] == ["example.com/a"] and first["finalizersBefore"] == ["example.com/a", "example.com/b"]
+    assert first["finalizersAfter"] == ["example.com/b"] and first["result"] == "removed"
+    assert first["object"]["uid"] == cm["metadata"]["uid"] and first["object"]["resourceVersion"]
+    assert first["verdicts"] == {"example.com/a": "ORPHANED", "example.com/b": "ORPHANED"}
+    assert first["forced"] is False and first["context"] and first["user"] and first["time"]
+    assert second["removed"] == ["example.com/b"] and second["finalizersAfter"] is None
+
+
+def test_server_dry_run_validates_without_persisting(cluster, audit_log):
+    cm = stuck_configmap(cluster)
+    result = remove(cluster, "configmap", "held", "--server-dry-run")
+    assert result.code == 0 and "the API server accepted the change (dryRun=All)" in result.stdout
+    assert cluster.get(cm)["metadata"]["finalizers"] == ["example.com/a", "example.com/b"]
+    assert records(audit_log) == []
+    if cluster.is_fake:
+        assert [r.query.get("dryRun") for r in cluster.fake.requests if r.method == "PATCH"] == [["All"]]
+
+
+def test_a_live_object_is_left_alone_unless_allowed(cluster):
+    cm = stuck_configmap(cluster, delete=False)
+    refused = remove(cluster, "configmap", "held", "--finalizer", "example.com/a", "--confirm")
+    assert refused.code == ExitCode.REFUSED and "not being deleted" in refused.stderr
+    assert cluster.get(cm)["metadata"]["finalizers"] == ["example.com/a", "example.com/b"]
+    allowed = remove(cluster, "configmap", "held", "--finalizer", "example.com/a", "--confirm", "--allow-live")
+    assert allowed.code == 0 and cluster.get(cm)["metadata"]["finalizers"] == ["example.com/b"]
+
+
+def test_a_holding_finalizer_is_refused_with_its_safe_fix_unless_forced(cluster, audit_log):
+    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
+        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    pvc = cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                          "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                                   "storageClassName": cluster.name("manual")}})
+    cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
+        "nodeName": cluster.name("node"), "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
+    cluster.delete(pvc)
+    by_default = remove(cluster, "pvc", "data", "--confirm")
+    assert by_default.code == ExitCode.REFUSED and "no finalizer is ORPHANED" in by_default.stderr
+    named = remove(cluster, "pvc", "data", "--finalizer", "kubernetes.io/pvc-protection", "--confirm")
+    assert named.code == ExitCode.REFUSED
+    assert f"it is HOLDING: in use by 1 scheduled Pod: Pod {cluster.namespace}/db-0" in named.stderr
+    assert "Safe fix: stop what uses the claim" in named.stderr
+    assert cluster.get(pvc) is not None and records(audit_log) == []
+    forced = remove(cluster, "pvc", "data", "--finalizer", "kubernetes.io/pvc-protection", "--confirm", "--force")
+    assert forced.code == 0, forced.stderr
+    assert "warning: kubernetes.io/pvc-protection: forced although it is HOLDING" in forced.stderr
+    assert "deletes the claim while Pods may still mount it" in forced.stderr
+    cluster.eventually(lambda: cluster.get(pvc) is None)
+    [record] = records(audit_log)
+    assert record["forced"] is True and record["verdicts"] == {"kubernetes.io/pvc-protection": "HOLDING"}
+
+
+def test_a_read_only_user_gets_the_permission_it_lacks(cluster, audit_log):
+    stuck_configmap(cluster)
+    reader = cluster.read_only_kubeconfig()
+    result = remove(cluster, "configmap", "held", "--finalizer", "example.com/a", "--confirm", kubeconfig=reader)
+    assert result.code == ExitCode.FORBIDDEN
+    assert f'forbidden: kfin needs "patch" on "configmaps" in namespace "{cluster.namespace}"' in result.stderr
+    [record] = records(audit_log)
+    assert record["result"] == "failed" and "forbidden" in record["message"]
+
+
+@pytest.mark.controllers
+def test_a_namespace_completes_once_its_content_is_unstuck(cluster):
+    group = f"{cluster.suffix}.example.com"
+    cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                    "metadata": {"name": f"widgets.{group}"},
+                    "spec": {"group": group, "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+                             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    cluster.eventually(lambda: cluster.api.send("GET", f"/apis/{group}/v1")[0] == 200)
+    ns = cluster.name("doomed")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                    "metadata": {"name": "w1", "namespace": ns, "finalizers": [f"{group}/cleanup"]}})
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    cluster.eventually(lambda: (cluster.get(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1") or {})
+                       .get("metadata", {}).get("deletionTimestamp"))
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+    refused = kfin("remove", "namespace", ns, "--finalizer", "kubernetes", "--confirm", *base)
+    assert refused.code == ExitCode.REFUSED and "it is HOLDING" in refused.stderr
+    done = kfin("remove", f"widgets.{group}", "w1", "-n", ns, "--confirm", *base)
+    assert done.code == 0, done.stderr
+    cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to complete")
+
+
+def test_finalize_a_namespace_whose_controller_is_down(fake, fake_kubeconfig, audit_log):
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": "empty"}})
+    api.delete("/api/v1/namespaces/empty/configmaps/kube-root-ca.crt")
+    api.delete("/api/v1/namespaces/empty/serviceaccounts/default")
+    fake.stop_controllers(seconds_ago=900)
+    api.delete("/api/v1/namespaces/empty")
+    result = kfin("remove", "ns", "empty", "--kubeconfig", str(fake_kubeconfig), "--confirm")
+    assert result.code == 0, result.stdout + result.stderr
+    assert "PUT /api/v1/namespaces/empty/finalize" in result.stdout and "the object is gone" in result.stdout
+    assert not api.exists("/api/v1/namespaces/empty")
+    puts = [r for r in fake.requests if r.method == "PUT"]
+    assert [(r.path, r.content_type) for r in puts] == [("/api/v1/namespaces/empty/finalize", "application/json")]
+    assert puts[0].body["kind"] == "Namespace" and puts[0].body["spec"]["finalizers"] == []
+
+
+def test_forced_finalize_reports_what_is_left_behind(fake, fake_kubeconfig):
+    """A namespace forced through /finalize disappears, its content stays: kfin says so, from a fresh read."""
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
+    api.create("/api/v1/namespaces/team/configmaps", {"metadata": {"name": "held", "finalizers": ["example.com/x"]}})
+    api.delete("/api/v1/namespaces/team")
+    result = kfin("remove", "ns", "team", "--finalizer", "kubernetes", "--confirm", "--force",
+                  "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == 0
+    assert "stay in etcd" in result.stderr  # the risk, named in the warning
+    assert not api.exists("/api/v1/namespaces/team") and api.exists("/api/v1/namespaces/team/configmaps/held")
+
+
+@pytest.mark.parametrize("writer", ["adds", "removes"])
+def test_a_write_between_read_and_patch_is_never_lost(fake, fake_kubeconfig, writer):
+    """Another client changes the finalizers right before kfin's patch lands: the test op fails, kfin reads
+    again and removes only what it selected; the other client's change stays."""
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    path = "/api/v1/namespaces/default/configmaps/held"
+    api.create("/api/v1/namespaces/default/configmaps", {"metadata": {
+        "name": "held", "finalizers": ["example.com/a", "example.com/b", "example.com/c"]}})
+    c, raced = fake.cluster, []
+
+    def race(method, request_path):
+        if method == "PATCH" and request_path == path and not raced:
+            raced.append(True)
+            rt = c.types[("", "configmaps")]
+            obj = c.find(rt, "default", "held")
+            new = json.loads(json.dumps(obj))
+            if writer == "adds":
+                new["metadata"]["finalizers"].append("writer.io/x")
+            else:
+                new["metadata"]["finalizers"].remove("example.com/c")
+            c.update(rt, obj, new)
+    fake.before_write.append(race)
+    result = kfin("remove", "cm", "held", "--finalizer", "example.com/a", "--confirm", "--allow-live",
+                  "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == 0, result.stderr
+    expected = ["example.com/b", "example.com/c", "writer.io/x"] if writer == "adds" else ["example.com/b"]
+    assert api.get(path)["metadata"]["finalizers"] == expected
+    assert len([r for r in fake.requests if r.method == "PATCH"]) == 2  # the failed guard, then the retry
+
+
+def test_concurrent_writers_never_lose_a_change(fake, fake_kubeconfig):
+    """Many runs with a real concurrent client adding finalizers while kfin removes one."""
+    import threading
+
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    for run in range(15):
+        name = f"held-{run}"
+        path = f"/api/v1/namespaces/default/configmaps/{name}"
+        api.create("/api/v1/namespaces/default/configmaps", {"metadata": {
+            "name": name, "finalizers": ["example.com/a", "example.com/b"]}})
+        added = []
+
+        def writer():
+            for i in range(6):
+                while True:  # the other client is careful too: a guarded add, retried
+                    current = api.get(path)["metadata"]["finalizers"]
+                    code, _ = api.json_patch(path, [{"op": "test", "path": "/metadata/finalizers", "value": current},
+                                                    {"op": "add", "path": "/metadata/finalizers/-",
+                                                     "value": f"writer.io/{i}"}])
+                    if code == 200:
+                        added.append(f"writer.io/{i}")
+                        break
+        thread = threading.Thread(target=writer)
+        thread.start()
+        result = kfin("remove", "cm", name, "--finalizer", "example.com/a", "--confirm", "--allow-live",
+                      "--kubeconfig", str(fake_kubeconfig))
+        thread.join()
+        assert result.code == 0, result.stderr
+        final = api.get(path)["metadata"]["finalizers"]
+        assert "example.com/a" not in final and "example.com/b" in final
+        assert set(added) <= set(final) and len(added) == 6
+
+
+def test_bulk_removal_with_allowed_and_refused_objects(cluster, audit_log):
+    stuck_configmap(cluster, "orphan-1", ("example.com/a",))
+    stuck_configmap(cluster, "orphan-2", ("example.com/a", "other.io/keep"))
+    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
+        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    pvc = cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                          "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                                   "storageClassName": cluster.name("manual")}})
+    cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
+        "nodeName": cluster.name("node"), "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
+    cluster.delete(pvc)
+    base = ("remove", "--all-stuck", "-n", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig),
+            "--finalizer", "example.com/*", "--finalizer", "kubernetes.io/pvc-protection")
+    plan = kfin(*base)
+    assert plan.code == ExitCode.REFUSED and "2 to change, 1 refused" in plan.stderr
+    assert plan.stdout.splitlines()[0].split() == ["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"]
+    applied = kfin(*base, "--confirm", "--yes")
+    assert applied.code == ExitCode.REFUSED and "done 2, refused 1, failed 0" in applied.stderr
+    assert cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/orphan-1") is None
+    assert cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/orphan-2")["metadata"]["finalizers"] == \
+        ["other.io/keep"]
+    assert cluster.get(pvc) is not None
+    assert sorted(r["object"]["name"] for r in records(audit_log)) == ["orphan-1", "orphan-2"]
+
+
+def test_kfin_audit_lists_what_was_done(cluster, audit_log):
+    stuck_configmap(cluster)
+    remove(cluster, "configmap", "held", "--confirm")
+    table = kfin("audit")
+    assert table.code == 0
+    header, row = table.stdout.splitlines()
+    assert header.split() == ["TIME", "CONTEXT", "USER", "OBJECT", "REMOVED", "VERDICTS", "FORCED", "RESULT"]
+    assert f"ConfigMap/{cluster.namespace}/held" in row and "example.com/a,example.com/b" in row
+    assert json.loads(kfin("audit", "-o", "json").stdout)[0]["result"] == "removed"
