@@ -18,7 +18,7 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "namespaces"): ("spec", "status"),
     ("", "persistentvolumeclaims"): ("spec.volumeName", "spec.storageClassName", "status.phase"),
     ("", "persistentvolumes"): ("spec.claimRef", "spec.persistentVolumeReclaimPolicy", "spec.storageClassName",
-                                "spec.csi.driver", "status.phase"),
+                                "spec.csi.driver", "spec.csi.volumeHandle", "status.phase"),
     ("", "pods"): ("spec.nodeName", "spec.serviceAccountName", "spec.volumes", "status.phase"),
     ("apps", "deployments"): ("spec.replicas", "spec.template.spec.serviceAccountName", "status.readyReplicas"),
     ("apps", "statefulsets"): ("spec.replicas", "spec.template.spec.serviceAccountName", "status.readyReplicas"),
