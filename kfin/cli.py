@@ -148,6 +148,40 @@ def explain_command(
     raise typer.Exit(int(explain(options, kind=kind, name=name, from_snapshot=from_snapshot, refresh=refresh)))
 
 
+@app.command("graph")
+def graph_command(
+        ctx: typer.Context,
+        target: list[str] = typer.Argument(..., metavar="KIND NAME | KIND/NAME | namespace NAME"),
+        depth: Optional[int] = typer.Option(None, "--depth", min=1, help="Draw the tree this many levels deep."),
+        kind: Optional[list[str]] = typer.Option(None, "--kind", metavar="KIND",
+                                                 help="Only these kinds (and their owners); repeatable."),
+        only_stuck: bool = typer.Option(False, "--only-stuck", help="Only stuck objects and their blocking chains."),
+        from_snapshot: Optional[str] = typer.Option(None, "--from-snapshot", metavar="FILE",
+                                                    help="Draw from a kfin snapshot instead of a live cluster."),
+        refresh: bool = typer.Option(False, "--refresh", help="Rediscover the API instead of using the cache."),
+        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
+        output: OutputOpt = None, request_timeout: TimeoutOpt = None):
+    """The owner/dependent graph (ownerReferences), and what blocks what.
+
+    `namespace NAME` draws every object of a namespace; `KIND NAME` one object's owners up to the roots
+    and dependents down to the leaves. -o tree (default), json, dot, mermaid or graphml.
+
+    Examples:
+
+      kfin graph namespace shop --only-stuck
+
+      kfin graph deploy/web -n shop
+
+      kfin graph namespace shop -o mermaid > shop.mmd
+    """
+    from kfin.commands_graph import graph
+
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output,
+                     request_timeout=request_timeout)
+    raise typer.Exit(int(graph(options, target=target, depth=depth, kinds=list(kind or []), only_stuck=only_stuck,
+                               from_snapshot=from_snapshot, refresh=refresh)))
+
+
 @app.command("remove")
 def remove_command(
         ctx: typer.Context,

@@ -86,15 +86,27 @@ class Facts:
             inv.detailed.add(key)
         self._blocking = None
 
-    def everything(self, namespace: str | None) -> list[KubeObject] | None:
+    def listed_kinds(self) -> set[tuple[str, str]]:
+        """(group, kind) of every type whose objects are known completely somewhere."""
+        keys = {(g, r) for g, r, _ in self._listed} | {(g, r) for g, r, _ in self.inventory.detailed}
+        return {(t.group, t.kind) for t in self.inventory.resources if (t.group, t.resource) in keys}
+
+    def cluster_scoped(self) -> list[KubeObject] | None:
+        """Every cluster-scoped object (of every listable cluster-scoped type)."""
+        return self.everything(None, cluster_scoped_only=True)
+
+    def everything(self, namespace: str | None, cluster_scoped_only: bool = False) -> list[KubeObject] | None:
         """Every object in a namespace (None: the whole cluster), of every listable type; read in
         parallel when live. None when a snapshot does not cover that scope."""
         from kfin.scan import scan
 
         scope = namespace or ""
-        types = [r for r in self.inventory.resources if namespace is None or r.namespaced]
+        types = [r for r in self.inventory.resources if (namespace is None or r.namespaced)
+                 and not (cluster_scoped_only and r.namespaced)]
+        def wanted(o: KubeObject) -> bool:
+            return (not cluster_scoped_only or not o.type.namespaced) and (namespace is None or o.namespace == namespace)
         if all(self._known((r.group, r.resource, scope if r.namespaced else ""), False) for r in types):
-            return [o for o in self.inventory.objects if namespace is None or o.namespace == namespace]
+            return [o for o in self.inventory.objects if wanted(o)]
         if self.kube is None:
             return None
         found, failures = scan(self.kube, types, namespace, page_size=self.chunk_size)
@@ -109,7 +121,7 @@ class Facts:
         self._listed |= {(r.group, r.resource, scope if r.namespaced else "") for r in types
                          if _target(r, namespace) not in failed}
         self._blocking = None
-        return [o for o in inv.objects if namespace is None or o.namespace == namespace]
+        return [o for o in inv.objects if wanted(o)]
 
     # ----- derived ---------------------------------------------------------------------------------
     def blocking_dependents(self, uid: str) -> list[KubeObject]:

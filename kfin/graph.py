@@ -1,0 +1,150 @@
+"""The owner/dependent graph of ownerReferences (networkx), and what blocks what in it.
+
+Nodes are objects by uid (owners that do not exist get a `missing:` node); edges go from owner to
+dependent. Everything here works on plain KubeObjects, from a live cluster or a snapshot alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from kfin.model import KubeObject
+
+FOREGROUND = "foregroundDeletion"
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # dangling, cross-namespace, namespaced-owner, cycle, several-controllers
+    node: str
+    message: str
+
+
+def node_id(obj: KubeObject) -> str:
+    return obj.uid or f"{obj.type.qualified}/{obj.namespace}/{obj.name}"
+
+
+def build(objects: list[KubeObject], observed_at=None, listed_kinds: set | None = None,
+          blocker=None) -> nx.DiGraph:
+    """`listed_kinds` ({(group, kind)}): kinds read completely; an absent owner of another kind is
+    reported as unverified rather than dangling (kfin could not look for it). `blocker(obj)` gives the
+    one-line blocker of each Terminating object (kfin stuck's)."""
+    graph = nx.DiGraph()
+    by_uid = {o.uid: o for o in objects if o.uid}
+    for obj in objects:
+        since = obj.deletion_requested_at
+        graph.add_node(node_id(obj), kind=obj.type.kind, group=obj.type.group, apiVersion=obj.type.api_version,
+                       namespace=obj.namespace, name=obj.name, uid=obj.uid, missing=False,
+                       terminating=obj.terminating, finalizers=obj.finalizers + obj.spec_finalizers,
+                       terminatingSeconds=int((observed_at - since).total_seconds()) if since and observed_at else None,
+                       namespaced=obj.type.namespaced,
+                       blocker=blocker(obj) if blocker and obj.terminating else None)
+    for obj in objects:
+        for ref in obj.owner_references:
+            uid = ref.get("uid", "")
+            owner = by_uid.get(uid)
+            problem = ""
+            if owner is None:
+                owner_id = f"missing:{uid}"
+                if owner_id not in graph:
+                    graph.add_node(owner_id, kind=ref.get("kind", ""), group=ref.get("apiVersion", "").rpartition("/")[0],
+                                   apiVersion=ref.get("apiVersion", ""), namespace=obj.namespace,
+                                   name=ref.get("name", ""), uid=uid, missing=True, terminating=False,
+                                   finalizers=[], terminatingSeconds=None, namespaced=None, blocker=None)
+                group = ref.get("apiVersion", "").rpartition("/")[0]
+                verified = listed_kinds is None or (group, ref.get("kind", "")) in listed_kinds
+                problem = "dangling" if verified else "unverified"
+            else:
+                owner_id = node_id(owner)
+                if owner.type.namespaced and owner.namespace != obj.namespace:
+                    problem = "cross-namespace" if obj.namespace else "namespaced-owner"
+            owner_terminating = owner is not None and owner.terminating and FOREGROUND in owner.finalizers
+            blocking = bool(ref.get("blockOwnerDeletion")) and owner_terminating and not problem
+            graph.add_edge(owner_id, node_id(obj), controller=bool(ref.get("controller")),
+                           blockOwnerDeletion=bool(ref.get("blockOwnerDeletion")), blocking=blocking,
+                           problem=problem)
+    return graph
+
+
+def problems(graph: nx.DiGraph) -> list[Problem]:
+    out = []
+    for owner, dependent, data in graph.edges(data=True):
+        d, o = graph.nodes[dependent], graph.nodes[owner]
+        ref = label(graph, dependent)
+        if data["problem"] == "dangling":
+            out.append(Problem("dangling", dependent, f"{ref} names owner {o['kind']}/{o['name']} (uid {o['uid']}), "
+                                                      "which does not exist: the garbage collector will delete it"))
+        elif data["problem"] == "unverified":
+            out.append(Problem("unverified", dependent, f"{ref} names owner {o['kind']}/{o['name']}, which kfin "
+                                                        "could not look for (that kind was not read)"))
+        elif data["problem"] == "cross-namespace":
+            out.append(Problem("cross-namespace", dependent, f"{ref} names owner {label(graph, owner)} in another "
+                                                             "namespace: invalid, the garbage collector treats it as "
+                                                             "absent"))
+        elif data["problem"] == "namespaced-owner":
+            out.append(Problem("namespaced-owner", dependent, f"cluster-scoped {ref} names namespaced owner "
+                                                              f"{label(graph, owner)}: unresolvable, never "
+                                                              "garbage-collected"))
+    for node in graph.nodes:
+        controllers = [o for o, _, data in graph.in_edges(node, data=True) if data["controller"]]
+        if len(controllers) > 1:
+            out.append(Problem("several-controllers", node, f"{label(graph, node)} has {len(controllers)} controller "
+                                                            "owners: " + ", ".join(label(graph, c) for c in controllers)))
+    for cycle in nx.simple_cycles(graph):
+        out.append(Problem("cycle", cycle[0], "ownership cycle: " + " -> ".join(label(graph, n) for n in cycle + cycle[:1])))
+    return out
+
+
+def label(graph: nx.DiGraph, node: str) -> str:
+    d = graph.nodes[node]
+    kind = f"{d['kind']}.{d['group']}" if d.get("group") else d["kind"]
+    return f"{kind}/{d['namespace'] + '/' if d.get('namespace') else ''}{d['name']}"
+
+
+def blocking_chain(graph: nx.DiGraph, node: str) -> list[str]:
+    """What must go before `node` can: its blocking dependents, depth first, deepest first."""
+    order, seen = [], {node}
+
+    def visit(current: str):
+        for _, dependent, data in graph.out_edges(current, data=True):
+            if data["blocking"] and dependent not in seen:
+                seen.add(dependent)
+                visit(dependent)
+                order.append(dependent)
+    visit(node)
+    return order
+
+
+def lineage(graph: nx.DiGraph, node: str) -> nx.DiGraph:
+    """All owners up to the roots and all dependents down to the leaves."""
+    keep = {node} | nx.ancestors(graph, node) | nx.descendants(graph, node)
+    return graph.subgraph(keep).copy()
+
+
+def restrict(graph: nx.DiGraph, kinds: set[str] | None = None, only_stuck: bool = False) -> nx.DiGraph:
+    """Keep the nodes asked for and their owners, so that every kept node stays under its roots."""
+    keep = set(graph.nodes)
+    if kinds:
+        keep = {n for n in keep if graph.nodes[n]["kind"].lower() in kinds}
+    if only_stuck:
+        stuck = {n for n in keep if graph.nodes[n]["terminating"]}
+        keep = stuck | {d for n in stuck for d in blocking_chain(graph, n)}
+    closed = set(keep)
+    for n in keep:
+        closed |= nx.ancestors(graph, n)
+    return graph.subgraph(closed).copy()
+
+
+def roots(graph: nx.DiGraph) -> list[str]:
+    """Nodes without owners, then one node of each ownership cycle not reachable from them."""
+    found = sorted((n for n in graph.nodes if graph.in_degree(n) == 0), key=lambda n: label(graph, n))
+    reached = set(found)
+    for n in found:
+        reached |= nx.descendants(graph, n)
+    for n in sorted(graph.nodes, key=lambda n: label(graph, n)):
+        if n not in reached:
+            found.append(n)
+            reached |= {n} | nx.descendants(graph, n)
+    return found

@@ -1,0 +1,138 @@
+"""Renderings of an owner graph: a rich tree, and exports (JSON node-link, DOT, Mermaid, GraphML)."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+
+from kfin.graph import blocking_chain, label, problems, roots
+
+
+def _state(data: dict) -> str:
+    from kfin.durations import format_age
+
+    parts = []
+    if data.get("missing"):
+        parts.append("[red]missing[/]")
+    if data.get("terminating"):
+        age = data.get("terminatingSeconds")
+        parts.append("[bold red]Terminating[/]" + (f" for {format_age(age)}" if age is not None else ""))
+    if data.get("finalizers"):
+        parts.append("finalizers: " + ", ".join(data["finalizers"]))
+    return ("  " + "  ".join(parts)) if parts else ""
+
+
+def tree(graph: nx.DiGraph, depth: int | None = None, title: str = ""):
+    """A rich Tree, roots first; a node under several owners is drawn once and referred to after."""
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    top = Tree(title or "owner graph", guide_style="dim")
+    drawn: set[str] = set()
+
+    def add(parent, node: str, edge: dict | None, level: int):
+        marker = ""
+        if edge and edge.get("blocking"):
+            marker = "[bold red]⛔ blocks [/]"
+        elif edge and edge.get("problem"):
+            marker = f"[yellow]{edge['problem']} [/]"
+        text = marker + escape(label(graph, node)) + _state(graph.nodes[node])
+        if node in drawn:
+            parent.add(text + " [dim](shown above)[/]")
+            return
+        drawn.add(node)
+        branch = parent.add(text)
+        if depth is not None and level >= depth:
+            if graph.out_degree(node):
+                branch.add(f"[dim]… {graph.out_degree(node)} more below (--depth)[/]")
+            return
+        for _, child, data in sorted(graph.out_edges(node, data=True), key=lambda e: label(graph, e[1])):
+            add(branch, child, data, level + 1)
+
+    for root in roots(graph):
+        add(top, root, None, 1)
+    return top
+
+
+def chains(graph: nx.DiGraph) -> list[tuple[str, list[str]]]:
+    """For each Terminating object that waits on blocking dependents: the ordered list that must go first."""
+    out = []
+    for node in sorted(graph.nodes, key=lambda n: label(graph, n)):
+        if graph.nodes[node].get("terminating"):
+            chain = blocking_chain(graph, node)
+            if chain:
+                out.append((node, chain))
+    return out
+
+
+def _scalar_graph(graph: nx.DiGraph) -> nx.DiGraph:
+    """GraphML holds scalars only: lists become comma-separated text, None an empty string."""
+    flat = nx.DiGraph()
+    for node, data in graph.nodes(data=True):
+        flat.add_node(node, **{k: (",".join(v) if isinstance(v, list) else "" if v is None else v)
+                               for k, v in data.items()})
+    for a, b, data in graph.edges(data=True):
+        flat.add_edge(a, b, **{k: ("" if v is None else v) for k, v in data.items()})
+    return flat
+
+
+def to_json(graph: nx.DiGraph) -> str:
+    data = nx.node_link_data(graph, edges="edges")
+    data["problems"] = [p.__dict__ for p in problems(graph)]
+    data["chains"] = [{"object": node, "mustGoFirst": chain} for node, chain in chains(graph)]
+    return json.dumps(data, indent=2, default=str)
+
+
+def to_graphml(graph: nx.DiGraph) -> str:
+    return "\n".join(nx.generate_graphml(_scalar_graph(graph))) + "\n"
+
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def to_dot(graph: nx.DiGraph) -> str:
+    lines = ["digraph owners {", "  rankdir=LR;", '  node [shape=box, fontname="Helvetica"];']
+    for node, data in sorted(graph.nodes(data=True)):
+        style = []
+        if data.get("terminating"):
+            style.append('color="red"')
+        if data.get("missing"):
+            style.append('style="dashed"')
+        text = label(graph, node) + ("\\n" + ", ".join(data["finalizers"]) if data.get("finalizers") else "")
+        lines.append(f"  {_dot_quote(node)} [label={_dot_quote(text)}{', ' if style else ''}{', '.join(style)}];")
+    for a, b, data in sorted(graph.edges(data=True)):
+        attrs = []
+        if data.get("blocking"):
+            attrs += ['color="red"', 'penwidth=2', 'label="blocks"']
+        elif data.get("problem"):
+            attrs += ['style="dashed"', f"label={_dot_quote(data['problem'])}"]
+        lines.append(f"  {_dot_quote(a)} -> {_dot_quote(b)}{' [' + ', '.join(attrs) + ']' if attrs else ''};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def to_mermaid(graph: nx.DiGraph) -> str:
+    ids = {node: f"n{i}" for i, node in enumerate(sorted(graph.nodes))}
+    lines = ["graph LR"]
+    for node in sorted(graph.nodes):
+        data = graph.nodes[node]
+        text = label(graph, node).replace('"', "#quot;")
+        if data.get("finalizers"):
+            text += "<br/>" + ", ".join(data["finalizers"]).replace('"', "#quot;")
+        lines.append(f'  {ids[node]}["{text}"]')
+    for a, b, data in sorted(graph.edges(data=True)):
+        if data.get("blocking"):
+            lines.append(f"  {ids[a]} ==>|blocks| {ids[b]}")
+        elif data.get("problem"):
+            lines.append(f"  {ids[a]} -.->|{data['problem']}| {ids[b]}")
+        else:
+            lines.append(f"  {ids[a]} --> {ids[b]}")
+    lines.append("  classDef terminating fill:#fdd,stroke:#c00;")
+    lines.append("  classDef missing stroke-dasharray: 5 5;")
+    for kind in ("terminating", "missing"):
+        members = [ids[n] for n in sorted(graph.nodes) if graph.nodes[n].get(kind)]
+        if members:
+            lines.append(f"  class {','.join(members)} {kind};")
+    return "\n".join(lines) + "\n"

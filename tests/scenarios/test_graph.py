@@ -1,0 +1,159 @@
+"""kfin graph on a cluster: owner chains, blocking edges, problems, and every export readable by its tool."""
+
+import json
+
+import networkx as nx
+import pydot
+import pytest
+
+from tests.runner import kfin
+
+
+def cm(name, **meta):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}}
+
+
+def owned_by(obj, controller=True, block=True):
+    return [{"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"],
+             "uid": obj["metadata"]["uid"], "controller": controller, "blockOwnerDeletion": block}]
+
+
+def deployment_chain(cluster):
+    deploy = cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {
+        "replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    rs = cluster.create({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+        "name": "web-1", "ownerReferences": owned_by(deploy)}, "spec": {
+        "replicas": 0, "selector": {"matchLabels": {"app": "web", "x": "1"}},
+        "template": {"metadata": {"labels": {"app": "web", "x": "1"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
+        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    pod = cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "web-1-a", "ownerReferences": owned_by(rs)}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    return deploy, rs, pod
+
+
+def graph_json(cluster, *args):
+    result = kfin("graph", *args, "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace, "-o", "json")
+    assert result.code in (0, 8), result.stderr
+    data = json.loads(result.stdout)
+    return nx.node_link_graph(data, edges="edges"), data
+
+
+def labels(graph):
+    return {f"{d['kind']}/{d['name']}" for _, d in graph.nodes(data=True)}
+
+
+def test_a_deployment_chain_is_drawn_from_its_root(cluster):
+    deploy, rs, pod = deployment_chain(cluster)
+    result = kfin("graph", "deploy", "web", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = {name: next(i for i, line in enumerate(lines) if name in line) for name in ("Deployment.apps/", "ReplicaSet.apps/", "Pod/")}
+    assert at["Deployment.apps/"] < at["ReplicaSet.apps/"] < at["Pod/"]
+    indent = lambda i: len(lines[i]) - len(lines[i].lstrip("│ ├└─"))  # noqa: E731
+    assert indent(at["Deployment.apps/"]) < indent(at["ReplicaSet.apps/"]) < indent(at["Pod/"])
+    lineage, _ = graph_json(cluster, "pod/web-1-a")
+    assert labels(lineage) == {"Deployment/web", "ReplicaSet/web-1", "Pod/web-1-a"}
+
+
+def test_a_custom_resource_owning_configmaps(cluster):
+    group = f"{cluster.suffix}.example.com"
+    cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                    "metadata": {"name": f"widgets.{group}"},
+                    "spec": {"group": group, "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+                             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    cluster.eventually(lambda: cluster.api.send("GET", f"/apis/{group}/v1")[0] == 200)
+    widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1"}})
+    for i in range(2):
+        cluster.create(cm(f"w1-config-{i}", ownerReferences=owned_by(widget)))
+    graph, _ = graph_json(cluster, f"widgets.{group}", "w1")
+    assert labels(graph) == {"Widget/w1", "ConfigMap/w1-config-0", "ConfigMap/w1-config-1"}
+    whole, _ = graph_json(cluster, "namespace", cluster.namespace)
+    assert {"Widget/w1", "ConfigMap/w1-config-0"} <= labels(whole)
+
+
+@pytest.mark.controllers
+def test_foreground_deletion_blocked_by_a_dependent_with_a_finalizer(cluster):
+    owner = cluster.create(cm("owner"))
+    cluster.create(cm("dependent", finalizers=["example.com/block"], ownerReferences=owned_by(owner)))
+    cluster.delete(owner, propagation="Foreground")
+    cluster.eventually(lambda: (cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/dependent") or {})
+                       .get("metadata", {}).get("deletionTimestamp"))
+    graph, data = graph_json(cluster, "cm", "owner")
+    [(a, b, edge)] = list(graph.edges(data=True))
+    assert graph.nodes[a]["name"] == "owner" and graph.nodes[b]["name"] == "dependent" and edge["blocking"] is True
+    assert data["chains"] == [{"object": a, "mustGoFirst": [b]}]
+    tree = kfin("graph", "cm/owner", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace).stdout
+    assert "⛔ blocks ConfigMap/" in tree and f"Before ConfigMap/{cluster.namespace}/owner can go" in tree
+    assert "1. ConfigMap/" in tree and "custom: example.com/block" in tree
+
+
+@pytest.mark.controllers
+def test_dangling_and_cross_namespace_owners_are_reported(cluster):
+    other = cluster.name("other")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    elsewhere = cluster.create(cm("owner", namespace=other))
+    ghost = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ghost",
+                                                                   "uid": "00000000-0000-0000-0000-000000000001"}}
+    # Finalizers keep both visible after the garbage collector deletes them for their absent owners.
+    cluster.create(cm("dangling", finalizers=["example.com/keep"], ownerReferences=owned_by(ghost, block=False)))
+    cluster.create(cm("crossed", finalizers=["example.com/keep"], ownerReferences=owned_by(elsewhere, block=False)))
+    _, data = graph_json(cluster, "namespace", cluster.namespace)
+    kinds = {(p["kind"], p["message"].split(" ")[0]) for p in data["problems"]}
+    assert ("dangling", f"ConfigMap/{cluster.namespace}/dangling") in kinds
+    assert ("cross-namespace", f"ConfigMap/{cluster.namespace}/crossed") in kinds
+    cluster.delete(f"/api/v1/namespaces/{other}")
+
+
+def test_a_cycle_and_several_controllers_are_reported(cluster):
+    a = cluster.create(cm("a"))
+    b = cluster.create(cm("b", ownerReferences=owned_by(a, block=False)))
+    cluster.api.merge_patch(cluster.path_of(a), {"metadata": {"ownerReferences": owned_by(b, block=False)}})
+    c = cluster.create(cm("c"))
+    cluster.create(cm("twice", ownerReferences=owned_by(a, block=False) + owned_by(c, block=False)))
+    graph, data = graph_json(cluster, "namespace", cluster.namespace)
+    problems = {p["kind"] for p in data["problems"]}
+    assert {"cycle", "several-controllers"} <= problems
+    tree = kfin("graph", "namespace", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig)).stdout
+    assert "ConfigMap/" in tree and "cycle" in tree
+
+
+def test_every_export_parses_with_its_own_tool_and_holds_the_same_graph(cluster):
+    deployment_chain(cluster)
+    base = ("graph", "namespace", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig))
+    from_json = nx.node_link_graph(json.loads(kfin(*base, "-o", "json").stdout), edges="edges")
+    nodes, edges = set(from_json.nodes), set(from_json.edges)
+    assert len(edges) == 2
+    from_graphml = nx.parse_graphml(kfin(*base, "-o", "graphml").stdout)
+    assert set(from_graphml.nodes) == nodes and set(from_graphml.edges) == edges
+    [dot] = pydot.graph_from_dot_data(kfin(*base, "-o", "dot").stdout)
+    dot_nodes = {n.get_name().strip('"') for n in dot.get_nodes() if n.get_name() not in ("node", "edge", "graph")}
+    dot_edges = {(e.get_source().strip('"'), e.get_destination().strip('"')) for e in dot.get_edges()}
+    assert dot_nodes == nodes and dot_edges == edges
+    mermaid = kfin(*base, "-o", "mermaid").stdout
+    assert mermaid.startswith("graph LR") and mermaid.count("-->") == 2
+
+
+def test_the_graph_of_a_snapshot_equals_the_live_graph(cluster):
+    deployment_chain(cluster)
+    snap = cluster.workdir / "snap.json"
+    kfin("snapshot", "-n", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig), "-f", str(snap))
+    live = json.loads(kfin("graph", "namespace", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig),
+                           "-o", "json").stdout)
+    offline = json.loads(kfin("graph", "namespace", cluster.namespace, "--from-snapshot", str(snap),
+                              "-o", "json").stdout)
+    strip = lambda g: ({n["id"]: {k: v for k, v in n.items() if k != "terminatingSeconds"} for n in g["nodes"]},  # noqa
+                       sorted((e["source"], e["target"]) for e in g["edges"]))
+    assert strip(offline) == strip(live)
+
+
+def test_depth_kind_and_only_stuck_keep_large_namespaces_readable(cluster):
+    deploy, rs, pod = deployment_chain(cluster)
+    base = ("graph", "namespace", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig))
+    shallow = kfin(*base, "--depth", "1").stdout
+    assert "Deployment.apps/" in shallow and "ReplicaSet.apps/" not in shallow and "more below (--depth)" in shallow
+    pods = nx.node_link_graph(json.loads(kfin(*base, "--kind", "po", "-o", "json").stdout), edges="edges")
+    assert labels(pods) == {"Deployment/web", "ReplicaSet/web-1", "Pod/web-1-a"}  # pods and their owners
+    assert json.loads(kfin(*base, "--only-stuck", "-o", "json").stdout)["nodes"] == []
