@@ -7,17 +7,32 @@ import sys
 from typing import Optional
 
 import typer
+from typer.core import TyperGroup
 
-from kfin import __version__
-from kfin.errors import ExitCode, KfinError
+from kfin import __version__, completion
+from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.options import (AllNamespacesOpt, ContextOpt, KubeconfigOpt, NamespaceOpt, Options, OutputOpt,
                           TimeoutOpt, check_output, merged, parse_timeout)
 
+class SuggestingGroup(TyperGroup):
+    """Unknown commands get the nearest valid one: `did you mean stuck?`."""
+
+    def resolve_command(self, ctx, args):
+        import difflib
+
+        if args and not args[0].startswith("-") and args[0] not in self.commands:
+            close = difflib.get_close_matches(args[0], list(self.commands), n=1, cutoff=0.6)
+            if close:
+                raise UsageError(f'unknown command "{args[0]}" (did you mean {close[0]}?)')
+        return super().resolve_command(ctx, args)
+
+
 app = typer.Typer(
     name="kfin",
+    cls=SuggestingGroup,
     help="Find out why Kubernetes objects are stuck in Terminating, and unstick them safely.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -77,7 +92,7 @@ def version_command(ctx: typer.Context, kubeconfig: KubeconfigOpt = None, contex
 @app.command("stuck")
 def stuck_command(
         ctx: typer.Context,
-        kind: Optional[list[str]] = typer.Option(None, "--kind", metavar="KIND",
+        kind: Optional[list[str]] = typer.Option(None, "--kind", metavar="KIND", autocompletion=completion.kinds,
                                                  help="Only this type (repeatable): pvc, deploy.apps, widgets.example.com."),
         finalizer: Optional[str] = typer.Option(None, "--finalizer", metavar="PATTERN",
                                                 help="Only objects with a matching finalizer (glob or substring)."),
@@ -88,6 +103,7 @@ def stuck_command(
         from_snapshot: Optional[str] = typer.Option(None, "--from-snapshot", metavar="FILE",
                                                     help="Read a kfin snapshot or `kubectl get -o json` output."),
         context: Optional[list[str]] = typer.Option(None, "--context", metavar="NAME",
+                                                    autocompletion=completion.contexts,
                                                     help="The kubeconfig context; repeat to scan several."),
         all_contexts: bool = typer.Option(False, "--all-contexts", help="Scan every context of the kubeconfig."),
         concurrency: int = typer.Option(16, "--concurrency", min=1, max=64,
@@ -120,8 +136,9 @@ def stuck_command(
 @app.command("explain")
 def explain_command(
         ctx: typer.Context,
-        kind: str = typer.Argument(..., metavar="KIND", help="pvc, pv, namespace/ns, pod, or any kind or plural."),
-        name: str = typer.Argument(..., metavar="NAME"),
+        kind: str = typer.Argument(..., metavar="KIND", autocompletion=completion.kinds,
+                                   help="pvc, pv, namespace/ns, pod, or any kind or plural."),
+        name: str = typer.Argument(..., metavar="NAME", autocompletion=completion.names),
         refresh: bool = typer.Option(False, "--refresh", help="Rediscover the API instead of using the cache."),
         from_snapshot: Optional[str] = typer.Option(None, "--from-snapshot", metavar="FILE",
                                                     help="Explain from a kfin snapshot instead of a live cluster."),
@@ -153,7 +170,7 @@ def graph_command(
         ctx: typer.Context,
         target: list[str] = typer.Argument(..., metavar="KIND NAME | KIND/NAME | namespace NAME"),
         depth: Optional[int] = typer.Option(None, "--depth", min=1, help="Draw the tree this many levels deep."),
-        kind: Optional[list[str]] = typer.Option(None, "--kind", metavar="KIND",
+        kind: Optional[list[str]] = typer.Option(None, "--kind", metavar="KIND", autocompletion=completion.kinds,
                                                  help="Only these kinds (and their owners); repeatable."),
         only_stuck: bool = typer.Option(False, "--only-stuck", help="Only stuck objects and their blocking chains."),
         from_snapshot: Optional[str] = typer.Option(None, "--from-snapshot", metavar="FILE",
@@ -185,8 +202,9 @@ def graph_command(
 @app.command("remove")
 def remove_command(
         ctx: typer.Context,
-        kind: Optional[str] = typer.Argument(None, metavar="KIND", help="pvc, pv, ns, or any kind or plural."),
-        name: Optional[str] = typer.Argument(None, metavar="NAME"),
+        kind: Optional[str] = typer.Argument(None, metavar="KIND", autocompletion=completion.kinds,
+                                             help="pvc, pv, ns, or any kind or plural."),
+        name: Optional[str] = typer.Argument(None, metavar="NAME", autocompletion=completion.names),
         finalizer: Optional[list[str]] = typer.Option(
             None, "--finalizer", metavar="NAME",
             help="Finalizer to remove (repeatable; globs allowed). Default: those ORPHANED, or WAITING on a "

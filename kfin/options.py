@@ -7,14 +7,16 @@ from typing import Annotated, Optional
 
 import typer
 
+from kfin import completion
 from kfin.durations import parse_duration
 from kfin.errors import UsageError
 
 KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", metavar="PATH",
                           help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")]
-ContextOpt = Annotated[Optional[str], typer.Option("--context", metavar="NAME",
+ContextOpt = Annotated[Optional[str], typer.Option("--context", metavar="NAME", autocompletion=completion.contexts,
                        help="The kubeconfig context to use.")]
 NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", metavar="NS",
+                         autocompletion=completion.namespaces,
                          help="Namespace (default: the context's namespace).")]
 AllNamespacesOpt = Annotated[Optional[bool], typer.Option("--all-namespaces", "-A",
                              help="Every namespace, and cluster-scoped objects.")]

@@ -1,0 +1,1 @@
+complete --command kfin --no-files --arguments "(env _KFIN_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) kfin)" --condition "env _KFIN_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) kfin"
