@@ -27,6 +27,20 @@ def stuck_configmap(cluster, name="held", finalizers=("example.com/a", "example.
     return cm
 
 
+def held_claim(cluster):
+    """A Terminating claim "data" that Pod db-0, scheduled on a node, still uses."""
+    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
+        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    pvc = cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                          "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                                   "storageClassName": cluster.name("manual")}})
+    cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
+        "nodeName": cluster.name("node"), "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
+    cluster.delete(pvc)
+    return pvc
+
+
 def remove(cluster, *args, kubeconfig=None):
     return kfin("remove", *args, "--kubeconfig", str(kubeconfig or cluster.kubeconfig), "-n", cluster.namespace)
 
@@ -81,15 +95,7 @@ def test_a_live_object_is_left_alone_unless_allowed(cluster):
 
 
 def test_a_holding_finalizer_is_refused_with_its_safe_fix_unless_forced(cluster, audit_log):
-    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
-        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
-    pvc = cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-                          "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
-                                   "storageClassName": cluster.name("manual")}})
-    cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
-        "nodeName": cluster.name("node"), "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
-    cluster.delete(pvc)
+    pvc = held_claim(cluster)
     by_default = remove(cluster, "pvc", "data", "--confirm")
     assert by_default.code == ExitCode.REFUSED and "no finalizer is ORPHANED" in by_default.stderr
     named = remove(cluster, "pvc", "data", "--finalizer", "kubernetes.io/pvc-protection", "--confirm")
@@ -243,15 +249,7 @@ def test_concurrent_writers_never_lose_a_change(fake, fake_kubeconfig):
 def test_bulk_removal_with_allowed_and_refused_objects(cluster, audit_log):
     stuck_configmap(cluster, "orphan-1", ("example.com/a",))
     stuck_configmap(cluster, "orphan-2", ("example.com/a", "other.io/keep"))
-    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
-        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
-    pvc = cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-                          "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
-                                   "storageClassName": cluster.name("manual")}})
-    cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
-        "nodeName": cluster.name("node"), "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
-    cluster.delete(pvc)
+    pvc = held_claim(cluster)
     base = ("remove", "--all-stuck", "-n", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig),
             "--finalizer", "example.com/*", "--finalizer", "kubernetes.io/pvc-protection")
     plan = kfin(*base)
