@@ -9,9 +9,13 @@ from kfin.model import KubeObject
 MAX_DEPTH = 4
 
 
-def _scope(ctx: Context) -> list[KubeObject] | None:
-    """Dependents of a namespaced owner live in its namespace; those of a cluster-scoped one anywhere."""
-    return ctx.facts.everything(ctx.obj.namespace or None)
+def _unreadable(ctx: Context, risk: str) -> Finding | None:
+    """UNKNOWN when the objects that may depend on it cannot be read: dependents of a namespaced owner
+    live in its namespace, those of a cluster-scoped one anywhere."""
+    if ctx.facts.everything(ctx.obj.namespace or None) is not None:
+        return None
+    return ctx.finding("kfin could not read the objects that may depend on it", Verdict.UNKNOWN,
+                       "check the dependents by hand (kfin graph)", risk)
 
 
 def _chain(ctx: Context, owner: KubeObject, depth: int, lines: list[str], seen: set) -> int:
@@ -32,9 +36,9 @@ def _chain(ctx: Context, owner: KubeObject, depth: int, lines: list[str], seen: 
 def foreground(ctx: Context) -> Finding:
     risk = ("low: without it the owner goes at once and the garbage collector deletes the dependents in the "
             "background instead of first")
-    if _scope(ctx) is None:
-        return ctx.finding("kfin could not read the objects that may depend on it", Verdict.UNKNOWN,
-                           "check the dependents by hand (kfin graph)", risk)
+    unknown = _unreadable(ctx, risk)
+    if unknown:
+        return unknown
     lines: list[str] = []
     count = _chain(ctx, ctx.obj, 0, lines, set())
     if count:
@@ -48,9 +52,9 @@ def foreground(ctx: Context) -> Finding:
 def orphan(ctx: Context) -> Finding:
     risk = ("removing it turns orphaning into cascading deletion: the garbage collector then deletes the "
             "dependents you meant to keep")
-    if _scope(ctx) is None:
-        return ctx.finding("kfin could not read the objects that may depend on it", Verdict.UNKNOWN,
-                           "check the dependents by hand (kfin graph)", risk)
+    unknown = _unreadable(ctx, risk)
+    if unknown:
+        return unknown
     dependents = ctx.facts.dependents(ctx.obj.uid)
     evidence = [f"{d.ref} still names it as owner" for d in dependents[:10]]
     condition = (f"{len(dependents)} dependents still name it as owner: the garbage collector must release them"
