@@ -150,6 +150,20 @@ class ScenarioCluster:
         assert code in (200, 202), f"DELETE {path}: {code} {answer}"
         return answer
 
+    def widget_crd(self) -> str:
+        """A Widget CRD whose group carries the scenario's suffix, so that it cannot collide on a real
+        cluster; returns the group once the API serves it."""
+        group = f"{self.suffix}.example.com"
+        self.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                     "metadata": {"name": f"widgets.{group}"},
+                     "spec": {"group": group, "scope": "Namespaced",
+                              "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                                        "shortNames": ["wd"]},
+                              "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                                  "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+        self.eventually(lambda: self.api.send("GET", f"/apis/{group}/v1")[0] == 200, message="the CRD to serve")
+        return group
+
     def set_status(self, obj: dict, status: dict) -> dict:
         current = self.get(obj)
         return self.api.ok("PUT", self.path_of(current) + "/status", dict(current, status=status))

@@ -91,18 +91,6 @@ def test_a_bound_volume_is_holding_and_the_risk_follows_its_reclaim_policy(clust
         assert "the data stays on the backing disk" in f["risk"]
 
 
-def widget_crd(cluster):
-    group = f"{cluster.suffix}.example.com"
-    cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                    "metadata": {"name": f"widgets.{group}"},
-                    "spec": {"group": group, "scope": "Namespaced",
-                             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-                             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
-    cluster.eventually(lambda: cluster.api.send("GET", f"/apis/{group}/v1")[0] == 200)
-    return group
-
-
 def operator(cluster, group, replicas, pod=True):
     """A widget operator: its ServiceAccount, a ClusterRole granting update on widgets, a Deployment."""
     ensure_default_sa(cluster)
@@ -134,7 +122,7 @@ def stuck_widget(cluster, group):
 
 
 def test_a_custom_finalizer_whose_controller_runs_is_waiting(cluster):
-    group = widget_crd(cluster)
+    group = cluster.widget_crd()
     operator(cluster, group, replicas=1)
     stuck_widget(cluster, group)
     f = finding(explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace), f"{group}/cleanup")
@@ -145,7 +133,7 @@ def test_a_custom_finalizer_whose_controller_runs_is_waiting(cluster):
 
 
 def test_a_custom_finalizer_whose_controller_is_gone_is_orphaned(cluster):
-    group = widget_crd(cluster)
+    group = cluster.widget_crd()
     operator(cluster, group, replicas=0, pod=False)
     stuck_widget(cluster, group)
     f = finding(explain(cluster, "widget", "w1", "-n", cluster.namespace), f"{group}/cleanup")
@@ -158,7 +146,7 @@ def test_a_custom_finalizer_whose_controller_is_gone_is_orphaned(cluster):
 
 
 def test_a_custom_finalizer_nobody_may_remove_is_orphaned(cluster):
-    group = widget_crd(cluster)
+    group = cluster.widget_crd()
     stuck_widget(cluster, group)
     f = finding(explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace), f"{group}/cleanup")
     assert f["verdict"] == "ORPHANED" and "its controller is not installed" in f["condition"]
@@ -167,7 +155,7 @@ def test_a_custom_finalizer_nobody_may_remove_is_orphaned(cluster):
 
 @pytest.mark.controllers
 def test_a_namespace_blocked_by_a_custom_resource_of_an_uninstalled_operator(cluster):
-    group = widget_crd(cluster)
+    group = cluster.widget_crd()
     ns = cluster.name("doomed")
     cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
@@ -240,7 +228,7 @@ def test_errors_missing_object_unknown_kind_and_forbidden(cluster):
 
 @pytest.mark.controllers
 def test_the_same_explanations_come_out_of_a_snapshot(cluster):
-    group = widget_crd(cluster)
+    group = cluster.widget_crd()
     operator(cluster, group, replicas=0, pod=False)
     stuck_widget(cluster, group)
     pvc = claim(cluster)

@@ -58,13 +58,7 @@ def test_a_deployment_chain_is_drawn_from_its_root(cluster):
 
 
 def test_a_custom_resource_owning_configmaps(cluster):
-    group = f"{cluster.suffix}.example.com"
-    cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                    "metadata": {"name": f"widgets.{group}"},
-                    "spec": {"group": group, "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
-                             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
-    cluster.eventually(lambda: cluster.api.send("GET", f"/apis/{group}/v1")[0] == 200)
+    group = cluster.widget_crd()
     widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1"}})
     for i in range(2):
         cluster.create(cm(f"w1-config-{i}", ownerReferences=owned_by(widget)))

@@ -124,13 +124,7 @@ def test_a_read_only_user_gets_the_permission_it_lacks(cluster, audit_log):
 
 @pytest.mark.controllers
 def test_a_namespace_completes_once_its_content_is_unstuck(cluster):
-    group = f"{cluster.suffix}.example.com"
-    cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                    "metadata": {"name": f"widgets.{group}"},
-                    "spec": {"group": group, "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
-                             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
-    cluster.eventually(lambda: cluster.api.send("GET", f"/apis/{group}/v1")[0] == 200)
+    group = cluster.widget_crd()
     ns = cluster.name("doomed")
     cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",

@@ -15,19 +15,6 @@ def configmap(name, **meta):
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}, "data": {"k": "v"}}
 
 
-def widget_crd(cluster):
-    """A CRD whose group carries the scenario's suffix, so that it cannot collide on a real cluster."""
-    group = f"{cluster.suffix}.example.com"
-    cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                    "metadata": {"name": f"widgets.{group}"},
-                    "spec": {"group": group, "scope": "Namespaced",
-                             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
-                             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
-    cluster.eventually(lambda: cluster.api.send("GET", f"/apis/{group}/v1")[0] == 200, message="the CRD to serve")
-    return group
-
-
 def stuck_scene(cluster):
     """A ConfigMap and a Secret held by custom finalizers, a Widget whose operator is gone, a Service."""
     for obj in (configmap("held", finalizers=["example.com/block"]),
@@ -37,7 +24,7 @@ def stuck_scene(cluster):
                     "name": "lb", "finalizers": ["service.kubernetes.io/load-balancer-cleanup"]},
                  "spec": {"ports": [{"port": 80}]}}):
         cluster.delete(cluster.create(obj))
-    group = widget_crd(cluster)
+    group = cluster.widget_crd()
     widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
                              "metadata": {"name": "w1", "finalizers": [f"{group}/cleanup"]}})
     cluster.delete(widget)
