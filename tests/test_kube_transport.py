@@ -1,7 +1,15 @@
 """kfin/kube.py's transport: credentials come from the client's refresh hook, but not on every request."""
 
+import json
+
+import pytest
+
+from kfin.errors import ExitCode
 from kfin.kube import Kube, Target
+from tests.fakeapi import FakeAPIServer
 from tests.fakeapi.server import VIEWER_TOKEN
+from tests.fakeapi.tls import self_signed
+from tests.runner import kfin
 
 
 def test_credentials_are_refreshed_every_few_seconds_not_on_every_request(fake, fake_kubeconfig, monkeypatch):
@@ -23,3 +31,30 @@ def test_credentials_are_refreshed_every_few_seconds_not_on_every_request(fake, 
     monkeypatch.setattr(kube._api, "AUTH_REFRESH_SECONDS", 0)
     kube.request("GET", "/api/v1/namespaces")
     assert fake.requests[-1].user == "viewer"
+
+
+@pytest.fixture
+def tls_fake(tmp_path):
+    server = FakeAPIServer().start(tls=self_signed(tmp_path))
+    yield server
+    server.stop()
+
+
+def test_a_server_over_tls_is_trusted_through_the_kubeconfig_ca_and_only_through_it(tls_fake, tmp_path):
+    kubeconfig = tls_fake.kubeconfig(tmp_path / "kubeconfig")
+    tls_fake.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "held", "namespace": "default", "finalizers": ["example.com/x"]}})
+    tls_fake.cluster.delete(tls_fake.cluster.types[("", "configmaps")],
+                            tls_fake.cluster.find(tls_fake.cluster.types[("", "configmaps")], "default", "held"),
+                            None, None)
+    found = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(kubeconfig))
+    assert found.code == ExitCode.OK, found.stderr
+    assert [i["name"] for i in json.loads(found.stdout)["items"]] == ["held"]
+
+    config = json.loads(kubeconfig.read_text())
+    del config["clusters"][0]["cluster"]["certificate-authority-data"]
+    untrusted = tmp_path / "untrusted"
+    untrusted.write_text(json.dumps(config))
+    refused = kfin("stuck", "-A", "--kubeconfig", str(untrusted))
+    assert refused.code == ExitCode.AUTH
+    assert refused.stderr.startswith("error: TLS handshake with https://127.0.0.1:") and "\n" not in refused.stderr.strip()

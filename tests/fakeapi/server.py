@@ -118,13 +118,23 @@ class FakeAPIServer:
                        VIEWER_TOKEN: rbac.User("viewer", ["system:authenticated"], "viewer-uid")}
         self._httpd = None
         self._thread = None
+        self._ca: bytes | None = None
         self._seed()
 
     # ----- lifecycle -------------------------------------------------------------------------------
-    def start(self, port: int = 0) -> "FakeAPIServer":
+    def start(self, port: int = 0, tls: tuple[Path, Path] | None = None) -> "FakeAPIServer":
+        """`tls`: (certificate, key) PEM files to serve HTTPS with, as a real server does. kubectl (client-go)
+        sends no bearer token over plain HTTP, so anything that runs kubectl against the fake needs it."""
         handler = type("Handler", (_Handler,), {"fake": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self._httpd.daemon_threads = True
+        if tls:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+            self._ca = Path(tls[0]).read_bytes()
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="fakeapi", daemon=True)
         self._thread.start()
         return self
@@ -138,7 +148,7 @@ class FakeAPIServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self._ca else 'http'}://{host}:{port}"
 
     def kubeconfig(self, path: Path, user: str = "admin", namespace: str = "default", token: str | None = None) -> Path:
         """Write a kubeconfig (JSON is valid YAML) with contexts `fake` (admin) and `fake-viewer` (read-only)."""
@@ -147,7 +157,8 @@ class FakeAPIServer:
             users[user] = token
         config = {
             "apiVersion": "v1", "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "fake", "cluster": {"server": self.url, **({"certificate-authority-data": base64.b64encode(
+                self._ca).decode()} if self._ca else {})}}],
             "users": [{"name": u, "user": {"token": t}} for u, t in users.items()],
             "contexts": [{"name": "fake" if u == "admin" else f"fake-{u}",
                           "context": {"cluster": "fake", "user": u, "namespace": namespace}} for u in users],
@@ -295,7 +306,7 @@ class FakeAPIServer:
             return CATALOG["version"]
         if parts == ["api"]:
             return {"kind": "APIVersions", "versions": ["v1"],
-                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": self.url[len("http://"):]}]}
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": self.url.split("://", 1)[1]}]}
         if parts == ["api", "v1"]:
             return {"kind": "APIResourceList", "groupVersion": "v1", "resources": c.discovery["v1"]}
         if parts == ["apis"]:
