@@ -11,6 +11,8 @@ resourceVersion guards it). After each write kfin reads again and reports the re
 from __future__ import annotations
 
 import fnmatch
+import random
+import time
 from dataclasses import dataclass, field
 
 from kfin.errors import APIError, NotFoundError
@@ -19,6 +21,9 @@ from kfin.explain.core import Finding
 from kfin.model import KubeObject
 
 MAX_ATTEMPTS = 5
+# Waits after a lost race, as client-go's DefaultBackoff (10 ms growing 5-fold, jittered): a busy
+# writer finishes its burst instead of winning every retry.
+RETRY_WAITS = (0.01, 0.05, 0.25, 1.25)
 
 
 @dataclass
@@ -129,6 +134,9 @@ class Remover:
                 if spec_wanted:
                     self._finalize(current, spec_wanted, dry_run)
             except _Raced:
+                if attempt == MAX_ATTEMPTS:
+                    break
+                time.sleep(RETRY_WAITS[attempt - 1] * random.uniform(0.9, 1.1))
                 fresh = self._read(obj)
                 if fresh is None:
                     return self._done(outcome, obj, wanted, "gone", "it went away while kfin worked: done")
