@@ -68,6 +68,24 @@ def test_pagination_walks_every_item_once(api):
     assert pages == 3 and names == sorted(names) and len(names) == len(set(names)) == 8  # with kube-root-ca.crt
 
 
+def test_pagination_across_namespaces_follows_the_storage_key_order(api):
+    """etcd orders by key string (/namespace/name): namespace "a-b" comes before "a" then "/"."""
+    for ns in ("a", "a-b"):
+        api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for name in ("x", "z"):
+            api.create(f"/api/v1/namespaces/{ns}/configmaps", cm(name))
+    seen, token = [], None
+    while True:
+        page = api.get("/api/v1/configmaps?limit=1" + (f"&continue={token}" if token else ""), accept=METADATA_LIST)
+        seen += [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in page["items"]]
+        token = page["metadata"].get("continue")
+        if not token:
+            break
+    ours = [s for s in seen if s[0] in ("a", "a-b") and s[1] != "kube-root-ca.crt"]
+    assert ours == [("a-b", "x"), ("a-b", "z"), ("a", "x"), ("a", "z")]
+    assert len(seen) == len(set(seen))
+
+
 def test_metadata_only_lists_never_carry_data(api, fake):
     api.create("/api/v1/namespaces/default/secrets", {"metadata": {"name": "s"}, "data": {"password": "c2VjcmV0"}})
     page = api.get("/api/v1/secrets", accept=METADATA_LIST)

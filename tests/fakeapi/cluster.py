@@ -7,6 +7,7 @@ propagationPolicy Foreground/Orphan adds the `foregroundDeletion`/`orphan` final
 Controllers (controllers.py) react to the events this module queues.
 """
 
+import bisect
 import copy
 import json
 import random
@@ -88,6 +89,15 @@ def ordered_metadata(meta: dict) -> dict:
     return ordered
 
 
+def storage_key(namespace: str, name: str) -> str:
+    """Where etcd keeps an object, below its resource's prefix: lists come in this key's order."""
+    return f"/{namespace}/{name}" if namespace else f"/{name}"
+
+
+def _first(entry):
+    return entry[0]
+
+
 def go_string_slice(values) -> str:
     """Go's %#v of a []string, as the finalizer validation message prints it."""
     return "[]string{" + ", ".join(json.dumps(v) for v in values) + "}"
@@ -100,6 +110,7 @@ class Cluster:
         self._rv = 200
         self.types: dict[tuple, ResourceType] = {}
         self.objects: dict[tuple, dict] = {}  # (group, resource) -> {(namespace, name): obj}
+        self._order: dict[tuple, list] = {}  # (group, resource) -> sorted [(storage key, (namespace, name))]
         self.by_uid: dict[str, tuple] = {}  # uid -> (group, resource, namespace, name)
         self.dependents: dict[str, set] = {}  # owner uid -> uids of objects whose ownerReferences name it
         self.events: list[tuple] = []  # queued for the controllers
@@ -130,6 +141,7 @@ class Cluster:
     def register(self, rt: ResourceType):
         self.types[rt.key] = rt
         self.objects.setdefault(rt.key, {})
+        self._order.pop(rt.key, None)
 
     def resolve(self, group: str, version: str, resource: str) -> ResourceType | None:
         rt = self.types.get((group, resource))
@@ -187,9 +199,24 @@ class Cluster:
         return self.objects[rt.key].get((namespace or "", name))
 
     def list(self, rt: ResourceType, namespace: str | None) -> list[dict]:
+        return self.page(rt, namespace)[0]
+
+    def page(self, rt: ResourceType, namespace: str | None, after: str = "", limit: int = 0):
+        """(objects, their last storage key, how many remain after them), in etcd's order: by storage key,
+        starting after the key `after`. Like etcd's range reads, a page costs its size, not the store's."""
+        order = self._order.get(rt.key)
+        if order is None:
+            order = self._order[rt.key] = sorted((storage_key(*k), k) for k in self.objects[rt.key])
+        low, high = 0, len(order)
+        if namespace is not None and rt.namespaced:
+            low = bisect.bisect_left(order, f"/{namespace}/", key=_first)
+            high = bisect.bisect_left(order, f"/{namespace}0", key=_first)  # "0" sorts right after "/"
+        if after:
+            low = max(low, bisect.bisect_right(order, after, key=_first))
+        end = min(high, low + limit) if limit else high
+        chosen = order[low:end]
         store = self.objects[rt.key]
-        keys = sorted(k for k in store if namespace is None or k[0] == namespace)
-        return [store[k] for k in keys]
+        return [store[k] for _, k in chosen], (chosen[-1][0] if chosen else ""), max(0, high - end)
 
     def by_identity(self, uid: str) -> dict | None:
         where = self.by_uid.get(uid)
@@ -252,6 +279,8 @@ class Cluster:
         previous = self.objects[rt.key].get(key)
         if previous is not None:
             self._unindex_owners(previous)
+        if previous is None:
+            self._order.pop(rt.key, None)
         self.objects[rt.key][key] = obj
         self.by_uid[meta["uid"]] = (rt.group, rt.name) + key
         for ref in meta.get("ownerReferences", []):
@@ -390,6 +419,7 @@ class Cluster:
         key = (meta.get("namespace", ""), meta["name"])
         stored = self.objects[rt.key].pop(key, None)
         if stored is not None:
+            self._order.pop(rt.key, None)
             self.by_uid.pop(stored["metadata"]["uid"], None)
             self._unindex_owners(stored)
             self.next_rv()

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from . import rbac
 from . import status as st
-from .cluster import CATALOG, AggregatedAPI, Cluster, ResourceType
+from .cluster import CATALOG, AggregatedAPI, Cluster, ResourceType, storage_key
 from .controllers import Controllers
 from .patch import PatchError, apply_json_patch, apply_merge_patch
 
@@ -443,30 +443,30 @@ class FakeAPIServer:
         c = self.cluster
         metadata_only = self._negotiate(rt, accept, META_LIST)
         log.metadata_only = metadata_only
-        items = c.list(rt, ns)
         label_selector = (query.get("labelSelector") or [""])[0]
         field_selector = (query.get("fieldSelector") or [""])[0]
-        if label_selector:
-            items = [o for o in items if _selector_matches(label_selector, o["metadata"].get("labels") or {})]
-        if field_selector:
-            items = [o for o in items if _selector_matches(field_selector, {
-                "metadata.name": o["metadata"]["name"], "metadata.namespace": o["metadata"].get("namespace", "")})]
-
-        def key(o):
-            meta = o["metadata"]
-            if ns is None and rt.namespaced:
-                return f"/{meta['namespace']}/{meta['name']}"
-            return f"/{meta['name']}"
-        if query.get("continue"):
-            start = _decode_continue(query["continue"][0])
-            items = [o for o in items if key(o) > start]
-        list_meta = {"resourceVersion": c.current_rv}
+        # Continue keys are relative to the list's own prefix, as the real server's are: "/name" within a
+        # namespace, "/namespace/name" across all.
+        prefix = f"/{ns}" if ns is not None and rt.namespaced else ""
+        after = prefix + _decode_continue(query["continue"][0]) if query.get("continue") else ""
         limit = int((query.get("limit") or ["0"])[0] or 0)
-        if limit and len(items) > limit:
-            page, rest = items[:limit], len(items) - limit
-            list_meta["continue"] = _encode_continue(c.current_rv, key(page[-1]))
-            list_meta["remainingItemCount"] = rest
-            items = page
+        list_meta = {"resourceVersion": c.current_rv}
+        if not label_selector and not field_selector:
+            items, last, rest = c.page(rt, ns, after, limit)
+        else:  # selectors filter the whole range, as the real server does after reading it from etcd
+            items = c.page(rt, ns, after)[0]
+            if label_selector:
+                items = [o for o in items if _selector_matches(label_selector, o["metadata"].get("labels") or {})]
+            if field_selector:
+                items = [o for o in items if _selector_matches(field_selector, {
+                    "metadata.name": o["metadata"]["name"], "metadata.namespace": o["metadata"].get("namespace", "")})]
+            rest = max(0, len(items) - limit) if limit else 0
+            items = items[:limit] if limit else items
+            last = storage_key(items[-1]["metadata"].get("namespace", ""), items[-1]["metadata"]["name"]) if items else ""
+        if rest:
+            list_meta["continue"] = _encode_continue(c.current_rv, last[len(prefix):])
+            if not label_selector and not field_selector:  # the real server leaves it out with selectors
+                list_meta["remainingItemCount"] = rest
         if metadata_only:
             return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
                     "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
