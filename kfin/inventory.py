@@ -9,6 +9,7 @@ from pathlib import Path
 from kfin.builtin_kinds import builtin_resources
 from kfin.discovery import discover
 from kfin.errors import UsageError
+from kfin.gcpause import paused_gc
 from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
 from kfin.resources import Catalog
 from kfin.scan import REDUCED_FIELDS, reduce_object, scan, slim_metadata
@@ -55,6 +56,11 @@ def save_snapshot(inventory: Inventory, path: str) -> None:
 
 def load(path: str) -> Inventory:
     """A kfin snapshot, or a kubectl `List` (kubectl get ... -o json)."""
+    with paused_gc():
+        return _load(path)
+
+
+def _load(path: str) -> Inventory:
     try:
         document = json.loads(Path(path).read_text())
     except OSError as error:

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable
 
 from kfin.discovery import failure_of
+from kfin.gcpause import paused_gc
 from kfin.errors import KfinError, NotFoundError
 from kfin.model import Failure, KubeObject, ResourceType
 
@@ -36,10 +37,13 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
 
 
 def slim_metadata(meta: dict) -> dict:
-    """Metadata without server bookkeeping (managedFields) and without kubectl's copy of the object."""
-    meta = {k: v for k, v in meta.items() if k != "managedFields"}
-    if LAST_APPLIED in (meta.get("annotations") or {}):
-        meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k != LAST_APPLIED}
+    """Metadata without server bookkeeping (managedFields) and without kubectl's copy of the object.
+    Copies only when there is something to drop: this runs once for every object of a scan."""
+    if "managedFields" in meta:
+        meta = {k: v for k, v in meta.items() if k != "managedFields"}
+    annotations = meta.get("annotations")
+    if annotations and LAST_APPLIED in annotations:
+        meta = dict(meta, annotations={k: v for k, v in annotations.items() if k != LAST_APPLIED})
     return meta
 
 
@@ -104,7 +108,7 @@ def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: se
                                    "metadata": slim_metadata(item.get("metadata") or {}), **reduce_object(key, item)})]
         return read_objects(kube, r, namespace, page_size, full=key in full)
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+    with paused_gc(), ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         futures = {pool.submit(read, r): r for r in tasks}
         for done, future in enumerate(as_completed(futures), 1):
             r = futures[future]

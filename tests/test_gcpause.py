@@ -1,0 +1,26 @@
+"""kfin pauses the cyclic garbage collector while it parses many objects, and always resumes it."""
+
+import gc
+
+import pytest
+
+from kfin.gcpause import paused_gc
+
+
+def test_collection_is_paused_inside_and_resumed_after_even_on_error():
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with paused_gc():
+            assert not gc.isenabled()
+            with paused_gc():  # nested: the outer pause decides when collection resumes
+                pass
+            assert not gc.isenabled()
+            raise RuntimeError("a failed read")
+    assert gc.isenabled()
+
+
+def test_a_scan_leaves_collection_on(fake, fake_kubeconfig):
+    from tests.runner import kfin
+
+    assert kfin("stuck", "-A", "--kubeconfig", str(fake_kubeconfig)).code == 0
+    assert gc.isenabled()
