@@ -291,8 +291,11 @@ def main(argv: list[str] | None = None) -> None:
 
     Typer itself exits with 2 on a usage error and 130 on Ctrl-C; kfin's own errors carry their code.
     """
+    from kfin.gcpause import paused_gc
+
     try:
-        app(args=argv, prog_name=_prog_name())
+        with paused_gc(freeze_after=False):  # a command is one short batch of work: see kfin/gcpause.py
+            app(args=argv, prog_name=_prog_name())
     except KfinError as error:
         typer.echo("error: " + " ".join(line.strip() for line in error.message.splitlines()), err=True)
         sys.exit(int(error.exit_code))

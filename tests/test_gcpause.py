@@ -24,3 +24,14 @@ def test_a_scan_leaves_collection_on(fake, fake_kubeconfig):
 
     assert kfin("stuck", "-A", "--kubeconfig", str(fake_kubeconfig)).code == 0
     assert gc.isenabled()
+
+
+def test_a_command_runs_with_collection_paused(monkeypatch):
+    """Building the owner graph of 50,000 objects grew faster than linearly with the collector on."""
+    from kfin import cli
+    from tests.runner import kfin
+
+    seen = []
+    monkeypatch.setattr(cli, "app", lambda **_: seen.append(gc.isenabled()))
+    kfin("version")
+    assert seen == [False] and gc.isenabled()
