@@ -1,0 +1,1 @@
+"""kfin's benchmarks: `python -m bench` (see bench/README.md)."""

