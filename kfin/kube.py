@@ -68,11 +68,22 @@ class Kube:
     # ----- connecting ------------------------------------------------------------------------------
     @classmethod
     def connect(cls, target: Target = Target()) -> "Kube":
-        from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
+        from kfin.kubeconfig import load_static
 
         paths = _kubeconfig_paths(target.kubeconfig)
         existing = [p for p in paths if Path(p).expanduser().is_file()]
+        if existing and (not target.kubeconfig or existing == paths):
+            static = load_static(existing, target.context)
+            if static is not None:
+                configuration, context, namespace = static
+                return cls._make(configuration, context, namespace, target.request_timeout)
+        return cls._connect_with_client(target, paths, existing)
+
+    @classmethod
+    def _connect_with_client(cls, target: Target, paths: list[str], existing: list[str]) -> "Kube":
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+
         configuration = client.Configuration()
         if target.kubeconfig and not existing:
             raise ConfigError(f"kubeconfig {target.kubeconfig} does not exist")

@@ -1,0 +1,100 @@
+"""kfin/kubeconfig.py: common kubeconfigs are read without the kubernetes package, the same way it
+reads them; everything else is left to the package."""
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kfin.kubeconfig import load_static
+
+CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n").decode()
+CERT = base64.b64encode(b"client certificate").decode()
+KEY = base64.b64encode(b"client key").decode()
+
+
+def write(tmp_path, user: dict, cluster: dict | None = None, context: dict | None = None, name="kubeconfig"):
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "main",
+              "clusters": [{"name": "c", "cluster": cluster or {"server": "https://10.0.0.1:6443",
+                                                                 "certificate-authority-data": CA}}],
+              "users": [{"name": "u", "user": user}],
+              "contexts": [{"name": "main", "context": context or {"cluster": "c", "user": "u", "namespace": "shop"}},
+                           {"name": "other", "context": {"cluster": "c", "user": "u"}}]}
+    path = tmp_path / name
+    path.write_text(json.dumps(config))
+    return path
+
+
+def package_view(path: Path, context=None):
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(path), context=context, client_configuration=configuration,
+                            persist_config=False)
+    return configuration
+
+
+@pytest.mark.parametrize("user, cluster", [
+    ({"token": "abc"}, None),
+    ({"client-certificate-data": CERT, "client-key-data": KEY}, None),
+    ({"token": "abc"}, {"server": "https://api.example:6443", "insecure-skip-tls-verify": True,
+                        "tls-server-name": "kubernetes"}),
+    ({}, {"server": "http://127.0.0.1:8080/"}),
+])
+def test_a_simple_kubeconfig_reads_as_the_kubernetes_package_reads_it(tmp_path, user, cluster):
+    path = write(tmp_path, user, cluster)
+    static, context, namespace = load_static([str(path)], None)
+    theirs = package_view(path)
+    assert (context, namespace) == ("main", "shop")
+    assert static.host == theirs.host and static.verify_ssl == theirs.verify_ssl
+    assert static.tls_server_name == theirs.tls_server_name
+    assert static.auth_settings() == {k: v for k, v in theirs.auth_settings().items()}
+    for attribute in ("cert_file", "key_file"):
+        mine, package = getattr(static, attribute), getattr(theirs, attribute)
+        assert (mine is None) == (package is None)
+        if mine:
+            assert Path(mine).read_bytes() == Path(package).read_bytes()
+    if theirs.ssl_ca_cert:
+        assert static.ca_cert_data.encode() == Path(theirs.ssl_ca_cert).read_bytes()
+
+
+def test_files_named_in_the_kubeconfig_are_relative_to_it(tmp_path):
+    (tmp_path / "pki").mkdir()
+    path = write(tmp_path, {"client-certificate": "pki/me.crt", "client-key": "pki/me.key"},
+                 {"server": "https://10.0.0.1:6443", "certificate-authority": "pki/ca.crt"})
+    static, _, _ = load_static([str(path)], "other")
+    assert static.ssl_ca_cert == str(tmp_path / "pki/ca.crt") and static.cert_file == str(tmp_path / "pki/me.crt")
+
+
+@pytest.mark.parametrize("user, context", [
+    ({"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "aws"}}, None),
+    ({"auth-provider": {"name": "oidc", "config": {}}}, None),
+    ({"tokenFile": "/var/run/token"}, None),
+    ({"username": "admin", "password": "secret"}, None),
+    ({"token": "abc"}, {"cluster": "c", "user": "u", "as": "someone-else"}),
+])
+def test_anything_else_is_left_to_the_kubernetes_package(tmp_path, user, context):
+    assert load_static([str(write(tmp_path, user, context=context))], None) is None
+
+
+def test_several_files_proxies_and_unknown_contexts_are_left_to_the_package(tmp_path, monkeypatch):
+    one, two = write(tmp_path, {"token": "a"}), write(tmp_path, {"token": "b"}, name="second")
+    assert load_static([str(one), str(two)], None) is None
+    assert load_static([str(one)], "prod") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
+    assert load_static([str(one)], None) is None
+
+
+def test_a_scan_with_a_simple_kubeconfig_never_imports_the_kubernetes_package(fake, fake_kubeconfig):
+    configmaps = fake.cluster.types[("", "configmaps")]
+    fake.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "held", "namespace": "default", "finalizers": ["example.com/x"]}})
+    fake.cluster.delete(configmaps, fake.cluster.find(configmaps, "default", "held"), None, None)
+    code = ("import sys\nfrom kfin.cli import main\ntry:\n main(['stuck', '-A', '--kubeconfig', sys.argv[1]])\n"
+            "except SystemExit: pass\nprint('kubernetes' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, str(fake_kubeconfig)], capture_output=True, text=True)
+    assert done.stderr.strip().splitlines()[-1] == "False", done.stderr
+    assert "held" in done.stdout and "example.com/x" in done.stdout
