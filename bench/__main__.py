@@ -2,7 +2,7 @@
 
     python -m bench                         # tests/fakeapi, N = 1,000, 10,000 and 50,000
     python -m bench --kubeconfig K --context C   # a real cluster (objects in kfin-bench-* namespaces)
-    python -m bench --sizes 200 --startup-runs 2  # the smoke run CI does
+    python -m bench --sizes 200 --crds 3 --repeat 1 --startup-runs 1   # the smoke run of the tests
 
 The report (Markdown) goes to stdout, progress to stderr; --record FILE puts it into FILE between
 its results markers (bench/RESULTS.md), --json FILE keeps the raw figures.
@@ -34,6 +34,7 @@ def parse_args(argv):
     parser.add_argument("--sizes", default="1000,10000,50000", help="object counts, comma-separated")
     parser.add_argument("--crds", type=int, default=20, help="generated CRDs (besides 5 built-in kinds)")
     parser.add_argument("--tools", default="kfin,kubectl,naive", help="which scans to run")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each scan (the median is reported)")
     parser.add_argument("--startup-runs", type=int, default=10, help="timed starts of each start-up command")
     parser.add_argument("--kubeconfig", help="benchmark a real cluster instead of tests/fakeapi")
     parser.add_argument("--context", help="the kubeconfig context (with --kubeconfig)")
@@ -51,28 +52,37 @@ def parse_args(argv):
     return args
 
 
-def scan_once(server, tool, workdir: Path, size: int, expected: set) -> dict:
-    cache = Path(tempfile.mkdtemp(prefix=f"{tool.name}-cache-", dir=workdir))
+def scan(server, tool, workdir: Path, size: int, expected: set, repeat: int) -> dict:
+    """`repeat` cold runs (a fresh discovery cache each time); the median wall time is reported."""
     stdout, stderr = workdir / f"{tool.name}-{size}.out", workdir / f"{tool.name}-{size}.err"
-    command, env = tool.command(server.kubeconfig, server.context, cache)
-    if server.counts_in_timed_run:
-        with server.counting() as counts:
-            ran = measure.run(command, env, stdout, stderr)
-    else:
-        ran = measure.run(command, env, stdout, stderr)
+    runs = []
+    for _ in range(repeat):
+        cache = Path(tempfile.mkdtemp(prefix=f"{tool.name}-cache-", dir=workdir))
+        command, env = tool.command(server.kubeconfig, server.context, cache)
+        if server.counts_in_timed_run:
+            with server.counting() as counts:
+                runs.append((measure.run(command, env, stdout, stderr), counts))
+        else:
+            runs.append((measure.run(command, env, stdout, stderr), None))
+        shutil.rmtree(cache, ignore_errors=True)
+    if not server.counts_in_timed_run:
         with server.counting_proxy() as (kubeconfig, context, counts):
             recount = Path(tempfile.mkdtemp(prefix=f"{tool.name}-count-", dir=workdir))
             proxied, proxied_env = tool.command(kubeconfig, context, recount)
             measure.run(proxied, proxied_env)
+    else:
+        counts = runs[0][1]
+    walls = sorted(ran.wall for ran, _ in runs)
+    ran = runs[-1][0]
     found = tool.terminating(stdout)
-    row = {"tool": tool.name, "size": size, "wall": ran.wall, "peak_rss_mb": ran.peak_rss_mb,
-           "exit_code": ran.exit_code, "requests": counts.requests, "bytes": counts.bytes,
+    row = {"tool": tool.name, "size": size, "wall": walls[len(walls) // 2], "walls": walls,
+           "peak_rss_mb": max(r.peak_rss_mb for r, _ in runs), "exit_code": ran.exit_code,
+           "requests": counts.requests, "bytes": counts.bytes,
            "found": len(found & expected), "expected": len(expected), "extra": len(found - expected)}
     if found != expected:
         missing = sorted(expected - found)[:3]
         row["note"] = f"missed {len(expected - found)} (e.g. {missing}), reported {len(found - expected)} others; " \
                       f"stderr: {stderr.read_text()[-300:].strip()}"
-    shutil.rmtree(cache, ignore_errors=True)
     stdout.unlink(missing_ok=True)
     return row
 
@@ -138,7 +148,7 @@ def main(argv=None) -> int:
                 if why_not:
                     results["skipped"][tool.name] = why_not
                     continue
-                row = scan_once(server, tool, workdir, size, expected)
+                row = scan(server, tool, workdir, size, expected, args.repeat)
                 progress(f"  {tool.name}: {row['wall']:.2f} s, {row['requests']} requests, "
                          f"{row['bytes'] / 1e6:.1f} MB, {row['peak_rss_mb']:.0f} MB RSS, "
                          f"found {row['found']}/{row['expected']}")

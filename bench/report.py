@@ -139,11 +139,13 @@ def markdown(results: dict) -> str:
     rows = []
     for r in results["scan"]:
         speed = ratio(results, r["size"], r["tool"])
-        rows.append([f"{r['size']:,}", NAMES[r["tool"]], f"{r['wall']:.2f}", f"{r['requests']:,}",
+        spread = f"{r['walls'][0]:.2f}–{r['walls'][-1]:.2f}" if len(r.get("walls", [])) > 1 else ""
+        rows.append([f"{r['size']:,}", NAMES[r["tool"]], f"{r['wall']:.2f}", spread, f"{r['requests']:,}",
                      f"{r['bytes'] / 1e6:.1f}", f"{r['peak_rss_mb']:.0f}", f"{r['found']}/{r['expected']}",
                      "" if r["tool"] == "kfin" or speed is None else f"{speed:.1f}×"])
-    parts += ["### Full scan", _table(["objects", "tool", "wall s", "requests", "MB received", "peak RSS MB",
-                                        "Terminating found", "kfin faster by"], rows)]
+    parts += ["### Full scan (cold: a fresh discovery cache each run)",
+              _table(["objects", "tool", "wall s (median)", "min–max s", "requests", "MB received", "peak RSS MB",
+                      "Terminating found", "kfin faster by"], rows)]
     notes = [f"- {NAMES[r['tool']]} at {r['size']:,}: {r['note']}" for r in results["scan"] if r.get("note")]
     if notes:
         parts.append("Wrong answers:\n" + "\n".join(notes))
