@@ -126,14 +126,16 @@ class FakeAPIServer:
         """`tls`: (certificate, key) PEM files to serve HTTPS with, as a real server does. kubectl (client-go)
         sends no bearer token over plain HTTP, so anything that runs kubectl against the fake needs it."""
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._httpd = _Listener(("127.0.0.1", port), handler)
         self._httpd.daemon_threads = True
         if tls:
             import ssl
 
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(*tls)
-            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+            # The handshake happens in each connection's thread (_Handler.setup), not in the accept loop.
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True,
+                                                     do_handshake_on_connect=False)
             self._ca = Path(tls[0]).read_bytes()
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="fakeapi", daemon=True)
         self._thread.start()
@@ -502,11 +504,31 @@ def svc_key():
     return ("apiregistration.k8s.io", "apiservices")
 
 
+class _Listener(ThreadingHTTPServer):
+    # Go's listeners take the system's backlog; with socketserver's default of 5, a client opening many
+    # connections at once (kfin's parallel scan) lost SYNs and waited a second for each to be resent.
+    request_queue_size = socket.SOMAXCONN
+    daemon_threads = True
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeAPIServer
     protocol_version = "HTTP/1.1"
     # kube-apiserver (Go) sets TCP_NODELAY; without it the body waits on the headers' delayed ACK, 40 ms a request.
     disable_nagle_algorithm = True
+
+    def setup(self):
+        super().setup()
+        self._broken = False
+        if hasattr(self.request, "do_handshake"):
+            try:
+                self.request.do_handshake()
+            except OSError:  # the client did not trust us, or went away: nothing to serve
+                self._broken = True
+
+    def handle(self):
+        if not self._broken:
+            super().handle()
 
     def log_message(self, *args):  # quiet: the request log is in fake.requests
         pass
