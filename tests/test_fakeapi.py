@@ -329,3 +329,15 @@ def test_a_crd_forced_away_takes_its_api_with_it(api):
     assert not api.exists(crd)
     assert "example.io" not in [g["name"] for g in api.get("/apis")["groups"]]
     assert api.send("GET", "/apis/example.io/v1/namespaces/default/gadgets")[0] == 404
+
+
+def test_aggregated_discovery_of_the_core_group_lists_what_legacy_discovery_lists(api):
+    code, answer = api.send("GET", "/api", accept="application/json;g=apidiscovery.k8s.io;v=v2;"
+                                                  "as=APIGroupDiscoveryList,application/json")
+    assert code == 200 and answer["kind"] == "APIGroupDiscoveryList"
+    core = answer["items"][0]["versions"][0]
+    legacy = api.get("/api/v1")["resources"]
+    assert [r["resource"] for r in core["resources"]] == [r["name"] for r in legacy if "/" not in r["name"]]
+    pods = next(r for r in core["resources"] if r["resource"] == "pods")
+    assert {s["subresource"] for s in pods["subresources"]} >= {"status", "log", "eviction"}
+    assert api.get("/api")["kind"] == "APIVersions"  # plain JSON still gets the legacy form

@@ -72,6 +72,23 @@ def _media_types(accept: str):
     return out
 
 
+AGGREGATED_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def _kind_of(entry: dict) -> dict:
+    """A legacy discovery entry names the group and version of its kind only when they differ (Scale)."""
+    return {"group": entry.get("group", ""), "version": entry.get("version", ""), "kind": entry["kind"]}
+
+
+def _wants_aggregated(accept: str | None) -> bool:
+    """The first acceptable media type decides, as content negotiation does."""
+    for media, params in _media_types(accept or ""):
+        if media in ("application/json", "*/*", "application/*"):
+            return (params.get("as"), params.get("g"), params.get("v")) == (
+                "APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2")
+    return False
+
+
 def _encode_continue(rv: str, start: str) -> str:
     token = json.dumps({"v": "meta.k8s.io/v1", "rv": int(rv), "start": start + "\u0000"}, separators=(",", ":"))
     return base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
@@ -260,6 +277,8 @@ class FakeAPIServer:
         parts = [p for p in path.split("/") if p]
         with self.cluster.lock:
             self.controllers.renew_lease()
+            if method == "GET" and parts in (["api"], ["apis"]) and _wants_aggregated(headers.get("Accept")):
+                return 200, AGGREGATED_TYPE, self._aggregated_discovery(parts == ["api"])
             discovery = self._discovery(method, parts)
             if discovery is not None:
                 return 200, "application/json", discovery
@@ -325,6 +344,47 @@ class FakeAPIServer:
                 raise st.unknown_resource()
             return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": c.discovery[gv]}
         return None
+
+    def _aggregated_discovery(self, core: bool) -> dict:
+        """/api or /apis as APIGroupDiscoveryList (apidiscovery.k8s.io/v2): every group, version and
+        resource in one answer, which is how kubectl (client-go) discovers since Kubernetes 1.30."""
+        c = self.cluster
+        if core:
+            items = [{"metadata": {}, "versions": [self._aggregated_version("v1", c.discovery["v1"])]}]
+        else:
+            items = []
+            for group in c.group_order:
+                versions = []
+                for version in c.group_versions[group]:
+                    gv = f"{group}/{version}"
+                    # kube-aggregator lists what it has fetched; a backend never reached is left out.
+                    if gv not in c.aggregated or gv in c.aggregated_backends:
+                        versions.append(self._aggregated_version(version, c.discovery.get(gv, [])))
+                if versions:
+                    items.append({"metadata": {"name": group}, "versions": versions})
+        return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
+                "items": items}
+
+    @staticmethod
+    def _aggregated_version(version: str, entries: list) -> dict:
+        resources, by_name = [], {}
+        for e in entries:
+            name, _, sub = e["name"].partition("/")
+            if sub:
+                if name in by_name:
+                    by_name[name].setdefault("subresources", []).append({
+                        "subresource": sub, "responseKind": _kind_of(e),
+                        "verbs": e["verbs"]})
+                continue
+            entry = {"resource": name, "responseKind": _kind_of(e),
+                     "scope": "Namespaced" if e["namespaced"] else "Cluster",
+                     "singularResource": e.get("singularName") or e["kind"].lower(), "verbs": e["verbs"]}
+            for key, field_name in (("shortNames", "shortNames"), ("categories", "categories")):
+                if e.get(key):
+                    entry[field_name] = e[key]
+            by_name[name] = entry
+            resources.append(entry)
+        return {"version": version, "resources": resources, "freshness": "Current"}
 
     def _group(self, name):
         versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in self.cluster.group_versions[name]]
