@@ -143,8 +143,8 @@ def roots(graph: nx.DiGraph) -> list[str]:
     reached = set(found)
     for n in found:
         reached |= nx.descendants(graph, n)
-    for n in sorted(graph.nodes, key=lambda n: label(graph, n)):
-        if n not in reached:
+    for n in sorted((n for n in graph.nodes if n not in reached), key=lambda n: label(graph, n)):
+        if n not in reached:  # only cycles are left: sort those, not the whole graph
             found.append(n)
             reached |= {n} | nx.descendants(graph, n)
     return found

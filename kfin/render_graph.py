@@ -58,11 +58,11 @@ def tree(graph: nx.DiGraph, depth: int | None = None, title: str = ""):
 def chains(graph: nx.DiGraph) -> list[tuple[str, list[str]]]:
     """For each Terminating object that waits on blocking dependents: the ordered list that must go first."""
     out = []
-    for node in sorted(graph.nodes, key=lambda n: label(graph, n)):
-        if graph.nodes[node].get("terminating"):
-            chain = blocking_chain(graph, node)
-            if chain:
-                out.append((node, chain))
+    terminating = [n for n, data in graph.nodes(data=True) if data.get("terminating")]
+    for node in sorted(terminating, key=lambda n: label(graph, n)):  # sort the few, not the whole graph
+        chain = blocking_chain(graph, node)
+        if chain:
+            out.append((node, chain))
     return out
 
 
