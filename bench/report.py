@@ -93,25 +93,24 @@ def targets(results: dict) -> list[tuple[str, str, bool | None]]:
 
 
 def growth_rows(results: dict) -> list[list]:
+    """[figure, at smallest, at largest, grew, b over the last step, b over the whole range]."""
     sizes = results["sizes"]
     if len(sizes) < 2:
         return []
-    small, large = sizes[0], sizes[-1]
-    rows = []
-    by = {(r["tool"], r["size"]): r for r in results["scan"]}
-    for tool in NAMES:
-        for field, unit in (("wall", "s"), ("requests", ""), ("bytes", "B"), ("peak_rss_mb", "MB")):
-            a, b = by.get((tool, small)), by.get((tool, large))
-            if a and b and a[field] and b[field]:
-                rows.append([f"{NAMES[tool]}: {field}", _num(a[field]), _num(b[field]),
-                             f"{b[field] / a[field]:.1f}×", exponent(a[field], b[field], small, large)])
-    graphs = {g["size"]: g for g in results["graph"]}
-    if small in graphs and large in graphs:
+    small, before, large = sizes[0], sizes[-2], sizes[-1]
+    figures: dict[str, dict[int, float]] = {}
+    for r in results["scan"]:
+        for field in ("wall", "requests", "bytes", "peak_rss_mb"):
+            figures.setdefault(f"{NAMES[r['tool']]}: {field}", {})[r["size"]] = r[field]
+    for g in results["graph"]:
         for phase in ("build", "analyse", "tree", "dot"):
-            a, b = graphs[small]["seconds"][phase], graphs[large]["seconds"][phase]
-            rows.append([f"graph: {phase}", _num(a), _num(b), f"{b / a:.1f}×" if a else "", exponent(a, b, small, large)])
-        a, b = graphs[small]["peak_rss_mb"], graphs[large]["peak_rss_mb"]
-        rows.append(["graph: peak RSS MB", _num(a), _num(b), f"{b / a:.1f}×", exponent(a, b, small, large)])
+            figures.setdefault(f"graph: {phase}", {})[g["size"]] = g["seconds"][phase]
+        figures.setdefault("graph: peak_rss_mb", {})[g["size"]] = g["peak_rss_mb"]
+    rows = []
+    for name, at in figures.items():
+        if all(at.get(n) for n in (small, before, large)):
+            rows.append([name, _num(at[small]), _num(at[large]), f"{at[large] / at[small]:.1f}×",
+                         exponent(at[before], at[large], before, large), exponent(at[small], at[large], small, large)])
     return rows
 
 
@@ -166,8 +165,9 @@ def markdown(results: dict) -> str:
     if growth:
         sizes = results["sizes"]
         parts += [f"### Growth from {sizes[0]:,} to {sizes[-1]:,} objects (exponent b in cost ∝ N^b; 1 is linear)",
-                  _table(["figure", f"at {sizes[0]:,}", f"at {sizes[-1]:,}", "grew", "b"],
-                         [row[:-1] + ["" if row[-1] is None else f"{row[-1]:.2f}"] for row in growth])]
+                  _table(["figure", f"at {sizes[0]:,}", f"at {sizes[-1]:,}", "grew",
+                          f"b {sizes[-2]:,}→{sizes[-1]:,}", f"b {sizes[0]:,}→{sizes[-1]:,}"],
+                         [row[:-2] + ["" if b is None else f"{b:.2f}" for b in row[-2:]] for row in growth])]
     marks = {True: "met", False: "**missed**", None: "not measured"}
     parts += ["### Targets", _table(["target", "measured", ""],
                                     [[t, m, marks[ok]] for t, m, ok in targets(results)])]
