@@ -13,7 +13,7 @@ import atexit
 import base64
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
@@ -36,7 +36,6 @@ class StaticConfiguration:
     assert_hostname: str | None = None
     proxy: str | None = None
     token: str | None = None
-    _temp_files: list = field(default_factory=list, repr=False)
 
     def auth_settings(self) -> dict:
         if not self.token:

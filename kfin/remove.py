@@ -134,9 +134,8 @@ class Remover:
                 if spec_wanted:
                     self._finalize(current, spec_wanted, dry_run)
             except _Raced:
-                if attempt == MAX_ATTEMPTS:
-                    break
-                time.sleep(RETRY_WAITS[attempt - 1] * random.uniform(0.9, 1.1))
+                if attempt < MAX_ATTEMPTS:
+                    time.sleep(RETRY_WAITS[attempt - 1] * random.uniform(0.9, 1.1))
                 fresh = self._read(obj)
                 if fresh is None:
                     return self._done(outcome, obj, wanted, "gone", "it went away while kfin worked: done")

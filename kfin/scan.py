@@ -6,8 +6,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable
 
 from kfin.discovery import failure_of
-from kfin.gcpause import paused_gc
 from kfin.errors import KfinError, NotFoundError
+from kfin.gcpause import paused_gc
 from kfin.model import Failure, KubeObject, ResourceType
 
 NAMESPACES = ("", "namespaces")
