@@ -68,3 +68,29 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
     assert results["graph"][0]["nodes"] >= 200
     assert {r["command"] for r in results["startup"]} >= {"kfin --help", "kfin --version", "python -c pass"}
     assert "### Full scan" in done.stdout and "### Targets" in done.stdout
+
+
+def test_a_smoke_run_against_a_cluster_given_by_kubeconfig_cleans_up_after_itself(tmp_path):
+    """The real-cluster path: tools talk to the server directly, a proxy pass counts requests and bytes."""
+    kubeconfig = tmp_path / "cluster.kubeconfig"
+    server = subprocess.Popen([sys.executable, "-m", "tests.fakeapi", "--kubeconfig", str(kubeconfig), "--tls"],
+                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        server.stdout.readline()  # its URL: it is listening
+        figures = tmp_path / "figures.json"
+        done = subprocess.run([sys.executable, "-m", "bench", "--kubeconfig", str(kubeconfig), "--context", "fake",
+                               "--sizes", "300", "--crds", "2", "--repeat", "1", "--startup-runs", "1",
+                               "--tools", "kfin,naive", "--json", str(figures)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        results = json.loads(figures.read_text())
+        assert results["server"].startswith("https://127.0.0.1:")
+        for row in results["scan"]:
+            assert row["found"] == row["expected"] > 0 and row["requests"] > 0 and row["bytes"] > 0, row
+        kube = Kube.connect(Target(str(kubeconfig)))
+        names = [n["metadata"]["name"] for n in kube.request("GET", "/api/v1/namespaces")["items"]]
+        crds = kube.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+        assert not [n for n in names if n.startswith(NAMESPACE_PREFIX)] and not crds
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

@@ -1,4 +1,4 @@
-"""Run the fake API server on its own: python -m tests.fakeapi --kubeconfig PATH [--port N].
+"""Run the fake API server on its own: python -m tests.fakeapi --kubeconfig PATH [--port N] [--tls].
 
 Handy to try kfin by hand, and how the harness tests pose it as "a real cluster behind a kubeconfig".
 """
@@ -15,8 +15,15 @@ def main():
     parser = argparse.ArgumentParser(prog="python -m tests.fakeapi")
     parser.add_argument("--kubeconfig", required=True, type=Path, help="where to write the admin kubeconfig")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tls", action="store_true", help="serve HTTPS (kubectl sends no token over HTTP)")
     args = parser.parse_args()
-    fake = FakeAPIServer().start(args.port)
+    tls = None
+    if args.tls:
+        import tempfile
+
+        from tests.fakeapi.tls import self_signed
+        tls = self_signed(Path(tempfile.mkdtemp(prefix="fakeapi-tls-")))
+    fake = FakeAPIServer().start(args.port, tls=tls)
     fake.kubeconfig(args.kubeconfig)
     print(fake.url, flush=True)
     stop = threading.Event()
