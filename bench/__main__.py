@@ -22,7 +22,7 @@ from pathlib import Path
 from bench import measure, report
 from bench.load import Loader, object_types
 from bench.servers import FakeServer, RealServer
-from bench.tools import TOOLS, installed_command, base_environment
+from bench.tools import TOOLS, base_environment, installed_command
 
 
 def progress(text: str) -> None:
