@@ -164,6 +164,19 @@ class ScenarioCluster:
         self.eventually(lambda: self.api.send("GET", f"/apis/{group}/v1")[0] == 200, message="the CRD to serve")
         return group
 
+    def namespace_held_by_widget(self) -> tuple[str, str]:
+        """(group, namespace): a namespace being deleted whose Widget w1 keeps a finalizer of an operator
+        that is not installed; returns once the namespace controller has marked the Widget deleted."""
+        group = self.widget_crd()
+        ns = self.name("doomed")
+        self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        self.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                     "metadata": {"name": "w1", "namespace": ns, "finalizers": [f"{group}/cleanup"]}})
+        self.delete(f"/api/v1/namespaces/{ns}")
+        self.eventually(lambda: (self.get(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1") or {})
+                        .get("metadata", {}).get("deletionTimestamp"), message="the namespace controller")
+        return group, ns
+
     def set_status(self, obj: dict, status: dict) -> dict:
         current = self.get(obj)
         return self.api.ok("PUT", self.path_of(current) + "/status", dict(current, status=status))

@@ -155,14 +155,7 @@ def test_a_custom_finalizer_nobody_may_remove_is_orphaned(cluster):
 
 @pytest.mark.controllers
 def test_a_namespace_blocked_by_a_custom_resource_of_an_uninstalled_operator(cluster):
-    group = cluster.widget_crd()
-    ns = cluster.name("doomed")
-    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
-                    "metadata": {"name": "w1", "namespace": ns, "finalizers": [f"{group}/cleanup"]}})
-    cluster.delete(f"/api/v1/namespaces/{ns}")
-    cluster.eventually(lambda: (cluster.get(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1") or {})
-                       .get("metadata", {}).get("deletionTimestamp"), message="the namespace controller")
+    group, ns = cluster.namespace_held_by_widget()
     report = explain(cluster, "ns", ns)
     f = finding(report, "kubernetes")
     assert f["field"] == "spec.finalizers" and f["verdict"] == "HOLDING"

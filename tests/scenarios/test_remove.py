@@ -124,14 +124,7 @@ def test_a_read_only_user_gets_the_permission_it_lacks(cluster, audit_log):
 
 @pytest.mark.controllers
 def test_a_namespace_completes_once_its_content_is_unstuck(cluster):
-    group = cluster.widget_crd()
-    ns = cluster.name("doomed")
-    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
-                    "metadata": {"name": "w1", "namespace": ns, "finalizers": [f"{group}/cleanup"]}})
-    cluster.delete(f"/api/v1/namespaces/{ns}")
-    cluster.eventually(lambda: (cluster.get(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1") or {})
-                       .get("metadata", {}).get("deletionTimestamp"))
+    group, ns = cluster.namespace_held_by_widget()
     base = ("--kubeconfig", str(cluster.kubeconfig))
     refused = kfin("remove", "namespace", ns, "--finalizer", "kubernetes", "--confirm", *base)
     assert refused.code == ExitCode.REFUSED and "it is HOLDING" in refused.stderr
