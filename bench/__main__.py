@@ -22,7 +22,7 @@ from pathlib import Path
 from bench import measure, report
 from bench.load import Loader, object_types
 from bench.servers import FakeServer, RealServer
-from bench.tools import TOOLS, base_environment, installed_command
+from bench.tools import TOOLS, base_environment, kfin_command
 
 
 def progress(text: str) -> None:
@@ -90,8 +90,7 @@ def scan(server, tool, workdir: Path, size: int, expected: set, repeat: int) -> 
 def graph_once(server, workdir: Path, size: int) -> dict:
     snapshot = workdir / f"snapshot-{size}.json"
     cache = Path(tempfile.mkdtemp(prefix="snapshot-cache-", dir=workdir))
-    exe = installed_command("kfin")
-    command = ([exe] if exe else [sys.executable, "-m", "kfin"]) + [
+    command = kfin_command() + [
         "snapshot", "-A", "-f", str(snapshot), "--kubeconfig", str(server.kubeconfig), "--context", server.context]
     snap = measure.run(command, {**base_environment(), "KFIN_CACHE_DIR": str(cache)})
     if snap.exit_code not in (0, 8):
@@ -110,8 +109,7 @@ def graph_once(server, workdir: Path, size: int) -> dict:
 
 def startup(runs: int) -> list[dict]:
     env = base_environment()
-    exe = installed_command("kfin")
-    kfin = [exe] if exe else [sys.executable, "-m", "kfin"]
+    kfin = kfin_command()
     commands = [("python -c pass", [sys.executable, "-c", "pass"]),
                 ('python -c "import kubernetes"', [sys.executable, "-c", "import kubernetes"]),
                 ("kfin --help", kfin + ["--help"]), ("kfin --version", kfin + ["--version"])]

@@ -20,6 +20,12 @@ def installed_command(name: str) -> str | None:
     return str(local) if local.exists() else shutil.which(name)
 
 
+def kfin_command() -> list[str]:
+    """kfin as installed beside this Python (what a user runs), else as a module."""
+    exe = installed_command("kfin")
+    return [exe] if exe else [sys.executable, "-m", "kfin"]
+
+
 def base_environment() -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
     env["NO_COLOR"] = "1"
@@ -53,8 +59,7 @@ class Kfin(Tool):
         super().__init__("kfin", "kfin stuck -A -o json")
 
     def command(self, kubeconfig, context, cache):
-        exe = installed_command("kfin")
-        argv = ([exe] if exe else [sys.executable, "-m", "kfin"]) + [
+        argv = kfin_command() + [
             "stuck", "-A", "-o", "json", "--kubeconfig", str(kubeconfig), "--context", context]
         return argv, {**base_environment(), "KFIN_CACHE_DIR": str(cache)}
 
