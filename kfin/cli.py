@@ -11,6 +11,7 @@ from typer.core import TyperGroup
 
 from kfin import __version__, completion
 from kfin.errors import ExitCode, KfinError, UsageError
+from kfin.names import check_kind, check_name
 from kfin.options import (AllNamespacesOpt, ContextOpt, KubeconfigOpt, NamespaceOpt, Options, OutputOpt,
                           TimeoutOpt, check_output, merged, parse_timeout)
 
@@ -160,6 +161,8 @@ def explain_command(
     """
     from kfin.commands_explain import explain
 
+    check_kind(kind)
+    check_name(name)
     options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output,
                      request_timeout=request_timeout)
     raise typer.Exit(int(explain(options, kind=kind, name=name, from_snapshot=from_snapshot, refresh=refresh)))

@@ -51,12 +51,15 @@ def _with_foreign_owners(objects: list, facts: Facts) -> list:
 
 
 def parse_target(target: list[str]) -> tuple[str, str]:
+    from kfin.names import check_kind, check_name
+
     if len(target) == 1 and "/" in target[0]:
         kind, _, name = target[0].partition("/")
-        return kind, name
-    if len(target) == 2:
-        return target[0], target[1]
-    raise UsageError("kfin graph needs KIND NAME, KIND/NAME or namespace NAME")
+    elif len(target) == 2:
+        kind, name = target
+    else:
+        raise UsageError("kfin graph needs KIND NAME, KIND/NAME or namespace NAME")
+    return check_kind(kind), check_name(name)
 
 
 def build_graph(options: Options, target: list[str], from_snapshot: str | None, refresh: bool):
@@ -103,12 +106,15 @@ def graph(options: Options, *, target: list[str], depth: int | None, kinds: list
     from kfin import graph as g
     from kfin import render_graph as rg
     from kfin.builtin_kinds import builtin_resources
+    from kfin.names import check_kind
     from kfin.render import console
     from kfin.resources import Catalog
 
     fmt = options.output or "tree"
     if fmt not in FORMATS:
         raise UsageError(f'--output "{fmt}" is not supported here (use one of: {", ".join(FORMATS)})')
+    for text in kinds:
+        check_kind(text)
     owners, title, focus, facts = build_graph(options, target, from_snapshot, refresh)
     if kinds:
         catalog = Catalog(facts.inventory.resources + builtin_resources())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.model import KubeObject, format_time
+from kfin.names import check_kind, check_name
 from kfin.options import Options
 
 
@@ -41,7 +42,7 @@ def _patch_preview(plan_) -> list[str]:
         lines.append(f"PATCH {o.type.path(o.namespace or None, o.name)} (application/json-patch+json)")
         lines.append(json.dumps(metadata_patch(o.uid, o.finalizers, meta)))
     if spec:
-        lines.append(f"PUT {o.type.path(None, o.name)}/finalize with the Namespace as read and spec.finalizers: "
+        lines.append(f"PUT {o.type.path(None, o.name, 'finalize')} with the Namespace as read and spec.finalizers: "
                      f"{json.dumps([f for f in o.spec_finalizers if f not in spec])}")
     return lines
 
@@ -172,8 +173,10 @@ def remove(options: Options, *, kind, name, patterns, confirm, force, allow_live
             raise UsageError("--all-stuck takes no KIND NAME: it works on every stuck object in -n NS or -A")
         return remove_all_stuck(options, patterns=patterns, confirm=confirm, force=force, allow_live=allow_live,
                                 server_dry_run=server_dry_run, audit_log=audit_log, refresh=refresh, yes=yes)
-    if not kind or not name:
+    if kind is None or name is None:
         raise UsageError("kfin remove needs KIND NAME (or --all-stuck)")
+    check_kind(kind)
+    check_name(name)
     return remove_one(options, kind=kind, name=name, patterns=patterns, confirm=confirm, force=force,
                       allow_live=allow_live, server_dry_run=server_dry_run, audit_log=audit_log, refresh=refresh)
 

@@ -72,12 +72,14 @@ def gather(options: Options, contexts: list[str], from_snapshot: str | None, ref
 
 def resolve_kinds(kinds: list[str], inventories: list[Inventory]) -> set | None:
     from kfin.builtin_kinds import builtin_resources
+    from kfin.names import check_kind
     from kfin.resources import Catalog
 
     if not kinds:
         return None
     wanted = set()
     for text in kinds:
+        check_kind(text)
         found, last_error = False, None
         for inv in inventories:
             try:
@@ -103,10 +105,13 @@ def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh,
     from kfin import render
     from kfin.durations import parse_duration
     from kfin.kube import context_names
+    from kfin.names import check_kind
     from kfin.options import check_output
     from kfin.stuck import Filters, find_stuck, report
 
     fmt = check_output(options, ("table", "wide", "json", "yaml", "name"))
+    for text in kinds or []:
+        check_kind(text)  # before anything is read
     try:
         older = parse_duration(older_than) if older_than else None
     except ValueError as error:

@@ -100,13 +100,22 @@ def names(ctx, incomplete: str) -> list[str]:
     _, namespace = _server_and_namespace(ctx)
     kube = _kube(ctx)
     page = next(kube.list_metadata_pages(rtype.path(namespace if rtype.namespaced else None), 500))
-    return sorted(i["metadata"]["name"] for i in page.get("items") or [])
+    return _candidates(page)
 
 
 @_safe
 def namespaces(ctx, incomplete: str) -> list[str]:
     page = next(_kube(ctx).list_metadata_pages("/api/v1/namespaces", 500))
-    return sorted(i["metadata"]["name"] for i in page.get("items") or [])
+    return _candidates(page)
+
+
+def _candidates(page) -> list[str]:
+    """Names from a list page; only those that can be names (a hostile server's newlines or escape
+    sequences never reach the shell)."""
+    from kfin.names import path_segment_problem
+
+    names = [(item.get("metadata") or {}).get("name") for item in page.get("items") or [] if isinstance(item, dict)]
+    return sorted(n for n in names if isinstance(n, str) and not path_segment_problem(n) and " " not in n)
 
 
 @_safe

@@ -50,6 +50,12 @@ class ForbiddenError(KfinError):
 class NotFoundError(KfinError):
     exit_code = ExitCode.NOT_FOUND
 
+    def __init__(self, message: str, kind: str = "", name: str = ""):
+        """`kind` and `name`: what the server says was not found (its Status details), which is not
+        always the object asked for: a write into a deleted namespace names the namespace."""
+        super().__init__(message)
+        self.kind, self.name = kind, name
+
 
 class RefusedError(KfinError):
     exit_code = ExitCode.REFUSED

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 from kfin.errors import (APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError,
                          UnreachableError)
+from kfin.names import api_path, check_namespace
 
 JSON = "application/json"
 # Metadata-only answers keep Secret data (and every spec) on the server. The JSON fallback lets
@@ -59,6 +60,7 @@ class Kube:
     """A connection to one API server (one kubeconfig context)."""
 
     def __init__(self, transport, context: str, server: str, namespace: str, timeout: float | None):
+        check_namespace(namespace, ConfigError, f'namespace of context "{context}"')
         self._api = transport
         self.context = context
         self.server = server
@@ -217,7 +219,8 @@ class Kube:
                                       verb, resource, namespace)
             return ForbiddenError(f"forbidden: {message}")
         if code == 404:
-            return NotFoundError(message)
+            details = status.get("details") if isinstance(status.get("details"), dict) else {}
+            return NotFoundError(message, str(details.get("kind") or ""), str(details.get("name") or ""))
         if code == 503 and not status:  # an aggregated API without a backend answers in plain text
             return APIError(f"{message} (503): the APIService behind it has no available backend", code,
                             "ServiceUnavailable")
@@ -275,7 +278,7 @@ class Kube:
         def fetch(gv):
             group, version = gv
             try:
-                return group, version, self.request("GET", f"/apis/{group}/{version}"), None
+                return group, version, self.request("GET", api_path("apis", group, version)), None
             except KfinError as error:
                 return group, version, None, error
         found, failed = [], []

@@ -38,12 +38,19 @@ class ResourceType:
         """kubectl -o name's prefix: configmap, deployment.apps."""
         return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
 
-    def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        """The request path, built from percent-encoded segments: no name can reach another object."""
+        from kfin.names import api_path
+
+        segments = ["apis", self.group, self.version] if self.group else ["api", self.version]
         if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.resource}"
-        return f"{base}/{name}" if name else base
+            segments += ["namespaces", namespace]
+        segments.append(self.resource)
+        if name:
+            segments.append(name)
+            if subresource:
+                segments.append(subresource)
+        return api_path(*segments)
 
     def to_dict(self) -> dict:
         d = asdict(self)

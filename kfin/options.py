@@ -10,6 +10,7 @@ import typer
 from kfin import completion
 from kfin.durations import parse_duration
 from kfin.errors import UsageError
+from kfin.names import check_namespace
 
 KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", metavar="PATH",
                           help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")]
@@ -34,6 +35,10 @@ class Options:
     all_namespaces: bool = False
     output: str | None = None
     request_timeout: float | None = None
+
+    def __post_init__(self):
+        if self.namespace is not None:
+            check_namespace(self.namespace)
 
     def target(self):
         from kfin.kube import Target

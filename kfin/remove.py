@@ -153,8 +153,8 @@ class Remover:
                     return self._done(outcome, current, wanted, "unchanged",
                                       "after a concurrent change nothing selected is left to remove")
                 continue
-            except NotFoundError:
-                return self._done(outcome, obj, wanted, "gone", "it was already gone: done")
+            except NotFoundError as error:
+                return self._not_found(outcome, obj, wanted, error)
             if dry_run:
                 outcome.result, outcome.message = "dry-run", "the API server accepted the change (dryRun=All)"
                 outcome.removed = meta_wanted + spec_wanted
@@ -163,6 +163,22 @@ class Remover:
             return self._done(outcome, current, wanted, "removed", "")
         outcome.result = "failed"
         outcome.message = f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"
+        return outcome
+
+    def _not_found(self, outcome: Outcome, obj: KubeObject, wanted: set, error: NotFoundError) -> Outcome:
+        """A 404 on a write is no proof that the object is gone: read it again. An object left in a
+        namespace forced through /finalize is still stored, but every write to it answers 404 for its
+        namespace until the namespace exists again."""
+        if self._read(obj) is None:
+            return self._done(outcome, obj, wanted, "gone", "it was already gone: done")
+        outcome = self._done(outcome, obj, wanted, "failed", "")
+        outcome.result = "failed"
+        if error.kind == "namespaces" and obj.namespace:
+            outcome.message = (f'nothing was removed: the API server refuses every write to it because its namespace '
+                               f'"{obj.namespace}" no longer exists (a ghost left by a namespace forced through '
+                               f'/finalize). Recreate namespace "{obj.namespace}", then deal with its content')
+        else:
+            outcome.message = f"nothing was removed: the write answered 404 ({error.message}) but the object is still there"
         return outcome
 
     def _done(self, outcome: Outcome, obj: KubeObject, wanted: set, result: str, message: str) -> Outcome:
@@ -213,7 +229,7 @@ class Remover:
             raise _Raced()
         whole.setdefault("spec", {})["finalizers"] = [f for f in obj.spec_finalizers if f not in remove]
         try:
-            self.kube.request("PUT", path + "/finalize", {"dryRun": "All" if dry_run else None}, body=whole,
+            self.kube.request("PUT", obj.type.path(None, obj.name, "finalize"), {"dryRun": "All" if dry_run else None}, body=whole,
                               content_type="application/json", what=("update", "namespaces/finalize", None))
         except APIError as error:
             if error.status == 409:
