@@ -60,13 +60,20 @@ def gather(options: Options, contexts: list[str], from_snapshot: str | None, ref
     if len(contexts) <= 1:
         return [one(contexts[0] if contexts else options.context)]
     results: list[Facts] = []
+    errors: list[KfinError] = []
     with ThreadPoolExecutor(max_workers=min(8, len(contexts))) as pool:
         for context, future in [(c, pool.submit(one, c)) for c in contexts]:
             try:
                 results.append(future.result())
             except KfinError as error:  # one unreachable cluster must not hide the others
+                errors.append(error)
                 results.append(Facts(Inventory([], [], [Failure("context", context, type(error).__name__,
                                                                 error.message)], context=context)))
+    if len(errors) == len(contexts):  # nothing was read: an error, not a partial result
+        first = errors[0]
+        first.message = "no context could be read: " + "; ".join(
+            f"{context}: {error.message}" for context, error in zip(contexts, errors))
+        raise first
     return results
 
 

@@ -7,7 +7,6 @@ one-second limit, and never lets an error reach the shell.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -65,17 +64,11 @@ def _server_and_namespace(ctx) -> tuple[str | None, str]:
 
 def _resources(ctx):
     from kfin.builtin_kinds import builtin_resources
-    from kfin.discovery import _cache_file
-    from kfin.model import ResourceType
+    from kfin.discovery import cached_resources
 
     server, _ = _server_and_namespace(ctx)
-    if server:
-        try:
-            cached = json.loads(_cache_file(server.rstrip("/")).read_text())
-            return [ResourceType.from_dict(r) for r in cached["resources"]]
-        except (OSError, ValueError, KeyError):
-            pass  # an expired cache still completes (better than none); no cache: the built-in kinds
-    return builtin_resources()
+    # An old cache still completes (better than none); no cache: the built-in kinds.
+    return (cached_resources(server.rstrip("/")) if server else None) or builtin_resources()
 
 
 @_safe

@@ -16,12 +16,14 @@ from typing import Any, Iterator
 from kfin.errors import (APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError,
                          UnreachableError)
 from kfin.names import api_path, check_namespace
+from kfin.shapes import ShapeError, check_dict, check_object, check_page
 
 JSON = "application/json"
 # Metadata-only answers keep Secret data (and every spec) on the server. The JSON fallback lets
 # aggregated APIs that cannot produce PartialObjectMetadata answer with full objects instead of 406.
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 IN_CLUSTER_HOST = "KUBERNETES_SERVICE_HOST"
 
 
@@ -162,46 +164,94 @@ class Kube:
         return cls(_Transport(configuration, pool), context, configuration.host.rstrip("/"), namespace, timeout)
 
     # ----- requests --------------------------------------------------------------------------------
+    # Dropped connections are retried within the deadline: a refused port at most once, a lost answer
+    # once for requests that are safe to repeat (never PATCH or POST).
+    RETRY_CONNECT, RETRY_READ = 1, 1
+    IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
                 content_type: str | None = None, what: tuple[str, str, str | None] | None = None) -> Any:
         """One API request; JSON in and out. `what` is (verb, resource, namespace) for error messages."""
-        import urllib3
+        status, _, data = self.send(method, path, query, body, accept, content_type, what)
+        return self._json(path, data)
+
+    def send(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
+             content_type: str | None = None, what=None, headers: dict | None = None) -> tuple[int, Any, bytes]:
+        """(status, response headers, body bytes) of one request; an error status raises.
+
+        --request-timeout is a deadline for the whole request, retries and a slowly trickled body
+        included, as kubectl's: each wait on the socket gets only the time that is left.
+        """
+        import time
         from urllib.parse import urlencode
 
-        headers = {"Accept": accept, "User-Agent": f"kfin/{_version()}"}
-        headers.update(self._api.auth_headers())
+        import urllib3
+
+        deadline = time.monotonic() + self.timeout if self.timeout else None
+        sent = {"Accept": accept, "User-Agent": f"kfin/{_version()}", **(headers or {})}
+        sent.update(self._api.auth_headers())
         data = None
         if body is not None:
-            headers["Content-Type"] = content_type or JSON
+            sent["Content-Type"] = content_type or JSON
             data = json.dumps(body).encode()
         params = {k: v for k, v in (query or {}).items() if v is not None}
         url = self.server + path + (("?" + urlencode(params)) if params else "")
-        timeout = urllib3.Timeout(total=self.timeout) if self.timeout else None
-        try:
-            response = self._api.pool.request(method, url, body=data, headers=headers, timeout=timeout)
-        except urllib3.exceptions.MaxRetryError as error:
-            raise self._connection_error(error.reason) from None
-        except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise self._connection_error(error) from None
-        if response.status >= 400:
-            raise self._api_error(response.status, response.reason, response.data, what)
-        if not response.data:
+        tries = {"connect": 0, "read": 0}
+        while True:
+            left = self._left(deadline)
+            try:
+                response = self._api.pool.request(method, url, body=data, headers=sent, retries=False,
+                                                  redirect=False, preload_content=False,
+                                                  timeout=urllib3.Timeout(connect=left, read=left) if left else None)
+                payload = _read_body(response, deadline)
+            except _DeadlinePassed:
+                raise self._connection_error(TimeoutError("timed out")) from None
+            except (urllib3.exceptions.HTTPError, OSError) as error:
+                step = "connect" if isinstance(error, (urllib3.exceptions.NewConnectionError,
+                                                       urllib3.exceptions.ConnectTimeoutError)) else "read"
+                limit = self.RETRY_CONNECT if step == "connect" else self.RETRY_READ
+                retry = tries[step] < limit and (step == "connect" or method in self.IDEMPOTENT) and \
+                    not isinstance(error, urllib3.exceptions.TimeoutError) and not _is_tls(error)
+                if retry and (deadline is None or deadline - time.monotonic() > 0.1):
+                    tries[step] += 1
+                    time.sleep(0.1)
+                    continue
+                raise self._connection_error(error) from None
+            if response.status >= 400:
+                raise self._api_error(response.status, response.reason, payload, what)
+            return response.status, response.headers, payload
+
+    def _left(self, deadline: float | None) -> float | None:
+        import time
+
+        if deadline is None:
+            return None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise self._connection_error(TimeoutError("timed out"))
+        return left
+
+    def _json(self, path: str, data: bytes) -> Any:
+        if not data:
             return None
         try:
-            return json.loads(response.data)
+            return json.loads(data)
         except ValueError:
             raise APIError(f"the API server at {self.server} answered {path} with something that is not JSON") from None
 
     def _connection_error(self, reason) -> KfinError:
-        from urllib3.exceptions import NewConnectionError, SSLError, TimeoutError
+        from urllib3.exceptions import MaxRetryError, NewConnectionError, SSLError
+        from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
+        if isinstance(reason, MaxRetryError) and reason.reason is not None:
+            reason = reason.reason
         text = str(reason)
         if isinstance(reason, NewConnectionError):  # a subclass of the timeout errors, but not one
             return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): "
                                     f"{_short(text)}")
         if isinstance(reason, SSLError) or "SSL" in text or "certificate" in text:
             return AuthError(f"TLS handshake with {self.server} failed (context {self.context}): {_short(text)}")
-        if isinstance(reason, TimeoutError) or "timed out" in text:
+        if isinstance(reason, (Urllib3Timeout, TimeoutError)) or "timed out" in text:
             return UnreachableError(f"the API server at {self.server} did not answer in time (context {self.context})")
         return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): {_short(text)}")
 
@@ -228,7 +278,7 @@ class Kube:
 
     # ----- the calls kfin makes --------------------------------------------------------------------
     def server_version(self) -> dict:
-        return self.request("GET", "/version")
+        return check_dict(self.request("GET", "/version"), f"GET /version of {self.server}")
 
     def whoami(self) -> str:
         """The user as the API server sees it (SelfSubjectReview), for the audit log."""
@@ -239,8 +289,12 @@ class Kube:
         except KfinError as error:
             return f"unknown (SelfSubjectReview: {error.message})"
 
+    def get(self, path: str, what=None) -> dict:
+        """One whole object."""
+        return check_object(self.request("GET", path, what=what), f"GET {path}")
+
     def get_metadata(self, path: str, what=None) -> dict:
-        return self.request("GET", path, accept=METADATA_ACCEPT, what=what)
+        return check_object(self.request("GET", path, accept=METADATA_ACCEPT, what=what), f"GET {path}")
 
     def list_metadata_pages(self, path: str, limit: int = 500, what=None) -> Iterator[dict]:
         """Every page of a metadata-only list (an empty list answers `items: null`)."""
@@ -253,42 +307,48 @@ class Kube:
     def _pages(self, path: str, limit: int, accept: str, what) -> Iterator[dict]:
         token = None
         while True:
-            page = self.request("GET", path, {"limit": limit, "continue": token}, accept=accept, what=what) or {}
+            page = check_page(self.request("GET", path, {"limit": limit, "continue": token}, accept=accept, what=what),
+                              f"GET {path}")
             yield page
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return
 
-    def group_versions(self) -> list[str]:
-        """The group/versions the server offers (one cheap request: /apis)."""
-        groups = (self.request("GET", "/apis", what=("get", "/apis", None)) or {}).get("groups") or []
-        return sorted(v["groupVersion"] for g in groups for v in g.get("versions") or [])
+    def api_groups(self) -> list[tuple[str, list[str], str]]:
+        """(group, versions, preferred version) of every API group, from legacy /apis: one cheap request
+        that also names the groups whose APIService has no backend (aggregated discovery leaves them out)."""
+        where = f"GET /apis of {self.server}"
+        groups = check_dict(self.request("GET", "/apis", what=("get", "/apis", None)), where).get("groups")
+        if not isinstance(groups, list):
+            raise ShapeError(f"{where} answered without a list of groups")
+        out = []
+        for g in groups:
+            versions = [v.get("version") for v in g.get("versions") or [] if isinstance(v, dict)] \
+                if isinstance(g, dict) and isinstance(g.get("versions"), list) else None
+            if not versions or not isinstance(g.get("name"), str) or not all(isinstance(v, str) and v for v in versions):
+                raise ShapeError(f"{where} answered a malformed API group: {str(g)[:100]}")
+            preferred = g.get("preferredVersion") if isinstance(g.get("preferredVersion"), dict) else {}
+            version = preferred.get("version")
+            out.append((g["name"], versions, version if isinstance(version, str) and version else versions[0]))
+        return out
 
-    def discovery_documents(self, concurrency: int = 8):
-        """(/api/v1, [(group, version, /apis/GROUP/VERSION)], [(group/version, error)]) for preferred versions.
+    def aggregated_discovery(self, path: str, etag: str | None) -> tuple[dict | None, str | None]:
+        """(document, ETag) of /api or /apis as an APIGroupDiscoveryList; (None, etag) when the server
+        answers 304 Not Modified to `etag`. A server without aggregated discovery answers its legacy
+        document, returned with no ETag."""
+        status, headers, data = self.send("GET", path, accept=AGGREGATED_ACCEPT, what=("get", path, None),
+                                          headers={"If-None-Match": etag} if etag else None)
+        if status == 304:
+            return None, etag
+        document = check_dict(self._json(path, data), f"GET {path} of {self.server}")
+        if document.get("kind") != "APIGroupDiscoveryList":
+            return document, None
+        return document, headers.get("ETag")
 
-        A group whose discovery fails (an APIService without backend answers 503) is reported, not fatal.
-        """
-        from concurrent.futures import ThreadPoolExecutor
-
-        core = self.request("GET", "/api/v1", what=("get", "/api/v1", None))
-        groups = (self.request("GET", "/apis", what=("get", "/apis", None)) or {}).get("groups") or []
-        wanted = [(g["name"], g["preferredVersion"]["version"]) for g in groups if g.get("preferredVersion")]
-
-        def fetch(gv):
-            group, version = gv
-            try:
-                return group, version, self.request("GET", api_path("apis", group, version)), None
-            except KfinError as error:
-                return group, version, None, error
-        found, failed = [], []
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            for group, version, doc, error in pool.map(fetch, wanted):
-                if error is None:
-                    found.append((group, version, doc))
-                else:
-                    failed.append((f"{group}/{version}", error))
-        return core, found, failed
+    def resource_list(self, group: str, version: str) -> dict:
+        """Legacy discovery of one group version (/api/v1 or /apis/GROUP/VERSION)."""
+        path = api_path("apis", group, version) if group else api_path("api", version)
+        return check_dict(self.request("GET", path, what=("get", path, None)), f"GET {path} of {self.server}")
 
     def patch_json(self, path: str, operations: list, dry_run: bool = False, what=None) -> dict:
         return self.request("PATCH", path, {"dryRun": "All" if dry_run else None}, body=operations,
@@ -323,6 +383,40 @@ class _Transport:
                         headers[setting["key"]] = setting["value"]
                 self._auth, self._auth_at = headers, now
             return dict(self._auth)
+
+
+class _DeadlinePassed(Exception):
+    """--request-timeout ran out while the answer was still arriving."""
+
+
+def _read_body(response, deadline: float | None) -> bytes:
+    """The whole body, each socket wait limited to the time left before `deadline`."""
+    import time
+
+    chunks = []
+    try:
+        while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _DeadlinePassed()
+                sock = getattr(getattr(response, "connection", None), "sock", None)
+                if sock is not None:
+                    sock.settimeout(left)
+            chunk = response.read1(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except BaseException:
+        response.close()  # the connection is in an unknown state: never back to the pool
+        raise
+    response.release_conn()
+    return b"".join(chunks)
+
+
+def _is_tls(error) -> bool:
+    import urllib3
+    return isinstance(error, urllib3.exceptions.SSLError) or "SSL" in str(error) or "certificate" in str(error)
 
 
 def _version() -> str:

@@ -10,7 +10,8 @@ from kfin.durations import format_age, parse_duration
 from kfin.errors import ExitCode, NotFoundError
 from kfin.finalizers import family
 from kfin.kube import Kube, Target
-from kfin.resources import Catalog, parse_discovery
+from kfin.discovery import discover
+from kfin.resources import Catalog, parse_resource_list
 from tests.fakeapi.rawclient import RawClient
 from tests.runner import kfin
 
@@ -41,11 +42,15 @@ def test_kinds_in_every_kubectl_form():
 
 
 def test_builtin_kinds_match_discovery(fake_kubeconfig):
+    """The built-in table, aggregated discovery and legacy discovery name the same types."""
     kube = Kube.connect(Target(kubeconfig=str(fake_kubeconfig)))
-    core, groups, failed = kube.discovery_documents()
-    served = {(r.group, r.resource, r.kind, r.namespaced, r.short_names) for r in parse_discovery(core, groups)}
+    resources, failed = discover(kube, refresh=True)
+    served = {(r.group, r.resource, r.kind, r.namespaced, r.short_names) for r in resources}
+    legacy = {(r.group, r.resource, r.kind, r.namespaced, r.short_names)
+              for group, _, version in [("", [], "v1")] + kube.api_groups()
+              for r in parse_resource_list(group, version, kube.resource_list(group, version))}
     table = {(r.group, r.resource, r.kind, r.namespaced, r.short_names) for r in builtin_resources()}
-    assert not failed and served == table
+    assert not failed and served == table == legacy
 
 
 @pytest.mark.parametrize("finalizer, name", [
@@ -84,16 +89,18 @@ def test_bad_snapshot_files_are_usage_errors(tmp_path):
     assert "neither a kfin snapshot" in kfin("stuck", "--from-snapshot", str(tmp_path / "other.json")).stderr
 
 
-def test_discovery_is_cached_and_a_new_api_group_invalidates_it(fake, fake_kubeconfig):
+def test_discovery_is_revalidated_by_etag_and_a_new_api_group_shows_at_once(fake, fake_kubeconfig):
     base = ("stuck", "-A", "--kubeconfig", str(fake_kubeconfig), "-o", "json")
     assert kfin(*base).code == 0
-    discovery = lambda: [r for r in fake.requests if r.path.startswith("/apis/") and r.path.count("/") == 3]
-    first = len(discovery())
-    assert first > 10
+    discovery = lambda: [r for r in fake.requests if r.path in ("/api", "/apis") and "apidiscovery" in r.accept]
+    assert [r.status for r in discovery()] == [200, 200]
+    fake.requests.clear()
     kfin(*base)
-    assert len(discovery()) == first  # served from the cache
+    assert [r.status for r in discovery()] == [304, 304]  # the cache is current
+    assert not [r for r in fake.requests if r.path.startswith("/apis/") and r.path.count("/") == 3]
+    fake.requests.clear()
     kfin(*base, "--refresh")
-    assert len(discovery()) == 2 * first
+    assert [r.status for r in discovery()] == [200, 200]
     api = RawClient(fake.url, "admin-token")
     api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {"metadata": {"name": "gizmos.acme.io"},
                "spec": {"group": "acme.io", "scope": "Namespaced", "names": {"plural": "gizmos", "kind": "Gizmo"},

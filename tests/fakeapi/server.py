@@ -1,6 +1,7 @@
 """HTTP front of the fake kube-apiserver: routing, content negotiation, auth, faults and the request log."""
 
 import base64
+import hashlib
 import json
 import re
 import secrets
@@ -27,12 +28,15 @@ READER_ROLE = "kfin-test-reader"
 
 @dataclass
 class Fault:
-    """A fault a test switches on: `delay` seconds, an HTTP `status`, or `drop` the connection."""
+    """A fault a test switches on: `delay` seconds, an HTTP `status`, `drop` the connection, answer
+    `body` (JSON, or bytes as they are) instead of the real answer, or `trickle` it a byte at a time."""
     path: str  # regular expression searched in the request path
     method: str | None = None
     delay: float = 0.0
     status: int | None = None
     drop: bool = False
+    body: object = None
+    trickle: float = 0.0  # seconds between bytes of the body
     times: int | None = None  # None: every matching request
 
 
@@ -46,6 +50,7 @@ class LoggedRequest:
     user: str
     status: int = 0
     raw_path: str = ""  # as sent, percent-encoded; `path` is decoded, as Go's URL.Path
+    response_headers: dict = field(default_factory=dict)
     metadata_only: bool = False
     response_bytes: int = 0
     resource: str = ""
@@ -279,7 +284,13 @@ class FakeAPIServer:
         with self.cluster.lock:
             self.controllers.renew_lease()
             if method == "GET" and parts in (["api"], ["apis"]) and _wants_aggregated(headers.get("Accept")):
-                return 200, AGGREGATED_TYPE, self._aggregated_discovery(parts == ["api"])
+                document = self._aggregated_discovery(parts == ["api"])
+                # The ETag is a hash of the document: 304 while it is unchanged (captures 09-10 of causes).
+                etag = '"' + hashlib.sha512(json.dumps(document, sort_keys=True).encode()).hexdigest().upper() + '"'
+                log.response_headers["ETag"] = etag
+                if headers.get("If-None-Match") == etag:
+                    return 304, None, ""
+                return 200, AGGREGATED_TYPE, document
             discovery = self._discovery(method, parts)
             if discovery is not None:
                 return 200, "application/json", discovery
@@ -628,6 +639,10 @@ class _Handler(BaseHTTPRequestHandler):
                 except OSError:
                     pass
                 return
+            if fault.body is not None:
+                data = fault.body if isinstance(fault.body, bytes) else json.dumps(fault.body).encode()
+                self._send(fault.status or 200, "application/json", data.decode(errors="replace"), log, fault.trickle)
+                return
             if fault.status:
                 self._send(fault.status, "application/json", st.internal_error("injected fault").body
                            if fault.status >= 500 else st.failure(fault.status, "BadRequest", "injected fault").body, log)
@@ -640,7 +655,7 @@ class _Handler(BaseHTTPRequestHandler):
             code, content_type, answer = 500, "application/json", st.internal_error(repr(error)).body
         self._send(code, content_type, answer, log)
 
-    def _send(self, code, content_type, answer, log):
+    def _send(self, code, content_type, answer, log, trickle: float = 0.0):
         if isinstance(answer, str):
             data = answer.encode()
         else:
@@ -648,9 +663,22 @@ class _Handler(BaseHTTPRequestHandler):
                 data = json.dumps(answer, separators=(",", ":")).encode()
         log.status, log.response_bytes = code, len(data)
         self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        for name, value in log.response_headers.items():
+            self.send_header(name, value)
+        if code != 304:
+            self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        if not trickle:
+            self.wfile.write(data)
+            return
+        try:
+            for index in range(len(data)):
+                self.wfile.write(data[index:index + 1])
+                self.wfile.flush()
+                time.sleep(trickle)
+        except OSError:  # the client gave up
+            self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve

@@ -1,0 +1,124 @@
+"""Never a false all-clear: what kfin could not read is never reported as "nothing stuck"."""
+
+import json
+import socket
+
+import pytest
+
+from kfin.errors import ExitCode
+from tests.fakeapi import Fault
+from tests.fakeapi.rawclient import RawClient
+from tests.runner import kfin
+
+
+def widget_crd(api, plural, kind, group="acme.io"):
+    api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "scope": "Namespaced", "names": {"plural": plural, "kind": kind},
+                 "versions": [{"name": "v1", "served": True, "storage": True}]}})
+
+
+def stuck_custom(api, plural, kind, name, group="acme.io"):
+    api.create(f"/apis/{group}/v1/namespaces/default/{plural}", {
+        "apiVersion": f"{group}/v1", "kind": kind, "metadata": {"name": name, "finalizers": [f"{group}/x"]}})
+    api.delete(f"/apis/{group}/v1/namespaces/default/{plural}/{name}")
+
+
+def test_a_new_kind_in_a_known_group_version_is_scanned_at_once(fake, fake_kubeconfig):
+    """The discovery cache knew acme.io/v1 with Gadgets only; a Sprocket kind joins it and is stuck."""
+    api = RawClient(fake.url, "admin-token")
+    widget_crd(api, "gadgets", "Gadget")
+    base = ("--kubeconfig", str(fake_kubeconfig))
+    assert kfin("stuck", "-A", *base).code == 0  # caches acme.io/v1 with gadgets alone
+    widget_crd(api, "sprockets", "Sprocket")
+    stuck_custom(api, "sprockets", "Sprocket", "s1")
+    result = kfin("stuck", "-A", "-o", "json", *base)
+    assert result.code == 0, result.stderr
+    assert [(i["kind"], i["name"]) for i in json.loads(result.stdout)["items"]] == [("Sprocket", "s1")]
+    explained = kfin("explain", "sprockets", "s1", "-n", "default", *base)
+    assert explained.code == 0 and "acme.io/x" in explained.stdout, explained
+
+
+MALFORMED = [None, [1, 2, 3], "text", {"items": 5}, {"kind": "ConfigMapList"},
+             {"items": [{"metadata": 5}]}, {"items": [{"metadata": {"name": "x", "finalizers": "a"}}]},
+             {"items": [{"metadata": {"name": "x", "ownerReferences": [7]}}]},
+             {"items": [], "metadata": {"continue": 5}}]
+
+
+@pytest.mark.parametrize("body", MALFORMED, ids=[json.dumps(b)[:30] for b in MALFORMED])
+def test_a_malformed_list_is_a_failure_of_that_type(fake, fake_kubeconfig, body):
+    fake.faults.append(Fault(path="^/api/v1/configmaps$", body=json.dumps(body).encode()))
+    result = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.PARTIAL, result
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    assert [(f["what"], f["target"], f["reason"]) for f in report["failures"]] == [("list", "configmaps", "BadResponse")]
+    assert "warning: list of configmaps failed" in result.stderr
+
+
+@pytest.mark.parametrize("path", ["^/apis$", "^/api$", "^/version$"])
+@pytest.mark.parametrize("body", [None, [1, 2, 3], {"kind": "APIGroupDiscoveryList", "items": 5},
+                                  {"groups": [{"name": 5}]}])
+def test_malformed_discovery_is_a_one_line_error(fake, fake_kubeconfig, path, body):
+    fake.faults.append(Fault(path=path, body=json.dumps(body).encode()))
+    command = ["version"] if path == "^/version$" else ["stuck", "-A"]
+    result = kfin(*command, "--kubeconfig", str(fake_kubeconfig))
+    if path == "^/version$" and isinstance(body, dict):
+        assert result.code == 0  # a /version without gitVersion still says what it can
+        return
+    if path == "^/api$" and body == {"groups": [{"name": 5}]}:  # not aggregated: read the legacy way, in full
+        assert result.code == 0 and any(r.path == "/api/v1" for r in fake.requests), result
+        return
+    assert result.code == ExitCode.API, result
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert "No stuck objects" not in result.stderr + result.stdout
+
+
+def test_a_server_that_serves_no_core_types_is_not_all_clear(fake, fake_kubeconfig):
+    fake.faults.append(Fault(path="^/api$", body={"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+                                                  "items": [{"metadata": {}, "versions": [
+                                                      {"version": "v1", "resources": [], "freshness": "Current"}]}]}))
+    result = kfin("stuck", "-A", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.API and "lists no namespaces" in result.stderr, result
+
+
+def test_when_no_context_can_be_read_it_is_an_error(tmp_path):
+    ports = []
+    for _ in range(2):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+    config = {"apiVersion": "v1", "kind": "Config",
+              "clusters": [{"name": f"c{p}", "cluster": {"server": f"http://127.0.0.1:{p}"}} for p in ports],
+              "users": [{"name": "u", "user": {"token": "t"}}],
+              "contexts": [{"name": f"ctx{i}", "context": {"cluster": f"c{p}", "user": "u"}} for i, p in enumerate(ports)],
+              "current-context": "ctx0"}
+    (tmp_path / "kc").write_text(json.dumps(config))
+    for args in (["--context", "ctx0", "--context", "ctx1"], ["--all-contexts"]):
+        result = kfin("stuck", "--kubeconfig", str(tmp_path / "kc"), *args)
+        assert result.code == ExitCode.UNREACHABLE, result
+        assert result.stderr.startswith("error: no context could be read: ctx0: ") and "ctx1: " in result.stderr
+        assert "No stuck objects" not in result.stderr
+
+
+def test_a_ghost_is_not_reported_gone(fake, fake_kubeconfig, tmp_path, monkeypatch):
+    """A namespace forced through /finalize with content left: the content is still stored, every write
+    answers 404 for the namespace (captures 35-37 of causes). kfin says so and records a failure."""
+    audit = tmp_path / "audit.jsonl"
+    monkeypatch.setenv("KFIN_AUDIT_LOG", str(audit))
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": "doomed"}})
+    api.create("/api/v1/namespaces/doomed/configmaps", {"metadata": {"name": "left", "finalizers": ["example.com/hold"]}})
+    api.delete("/api/v1/namespaces/doomed")
+    namespace = api.get("/api/v1/namespaces/doomed")
+    namespace["spec"]["finalizers"] = []
+    api.ok("PUT", "/api/v1/namespaces/doomed/finalize", namespace)
+    assert api.send("GET", "/api/v1/namespaces/doomed")[0] == 404
+    result = kfin("remove", "cm", "left", "-n", "doomed", "--finalizer", "example.com/hold", "--confirm",
+                  "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.API, result
+    assert "failed" in result.stdout and 'namespace "doomed" no longer exists' in result.stdout
+    assert "already gone" not in result.stdout
+    [record] = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert record["result"] == "failed" and record["finalizersAfter"] == ["example.com/hold"]
+    assert api.get("/api/v1/namespaces/doomed/configmaps/left")["metadata"]["finalizers"] == ["example.com/hold"]
