@@ -2,13 +2,22 @@
 
 Removed finalizers cannot be put back on a Terminating object (the API server forbids adding
 finalizers once deletion started): the log is a record of what was done, not a way to undo it.
+kfin checks that the log can be appended to before its first write to a cluster, so that no change
+goes unrecorded because of a full disk or a wrong path found too late.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from kfin.errors import KfinError, UsageError
+
+
+class AuditError(KfinError):
+    """The audit log cannot be appended to (exit 9)."""
 
 
 def default_path() -> Path:
@@ -18,28 +27,80 @@ def default_path() -> Path:
     return Path(state) / "kfin" / "audit.jsonl"
 
 
+def _open(path: Path) -> int:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    except OSError as error:
+        raise AuditError(f"cannot write the audit log {path}: {error.strerror or error}") from None
+
+
+def check_writable(path: Path | None = None) -> Path:
+    """Raises AuditError unless a record could be appended now (nothing is written)."""
+    path = path or default_path()
+    os.close(_open(path))
+    return path
+
+
 def append(record: dict, path: Path | None = None) -> Path:
     path = path or default_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps(record, sort_keys=False, separators=(",", ":")) + "\n"
     # One write of one line, opened for append: concurrent kfin runs interleave whole records.
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = _open(path)
     try:
-        os.write(fd, line.encode())
+        data = line.encode()
+        if os.write(fd, data) != len(data):
+            raise AuditError(f"cannot write the audit log {path}: short write (disk full?)")
+    except OSError as error:
+        raise AuditError(f"cannot write the audit log {path}: {error.strerror or error}") from None
     finally:
         os.close(fd)
     return path
 
 
-def read(path: Path | None = None) -> list[dict]:
+@dataclass
+class AuditLog:
+    records: list[dict] = field(default_factory=list)
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
+
+
+def _record_problem(record) -> str | None:
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    shapes = {"object": dict, "verdicts": dict, "removed": list, "time": str, "result": str, "context": str,
+              "user": str}
+    for key, kind in shapes.items():
+        if record.get(key) is not None and not isinstance(record[key], kind):
+            return f"its {key} is not a {kind.__name__}"
+    if not all(isinstance(v, str) for v in record.get("removed") or []):
+        return "its removed is not a list of names"
+    return None
+
+
+def read(path: Path | None = None) -> AuditLog:
+    """Every well-formed record; the numbers of the lines that are not, with why."""
     path = path or default_path()
-    if not path.exists():
-        return []
-    records = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                records.append({"time": "?", "result": f"unreadable line {number}"})
-    return records
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return AuditLog()
+    except OSError as error:
+        raise UsageError(f"cannot read the audit log {path}: {error.strerror or error}") from None
+    log = AuditLog()
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            log.bad_lines.append((number, "not UTF-8 text"))
+            continue
+        except ValueError:
+            log.bad_lines.append((number, "not JSON"))
+            continue
+        problem = _record_problem(record)
+        if problem:
+            log.bad_lines.append((number, problem))
+        else:
+            log.records.append(record)
+    return log

@@ -290,25 +290,59 @@ def _prog_name() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run kfin; every failure becomes one line on stderr and a documented exit code.
-
-    Typer itself exits with 2 on a usage error and 130 on Ctrl-C; kfin's own errors carry their code.
-    """
+    """Run kfin; every failure becomes one line on stderr and a documented exit code (README.md)."""
     from kfin.gcpause import paused_gc
+    from kfin.output import QuietPipe, one_line
 
+    stdout = sys.stdout
+    sys.stdout = QuietPipe(stdout)  # a reader that goes away (| head) must not cost the warnings
     try:
         with paused_gc(freeze_after=False):  # a command is one short batch of work: see kfin/gcpause.py
-            app(args=argv, prog_name=_prog_name())
+            code = app(args=argv, prog_name=_prog_name(), standalone_mode=False)
+        if code == ExitCode.INTERRUPTED:  # Typer turns Ctrl-C into Exit(130)
+            raise KeyboardInterrupt
     except KfinError as error:
-        typer.echo("error: " + " ".join(line.strip() for line in error.message.splitlines()), err=True)
-        sys.exit(int(error.exit_code))
-    except BrokenPipeError:
-        sys.exit(int(ExitCode.OK))  # the reader went away (| head): not an error
+        _fail(one_line(error.message), error.exit_code)
+    except click_exceptions().NoArgsIsHelpError as error:
+        print(error.ctx.get_help())
+        code = ExitCode.USAGE
+    except click_exceptions().UsageError as error:  # Click's own: unknown flag, bad value, missing argument
+        hint = f" (see {error.ctx.command_path} --help)" if error.ctx else ""
+        _fail(one_line(error.format_message()) + hint, ExitCode.USAGE)
+    except typer.Abort:  # Ctrl-C or end of input at a prompt: nothing was changed
+        _fail("interrupted", ExitCode.INTERRUPTED)
     except KeyboardInterrupt:
-        sys.exit(int(ExitCode.INTERRUPTED))
+        _fail("interrupted", ExitCode.INTERRUPTED)
     except Exception as error:  # a bug: say so in one line, with the way to see more
         if os.environ.get("KFIN_DEBUG"):
             raise
-        typer.echo(f"error: internal error in kfin: {error!r} (run with KFIN_DEBUG=1 for the traceback, "
-                   "and please report it)", err=True)
-        sys.exit(int(ExitCode.INTERNAL))
+        _fail(f"internal error in kfin: {one_line(repr(error))} (run with KFIN_DEBUG=1 for the traceback, "
+              "and please report it)", ExitCode.INTERNAL)
+    finally:
+        sys.stdout = stdout
+    sys.exit(int(code or 0))
+
+
+def click_exceptions():
+    """Click's exception classes: Typer 0.29 and newer carry their own copy of Click."""
+    try:
+        from click import exceptions
+    except ImportError:
+        from typer._click import exceptions
+    return exceptions
+
+
+def _fail(message: str, code: int) -> None:
+    """One line on stderr, then exit. Threads still waiting on the network (a scan interrupted by
+    Ctrl-C) are not waited for."""
+    import threading
+
+    print(f"error: {message}", file=sys.stderr)
+    if code == ExitCode.INTERRUPTED and threading.active_count() > 1:
+        sys.stderr.flush()
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(int(code))
+    sys.exit(int(code))

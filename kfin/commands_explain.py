@@ -30,10 +30,10 @@ def load_target(options: Options, kind: str, name: str, from_snapshot: str | Non
             raise UsageError(f'{rtype.qualified} "{name}" exists in several namespaces of the snapshot '
                              f'({", ".join(o.namespace for o in matches)}): pass -n')
         return matches[0], Facts(inv)
-    return _live_target(options, kind, name, refresh)
+    return live_target(options, kind, name, refresh)
 
 
-def _live_target(options: Options, kind: str, name: str, refresh: bool) -> tuple[KubeObject, Facts]:
+def live_target(options: Options, kind: str, name: str, refresh: bool) -> tuple[KubeObject, Facts]:
     from kfin.discovery import discover
     from kfin.kube import Kube
     from kfin.resources import Catalog

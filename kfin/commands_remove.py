@@ -81,11 +81,11 @@ def _facts_for(kube, resources):
 def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_live, server_dry_run,
                audit_log, refresh) -> int:
     from kfin import audit
-    from kfin.commands_explain import _live_target
+    from kfin.commands_explain import live_target
     from kfin.explain import explain_object
-    from kfin.remove import Remover, plan
+    from kfin.remove import Outcome, Remover, plan
 
-    obj, facts = _live_target(options, kind, name, refresh)
+    obj, facts = live_target(options, kind, name, refresh)
     plan_ = plan(obj, explain_object(obj, facts).findings, patterns, force, allow_live)
     print_plan(plan_)
     if plan_.refused or plan_.blocked:
@@ -105,18 +105,40 @@ def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_
         outcome = remover.apply(plan_, patterns, force, allow_live, dry_run=True)
         print(f"server dry run: {outcome.message}")
         return ExitCode.OK
+    log_path = audit.check_writable(Path(audit_log) if audit_log else None)  # before anything is written
     user = kube.whoami()
     try:
         outcome = remover.apply(plan_, patterns, force, allow_live)
     except KfinError as error:
-        from kfin.remove import Outcome
         outcome = Outcome("failed", error.message, before=obj.finalizers + obj.spec_finalizers)
-        audit.append(_audit_record(kube, user, plan_, outcome, force), Path(audit_log) if audit_log else None)
+        _record(_audit_record(kube, user, plan_, outcome, force), log_path)
         raise
-    path = audit.append(_audit_record(kube, user, plan_, outcome, force), Path(audit_log) if audit_log else None)
+    except KeyboardInterrupt:
+        outcome = Outcome("interrupted", "interrupted before kfin could read the answer: the change may or may not "
+                          "have been applied", before=obj.finalizers + obj.spec_finalizers)
+        _record(_audit_record(kube, user, plan_, outcome, force), log_path)
+        print(f"interrupted: {obj.ref}: the change may or may not have been applied; `kfin explain` shows its "
+              "state now", file=sys.stderr)
+        raise
+    recorded = _record(_audit_record(kube, user, plan_, outcome, force), log_path)
     print(f"{outcome.result}: {obj.ref}: {outcome.message}")
-    print(f"recorded in {path}", file=sys.stderr)
-    return ExitCode.OK if outcome.result in ("removed", "gone", "unchanged") else ExitCode.API
+    ok = outcome.result in ("removed", "gone", "unchanged")
+    if recorded:
+        print(f"recorded in {log_path}", file=sys.stderr)
+    return ExitCode.OK if ok and recorded else ExitCode.API
+
+
+def _record(record: dict, path: Path) -> bool:
+    """Append to the audit log; if that fails after a write, the record goes to stderr instead of being lost."""
+    from kfin import audit
+
+    try:
+        audit.append(record, path)
+        return True
+    except audit.AuditError as error:
+        print(f"error: {error.message}; the record of what was applied follows:", file=sys.stderr)
+        print(json.dumps(record, separators=(",", ":")), file=sys.stderr)
+        return False
 
 
 def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, server_dry_run, audit_log,
@@ -143,25 +165,44 @@ def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, 
               file=sys.stderr)
         return ExitCode.REFUSED if refused else ExitCode.OK
     if confirm and not server_dry_run and sys.stdin.isatty() and not yes:
-        answer = input(f"Remove finalizers from {len(runnable)} objects in context {kube.context}? [y/N] ")
+        try:
+            answer = input(f"Remove finalizers from {len(runnable)} objects in context {kube.context}? [y/N] ")
+        except EOFError:
+            answer = ""
         if answer.strip().lower() not in ("y", "yes"):
             print("Nothing was changed.", file=sys.stderr)
-            return ExitCode.OK
+            return ExitCode.REFUSED
+    log_path = None if server_dry_run else audit.check_writable(Path(audit_log) if audit_log else None)
     remover = Remover(kube, _facts_for(kube, facts.inventory.resources))
     user = "" if server_dry_run else kube.whoami()
-    done = failed = 0
-    for number, p in enumerate(runnable, 1):
-        try:
-            outcome = remover.apply(p, patterns, force, allow_live, dry_run=server_dry_run)
-        except KfinError as error:
-            outcome = Outcome("failed", error.message, before=p.obj.finalizers + p.obj.spec_finalizers)
-        if not server_dry_run:
-            audit.append(_audit_record(kube, user, p, outcome, force), Path(audit_log) if audit_log else None)
-        ok = outcome.result in ("removed", "gone", "unchanged", "dry-run")
-        done, failed = done + ok, failed + (not ok)
-        print(f"[{number}/{len(runnable)}] {outcome.result}: {p.obj.ref}: {outcome.message}", file=sys.stderr)
-    print(f"done {done}, refused {refused}, failed {failed}", file=sys.stderr)
-    if failed:
+    done = failed = unrecorded = 0
+    number = 0
+    try:
+        for number, p in enumerate(runnable, 1):
+            try:
+                outcome = remover.apply(p, patterns, force, allow_live, dry_run=server_dry_run)
+            except KfinError as error:
+                outcome = Outcome("failed", error.message, before=p.obj.finalizers + p.obj.spec_finalizers)
+            except KeyboardInterrupt:
+                outcome = Outcome("interrupted", "interrupted before kfin could read the answer: the change may or "
+                                  "may not have been applied", before=p.obj.finalizers + p.obj.spec_finalizers)
+                if log_path:
+                    _record(_audit_record(kube, user, p, outcome, force), log_path)
+                raise
+            if log_path and not _record(_audit_record(kube, user, p, outcome, force), log_path):
+                unrecorded += 1
+            ok = outcome.result in ("removed", "gone", "unchanged", "dry-run")
+            done, failed = done + ok, failed + (not ok)
+            print(f"[{number}/{len(runnable)}] {outcome.result}: {p.obj.ref}: {outcome.message}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"interrupted at [{number}/{len(runnable)}] {runnable[number - 1].obj.ref} (its state is unknown: "
+              f"`kfin explain` shows it): done {done}, failed {failed}, not started {len(runnable) - number}",
+              file=sys.stderr)
+        raise
+    print(f"done {done}, refused {refused}, failed {failed}"
+          + (f", {unrecorded} not recorded in the audit log (their records are above)" if unrecorded else ""),
+          file=sys.stderr)
+    if failed or unrecorded:
         return ExitCode.API
     return ExitCode.REFUSED if refused else ExitCode.OK
 
@@ -186,11 +227,14 @@ def show_audit(options: Options, audit_log: str | None) -> int:
     from kfin.options import check_output
 
     fmt = check_output(options, ("table", "json", "yaml"))
-    records = audit.read(Path(audit_log) if audit_log else None)
+    path = Path(audit_log) if audit_log else audit.default_path()
+    log = audit.read(path)
+    for number, why in log.bad_lines:
+        print(f"warning: {path} line {number} is not an audit record ({why}): skipped", file=sys.stderr)
     if fmt != "table":
-        render.dump(records, fmt)
-    elif records:
-        render.audit_table(records)
+        render.dump(log.records, fmt)
+    elif log.records:
+        render.audit_table(log.records)
     else:
-        print(f"No removals recorded in {Path(audit_log) if audit_log else audit.default_path()}.", file=sys.stderr)
-    return ExitCode.OK
+        print(f"No removals recorded in {path}.", file=sys.stderr)
+    return ExitCode.PARTIAL if log.bad_lines else ExitCode.OK

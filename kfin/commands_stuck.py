@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from kfin.errors import ExitCode, KfinError, NotFoundError, UsageError
 from kfin.facts import Facts
 from kfin.model import Failure, Inventory
 from kfin.options import Options
+from kfin.parallel import ordered
 
 
 @contextmanager
@@ -59,20 +59,19 @@ def gather(options: Options, contexts: list[str], from_snapshot: str | None, ref
 
     if len(contexts) <= 1:
         return [one(contexts[0] if contexts else options.context)]
-    results: list[Facts] = []
-    errors: list[KfinError] = []
-    with ThreadPoolExecutor(max_workers=min(8, len(contexts))) as pool:
-        for context, future in [(c, pool.submit(one, c)) for c in contexts]:
-            try:
-                results.append(future.result())
-            except KfinError as error:  # one unreachable cluster must not hide the others
-                errors.append(error)
-                results.append(Facts(Inventory([], [], [Failure("context", context, type(error).__name__,
-                                                                error.message)], context=context)))
+    errors: dict[str, KfinError] = {}
+
+    def attempt(context: str):
+        try:
+            return one(context)
+        except KfinError as error:  # one unreachable cluster must not hide the others
+            errors[context] = error
+            return Facts(Inventory([], [], [Failure("context", context, type(error).__name__, error.message)],
+                                   context=context))
+    results = ordered(attempt, contexts, min(8, len(contexts)))
     if len(errors) == len(contexts):  # nothing was read: an error, not a partial result
-        first = errors[0]
-        first.message = "no context could be read: " + "; ".join(
-            f"{context}: {error.message}" for context, error in zip(contexts, errors))
+        first = errors[contexts[0]]
+        first.message = "no context could be read: " + "; ".join(f"{c}: {errors[c].message}" for c in contexts)
         raise first
     return results
 

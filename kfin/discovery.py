@@ -15,11 +15,11 @@ import json
 import os
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kfin.errors import ForbiddenError, KfinError, UnreachableError
 from kfin.model import Failure, ResourceType
+from kfin.parallel import ordered
 from kfin.resources import aggregated_versions, parse_aggregated, parse_resource_list
 from kfin.shapes import ShapeError
 
@@ -107,8 +107,7 @@ def _resources(kube, groups, core_doc: dict, apis_doc: dict) -> tuple[list[Resou
             return gv, parse_resource_list(group, version, kube.resource_list(group, version))
         except KfinError as error:
             return gv, error
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        found.update(pool.map(fetch, legacy))
+    found.update(ordered(fetch, legacy, 8))
     core_types = found[("", "v1")]
     if isinstance(core_types, KfinError):
         raise core_types  # without the core group there is no scan to speak of

@@ -27,6 +27,9 @@ TimeoutOpt = Annotated[Optional[str], typer.Option("--request-timeout", metavar=
                        help="Time limit for each API request, e.g. 10s, 1m; 0 means none.")]
 
 
+MAX_TIMEOUT_SECONDS = 86400  # longer is a typo, and too long for the socket layer to represent
+
+
 @dataclass(frozen=True)
 class Options:
     kubeconfig: str | None = None
@@ -52,6 +55,8 @@ def parse_timeout(text: str | None) -> float | None:
         seconds = parse_duration(text)
     except ValueError as error:
         raise UsageError(f"--request-timeout: {error}") from None
+    if seconds > MAX_TIMEOUT_SECONDS:
+        raise UsageError(f'--request-timeout: "{text}" is too long (at most 24h; 0 means none)')
     return seconds or None
 
 

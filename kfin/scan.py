@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable
 
 from kfin.discovery import failure_of
 from kfin.errors import KfinError, NotFoundError
 from kfin.gcpause import paused_gc
 from kfin.model import Failure, KubeObject, ResourceType
+from kfin.parallel import completed
 
 NAMESPACES = ("", "namespaces")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -108,10 +108,8 @@ def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: se
                                    "metadata": slim_metadata(item.get("metadata") or {}), **reduce_object(key, item)})]
         return read_objects(kube, r, namespace, page_size, full=key in full)
 
-    with paused_gc(), ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = {pool.submit(read, r): r for r in tasks}
-        for done, future in enumerate(as_completed(futures), 1):
-            r = futures[future]
+    with paused_gc():
+        for done, (r, future) in enumerate(completed(read, tasks, concurrency), 1):
             try:
                 objects.extend(future.result())
             except KfinError as error:

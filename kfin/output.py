@@ -1,0 +1,57 @@
+"""Text that goes to the terminal: cluster data made safe to print, and stdout that a reader may close."""
+
+from __future__ import annotations
+
+import os
+import re
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+
+
+def printable(value) -> str:
+    """Cluster data as text that cannot steer a terminal: control characters (escape sequences
+    included) are shown as \\xNN. Rich markup in it is neutralised by printing it as Text, never
+    as a markup string (see kfin.render.text)."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+
+
+def one_line(message: str) -> str:
+    """An error message on one line, safe to print."""
+    return printable(" ".join(part.strip() for part in str(message).splitlines() if part.strip()))
+
+
+class QuietPipe:
+    """stdout whose reader may go away (`kfin ... | head -1`): later writes are dropped instead of
+    raising, so the command still prints its warnings on stderr and exits with its own code."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text):
+        if self.broken:
+            return len(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._detach()
+            return len(text)
+
+    def flush(self):
+        if self.broken:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._detach()
+
+    def _detach(self):
+        self.broken = True
+        try:  # the interpreter flushes stdout at exit: point the descriptor at /dev/null first
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)

@@ -1,0 +1,148 @@
+"""One clear line and a documented exit code for every failure; never an unrecorded write; Ctrl-C and
+--request-timeout are kept to the second."""
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kfin.errors import ExitCode
+from tests.fakeapi import Fault
+from tests.fakeapi.rawclient import RawClient
+from tests.runner import kfin
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def one_error_line(result, code):
+    assert result.code == code, result
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.stderr and "Usage:" not in result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("args", [["stuck", "--concurrency", "0"], ["stuck", "--no-such-flag"], ["explain"],
+                                  ["explain", "pvc"], ["nonsense"], ["stcuk"], ["stuck", "-o"],
+                                  ["graph", "a", "b", "c"], ["stuck", "--request-timeout", "99999999999999999999999999d"],
+                                  ["stuck", "--older-than", "soon"], ["remove", "--all-stuck", "cm", "x"]])
+def test_usage_errors_are_one_line(args):
+    one_error_line(kfin(*args), ExitCode.USAGE)
+
+
+def stuck_configmaps(fake, *names):
+    api = RawClient(fake.url, "admin-token")
+    for name in names:
+        api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": name, "finalizers": ["example.com/x"]}})
+        api.delete(f"/api/v1/namespaces/default/configmaps/{name}")
+    return api
+
+
+def test_an_audit_log_that_cannot_be_written_stops_kfin_before_any_write(fake, fake_kubeconfig, tmp_path):
+    api = stuck_configmaps(fake, "held")
+    for log in (tmp_path, tmp_path / "missing-dir-is-fine" / "but" / "this-is-a-file"):
+        if log != tmp_path:
+            log.parent.parent.mkdir()
+            log.parent.write_text("a file where a directory should be")
+        result = kfin("remove", "cm", "held", "--finalizer", "example.com/x", "--confirm", "--audit-log", str(log),
+                      "--kubeconfig", str(fake_kubeconfig))
+        assert result.code == ExitCode.API, result
+        assert result.stderr.splitlines()[-1].startswith(f"error: cannot write the audit log {log}")
+        assert not [r for r in fake.requests if r.method == "PATCH"]
+        assert api.get("/api/v1/namespaces/default/configmaps/held")["metadata"]["finalizers"] == ["example.com/x"]
+
+
+def test_when_the_audit_log_fails_after_a_write_the_record_is_printed_and_the_rest_goes_on(fake, fake_kubeconfig,
+                                                                                           tmp_path):
+    stuck_configmaps(fake, "one", "two")
+    log = tmp_path / "audit.jsonl"
+
+    def disk_gone(method, path):  # the log turns unwritable between kfin's check and its first record
+        if log.is_file():
+            log.unlink()
+            log.mkdir()
+    fake.before_write.append(disk_gone)
+    result = kfin("remove", "--all-stuck", "-n", "default", "--finalizer", "example.com/x", "--confirm", "--yes",
+                  "--audit-log", str(log), "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.API, result
+    printed = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    assert sorted(r["object"]["name"] for r in printed) == ["one", "two"]
+    assert all(r["result"] == "removed" for r in printed)
+    assert "done 2, refused 0, failed 0, 2 not recorded in the audit log" in result.stderr
+
+
+def test_kfin_audit_shows_the_good_records_and_names_the_bad_lines(tmp_path):
+    log = tmp_path / "audit.jsonl"
+    good = {"time": "2026-11-23T01:00:00Z", "context": "c", "user": "u", "result": "removed",
+            "object": {"kind": "ConfigMap", "namespace": "default", "name": "held"}, "removed": ["example.com/x"],
+            "verdicts": {"example.com/x": "ORPHANED"}}
+    log.write_bytes(json.dumps(good).encode() + b"\nnot json\n[1, 2]\n\xff\xfe\x00\n" +
+                    json.dumps({"object": "x"}).encode() + b"\n\n")
+    result = kfin("audit", "--audit-log", str(log))
+    assert result.code == ExitCode.PARTIAL, result
+    assert "held" in result.stdout and "example.com/x" in result.stdout
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert [line.split(" line ")[1].split()[0] for line in warned] == ["2", "3", "4", "5"]
+    assert json.loads(kfin("audit", "--audit-log", str(log), "-o", "json").stdout) == [good]
+    one_error_line(kfin("audit", "--audit-log", str(tmp_path)), ExitCode.USAGE)
+
+
+class EndOfInput(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_end_of_input_at_the_bulk_prompt_changes_nothing(fake, fake_kubeconfig, monkeypatch):
+    stuck_configmaps(fake, "one")
+    monkeypatch.setattr(sys, "stdin", EndOfInput(""))
+    result = kfin("remove", "--all-stuck", "-n", "default", "--finalizer", "example.com/x", "--confirm",
+                  "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.REFUSED and "Nothing was changed." in result.stderr, result
+    assert not [r for r in fake.requests if r.method == "PATCH"]
+
+
+def test_a_reader_that_goes_away_costs_neither_the_warnings_nor_the_exit_code():
+    process = subprocess.Popen([sys.executable, "-m", "kfin", "explain", "pvc", "data-postgres-0", "-n", "shop",
+                                "--from-snapshot", str(ROOT / "examples" / "stuck-cluster.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    process.stdout.close()  # `| head -0`: gone before kfin writes
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=30) == ExitCode.PARTIAL, stderr
+    assert stderr.startswith("warning: discovery of metrics.k8s.io/v1beta1 failed") and "Traceback" not in stderr
+
+
+def run_kfin(kubeconfig, *args):
+    return subprocess.Popen([sys.executable, "-m", "kfin", *args, "--kubeconfig", str(kubeconfig)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
+
+
+def test_ctrl_c_during_a_slow_scan_exits_at_once(fake, fake_kubeconfig):
+    fake.faults.append(Fault(path="^/api/v1/configmaps$", delay=20))
+    process = run_kfin(fake_kubeconfig, "stuck", "-A")
+    deadline = time.monotonic() + 20
+    while not any(r.path == "/api/v1/configmaps" for r in fake.requests) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, stderr = process.communicate(timeout=15)
+    assert time.monotonic() - sent < 1.0
+    assert process.returncode == ExitCode.INTERRUPTED and stderr.strip().endswith("error: interrupted"), stderr
+
+
+@pytest.mark.parametrize("fault", [Fault(path="^/version$", body=json.dumps({"gitVersion": "v1.36.2"}).encode(),
+                                         trickle=0.1),
+                                   Fault(path="^/version$", delay=4)], ids=["trickled", "silent"])
+def test_request_timeout_is_a_deadline_for_the_whole_request(fake, fake_kubeconfig, fault):
+    fake.faults.append(fault)
+    started = time.monotonic()
+    result = kfin("version", "--kubeconfig", str(fake_kubeconfig), "--request-timeout", "1s")
+    assert time.monotonic() - started < 1.8
+    assert "did not answer in time" in one_error_line(result, ExitCode.UNREACHABLE)
