@@ -21,7 +21,7 @@ from kfin.errors import ForbiddenError, KfinError, UnreachableError
 from kfin.model import Failure, ResourceType
 from kfin.parallel import ordered
 from kfin.resources import aggregated_versions, parse_aggregated, parse_resource_list
-from kfin.shapes import ShapeError
+from kfin.shapes import ShapeError, resource_problem
 
 
 def cache_root() -> Path:
@@ -47,7 +47,8 @@ def read_cache(path: Path) -> dict | None:
     try:
         cached = json.loads(path.read_text())
         if not isinstance(cached, dict) or not isinstance(cached.get("groupVersions"), list) or \
-                not isinstance(cached.get("etags"), dict) or not isinstance(cached.get("resources"), list):
+                not isinstance(cached.get("etags"), dict) or not isinstance(cached.get("resources"), list) or \
+                any(resource_problem(r) for r in cached["resources"]):
             return None
         cached["types"] = [ResourceType.from_dict(r) for r in cached["resources"]]
         return cached

@@ -13,12 +13,14 @@ from kfin.gcpause import paused_gc
 from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
 from kfin.resources import Catalog
 from kfin.scan import REDUCED_FIELDS, reduce_object, scan, slim_metadata
+from kfin.shapes import object_problem, resource_problem, type_name
 
 SNAPSHOT_KIND = "Snapshot"
 SNAPSHOT_API_VERSION = "kfin.dev/v1"
 # `stuck` reads namespaces whole: their spec.finalizers and status conditions say what holds them.
 STUCK_FULL = {("", "namespaces")}
 SNAPSHOT_FULL = set(REDUCED_FIELDS)
+FAILURE_FIELDS = ("what", "target", "reason", "message")
 
 
 def live(kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refresh: bool = False,
@@ -65,33 +67,85 @@ def _load(path: str) -> Inventory:
         document = json.loads(Path(path).read_text())
     except OSError as error:
         raise UsageError(f"cannot read snapshot {path}: {error.strerror or error}") from None
-    except ValueError as error:
+    except (ValueError, UnicodeDecodeError) as error:
         raise UsageError(f"{path} is not JSON: {error}") from None
     if not isinstance(document, dict):
         raise UsageError(f"{path} is neither a kfin snapshot nor a kubectl List")
     if document.get("kind") == SNAPSHOT_KIND and document.get("apiVersion") == SNAPSHOT_API_VERSION:
-        resources = [ResourceType.from_dict(r) for r in document.get("resources", [])]
-        catalog = Catalog(resources + builtin_resources())
-        objects = [KubeObject(_type_of(catalog, raw), raw) for raw in document.get("objects", [])]
-        return Inventory(resources, objects, [Failure(**f) for f in document.get("failures", [])],
-                         parse_time(document.get("observedAt")) or datetime.now(timezone.utc),
-                         document.get("context", ""), document.get("server", ""), document.get("namespace"),
-                         {tuple(d) for d in document.get("detailed", [])})
+        return _from_snapshot(document, path)
     if isinstance(document.get("items"), list) and str(document.get("kind", "")).endswith("List"):
         return _from_list(document, path)
     raise UsageError(f"{path} is neither a kfin snapshot nor a kubectl List")
 
 
+def _entries(document: dict, key: str, path: str) -> list:
+    value = document.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UsageError(f"{path}: {key} is {type_name(value)}, not a list")
+    return value
+
+
+def _bad(path: str, where: str, problem: str) -> UsageError:
+    return UsageError(f"{path}: {where} is malformed: {problem}")
+
+
+def _from_snapshot(document: dict, path: str) -> Inventory:
+    for key in ("observedAt", "context", "server", "namespace"):
+        if document.get(key) is not None and not isinstance(document[key], str):
+            raise UsageError(f"{path}: {key} is {type_name(document[key])}, not a string")
+    resources = []
+    for index, entry in enumerate(_entries(document, "resources", path)):
+        problem = resource_problem(entry)
+        if problem:
+            raise _bad(path, f"resources[{index}]", problem)
+        resources.append(ResourceType.from_dict(entry))
+    failures = []
+    for index, entry in enumerate(_entries(document, "failures", path)):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in FAILURE_FIELDS):
+            raise _bad(path, f"failures[{index}]", "a failure has string " + ", ".join(FAILURE_FIELDS))
+        failures.append(Failure(**{k: entry[k] for k in FAILURE_FIELDS}))
+    detailed = set()
+    for index, entry in enumerate(_entries(document, "detailed", path)):
+        if not isinstance(entry, list) or len(entry) != 3 or not all(isinstance(v, str) for v in entry):
+            raise _bad(path, f"detailed[{index}]", "each entry is [group, resource, namespace]")
+        detailed.add(tuple(entry))
+    catalog = Catalog(resources + builtin_resources())
+    objects = []
+    for index, raw in enumerate(_entries(document, "objects", path)):
+        problem = object_problem(raw) or _identity_problem(raw)
+        if problem:
+            raise _bad(path, f"objects[{index}]", problem)
+        objects.append(KubeObject(_type_of(catalog, raw), raw))
+    return Inventory(resources, objects, failures, parse_time(document.get("observedAt")) or datetime.now(timezone.utc),
+                     document.get("context") or "", document.get("server") or "", document.get("namespace"), detailed)
+
+
+def _identity_problem(raw: dict) -> str | None:
+    for key in ("apiVersion", "kind"):
+        if not raw.get(key):
+            return f"{key} is missing"
+    return None
+
+
 def _from_list(document: dict, path: str) -> Inventory:
     list_kind = document.get("kind", "List")
+    if not isinstance(document.get("apiVersion", "v1"), str):
+        raise UsageError(f"{path}: apiVersion is {type_name(document['apiVersion'])}, not a string")
     catalog = Catalog(builtin_resources())
     objects, seen = [], {}
-    for item in document["items"]:
-        api_version = item.get("apiVersion") or document.get("apiVersion", "v1")
+    for index, item in enumerate(document["items"]):
+        problem = object_problem(item)
+        if problem:
+            raise _bad(path, f"items[{index}]", problem)
+        api_version = item.get("apiVersion") or document.get("apiVersion") or "v1"
         kind = item.get("kind") or (list_kind[:-4] if list_kind != "List" else "")
         if not kind:
-            raise UsageError(f"{path}: an item has no kind")
+            raise _bad(path, f"items[{index}]", "it has no kind")
         meta = item.get("metadata") or {}
+        if not meta.get("name"):
+            raise _bad(path, f"items[{index}]", "metadata.name is missing")
         rtype = catalog.for_kind(api_version, kind) or seen.get((api_version, kind)) or _guess_type(
             api_version, kind, bool(meta.get("namespace")))
         seen[(api_version, kind)] = rtype

@@ -58,8 +58,8 @@ class ResourceType:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ResourceType":
-        return cls(d["group"], d["version"], d["resource"], d["kind"], d["namespaced"], tuple(d.get("verbs", ())),
-                   tuple(d.get("short_names", ())), d.get("singular", ""), tuple(d.get("categories", ())))
+        return cls(d["group"], d["version"], d["resource"], d["kind"], d["namespaced"], tuple(d.get("verbs") or ()),
+                   tuple(d.get("short_names") or ()), d.get("singular") or "", tuple(d.get("categories") or ()))
 
 
 @dataclass

@@ -58,16 +58,75 @@ def metadata_problem(meta: Any, named: bool = True) -> str | None:
     return None
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _dicts_of(**fields):
+    """A list of objects whose named fields, where present, pass their checks."""
+    def check(value) -> bool:
+        return isinstance(value, list) and all(
+            isinstance(item, dict) and all(item.get(k) is None or ok(item[k]) for k, ok in fields.items())
+            for item in value)
+    return check
+
+
+_STR = (lambda v: isinstance(v, str), "a string")
+_DICT = (lambda v: isinstance(v, dict), "an object")
+_INT = (_is_int, "a number")
+# The fields of whole objects that kfin's explanations read, with the types the API gives them;
+# null counts as absent. Checked on whatever is present, whatever the kind.
+FIELD_SHAPES = {
+    "spec": _DICT, "status": _DICT,
+    "spec.finalizers": (_is_str_list, "a list of strings"),
+    "spec.volumeName": _STR, "spec.storageClassName": _STR, "spec.nodeName": _STR, "spec.serviceAccountName": _STR,
+    "spec.claimRef": _DICT, "spec.claimRef.name": _STR, "spec.claimRef.namespace": _STR, "spec.claimRef.uid": _STR,
+    "spec.persistentVolumeReclaimPolicy": _STR, "spec.csi": _DICT, "spec.csi.driver": _STR,
+    "spec.csi.volumeHandle": _STR,
+    "spec.volumes": (_dicts_of(name=lambda v: isinstance(v, str), persistentVolumeClaim=lambda v: isinstance(
+        v, dict) and isinstance(v.get("claimName", ""), str), ephemeral=lambda v: isinstance(v, dict)),
+        "a list of volumes"),
+    "spec.replicas": _INT, "spec.template": _DICT, "spec.template.spec": _DICT,
+    "spec.template.spec.serviceAccountName": _STR, "status.readyReplicas": _INT, "status.numberReady": _INT,
+    "status.phase": _STR, "status.attached": (lambda v: isinstance(v, bool), "a boolean"),
+    "status.conditions": (_dicts_of(**{k: lambda v: isinstance(v, str) for k in (
+        "type", "status", "reason", "message", "lastTransitionTime")}), "a list of conditions"),
+    "spec.service": _DICT, "spec.service.name": _STR, "spec.service.namespace": _STR, "spec.group": _STR,
+    "spec.version": _STR, "spec.names": _DICT, "spec.names.kind": _STR, "spec.names.plural": _STR,
+    "spec.scope": _STR, "spec.source": _DICT, "spec.source.persistentVolumeName": _STR, "spec.attacher": _STR,
+    "spec.holderIdentity": _STR, "spec.renewTime": _STR, "spec.leaseDurationSeconds": _INT,
+    "rules": (_dicts_of(**{k: _is_str_list for k in ("apiGroups", "resources", "verbs", "resourceNames")}),
+              "a list of rules"),
+    "roleRef": (lambda v: isinstance(v, dict) and all(isinstance(v.get(k, ""), str) for k in ("kind", "name")),
+                "an object with a string kind and name"),
+    "subjects": (_dicts_of(**{k: lambda v: isinstance(v, str) for k in ("kind", "name", "namespace")}),
+                 "a list of subjects"),
+}
+
+
+def _field(obj: dict, path: str):
+    node = obj
+    for part in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
 def object_problem(obj: Any) -> str | None:
     if not isinstance(obj, dict):
         return f"it is {type_name(obj)}, not an object"
     for field in ("apiVersion", "kind"):
         if field in obj and not isinstance(obj[field], str):
             return f"{field} is {type_name(obj[field])}, not a string"
-    for field in ("spec", "status"):
-        if obj.get(field) is not None and not isinstance(obj[field], dict):
-            return f"{field} is {type_name(obj[field])}, not an object"
-    return metadata_problem(obj.get("metadata"))
+    problem = metadata_problem(obj.get("metadata"))
+    if problem:
+        return problem
+    for path, (ok, wanted) in FIELD_SHAPES.items():
+        value = _field(obj, path)
+        if value is not None and not ok(value):
+            return f"{path} is {type_name(value)}, not {wanted}"
+    return None
 
 
 def check_object(answer: Any, where: str) -> dict:
@@ -100,3 +159,20 @@ def check_dict(answer: Any, where: str, what: str = "an object") -> dict:
     if not isinstance(answer, dict):
         raise ShapeError(f"{where} answered {type_name(answer)} where {what} was expected")
     return answer
+
+
+def resource_problem(entry: Any) -> str | None:
+    """What is wrong with a saved resource type (ResourceType.to_dict), or None."""
+    if not isinstance(entry, dict):
+        return f"it is {type_name(entry)}, not an object"
+    for key in ("group", "version", "resource", "kind"):
+        if not isinstance(entry.get(key), str) or (key != "group" and not entry[key]):
+            return f"{key} is not a non-empty string"
+    if not isinstance(entry.get("namespaced"), bool):
+        return "namespaced is not a boolean"
+    for key in ("verbs", "short_names", "categories"):
+        if entry.get(key) is not None and not _is_str_list(entry[key]):
+            return f"{key} is not a list of strings"
+    if entry.get("singular") is not None and not isinstance(entry["singular"], str):
+        return "singular is not a string"
+    return None
