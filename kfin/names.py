@@ -34,6 +34,10 @@ def path_segment_problem(name: str) -> str | None:
             return f"may not contain '{bad}'"
     if CONTROL.search(name):
         return "may not contain control characters"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 on the command line
+        return "is not valid UTF-8"
     if len(name) > NAME_MAX:
         return f"must be no more than {NAME_MAX} characters"
     return None
@@ -71,8 +75,10 @@ def check_kind(text: str) -> str:
 
 def quoted(text: str) -> str:
     """A user's or server's text inside an error line: one line, control characters made visible."""
+    from kfin.output import printable
+
     shown = text if len(text) <= 80 else text[:77] + "..."
-    return '"' + CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", shown).replace('"', '\\"') + '"'
+    return '"' + printable(shown, one_line=True).replace('"', '\\"') + '"'
 
 
 def segment(text: str) -> str:

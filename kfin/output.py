@@ -5,14 +5,21 @@ from __future__ import annotations
 import os
 import re
 
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+# Control characters but tab and newline, and lone surrogates (bytes that were not UTF-8).
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
-def printable(value) -> str:
+def _visible(match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(value, one_line: bool = False) -> str:
     """Cluster data as text that cannot steer a terminal: control characters (escape sequences
-    included) are shown as \\xNN. Rich markup in it is neutralised by printing it as Text, never
-    as a markup string (see kfin.render.text)."""
-    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+    included) are shown as \\xNN, and with `one_line` tabs and newlines too. Rich markup in it is
+    neutralised by printing it as Text, never as a markup string (see kfin.render.text)."""
+    return (CONTROL_ALL if one_line else CONTROL).sub(_visible, str(value))
 
 
 def one_line(message: str) -> str:

@@ -595,6 +595,14 @@ class _Listener(ThreadingHTTPServer):
     request_queue_size = socket.SOMAXCONN
     daemon_threads = True
 
+    def handle_error(self, request, client_address):
+        """A client that hangs up (kfin interrupted, a deadline passed) is no error of the server's: a real
+        one says nothing, and a traceback here would land in the output of kfin run in-process."""
+        import sys
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeAPIServer
