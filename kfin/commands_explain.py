@@ -8,6 +8,7 @@ from kfin.errors import ExitCode, NotFoundError, UsageError
 from kfin.facts import Facts
 from kfin.model import Inventory, KubeObject, ResourceType
 from kfin.options import Options
+from kfin.output import warn_failures
 
 
 def load_target(options: Options, kind: str, name: str, from_snapshot: str | None,
@@ -71,7 +72,5 @@ def explain(options: Options, *, kind: str, name: str, from_snapshot: str | None
         render.explanation_panels(explanation)
     else:
         render.dump(explanation.to_dict(facts), fmt)
-    for failure in facts.inventory.failures:
-        import sys
-        print(f"warning: {failure.line()}", file=sys.stderr)
+    warn_failures(facts.inventory.failures)
     return ExitCode.PARTIAL if facts.inventory.failures else ExitCode.OK

@@ -9,6 +9,7 @@ from kfin.errors import ExitCode, NotFoundError, UsageError
 from kfin.facts import Facts
 from kfin.model import Inventory
 from kfin.options import Options
+from kfin.output import warn_failures
 
 FORMATS = ("tree", "json", "dot", "mermaid", "graphml")
 
@@ -107,7 +108,7 @@ def graph(options: Options, *, target: list[str], depth: int | None, kinds: list
     from kfin import render_graph as rg
     from kfin.builtin_kinds import builtin_resources
     from kfin.names import check_kind
-    from kfin.render import console
+    from kfin.render import console, markup_safe
     from kfin.resources import Catalog
 
     fmt = options.output or "tree"
@@ -120,8 +121,7 @@ def graph(options: Options, *, target: list[str], depth: int | None, kinds: list
         catalog = Catalog(facts.inventory.resources + builtin_resources())
         kinds = {catalog.find(k).kind.lower() for k in kinds}
     owners = g.restrict(owners, set(kinds) if kinds else None, only_stuck)
-    for failure in facts.inventory.failures:
-        print(f"warning: {failure.line()}", file=sys.stderr)
+    warn_failures(facts.inventory.failures)
     if fmt == "json":
         sys.stdout.write(rg.to_json(owners))
     elif fmt == "dot":
@@ -138,19 +138,19 @@ def graph(options: Options, *, target: list[str], depth: int | None, kinds: list
         if found:
             out.print("\n[bold]Problems[/]")
             for problem in found:
-                out.print(f"  [yellow]{problem.kind}[/]: {problem.message}", highlight=False)
+                out.print(f"  [yellow]{markup_safe(problem.kind)}[/]: {markup_safe(problem.message)}",
+                          highlight=False)
     return ExitCode.PARTIAL if facts.inventory.failures else ExitCode.OK
 
 
 def _print_chains(owners, focus, out) -> None:
-    from rich.markup import escape
-
     from kfin import graph as g
     from kfin import render_graph as rg
+    from kfin.render import markup_safe
 
     chains = [(n, c) for n, c in rg.chains(owners) if focus is None or n == focus]
     for node, chain in chains:
-        out.print(f"\n[bold]Before {escape(g.label(owners, node))} can go[/], in order:")
+        out.print(f"\n[bold]Before {markup_safe(g.label(owners, node))} can go[/], in order:")
         for number, dependent in enumerate(chain, 1):
             why = owners.nodes[dependent].get("blocker") or "not deleted yet"
-            out.print(f"  {number}. {escape(g.label(owners, dependent))}: {escape(why)}")
+            out.print(f"  {number}. {markup_safe(g.label(owners, dependent))}: {markup_safe(why)}")

@@ -11,6 +11,7 @@ from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.model import KubeObject, format_time
 from kfin.names import check_kind, check_name
 from kfin.options import Options
+from kfin.output import one_line, say, warn
 
 
 def _audit_record(kube, user: str, plan_, outcome, forced: bool) -> dict:
@@ -49,21 +50,21 @@ def _patch_preview(plan_) -> list[str]:
 
 def print_plan(plan_) -> None:
     o = plan_.obj
-    print(f"{o.ref} ({'Terminating' if o.terminating else 'not being deleted'}), "
+    say(f"{o.ref} ({'Terminating' if o.terminating else 'not being deleted'}), "
           f"finalizers: {', '.join(o.finalizers + o.spec_finalizers) or 'none'}")
     for c in plan_.choices:
         f = c.finding
         action = "refused" if c.selected and c.refused else ("remove" if c.selected else "keep")
-        print(f"  {action:8} {f.finalizer}  [{f.verdict.value}] {f.condition}")
+        say(f"  {action:8} {f.finalizer}  [{f.verdict.value}] {f.condition}")
         if c.selected and not c.refused:
-            print(f"           risk: {f.risk}")
+            say(f"           risk: {f.risk}")
         if c.refused:
-            print(f"           refused: {c.refused}")
+            say(f"           refused: {c.refused}")
         if c.warning:
-            print(f"           warning: {c.warning}")
+            say(f"           warning: {c.warning}")
     if plan_.selected and not plan_.refused and not plan_.blocked:
         for line in _patch_preview(plan_):
-            print(f"  {line}")
+            say(f"  {line}")
 
 
 def _facts_for(kube, resources):
@@ -90,11 +91,11 @@ def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_
     print_plan(plan_)
     if plan_.refused or plan_.blocked:
         reason = plan_.refused or "; ".join(f"{c.finding.finalizer}: {c.refused}" for c in plan_.blocked)
-        print(f"error: refused to remove finalizers from {obj.ref}: {reason}", file=sys.stderr)
+        say(f"error: refused to remove finalizers from {obj.ref}: {one_line(reason)}", err=True)
         return ExitCode.REFUSED
     for c in plan_.choices:
         if c.warning and c.selected:
-            print(f"warning: {c.finding.finalizer}: {c.warning}", file=sys.stderr)
+            warn(f"{c.finding.finalizer}: {c.warning}")
     if not confirm and not server_dry_run:
         print("Dry run: nothing was changed. Add --confirm to apply (or --server-dry-run to have the API server "
               "validate it).", file=sys.stderr)
@@ -103,7 +104,7 @@ def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_
     remover = Remover(kube, _facts_for(kube, facts.inventory.resources))
     if server_dry_run:
         outcome = remover.apply(plan_, patterns, force, allow_live, dry_run=True)
-        print(f"server dry run: {outcome.message}")
+        say(f"server dry run: {outcome.message}")
         return ExitCode.OK
     log_path = audit.check_writable(Path(audit_log) if audit_log else None)  # before anything is written
     user = kube.whoami()
@@ -117,11 +118,11 @@ def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_
         outcome = Outcome("interrupted", "interrupted before kfin could read the answer: the change may or may not "
                           "have been applied", before=obj.finalizers + obj.spec_finalizers)
         _record(_audit_record(kube, user, plan_, outcome, force), log_path)
-        print(f"interrupted: {obj.ref}: the change may or may not have been applied; `kfin explain` shows its "
-              "state now", file=sys.stderr)
+        say(f"interrupted: {obj.ref}: the change may or may not have been applied; `kfin explain` shows its "
+              "state now", err=True)
         raise
     recorded = _record(_audit_record(kube, user, plan_, outcome, force), log_path)
-    print(f"{outcome.result}: {obj.ref}: {outcome.message}")
+    say(f"{outcome.result}: {obj.ref}: {outcome.message}")
     ok = outcome.result in ("removed", "gone", "unchanged")
     if recorded:
         print(f"recorded in {log_path}", file=sys.stderr)
@@ -136,7 +137,7 @@ def _record(record: dict, path: Path) -> bool:
         audit.append(record, path)
         return True
     except audit.AuditError as error:
-        print(f"error: {error.message}; the record of what was applied follows:", file=sys.stderr)
+        say(f"error: {one_line(error.message)}; the record of what was applied follows:", err=True)
         print(json.dumps(record, separators=(",", ":")), file=sys.stderr)
         return False
 
@@ -193,11 +194,10 @@ def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, 
                 unrecorded += 1
             ok = outcome.result in ("removed", "gone", "unchanged", "dry-run")
             done, failed = done + ok, failed + (not ok)
-            print(f"[{number}/{len(runnable)}] {outcome.result}: {p.obj.ref}: {outcome.message}", file=sys.stderr)
+            say(f"[{number}/{len(runnable)}] {outcome.result}: {p.obj.ref}: {outcome.message}", err=True)
     except KeyboardInterrupt:
-        print(f"interrupted at [{number}/{len(runnable)}] {runnable[number - 1].obj.ref} (its state is unknown: "
-              f"`kfin explain` shows it): done {done}, failed {failed}, not started {len(runnable) - number}",
-              file=sys.stderr)
+        say(f"interrupted at [{number}/{len(runnable)}] {runnable[number - 1].obj.ref} (its state is unknown: "
+            f"`kfin explain` shows it): done {done}, failed {failed}, not started {len(runnable) - number}", err=True)
         raise
     print(f"done {done}, refused {refused}, failed {failed}"
           + (f", {unrecorded} not recorded in the audit log (their records are above)" if unrecorded else ""),
@@ -230,7 +230,7 @@ def show_audit(options: Options, audit_log: str | None) -> int:
     path = Path(audit_log) if audit_log else audit.default_path()
     log = audit.read(path)
     for number, why in log.bad_lines:
-        print(f"warning: {path} line {number} is not an audit record ({why}): skipped", file=sys.stderr)
+        warn(f"{path} line {number} is not an audit record ({why}): skipped")
     if fmt != "table":
         render.dump(log.records, fmt)
     elif log.records:

@@ -9,6 +9,7 @@ from kfin.errors import ExitCode, KfinError, NotFoundError, UsageError
 from kfin.facts import Facts
 from kfin.model import Failure, Inventory
 from kfin.options import Options
+from kfin.output import say, warn_failures
 from kfin.parallel import ordered
 
 
@@ -101,9 +102,7 @@ def resolve_kinds(kinds: list[str], inventories: list[Inventory]) -> set | None:
 
 def report_failures(inventories: list[Inventory]) -> None:
     for inv in inventories:
-        prefix = f"[{inv.context}] " if len(inventories) > 1 and inv.context else ""
-        for failure in inv.failures:
-            print(f"warning: {prefix}{failure.line()}", file=sys.stderr)
+        warn_failures(inv.failures, f"[{inv.context}] " if len(inventories) > 1 and inv.context else "")
 
 
 def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh, from_snapshot, contexts,
@@ -135,7 +134,7 @@ def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh,
         render.dump(report(rows, inventories), fmt)
     elif fmt == "name":
         for row in rows:
-            print(f"{row.obj.type.name_prefix}/{row.obj.name}")
+            say(f"{row.obj.type.name_prefix}/{row.obj.name}")
     elif rows:
         render.stuck_table(rows, wide=fmt == "wide", show_context=len(inventories) > 1)
     else:
@@ -159,6 +158,6 @@ def snapshot(options: Options, *, file: str, refresh: bool, concurrency: int, ch
     report_failures([inv])
     kinds = len({o.type for o in inv.objects})
     where = "the whole cluster" if inv.namespace is None else f"namespace {inv.namespace}"
-    print(f"saved {len(inv.objects)} objects of {kinds} resource types in {where} to {file}"
-          + ("" if inv.complete else f" ({len(inv.failures)} could not be read)"), file=sys.stderr)
+    say(f"saved {len(inv.objects)} objects of {kinds} resource types in {where} to {file}"
+          + ("" if inv.complete else f" ({len(inv.failures)} could not be read)"), err=True)
     return ExitCode.OK if inv.complete else ExitCode.PARTIAL

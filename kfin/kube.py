@@ -114,13 +114,14 @@ class Kube:
                               f"(available: {', '.join(names) or 'none'})")
         if name not in names:
             raise ConfigError(f'context "{name}" not found in kubeconfig (available: {", ".join(names) or "none"})')
-        try:
-            config.load_kube_config(config_file=os.pathsep.join(existing), context=name,
-                                    client_configuration=configuration, persist_config=False)
-        except ConfigException as error:
-            raise ConfigError(f'cannot use context "{name}": {error}') from None
-        except Exception as error:
-            raise ConfigError(f'cannot use context "{name}": {error}') from None
+        with _logged_errors() as logged:  # the package logs a failing exec plugin instead of raising
+            try:
+                config.load_kube_config(config_file=os.pathsep.join(existing), context=name,
+                                        client_configuration=configuration, persist_config=False)
+            except Exception as error:  # ConfigException, and the package's own slips
+                raise ConfigError(f'cannot use context "{name}": {error}') from None
+        if logged:
+            raise ConfigError(f'cannot use context "{name}": {logged[0]}')
         context = next(c for c in contexts if c["name"] == name)
         namespace = (context.get("context") or {}).get("namespace") or "default"
         return cls._make(configuration, name, namespace, target.request_timeout)
@@ -135,10 +136,25 @@ class Kube:
         """
         import logging
         import ssl
+        from urllib.parse import urlsplit
 
         import urllib3
 
         logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings are not for users
+        host = configuration.host or ""
+        try:
+            url = urlsplit(host)
+            usable = url.scheme in ("http", "https") and bool(url.hostname)
+        except ValueError:
+            usable = False
+        if not usable:
+            raise ConfigError(f'context "{context}" names no usable server (server: "{host}"): it must be an '
+                              "http:// or https:// URL")
+        for attribute, what in (("ssl_ca_cert", "certificate-authority"), ("cert_file", "client-certificate"),
+                                ("key_file", "client-key")):
+            path = getattr(configuration, attribute, None)
+            if path and not Path(path).is_file():
+                raise ConfigError(f'context "{context}": its {what} file {path} does not exist')
 
         pool_args = {
             "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
@@ -383,6 +399,30 @@ class _Transport:
                         headers[setting["key"]] = setting["value"]
                 self._auth, self._auth_at = headers, now
             return dict(self._auth)
+
+
+class _logged_errors:
+    """Collects what is logged at ERROR while a kubeconfig is loaded (and keeps it off the terminal)."""
+
+    def __enter__(self) -> list[str]:
+        import logging
+
+        self.messages: list[str] = []
+        self.handler = logging.Handler(logging.ERROR)
+        self.handler.emit = lambda record: self.messages.append(record.getMessage())
+        root = logging.getLogger()
+        self.had_handlers = bool(root.handlers)
+        root.addHandler(self.handler)
+        return self.messages
+
+    def __exit__(self, *exc):
+        import logging
+
+        root = logging.getLogger()
+        root.removeHandler(self.handler)
+        if not self.had_handlers:  # a later refresh of the plugin must not print "ERROR:root:" either
+            root.addHandler(logging.NullHandler())
+        return False
 
 
 class _DeadlinePassed(Exception):

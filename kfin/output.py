@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 # Control characters but tab and newline, and lone surrogates (bytes that were not UTF-8).
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -62,3 +63,19 @@ class QuietPipe:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def warn(message: str) -> None:
+    """One `warning:` line on stderr."""
+    print(f"warning: {one_line(message)}", file=sys.stderr)
+
+
+def warn_failures(failures, prefix: str = "") -> None:
+    """A warning for each thing that could not be read."""
+    for failure in failures:
+        warn(prefix + failure.line())
+
+
+def say(message: str, err: bool = False) -> None:
+    """A line of kfin's own text around cluster data (which is made printable)."""
+    print(printable(message), file=sys.stderr if err else sys.stdout)

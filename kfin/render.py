@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+
+from kfin.output import printable
 
 
 def dump(data, fmt: str, stream=None) -> None:
@@ -17,6 +20,31 @@ def dump(data, fmt: str, stream=None) -> None:
         raise ValueError(f"unknown format {fmt}")
 
 
+# Below these widths a table or a panel folds every cell to a few characters: a plain layout reads better.
+NARROW_TABLE = 80
+NARROW_PANEL = 60
+MIN_WIDTH = 30  # narrower, every word would be broken: lines this long still wrap on the smallest terminal
+
+
+def text(value):
+    """Cluster data for rich: a Text, so that `[link=...]` or `[bold]` in a name stays literal, with
+    control characters shown, never sent."""
+    from rich.text import Text
+    return Text(printable(value))
+
+
+def markup_safe(value) -> str:
+    """Cluster data inside a markup string: escaped, control characters shown."""
+    from rich.markup import escape
+    return escape(printable(value))
+
+
+def columns_setting() -> int | None:
+    """$COLUMNS when it is a usable width, else None (COLUMNS=abc or 0 is ignored, as a shell would)."""
+    value = os.environ.get("COLUMNS", "").strip()
+    return int(value) if value.isdigit() and 0 < int(value) < 100_000 else None
+
+
 def console(stderr: bool = False, piped_width: int = 100_000):
     """A rich Console: colour and the terminal's width on a terminal (NO_COLOR honoured), plain when
     piped, and as wide as `piped_width` there (tables: unwrapped lines, like kubectl's output)."""
@@ -24,33 +52,54 @@ def console(stderr: bool = False, piped_width: int = 100_000):
 
     stream = sys.stderr if stderr else sys.stdout
     if stream.isatty():
-        return Console(file=stream, highlight=False)
-    return Console(file=stream, highlight=False, width=piped_width, no_color=True, color_system=None)
+        import shutil
+        width = columns_setting() or shutil.get_terminal_size((100, 25)).columns
+        return Console(file=stream, highlight=False, width=max(width, MIN_WIDTH))
+    return Console(file=stream, highlight=False, width=max(piped_width, MIN_WIDTH), no_color=True, color_system=None)
 
 
 def stuck_table(rows, wide: bool = False, show_context: bool = False, out=None) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     from kfin.durations import format_age
 
-    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False, expand=False)
+    target = out or console()
     headers = (["CONTEXT"] if show_context else []) + ["NAMESPACE", "KIND", "NAME", "TERMINATING FOR",
                                                          "FINALIZERS", "BLOCKER"]
     if wide:
         headers += ["APIVERSION", "UID", "OWNERS", "GRACE"]
-    for header in headers:
-        table.add_column(header, overflow="fold")
+    lines = []
     for row in rows:
         o = row.obj
-        family, _, rest = row.blocker.partition(":")
+        family, _, rest = printable(row.blocker).partition(":")
         cells = ([row.context] if show_context else []) + [
             o.namespace or "-", o.type.kind_display, o.name, format_age(row.terminating_seconds),
-            ",".join(row.finalizers) or "<none>", f"[bold yellow]{family}[/]:{rest}" if rest else row.blocker]
+            ",".join(row.finalizers) or "<none>", Text.assemble((family, "bold yellow"), ":" + rest) if rest
+            else text(row.blocker)]
         if wide:
             grace = o.meta.get("deletionGracePeriodSeconds")
             cells += [o.type.api_version, o.uid, str(len(o.owner_references)), "-" if grace is None else str(grace)]
+        lines.append([c if isinstance(c, Text) else text(c) for c in cells])
+    if target.width < NARROW_TABLE:
+        return _blocks(headers, lines, target)
+    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False, expand=False)
+    for header in headers:
+        table.add_column(header, overflow="fold")
+    for cells in lines:
         table.add_row(*cells)
-    print_table(table, out)
+    print_table(table, target)
+
+
+def _blocks(headers: list[str], rows: list[list], target) -> None:
+    """A narrow terminal: one block per row, a line per column, wrapped at the terminal's edge."""
+    from rich.text import Text
+
+    for number, cells in enumerate(rows):
+        if number:
+            target.print()
+        for header, cell in zip(headers, cells):
+            target.print(Text.assemble((header, "bold"), ": ", cell), overflow="fold")
 
 
 def print_table(table, out=None) -> None:
@@ -75,31 +124,34 @@ def explanation_panels(explanation, out=None) -> None:
 
     from kfin.durations import format_age
 
-    import os
-
-    target = out or console(piped_width=int(os.environ.get("COLUMNS") or 120))
+    target = out or console(piped_width=columns_setting() or 120)
     o = explanation.obj
     state = (f"Terminating for {format_age(explanation.terminating_seconds)}" if o.terminating
              else "not being deleted")
-    target.print(Text.assemble((o.ref, "bold"), f"  {state}"))
+    target.print(Text.assemble((printable(o.ref), "bold"), f"  {state}"))
     if not explanation.findings:
         target.print("No finalizers: nothing holds it." if o.terminating else "No finalizers.")
     for finding in explanation.findings:
+        rows = [("Family", f"{finding.family}: protects {finding.protects}"), ("Removed by", finding.controller),
+                ("Now", finding.condition)] + [("", f"- {line}") for line in finding.evidence] + [
+                ("Safe fix", finding.fix), ("Risk if forced", finding.risk)]
+        if finding.remove_command:
+            rows.append(("Command", finding.remove_command))
+        title = Text.assemble((printable(finding.finalizer), "bold"), "  ",
+                              (finding.verdict.value, VERDICT_STYLE[finding.verdict.value]))
+        if finding.field == "spec.finalizers":
+            title.append("  (spec.finalizers)")
+        if target.width < NARROW_PANEL:  # labels beside values would leave the values no room
+            target.print(title)
+            for label, value in rows:
+                target.print(Text.assemble("  ", (f"{label}: " if label else "", "bold"), text(value)),
+                             overflow="fold")
+            continue
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column(overflow="fold")
-        grid.add_row("Family", f"{finding.family}: protects {finding.protects}")
-        grid.add_row("Removed by", finding.controller)
-        grid.add_row("Now", finding.condition)
-        for line in finding.evidence:
-            grid.add_row("", f"- {line}")
-        grid.add_row("Safe fix", finding.fix)
-        grid.add_row("Risk if forced", finding.risk)
-        if finding.remove_command:
-            grid.add_row("Command", finding.remove_command)
-        title = Text.assemble((finding.finalizer, "bold"), "  ", (finding.verdict.value, VERDICT_STYLE[finding.verdict.value]))
-        if finding.field == "spec.finalizers":
-            title.append("  (spec.finalizers)")
+        for label, value in rows:
+            grid.add_row(label, text(value))
         target.print(Panel(grid, title=title, title_align="left", expand=True))
 
 
@@ -110,7 +162,7 @@ def _plain_table(headers: list[str], rows: list[list[str]], out=None) -> None:
     for header in headers:
         table.add_column(header, overflow="fold")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*[text(cell) for cell in row])
     print_table(table, out)
 
 

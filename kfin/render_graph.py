@@ -7,6 +7,7 @@ import json
 import networkx as nx
 
 from kfin.graph import blocking_chain, label, problems, roots
+from kfin.render import markup_safe
 
 
 def _state(data: dict) -> str:
@@ -19,16 +20,15 @@ def _state(data: dict) -> str:
         age = data.get("terminatingSeconds")
         parts.append("[bold red]Terminating[/]" + (f" for {format_age(age)}" if age is not None else ""))
     if data.get("finalizers"):
-        parts.append("finalizers: " + ", ".join(data["finalizers"]))
+        parts.append("finalizers: " + markup_safe(", ".join(data["finalizers"])))
     return ("  " + "  ".join(parts)) if parts else ""
 
 
 def tree(graph: nx.DiGraph, depth: int | None = None, title: str = ""):
     """A rich Tree, roots first; a node under several owners is drawn once and referred to after."""
-    from rich.markup import escape
     from rich.tree import Tree
 
-    top = Tree(title or "owner graph", guide_style="dim")
+    top = Tree(markup_safe(title) if title else "owner graph", guide_style="dim")
     drawn: set[str] = set()
 
     def add(parent, node: str, edge: dict | None, level: int):
@@ -36,8 +36,8 @@ def tree(graph: nx.DiGraph, depth: int | None = None, title: str = ""):
         if edge and edge.get("blocking"):
             marker = "[bold red]⛔ blocks [/]"
         elif edge and edge.get("problem"):
-            marker = f"[yellow]{edge['problem']} [/]"
-        text = marker + escape(label(graph, node)) + _state(graph.nodes[node])
+            marker = f"[yellow]{markup_safe(edge['problem'])} [/]"
+        text = marker + markup_safe(label(graph, node)) + _state(graph.nodes[node])
         if node in drawn:
             parent.add(text + " [dim](shown above)[/]")
             return

@@ -14,8 +14,16 @@ class Result:
     stderr: str
 
 
-def kfin(*args: str) -> Result:
-    out, err = io.StringIO(), io.StringIO()
+class Terminal(io.StringIO):
+    """Captured output that says it is a terminal, so that kfin renders as it would for a person."""
+
+    def isatty(self):
+        return True
+
+
+def kfin(*args: str, tty: bool = False) -> Result:
+    """`tty`: stdout is a terminal (with the width of $COLUMNS)."""
+    out, err = (Terminal() if tty else io.StringIO()), io.StringIO()
     code = 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:

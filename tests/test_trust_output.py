@@ -1,0 +1,107 @@
+"""Data from the cluster is never terminal markup nor escape sequences; output stays readable at any width;
+odd kubeconfigs are one clear line."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "stuck-cluster.json"
+HOSTILE = "[link=http://evil.example]click[/link][bold red]x[/]\x1b]8;;http://evil\x07\x1b[2J\x9b31m"
+
+
+def hostile_snapshot(tmp_path) -> Path:
+    """The example cluster with markup and escape sequences in a finalizer, a condition message and a label."""
+    document = json.loads(EXAMPLE.read_text())
+    for obj in document["objects"]:
+        meta = obj["metadata"]
+        if obj["kind"] == "Database":
+            meta["finalizers"] = ["acme.io/" + HOSTILE]
+        if obj["kind"] == "Namespace" and meta["name"] == "team-a":
+            obj["status"]["conditions"][0]["message"] = HOSTILE
+        if obj["kind"] == "Service":
+            meta["finalizers"] = [HOSTILE]
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.mark.parametrize("command", [["stuck", "-A"], ["stuck", "-A", "-o", "wide"], ["stuck", "-A", "-o", "name"],
+                                     ["graph", "namespace", "team-a"], ["graph", "namespace", "shop"],
+                                     ["explain", "databases.acme.io", "orders", "-n", "team-a"],
+                                     ["explain", "ns", "team-a"], ["explain", "svc", "frontend", "-n", "shop"]])
+@pytest.mark.parametrize("terminal", [False, True], ids=["piped", "terminal"])
+def test_cluster_data_is_neither_markup_nor_escape_sequences(tmp_path, monkeypatch, command, terminal):
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "400")
+    result = kfin(*command, "--from-snapshot", str(hostile_snapshot(tmp_path)), tty=terminal)
+    assert result.code in (ExitCode.OK, ExitCode.PARTIAL), result
+    raw = result.stdout + result.stderr
+    assert "\x1b]8" not in raw  # no hyperlink made of the data
+    out = re.sub(r"\x1b\[[0-9;]*m", "", raw)  # the terminal's own bold, the only escape sequence allowed
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
+    flat = "".join(out.split())
+    if "name" not in command:  # -o name lists names only
+        assert "[link=http://evil.example]click[/link][boldred]x[/]" in flat, out  # shown as it is
+        assert "\\x1b]8;;http://evil\\x07\\x1b[2J\\x9b31m" in flat
+
+
+def test_errors_show_control_characters_instead_of_sending_them(fake_kubeconfig):
+    result = kfin("explain", "cm", "x\x1b[2J", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.USAGE and "\x1b" not in result.stderr and "\\x1b[2J" in result.stderr
+
+
+@pytest.mark.parametrize("columns", ["abc", "0", "-5", "20", "1", "99999999999"])
+def test_any_columns_setting_gives_readable_output(monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setenv("NO_COLOR", "1")
+    result = kfin("explain", "pvc", "data-postgres-0", "-n", "shop", "--from-snapshot", str(EXAMPLE))
+    assert result.code == ExitCode.PARTIAL, result
+    flat = " ".join(result.stdout.split())
+    # every value is there in full, not folded away to a column of two characters
+    assert "stop what uses the claim: delete the Pods; the finalizer then goes by itself" in flat, result.stdout
+    assert "Safe fix" in flat and "Risk if forced" in flat
+
+
+def test_a_narrow_terminal_gets_one_block_per_stuck_object(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "30")
+    monkeypatch.setenv("NO_COLOR", "1")
+    result = kfin("stuck", "-A", "--from-snapshot", str(EXAMPLE), tty=True)
+    assert result.code == ExitCode.PARTIAL
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
+    lines = shown.splitlines()
+    assert "NAME: data-postgres-0" in lines and all(len(line) <= 30 for line in lines), shown
+    flat = " ".join(shown.split())
+    assert "BLOCKER: pvc-protection: in use by Pod shop/postgres-0 (on node ip-10-0-1-17)" in flat.replace("- ", "-")
+
+
+def kubeconfig(tmp_path, cluster: dict, user: dict) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "c", "cluster": cluster}],
+                                "users": [{"name": "u", "user": user}],
+                                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                                "current-context": "c"}))
+    return path
+
+
+@pytest.mark.parametrize("cluster, user, says", [
+    ({"server": "https://127.0.0.1:1"}, {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
+                                                   "command": "kfin-no-such-plugin"}}, "kfin-no-such-plugin"),
+    ({"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True},
+     {"client-certificate": "/nonexistent/c.pem", "client-key": "/nonexistent/k.pem"}, "/nonexistent/c.pem"),
+    ({"server": "https://127.0.0.1:1", "certificate-authority": "/nonexistent/ca.pem"}, {"token": "t"},
+     "/nonexistent/ca.pem"),
+    ({"server": ""}, {"token": "t"}, "no usable server"),
+    ({"server": "127.0.0.1:6443"}, {"token": "t"}, "no usable server"),
+])
+def test_odd_kubeconfigs_are_one_line_and_exit_3(tmp_path, capfd, cluster, user, says):
+    result = kfin("version", "--kubeconfig", str(kubeconfig(tmp_path, cluster, user)))
+    assert result.code == ExitCode.CONFIG, result
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], result.stderr
+    stray = capfd.readouterr()  # nothing written around kfin's own streams (logging, warnings)
+    assert "ERROR:root" not in stray.err + stray.out and "Warning" not in stray.err
