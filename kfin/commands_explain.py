@@ -49,7 +49,7 @@ def live_target(options: Options, kind: str, name: str, refresh: bool) -> tuple[
     path = rtype.path(namespace, name)
     what = ("get", rtype.qualified, namespace)
     try:
-        raw = kube.request("GET", path, what=what) if full else kube.get_metadata(path, what=what)
+        raw = kube.get(path, what=what) if full else kube.get_metadata(path, what=what)
     except NotFoundError:
         where = f' in namespace "{namespace}"' if namespace else ""
         raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}') from None

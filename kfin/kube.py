@@ -301,7 +301,10 @@ class Kube:
         try:
             review = self.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
                                   body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
-            return ((review or {}).get("status") or {}).get("userInfo", {}).get("username") or "unknown"
+            status = review.get("status") if isinstance(review, dict) else None
+            user = status.get("userInfo") if isinstance(status, dict) else None
+            name = user.get("username") if isinstance(user, dict) else None
+            return name if isinstance(name, str) and name else "unknown (SelfSubjectReview answered no user name)"
         except KfinError as error:
             return f"unknown (SelfSubjectReview: {error.message})"
 
@@ -323,8 +326,8 @@ class Kube:
     def _pages(self, path: str, limit: int, accept: str, what) -> Iterator[dict]:
         token = None
         while True:
-            page = check_page(self.request("GET", path, {"limit": limit, "continue": token}, accept=accept, what=what),
-                              f"GET {path}")
+            answer = self.request("GET", path, {"limit": limit, "continue": token}, accept=accept, what=what)
+            page = check_page(answer, f"GET {path}")
             yield page
             token = (page.get("metadata") or {}).get("continue")
             if not token:

@@ -114,7 +114,7 @@ class Remover:
     def _read(self, obj: KubeObject) -> dict | None:
         path = obj.type.path(obj.namespace or None, obj.name)
         try:
-            return self.kube.request("GET", path, what=("get", obj.type.qualified, obj.namespace or None))
+            return self.kube.get(path, what=("get", obj.type.qualified, obj.namespace or None))
         except NotFoundError:
             return None
 
@@ -221,7 +221,7 @@ class Remover:
     def _finalize(self, obj: KubeObject, remove: list[str], dry_run: bool):
         """PUT /finalize with the whole Namespace as read now: its resourceVersion guards the change."""
         path = obj.type.path(None, obj.name)
-        whole = self.kube.request("GET", path, what=("get", "namespaces", None))
+        whole = self.kube.get(path, what=("get", "namespaces", None))
         if whole is None:
             raise NotFoundError("gone")
         if whole["metadata"].get("uid") != obj.uid or \

@@ -101,7 +101,7 @@ def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: se
         key = (r.group, r.resource)
         if key == NAMESPACES and namespace is not None:
             try:
-                item = kube.request("GET", r.path(name=namespace), what=("get", "namespaces", None))
+                item = kube.get(r.path(name=namespace), what=("get", "namespaces", None))
             except NotFoundError:
                 return []
             return [KubeObject(r, {"apiVersion": r.api_version, "kind": r.kind,
