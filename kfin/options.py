@@ -24,7 +24,7 @@ AllNamespacesOpt = Annotated[Optional[bool], typer.Option("--all-namespaces", "-
 OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FORMAT",
                       help="Output format: table, wide, json, yaml (and name, where listed).")]
 TimeoutOpt = Annotated[Optional[str], typer.Option("--request-timeout", metavar="DURATION",
-                       help="Time limit for each API request, e.g. 10s, 1m; 0 means none.")]
+                       help="Deadline for each API request, retries included, e.g. 10s, 1m; 0 means none.")]
 
 
 MAX_TIMEOUT_SECONDS = 86400  # longer is a typo, and too long for the socket layer to represent
