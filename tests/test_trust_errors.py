@@ -146,3 +146,24 @@ def test_request_timeout_is_a_deadline_for_the_whole_request(fake, fake_kubeconf
     result = kfin("version", "--kubeconfig", str(fake_kubeconfig), "--request-timeout", "1s")
     assert time.monotonic() - started < 1.8
     assert "did not answer in time" in one_error_line(result, ExitCode.UNREACHABLE)
+
+
+def test_ctrl_c_during_a_bulk_removal_says_what_was_done(fake, fake_kubeconfig, tmp_path):
+    stuck_configmaps(fake, "one", "two")
+    fake.faults.append(Fault(path="^/api/v1/namespaces/default/configmaps/two$", method="PATCH", delay=20))
+    log = tmp_path / "audit.jsonl"
+    process = run_kfin(fake_kubeconfig, "remove", "--all-stuck", "-n", "default", "--finalizer", "example.com/x",
+                       "--confirm", "--yes", "--audit-log", str(log))
+    deadline = time.monotonic() + 20
+    while not any(r.method == "PATCH" and r.path.endswith("/two") for r in fake.requests) and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, stderr = process.communicate(timeout=15)
+    assert time.monotonic() - sent < 1.0 and process.returncode == ExitCode.INTERRUPTED, stderr
+    assert "[1/2] removed: ConfigMap/default/one" in stderr
+    assert "interrupted at [2/2] ConfigMap/default/two (its state is unknown" in stderr
+    assert "done 1, failed 0, not started 0" in stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["object"]["name"], r["result"]) for r in records] == [("one", "removed"), ("two", "interrupted")]
