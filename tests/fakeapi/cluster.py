@@ -35,6 +35,8 @@ METADATA_ORDER = ["name", "generateName", "namespace", "selfLink", "uid", "resou
                   "ownerReferences", "finalizers", "managedFields"]
 GRACEFUL_DEFAULT_SECONDS = 30
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
+STANDARD_FINALIZERS = {"kubernetes", "orphan", "foregroundDeletion"}
+OWNER_REFERENCE_ORDER = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")  # Go's field order
 
 
 @dataclass
@@ -105,6 +107,7 @@ def go_string_slice(values) -> str:
 
 class Cluster:
     def __init__(self):
+        self.warnings: list[str] = []  # Warning headers for the answer to the request being served
         self.lock = threading.RLock()
         self.clock_offset = 0.0  # seconds added to "now" (tests age objects with it)
         self._rv = 200
@@ -264,6 +267,7 @@ class Cluster:
                 obj["status"] = copy.deepcopy(STATUS_ON_CREATE[rt.key])
             elif rt.origin == "builtin":
                 obj["status"] = {}
+        self.validate_metadata(rt, meta, name)
         from .admission import admit_create
         admit_create(self, rt, obj)
         meta["resourceVersion"] = self.current_rv if dry_run else self.next_rv()
@@ -272,6 +276,29 @@ class Cluster:
             self._store(rt, obj)
             self.events.append(("created", rt.key, obj["metadata"].get("namespace", ""), name))
         return obj
+
+    def validate_metadata(self, rt: ResourceType, meta: dict, name: str):
+        """What kube-apiserver checks of every object's finalizers and owner references (captures 01-04 of
+        causes): a built-in object's finalizer must be standard or domain-qualified (422); a custom
+        resource's may be unqualified, with a Warning; at most one owner reference is the controller."""
+        for index, finalizer in enumerate(meta.get("finalizers") or []):
+            if "/" in finalizer or finalizer in STANDARD_FINALIZERS:
+                continue
+            if rt.origin == "builtin":
+                raise st.invalid(rt.kind, name, f"metadata.finalizers[{index}]", "FieldValueInvalid",
+                                 f'Invalid value: "{finalizer}": name is neither a standard finalizer name nor is '
+                                 "it fully qualified")
+            self.warnings.append(f'299 - "metadata.finalizers: \\"{finalizer}\\": prefer a domain-qualified '
+                                 'finalizer name to avoid accidental conflicts with other finalizer writers"')
+        refs = meta.get("ownerReferences") or []
+        controllers = [r for r in refs if r.get("controller")]
+        if len(controllers) > 1:
+            shown = json.dumps([{k: r[k] for k in OWNER_REFERENCE_ORDER if k in r} for r in refs],
+                               separators=(",", ":"))
+            found = " and ".join(f"{r.get('kind')}/{r.get('name')}" for r in controllers)
+            raise st.invalid(rt.kind, name, "metadata.ownerReferences", "FieldValueInvalid",
+                             f"Invalid value: {shown}: Only one reference can have Controller set to true. "
+                             f'Found "true" in references for {found}')
 
     def _store(self, rt: ResourceType, obj: dict):
         meta = obj["metadata"]
@@ -330,6 +357,7 @@ class Cluster:
             else:
                 meta.pop(owned, None)
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+        self.validate_metadata(rt, meta, name)
         if meta.get("finalizers") == []:
             del meta["finalizers"]
         if meta.get("ownerReferences") == []:

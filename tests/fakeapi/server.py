@@ -282,6 +282,7 @@ class FakeAPIServer:
         log.user = user.name
         parts = [p for p in path.split("/") if p]
         with self.cluster.lock:
+            self.cluster.warnings = []
             self.controllers.renew_lease()
             if method == "GET" and parts in (["api"], ["apis"]) and _wants_aggregated(headers.get("Accept")):
                 document = self._aggregated_discovery(parts == ["api"])
@@ -332,6 +333,8 @@ class FakeAPIServer:
                     raise st.bad_request("the body of the request could not be decoded as JSON")
             log.body = payload
             code, answer = self._execute(method, verb, rt, route, query, headers, payload, dry_run, user, log)
+            if self.cluster.warnings:
+                log.response_headers["Warning"] = ", ".join(self.cluster.warnings)
             self.controllers.run()
             return code, "application/json", answer
 

@@ -87,3 +87,20 @@ def test_metadata_only_lists_page_through_everything(cluster):
     names = [i["metadata"]["name"] for p in pages for i in p.get("items") or []]
     assert {f"plain-{i}" for i in range(5)} <= set(names) and len(names) == len(set(names))
     assert len(pages) >= 3 and all(p["kind"] == "PartialObjectMetadataList" for p in pages)
+
+
+def test_finalizer_names_and_controller_references_are_validated(cluster):
+    """Built-in objects refuse finalizers that are neither standard nor domain-qualified; custom resources
+    accept them with a warning; no object may have two controller owners (captures 01-04 of causes)."""
+    configmaps = f"/api/v1/namespaces/{cluster.namespace}/configmaps"
+    code, answer = cluster.api.send("POST", configmaps, {"metadata": {"name": "odd", "finalizers": ["cleanup"]}})
+    assert code == 422 and "name is neither a standard finalizer name nor is it fully qualified" in answer["message"]
+    owners = [{"apiVersion": "v1", "kind": "ConfigMap", "name": n, "uid": f"{n}-uid", "controller": True}
+              for n in ("a", "b")]
+    code, answer = cluster.api.send("POST", configmaps, {"metadata": {"name": "twice", "ownerReferences": owners}})
+    assert code == 422 and "Only one reference can have Controller set to true" in answer["message"]
+    group = cluster.widget_crd()
+    code, answer = cluster.api.send("POST", f"/apis/{group}/v1/namespaces/{cluster.namespace}/widgets", {
+        "apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "loose", "finalizers": ["cleanup"]}})
+    assert code == 201 and answer["metadata"]["finalizers"] == ["cleanup"]
+    cluster.strip_finalizers(f"/apis/{group}/v1/namespaces/{cluster.namespace}/widgets/loose")

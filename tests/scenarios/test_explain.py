@@ -199,9 +199,12 @@ def test_foreground_deletion_blocked_by_a_dependent_names_the_chain(cluster):
 
 
 def test_unqualified_finalizers_are_not_guessed(cluster):
-    cm = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "odd", "finalizers": ["cleanup"]}})
-    cluster.delete(cm)
-    f = finding(explain(cluster, "configmap", "odd", "-n", cluster.namespace), "cleanup")
+    """Only a custom resource can carry one: built-in objects refuse it (see test_cluster_rules)."""
+    group = cluster.widget_crd()
+    widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                             "metadata": {"name": "odd", "finalizers": ["cleanup"]}})
+    cluster.delete(widget)
+    f = finding(explain(cluster, f"widgets.{group}", "odd", "-n", cluster.namespace), "cleanup")
     assert f["verdict"] == "UNKNOWN" and "not a domain-qualified name" in f["condition"]
 
 
