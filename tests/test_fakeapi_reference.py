@@ -7,69 +7,20 @@ caught a controller half-way (the volume binder), only the settled facts are com
 """
 
 import json
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.fakeapi import FakeAPIServer
 from tests.fakeapi.rbac import User
+from tests.fakeapi.replay import Replay, normalise, pick
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "k8s-reference"
-VOLATILE = {"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "lastTransitionTime",
-            "lastPhaseTransitionTime", "continue", "time", "expirationTimestamp"}
-
-# Server bookkeeping kfin never reads: server-side-apply field ownership and opaque storage hashes.
-IGNORED = {"managedFields", "storageVersionHash"}
-
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared/k8s-reference is not beside the checkout")
 
 
-def normalise(value, path=""):
-    if isinstance(value, dict):
-        return {k: ("<volatile>" if k in VOLATILE else normalise(v, f"{path}/{k}"))
-                for k, v in value.items() if k not in IGNORED}
-    if isinstance(value, list):
-        return [normalise(v, path) for v in value]
-    return value
-
-
-def pick(value, paths):
-    """Only the given /-separated paths of a JSON value (for captures taken mid-reconcile)."""
-    out = {}
-    for path in paths:
-        node = value
-        for part in path.split("/"):
-            node = node[int(part)] if isinstance(node, list) else node.get(part) if isinstance(node, dict) else None
-        out[path] = node
-    return out
-
-
-class Replay:
-    def __init__(self, fake: FakeAPIServer):
-        self.fake = fake
-
-    def send(self, method, path, body=None, accept="application/json", content_type=None, token="admin-token"):
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Authorization": f"Bearer {token}", "Accept": accept}
-        if content_type:
-            headers["Content-Type"] = content_type
-        request = urllib.request.Request(self.fake.url + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(request) as response:
-                return response.status, response.headers["Content-Type"], response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.headers["Content-Type"], error.read().decode()
-
-    def create(self, path, body):
-        code, _, text = self.send("POST", path, body, content_type="application/json")
-        assert code == 201, text
-        return json.loads(text)
-
-
 def _uid(replay, path):
-    return json.loads(replay.send("GET", path)[2])["metadata"]["uid"]
+    return replay.get(path)["metadata"]["uid"]
 
 
 def setup_plain_configmaps(replay):
@@ -122,12 +73,12 @@ def test_replay_the_captured_story_against_the_fake(fake):
             SETUP[step](replay)
         body = request["body"]
         if step == "57":  # /finalize carries the object as read: use this server's identity for it
-            current = json.loads(replay.send("GET", "/api/v1/namespaces/ref")[2])
+            current = replay.get("/api/v1/namespaces/ref")
             body = dict(body, metadata=current["metadata"])
         if step == "39":
             body = json.loads(json.dumps(body))
         accept = request["accept"] or "application/json"
-        code, content_type, text = replay.send(request["method"], request["path"], body, accept,
+        code, content_type, text, _ = replay.send(request["method"], request["path"], body, accept,
                                                request["content_type"],
                                                "test-user-token" if step in AS_TEST_USER else "admin-token")
         got = json.loads(text) if content_type.startswith("application/json") else text
@@ -152,7 +103,7 @@ def test_the_fake_serves_every_group_of_aggregated_discovery_in_legacy_form(fake
     for group in aggregated["items"]:
         for version in group["versions"]:
             gv = f"{group['metadata']['name']}/{version['version']}"
-            code, _, text = replay.send("GET", f"/apis/{gv}")
+            code, _, text, _ = replay.send("GET", f"/apis/{gv}")
             assert code == 200, gv
             served = {r["name"]: r for r in json.loads(text)["resources"]}
             for resource in version["resources"]:

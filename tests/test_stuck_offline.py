@@ -157,9 +157,9 @@ def test_several_contexts_add_a_context_column(fake, tmp_path):
     try:
         for server in (fake, other):
             api = RawClient(server.url, "admin-token")
-            api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": f"held-{server is fake}",
+            api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": f"held-{str(server is fake).lower()}",
                                                                               "finalizers": ["example.com/b"]}})
-            api.delete(f"/api/v1/namespaces/default/configmaps/held-{server is fake}")
+            api.delete(f"/api/v1/namespaces/default/configmaps/held-{str(server is fake).lower()}")
         config = json.loads(fake.kubeconfig(tmp_path / "a").read_text())
         second = json.loads(other.kubeconfig(tmp_path / "b").read_text())
         config["clusters"].append({"name": "other", "cluster": second["clusters"][0]["cluster"]})

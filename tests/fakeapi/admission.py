@@ -4,6 +4,10 @@ PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
 
 
+WEBHOOK_DEFAULTS = {"failurePolicy": "Fail", "matchPolicy": "Equivalent", "namespaceSelector": dict,
+                    "objectSelector": dict, "timeoutSeconds": 10}
+
+
 def _add_finalizer(meta: dict, name: str):
     finalizers = meta.setdefault("finalizers", [])
     if name not in finalizers:
@@ -25,15 +29,27 @@ def admit_create(cluster, rt, obj: dict):
     elif rt.key == ("", "namespaces"):
         meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
         obj["spec"] = {"finalizers": ["kubernetes"]}
-    elif rt.key == ("", "pods"):  # the ServiceAccount admission plugin
+    elif rt.key == ("", "pods"):  # the ServiceAccount and DefaultTolerationSeconds plugins, and defaulting
         spec = obj.setdefault("spec", {})
         spec.setdefault("serviceAccountName", "default")
         spec.setdefault("serviceAccount", spec["serviceAccountName"])
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        tolerations = spec.setdefault("tolerations", [])
+        for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+            if not any(t.get("key") == taint and t.get("effect") in ("NoExecute", None) for t in tolerations):
+                tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
+                                    "tolerationSeconds": 300})
     elif rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         names = obj.setdefault("spec", {}).setdefault("names", {})
         names.setdefault("listKind", names.get("kind", "") + "List")
         obj["spec"].setdefault("conversion", {"strategy": "None"})
         obj["status"] = {"conditions": None, "acceptedNames": {"plural": "", "kind": ""},
                          "storedVersions": [v["name"] for v in obj["spec"].get("versions", []) if v.get("storage")]}
+    elif rt.group == "admissionregistration.k8s.io" and rt.name.endswith("webhookconfigurations"):
+        for webhook in obj.get("webhooks") or []:
+            for key, value in WEBHOOK_DEFAULTS.items():
+                webhook.setdefault(key, value() if callable(value) else value)
+            for rule in webhook.get("rules") or []:
+                rule.setdefault("scope", "*")
     if meta.get("finalizers") == []:
         del meta["finalizers"]

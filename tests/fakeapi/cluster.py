@@ -11,6 +11,7 @@ import bisect
 import copy
 import json
 import random
+import re
 import string
 import threading
 import time
@@ -35,6 +36,8 @@ METADATA_ORDER = ["name", "generateName", "namespace", "selfLink", "uid", "resou
                   "ownerReferences", "finalizers", "managedFields"]
 GRACEFUL_DEFAULT_SECONDS = 30
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
+DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 STANDARD_FINALIZERS = {"kubernetes", "orphan", "foregroundDeletion"}
 OWNER_REFERENCE_ORDER = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")  # Go's field order
 
@@ -138,7 +141,8 @@ class Cluster:
                 self.register(ResourceType(group, version, e["name"], e["kind"], e["namespaced"], e["verbs"],
                                            e.get("shortNames", []), e.get("singularName", ""),
                                            e.get("categories", []),
-                                           has_generation=group in ("apps", "batch", "apiextensions.k8s.io")
+                                           has_generation=group in ("apps", "batch", "apiextensions.k8s.io",
+                                                                   "admissionregistration.k8s.io")
                                            or e["name"] == "pods"))
 
     def register(self, rt: ResourceType):
@@ -238,6 +242,7 @@ class Cluster:
         if not name:
             raise st.invalid(rt.kind, "", "metadata.name", "FieldValueRequired",
                              "Required value: name or generateName is required")
+        self.validate_name(rt, name)
         if rt.namespaced:
             namespace = namespace or meta.get("namespace")
             ns = self.find(self.types[("", "namespaces")], "", namespace)
@@ -276,6 +281,28 @@ class Cluster:
             self._store(rt, obj)
             self.events.append(("created", rt.key, obj["metadata"].get("namespace", ""), name))
         return obj
+
+    def validate_name(self, rt: ResourceType, name: str):
+        """Names as the real server validates them on create (capture 34 of causes): a DNS subdomain for most
+        kinds, a DNS label for namespaces, a path segment for RBAC objects."""
+        if rt.group == "rbac.authorization.k8s.io":
+            if name in (".", "..") or "/" in name or "%" in name:
+                raise st.invalid(rt.kind, name, "metadata.name", "FieldValueInvalid",
+                                 f'Invalid value: "{name}": may not contain \'/\' or \'%\'')
+            return
+        label = rt.key == ("", "namespaces")
+        pattern = DNS_LABEL if label else DNS_SUBDOMAIN
+        if len(name) <= (63 if label else 253) and re.fullmatch(pattern, name):
+            return
+        if label:
+            detail = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+                      "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+                      f"validation is '{DNS_LABEL}')")
+        else:
+            detail = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+                      "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+                      f"validation is '{DNS_SUBDOMAIN}')")
+        raise st.invalid(rt.kind, name, "metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {detail}')
 
     def validate_metadata(self, rt: ResourceType, meta: dict, name: str):
         """What kube-apiserver checks of every object's finalizers and owner references (captures 01-04 of

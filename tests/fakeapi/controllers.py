@@ -54,6 +54,11 @@ class Controllers:
             event = self.c.events.pop(0)
             self.handle(*event)
 
+    def tick(self):
+        """What the controllers do on their timers rather than on a write (see FakeAPIServer.reconcile)."""
+        if not self.enabled:
+            return
+
     def renew_lease(self):
         """kube-controller-manager's leader lease, renewed every 2 s while the controllers run, as the real
         one is: kfin reads it to tell whether that controller-manager is alive."""

@@ -8,6 +8,7 @@ import secrets
 import socket
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -225,6 +226,25 @@ class FakeAPIServer:
             stamp = datetime.fromtimestamp(time.time() + self.cluster.clock_offset - seconds_ago, timezone.utc)
             lease["spec"]["renewTime"] = stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
+    def reconcile(self):
+        """Let the controllers act on what time alone changes (a node that stopped reporting, a Pod's
+        quarantine running out): the real ones run on timers, the fake's after each write or here."""
+        with self.cluster.lock:
+            self.controllers.tick()
+            self.controllers.run()
+
+    @contextmanager
+    def controllers_paused(self):
+        """Writes land but no controller reacts until the block ends (a race the real controllers can lose)."""
+        with self.cluster.lock:
+            enabled, self.controllers.enabled = self.controllers.enabled, False
+        try:
+            yield
+        finally:
+            with self.cluster.lock:
+                self.controllers.enabled = enabled
+                self.cluster.events.clear()
+
     def advance_clock(self, seconds: float):
         """Age everything by `seconds` (deletionTimestamps in the past are how stuck objects look)."""
         self.cluster.clock_offset += seconds
@@ -387,14 +407,13 @@ class FakeAPIServer:
                     gv = f"{group}/{version}"
                     # kube-aggregator lists what it has fetched; a backend never reached is left out.
                     if gv not in c.aggregated or gv in c.aggregated_backends:
-                        versions.append(self._aggregated_version(version, c.discovery.get(gv, [])))
+                        versions.append(self._aggregated_version(version, c.discovery.get(gv, []), group))
                 if versions:
                     items.append({"metadata": {"name": group}, "versions": versions})
         return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
                 "items": items}
 
-    @staticmethod
-    def _aggregated_version(version: str, entries: list) -> dict:
+    def _aggregated_version(self, version: str, entries: list, group: str = "") -> dict:
         resources, by_name = [], {}
         for e in entries:
             name, _, sub = e["name"].partition("/")
@@ -404,7 +423,11 @@ class FakeAPIServer:
                         "subresource": sub, "responseKind": _kind_of(e),
                         "verbs": e["verbs"]})
                 continue
-            entry = {"resource": name, "responseKind": _kind_of(e),
+            kind = _kind_of(e)
+            rt = self.cluster.resolve(group, version, name)
+            if rt is not None and rt.origin == "crd":  # custom resources name their group and version (causes 10)
+                kind.update(group=group, version=version)
+            entry = {"resource": name, "responseKind": kind,
                      "scope": "Namespaced" if e["namespaced"] else "Cluster",
                      "singularResource": e.get("singularName") or e["kind"].lower(), "verbs": e["verbs"]}
             for key, field_name in (("shortNames", "shortNames"), ("categories", "categories")):
