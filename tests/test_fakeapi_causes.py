@@ -57,7 +57,6 @@ PENDING = {
     "06": "managedFields: the fake records no field managers yet",
     "07": "managedFields: the fake records no field managers yet",
     "08": "managedFields: the fake records no field managers yet",
-    "14": "admission webhooks: the fake calls none yet",
     "16": "the fake has no EndpointSlice controller yet",
     "17": "the fake has no node lifecycle controller yet",
     "18": "the fake has no node lifecycle controller yet (Pods on a lost node turn Ready False)",

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from . import rbac
 from . import status as st
+from . import webhooks
 from .cluster import CATALOG, AggregatedAPI, Cluster, ResourceType, storage_key
 from .controllers import Controllers
 from .patch import PatchError, apply_json_patch, apply_merge_patch
@@ -341,6 +342,7 @@ class FakeAPIServer:
                 raise st.forbidden(user.name, verb, route.group, route.resource, route.subresource,
                                    route.namespace, route.name)
             self._admit_namespace(verb, rt, route)
+            self._admit_webhooks(verb, rt, route, body)
             if method in ("PATCH", "PUT"):
                 for hook in list(self.before_write):
                     hook(method, path)
@@ -366,6 +368,22 @@ class FakeAPIServer:
             return
         if self.cluster.find(self.cluster.types[("", "namespaces")], "", route.namespace) is None:
             raise st.not_found("", "namespaces", route.namespace)
+
+    def _admit_webhooks(self, verb, rt, route, body):
+        operation = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE", "delete": "DELETE",
+                     "deletecollection": "DELETE"}.get(verb)
+        if operation is None or route.subresource == "token" or rt.key in rbac.SELF_REVIEWS:
+            return
+        labels = {}
+        if route.name:
+            stored = self.cluster.find(rt, route.namespace or "", route.name)
+            labels = ((stored or {}).get("metadata") or {}).get("labels") or {}
+        elif body:
+            try:
+                labels = (json.loads(body).get("metadata") or {}).get("labels") or {}
+            except (ValueError, AttributeError):
+                labels = {}
+        webhooks.admit(self.cluster, operation, rt, route.namespace, route.subresource, labels)
 
     def _discovery(self, method, parts):
         c = self.cluster
