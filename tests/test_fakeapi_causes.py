@@ -57,16 +57,6 @@ PENDING = {
     "06": "managedFields: the fake records no field managers yet",
     "07": "managedFields: the fake records no field managers yet",
     "08": "managedFields: the fake records no field managers yet",
-    "16": "the fake has no EndpointSlice controller yet",
-    "17": "the fake has no node lifecycle controller yet",
-    "18": "the fake has no node lifecycle controller yet (Pods on a lost node turn Ready False)",
-    "19": "the fake has no node lifecycle controller yet (Pods on a lost node turn Ready False)",
-    "20": "the fake has no node lifecycle controller yet (Pods on a lost node turn Ready False)",
-    "21": "the fake has no node lifecycle controller yet (Pods on a lost node turn Ready False)",
-    "24": "the fake has no pod garbage collector yet",
-    "25": "the fake's controllers write no Events yet",
-    "26": "the fake's controllers write no Events yet",
-    "27": "the fake's volume binder does not mark a claim Lost yet",
     "28": "watch: the fake does not stream watches yet",
     "29": "watch: the fake does not stream watches yet",
     "31": "the fake answers no SelfSubjectRulesReview yet",
@@ -106,8 +96,13 @@ class Story:
         self.replay.create(f"{NS}/services", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "gate-svc"},
                                                "spec": {"selector": {"app": "gate"}, "ports": [{"port": 443}]}})
 
-    def at_17(self):  # a node whose kubelet posted nothing, with a Running Pod on it, then the grace period
-        self.replay.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "causes-node"}})
+    def at_17(self):  # a node whose kubelet posted Ready once, with a Running Pod on it, then the grace period
+        node = self.replay.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                                    "metadata": {"name": "causes-node"}})
+        self.replay.send("PUT", "/api/v1/nodes/causes-node/status", dict(node, status={"conditions": [{
+            "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": node["metadata"]["creationTimestamp"],
+            "lastTransitionTime": node["metadata"]["creationTimestamp"]}]}), content_type="application/json")
         pod = self.replay.create(f"{NS}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-lost-node"},
                                                  "spec": {"nodeName": "causes-node", "containers": [
                                                      {"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})
@@ -136,6 +131,7 @@ class Story:
         self.replay.create(f"{NS}/persistentvolumeclaims", {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                                                             "metadata": {"name": "claim"}, "spec": {
                                                                 "accessModes": ["ReadWriteOnce"], "storageClassName": "causes",
+                                                                "volumeName": "causes-pv",
                                                                 "resources": {"requests": {"storage": "1Gi"}}}})
         self.replay.send("PATCH", "/api/v1/persistentvolumes/causes-pv", {"metadata": {"finalizers": None}},
                          content_type="application/merge-patch+json")

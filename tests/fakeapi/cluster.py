@@ -435,6 +435,7 @@ class Cluster:
             if grace == 0 and rt.key == ("", "pods") and not meta.get("finalizers"):
                 if not dry_run:
                     self.remove(rt, obj)
+                meta["deletionTimestamp"], meta["deletionGracePeriodSeconds"] = self.now(), 0  # as answered (causes 21)
                 return obj, True
             return obj, False  # deleting again changes nothing (capture 16)
         finalizers = list(meta.get("finalizers", []))

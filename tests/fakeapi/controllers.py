@@ -27,6 +27,16 @@ PVCS = ("", "persistentvolumeclaims")
 PVS = ("", "persistentvolumes")
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 APISERVICES = ("apiregistration.k8s.io", "apiservices")
+NODES = ("", "nodes")
+SERVICES = ("", "services")
+EVENTS = ("", "events")
+EVENTS_V1 = ("events.k8s.io", "events")
+SLICES = ("discovery.k8s.io", "endpointslices")
+# kube-controller-manager's defaults: --node-monitor-grace-period (1.32+) and the pod GC's quarantine.
+NODE_MONITOR_GRACE_SECONDS = 50
+POD_GC_QUARANTINE_SECONDS = 40
+UNREACHABLE = "node.kubernetes.io/unreachable"
+NODE_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 ROOT_CA = "kube-root-ca.crt"
 ROOT_CA_DESCRIPTION = (
     "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as "
@@ -40,6 +50,8 @@ class Controllers:
         self.c = cluster
         self.enabled = True
         self._renewed = 0.0
+        self._orphaned_since: dict[str, float] = {}  # Pod uid -> when the pod GC first saw its node missing
+        self._evictions: set[str] = set()  # Pod uids the taint eviction controller has scheduled
 
     # ----- the loop --------------------------------------------------------------------------------
     def run(self):
@@ -58,6 +70,9 @@ class Controllers:
         """What the controllers do on their timers rather than on a write (see FakeAPIServer.reconcile)."""
         if not self.enabled:
             return
+        self.monitor_nodes()
+        self.collect_orphaned_pods()
+        self.run()
 
     def renew_lease(self):
         """kube-controller-manager's leader lease, renewed every 2 s while the controllers run, as the real
@@ -99,9 +114,16 @@ class Controllers:
         elif key == PVCS:
             self.pvc_changed(what, obj)
         elif key == PVS:
-            self.pv_changed(obj)
+            if what == "removed":
+                self.volume_gone(obj)
+            else:
+                self.pv_changed(obj)
         elif key == PODS:
-            self.pod_changed(obj)
+            if what == "removed":
+                self.pod_gone(obj)
+            self.pod_changed(obj, gone=what == "removed")
+        elif key == SERVICES and what != "removed":
+            self.service_changed(obj)
         self.garbage_collect(what, obj)
         if namespace and what in ("removed", "updated", "deleting"):
             ns = c.find(c.types[NAMESPACES], "", namespace)
@@ -307,7 +329,149 @@ class Controllers:
             o.setdefault("status", {})["conditions"] = out
         self._update(NAMESPACES, ns, apply, subresource="status")
 
+    # ----- events ----------------------------------------------------------------------------------
+    def record_event(self, obj: dict, event_type: str, reason: str, message: str, component: str,
+                     with_identity: bool = True):
+        """An Event about `obj`, as a controller records it; the fake stores it under both events APIs
+        (the real server keeps one object and converts)."""
+        c = self.c
+        meta = obj["metadata"]
+        now = c.now()
+        involved = {"kind": obj.get("kind", ""), "namespace": meta.get("namespace", ""), "name": meta["name"]}
+        if with_identity:
+            involved.update(uid=meta.get("uid"), apiVersion=obj.get("apiVersion"),
+                            resourceVersion=meta.get("resourceVersion"))
+        else:
+            involved["apiVersion"] = obj.get("apiVersion")
+        # client-go names an Event after its object and the time in nanoseconds, in hex: they list in order
+        name = f"{meta['name']}.{int((time.time() + c.clock_offset) * 1e9):x}"
+        namespace = meta.get("namespace") or "default"
+        core = c.create(c.types[EVENTS], namespace, {"metadata": {"name": name}, "involvedObject": involved,
+                        "reason": reason, "message": message, "source": {"component": component},
+                        "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": event_type,
+                        "eventTime": None, "reportingComponent": component, "reportingInstance": ""})
+        events_v1 = c.types.get(EVENTS_V1)
+        if events_v1 is not None:
+            c.create(events_v1, namespace, {
+                "metadata": {"name": name}, "eventTime": None, "reportingController": component, "reason": reason,
+                "regarding": involved, "note": message, "type": event_type,
+                "deprecatedSource": {"component": component}, "deprecatedFirstTimestamp": now,
+                "deprecatedLastTimestamp": now, "deprecatedCount": 1})
+        return core
+
+    # ----- nodes and their Pods --------------------------------------------------------------------
+    def _seconds_since(self, stamp: str | None) -> float:
+        from datetime import datetime
+        if not stamp:
+            return 0.0
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        return time.time() + self.c.clock_offset - moment
+
+    def monitor_nodes(self):
+        """The node lifecycle controller: a node whose kubelet has not posted status for the grace period
+        turns Ready Unknown and gets the unreachable taints; its Pods turn Ready False (captures 17-18)."""
+        c = self.c
+        for node in c.list(c.types[NODES], None):
+            conditions = {cond.get("type"): cond for cond in (node.get("status") or {}).get("conditions") or []}
+            ready = conditions.get("Ready")
+            if ready and ready.get("status") == "Unknown":
+                continue
+            last = (ready or {}).get("lastHeartbeatTime") or node["metadata"].get("creationTimestamp")
+            if self._seconds_since(last) < NODE_MONITOR_GRACE_SECONDS:
+                continue
+            now = c.now()
+
+            def unknown(o, conditions=conditions, last=last):
+                out = []
+                for kind in NODE_CONDITIONS:
+                    had = conditions.get(kind)
+                    reason, message = (("NodeStatusUnknown", "Kubelet stopped posting node status.") if had
+                                       else ("NodeStatusNeverUpdated", "Kubelet never posted node status."))
+                    out.append({"type": kind, "status": "Unknown", "lastHeartbeatTime": (had or {}).get(
+                        "lastHeartbeatTime", last), "lastTransitionTime": now, "reason": reason, "message": message})
+                o.setdefault("status", {})["conditions"] = out
+            self._update(NODES, node, unknown, subresource="status")
+            node = c.find(c.types[NODES], "", node["metadata"]["name"])
+
+            def taint(o):
+                taints = [t for t in (o.setdefault("spec", {}).get("taints") or []) if t.get("key") != UNREACHABLE]
+                o["spec"]["taints"] = taints + [{"key": UNREACHABLE, "effect": effect, "timeAdded": now}
+                                                for effect in ("NoSchedule", "NoExecute")]
+            self._update(NODES, node, taint)
+            for pod in c.list(c.types[PODS], None):
+                if (pod.get("spec") or {}).get("nodeName") == node["metadata"]["name"]:
+                    self._mark_not_ready(pod, now)
+
+    def _mark_not_ready(self, pod: dict, now: str):
+        def not_ready(o):
+            conditions = [cond for cond in (o.setdefault("status", {}).get("conditions") or [])
+                          if cond.get("type") != "Ready"]
+            o["status"]["conditions"] = [{"type": "Ready", "status": "False", "lastProbeTime": None,
+                                          "lastTransitionTime": now}] + conditions
+        self.record_event(pod, "Warning", "NodeNotReady", "Node is not ready", "node-controller")
+        self._update(PODS, pod, not_ready, subresource="status")
+        tolerates = [t for t in (pod.get("spec") or {}).get("tolerations") or []
+                     if t.get("key") == UNREACHABLE and t.get("effect") == "NoExecute"]
+        if tolerates and tolerates[0].get("tolerationSeconds") is not None:
+            self._evictions.add(pod["metadata"]["uid"])  # the taint eviction controller waits, then evicts
+
+    def pod_gone(self, pod: dict):
+        uid = pod["metadata"]["uid"]
+        self._orphaned_since.pop(uid, None)
+        if uid in self._evictions:
+            self._evictions.discard(uid)
+            meta = pod["metadata"]
+            self.record_event(pod, "Normal", "TaintManagerEviction",
+                              f"Cancelling deletion of Pod {meta.get('namespace')}/{meta['name']}",
+                              "taint-eviction-controller", with_identity=False)
+
+    def collect_orphaned_pods(self):
+        """The pod garbage collector: a Pod bound to a node that does not exist goes after a quarantine
+        (capture 24), deleted at once as no kubelet will ever confirm it."""
+        c = self.c
+        now = time.time() + c.clock_offset
+        for pod in c.list(c.types[PODS], None):
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node or c.find(c.types[NODES], "", node) is not None:
+                continue
+            since = self._orphaned_since.setdefault(pod["metadata"]["uid"], now)
+            if now - since >= POD_GC_QUARANTINE_SECONDS:
+                c.delete(c.types[PODS], pod, None, 0)
+                current = c.find(c.types[PODS], pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+                if current is not None and not current["metadata"].get("finalizers"):
+                    c.remove(c.types[PODS], current)
+
+    # ----- endpoint slices -------------------------------------------------------------------------
+    def service_changed(self, svc: dict):
+        """The EndpointSlice controller: one slice for a Service with a selector; the fake has no running
+        Pods, so it lists no endpoints (capture 16)."""
+        c = self.c
+        slices = c.types.get(SLICES)
+        meta = svc["metadata"]
+        if slices is None or not (svc.get("spec") or {}).get("selector"):
+            return
+        namespace, name = meta.get("namespace", ""), meta["name"]
+        if any((s["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == name
+               for s in c.list(slices, namespace)):
+            return
+        c.create(slices, namespace, {
+            "metadata": {"generateName": f"{name}-", "labels": {
+                "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+                "kubernetes.io/service-name": name},
+                "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": c.now()},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": name, "uid": meta["uid"],
+                                     "controller": True, "blockOwnerDeletion": True}]},
+            "addressType": "IPv4", "endpoints": None, "ports": None})
+
     # ----- storage ---------------------------------------------------------------------------------
+    def volume_gone(self, pv: dict):
+        """A bound volume that went away (forced): its claim is Lost (capture 27)."""
+        c = self.c
+        ref = (pv.get("spec") or {}).get("claimRef") or {}
+        pvc = c.find(c.types[PVCS], ref.get("namespace", ""), ref.get("name", ""))
+        if pvc is not None and (pvc.get("spec") or {}).get("volumeName") == pv["metadata"]["name"]:
+            self._update(PVCS, pvc, lambda o: o.setdefault("status", {}).update(phase="Lost"), subresource="status")
+
     def pvc_changed(self, what, pvc):
         c = self.c
         ns = pvc["metadata"].get("namespace", "")
@@ -319,9 +483,12 @@ class Controllers:
         if current is not None and current["metadata"].get("deletionTimestamp"):
             self.check_pvc_protection(current)
 
-    def pod_changed(self, pod):
+    def pod_changed(self, pod, gone: bool = False):
         c = self.c
         ns = pod["metadata"].get("namespace", "")
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and not gone and c.find(c.types[NODES], "", node) is None:  # the pod GC starts its quarantine
+            self._orphaned_since.setdefault(pod["metadata"]["uid"], time.time() + c.clock_offset)
         for claim in pod_claims(pod):
             pvc = c.find(c.types[PVCS], ns, claim)
             if pvc is not None and pvc["metadata"].get("deletionTimestamp"):
