@@ -50,7 +50,7 @@ SETTLED = {
     "25": EVENT_FIELDS + ["items/2"], "26": EVENT_V1_FIELDS + ["items/2"],
     "27": ["metadata/name", "metadata/finalizers", "metadata/annotations", "spec/volumeName", "status/phase"],
     "29": ["0/type", "0/object/code", "0/object/reason"],
-    "31": ["status/resourceRules/0", "status/resourceRules/1", "status/incomplete"],
+    "31": ["kind", "status/resourceRules/0", "status/resourceRules/1", "status/nonResourceRules", "status/incomplete"],
 }
 PENDING = {
     "05": "managedFields: the fake records no field managers yet",
@@ -59,7 +59,6 @@ PENDING = {
     "08": "managedFields: the fake records no field managers yet",
     "28": "watch: the fake does not stream watches yet",
     "29": "watch: the fake does not stream watches yet",
-    "31": "the fake answers no SelfSubjectRulesReview yet",
 }
 
 

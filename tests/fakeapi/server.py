@@ -611,6 +611,14 @@ class FakeAPIServer:
             return {"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
                     "metadata": {"creationTimestamp": self.cluster.now()},
                     "status": {"userInfo": {"username": user.name, "uid": user.uid, "groups": user.groups}}}
+        if rt.name == "selfsubjectrulesreviews":
+            spec = (payload or {}).get("spec") or {}
+            resource_rules, non_resource_rules = rbac.rules_for(self.cluster, user, spec.get("namespace") or "")
+            if "system:masters" in user.groups:
+                resource_rules = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}] + resource_rules
+            return {"kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1", "metadata": {},
+                    "spec": {}, "status": {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules,
+                                           "incomplete": False}}
         attrs = ((payload or {}).get("spec") or {}).get("resourceAttributes") or {}
         ok = rbac.allowed(self.cluster, user, attrs.get("verb", ""), attrs.get("group", ""), attrs.get("resource", ""),
                           attrs.get("subresource", ""), attrs.get("namespace"), attrs.get("name"))
