@@ -53,10 +53,6 @@ SETTLED = {
     "31": ["kind", "status/resourceRules/0", "status/resourceRules/1", "status/nonResourceRules", "status/incomplete"],
 }
 PENDING = {
-    "05": "managedFields: the fake records no field managers yet",
-    "06": "managedFields: the fake records no field managers yet",
-    "07": "managedFields: the fake records no field managers yet",
-    "08": "managedFields: the fake records no field managers yet",
     "28": "watch: the fake does not stream watches yet",
     "29": "watch: the fake does not stream watches yet",
 }

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from . import rbac
+from . import fields, rbac
 from . import status as st
 from . import webhooks
 from .cluster import CATALOG, AggregatedAPI, Cluster, ResourceType, storage_key
@@ -492,7 +492,7 @@ class FakeAPIServer:
             if not isinstance(payload, dict):
                 raise st.bad_request("the body of the request is empty")
             created = c.create(rt, ns, payload, dry_run)
-            return 201, self._full(rt, created)
+            return 201, self._managed(rt, None, created, query, headers, "", dry_run)
         if verb == "update":
             self._require_json(headers)
             if route.subresource == "finalize" and rt.key != ("", "namespaces"):
@@ -500,13 +500,15 @@ class FakeAPIServer:
             old = c.get(rt, ns, route.name)
             if not isinstance(payload, dict):
                 raise st.bad_request("the body of the request is empty")
-            return 200, self._full(rt, c.update(rt, old, payload, route.subresource, dry_run))
+            new = c.update(rt, old, payload, route.subresource, dry_run)
+            return 200, self._managed(rt, old, new, query, headers, route.subresource, dry_run)
         if verb == "patch":
             if route.subresource == "finalize":
                 raise st.method_not_allowed()
             old = c.get(rt, ns, route.name)
             new = self._patched(rt, old, headers.get("Content-Type", ""), payload)
-            return 200, self._full(rt, c.update(rt, old, new, route.subresource, dry_run))
+            new = c.update(rt, old, new, route.subresource, dry_run)
+            return 200, self._managed(rt, old, new, query, headers, route.subresource, dry_run)
         if verb == "delete":
             options = payload if isinstance(payload, dict) else {}
             propagation = options.get("propagationPolicy") or (query.get("propagationPolicy") or [None])[0]
@@ -526,6 +528,21 @@ class FakeAPIServer:
                 c.delete(rt, obj, None, None, dry_run)
             return 200, self._list(rt, ns, {}, [("application/json", {})], log)
         raise st.method_not_allowed()
+
+    def _managed(self, rt, old, new, query, headers, subresource, dry_run):
+        """Record the request's field manager in managedFields (tests/fakeapi/fields.py) and answer the object."""
+        manager = (query.get("fieldManager") or [""])[0] or \
+            (headers.get("User-Agent") or "unknown").split("/")[0].split(" ")[0]
+        meta = new["metadata"]
+        managed = fields.updated((old or {}).get("metadata", {}).get("managedFields"), old, new, manager,
+                                 rt.api_version, self.cluster.now(), subresource if subresource != "finalize" else "")
+        stored = None if dry_run else self.cluster.find(rt, meta.get("namespace", ""), meta["name"])
+        for obj in filter(None, (new, stored)):
+            if managed:
+                obj["metadata"]["managedFields"] = managed
+            else:
+                obj["metadata"].pop("managedFields", None)
+        return self._full(rt, new)
 
     def _require_json(self, headers):
         if headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
