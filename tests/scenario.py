@@ -223,6 +223,11 @@ class ScenarioCluster:
         objects, whose own finalizers are stripped only if their controllers do not finish in time."""
         if self.is_fake:
             return
+        # What can block every deletion in the cluster goes first: a webhook configuration whose backend
+        # is gone rejects the finalizer removals below, an unavailable APIService stops namespace deletion.
+        blocking = ("/validatingwebhookconfigurations/", "/mutatingwebhookconfigurations/", "/apiservices/")
+        for path in [p for p in reversed(self._cluster_scoped) if any(b in p for b in blocking)]:
+            self.api.delete(path)
         ns_path = f"/api/v1/namespaces/{self.namespace}"
         self.api.delete(ns_path)
         deadline = time.monotonic() + 60

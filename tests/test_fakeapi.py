@@ -1,5 +1,6 @@
 """Behaviour of tests/fakeapi beyond the captured story, each rule as kube-apiserver has it."""
 
+import json
 import socket
 import time
 
@@ -341,3 +342,32 @@ def test_aggregated_discovery_of_the_core_group_lists_what_legacy_discovery_list
     pods = next(r for r in core["resources"] if r["resource"] == "pods")
     assert {s["subresource"] for s in pods["subresources"]} >= {"status", "log", "eviction"}
     assert api.get("/api")["kind"] == "APIVersions"  # plain JSON still gets the legacy form
+
+
+def test_a_watch_streams_changes_as_they_come_and_expires_old_versions(api, fake):
+    import threading
+    import urllib.request
+
+    start = api.get("/api/v1/namespaces/default/configmaps")["metadata"]["resourceVersion"]
+    lines = []
+
+    def watch():
+        request = urllib.request.Request(
+            fake.url + f"/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={start}&timeoutSeconds=2"
+            "&fieldSelector=metadata.name%3Dw", headers={"Authorization": "Bearer admin-token",
+                                                         "Accept": "application/json;as=PartialObjectMetadata;"
+                                                                   "g=meta.k8s.io;v=v1"})
+        with urllib.request.urlopen(request) as response:
+            lines.extend(json.loads(line) for line in response if line.strip())
+    reader = threading.Thread(target=watch)
+    reader.start()
+    time.sleep(0.3)  # the watch is waiting: what follows arrives live
+    api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "other"}})
+    api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "w"}})
+    api.delete("/api/v1/namespaces/default/configmaps/w")
+    reader.join(5)
+    assert [(e["type"], e["object"]["kind"], e["object"]["metadata"]["name"]) for e in lines] == [
+        ("ADDED", "PartialObjectMetadata", "w"), ("DELETED", "PartialObjectMetadata", "w")]
+    code, answer = api.send("GET", "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1")
+    event = answer if isinstance(answer, dict) else json.loads(answer.splitlines()[0])  # one line: parsed as JSON
+    assert code == 200 and event["type"] == "ERROR" and event["object"]["code"] == 410

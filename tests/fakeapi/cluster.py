@@ -8,6 +8,7 @@ Controllers (controllers.py) react to the events this module queues.
 """
 
 import bisect
+import collections
 import copy
 import json
 import random
@@ -112,6 +113,11 @@ class Cluster:
     def __init__(self):
         self.warnings: list[str] = []  # Warning headers for the answer to the request being served
         self.lock = threading.RLock()
+        # What watches replay: (resourceVersion, ADDED|MODIFIED|DELETED, type key, object), like etcd's
+        # window of revisions; older revisions are compacted away (a watch from before answers 410).
+        self.history: collections.deque = collections.deque(maxlen=20_000)
+        self.changed = threading.Condition(self.lock)
+        self.compacted_rv = 0
         self.clock_offset = 0.0  # seconds added to "now" (tests age objects with it)
         self._rv = 200
         self.types: dict[tuple, ResourceType] = {}
@@ -336,9 +342,17 @@ class Cluster:
         if previous is None:
             self._order.pop(rt.key, None)
         self.objects[rt.key][key] = obj
+        self._record("ADDED" if previous is None else "MODIFIED", rt, obj)
         self.by_uid[meta["uid"]] = (rt.group, rt.name) + key
         for ref in meta.get("ownerReferences", []):
             self.dependents.setdefault(ref.get("uid", ""), set()).add(meta["uid"])
+
+    def _record(self, kind: str, rt: ResourceType, obj: dict):
+        if len(self.history) == self.history.maxlen:
+            self.compacted_rv = max(self.compacted_rv, self.history[0][0])
+        self.history.append((int(obj["metadata"]["resourceVersion"]), kind, rt.key, obj))
+        with self.changed:  # the lock is re-entrant: writers already hold it
+            self.changed.notify_all()
 
     def _unindex_owners(self, obj: dict):
         uid = obj["metadata"]["uid"]
@@ -478,5 +492,6 @@ class Cluster:
             self._order.pop(rt.key, None)
             self.by_uid.pop(stored["metadata"]["uid"], None)
             self._unindex_owners(stored)
-            self.next_rv()
+            rv = self.next_rv()
+            self._record("DELETED", rt, dict(stored, metadata=dict(stored["metadata"], resourceVersion=rv)))
             self.events.append(("removed", rt.key, key[0], key[1], stored))

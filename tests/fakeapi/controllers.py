@@ -11,7 +11,14 @@ both. Each controller follows the real one for what kfin observes:
 - pvc-protection (any scheduled Pod using the claim holds it, whatever its phase), pv-protection
   (a Bound volume is held), and a minimal volume binder;
 - CRD finalizer (instances are deleted before the CRD goes), APIService availability,
-  kube-root-ca.crt publisher and the default ServiceAccount of each namespace.
+  kube-root-ca.crt publisher and the default ServiceAccount of each namespace;
+- node lifecycle (a node that stops posting status turns Ready Unknown after 50 s and gets the
+  unreachable taints; its Pods turn Ready False), taint eviction (scheduled for Pods that tolerate the
+  taint for a while; a forced deletion cancels it), the pod garbage collector (a Pod bound to a
+  missing node goes after a 40 s quarantine), the EndpointSlice controller (a slice without
+  endpoints: the fake runs no Pods), and the Events these controllers record.
+Timers do not run by themselves: a test advances the fake's clock and calls FakeAPIServer.reconcile().
+Writes by these controllers are not sent through admission webhooks, and record no managedFields.
 """
 
 import copy

@@ -145,6 +145,7 @@ class FakeAPIServer:
         self._thread = None
         self._ca: bytes | None = None
         self._seed()
+        self.cluster.compacted_rv = int(self.cluster.current_rv)  # a watch from before the fake started: 410
 
     # ----- lifecycle -------------------------------------------------------------------------------
     def start(self, port: int = 0, tls: tuple[Path, Path] | None = None) -> "FakeAPIServer":
@@ -329,6 +330,8 @@ class FakeAPIServer:
                 raise st.unknown_resource()
             verb = {"GET": "get" if route.name else "list", "POST": "create", "PUT": "update", "PATCH": "patch",
                     "DELETE": "delete" if route.name else "deletecollection"}.get(method)
+            if verb == "list" and (query.get("watch") or [""])[0] in ("1", "true"):
+                verb = "watch"
             if route.subresource == "token":
                 verb = "create"
             log.resource, log.verb = route.resource, verb
@@ -481,6 +484,10 @@ class FakeAPIServer:
         accept = _media_types(headers.get("Accept"))
         if verb == "list":
             return 200, self._list(rt, ns, query, accept, log)
+        if verb == "watch":
+            metadata_only = any(params.get("as") in ("PartialObjectMetadata", "PartialObjectMetadataList")
+                                for _, params in accept)
+            return 200, Watch(self.cluster, rt, ns, query, metadata_only)
         if verb == "get":
             obj = c.get(rt, ns, route.name)
             return 200, self._one(rt, obj, accept, log)
@@ -654,6 +661,62 @@ class FakeAPIServer:
                 "status": {"token": token, "expirationTimestamp": self.cluster.now()}}
 
 
+class Watch:
+    """A watch of one type (in one namespace, with selectors) from a resourceVersion: what happened after
+    it, replayed from the cluster's history, then each change as it comes, until timeoutSeconds.
+    A resourceVersion older than the compacted window gets one ERROR event, 410 Expired (capture 29 of
+    causes). Bookmarks are not sent (a server may leave them out)."""
+
+    LONGEST = 60.0  # the fake's cap on timeoutSeconds, so that a forgotten watch ends
+
+    def __init__(self, cluster, rt, namespace, query, metadata_only):
+        self.cluster, self.rt, self.namespace, self.metadata_only = cluster, rt, namespace, metadata_only
+        self.labels = (query.get("labelSelector") or [""])[0]
+        self.fields = (query.get("fieldSelector") or [""])[0]
+        self.timeout = min(float((query.get("timeoutSeconds") or [self.LONGEST])[0]), self.LONGEST)
+        start = (query.get("resourceVersion") or [""])[0]
+        with cluster.lock:
+            self.start = int(start) if start.isdigit() and start != "0" else int(cluster.current_rv)
+            self.expired = bool(start.isdigit() and start != "0" and self.start < cluster.compacted_rv)
+            self.compacted = cluster.compacted_rv
+
+    def _wanted(self, key, obj) -> bool:
+        meta = obj["metadata"]
+        if key != self.rt.key or (self.namespace is not None and meta.get("namespace") != self.namespace):
+            return False
+        if self.labels and not _selector_matches(self.labels, meta.get("labels") or {}):
+            return False
+        return not self.fields or _selector_matches(self.fields, {"metadata.name": meta["name"],
+                                                                  "metadata.namespace": meta.get("namespace", "")})
+
+    def _event(self, kind, obj) -> bytes:
+        if self.metadata_only:
+            obj = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
+        return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+    def lines(self):
+        if self.expired:
+            yield json.dumps({"type": "ERROR", "object": st.failure(
+                410, "Expired", f"too old resource version: {self.start} ({self.compacted})").body}).encode() + b"\n"
+            return
+        deadline = time.monotonic() + self.timeout
+        position = self.start
+        while True:
+            with self.cluster.changed:
+                due = [(rv, kind, obj) for rv, kind, key, obj in self.cluster.history
+                       if rv > position and self._wanted(key, obj)]
+                if self.cluster.history:
+                    position = max(position, self.cluster.history[-1][0])
+                if not due:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return
+                    self.cluster.changed.wait(min(left, 0.5))
+                    continue
+                lines = [self._event(kind, obj) for _, kind, obj in due]
+            yield from lines
+
+
 def svc_key():
     return ("apiregistration.k8s.io", "apiservices")
 
@@ -730,7 +793,25 @@ class _Handler(BaseHTTPRequestHandler):
             code, content_type, answer = error.code, error.content_type, error.body
         except Exception as error:  # a bug in the fake: say so as the real server would, with a 500
             code, content_type, answer = 500, "application/json", st.internal_error(repr(error)).body
+        if isinstance(answer, Watch):
+            self._stream(answer, log)
+            return
         self._send(code, content_type, answer, log)
+
+    def _stream(self, watch: "Watch", log):
+        """A watch: one JSON event per chunk, until its timeout or the client goes away."""
+        log.status = 200
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for line in watch.lines():
+                self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            self.close_connection = True
 
     def _send(self, code, content_type, answer, log, trickle: float = 0.0):
         if isinstance(answer, str):
