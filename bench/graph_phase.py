@@ -19,7 +19,7 @@ def main(path: str) -> int:
     from kfin import graph as g
     from kfin import inventory
     from kfin import render_graph as rg
-    from kfin.blockers import blocker_line
+    from kfin.causes import blocker_line, explain_cached
     from kfin.facts import Facts
     from rich.console import Console
 
@@ -37,7 +37,7 @@ def main(path: str) -> int:
         return result
 
     graph = best("build", lambda: g.build(objects, facts.inventory.observed_at, facts.listed_kinds(),
-                                          lambda o: blocker_line(o, facts)))
+                                          lambda o: blocker_line(explain_cached(o, facts))))
     found, chains = best("analyse", lambda: (g.problems(graph), rg.chains(graph)))
 
     def render_tree():

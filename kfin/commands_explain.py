@@ -62,7 +62,7 @@ def live_target(options: Options, kind: str, name: str, refresh: bool) -> tuple[
 
 def explain(options: Options, *, kind: str, name: str, from_snapshot: str | None, refresh: bool) -> int:
     from kfin import render
-    from kfin.explain import explain_object
+    from kfin.causes import explain_object
     from kfin.options import check_output
 
     fmt = check_output(options, ("table", "json", "yaml"))

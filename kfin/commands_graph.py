@@ -29,8 +29,8 @@ def _facts(options: Options, from_snapshot: str | None, refresh: bool) -> Facts:
 
 
 def _blocker(facts: Facts):
-    from kfin.blockers import blocker_line
-    return lambda obj: blocker_line(obj, facts)
+    from kfin.causes import blocker_line, explain_cached
+    return lambda obj: blocker_line(explain_cached(obj, facts))
 
 
 def _with_foreign_owners(objects: list, facts: Facts) -> list:

@@ -83,7 +83,7 @@ def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_
                audit_log, refresh) -> int:
     from kfin import audit
     from kfin.commands_explain import live_target
-    from kfin.explain import explain_object
+    from kfin.causes import explain_object
     from kfin.remove import Outcome, Remover, plan
 
     obj, facts = live_target(options, kind, name, refresh)
@@ -146,7 +146,7 @@ def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, 
                      refresh, yes) -> int:
     from kfin import audit, render
     from kfin.commands_stuck import gather
-    from kfin.explain import explain_object
+    from kfin.causes import explain_object
     from kfin.remove import Outcome, Remover, plan
     from kfin.stuck import Filters, find_stuck
 

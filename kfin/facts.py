@@ -29,6 +29,7 @@ class Facts:
             self._listed = {(r.group, r.resource, scope if r.namespaced else "") for r in inventory.resources
                             if _target(r, inventory.namespace) not in failed}
         self._blocking: dict[str, list[KubeObject]] | None = None
+        self.memo: dict = {}  # what analyses worked out from these facts (explanations), kept for reuse
 
     # ----- types -----------------------------------------------------------------------------------
     def resource(self, group: str, resource: str) -> ResourceType | None:
@@ -85,6 +86,7 @@ class Facts:
         if full:
             inv.detailed.add(key)
         self._blocking = None
+        self.memo.clear()
 
     def listed_kinds(self) -> set[tuple[str, str]]:
         """(group, kind) of every type whose objects are known completely somewhere."""
@@ -121,6 +123,7 @@ class Facts:
         self._listed |= {(r.group, r.resource, scope if r.namespaced else "") for r in types
                          if _target(r, namespace) not in failed}
         self._blocking = None
+        self.memo.clear()
         return [o for o in inv.objects if wanted(o)]
 
     # ----- derived ---------------------------------------------------------------------------------

@@ -16,8 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from kfin.errors import APIError, NotFoundError
-from kfin.explain import Verdict, explain_object
-from kfin.explain.core import Finding
+from kfin.causes import Finding, Verdict, explain_object
 from kfin.model import KubeObject
 
 MAX_ATTEMPTS = 5

@@ -28,6 +28,7 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): ("spec.group", "spec.names", "spec.scope",
                                                              "status.conditions"),
     ("storage.k8s.io", "volumeattachments"): ("spec", "status.attached"),
+    ("", "nodes"): ("spec.taints", "status.conditions"),
     ("coordination.k8s.io", "leases"): ("spec.holderIdentity", "spec.renewTime", "spec.leaseDurationSeconds"),
     ("rbac.authorization.k8s.io", "clusterroles"): ("rules",),
     ("rbac.authorization.k8s.io", "roles"): ("rules",),

@@ -94,6 +94,8 @@ FIELD_SHAPES = {
     "spec.service": _DICT, "spec.service.name": _STR, "spec.service.namespace": _STR, "spec.group": _STR,
     "spec.version": _STR, "spec.names": _DICT, "spec.names.kind": _STR, "spec.names.plural": _STR,
     "spec.scope": _STR, "spec.source": _DICT, "spec.source.persistentVolumeName": _STR, "spec.attacher": _STR,
+    "spec.taints": (_dicts_of(key=lambda v: isinstance(v, str), effect=lambda v: isinstance(v, str)),
+                    "a list of taints"),
     "spec.holderIdentity": _STR, "spec.renewTime": _STR, "spec.leaseDurationSeconds": _INT,
     "rules": (_dicts_of(**{k: _is_str_list for k in ("apiGroups", "resources", "verbs", "resourceNames")}),
               "a list of rules"),

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kfin.blockers import Facts, blocker_line
-from kfin.finalizers import family, matches
+import fnmatch
+
+from kfin.causes import blocker_line, explain_cached, family
+from kfin.facts import Facts
 from kfin.model import Inventory, KubeObject, format_time
 
 @dataclass
@@ -63,9 +65,16 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts 
         is_namespace = (obj.type.group, obj.type.resource) == ("", "namespaces")
         conditions = list((obj.raw.get("status") or {}).get("conditions") or []) if is_namespace else []
         rows.append(StuckObject(obj, seconds, names, list(dict.fromkeys(family(f).name for f in names)),
-                                blocker_line(obj, facts), conditions, inventory.context))
+                                blocker_line(explain_cached(obj, facts)), conditions, inventory.context))
     rows.sort(key=lambda r: (-r.terminating_seconds, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
     return rows
+
+
+def matches(finalizer: str, pattern: str) -> bool:
+    """--finalizer PATTERN: a glob (example.com/*) or a plain substring."""
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatchcase(finalizer, pattern)
+    return pattern in finalizer
 
 
 def report(rows: list[StuckObject], inventories: list[Inventory]) -> dict:

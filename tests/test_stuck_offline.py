@@ -8,7 +8,7 @@ import pytest
 from kfin.builtin_kinds import builtin_resources
 from kfin.durations import format_age, parse_duration
 from kfin.errors import ExitCode, NotFoundError
-from kfin.finalizers import family
+from kfin.causes import family
 from kfin.kube import Kube, Target
 from kfin.discovery import discover
 from kfin.resources import Catalog, parse_resource_list

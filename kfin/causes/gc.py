@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kfin.blockers import blocker_line
-from kfin.explain.core import Context, Finding, Verdict, explains, waiting_on_controller_manager
+from kfin.causes.core import (Context, Entry, Finding, Link, Verdict, explains, state_line,
+                              waiting_on_controller_manager)
 from kfin.model import KubeObject
 
 MAX_DEPTH = 4
@@ -25,14 +25,15 @@ def _chain(ctx: Context, owner: KubeObject, depth: int, lines: list[str], seen: 
             continue
         seen.add(dependent.uid)
         count += 1
-        state = blocker_line(dependent, ctx.facts) if dependent.terminating else "not deleted yet"
+        state = state_line(dependent, ctx.facts)
         lines.append(f"{'  ' * depth}{dependent.ref}: {state}")
         if depth < MAX_DEPTH:
             count += _chain(ctx, dependent, depth + 1, lines, seen)
     return count
 
 
-@explains("foregroundDeletion")
+@explains("foregroundDeletion", Entry("foregroundDeletion", "an owner until its blocking dependents are deleted",
+                                      "kube-controller-manager (garbage collector)"))
 def foreground(ctx: Context) -> Finding:
     risk = ("low: without it the owner goes at once and the garbage collector deletes the dependents in the "
             "background instead of first")
@@ -42,13 +43,24 @@ def foreground(ctx: Context) -> Finding:
     lines: list[str] = []
     count = _chain(ctx, ctx.obj, 0, lines, set())
     if count:
-        return ctx.finding(f"{count} dependent{'s' if count != 1 else ''} with blockOwnerDeletion must go first",
-                           Verdict.HOLDING, "unstick the blocking dependents below (their own blockers are named); "
-                           "the owner then goes by itself", risk, lines)
-    return waiting_on_controller_manager(ctx, "no blocking dependent is left", risk)
+        found = ctx.finding(f"{count} dependent{'s' if count != 1 else ''} with blockOwnerDeletion must go first",
+                            Verdict.HOLDING, "unstick the blocking dependents below (their own blockers are named); "
+                            "the owner then goes by itself", risk, lines)
+        direct = ctx.facts.blocking_dependents(ctx.obj.uid)
+        found.summary = (f"waiting for {len(direct)} blocking dependent{'s' if len(direct) != 1 else ''} "
+                         f"({direct[0].ref})")
+        found.links = [Link("blocking-dependent", "a dependent with blockOwnerDeletion, "
+                            + ("being deleted" if d.terminating else "not deleted yet"), target=d,
+                            step=None if d.terminating else
+                            f"kubectl delete {d.type.qualified} {d.name}" + (f" -n {d.namespace}" if d.namespace else ""))
+                       for d in direct]
+        return found
+    return waiting_on_controller_manager(ctx, "no blocking dependent is left", risk, (),
+                                         "no blocking dependent left; the garbage collector should finish")
 
 
-@explains("orphan")
+@explains("orphan", Entry("orphan", "an owner until its dependents are released",
+                          "kube-controller-manager (garbage collector)"))
 def orphan(ctx: Context) -> Finding:
     risk = ("removing it turns orphaning into cascading deletion: the garbage collector then deletes the "
             "dependents you meant to keep")
@@ -59,4 +71,5 @@ def orphan(ctx: Context) -> Finding:
     evidence = [f"{d.ref} still names it as owner" for d in dependents[:10]]
     condition = (f"{len(dependents)} dependents still name it as owner: the garbage collector must release them"
                  if dependents else "no dependent names it as owner any more")
-    return waiting_on_controller_manager(ctx, condition, risk, evidence)
+    return waiting_on_controller_manager(ctx, condition, risk, evidence,
+                                         "the garbage collector must first remove this owner from its dependents")

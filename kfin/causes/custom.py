@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kfin.explain.core import Context, Finding, Verdict, explains, remove_command
+from kfin.causes.core import Context, Finding, Link, Verdict, explains, remove_command
 
 RBAC = "rbac.authorization.k8s.io"
 DEFAULT_ROLES = ("cluster-admin", "admin", "edit")
@@ -98,9 +98,11 @@ def custom(ctx: Context) -> Finding:
             evidence.append(f"CustomResourceDefinition {crd.name} exists")
     grants = find_grants(ctx)
     if grants is None:
-        return ctx.finding("kfin could not read RBAC to find the controller", Verdict.UNKNOWN,
-                           f"find the operator that manages {obj.type.qualified} and check its logs", risk, evidence,
-                           controller=f"the controller of {ctx.finalizer.split('/')[0]}")
+        found = ctx.finding("kfin could not read RBAC to find the controller", Verdict.UNKNOWN,
+                            f"find the operator that manages {obj.type.qualified} and check its logs", risk, evidence,
+                            controller=f"the controller of {ctx.finalizer.split('/')[0]}")
+        found.summary = f"{ctx.finalizer} (the controller of {ctx.finalizer.split('/')[0]} must remove it)"
+        return found
     running_all, story = [], []
     for grant in grants:
         running, idle, notes = _workloads(ctx, grant)
@@ -110,10 +112,14 @@ def custom(ctx: Context) -> Finding:
                      f"{grant.namespace}/{grant.service_account}: {detail}")
     evidence += story
     controller = f"the controller of {ctx.finalizer.split('/')[0]}"
+    line = f"{ctx.finalizer} ({controller} must remove it)"
     if running_all:
-        return ctx.finding(f"its controller is running ({', '.join(running_all[:3])}) and should remove it",
-                           Verdict.WAITING, "check that controller's logs for why it does not finish: it usually "
-                           "waits on something outside the cluster", risk, evidence, True, controller)
+        found = ctx.finding(f"its controller is running ({', '.join(running_all[:3])}) and should remove it",
+                            Verdict.WAITING, "check that controller's logs for why it does not finish: it usually "
+                            "waits on something outside the cluster", risk, evidence, True, controller)
+        found.summary = line
+        found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
+        return found
     if grants:
         condition = "no Pod runs as a ServiceAccount allowed to update it: its controller is gone or scaled to zero"
         fix = "start the controller again (scale it up) so that it cleans up, or clean up by hand and remove it"
@@ -123,4 +129,8 @@ def custom(ctx: Context) -> Finding:
         fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
     found = ctx.finding(condition, Verdict.ORPHANED, fix, risk, evidence, False, controller)
     found.remove_command = remove_command(obj, ctx.finalizer)
+    found.summary = line
+    found.links.append(Link("controller", f"{controller} is gone: nothing will remove {ctx.finalizer}",
+                            actor=controller, step=found.remove_command + (
+                                " (after cleaning up what it guarded, or reinstall the controller instead)")))
     return found

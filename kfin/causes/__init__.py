@@ -1,0 +1,11 @@
+"""The causes of stuck deletions: one module each, registered in kfin.causes.core on import.
+
+A new cause is a new module here, listed below.
+"""
+
+from kfin.causes import builtin, custom, gc, namespace, pods, storage  # noqa: F401  (they register themselves)
+from kfin.causes.core import (EXPLAINERS, Explanation, Finding, Link, Verdict, blocker_line, explain_cached,
+                              explain_object, family, main_finding)
+
+__all__ = ["EXPLAINERS", "Explanation", "Finding", "Link", "Verdict", "blocker_line", "explain_cached",
+           "explain_object", "family", "main_finding"]
