@@ -6,7 +6,8 @@ What is stuck in it, and why (each a classic 2 a.m. page):
 - APIService v1beta1.metrics.k8s.io has no backend: every namespace deletion stops at discovery;
 - namespace monitoring-old: deleted after that, so nothing in it is even deleted;
 - shop/data-postgres-0: a PVC deleted while its Pod (on a node) still uses it; its PV is bound;
-- shop/web: a Deployment deleted in the foreground; its Pods were on a node that is gone;
+- shop/web: a Deployment deleted in the foreground; its Pods run on node ip-10-0-2-44, which stopped
+  reporting two hours ago (its kubelet will never confirm they stopped): a chain of three links;
 - shop/frontend: a LoadBalancer Service whose cloud controller no longer runs.
 """
 
@@ -41,6 +42,14 @@ def build(fake: FakeAPIServer):
         "apiVersion": "acme.io/v1", "kind": "Database",
         "metadata": {"name": "orders", "finalizers": ["acme.io/database-cleanup"]}, "spec": {"engine": "postgres"}})
     api.create("/api/v1/namespaces/team-a/configmaps", {"metadata": {"name": "orders-config"}, "data": {"a": "b"}})
+
+    # two nodes: ip-10-0-1-17 is Ready, ip-10-0-2-44 stopped reporting (as the node lifecycle controller
+    # marks it: Ready Unknown, unreachable taints)
+    for name in ("ip-10-0-1-17", "ip-10-0-2-44"):
+        node = api.create("/api/v1/nodes", {"metadata": {"name": name}})
+        api.ok("PUT", f"/api/v1/nodes/{name}/status", dict(node, status={"conditions": [{
+            "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": fake.cluster.now(), "lastTransitionTime": fake.cluster.now()}]}))
 
     # shop: a StatefulSet-like Pod with its claim and volume, a Deployment chain, a LoadBalancer Service
     api.create("/api/v1/persistentvolumes", {"metadata": {"name": "pvc-7f3a91"}, "spec": {
@@ -84,9 +93,19 @@ def build(fake: FakeAPIServer):
         "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
     at(4 * HOUR)
     api.delete("/api/v1/namespaces/monitoring-old")
+    at(2 * HOUR + 12 * 60)
+    lost = api.get("/api/v1/nodes/ip-10-0-2-44")
+    api.ok("PUT", "/api/v1/nodes/ip-10-0-2-44/status", dict(lost, status={"conditions": [{
+        "type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown", "message": "Kubelet stopped posting node status.",
+        "lastHeartbeatTime": lost["status"]["conditions"][0]["lastHeartbeatTime"],
+        "lastTransitionTime": fake.cluster.now()}]}))
     at(2 * HOUR + 10 * 60)
     api.delete("/apis/apps/v1/namespaces/shop/deployments/web", propagation="Foreground")
     at(0)
+    for name in ("ip-10-0-1-17",):  # the live node's kubelet keeps reporting
+        node = api.get(f"/api/v1/nodes/{name}")
+        node["status"]["conditions"][0]["lastHeartbeatTime"] = fake.cluster.now()
+        api.ok("PUT", f"/api/v1/nodes/{name}/status", node)
 
 
 if __name__ == "__main__":

@@ -62,15 +62,21 @@ def live_target(options: Options, kind: str, name: str, refresh: bool) -> tuple[
 
 def explain(options: Options, *, kind: str, name: str, from_snapshot: str | None, refresh: bool) -> int:
     from kfin import render
-    from kfin.causes import explain_object
+    from kfin.blocking import follow
+    from kfin.causes import explain_cached
     from kfin.options import check_output
 
     fmt = check_output(options, ("table", "json", "yaml"))
     obj, facts = load_target(options, kind, name, from_snapshot, refresh)
-    explanation = explain_object(obj, facts)
+    explanation = explain_cached(obj, facts)
+    chain = follow(obj, facts) if obj.terminating else None
     if fmt == "table":
         render.explanation_panels(explanation)
+        if chain is not None:
+            render.chain_and_plan(chain)
     else:
-        render.dump(explanation.to_dict(facts), fmt)
+        report = explanation.to_dict(facts)
+        report.update(chain.to_dict() if chain else {"chain": None, "plan": None})
+        render.dump(report, fmt)
     warn_failures(facts.inventory.failures)
     return ExitCode.PARTIAL if facts.inventory.failures else ExitCode.OK

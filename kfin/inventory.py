@@ -12,7 +12,7 @@ from kfin.errors import UsageError
 from kfin.gcpause import paused_gc
 from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
 from kfin.resources import Catalog
-from kfin.scan import REDUCED_FIELDS, reduce_object, scan, slim_metadata
+from kfin.scan import NAMESPACES, REDUCED_FIELDS, reduce_object, scan, slim_metadata
 from kfin.shapes import object_problem, resource_problem, type_name
 
 SNAPSHOT_KIND = "Snapshot"
@@ -26,10 +26,19 @@ FAILURE_FIELDS = ("what", "target", "reason", "message")
 def live(kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refresh: bool = False,
          progress=None, concurrency: int = 16, chunk_size: int = 500) -> Inventory:
     resources, failures = discover(kube, refresh)
-    objects, list_failures = scan(kube, resources, namespace, full=full, concurrency=concurrency,
+    wide = []
+    if namespace is not None and full == SNAPSHOT_FULL:
+        # A namespace's snapshot still needs what explains it from elsewhere (RBAC and the controllers it
+        # names, volumes, nodes, APIServices, CRDs, leases): those kinds are read cluster-wide, reduced.
+        wide = [r for r in resources if (r.group, r.resource) in full and (r.group, r.resource) != NAMESPACES]
+    local = [r for r in resources if r not in wide]
+    objects, list_failures = scan(kube, local, namespace, full=full, concurrency=concurrency,
                                   page_size=chunk_size, progress=progress)
+    if wide:
+        more, more_failures = scan(kube, wide, None, full=full, concurrency=concurrency, page_size=chunk_size)
+        objects, list_failures = objects + more, list_failures + more_failures
     unread = {f.target.split(" ")[0] for f in list_failures}
-    detailed = {(r.group, r.resource, namespace or "") for r in resources
+    detailed = {(r.group, r.resource, "" if r in wide else namespace or "") for r in resources
                 if (r.group, r.resource) in full and r.qualified not in unread}
     inv = Inventory(resources, objects, failures + list_failures, datetime.now(timezone.utc), kube.context,
                     kube.server, namespace, detailed)
@@ -178,10 +187,12 @@ def _guess_type(api_version: str, kind: str, namespaced: bool) -> ResourceType:
 
 
 def restrict(inventory: Inventory, namespace: str | None) -> Inventory:
-    """A saved inventory seen through -n NS: that namespace's objects and the Namespace itself."""
+    """A saved inventory seen through -n NS: that namespace's objects, the Namespace itself, and what
+    explanations read elsewhere (cluster-scoped objects, the kinds kept whole). Only objects of the
+    namespace are reported stuck (kfin.stuck keeps to the inventory's namespace)."""
     if namespace is None:
         return inventory
-    kept = [o for o in inventory.objects if o.namespace == namespace or
-            ((o.type.group, o.type.resource) == ("", "namespaces") and o.name == namespace)]
+    kept = [o for o in inventory.objects if o.namespace == namespace or not o.type.namespaced
+            or (o.type.group, o.type.resource) in REDUCED_FIELDS]
     return Inventory(inventory.resources, kept, inventory.failures, inventory.observed_at, inventory.context,
                      inventory.server, namespace, inventory.detailed)

@@ -155,6 +155,61 @@ def explanation_panels(explanation, out=None) -> None:
         target.print(Panel(grid, title=title, title_align="left", expand=True))
 
 
+def chain_and_plan(chain, out=None) -> None:
+    """The blocking graph below the object as a tree (root causes marked), then the plan, in order."""
+    from rich.table import Table
+    from rich.text import Text
+    from rich.tree import Tree
+
+    target = out or console(piped_width=columns_setting() or 120)
+    graph = chain.graph
+    if not chain.steps and graph.out_degree(chain.start) == 0:
+        return
+    tree = Tree(Text("Why it is stuck", style="bold"), guide_style="dim")
+    drawn: set = set()
+
+    def add(parent, node: str, edge: dict | None):
+        data = graph.nodes[node]
+        label = Text()
+        if edge:
+            label.append(printable(edge["type"]), style="yellow")
+            label.append(f": {printable(edge['why'])} → ")
+        label.append(printable(data["label"]), style="bold")
+        if node in chain.roots:
+            label.append("  ◀ root cause", style="bold red")
+        if node in drawn:
+            parent.add(label + Text(" (shown above)", style="dim"))
+            return
+        drawn.add(node)
+        branch = parent.add(label)
+        for _, child, child_edge in sorted(graph.out_edges(node, data=True), key=lambda e: graph.nodes[e[1]]["label"]):
+            add(branch, child, child_edge)
+    add(tree, chain.start, None)
+    target.print()
+    target.print(tree)
+    if chain.truncated:
+        target.print(Text(f"(only the first {len(graph)} objects were followed)", style="dim"))
+    if chain.steps:
+        target.print()
+        target.print(Text("Plan, in order (kfin runs only `kfin remove`; the other steps are yours):", style="bold"))
+        steps = Table.grid(padding=(0, 1))
+        steps.add_column(justify="right", no_wrap=True)
+        steps.add_column(overflow="fold")
+        for number, step in enumerate(chain.steps, 1):
+            cause = step.why if step.why.startswith(step.resolves) else f"{step.resolves}: {step.why}"
+            steps.add_row(f"  {number}.", Text.assemble(text(step.action), "\n", (f"root cause: {printable(cause)}",
+                                                                                  "dim")))
+        target.print(steps)
+    if chain.afterwards:
+        target.print(Text("Then, by themselves:", style="bold"))
+        afterwards = Table.grid(padding=(0, 1))
+        afterwards.add_column(no_wrap=True)
+        afterwards.add_column(overflow="fold")
+        for line in chain.afterwards:
+            afterwards.add_row("  -", text(line))
+        target.print(afterwards)
+
+
 def _plain_table(headers: list[str], rows: list[list[str]], out=None) -> None:
     from rich.table import Table
 

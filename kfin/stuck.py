@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import fnmatch
 
+from kfin.blocking import follow, root_summary
 from kfin.causes import blocker_line, explain_cached, family
 from kfin.facts import Facts
 from kfin.model import Inventory, KubeObject, format_time
@@ -19,6 +20,7 @@ class StuckObject:
     blocker: str
     conditions: list[dict] = field(default_factory=list)
     context: str = ""
+    root_causes: list[dict] = field(default_factory=list)
 
     def to_dict(self, with_context: bool = False) -> dict:
         o, meta = self.obj, self.obj.meta
@@ -32,6 +34,7 @@ class StuckObject:
             "finalizers": o.finalizers, "specFinalizers": o.spec_finalizers,
             "families": self.families, "blocker": self.blocker,
             "ownerReferences": len(o.owner_references),
+            "rootCauses": self.root_causes,
         })
         if self.conditions:
             out["conditions"] = self.conditions
@@ -50,9 +53,13 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts 
     now = inventory.observed_at
     facts = facts or Facts(inventory)
     rows = []
+    scope = inventory.namespace
     for obj in list(inventory.objects):
         if not obj.terminating:
             continue
+        if scope is not None and obj.namespace != scope and not (
+                obj.type.resource == "namespaces" and obj.type.group == "" and obj.name == scope):
+            continue  # read to explain what is in scope, not to be listed
         if filters.kinds is not None and (obj.type.group, obj.type.resource) not in filters.kinds:
             continue
         names = obj.finalizers + obj.spec_finalizers
@@ -64,8 +71,12 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts 
             continue
         is_namespace = (obj.type.group, obj.type.resource) == ("", "namespaces")
         conditions = list((obj.raw.get("status") or {}).get("conditions") or []) if is_namespace else []
+        chain = follow(obj, facts)
+        line = blocker_line(explain_cached(obj, facts))
+        root = root_summary(chain)
         rows.append(StuckObject(obj, seconds, names, list(dict.fromkeys(family(f).name for f in names)),
-                                blocker_line(explain_cached(obj, facts)), conditions, inventory.context))
+                                f"{line}; {root}" if root else line, conditions, inventory.context,
+                                chain.root_causes()))
     rows.sort(key=lambda r: (-r.terminating_seconds, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
     return rows
 

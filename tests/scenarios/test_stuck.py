@@ -135,7 +135,11 @@ def test_foreground_deletion_names_the_blocking_dependent(cluster):
     found = {i["name"]: i for i in rows(kfin("stuck", "--kubeconfig", str(cluster.kubeconfig), "-n",
                                              cluster.namespace, "-o", "json"))}
     assert found["owner"]["blocker"] == \
-        f"foregroundDeletion: waiting for 1 blocking dependent (ConfigMap/{cluster.namespace}/dependent)"
+        f"foregroundDeletion: waiting for 1 blocking dependent (ConfigMap/{cluster.namespace}/dependent); " \
+        "root cause: the controller of example.com"
+    assert found["owner"]["rootCauses"] == [{
+        "type": "controller", "object": None, "actor": "the controller of example.com", "verdict": "ORPHANED",
+        "evidence": "the controller of example.com is gone: nothing will remove example.com/block"}]
 
 
 def test_pagination_across_pages_gives_the_same_result(cluster):

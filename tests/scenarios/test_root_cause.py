@@ -1,0 +1,127 @@
+"""From one finalizer to the root cause: each chain's root cause and plan, and the same answer from
+kfin stuck, kfin explain and a snapshot of the same cluster."""
+
+import json
+
+import pytest
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+
+def explain(cluster, *args, snapshot=None):
+    source = ("--from-snapshot", str(snapshot)) if snapshot else ("--kubeconfig", str(cluster.kubeconfig))
+    result = kfin("explain", *args, *source, "-o", "json")
+    assert result.code in (0, ExitCode.PARTIAL), result.stderr
+    return json.loads(result.stdout)
+
+
+def stuck_item(cluster, kind, name, snapshot=None):
+    source = ("--from-snapshot", str(snapshot)) if snapshot else ("--kubeconfig", str(cluster.kubeconfig))
+    result = kfin("stuck", "-A", *source, "-o", "json")
+    assert result.code in (0, ExitCode.PARTIAL), result.stderr
+    return next(i for i in json.loads(result.stdout)["items"] if i["kind"] == kind and i["name"] == name)
+
+
+def snapshot(cluster):
+    path = cluster.workdir / "snapshot.json"
+    result = kfin("snapshot", "-A", "--kubeconfig", str(cluster.kubeconfig), "-f", str(path))
+    assert result.code in (0, ExitCode.PARTIAL), result.stderr
+    return path
+
+
+def same_everywhere(cluster, kind, name, *explain_args):
+    """rootCauses of kfin stuck, and chain/plan of kfin explain, live and from a snapshot: equal."""
+    live_item, live = stuck_item(cluster, kind, name), explain(cluster, *explain_args)
+    snap = snapshot(cluster)
+    assert stuck_item(cluster, kind, name, snap)["rootCauses"] == live_item["rootCauses"]
+    offline = explain(cluster, *explain_args, snapshot=snap)
+    assert offline["chain"]["rootCauses"] == live["chain"]["rootCauses"]
+    assert offline["plan"] == live["plan"]
+    assert live_item["rootCauses"] == live["chain"]["rootCauses"]
+    return live_item, live
+
+
+@pytest.mark.controllers
+def test_a_volume_held_by_its_claim_held_by_a_scheduled_pod(cluster):
+    """PV -> bound claim -> the Pod that mounts it: the root cause is the Pod, the plan deletes it, and the
+    volume and then its disk go by themselves (reclaim policy Delete)."""
+    pv = cluster.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": cluster.name("pv")},
+                         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                  "persistentVolumeReclaimPolicy": "Delete", "storageClassName": cluster.name("manual"),
+                                  "hostPath": {"path": "/tmp/kfin"},
+                                  "claimRef": {"namespace": cluster.namespace, "name": "data"}}})
+    cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                             "storageClassName": cluster.name("manual"), "volumeName": pv["metadata"]["name"]}})
+    cluster.eventually(lambda: (cluster.get(pv) or {}).get("status", {}).get("phase") == "Bound")
+    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
+        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
+        "nodeName": cluster.name("node"), "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
+    cluster.delete(f"/api/v1/namespaces/{cluster.namespace}/persistentvolumeclaims/data")
+    cluster.delete(pv)
+    item, report = same_everywhere(cluster, "PersistentVolume", pv["metadata"]["name"], "pv", pv["metadata"]["name"])
+    assert item["rootCauses"] == [{"type": "used-by-pod", "object": f"Pod/{cluster.namespace}/db-0", "actor": None,
+                                   "verdict": "HOLDING", "evidence": f"mounted by Pod {cluster.namespace}/db-0 "
+                                   f"(scheduled on node {cluster.name('node')})"}]
+    assert item["blocker"].endswith(f"; root cause: Pod/{cluster.namespace}/db-0")
+    types = [(e["from"].split("/")[0], e["type"], e["to"].split("/")[0]) for e in report["chain"]["edges"]]
+    assert types == [("PersistentVolume", "bound-claim", "PersistentVolumeClaim"),
+                     ("PersistentVolumeClaim", "used-by-pod", "Pod")]
+    assert [s["action"] for s in report["plan"]["steps"]] == [f"kubectl delete pod -n {cluster.namespace} db-0"]
+    assert report["plan"]["steps"][0]["type"] == "operator"
+    assert report["plan"]["afterwards"][-1].endswith("reclaim policy Delete, so its disk is deleted with it, "
+                                                     "data included")
+
+
+@pytest.mark.controllers
+def test_a_namespace_held_by_a_custom_resource_of_an_uninstalled_operator(cluster):
+    """namespace -> its stuck Widget -> the operator that is gone: the plan is the kfin remove command."""
+    group, ns = cluster.namespace_held_by_widget()
+    item, report = same_everywhere(cluster, "Namespace", ns, "ns", ns)
+    assert [(r["type"], r["actor"], r["verdict"]) for r in item["rootCauses"]] == [
+        ("controller", f"the controller of {group}", "ORPHANED")]
+    assert item["blocker"].endswith(f"; root cause: the controller of {group}")
+    [step] = report["plan"]["steps"]
+    assert step["type"] == "kfin" and step["action"].startswith(
+        f"kfin remove widgets.{group} w1 -n {ns} --finalizer {group}/cleanup --confirm")
+    assert report["plan"]["afterwards"] == [
+        f"Widget.{group}/{ns}/w1 goes by itself",
+        f"Namespace/{ns} goes by itself: the namespace controller deletes the rest of its content, then the namespace"]
+    cluster.strip_finalizers(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1")
+
+
+def test_a_namespace_held_by_an_unavailable_apiservice(fake, fake_kubeconfig):
+    """Fake only (an unavailable APIService on a real cluster blocks every namespace deletion): the root
+    cause is the APIService, and the plan repairs or deletes it, never the namespace."""
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
+    api.create("/apis/apiregistration.k8s.io/v1/apiservices", {"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {
+        "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
+        "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
+    api.delete("/api/v1/namespaces/team")
+    report = json.loads(kfin("explain", "ns", "team", "--kubeconfig", str(fake_kubeconfig), "-o", "json").stdout)
+    [root] = report["chain"]["rootCauses"]
+    assert root["object"] == "APIService.apiregistration.k8s.io/v1beta1.metrics.k8s.io"
+    assert "ServiceNotFound" in root["evidence"]
+    [step] = report["plan"]["steps"]
+    assert step["action"].startswith("repair the backend of APIService v1beta1.metrics.k8s.io, or kubectl delete "
+                                     "apiservice v1beta1.metrics.k8s.io")
+
+
+def test_a_deployment_held_through_its_pods_by_a_node_that_stopped_reporting(tmp_path):
+    """The example cluster: Deployment -> ReplicaSet -> Pods -> the Node whose kubelet is gone (three links)."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "stuck-cluster.json"
+    report = json.loads(kfin("explain", "deploy", "web", "-n", "shop", "--from-snapshot", str(example),
+                             "-o", "json").stdout)
+    assert {(e["from"].split("/")[0], e["type"], e["to"].split("/")[0]) for e in report["chain"]["edges"]} == {
+        ("Deployment.apps", "blocking-dependent", "ReplicaSet.apps"), ("ReplicaSet.apps", "blocking-dependent", "Pod"),
+        ("Pod", "kubelet", "Node")}
+    assert [r["object"] for r in report["chain"]["rootCauses"]] == ["Node/ip-10-0-2-44"]
+    assert report["plan"]["steps"][0]["action"].startswith("kubectl delete node ip-10-0-2-44 if it is gone for good")
