@@ -176,6 +176,8 @@ def graph_command(
         kind: Optional[list[str]] = typer.Option(None, "--kind", metavar="KIND", autocompletion=completion.kinds,
                                                  help="Only these kinds (and their owners); repeatable."),
         only_stuck: bool = typer.Option(False, "--only-stuck", help="Only stuck objects and their blocking chains."),
+        owners_only: bool = typer.Option(False, "--owners-only",
+                                         help="Only ownerReferences: leave out the blocking graph's links and actors."),
         from_snapshot: Optional[str] = typer.Option(None, "--from-snapshot", metavar="FILE",
                                                     help="Draw from a kfin snapshot instead of a live cluster."),
         refresh: bool = typer.Option(False, "--refresh", help="Rediscover the API instead of using the cache."),
@@ -199,7 +201,7 @@ def graph_command(
     options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output,
                      request_timeout=request_timeout)
     raise typer.Exit(int(graph(options, target=target, depth=depth, kinds=list(kind or []), only_stuck=only_stuck,
-                               from_snapshot=from_snapshot, refresh=refresh)))
+                               from_snapshot=from_snapshot, refresh=refresh, owners_only=owners_only)))
 
 
 @app.command("remove")

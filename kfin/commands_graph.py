@@ -63,7 +63,20 @@ def parse_target(target: list[str]) -> tuple[str, str]:
     return check_kind(kind), check_name(name)
 
 
-def build_graph(options: Options, target: list[str], from_snapshot: str | None, refresh: bool):
+def with_blocking(graph, objects: list, facts: Facts):
+    """The ownerReferences graph plus, for each Terminating object in it, its blocking chain."""
+    from kfin import graph as g
+    from kfin.blocking import follow
+
+    drawn = set(graph.nodes)
+    for obj in objects:
+        if obj.terminating and g.node_id(obj) in drawn:
+            g.add_blocking(graph, follow(obj, facts), facts.inventory.observed_at)
+    return graph
+
+
+def build_graph(options: Options, target: list[str], from_snapshot: str | None, refresh: bool,
+                owners_only: bool = False):
     """(graph, title, the focused node or None, facts)."""
     from kfin import graph as g
     from kfin.builtin_kinds import builtin_resources
@@ -79,13 +92,14 @@ def build_graph(options: Options, target: list[str], from_snapshot: str | None, 
             raise UsageError(f"the snapshot does not cover namespace {name}")
         if not any(o.name == name for o in cluster_wide if o.type.resource == "namespaces" and o.type.group == ""):
             raise NotFoundError(f'namespaces "{name}" not found')
-        full = g.build(_with_foreign_owners(content + cluster_wide, facts), facts.inventory.observed_at,
-                       facts.listed_kinds(), _blocker(facts))
+        objects = _with_foreign_owners(content + cluster_wide, facts)
+        full = g.build(objects, facts.inventory.observed_at, facts.listed_kinds(), _blocker(facts))
         inside = {n for n, d in full.nodes(data=True) if d.get("namespace") == name}
         keep = set(inside)
         for n in inside:
             keep |= g.nx.ancestors(full, n) | set(full.successors(n))
-        return full.subgraph(keep).copy(), f"namespace {name}", None, facts
+        drawn = full.subgraph(keep).copy()
+        return (drawn if owners_only else with_blocking(drawn, objects, facts)), f"namespace {name}", None, facts
     namespace = (options.namespace or (facts.inventory.namespace if from_snapshot is None else None)
                  or "default") if rtype.namespaced else None
     scope = facts.everything(namespace) if namespace else facts.everything(None)
@@ -96,14 +110,15 @@ def build_graph(options: Options, target: list[str], from_snapshot: str | None, 
     if not match:
         where = f' in namespace "{namespace}"' if namespace else ""
         raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}')
-    full = g.build(_with_foreign_owners(objects, facts), facts.inventory.observed_at, facts.listed_kinds(),
-                   _blocker(facts))
+    objects = _with_foreign_owners(objects, facts)
+    full = g.build(objects, facts.inventory.observed_at, facts.listed_kinds(), _blocker(facts))
     focus = g.node_id(match[0])
-    return g.lineage(full, focus), g.label(full, focus), focus, facts
+    drawn = g.lineage(full, focus)
+    return (drawn if owners_only else with_blocking(drawn, objects, facts)), g.label(full, focus), focus, facts
 
 
 def graph(options: Options, *, target: list[str], depth: int | None, kinds: list[str], only_stuck: bool,
-          from_snapshot: str | None, refresh: bool) -> int:
+          from_snapshot: str | None, refresh: bool, owners_only: bool = False) -> int:
     from kfin import graph as g
     from kfin import render_graph as rg
     from kfin.builtin_kinds import builtin_resources
@@ -116,7 +131,7 @@ def graph(options: Options, *, target: list[str], depth: int | None, kinds: list
         raise UsageError(f'--output "{fmt}" is not supported here (use one of: {", ".join(FORMATS)})')
     for text in kinds:
         check_kind(text)
-    owners, title, focus, facts = build_graph(options, target, from_snapshot, refresh)
+    owners, title, focus, facts = build_graph(options, target, from_snapshot, refresh, owners_only)
     if kinds:
         catalog = Catalog(facts.inventory.resources + builtin_resources())
         kinds = {catalog.find(k).kind.lower() for k in kinds}

@@ -64,12 +64,55 @@ def build(objects: list[KubeObject], observed_at=None, listed_kinds: set | None 
             blocking = bool(ref.get("blockOwnerDeletion")) and owner_terminating and not problem
             graph.add_edge(owner_id, node_id(obj), controller=bool(ref.get("controller")),
                            blockOwnerDeletion=bool(ref.get("blockOwnerDeletion")), blocking=blocking,
-                           problem=problem)
+                           problem=problem, ownership=True, cause=None)
     return graph
+
+
+def _object_node(graph: nx.DiGraph, obj: KubeObject, observed_at) -> str:
+    node = node_id(obj)
+    if node not in graph:
+        since = obj.deletion_requested_at
+        graph.add_node(node, kind=obj.type.kind, group=obj.type.group, apiVersion=obj.type.api_version,
+                       namespace=obj.namespace, name=obj.name, uid=obj.uid, missing=False,
+                       terminating=obj.terminating, finalizers=obj.finalizers + obj.spec_finalizers,
+                       terminatingSeconds=int((observed_at - since).total_seconds()) if since and observed_at else None,
+                       namespaced=obj.type.namespaced, blocker=None)
+    return node
+
+
+def add_blocking(graph: nx.DiGraph, chain, observed_at=None) -> None:
+    """Add a blocking chain's edges (kfin.blocking): "cannot go until", labelled by type. An ownership
+    edge that is also a blocking one keeps its place and gains the type; actors outside the API (a
+    controller, a kubelet) become nodes of kind Actor. Each node says what holds it: its blocker when
+    it is being deleted, else why it is a root cause."""
+    ids = {}
+    for node, data in chain.graph.nodes(data=True):
+        if data.get("actor"):
+            ids[node] = f"actor:{data['label']}"
+            graph.add_node(ids[node], kind="Actor", group="", apiVersion="", namespace="", name=data["label"],
+                           uid="", missing=False, terminating=False, finalizers=[], terminatingSeconds=None,
+                           namespaced=None, blocker=None, actor=True)
+        else:
+            ids[node] = _object_node(graph, data["object"], observed_at)
+        attrs = graph.nodes[ids[node]]
+        if attrs.get("blocker") is None:
+            if data.get("stuck"):
+                attrs["blocker"] = data["line"]
+            elif node in chain.roots:
+                into = [d["why"] for _, _, d in chain.graph.in_edges(node, data=True)]
+                attrs["blocker"] = "root cause: " + (into[0] if into else data["line"])
+    for a, b, data in chain.graph.edges(data=True):
+        source, target = ids[a], ids[b]
+        if graph.has_edge(source, target):
+            graph.edges[source, target].update(cause=data["type"], why=data["why"])
+        else:
+            graph.add_edge(source, target, controller=False, blockOwnerDeletion=False, blocking=True, problem="",
+                           ownership=False, cause=data["type"], why=data["why"])
 
 
 def problems(graph: nx.DiGraph) -> list[Problem]:
     out = []
+    graph = owners_only(graph)
     for owner, dependent, data in graph.edges(data=True):
         d, o = graph.nodes[dependent], graph.nodes[owner]
         ref = label(graph, dependent)
@@ -95,6 +138,17 @@ def problems(graph: nx.DiGraph) -> list[Problem]:
     for cycle in nx.simple_cycles(graph):
         out.append(Problem("cycle", cycle[0], "ownership cycle: " + " -> ".join(label(graph, n) for n in cycle + cycle[:1])))
     return out
+
+
+def owners_only(graph: nx.DiGraph) -> nx.DiGraph:
+    """The ownerReferences graph alone, without blocking edges and actors."""
+    if all(data.get("ownership", True) for _, _, data in graph.edges(data=True)) and \
+            not any(data.get("actor") for _, data in graph.nodes(data=True)):
+        return graph
+    view = nx.DiGraph()
+    view.add_nodes_from((n, d) for n, d in graph.nodes(data=True) if not d.get("actor"))
+    view.add_edges_from((a, b, d) for a, b, d in graph.edges(data=True) if d.get("ownership", True))
+    return view
 
 
 def label(graph: nx.DiGraph, node: str) -> str:

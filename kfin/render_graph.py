@@ -33,7 +33,9 @@ def tree(graph: nx.DiGraph, depth: int | None = None, title: str = ""):
 
     def add(parent, node: str, edge: dict | None, level: int):
         marker = ""
-        if edge and edge.get("blocking"):
+        if edge and edge.get("cause") and edge["cause"] != "blocking-dependent":
+            marker = f"[bold red]⛔ {markup_safe(edge['cause'])} [/]"
+        elif edge and edge.get("blocking"):
             marker = "[bold red]⛔ blocks [/]"
         elif edge and edge.get("problem"):
             marker = f"[yellow]{markup_safe(edge['problem'])} [/]"
@@ -105,7 +107,8 @@ def to_dot(graph: nx.DiGraph) -> str:
     for a, b, data in sorted(graph.edges(data=True)):
         attrs = []
         if data.get("blocking"):
-            attrs += ['color="red"', 'penwidth=2', 'label="blocks"']
+            why = data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
+            attrs += ['color="red"', 'penwidth=2', f"label={_dot_quote(why)}"]
         elif data.get("problem"):
             attrs += ['style="dashed"', f"label={_dot_quote(data['problem'])}"]
         lines.append(f"  {_dot_quote(a)} -> {_dot_quote(b)}{' [' + ', '.join(attrs) + ']' if attrs else ''};")
@@ -124,7 +127,8 @@ def to_mermaid(graph: nx.DiGraph) -> str:
         lines.append(f'  {ids[node]}["{text}"]')
     for a, b, data in sorted(graph.edges(data=True)):
         if data.get("blocking"):
-            lines.append(f"  {ids[a]} ==>|blocks| {ids[b]}")
+            why = data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
+            lines.append(f"  {ids[a]} ==>|{why}| {ids[b]}")
         elif data.get("problem"):
             lines.append(f"  {ids[a]} -.->|{data['problem']}| {ids[b]}")
         else:

@@ -105,8 +105,9 @@ def test_paths_are_made_of_percent_encoded_segments():
 @given(name=st.text(alphabet=st.sampled_from(list("abc./%?#&=;: \\\x1b\n-_")) | st.characters(), max_size=12))
 def test_any_name_reaches_only_the_named_object_and_never_a_secret(stage, fake_kubeconfig, name):
     stage.requests.clear()
-    for command in (["explain", "cm", name, "-o", "json"], ["remove", "cm", name, "--confirm"]):
-        result = kfin(*command, "-n", "team", "--kubeconfig", str(fake_kubeconfig))
+    for command in (["explain", "cm", "-o", "json"], ["remove", "cm", "--confirm"]):
+        # the name after `--`, as a shell user passes one that starts with "-"
+        result = kfin(*command, "-n", "team", "--kubeconfig", str(fake_kubeconfig), "--", name)
         assert result.code in (ExitCode.OK, ExitCode.USAGE, ExitCode.NOT_FOUND, ExitCode.REFUSED), result
         assert SECRET_VALUE not in result.stdout + result.stderr
         if path_segment_problem(name):

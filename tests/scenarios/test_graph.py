@@ -74,12 +74,21 @@ def test_foreground_deletion_blocked_by_a_dependent_with_a_finalizer(cluster):
     cluster.eventually(lambda: (cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/dependent") or {})
                        .get("metadata", {}).get("deletionTimestamp"))
     graph, data = graph_json(cluster, "cm", "owner")
-    [(a, b, edge)] = list(graph.edges(data=True))
+    [(a, b, edge)] = [(a, b, e) for a, b, e in graph.edges(data=True) if e["ownership"]]
     assert graph.nodes[a]["name"] == "owner" and graph.nodes[b]["name"] == "dependent" and edge["blocking"] is True
-    assert data["chains"] == [{"object": a, "mustGoFirst": [b]}]
+    assert edge["cause"] == "blocking-dependent"
+    [(c, actor, link)] = [(a, b, e) for a, b, e in graph.edges(data=True) if not e["ownership"]]
+    assert c == b and graph.nodes[actor]["kind"] == "Actor" and link["cause"] == "controller"
+    assert graph.nodes[actor]["name"] == "the controller of example.com"
+    assert sorted(data["chains"], key=lambda c: len(c["mustGoFirst"])) == [
+        {"object": b, "mustGoFirst": [actor]}, {"object": a, "mustGoFirst": [actor, b]}]
     tree = kfin("graph", "cm/owner", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace).stdout
     assert "⛔ blocks ConfigMap/" in tree and f"Before ConfigMap/{cluster.namespace}/owner can go" in tree
-    assert "1. ConfigMap/" in tree and "custom: example.com/block" in tree
+    assert "⛔ controller Actor/the controller of example.com" in tree
+    assert "custom: example.com/block" in tree
+    owners = kfin("graph", "cm/owner", "--owners-only", "--kubeconfig", str(cluster.kubeconfig), "-n",
+                  cluster.namespace, "-o", "json")
+    assert len(json.loads(owners.stdout)["edges"]) == 1
 
 
 @pytest.mark.controllers

@@ -1,0 +1,42 @@
+"""A cause is one module: registering it is all that stuck, explain and the blocking graph need."""
+
+import json
+
+import pytest
+
+from kfin.causes import core
+from tests.fakeapi.rawclient import RawClient
+from tests.runner import kfin
+
+
+@pytest.fixture
+def lock_cause():
+    """A cause defined here, as a new module of kfin/causes would define it."""
+    @core.explains("test-lock", core.Entry("locks.kfin.test/*", "an object until its lock is released",
+                                           "the lock service"))
+    def test_lock(ctx: core.Context) -> core.Finding:
+        found = ctx.finding("the lock service still holds its lock", core.Verdict.HOLDING,
+                            "release the lock in the lock service", "the lock is lost")
+        found.summary = "locked by the lock service"
+        found.links.append(core.Link("lock", "the lock service holds it", actor="lock service",
+                                     step="release the lock (lockctl release)"))
+        return found
+    yield
+    core.EXPLAINERS.pop("test-lock")
+    core.CATALOG[:] = [(entry, name) for entry, name in core.CATALOG if name != "test-lock"]
+
+
+def test_a_cause_in_one_module_reaches_every_command(fake, fake_kubeconfig, lock_cause):
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "held",
+                                                                      "finalizers": ["locks.kfin.test/db"]}})
+    api.delete("/api/v1/namespaces/default/configmaps/held")
+    base = ("--kubeconfig", str(fake_kubeconfig))
+    [item] = json.loads(kfin("stuck", "-A", "-o", "json", *base).stdout)["items"]
+    assert item["families"] == ["test-lock"] and item["blocker"] == "test-lock: locked by the lock service"
+    assert item["rootCauses"][0]["actor"] == "lock service"
+    report = json.loads(kfin("explain", "cm", "held", "-n", "default", "-o", "json", *base).stdout)
+    assert report["findings"][0]["protects"] == "an object until its lock is released"
+    assert report["plan"]["steps"][0]["action"] == "release the lock (lockctl release)"
+    refused = kfin("remove", "cm", "held", "-n", "default", "--finalizer", "locks.kfin.test/db", "--confirm", *base)
+    assert refused.code == 10 and "locked" not in refused.stdout and "HOLDING" in refused.stdout
