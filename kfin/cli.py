@@ -221,6 +221,8 @@ def remove_command(
                                             help="Send the change with dryRun=All: validated, never persisted."),
         all_stuck: bool = typer.Option(False, "--all-stuck", help="Every stuck object in -n NS (or -A)."),
         yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a bulk removal."),
+        wait: bool = typer.Option(False, "--wait", help="After removing, follow the deletion until the object is gone."),
+        timeout: str = typer.Option("5m", "--timeout", metavar="DURATION", help="With --wait: how long to wait."),
         audit_log: Optional[str] = typer.Option(None, "--audit-log", metavar="PATH",
                                                 help="Audit log file (default ~/.local/state/kfin/audit.jsonl)."),
         refresh: bool = typer.Option(False, "--refresh", help="Rediscover the API instead of using the cache."),
@@ -245,7 +247,32 @@ def remove_command(
                      all_namespaces=all_namespaces, request_timeout=request_timeout)
     raise typer.Exit(int(remove(options, kind=kind, name=name, patterns=list(finalizer or []), confirm=confirm,
                                 force=force, allow_live=allow_live, server_dry_run=server_dry_run,
-                                audit_log=audit_log, refresh=refresh, all_stuck=all_stuck, yes=yes)))
+                                audit_log=audit_log, refresh=refresh, all_stuck=all_stuck, yes=yes,
+                                wait=wait, timeout=timeout)))
+
+
+@app.command("wait")
+def wait_command(
+        ctx: typer.Context,
+        kind: str = typer.Argument(..., metavar="KIND", autocompletion=completion.kinds,
+                                   help="pvc, pv, ns, pod, or any kind or plural."),
+        name: str = typer.Argument(..., metavar="NAME", autocompletion=completion.names),
+        timeout: str = typer.Option("5m", "--timeout", metavar="DURATION", help="How long to wait (30s, 5m, 1h)."),
+        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
+        request_timeout: TimeoutOpt = None):
+    """Follow a deletion until the object is gone (a watch), showing what remains.
+
+    Exit 0 once it is gone; exit 1 after --timeout, naming what still holds it.
+
+    Example: kfin wait ns team-a --timeout 10m
+    """
+    from kfin.commands_wait import wait
+
+    check_kind(kind)
+    check_name(name)
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
+                     request_timeout=request_timeout)
+    raise typer.Exit(int(wait(options, kind=kind, name=name, timeout=timeout)))
 
 
 @app.command("audit")

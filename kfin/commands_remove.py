@@ -80,7 +80,7 @@ def _facts_for(kube, resources):
 
 
 def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_live, server_dry_run,
-               audit_log, refresh) -> int:
+               audit_log, refresh, wait_seconds: float | None = None) -> int:
     from kfin import audit
     from kfin.commands_explain import live_target
     from kfin.causes import explain_object
@@ -126,7 +126,12 @@ def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_
     ok = outcome.result in ("removed", "gone", "unchanged")
     if recorded:
         print(f"recorded in {log_path}", file=sys.stderr)
-    return ExitCode.OK if ok and recorded else ExitCode.API
+    if not (ok and recorded):
+        return ExitCode.API
+    if wait_seconds is not None and outcome.after is not None:
+        from kfin.commands_wait import follow_to_end
+        return follow_to_end(options, kind, name, obj, kube, wait_seconds)
+    return ExitCode.OK
 
 
 def _record(record: dict, path: Path) -> bool:
@@ -208,7 +213,12 @@ def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, 
 
 
 def remove(options: Options, *, kind, name, patterns, confirm, force, allow_live, server_dry_run, audit_log,
-           refresh, all_stuck, yes) -> int:
+           refresh, all_stuck, yes, wait: bool = False, timeout: str = "5m") -> int:
+    from kfin.commands_wait import parse_timeout
+
+    seconds = parse_timeout(timeout)
+    if wait and (all_stuck or not confirm or server_dry_run):
+        raise UsageError("--wait follows one object's deletion after --confirm (not with --all-stuck or a dry run)")
     if all_stuck:
         if kind or name:
             raise UsageError("--all-stuck takes no KIND NAME: it works on every stuck object in -n NS or -A")
@@ -219,7 +229,8 @@ def remove(options: Options, *, kind, name, patterns, confirm, force, allow_live
     check_kind(kind)
     check_name(name)
     return remove_one(options, kind=kind, name=name, patterns=patterns, confirm=confirm, force=force,
-                      allow_live=allow_live, server_dry_run=server_dry_run, audit_log=audit_log, refresh=refresh)
+                      allow_live=allow_live, server_dry_run=server_dry_run, audit_log=audit_log, refresh=refresh,
+                      wait_seconds=seconds if wait else None)
 
 
 def show_audit(options: Options, audit_log: str | None) -> int:

@@ -369,6 +369,42 @@ class Kube:
         path = api_path("apis", group, version) if group else api_path("api", version)
         return check_dict(self.request("GET", path, what=("get", path, None)), f"GET {path} of {self.server}")
 
+    def watch(self, path: str, query: dict, timeout_seconds: int, accept: str = METADATA_ACCEPT, what=None):
+        """The events of one watch (dicts), until the server ends it after `timeout_seconds`; bookmarks
+        asked for. An ERROR event (410 Expired) is yielded like the others: the caller lists again."""
+        from urllib.parse import urlencode
+
+        import urllib3
+
+        params = {k: v for k, v in dict(query, watch="1", allowWatchBookmarks="true",
+                                        timeoutSeconds=str(timeout_seconds)).items() if v is not None}
+        headers = {"Accept": accept, "User-Agent": f"kfin/{_version()}", **self._api.auth_headers()}
+        wait = urllib3.Timeout(connect=self.timeout or 30, read=timeout_seconds + 15)
+        try:
+            response = self._api.pool.request("GET", self.server + path + "?" + urlencode(params), headers=headers,
+                                              preload_content=False, retries=False, timeout=wait)
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise self._connection_error(error) from None
+        try:
+            if response.status >= 400:
+                raise self._api_error(response.status, response.reason, response.read(), what)
+            pending = b""
+            try:
+                for chunk in response.stream(1 << 16):
+                    pending += chunk
+                    while b"\n" in pending:
+                        line, pending = pending.split(b"\n", 1)
+                        if line.strip():
+                            event = json.loads(line)
+                            if isinstance(event, dict):
+                                yield event
+            except (urllib3.exceptions.HTTPError, OSError):  # the stream broke: the caller watches again
+                return
+            except ValueError:
+                raise ShapeError(f"a watch of {path} answered something that is not JSON") from None
+        finally:
+            response.release_conn()
+
     def patch_json(self, path: str, operations: list, dry_run: bool = False, what=None) -> dict:
         return self.request("PATCH", path, {"dryRun": "All" if dry_run else None}, body=operations,
                             content_type="application/json-patch+json", what=what)

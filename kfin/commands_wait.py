@@ -1,0 +1,70 @@
+"""`kfin wait KIND NAME` and `kfin remove --wait`: follow a deletion until the object is gone."""
+
+from __future__ import annotations
+
+import sys
+
+from kfin.errors import ExitCode, UsageError
+from kfin.model import KubeObject
+from kfin.options import Options
+from kfin.output import say
+
+DEFAULT_TIMEOUT = "5m"
+
+
+def parse_timeout(text: str) -> float:
+    from kfin.durations import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as error:
+        raise UsageError(f"--timeout: {error}") from None
+    if not 0 < seconds <= 7 * 86400:
+        raise UsageError(f'--timeout: "{text}" must be more than 0 and at most 7d')
+    return seconds
+
+
+def follow_to_end(options: Options, kind: str, name: str, obj: KubeObject, kube, timeout: float) -> int:
+    """0 once the object is gone; 1 after `timeout`, naming what still holds it."""
+    from kfin.durations import format_age
+    from kfin.wait import wait_gone
+
+    say(f"waiting for {obj.ref} to go (up to {format_age(timeout)})", err=True)
+    gone = wait_gone(kube, obj.type, obj.namespace or None, obj.name, obj.uid, timeout,
+                     lambda state: say(f"  {obj.ref}: {state}", err=True))
+    if gone:
+        say(f"{obj.ref} is gone")
+        return ExitCode.OK
+    say(f"{obj.ref} is still there after {format_age(timeout)}: {_holder(options, kind, name)}", err=True)
+    return ExitCode.FOUND
+
+
+def _holder(options: Options, kind: str, name: str) -> str:
+    """What holds it now, read again: its blocker and root cause."""
+    from kfin.blocking import follow, root_summary
+    from kfin.causes import blocker_line, explain_cached
+    from kfin.commands_explain import live_target
+    from kfin.errors import NotFoundError
+
+    try:
+        obj, facts = live_target(options, kind, name, refresh=False)
+    except NotFoundError:
+        return "it went away just now"
+    line = blocker_line(explain_cached(obj, facts))
+    root = root_summary(follow(obj, facts)) if obj.terminating else None
+    return f"{line}; {root}" if root else line
+
+
+def wait(options: Options, *, kind: str, name: str, timeout: str) -> int:
+    from kfin.commands_explain import live_target
+    from kfin.errors import NotFoundError
+
+    seconds = parse_timeout(timeout)
+    try:
+        obj, facts = live_target(options, kind, name, refresh=False)
+    except NotFoundError:
+        say(f"{kind} {name} is gone")
+        return ExitCode.OK
+    if not obj.terminating:
+        print(f"warning: {obj.ref} is not being deleted: waiting anyway", file=sys.stderr)
+    return follow_to_end(options, kind, name, obj, facts.kube, seconds)

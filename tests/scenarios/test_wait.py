@@ -1,0 +1,97 @@
+"""Following a deletion to its end: kfin wait and kfin remove --wait (a watch, re-listing after 410)."""
+
+import threading
+import time
+
+import pytest
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+
+def held(cluster, name="held"):
+    cm = cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": name, "finalizers": ["example.com/hold"]}})
+    cluster.delete(cm)
+    return cm
+
+
+def in_background(*args):
+    """kfin run in a thread: (thread, a list that receives its Result)."""
+    out = []
+    thread = threading.Thread(target=lambda: out.append(kfin(*args)))
+    thread.start()
+    return thread, out
+
+
+def test_wait_returns_once_the_object_is_gone(cluster):
+    cm = held(cluster)
+    thread, out = in_background("wait", "cm", "held", "--kubeconfig", str(cluster.kubeconfig), "-n",
+                                cluster.namespace, "--timeout", "30s")
+    time.sleep(0.5)  # the watch is open: the end comes as an event
+    cluster.strip_finalizers(cm)
+    thread.join(40)
+    [result] = out
+    assert result.code == ExitCode.OK, result
+    assert f"ConfigMap/{cluster.namespace}/held is gone" in result.stdout
+    assert "finalizers left: example.com/hold" in result.stderr
+
+
+def test_wait_names_what_still_holds_it_after_the_timeout(cluster):
+    held(cluster)
+    started = time.monotonic()
+    result = kfin("wait", "cm", "held", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace,
+                  "--timeout", "2s")
+    assert result.code == ExitCode.FOUND, result
+    assert time.monotonic() - started < 10
+    assert "is still there after 2s: custom: example.com/hold" in result.stderr
+    assert "root cause" not in result.stderr or "the controller of example.com" in result.stderr
+
+
+def test_a_watch_whose_version_expired_lists_again(fake, fake_kubeconfig):
+    """Fake only: the fake's window of versions is moved past the list's, so the first watch gets 410."""
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "held", "finalizers": ["example.com/x"]}})
+    api.delete("/api/v1/namespaces/default/configmaps/held")
+    fake.cluster.compacted_rv = 10 ** 9  # every version kfin lists is already compacted away
+    thread, out = in_background("wait", "cm", "held", "--kubeconfig", str(fake_kubeconfig), "--timeout", "20s")
+    time.sleep(0.5)
+    fake.cluster.compacted_rv = 0
+    api.merge_patch("/api/v1/namespaces/default/configmaps/held", {"metadata": {"finalizers": None}})
+    thread.join(30)
+    [result] = out
+    assert result.code == ExitCode.OK, result
+    watches = [r for r in fake.requests if r.verb == "watch"]
+    lists = [r for r in fake.requests if r.verb == "list" and r.path.endswith("/configmaps")]
+    assert len(watches) >= 2 and len(lists) >= 2  # expired, listed again, watched again
+
+
+def test_remove_wait_follows_the_deletion_to_its_end(cluster, tmp_path, monkeypatch):
+    monkeypatch.setenv("KFIN_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
+    held(cluster)
+    result = kfin("remove", "cm", "held", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace,
+                  "--finalizer", "example.com/hold", "--confirm", "--wait", "--timeout", "30s")
+    assert result.code == ExitCode.OK, result
+    assert cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/held") is None
+
+
+@pytest.mark.controllers
+def test_waiting_for_a_namespace_counts_its_content_down(cluster):
+    group, ns = cluster.namespace_held_by_widget()
+    thread, out = in_background("wait", "ns", ns, "--kubeconfig", str(cluster.kubeconfig), "--timeout", "60s")
+    time.sleep(0.5)
+    cluster.strip_finalizers(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1")
+    thread.join(70)
+    [result] = out
+    assert result.code == ExitCode.OK, result
+    assert "Some resources are remaining" in result.stderr or "finalizers remaining" in result.stderr.lower()
+    assert f"Namespace/{ns} is gone" in result.stdout
+
+
+def test_wait_and_remove_wait_refuse_bad_input(fake_kubeconfig):
+    assert kfin("wait", "cm", "x", "--timeout", "0s", "--kubeconfig", str(fake_kubeconfig)).code == ExitCode.USAGE
+    assert kfin("remove", "cm", "x", "--wait", "--kubeconfig", str(fake_kubeconfig)).code == ExitCode.USAGE
+    gone = kfin("wait", "cm", "never-was", "--kubeconfig", str(fake_kubeconfig))
+    assert gone.code == ExitCode.OK and "is gone" in gone.stdout
