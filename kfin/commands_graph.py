@@ -68,9 +68,13 @@ def with_blocking(graph, objects: list, facts: Facts):
     from kfin import graph as g
     from kfin.blocking import follow
 
+    from kfin.scan import NAMESPACES
+
     drawn = set(graph.nodes)
     for obj in objects:
         if obj.terminating and g.node_id(obj) in drawn:
+            if (obj.type.group, obj.type.resource) == NAMESPACES:  # drawn from metadata: its cause needs it whole
+                obj = facts.find("", "namespaces", "", obj.name, full=True) or obj
             g.add_blocking(graph, follow(obj, facts), facts.inventory.observed_at)
     return graph
 
@@ -95,6 +99,10 @@ def build_graph(options: Options, target: list[str], from_snapshot: str | None, 
         objects = _with_foreign_owners(content + cluster_wide, facts)
         full = g.build(objects, facts.inventory.observed_at, facts.listed_kinds(), _blocker(facts))
         inside = {n for n, d in full.nodes(data=True) if d.get("namespace") == name}
+        namespace_obj = next(o for o in cluster_wide if o.type.resource == "namespaces" and o.type.group == ""
+                             and o.name == name)
+        if namespace_obj.terminating and not owners_only:  # its own blocking links: content, APIServices
+            inside.add(g.node_id(namespace_obj))
         keep = set(inside)
         for n in inside:
             keep |= g.nx.ancestors(full, n) | set(full.successors(n))

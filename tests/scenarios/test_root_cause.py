@@ -39,6 +39,10 @@ def same_everywhere(cluster, kind, name, *explain_args):
     assert offline["chain"]["rootCauses"] == live["chain"]["rootCauses"]
     assert offline["plan"] == live["plan"]
     assert live_item["rootCauses"] == live["chain"]["rootCauses"]
+    graph = kfin("graph", *explain_args, "--kubeconfig", str(cluster.kubeconfig), "-o", "json")
+    assert graph.code in (0, ExitCode.PARTIAL), graph.stderr
+    drawn = {e["cause"] for e in json.loads(graph.stdout)["edges"] if e.get("cause")}
+    assert drawn == {e["type"] for e in live["chain"]["edges"]}
     return live_item, live
 
 
@@ -74,6 +78,37 @@ def test_a_volume_held_by_its_claim_held_by_a_scheduled_pod(cluster):
     assert report["plan"]["steps"][0]["type"] == "operator"
     assert report["plan"]["afterwards"][-1].endswith("reclaim policy Delete, so its disk is deleted with it, "
                                                      "data included")
+
+
+@pytest.mark.controllers
+def test_a_volume_held_through_its_claim_by_a_pod_whose_node_never_reported(cluster):
+    """PV -> claim -> Pod in graceful deletion -> its Node, which never reported Ready: four objects, three
+    links; the root cause is the node, and the plan deletes it (or force-deletes the Pod, with the risk)."""
+    node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": cluster.name("node")}})
+    pv = cluster.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": cluster.name("pv")},
+                         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                  "persistentVolumeReclaimPolicy": "Retain", "storageClassName": cluster.name("manual"),
+                                  "hostPath": {"path": "/tmp/kfin"},
+                                  "claimRef": {"namespace": cluster.namespace, "name": "data"}}})
+    cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                             "storageClassName": cluster.name("manual"), "volumeName": pv["metadata"]["name"]}})
+    cluster.eventually(lambda: (cluster.get(pv) or {}).get("status", {}).get("phase") == "Bound")
+    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
+        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    pod = cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
+        "nodeName": node["metadata"]["name"], "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
+    cluster.delete(pod)  # graceful: only the node's kubelet could confirm
+    cluster.delete(f"/api/v1/namespaces/{cluster.namespace}/persistentvolumeclaims/data")
+    cluster.delete(pv)
+    item, report = same_everywhere(cluster, "PersistentVolume", pv["metadata"]["name"], "pv", pv["metadata"]["name"])
+    assert [e["type"] for e in report["chain"]["edges"]] == ["bound-claim", "used-by-pod", "kubelet"]
+    assert [r["object"] for r in item["rootCauses"]] == [f"Node/{node['metadata']['name']}"]
+    assert report["plan"]["steps"][0]["action"].startswith(f"kubectl delete node {node['metadata']['name']} if it is "
+                                                           "gone for good")
+    assert report["plan"]["afterwards"][0] == f"Pod/{cluster.namespace}/db-0 goes by itself"
+    assert "reclaim policy Retain, so the disk and its data stay" in report["plan"]["afterwards"][-1]
 
 
 @pytest.mark.controllers
