@@ -134,9 +134,14 @@ def csi_volume(ctx: Context) -> Finding:
             "persistentVolumeName") == obj.name]
         if attached:
             node = (attached[0].raw.get("spec") or {}).get("nodeName")
-            return ctx.finding(f"still attached to node {node} (VolumeAttachment {attached[0].name})",
-                               Verdict.HOLDING, "let the volume detach: stop the Pods using it on that node",
-                               risk, evidence, controller=f"the CSI driver {driver}" if driver else None)
+            found = ctx.finding(f"still attached to node {node} (VolumeAttachment {attached[0].name})",
+                                Verdict.HOLDING, "let the volume detach: stop the Pods using it on that node",
+                                risk, evidence, controller=f"the CSI driver {driver}" if driver else None)
+            found.links = [Link("attachment", f"attached to node {(a.raw.get('spec') or {}).get('nodeName')}",
+                                target=a, step=None if a.terminating else
+                                f"stop the Pods that use the volume on node {(a.raw.get('spec') or {}).get('nodeName')}")
+                           for a in attached]
+            return found
     if ctx.finalizer == "kubernetes.io/pv-controller" or not driver:
         return waiting_on_controller_manager(ctx, "the persistent volume controller deprovisions the volume", risk)
     drivers = facts.objects("storage.k8s.io", "csidrivers")
