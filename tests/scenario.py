@@ -339,6 +339,17 @@ class EnvtestControlPlane:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def namespace_behind_an_unavailable_apiservice(fake, name: str) -> None:
+    """Fake only (on a real cluster it would stop every namespace deletion): namespace `name` deleted while
+    APIService v1beta1.metrics.k8s.io has no backend."""
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": name}})
+    api.create("/apis/apiregistration.k8s.io/v1/apiservices", {"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {
+        "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
+        "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
+    api.delete(f"/api/v1/namespaces/{name}")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

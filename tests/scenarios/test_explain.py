@@ -6,6 +6,7 @@ import pytest
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
+from tests.scenario import namespace_behind_an_unavailable_apiservice
 
 RBAC = "rbac.authorization.k8s.io/v1"
 
@@ -166,14 +167,7 @@ def test_a_namespace_blocked_by_a_custom_resource_of_an_uninstalled_operator(clu
 
 def test_a_namespace_blocked_by_an_unavailable_apiservice(fake, fake_kubeconfig):
     """Fake only: on a real cluster such an APIService would block every namespace deletion."""
-    from tests.fakeapi.rawclient import RawClient
-
-    api = RawClient(fake.url, "admin-token")
-    api.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
-    api.create("/apis/apiregistration.k8s.io/v1/apiservices", {"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {
-        "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
-        "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
-    api.delete("/api/v1/namespaces/team")
+    namespace_behind_an_unavailable_apiservice(fake, "team")
     result = kfin("explain", "namespace", "team", "--kubeconfig", str(fake_kubeconfig), "-o", "json")
     f = json.loads(result.stdout)["findings"][0]
     assert f["verdict"] == "HOLDING"

@@ -7,6 +7,7 @@ import pytest
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
+from tests.scenario import namespace_behind_an_unavailable_apiservice
 
 
 def explain(cluster, *args, snapshot=None):
@@ -46,13 +47,11 @@ def same_everywhere(cluster, kind, name, *explain_args):
     return live_item, live
 
 
-@pytest.mark.controllers
-def test_a_volume_held_by_its_claim_held_by_a_scheduled_pod(cluster):
-    """PV -> bound claim -> the Pod that mounts it: the root cause is the Pod, the plan deletes it, and the
-    volume and then its disk go by themselves (reclaim policy Delete)."""
+def volume_claim_and_pod(cluster, policy: str, node: str) -> tuple[dict, dict]:
+    """A volume bound to claim "data", and Pod db-0 on `node` that mounts the claim."""
     pv = cluster.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": cluster.name("pv")},
                          "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                                  "persistentVolumeReclaimPolicy": "Delete", "storageClassName": cluster.name("manual"),
+                                  "persistentVolumeReclaimPolicy": policy, "storageClassName": cluster.name("manual"),
                                   "hostPath": {"path": "/tmp/kfin"},
                                   "claimRef": {"namespace": cluster.namespace, "name": "data"}}})
     cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
@@ -61,9 +60,17 @@ def test_a_volume_held_by_its_claim_held_by_a_scheduled_pod(cluster):
     cluster.eventually(lambda: (cluster.get(pv) or {}).get("status", {}).get("phase") == "Bound")
     if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
         cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
-    cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
-        "nodeName": cluster.name("node"), "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+    pod = cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
+        "nodeName": node, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
         "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
+    return pv, pod
+
+
+@pytest.mark.controllers
+def test_a_volume_held_by_its_claim_held_by_a_scheduled_pod(cluster):
+    """PV -> bound claim -> the Pod that mounts it: the root cause is the Pod, the plan deletes it, and the
+    volume and then its disk go by themselves (reclaim policy Delete)."""
+    pv, _ = volume_claim_and_pod(cluster, "Delete", cluster.name("node"))
     cluster.delete(f"/api/v1/namespaces/{cluster.namespace}/persistentvolumeclaims/data")
     cluster.delete(pv)
     item, report = same_everywhere(cluster, "PersistentVolume", pv["metadata"]["name"], "pv", pv["metadata"]["name"])
@@ -85,20 +92,7 @@ def test_a_volume_held_through_its_claim_by_a_pod_whose_node_never_reported(clus
     """PV -> claim -> Pod in graceful deletion -> its Node, which never reported Ready: four objects, three
     links; the root cause is the node, and the plan deletes it (or force-deletes the Pod, with the risk)."""
     node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": cluster.name("node")}})
-    pv = cluster.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": cluster.name("pv")},
-                         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                                  "persistentVolumeReclaimPolicy": "Retain", "storageClassName": cluster.name("manual"),
-                                  "hostPath": {"path": "/tmp/kfin"},
-                                  "claimRef": {"namespace": cluster.namespace, "name": "data"}}})
-    cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
-                             "storageClassName": cluster.name("manual"), "volumeName": pv["metadata"]["name"]}})
-    cluster.eventually(lambda: (cluster.get(pv) or {}).get("status", {}).get("phase") == "Bound")
-    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
-        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
-    pod = cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0"}, "spec": {
-        "nodeName": node["metadata"]["name"], "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
+    pv, pod = volume_claim_and_pod(cluster, "Retain", node["metadata"]["name"])
     cluster.delete(pod)  # graceful: only the node's kubelet could confirm
     cluster.delete(f"/api/v1/namespaces/{cluster.namespace}/persistentvolumeclaims/data")
     cluster.delete(pv)
@@ -131,14 +125,7 @@ def test_a_namespace_held_by_a_custom_resource_of_an_uninstalled_operator(cluste
 def test_a_namespace_held_by_an_unavailable_apiservice(fake, fake_kubeconfig):
     """Fake only (an unavailable APIService on a real cluster blocks every namespace deletion): the root
     cause is the APIService, and the plan repairs or deletes it, never the namespace."""
-    from tests.fakeapi.rawclient import RawClient
-
-    api = RawClient(fake.url, "admin-token")
-    api.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
-    api.create("/apis/apiregistration.k8s.io/v1/apiservices", {"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {
-        "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
-        "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
-    api.delete("/api/v1/namespaces/team")
+    namespace_behind_an_unavailable_apiservice(fake, "team")
     report = json.loads(kfin("explain", "ns", "team", "--kubeconfig", str(fake_kubeconfig), "-o", "json").stdout)
     [root] = report["chain"]["rootCauses"]
     assert root["object"] == "APIService.apiregistration.k8s.io/v1beta1.metrics.k8s.io"
