@@ -26,7 +26,7 @@ def _audit_record(kube, user: str, plan_, outcome, forced: bool) -> dict:
         "finalizersBefore": outcome.before, "finalizersAfter": outcome.after,
         "selected": [f.finalizer for f in plan_.selected], "removed": outcome.removed,
         "verdicts": {c.finding.finalizer: c.finding.verdict.value for c in plan_.choices},
-        "forced": forced and any(c.warning and c.finding.verdict.value in ("HOLDING", "UNKNOWN")
+        "forced": forced and any(c.warning and c.finding.verdict.value in ("HOLDING", "UNKNOWN", "BLOCKED")
                                  for c in plan_.choices if c.selected),
         "result": outcome.result, "message": outcome.message, "attempts": outcome.attempts,
     }

@@ -9,7 +9,7 @@ from kfin.errors import ExitCode, KfinError, NotFoundError, UsageError
 from kfin.facts import Facts
 from kfin.model import Failure, Inventory
 from kfin.options import Options
-from kfin.output import say, warn_failures
+from kfin.output import say, warn, warn_failures
 from kfin.parallel import ordered
 
 
@@ -77,6 +77,20 @@ def gather(options: Options, contexts: list[str], from_snapshot: str | None, ref
     return results
 
 
+def gating_webhooks(rows, sources) -> dict[str, int]:
+    """Each webhook failing closed in front of stuck objects (once each), and how many it gates."""
+    from kfin.causes import explain_cached
+
+    facts_of = {f.inventory.context: f for f in sources}
+    found: dict[str, int] = {}
+    for row in rows:
+        explanation = explain_cached(row.obj, facts_of.get(row.context, sources[0]))
+        whys = {link.why for f in explanation.findings for link in f.links if link.kind == "webhook"}
+        for why in whys:
+            found[why] = found.get(why, 0) + 1
+    return found
+
+
 def resolve_kinds(kinds: list[str], inventories: list[Inventory]) -> set | None:
     from kfin.builtin_kinds import builtin_resources
     from kfin.names import check_kind
@@ -130,8 +144,12 @@ def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh,
     rows = [row for facts in sources for row in find_stuck(facts.inventory, filters, facts)]
     rows.sort(key=lambda r: (-r.terminating_seconds, r.context, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
     report_failures(inventories)
+    gating = gating_webhooks(rows, sources)
+    for why, count in gating.items():
+        warn(f"{why} ({count} stuck object{'s' if count != 1 else ''} gated)")
     if fmt in ("json", "yaml"):
-        render.dump(report(rows, inventories), fmt)
+        render.dump(dict(report(rows, inventories), webhooks=[{"problem": why, "stuckObjects": count}
+                                                             for why, count in gating.items()]), fmt)
     elif fmt == "name":
         for row in rows:
             say(f"{row.obj.type.name_prefix}/{row.obj.name}")

@@ -73,8 +73,9 @@ def plan(obj: KubeObject, findings: list[Finding], patterns: list[str] | None, f
         else:  # by default only what nothing else will remove
             chosen = f.verdict == Verdict.ORPHANED or (f.verdict == Verdict.WAITING and f.controller_alive is False)
         choice = Choice(f, chosen)
-        if chosen and f.verdict in (Verdict.HOLDING, Verdict.UNKNOWN):
-            why = "it is HOLDING: " if f.verdict == Verdict.HOLDING else "kfin could not check it: "
+        if chosen and f.verdict in (Verdict.HOLDING, Verdict.UNKNOWN, Verdict.BLOCKED):
+            why = {Verdict.HOLDING: "it is HOLDING: ", Verdict.UNKNOWN: "kfin could not check it: ",
+                   Verdict.BLOCKED: "a webhook rejects its removal: "}[f.verdict]
             if force:
                 choice.warning = f"forced although {why}{f.condition}. Risk: {f.risk}"
             else:

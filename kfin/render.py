@@ -113,7 +113,8 @@ def print_table(table, out=None) -> None:
     target.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
 
 
-VERDICT_STYLE = {"HOLDING": "bold red", "WAITING": "bold yellow", "ORPHANED": "bold magenta", "UNKNOWN": "bold"}
+VERDICT_STYLE = {"HOLDING": "bold red", "WAITING": "bold yellow", "ORPHANED": "bold magenta", "UNKNOWN": "bold",
+                 "BLOCKED": "bold red"}
 
 
 def explanation_panels(explanation, out=None) -> None:

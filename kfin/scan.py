@@ -29,6 +29,9 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
                                                              "status.conditions"),
     ("storage.k8s.io", "volumeattachments"): ("spec", "status.attached"),
     ("", "nodes"): ("spec.taints", "status.conditions"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): ("webhooks",),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): ("webhooks",),
+    ("discovery.k8s.io", "endpointslices"): ("endpoints",),
     ("coordination.k8s.io", "leases"): ("spec.holderIdentity", "spec.renewTime", "spec.leaseDurationSeconds"),
     ("rbac.authorization.k8s.io", "clusterroles"): ("rules",),
     ("rbac.authorization.k8s.io", "roles"): ("rules",),
@@ -57,6 +60,17 @@ def _pod_volume(volume: dict) -> dict | None:
     return None
 
 
+WEBHOOK_FIELDS = ("name", "rules", "failurePolicy", "namespaceSelector", "objectSelector", "matchConditions")
+
+
+def _webhook(hook: dict) -> dict:
+    """What decides whether a webhook gates an object, and where its backend is (never its CA bundle)."""
+    out = {k: hook[k] for k in WEBHOOK_FIELDS if k in hook}
+    config = hook.get("clientConfig") if isinstance(hook.get("clientConfig"), dict) else {}
+    out["clientConfig"] = {k: config[k] for k in ("service", "url") if k in config}
+    return out
+
+
 def reduce_object(key: tuple[str, str], obj: dict) -> dict:
     out = {}
     for path in REDUCED_FIELDS.get(key, ()):
@@ -67,6 +81,10 @@ def reduce_object(key: tuple[str, str], obj: dict) -> dict:
             continue
         if key == ("", "pods") and path == "spec.volumes":
             node = [v for v in map(_pod_volume, node) if v]
+        elif path == "webhooks" and isinstance(node, list):
+            node = [_webhook(w) for w in node if isinstance(w, dict)]
+        elif path == "endpoints" and isinstance(node, list):  # whether each is ready, not where it is
+            node = [{"conditions": e.get("conditions")} for e in node if isinstance(e, dict)]
         target = out
         for part in parts[:-1]:
             target = target.setdefault(part, {})

@@ -71,6 +71,12 @@ def _dicts_of(**fields):
     return check
 
 
+def _selector(value) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("matchLabels") or {}, dict) and \
+        isinstance(value.get("matchExpressions") or [], list) and \
+        all(isinstance(e, dict) for e in value.get("matchExpressions") or [])
+
+
 _STR = (lambda v: isinstance(v, str), "a string")
 _DICT = (lambda v: isinstance(v, dict), "an object")
 _INT = (_is_int, "a number")
@@ -96,6 +102,12 @@ FIELD_SHAPES = {
     "spec.scope": _STR, "spec.source": _DICT, "spec.source.persistentVolumeName": _STR, "spec.attacher": _STR,
     "spec.taints": (_dicts_of(key=lambda v: isinstance(v, str), effect=lambda v: isinstance(v, str)),
                     "a list of taints"),
+    "webhooks": (_dicts_of(name=lambda v: isinstance(v, str), rules=lambda v: isinstance(v, list) and all(
+        isinstance(r, dict) and all(_is_str_list(r.get(k) or []) for k in ("operations", "apiGroups", "apiVersions",
+                                                                           "resources")) for r in v),
+        clientConfig=lambda v: isinstance(v, dict) and isinstance(v.get("service") or {}, dict),
+        namespaceSelector=lambda v: _selector(v), objectSelector=lambda v: _selector(v)), "a list of webhooks"),
+    "endpoints": (lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), "a list of endpoints"),
     "spec.holderIdentity": _STR, "spec.renewTime": _STR, "spec.leaseDurationSeconds": _INT,
     "rules": (_dicts_of(**{k: _is_str_list for k in ("apiGroups", "resources", "verbs", "resourceNames")}),
               "a list of rules"),

@@ -58,6 +58,7 @@ class Verdict(str, Enum):
     WAITING = "WAITING"  # the condition is gone; its controller should remove it
     ORPHANED = "ORPHANED"  # nothing will ever remove it: its controller is gone
     UNKNOWN = "UNKNOWN"  # kfin could not check (not readable, or not a name it can place)
+    BLOCKED = "BLOCKED"  # something in front of every writer (a webhook failing closed) rejects its removal
 
 
 @dataclass
@@ -119,6 +120,17 @@ def explains(name: str, *entries: Entry):
         CATALOG.extend((entry, name) for entry in entries)
         return fn
     return register
+
+
+# Causes in front of every finalizer of an object (an admission webhook that rejects each UPDATE): each
+# returns the Links that gate the object, and every finding then answers BLOCKED with them.
+GATES: list[Callable[[KubeObject, Facts], list[Link]]] = []
+
+
+def gates(fn: Callable[[KubeObject, Facts], list[Link]]):
+    """Register a cause that gates every finalizer of an object."""
+    GATES.append(fn)
+    return fn
 
 
 def explains_deletion(name: str, applies: Callable[[KubeObject], bool], protects: str, owner: str):
@@ -227,6 +239,19 @@ def explain_object(obj: KubeObject, facts: Facts) -> Explanation:
             if applies(obj):
                 ctx = Context(obj, "", "deletion", facts, Family(name, protects, owner))
                 findings.append(EXPLAINERS[name](ctx))
+    gating = [link for gate in GATES for link in gate(obj, facts)] if findings and obj.finalizers else []
+    for finding in findings if gating else []:
+        if finding.field != "metadata.finalizers":
+            continue
+        finding.evidence = [f"before: {finding.verdict.value}: {finding.condition}"] + finding.evidence
+        finding.verdict = Verdict.BLOCKED
+        finding.condition = "; ".join(link.why for link in gating)
+        finding.summary = f"{finding.finalizer} cannot be removed: {gating[0].why}"
+        finding.fix = "; ".join(dict.fromkeys(link.step for link in gating if link.step))
+        finding.risk = ("deleting the webhook configuration lifts the check it enforces for every matching request "
+                        "until its operator puts it back; " + finding.risk)
+        finding.links = list(gating)
+        finding.remove_command = None
     since = obj.deletion_requested_at
     seconds = (facts.inventory.observed_at - since).total_seconds() if since else None
     return Explanation(obj, findings, seconds)

@@ -1,0 +1,72 @@
+"""An admission webhook that fails closed is the root cause of every finalizer of the objects it gates
+(captures 12-16 of causes). The webhook only gates this scenario's namespace, so it is safe on a real
+cluster, and the cleanup deletes it before anything else."""
+
+import json
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+
+def gate(cluster, service=True):
+    """A failurePolicy Fail webhook on UPDATE of configmaps in this namespace; its Service selects no Pod
+    (no ready endpoints), or does not exist."""
+    if service:
+        cluster.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "gate-svc"},
+                        "spec": {"selector": {"app": cluster.name("gate")}, "ports": [{"port": 443}]}})
+    return cluster.create({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": cluster.name("gate")},
+        "webhooks": [{"name": "gate.kfin.test", "failurePolicy": "Fail", "sideEffects": "None",
+                      "admissionReviewVersions": ["v1"], "timeoutSeconds": 2,
+                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": cluster.namespace}},
+                      "clientConfig": {"service": {"namespace": cluster.namespace, "name": "gate-svc", "port": 443}},
+                      "rules": [{"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                 "resources": ["configmaps"], "scope": "*"}]}]})
+
+
+def test_a_webhook_failing_closed_blocks_every_finalizer_and_is_the_root_cause(cluster, tmp_path, monkeypatch):
+    monkeypatch.setenv("KFIN_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "gated", "finalizers": ["example.com/hold"]}})
+    config = gate(cluster)
+    cluster.delete(f"/api/v1/namespaces/{cluster.namespace}/configmaps/gated")  # DELETE is not an UPDATE
+    base = ("--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
+    report = json.loads(kfin("explain", "cm", "gated", *base, "-o", "json").stdout)
+    [finding] = report["findings"]
+    assert finding["verdict"] == "BLOCKED" and f"gate.kfin.test of ValidatingWebhookConfiguration {config['metadata']['name']}" \
+        in finding["condition"]
+    assert "has no ready endpoints" in finding["condition"]
+    [root] = report["chain"]["rootCauses"]
+    assert root["object"] == f"ValidatingWebhookConfiguration.admissionregistration.k8s.io/{config['metadata']['name']}"
+    assert report["plan"]["steps"][0]["action"].startswith("restore the backend of webhook gate.kfin.test, or kubectl "
+                                                           "delete validatingwebhookconfiguration")
+    stuck = kfin("stuck", *base, "-o", "json")
+    [item] = json.loads(stuck.stdout)["items"]
+    assert item["blocker"].startswith("custom: example.com/hold cannot be removed: webhook gate.kfin.test")
+    assert len(json.loads(stuck.stdout)["webhooks"]) == 1 and "(1 stuck object gated)" in stuck.stderr
+    refused = kfin("remove", "cm", "gated", *base, "--finalizer", "example.com/hold", "--confirm")
+    assert refused.code == ExitCode.REFUSED and "a webhook rejects its removal" in refused.stderr
+    forced = kfin("remove", "cm", "gated", *base, "--finalizer", "example.com/hold", "--confirm", "--force")
+    assert forced.code == ExitCode.API, forced
+    [line] = [x for x in forced.stderr.splitlines() if x.startswith("error:")]
+    assert 'failed calling webhook "gate.kfin.test"' in line
+    cluster.api.delete(cluster.path_of(config))
+    cluster.eventually(lambda: cluster.get(config) is None)
+
+
+def test_a_webhook_that_fails_open_or_does_not_match_is_no_cause(cluster):
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "free", "finalizers": ["example.com/hold"], "labels": {"skip": "yes"}}})
+    config = gate(cluster, service=False)
+    cluster.api.merge_patch(cluster.path_of(config), {"webhooks": [{
+        "name": "gate.kfin.test", "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": cluster.namespace}},
+        "objectSelector": {"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]},
+        "clientConfig": {"service": {"namespace": cluster.namespace, "name": "gate-svc", "port": 443}},
+        "rules": [{"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]}]})
+    cluster.delete(f"/api/v1/namespaces/{cluster.namespace}/configmaps/free")
+    report = json.loads(kfin("explain", "cm", "free", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace,
+                             "-o", "json").stdout)
+    assert report["findings"][0]["verdict"] != "BLOCKED"
+    cluster.api.delete(cluster.path_of(config))
