@@ -223,6 +223,9 @@ def remove_command(
         yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a bulk removal."),
         wait: bool = typer.Option(False, "--wait", help="After removing, follow the deletion until the object is gone."),
         timeout: str = typer.Option("5m", "--timeout", metavar="DURATION", help="With --wait: how long to wait."),
+        node_lost_after: str = typer.Option("5m", "--node-lost-after", metavar="DURATION",
+                                            help="Force-delete a Pod in graceful deletion only when its node is gone "
+                                                 "or has not reported for this long."),
         audit_log: Optional[str] = typer.Option(None, "--audit-log", metavar="PATH",
                                                 help="Audit log file (default ~/.local/state/kfin/audit.jsonl)."),
         refresh: bool = typer.Option(False, "--refresh", help="Rediscover the API instead of using the cache."),
@@ -248,7 +251,7 @@ def remove_command(
     raise typer.Exit(int(remove(options, kind=kind, name=name, patterns=list(finalizer or []), confirm=confirm,
                                 force=force, allow_live=allow_live, server_dry_run=server_dry_run,
                                 audit_log=audit_log, refresh=refresh, all_stuck=all_stuck, yes=yes,
-                                wait=wait, timeout=timeout)))
+                                wait=wait, timeout=timeout, node_lost_after=node_lost_after)))
 
 
 @app.command("wait")

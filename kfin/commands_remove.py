@@ -42,6 +42,9 @@ def _patch_preview(plan_) -> list[str]:
     if meta:
         lines.append(f"PATCH {o.type.path(o.namespace or None, o.name)} (application/json-patch+json)")
         lines.append(json.dumps(metadata_patch(o.uid, o.finalizers, meta)))
+    if any(f.family == "graceful deletion" for f in plan_.selected):
+        lines.append(f"DELETE {o.type.path(o.namespace or None, o.name)} with gracePeriodSeconds 0 and "
+                     f"preconditions.uid {o.uid}")
     if spec:
         lines.append(f"PUT {o.type.path(None, o.name, 'finalize')} with the Namespace as read and spec.finalizers: "
                      f"{json.dumps([f for f in o.spec_finalizers if f not in spec])}")
@@ -55,7 +58,9 @@ def print_plan(plan_) -> None:
     for c in plan_.choices:
         f = c.finding
         action = "refused" if c.selected and c.refused else ("remove" if c.selected else "keep")
-        say(f"  {action:8} {f.finalizer}  [{f.verdict.value}] {f.condition}")
+        if f.family == "graceful deletion" and action == "remove":
+            action = "force-delete"
+        say(f"  {action:8} {f.finalizer or '(' + f.family + ')'}  [{f.verdict.value}] {f.condition}")
         if c.selected and not c.refused:
             say(f"           risk: {f.risk}")
         if c.refused:
@@ -80,14 +85,14 @@ def _facts_for(kube, resources):
 
 
 def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_live, server_dry_run,
-               audit_log, refresh, wait_seconds: float | None = None) -> int:
+               audit_log, refresh, wait_seconds: float | None = None, node_lost_after: float = 300) -> int:
     from kfin import audit
     from kfin.commands_explain import live_target
     from kfin.causes import explain_object
     from kfin.remove import Outcome, Remover, plan
 
     obj, facts = live_target(options, kind, name, refresh)
-    plan_ = plan(obj, explain_object(obj, facts).findings, patterns, force, allow_live)
+    plan_ = plan(obj, explain_object(obj, facts).findings, patterns, force, allow_live, node_lost_after)
     print_plan(plan_)
     if plan_.refused or plan_.blocked:
         reason = plan_.refused or "; ".join(f"{c.finding.finalizer}: {c.refused}" for c in plan_.blocked)
@@ -101,7 +106,7 @@ def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_
               "validate it).", file=sys.stderr)
         return ExitCode.OK
     kube = facts.kube
-    remover = Remover(kube, _facts_for(kube, facts.inventory.resources))
+    remover = Remover(kube, _facts_for(kube, facts.inventory.resources), node_lost_after)
     if server_dry_run:
         outcome = remover.apply(plan_, patterns, force, allow_live, dry_run=True)
         say(f"server dry run: {outcome.message}")
@@ -123,7 +128,7 @@ def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_
         raise
     recorded = _record(_audit_record(kube, user, plan_, outcome, force), log_path)
     say(f"{outcome.result}: {obj.ref}: {outcome.message}")
-    ok = outcome.result in ("removed", "gone", "unchanged")
+    ok = outcome.result in ("removed", "gone", "unchanged", "force-deleted")
     if recorded:
         print(f"recorded in {log_path}", file=sys.stderr)
     if not (ok and recorded):
@@ -148,7 +153,7 @@ def _record(record: dict, path: Path) -> bool:
 
 
 def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, server_dry_run, audit_log,
-                     refresh, yes) -> int:
+                     refresh, yes, node_lost_after: float = 300) -> int:
     from kfin import audit, render
     from kfin.commands_stuck import gather
     from kfin.causes import explain_object
@@ -158,7 +163,8 @@ def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, 
     [facts] = gather(options, [], None, refresh)
     kube = facts.kube
     rows = find_stuck(facts.inventory, Filters(), facts)
-    plans = [plan(r.obj, explain_object(r.obj, facts).findings, patterns, force, allow_live) for r in rows]
+    plans = [plan(r.obj, explain_object(r.obj, facts).findings, patterns, force, allow_live, node_lost_after)
+             for r in rows]
     plans = [p for p in plans if not (patterns and p.refused and p.refused.startswith("none of its finalizers"))]
     if not plans:
         print("Nothing to remove: no stuck object matches.", file=sys.stderr)
@@ -179,7 +185,7 @@ def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, 
             print("Nothing was changed.", file=sys.stderr)
             return ExitCode.REFUSED
     log_path = None if server_dry_run else audit.check_writable(Path(audit_log) if audit_log else None)
-    remover = Remover(kube, _facts_for(kube, facts.inventory.resources))
+    remover = Remover(kube, _facts_for(kube, facts.inventory.resources), node_lost_after)
     user = "" if server_dry_run else kube.whoami()
     done = failed = unrecorded = 0
     number = 0
@@ -197,7 +203,7 @@ def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, 
                 raise
             if log_path and not _record(_audit_record(kube, user, p, outcome, force), log_path):
                 unrecorded += 1
-            ok = outcome.result in ("removed", "gone", "unchanged", "dry-run")
+            ok = outcome.result in ("removed", "gone", "unchanged", "dry-run", "force-deleted")
             done, failed = done + ok, failed + (not ok)
             say(f"[{number}/{len(runnable)}] {outcome.result}: {p.obj.ref}: {outcome.message}", err=True)
     except KeyboardInterrupt:
@@ -213,24 +219,26 @@ def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, 
 
 
 def remove(options: Options, *, kind, name, patterns, confirm, force, allow_live, server_dry_run, audit_log,
-           refresh, all_stuck, yes, wait: bool = False, timeout: str = "5m") -> int:
+           refresh, all_stuck, yes, wait: bool = False, timeout: str = "5m", node_lost_after: str = "5m") -> int:
     from kfin.commands_wait import parse_timeout
 
     seconds = parse_timeout(timeout)
+    lost_after = parse_timeout(node_lost_after, "--node-lost-after")
     if wait and (all_stuck or not confirm or server_dry_run):
         raise UsageError("--wait follows one object's deletion after --confirm (not with --all-stuck or a dry run)")
     if all_stuck:
         if kind or name:
             raise UsageError("--all-stuck takes no KIND NAME: it works on every stuck object in -n NS or -A")
         return remove_all_stuck(options, patterns=patterns, confirm=confirm, force=force, allow_live=allow_live,
-                                server_dry_run=server_dry_run, audit_log=audit_log, refresh=refresh, yes=yes)
+                                server_dry_run=server_dry_run, audit_log=audit_log, refresh=refresh, yes=yes,
+                                node_lost_after=lost_after)
     if kind is None or name is None:
         raise UsageError("kfin remove needs KIND NAME (or --all-stuck)")
     check_kind(kind)
     check_name(name)
     return remove_one(options, kind=kind, name=name, patterns=patterns, confirm=confirm, force=force,
                       allow_live=allow_live, server_dry_run=server_dry_run, audit_log=audit_log, refresh=refresh,
-                      wait_seconds=seconds if wait else None)
+                      wait_seconds=seconds if wait else None, node_lost_after=lost_after)
 
 
 def show_audit(options: Options, audit_log: str | None) -> int:

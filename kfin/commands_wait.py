@@ -12,15 +12,15 @@ from kfin.output import say
 DEFAULT_TIMEOUT = "5m"
 
 
-def parse_timeout(text: str) -> float:
+def parse_timeout(text: str, flag: str = "--timeout") -> float:
     from kfin.durations import parse_duration
 
     try:
         seconds = parse_duration(text)
     except ValueError as error:
-        raise UsageError(f"--timeout: {error}") from None
+        raise UsageError(f"{flag}: {error}") from None
     if not 0 < seconds <= 7 * 86400:
-        raise UsageError(f'--timeout: "{text}" must be more than 0 and at most 7d')
+        raise UsageError(f'{flag}: "{text}" must be more than 0 and at most 7d')
     return seconds
 
 

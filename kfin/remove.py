@@ -63,11 +63,36 @@ def matches(finalizer: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(finalizer, p) for p in patterns)
 
 
+FORCE_DELETION = "graceful deletion"  # a Pod's cause without a finalizer: removed by a forced DELETE
+
+
+def _force_choice(f: Finding, force: bool, node_lost_after: float) -> Choice:
+    """A Pod in graceful deletion may be force-deleted only when its node is gone, or has not reported for
+    `node_lost_after` seconds; otherwise only with --force."""
+    choice = Choice(f, True)
+    node, lost = f.detail.get("node"), f.detail.get("nodeLostSeconds")
+    if f.detail.get("nodeMissing"):
+        return choice
+    if lost is not None and lost >= node_lost_after:
+        choice.warning = f"its node {node} may only be cut off: {f.risk}"
+        return choice
+    why = (f"its node {node} has been lost for {int(lost)} s only (--node-lost-after {int(node_lost_after)} s)"
+           if lost is not None else f"its kubelet may still answer: {f.condition}")
+    if force:
+        choice.warning = f"forced although {why}. Risk: {f.risk}"
+    else:
+        choice.refused = f"{why}. Safe fix: {f.fix}"
+    return choice
+
+
 def plan(obj: KubeObject, findings: list[Finding], patterns: list[str] | None, force: bool,
-         allow_live: bool) -> Plan:
+         allow_live: bool, node_lost_after: float = 300) -> Plan:
     """Which finalizers to remove, and which are refused (with the reason and the safe fix)."""
     choices = []
     for f in findings:
+        if f.family == FORCE_DELETION:  # --finalizer patterns name finalizers, never this
+            choices.append(Choice(f, False) if patterns else _force_choice(f, force, node_lost_after))
+            continue
         if patterns:
             chosen = matches(f.finalizer, patterns)
         else:  # by default only what nothing else will remove
@@ -107,9 +132,10 @@ def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[d
 class Remover:
     """Applies a plan to a live cluster (or asks the server to validate it with dryRun=All)."""
 
-    def __init__(self, kube, facts_for):
+    def __init__(self, kube, facts_for, node_lost_after: float = 300):
         self.kube = kube
         self.facts_for = facts_for  # (obj) -> fresh Facts, to explain again after a race
+        self.node_lost_after = node_lost_after
 
     def _read(self, obj: KubeObject) -> dict | None:
         path = obj.type.path(obj.namespace or None, obj.name)
@@ -125,6 +151,8 @@ class Remover:
         spec_wanted = [f.finalizer for f in plan_.selected if f.field == "spec.finalizers"]
         before = list(obj.finalizers + obj.spec_finalizers)
         outcome = Outcome("unchanged", "", before=before, resource_version=obj.meta.get("resourceVersion", ""))
+        if any(f.family == FORCE_DELETION for f in plan_.selected):
+            return self._force_delete(obj, outcome, dry_run)
         current = obj
         for attempt in range(1, MAX_ATTEMPTS + 1):
             outcome.attempts = attempt
@@ -145,7 +173,7 @@ class Remover:
                     return outcome
                 # Explain again: what holds may have changed. Only finalizers read and selected again go.
                 replanned = plan(current, explain_object(current, self.facts_for(current)).findings, patterns,
-                                 force, allow_live)
+                                 force, allow_live, self.node_lost_after)
                 still = {f.finalizer for f in replanned.selected} & wanted
                 meta_wanted = [f for f in current.finalizers if f in still]
                 spec_wanted = [f for f in current.spec_finalizers if f in still]
@@ -163,6 +191,36 @@ class Remover:
             return self._done(outcome, current, wanted, "removed", "")
         outcome.result = "failed"
         outcome.message = f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"
+        return outcome
+
+    def _force_delete(self, obj: KubeObject, outcome: Outcome, dry_run: bool) -> Outcome:
+        """DELETE with gracePeriodSeconds 0, guarded by the uid read: the API forgets the Pod without
+        waiting for its kubelet. Read again afterwards, as after any write."""
+        path = obj.type.path(obj.namespace or None, obj.name)
+        options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
+                   "preconditions": {"uid": obj.uid}}
+        outcome.attempts = 1
+        try:
+            self.kube.request("DELETE", path, {"dryRun": "All" if dry_run else None}, body=options,
+                              what=("delete", obj.type.qualified, obj.namespace or None))
+        except NotFoundError:
+            return self._done(outcome, obj, set(), "gone", "it was already gone: done")
+        except APIError as error:
+            if error.status == 409:
+                outcome.result, outcome.message = "failed", "it was deleted and created again: nothing done"
+                return outcome
+            raise
+        if dry_run:
+            outcome.result, outcome.message = "dry-run", "the API server accepted the forced deletion (dryRun=All)"
+            return outcome
+        outcome.removed = [FORCE_DELETION]
+        after = self._read(obj)
+        if after is None or (after.get("metadata") or {}).get("uid") != obj.uid:
+            outcome.result, outcome.after = "force-deleted", None
+            outcome.message = "force-deleted (gracePeriodSeconds 0): the Pod is gone from the API"
+        else:
+            outcome.result, outcome.after = "failed", list((after.get("metadata") or {}).get("finalizers") or [])
+            outcome.message = "the API server accepted the forced deletion, but the Pod is still there"
         return outcome
 
     def _not_found(self, outcome: Outcome, obj: KubeObject, wanted: set, error: NotFoundError) -> Outcome:

@@ -77,6 +77,7 @@ class Finding:
     remove_command: str | None = None  # when removing the finalizer is the right next step
     summary: str | None = None  # the one line `kfin stuck` shows after the family (default: condition)
     links: list[Link] = field(default_factory=list)  # what it waits on, for the blocking graph
+    detail: dict = field(default_factory=dict)  # facts a removal needs (a Pod's node: missing, lost since)
 
     @property
     def line(self) -> str:
@@ -88,6 +89,7 @@ class Finding:
         out["controllerAlive"] = out.pop("controller_alive")
         out["removeCommand"] = out.pop("remove_command")
         out.pop("summary")
+        out.pop("detail")
         out["links"] = [link.to_dict() for link in self.links]
         return out
 

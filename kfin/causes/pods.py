@@ -4,7 +4,7 @@ containers stopped. When that kubelet is gone, nothing ever confirms (captures 1
 from __future__ import annotations
 
 from kfin.causes.core import Context, Finding, Link, Verdict, controller_manager, explains_deletion
-from kfin.model import KubeObject
+from kfin.model import KubeObject, parse_time
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 FORCE_RISK = ("force deletion (--grace-period=0 --force) removes the Pod from the API only: if its node is merely "
@@ -43,6 +43,7 @@ def graceful_deletion(ctx: Context) -> Finding:
                             "nothing runs it any more: force-delete it (safe, its node is gone)", FORCE_RISK,
                             [liveness], alive, controller="kube-controller-manager (pod garbage collector)")
         found.summary = f"its node {node_name} is gone; the pod garbage collector should delete it"
+        found.detail = {"node": node_name, "nodeMissing": True, "nodeLostSeconds": None}
         found.links.append(Link("kubelet", f"node {node_name} does not exist", actor=f"node {node_name} (gone)",
                                 step=_force(pod) + " (its node is gone: nothing runs it)"))
         return found
@@ -61,6 +62,9 @@ def graceful_deletion(ctx: Context) -> Finding:
                             "garbage-collected); if it may come back, wait for it, or force-delete the Pod "
                             "knowing the risk", FORCE_RISK, controller=f"the kubelet of node {node_name}")
         found.summary = f"waiting for the kubelet of node {node_name}, which is not Ready"
+        changed = parse_time(ready.get("lastTransitionTime") or node.meta.get("creationTimestamp"))
+        found.detail = {"node": node_name, "nodeMissing": False, "nodeLostSeconds": None if changed is None else
+                        (facts.inventory.observed_at - changed).total_seconds()}
         found.links.append(Link("kubelet", f"node {node_name} is not Ready since {since}", target=node,
                                 step=f"kubectl delete node {node_name} if it is gone for good (or {_force(pod)}, "
                                      "knowing its containers may still run)"))
