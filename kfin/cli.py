@@ -223,6 +223,9 @@ def remove_command(
         yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a bulk removal."),
         wait: bool = typer.Option(False, "--wait", help="After removing, follow the deletion until the object is gone."),
         timeout: str = typer.Option("5m", "--timeout", metavar="DURATION", help="With --wait: how long to wait."),
+        recreate_namespace: bool = typer.Option(False, "--recreate-namespace",
+                                                help="For an object left in a namespace that was forced away: "
+                                                     "create that namespace again first (recorded)."),
         node_lost_after: str = typer.Option("5m", "--node-lost-after", metavar="DURATION",
                                             help="Force-delete a Pod in graceful deletion only when its node is gone "
                                                  "or has not reported for this long."),
@@ -251,7 +254,8 @@ def remove_command(
     raise typer.Exit(int(remove(options, kind=kind, name=name, patterns=list(finalizer or []), confirm=confirm,
                                 force=force, allow_live=allow_live, server_dry_run=server_dry_run,
                                 audit_log=audit_log, refresh=refresh, all_stuck=all_stuck, yes=yes,
-                                wait=wait, timeout=timeout, node_lost_after=node_lost_after)))
+                                wait=wait, timeout=timeout, node_lost_after=node_lost_after,
+                                recreate_namespace=recreate_namespace)))
 
 
 @app.command("wait")

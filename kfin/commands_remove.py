@@ -85,14 +85,20 @@ def _facts_for(kube, resources):
 
 
 def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_live, server_dry_run,
-               audit_log, refresh, wait_seconds: float | None = None, node_lost_after: float = 300) -> int:
+               audit_log, refresh, wait_seconds: float | None = None, node_lost_after: float = 300,
+               recreate_namespace: bool = False) -> int:
     from kfin import audit
     from kfin.commands_explain import live_target
     from kfin.causes import explain_object
     from kfin.remove import Outcome, Remover, plan
 
     obj, facts = live_target(options, kind, name, refresh)
-    plan_ = plan(obj, explain_object(obj, facts).findings, patterns, force, allow_live, node_lost_after)
+    findings = explain_object(obj, facts).findings
+    if recreate_namespace and confirm and not server_dry_run and any(f.family == "ghost" for f in findings):
+        _recreate_namespace(facts.kube, obj.namespace, audit.check_writable(Path(audit_log) if audit_log else None))
+        obj, facts = live_target(options, kind, name, refresh)  # no longer a ghost: explained afresh
+        findings = explain_object(obj, facts).findings
+    plan_ = plan(obj, findings, patterns, force, allow_live, node_lost_after)
     print_plan(plan_)
     if plan_.refused or plan_.blocked:
         reason = plan_.refused or "; ".join(f"{c.finding.finalizer}: {c.refused}" for c in plan_.blocked)
@@ -137,6 +143,26 @@ def remove_one(options: Options, *, kind, name, patterns, confirm, force, allow_
         from kfin.commands_wait import follow_to_end
         return follow_to_end(options, kind, name, obj, kube, wait_seconds)
     return ExitCode.OK
+
+
+def _recreate_namespace(kube, namespace: str, log_path: Path) -> None:
+    """--recreate-namespace: create the namespace of a ghost again (recorded), so that writes to what was left
+    in it are accepted; it is left for the operator to delete once its content is dealt with."""
+    from kfin import __version__
+
+    created = kube.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
+                                                              "metadata": {"name": namespace}},
+                           what=("create", "namespaces", None))
+    meta = (created or {}).get("metadata") or {}
+    _record({"time": format_time(datetime.now(timezone.utc)), "kfinVersion": __version__, "context": kube.context,
+             "server": kube.server, "user": kube.whoami(),
+             "object": {"apiVersion": "v1", "kind": "Namespace", "namespace": None, "name": namespace,
+                        "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
+             "finalizersBefore": [], "finalizersAfter": [], "selected": [], "removed": [], "verdicts": {},
+             "forced": False, "result": "created", "attempts": 1,
+             "message": "created again (--recreate-namespace) so that what was left in it can be written"}, log_path)
+    say(f"namespace {namespace} created again, so that what was left in it can be written; delete it once its "
+        f"content is dealt with (kubectl delete namespace {namespace})", err=True)
 
 
 def _record(record: dict, path: Path) -> bool:
@@ -219,7 +245,8 @@ def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, 
 
 
 def remove(options: Options, *, kind, name, patterns, confirm, force, allow_live, server_dry_run, audit_log,
-           refresh, all_stuck, yes, wait: bool = False, timeout: str = "5m", node_lost_after: str = "5m") -> int:
+           refresh, all_stuck, yes, wait: bool = False, timeout: str = "5m", node_lost_after: str = "5m",
+           recreate_namespace: bool = False) -> int:
     from kfin.commands_wait import parse_timeout
 
     seconds = parse_timeout(timeout)
@@ -238,7 +265,8 @@ def remove(options: Options, *, kind, name, patterns, confirm, force, allow_live
     check_name(name)
     return remove_one(options, kind=kind, name=name, patterns=patterns, confirm=confirm, force=force,
                       allow_live=allow_live, server_dry_run=server_dry_run, audit_log=audit_log, refresh=refresh,
-                      wait_seconds=seconds if wait else None, node_lost_after=lost_after)
+                      wait_seconds=seconds if wait else None, node_lost_after=lost_after,
+                      recreate_namespace=recreate_namespace)
 
 
 def show_audit(options: Options, audit_log: str | None) -> int:

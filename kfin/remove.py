@@ -100,7 +100,7 @@ def plan(obj: KubeObject, findings: list[Finding], patterns: list[str] | None, f
         choice = Choice(f, chosen)
         if chosen and f.verdict in (Verdict.HOLDING, Verdict.UNKNOWN, Verdict.BLOCKED):
             why = {Verdict.HOLDING: "it is HOLDING: ", Verdict.UNKNOWN: "kfin could not check it: ",
-                   Verdict.BLOCKED: "a webhook rejects its removal: "}[f.verdict]
+                   Verdict.BLOCKED: "it cannot be removed now: "}[f.verdict]
             if force:
                 choice.warning = f"forced although {why}{f.condition}. Risk: {f.risk}"
             else:

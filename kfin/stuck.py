@@ -54,8 +54,13 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts 
     facts = facts or Facts(inventory)
     rows = []
     scope = inventory.namespace
+    listed = facts.objects("", "namespaces") if scope is None else None
+    namespaces = {o.name for o in listed} if listed is not None else None
     for obj in list(inventory.objects):
-        if not obj.terminating:
+        # a ghost (its namespace forced away) is stuck with its finalizers even when not being deleted
+        ghost = bool(namespaces is not None and obj.type.namespaced and obj.namespace and obj.finalizers
+                     and obj.namespace not in namespaces)
+        if not obj.terminating and not ghost:
             continue
         if scope is not None and obj.namespace != scope and not (
                 obj.type.resource == "namespaces" and obj.type.group == "" and obj.name == scope):

@@ -114,7 +114,11 @@ def test_a_ghost_is_not_reported_gone(fake, fake_kubeconfig, tmp_path, monkeypat
     namespace["spec"]["finalizers"] = []
     api.ok("PUT", "/api/v1/namespaces/doomed/finalize", namespace)
     assert api.send("GET", "/api/v1/namespaces/doomed")[0] == 404
-    result = kfin("remove", "cm", "left", "-n", "doomed", "--finalizer", "example.com/hold", "--confirm",
+    refused = kfin("remove", "cm", "left", "-n", "doomed", "--finalizer", "example.com/hold", "--confirm",
+                   "--kubeconfig", str(fake_kubeconfig))
+    assert refused.code == ExitCode.REFUSED and 'its namespace "doomed" no longer exists' in refused.stderr
+    # Forced past that refusal, the PATCH answers 404 for the namespace: still not "gone"
+    result = kfin("remove", "cm", "left", "-n", "doomed", "--finalizer", "example.com/hold", "--confirm", "--force",
                   "--kubeconfig", str(fake_kubeconfig))
     assert result.code == ExitCode.API, result
     assert "failed" in result.stdout and 'namespace "doomed" no longer exists' in result.stdout

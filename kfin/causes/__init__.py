@@ -3,7 +3,8 @@
 A new cause is a new module here, listed below.
 """
 
-from kfin.causes import builtin, custom, gc, namespace, pods, storage, webhooks  # noqa: F401  (they register)
+from kfin.causes import (builtin, custom, gc, ghosts, namespace, pods, storage,  # noqa: F401  (they register)
+                         webhooks)
 from kfin.causes.core import (EXPLAINERS, Explanation, Finding, Link, Verdict, blocker_line, explain_cached,
                               explain_object, family, main_finding)
 

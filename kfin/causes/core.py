@@ -249,9 +249,11 @@ def explain_object(obj: KubeObject, facts: Facts) -> Explanation:
         finding.verdict = Verdict.BLOCKED
         finding.condition = "; ".join(link.why for link in gating)
         finding.summary = f"{finding.finalizer} cannot be removed: {gating[0].why}"
+        finding.family = gating[0].kind if gating[0].kind == "ghost" else finding.family
         finding.fix = "; ".join(dict.fromkeys(link.step for link in gating if link.step))
-        finding.risk = ("deleting the webhook configuration lifts the check it enforces for every matching request "
-                        "until its operator puts it back; " + finding.risk)
+        if gating[0].kind == "webhook":
+            finding.risk = ("deleting the webhook configuration lifts the check it enforces for every matching "
+                            "request until its operator puts it back; " + finding.risk)
         finding.links = list(gating)
         finding.remove_command = None
     since = obj.deletion_requested_at
