@@ -70,13 +70,18 @@ def explain(options: Options, *, kind: str, name: str, from_snapshot: str | None
     obj, facts = load_target(options, kind, name, from_snapshot, refresh)
     explanation = explain_cached(obj, facts)
     chain = follow(obj, facts) if obj.terminating else None
+    events = facts.warnings_about(obj)
     if fmt == "table":
         render.explanation_panels(explanation)
+        if events:
+            render.warning_events(events, facts.inventory.observed_at)
         if chain is not None:
             render.chain_and_plan(chain)
     else:
         report = explanation.to_dict(facts)
         report.update(chain.to_dict() if chain else {"chain": None, "plan": None})
+        report["events"] = None if events is None else [
+            {k: e.get(k) for k in ("type", "reason", "message", "count", "lastTimestamp")} for e in events]
         render.dump(report, fmt)
     warn_failures(facts.inventory.failures)
     return ExitCode.PARTIAL if facts.inventory.failures else ExitCode.OK

@@ -140,6 +140,25 @@ class Facts:
     def dependents(self, uid: str) -> list[KubeObject]:
         return [o for o in self.inventory.objects if any(r.get("uid") == uid for r in o.owner_references)]
 
+    def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None:
+        """The object's recent Warning Events (core v1, as kubectl describe reads them), newest first; None
+        when they cannot be read (a snapshot holds none)."""
+        if self.kube is None or not obj.namespace:
+            return None
+        from kfin.names import api_path
+
+        path = api_path("api", "v1", "namespaces", obj.namespace, "events")
+        query = {"fieldSelector": f"involvedObject.name={obj.name},involvedObject.kind={obj.type.kind},type=Warning",
+                 "limit": 200}
+        try:
+            page = self.kube.request("GET", path, query, what=("list", "events", obj.namespace))
+        except KfinError:
+            return None
+        items = [e for e in (page or {}).get("items") or [] if isinstance(e, dict)
+                 and (e.get("involvedObject") or {}).get("uid") in (None, "", obj.uid)]
+        items.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""), reverse=True)
+        return items[:most]
+
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None:
         """Scheduled Pods that use the claim, in any phase (as the pvc-protection controller counts them);
         None when the Pods of its namespace cannot be read."""

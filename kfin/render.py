@@ -156,6 +156,24 @@ def explanation_panels(explanation, out=None) -> None:
         target.print(Panel(grid, title=title, title_align="left", expand=True))
 
 
+def warning_events(events: list[dict], now, out=None) -> None:
+    """The object's recent Warning Events, newest first: what its controllers reported."""
+    from rich.text import Text
+
+    from kfin.durations import format_age
+    from kfin.model import parse_time
+
+    target = out or console(piped_width=columns_setting() or 120)
+    target.print(Text("Recent warnings", style="bold"))
+    for event in events:
+        when = parse_time(event.get("lastTimestamp") or event.get("eventTime"))
+        age = format_age((now - when).total_seconds()) + " ago" if when else "at an unknown time"
+        count = event.get("count") or 1
+        target.print(Text.assemble(f"  {age}", f" ({count}x)" if count > 1 else "", "  ",
+                                   (printable(event.get("reason") or ""), "yellow"), ": ",
+                                   text(event.get("message") or "")), overflow="fold")
+
+
 def chain_and_plan(chain, out=None) -> None:
     """The blocking graph below the object as a tree (root causes marked), then the plan, in order."""
     from rich.table import Table

@@ -97,6 +97,23 @@ def _wants_aggregated(accept: str | None) -> bool:
     return False
 
 
+EVENT_FIELDS = ("involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "involvedObject.uid",
+                "reason", "type", "source")
+
+
+def _selectable_fields(rt, obj: dict) -> dict:
+    """The fields a fieldSelector may name: metadata.name and .namespace for every type, and for core Events
+    those kubectl describe uses (the real server refuses other fields; the fake just matches nothing)."""
+    out = {"metadata.name": obj["metadata"]["name"], "metadata.namespace": obj["metadata"].get("namespace", "")}
+    if rt.key == ("", "events"):
+        for path in EVENT_FIELDS:
+            node = obj
+            for part in path.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            out[path] = node if isinstance(node, str) else ""
+    return out
+
+
 def _encode_continue(rv: str, start: str) -> str:
     token = json.dumps({"v": "meta.k8s.io/v1", "rv": int(rv), "start": start + "\u0000"}, separators=(",", ":"))
     return base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
@@ -613,8 +630,7 @@ class FakeAPIServer:
             if label_selector:
                 items = [o for o in items if _selector_matches(label_selector, o["metadata"].get("labels") or {})]
             if field_selector:
-                items = [o for o in items if _selector_matches(field_selector, {
-                    "metadata.name": o["metadata"]["name"], "metadata.namespace": o["metadata"].get("namespace", "")})]
+                items = [o for o in items if _selector_matches(field_selector, _selectable_fields(rt, o))]
             rest = max(0, len(items) - limit) if limit else 0
             items = items[:limit] if limit else items
             last = storage_key(items[-1]["metadata"].get("namespace", ""), items[-1]["metadata"]["name"]) if items else ""

@@ -1,0 +1,29 @@
+"""kfin explain shows what the object's controllers reported: its recent Warning Events, newest first."""
+
+import json
+
+from tests.runner import kfin
+
+
+def event(cluster, obj, name, reason, message, kind="Warning", when="2026-11-23T00:00:00Z"):
+    cluster.create({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+                    "involvedObject": {"apiVersion": "v1", "kind": obj["kind"], "name": obj["metadata"]["name"],
+                                       "namespace": cluster.namespace, "uid": obj["metadata"]["uid"]},
+                    "reason": reason, "message": message, "type": kind, "count": 3,
+                    "firstTimestamp": when, "lastTimestamp": when, "source": {"component": "db-operator"}})
+
+
+def test_explain_shows_the_objects_recent_warnings(cluster):
+    cm = cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "held", "finalizers": ["example.com/cleanup"]}})
+    event(cluster, cm, "held.1", "CleanupFailed", "the cloud API answered 403 deleting bucket b-17",
+          when="2026-11-23T00:00:00Z")
+    event(cluster, cm, "held.2", "CleanupRetrying", "retrying in 5m", when="2026-11-23T00:05:00Z")
+    event(cluster, cm, "held.3", "Created", "all good", kind="Normal")
+    cluster.delete(cm)
+    base = ("explain", "cm", "held", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
+    report = json.loads(kfin(*base, "-o", "json").stdout)
+    assert [(e["reason"], e["count"]) for e in report["events"]] == [("CleanupRetrying", 3), ("CleanupFailed", 3)]
+    table = kfin(*base).stdout
+    assert "Recent warnings" in table and "(3x)  CleanupFailed: the cloud API answered 403 deleting bucket b-17" in table
+    assert "all good" not in table
