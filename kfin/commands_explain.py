@@ -38,7 +38,7 @@ def live_target(options: Options, kind: str, name: str, refresh: bool) -> tuple[
     from kfin.discovery import discover
     from kfin.kube import Kube
     from kfin.resources import Catalog
-    from kfin.scan import REDUCED_FIELDS, reduce_object, slim_metadata
+    from kfin.scan import REDUCED_FIELDS, reduce_object, slim_metadata, with_managers
 
     kube = Kube.connect(options.target())
     resources, failures = discover(kube, refresh)
@@ -53,8 +53,9 @@ def live_target(options: Options, kind: str, name: str, refresh: bool) -> tuple[
     except NotFoundError:
         where = f' in namespace "{namespace}"' if namespace else ""
         raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}') from None
-    obj = KubeObject(rtype, {"apiVersion": rtype.api_version, "kind": rtype.kind,
-                             "metadata": slim_metadata(raw.get("metadata") or {}), **reduce_object(key, raw)})
+    obj = KubeObject(rtype, with_managers({"apiVersion": rtype.api_version, "kind": rtype.kind,
+                                           "metadata": slim_metadata(raw.get("metadata") or {}),
+                                           **reduce_object(key, raw)}, raw.get("metadata") or {}))
     inv = Inventory(resources, [obj], list(failures), datetime.now(timezone.utc), kube.context, kube.server,
                     namespace, {(rtype.group, rtype.resource, namespace or "")} if full else set())
     return obj, Facts(inv, kube, scanned=False)

@@ -12,7 +12,7 @@ from kfin.errors import UsageError
 from kfin.gcpause import paused_gc
 from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
 from kfin.resources import Catalog
-from kfin.scan import NAMESPACES, REDUCED_FIELDS, reduce_object, scan, slim_metadata
+from kfin.scan import NAMESPACES, REDUCED_FIELDS, reduce_object, scan, slim_metadata, with_managers
 from kfin.shapes import object_problem, resource_problem, type_name
 
 SNAPSHOT_KIND = "Snapshot"
@@ -158,7 +158,7 @@ def _from_list(document: dict, path: str) -> Inventory:
         rtype = catalog.for_kind(api_version, kind) or seen.get((api_version, kind)) or _guess_type(
             api_version, kind, bool(meta.get("namespace")))
         seen[(api_version, kind)] = rtype
-        raw = {"apiVersion": api_version, "kind": kind, "metadata": slim_metadata(meta)}
+        raw = with_managers({"apiVersion": api_version, "kind": kind, "metadata": slim_metadata(meta)}, meta)
         raw.update(reduce_object((rtype.group, rtype.resource), item))  # Secret data and specs are dropped here
         objects.append(KubeObject(rtype, raw))
     resources = list(dict.fromkeys(o.type for o in objects))

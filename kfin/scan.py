@@ -40,6 +40,31 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+MANAGERS = "finalizerManagers"  # kept beside an object's metadata: {finalizer: the field manager that added it}
+
+
+def finalizer_managers(meta: dict) -> dict:
+    """Which field manager added each finalizer, from managedFields (`f:metadata/f:finalizers/v:"NAME"`):
+    evidence of a finalizer's owner that even a user who may not read RBAC can see."""
+    out = {}
+    for entry in meta.get("managedFields") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("manager"), str):
+            continue
+        owned = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:finalizers") or {}
+        for key in owned if isinstance(owned, dict) else ():
+            if key.startswith('v:"') and key.endswith('"'):
+                out[key[3:-1]] = entry["manager"]
+    return out
+
+
+def with_managers(raw: dict, meta: dict) -> dict:
+    """`raw` with the finalizer managers of `meta` (when it names any), before managedFields are dropped."""
+    managers = finalizer_managers(meta) if meta.get("finalizers") else {}
+    if managers:
+        raw[MANAGERS] = managers
+    return raw
+
+
 def slim_metadata(meta: dict) -> dict:
     """Metadata without server bookkeeping (managedFields) and without kubectl's copy of the object.
     Copies only when there is something to drop: this runs once for every object of a scan."""
@@ -98,9 +123,9 @@ def read_objects(kube, r: ResourceType, namespace: str | None, page_size: int = 
     what = ("list", r.qualified, namespace if r.namespaced else None)
     pages = (kube.list_pages if full else kube.list_metadata_pages)(r.path(namespace), page_size, what=what)
     key = (r.group, r.resource)
-    return [KubeObject(r, {"apiVersion": r.api_version, "kind": r.kind,
-                           "metadata": slim_metadata(item.get("metadata") or {}),
-                           **(reduce_object(key, item) if full else {})})
+    return [KubeObject(r, with_managers({"apiVersion": r.api_version, "kind": r.kind,
+                                         "metadata": slim_metadata(item.get("metadata") or {}),
+                                         **(reduce_object(key, item) if full else {})}, item.get("metadata") or {}))
             for page in pages for item in page.get("items") or []]
 
 

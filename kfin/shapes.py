@@ -108,6 +108,8 @@ FIELD_SHAPES = {
         clientConfig=lambda v: isinstance(v, dict) and isinstance(v.get("service") or {}, dict),
         namespaceSelector=lambda v: _selector(v), objectSelector=lambda v: _selector(v)), "a list of webhooks"),
     "endpoints": (lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), "a list of endpoints"),
+    "finalizerManagers": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+                          "an object naming a manager per finalizer"),
     "spec.holderIdentity": _STR, "spec.renewTime": _STR, "spec.leaseDurationSeconds": _INT,
     "rules": (_dicts_of(**{k: _is_str_list for k in ("apiGroups", "resources", "verbs", "resourceNames")}),
               "a list of rules"),

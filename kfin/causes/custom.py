@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kfin.causes.core import Context, Finding, Link, Verdict, explains, remove_command
+from kfin.model import KubeObject
+from kfin.scan import MANAGERS
 
 RBAC = "rbac.authorization.k8s.io"
 DEFAULT_ROLES = ("cluster-admin", "admin", "edit")
@@ -86,6 +88,47 @@ def _workloads(ctx: Context, grant: Grant) -> tuple[list[str], list[str], list[s
     return running, idle, notes
 
 
+def _by_manager(ctx: Context, manager: str) -> list[tuple[KubeObject, int, int]] | None:
+    """(workload, ready, wanted) of the Deployments, StatefulSets and DaemonSets named like a field manager
+    (or labelled app.kubernetes.io/name with it), in any namespace; None when none of them can be read."""
+    found, readable = [], False
+    for group, resource in (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets")):
+        workloads = ctx.facts.objects(group, resource, None, full=True)
+        readable = readable or workloads is not None
+        for w in workloads or []:
+            if manager not in (w.name, (w.meta.get("labels") or {}).get("app.kubernetes.io/name")):
+                continue
+            status = w.raw.get("status") or {}
+            ready = status.get("numberReady" if resource == "daemonsets" else "readyReplicas") or 0
+            wanted = (w.raw.get("spec") or {}).get("replicas", 1) if resource != "daemonsets" else max(ready, 1)
+            found.append((w, ready, wanted))
+    return found if readable else None
+
+
+def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controller: str) -> Finding | None:
+    """When RBAC cannot be read: the workload of the field manager that added the finalizer, if kfin sees it."""
+    matched = _by_manager(ctx, manager)
+    if not matched:
+        return None
+    running = [(w, r, n) for w, r, n in matched if r > 0]
+    if running:
+        w, ready, wanted = running[0]
+        found = ctx.finding(f"its controller is running ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, "
+                            f"the field manager that added it) and should remove it", Verdict.WAITING,
+                            "check that controller's logs for why it does not finish", risk, evidence, True, controller)
+        found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
+        return found
+    w, ready, wanted = matched[0]
+    found = ctx.finding(f"its controller {w.type.kind} {w.namespace}/{w.name} (the field manager that added it) is "
+                        f"installed but not running ({ready}/{wanted} ready)", Verdict.WAITING,
+                        f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
+                        risk, evidence, False, controller)
+    found.remove_command = remove_command(ctx.obj, ctx.finalizer)
+    found.links.append(Link("controller", f"{w.type.kind} {w.namespace}/{w.name} is not running", target=w,
+                            step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name} (or {found.remove_command})"))
+    return found
+
+
 @explains("custom")
 def custom(ctx: Context) -> Finding:
     obj, facts = ctx.obj, ctx.facts
@@ -96,7 +139,15 @@ def custom(ctx: Context) -> Finding:
         crd = facts.find("apiextensions.k8s.io", "customresourcedefinitions", "", obj.type.qualified)
         if crd is not None:
             evidence.append(f"CustomResourceDefinition {crd.name} exists")
+    manager = (obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
+    if manager:
+        evidence.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
     grants = find_grants(ctx)
+    if grants is None and manager:
+        found = _by_evidence(ctx, manager, risk, evidence, f"the controller of {ctx.finalizer.split('/')[0]}")
+        if found is not None:
+            found.summary = f"{ctx.finalizer} (the controller of {ctx.finalizer.split('/')[0]} must remove it)"
+            return found
     if grants is None:
         found = ctx.finding("kfin could not read RBAC to find the controller", Verdict.UNKNOWN,
                             f"find the operator that manages {obj.type.qualified} and check its logs", risk, evidence,

@@ -232,3 +232,27 @@ def test_the_same_explanations_come_out_of_a_snapshot(cluster):
                                   "-o", "json").stdout)
         strip = lambda r: [{k: v for k, v in f.items() if k not in ("controllerAlive",)} for f in r["findings"]]
         assert strip(offline) == strip(live)
+
+
+def test_managed_fields_name_the_controller_when_rbac_cannot_be_read(cluster):
+    """A read-only user who may not read RBAC: the field manager that added the finalizer (managedFields, in
+    metadata-only answers too) names the controller; its Deployment is installed but not running."""
+    group = cluster.widget_crd()
+    ensure_default_sa(cluster)
+    cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "widget-operator"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": {"app": "widget-operator"}},
+        "template": {"metadata": {"labels": {"app": "widget-operator"}},
+                     "spec": {"containers": [{"name": "c", "image": "kfin.invalid/widget-operator:none"}]}}}})
+    path = f"/apis/{group}/v1/namespaces/{cluster.namespace}/widgets"
+    code, _ = cluster.api.send("POST", path + "?fieldManager=widget-operator", {
+        "apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1", "finalizers": [f"{group}/cleanup"]}})
+    assert code == 201
+    cluster.delete(f"{path}/w1")
+    reader = cluster.read_only_kubeconfig([{"apiGroups": ["", "apps", group, "apiextensions.k8s.io"],
+                                            "resources": ["*"], "verbs": ["get", "list", "watch"]}], name="no-rbac")
+    result = kfin("explain", f"widgets.{group}", "w1", "-n", cluster.namespace, "--kubeconfig", str(reader), "-o", "json")
+    f = finding(json.loads(result.stdout), f"{group}/cleanup")
+    assert f'managedFields: {group}/cleanup was added by field manager "widget-operator"' in f["evidence"]
+    assert f["verdict"] == "WAITING" and f["controllerAlive"] is False
+    assert f"Deployment {cluster.namespace}/widget-operator (the field manager that added it) is installed but not " \
+           "running (0/1 ready)" in f["condition"]
