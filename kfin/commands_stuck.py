@@ -126,7 +126,7 @@ def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh,
     from kfin.kube import context_names
     from kfin.names import check_kind
     from kfin.options import check_output
-    from kfin.stuck import Filters, find_stuck, report
+    from kfin.stuck import Filters, find_stuck, report, storage_problems
 
     fmt = check_output(options, ("table", "wide", "json", "yaml", "name"))
     for text in kinds or []:
@@ -147,9 +147,14 @@ def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh,
     gating = gating_webhooks(rows, sources)
     for why, count in gating.items():
         warn(f"{why} ({count} stuck object{'s' if count != 1 else ''} gated)")
+    related = [dict(p, context=f.inventory.context) if len(sources) > 1 else p
+               for f in sources for p in storage_problems(f.inventory)]
+    for problem in related:
+        warn(f"related: {problem['message']}")
     if fmt in ("json", "yaml"):
         render.dump(dict(report(rows, inventories), webhooks=[{"problem": why, "stuckObjects": count}
-                                                             for why, count in gating.items()]), fmt)
+                                                             for why, count in gating.items()],
+                         related=related), fmt)
     elif fmt == "name":
         for row in rows:
             say(f"{row.obj.type.name_prefix}/{row.obj.name}")

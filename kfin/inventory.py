@@ -18,7 +18,7 @@ from kfin.shapes import object_problem, resource_problem, type_name
 SNAPSHOT_KIND = "Snapshot"
 SNAPSHOT_API_VERSION = "kfin.dev/v1"
 # `stuck` reads namespaces whole: their spec.finalizers and status conditions say what holds them.
-STUCK_FULL = {("", "namespaces")}
+STUCK_FULL = {("", "namespaces"), ("", "persistentvolumeclaims"), ("", "persistentvolumes")}
 SNAPSHOT_FULL = set(REDUCED_FIELDS)
 FAILURE_FIELDS = ("what", "target", "reason", "message")
 

@@ -86,6 +86,28 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts 
     return rows
 
 
+def storage_problems(inventory: Inventory) -> list[dict]:
+    """Related problems a storage scan finds: claims Lost (their volume is gone) and volumes Released with
+    reclaim policy Retain (their disk is kept until someone deletes it)."""
+    out = []
+    for claim in inventory.of_type("", "persistentvolumeclaims"):
+        if (claim.raw.get("status") or {}).get("phase") == "Lost":
+            volume = (claim.raw.get("spec") or {}).get("volumeName")
+            out.append({"type": "LostClaim", "object": claim.ref,
+                        "message": f"claim {claim.namespace}/{claim.name} is Lost: its volume {volume} is gone, so "
+                                   "its data cannot be reached through it (restore the volume, or delete the claim)"})
+    for volume in inventory.of_type("", "persistentvolumes"):
+        spec = volume.raw.get("spec") or {}
+        if (volume.raw.get("status") or {}).get("phase") == "Released" and \
+                spec.get("persistentVolumeReclaimPolicy") == "Retain":
+            handle = (spec.get("csi") or {}).get("volumeHandle")
+            out.append({"type": "RetainedVolume", "object": volume.ref,
+                        "message": f"volume {volume.name} is Released with reclaim policy Retain: its disk"
+                                   + (f" ({handle})" if handle else "") + " and data are kept until someone "
+                                   "deletes them, and no new claim can bind it"})
+    return out
+
+
 def matches(finalizer: str, pattern: str) -> bool:
     """--finalizer PATTERN: a glob (example.com/*) or a plain substring."""
     if any(c in pattern for c in "*?["):

@@ -222,3 +222,33 @@ def test_a_bound_volume_names_its_claim_and_reclaim_policy(cluster):
     result = kfin("stuck", "-A", "--kubeconfig", str(cluster.kubeconfig), "-o", "json", "--kind", "pv")
     row = next(r for r in rows(result) if r["name"] == cluster.name("pv"))
     assert row["blocker"] == f"pv-protection: still Bound to claim {cluster.namespace}/data (reclaim policy Retain)"
+
+
+@pytest.mark.controllers
+def test_lost_claims_and_retained_volumes_are_related_problems(cluster):
+    """A claim whose bound volume was forced away turns Lost (capture 27 of causes); a volume released with
+    reclaim policy Retain keeps its disk: both are reported beside the stuck objects."""
+    def bound(name, policy):
+        pv = cluster.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": cluster.name(name)},
+                             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                      "persistentVolumeReclaimPolicy": policy, "storageClassName": cluster.name("manual"),
+                                      "hostPath": {"path": "/tmp/kfin"},
+                                      "claimRef": {"namespace": cluster.namespace, "name": name}}})
+        cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                                 "storageClassName": cluster.name("manual"), "volumeName": pv["metadata"]["name"]}})
+        cluster.eventually(lambda: (cluster.get(pv) or {}).get("status", {}).get("phase") == "Bound")
+        return pv
+    lost = bound("lost", "Retain")
+    cluster.delete(lost)
+    cluster.strip_finalizers(lost)
+    cluster.eventually(lambda: (cluster.get(f"/api/v1/namespaces/{cluster.namespace}/persistentvolumeclaims/lost")
+                                or {}).get("status", {}).get("phase") == "Lost", message="the claim to turn Lost")
+    kept = bound("kept", "Retain")
+    cluster.delete(f"/api/v1/namespaces/{cluster.namespace}/persistentvolumeclaims/kept")
+    cluster.eventually(lambda: (cluster.get(kept) or {}).get("status", {}).get("phase") == "Released")
+    result = kfin("stuck", "-A", "--kubeconfig", str(cluster.kubeconfig), "-o", "json")
+    related = {(p["type"], p["object"]) for p in json.loads(result.stdout)["related"]}
+    assert ("LostClaim", f"PersistentVolumeClaim/{cluster.namespace}/lost") in related
+    assert ("RetainedVolume", f"PersistentVolume/{kept['metadata']['name']}") in related
+    assert f"warning: related: claim {cluster.namespace}/lost is Lost" in result.stderr
