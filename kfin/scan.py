@@ -20,7 +20,8 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "persistentvolumeclaims"): ("spec.volumeName", "spec.storageClassName", "status.phase"),
     ("", "persistentvolumes"): ("spec.claimRef", "spec.persistentVolumeReclaimPolicy", "spec.storageClassName",
                                 "spec.csi.driver", "spec.csi.volumeHandle", "status.phase"),
-    ("", "pods"): ("spec.nodeName", "spec.serviceAccountName", "spec.volumes", "status.phase"),
+    ("", "pods"): ("spec.nodeName", "spec.serviceAccountName", "spec.volumes", "status.phase", "status.conditions",
+                   "status.containerStatuses"),
     ("apps", "deployments"): ("spec.replicas", "spec.template.spec.serviceAccountName", "status.readyReplicas"),
     ("apps", "statefulsets"): ("spec.replicas", "spec.template.spec.serviceAccountName", "status.readyReplicas"),
     ("apps", "daemonsets"): ("spec.template.spec.serviceAccountName", "status.numberReady"),
@@ -108,6 +109,10 @@ def reduce_object(key: tuple[str, str], obj: dict) -> dict:
             node = [v for v in map(_pod_volume, node) if v]
         elif path == "webhooks" and isinstance(node, list):
             node = [_webhook(w) for w in node if isinstance(w, dict)]
+        elif path == "status.containerStatuses" and isinstance(node, list):  # whether it runs, never its image
+            node = [{"name": c.get("name"), "ready": c.get("ready"), "restartCount": c.get("restartCount"),
+                     "state": {k: {"reason": (v or {}).get("reason")} for k, v in (c.get("state") or {}).items()
+                               if isinstance(v, dict)}} for c in node if isinstance(c, dict)]
         elif path == "endpoints" and isinstance(node, list):  # whether each is ready, not where it is
             node = [{"conditions": e.get("conditions")} for e in node if isinstance(e, dict)]
         target = out

@@ -94,7 +94,9 @@ FIELD_SHAPES = {
         "a list of volumes"),
     "spec.replicas": _INT, "spec.template": _DICT, "spec.template.spec": _DICT,
     "spec.template.spec.serviceAccountName": _STR, "status.readyReplicas": _INT, "status.numberReady": _INT,
-    "status.phase": _STR, "status.attached": (lambda v: isinstance(v, bool), "a boolean"),
+    "status.phase": _STR,
+    "status.containerStatuses": (_dicts_of(restartCount=_is_int, state=lambda v: isinstance(v, dict)),
+                                 "a list of container statuses"), "status.attached": (lambda v: isinstance(v, bool), "a boolean"),
     "status.conditions": (_dicts_of(**{k: lambda v: isinstance(v, str) for k in (
         "type", "status", "reason", "message", "lastTransitionTime")}), "a list of conditions"),
     "spec.service": _DICT, "spec.service.name": _STR, "spec.service.namespace": _STR, "spec.group": _STR,

@@ -66,13 +66,29 @@ def find_grants(ctx: Context) -> list[Grant] | None:
     return list(dict.fromkeys(grants))
 
 
-def _workloads(ctx: Context, grant: Grant) -> tuple[list[str], list[str], list[str]]:
-    """(running Pods, idle workloads, other notes) for one ServiceAccount."""
+def _is_ready(pod: KubeObject) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.raw.get("status") or {}).get("conditions") or [])
+
+
+def _trouble(pod: KubeObject) -> str:
+    """Why a controller's Pod does not run: its containers' waiting reasons and restarts."""
+    parts = []
+    for c in (pod.raw.get("status") or {}).get("containerStatuses") or []:
+        waiting = ((c.get("state") or {}).get("waiting") or {}).get("reason")
+        restarts = c.get("restartCount") or 0
+        if waiting or restarts:
+            parts.append(", ".join(filter(None, [waiting, f"{restarts} restarts" if restarts else ""])))
+    phase = (pod.raw.get("status") or {}).get("phase") or "?"
+    return f"Pod {pod.namespace}/{pod.name} is not Ready ({'; '.join(parts) or phase})"
+
+
+def _workloads(ctx: Context, grant: Grant) -> tuple[list[KubeObject], list[str], list[str]]:
+    """(its Pods that are meant to run, idle workloads, other notes) for one ServiceAccount."""
     facts = ctx.facts
     pods = facts.objects("", "pods", grant.namespace, full=True) or []
-    mine = [p for p in pods if (p.raw.get("spec") or {}).get("serviceAccountName") == grant.service_account]
-    running = [f"Pod {p.namespace}/{p.name} ({(p.raw.get('status') or {}).get('phase')})" for p in mine
-               if (p.raw.get("status") or {}).get("phase") in ("Running", "Pending") and not p.terminating]
+    mine = [p for p in pods if (p.raw.get("spec") or {}).get("serviceAccountName") == grant.service_account
+            and (p.raw.get("status") or {}).get("phase") in ("Running", "Pending") and not p.terminating]
     idle, notes = [], []
     for group, resource, kind in (("apps", "deployments", "Deployment"), ("apps", "statefulsets", "StatefulSet")):
         for w in facts.objects(group, resource, grant.namespace, full=True) or []:
@@ -85,7 +101,7 @@ def _workloads(ctx: Context, grant: Grant) -> tuple[list[str], list[str], list[s
             (notes if ready else idle).append(text + ("" if not replicas or ready else f", {ready} ready"))
     if not mine and not idle and not notes:
         notes.append("no Pod, Deployment or StatefulSet runs as it")
-    return running, idle, notes
+    return mine, idle, notes
 
 
 def _by_manager(ctx: Context, manager: str) -> list[tuple[KubeObject, int, int]] | None:
@@ -154,26 +170,46 @@ def custom(ctx: Context) -> Finding:
                             controller=f"the controller of {ctx.finalizer.split('/')[0]}")
         found.summary = f"{ctx.finalizer} (the controller of {ctx.finalizer.split('/')[0]} must remove it)"
         return found
-    running_all, story = [], []
+    pods_all, idle_all, story = [], [], []
     for grant in grants:
-        running, idle, notes = _workloads(ctx, grant)
-        running_all += [f"{r} as ServiceAccount {grant.namespace}/{grant.service_account}" for r in running]
-        detail = "; ".join(idle + notes) if not running else f"{len(running)} running"
+        pods, idle, notes = _workloads(ctx, grant)
+        pods_all += pods
+        idle_all += idle
+        ready = [p for p in pods if _is_ready(p)]
+        detail = "; ".join(idle + notes) if not pods else f"{len(ready)} of {len(pods)} Pods Ready"
         story.append(f"the {grant.role} grants update on {obj.type.qualified} to ServiceAccount "
                      f"{grant.namespace}/{grant.service_account}: {detail}")
     evidence += story
     controller = f"the controller of {ctx.finalizer.split('/')[0]}"
     line = f"{ctx.finalizer} ({controller} must remove it)"
-    if running_all:
-        found = ctx.finding(f"its controller is running ({', '.join(running_all[:3])}) and should remove it",
-                            Verdict.WAITING, "check that controller's logs for why it does not finish: it usually "
-                            "waits on something outside the cluster", risk, evidence, True, controller)
+    healthy = [p for p in pods_all if _is_ready(p)]
+    if healthy:
+        found = ctx.finding(f"its controller is running ({', '.join(f'Pod {p.namespace}/{p.name}' for p in healthy[:3])}"
+                            ", Ready) and should remove it", Verdict.WAITING, "give it time, and check that "
+                            "controller's logs for why it does not finish: it usually waits on something outside the "
+                            "cluster", risk, evidence, True, controller)
         found.summary = line
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
         return found
+    if pods_all or idle_all:  # installed, but not running: the controller needs fixing, not the finalizer
+        failing = pods_all[0] if pods_all else None
+        why = _trouble(failing) if failing else idle_all[0]
+        for event in (facts.warnings_about(failing) or [])[:3] if failing else []:
+            evidence.append(f"its Pod reported {event.get('reason')}: {event.get('message')}")
+        found = ctx.finding(f"its controller is installed but not running: {why}", Verdict.WAITING,
+                            "fix the controller (kubectl logs and describe its Pods) or scale it up: running, it "
+                            "removes the finalizer", risk, evidence, False, controller)
+        found.remove_command = remove_command(obj, ctx.finalizer)
+        found.summary = line
+        found.links.append(Link("controller", f"{controller} is installed but not running: {why}",
+                                target=failing, actor=None if failing else controller,
+                                step=f"fix or scale up {controller} (or, once what it guards is cleaned up by hand: "
+                                     f"{found.remove_command})"))
+        return found
     if grants:
-        condition = "no Pod runs as a ServiceAccount allowed to update it: its controller is gone or scaled to zero"
-        fix = "start the controller again (scale it up) so that it cleans up, or clean up by hand and remove it"
+        condition = ("no Pod, Deployment or StatefulSet runs as a ServiceAccount allowed to update it: its controller "
+                     "is gone (only its RBAC is left)")
+        fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
     else:
         condition = (f"no ServiceAccount is granted update on {obj.type.qualified} by name: its controller is not "
                      "installed (one with wildcard rights would not show here)")

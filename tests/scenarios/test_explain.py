@@ -92,8 +92,9 @@ def test_a_bound_volume_is_holding_and_the_risk_follows_its_reclaim_policy(clust
         assert "the data stays on the backing disk" in f["risk"]
 
 
-def operator(cluster, group, replicas, pod=True):
-    """A widget operator: its ServiceAccount, a ClusterRole granting update on widgets, a Deployment."""
+def operator(cluster, group, replicas, pod=True, deployment=True, pod_status=None):
+    """A widget operator: its ServiceAccount, a ClusterRole granting update on widgets, a Deployment, and a
+    Pod with `pod_status` (set as a kubelet would: the scenario clusters run none)."""
     ensure_default_sa(cluster)
     cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "widget-operator"}})
     cluster.create({"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": cluster.name("widget-operator")},
@@ -106,13 +107,16 @@ def operator(cluster, group, replicas, pod=True):
                                   "namespace": cluster.namespace}]})
     template = {"metadata": {"labels": {"app": "widget-operator"}}, "spec": {
         "serviceAccountName": "widget-operator", "containers": [{"name": "op", "image": "registry.k8s.io/pause:3.10"}]}}
-    cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "widget-operator"},
-                    "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "widget-operator"}},
-                             "template": template}})
+    if deployment:
+        cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "widget-operator"},
+                        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "widget-operator"}},
+                                 "template": template}})
     if pod:
-        cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "widget-operator-0",
-                                                                         "labels": {"app": "widget-operator"}},
-                        "spec": template["spec"]})
+        created = cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "widget-operator-0", "labels": {"app": "widget-operator"}},
+            "spec": template["spec"]})
+        cluster.set_status(created, pod_status or {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "True"}]})
 
 
 def stuck_widget(cluster, group):
@@ -133,17 +137,43 @@ def test_a_custom_finalizer_whose_controller_runs_is_waiting(cluster):
                for e in f["evidence"])
 
 
-def test_a_custom_finalizer_whose_controller_is_gone_is_orphaned(cluster):
+def test_a_custom_finalizer_whose_controller_is_scaled_to_zero_waits_on_a_controller_that_is_down(cluster):
     group = cluster.widget_crd()
     operator(cluster, group, replicas=0, pod=False)
     stuck_widget(cluster, group)
     f = finding(explain(cluster, "widget", "w1", "-n", cluster.namespace), f"{group}/cleanup")
-    assert f["verdict"] == "ORPHANED"
+    assert f["verdict"] == "WAITING" and f["controllerAlive"] is False
+    assert f["condition"] == (f"its controller is installed but not running: its Deployment "
+                              f"{cluster.namespace}/widget-operator has 0 replicas")
     assert any(f"the ClusterRole {cluster.name('widget-operator')} grants update on widgets.{group} to ServiceAccount "
                f"{cluster.namespace}/widget-operator: its Deployment {cluster.namespace}/widget-operator has 0 replicas"
                == e for e in f["evidence"]), f["evidence"]
     assert f["removeCommand"] == (f"kfin remove widgets.{group} w1 -n {cluster.namespace} "
                                   f"--finalizer {group}/cleanup --confirm")
+
+
+def test_a_custom_finalizer_whose_controller_crash_loops_waits_on_a_controller_that_is_down(cluster):
+    group = cluster.widget_crd()
+    operator(cluster, group, replicas=1, pod_status={
+        "phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+        "containerStatuses": [{"name": "op", "ready": False, "restartCount": 12, "image": "i", "imageID": "",
+                               "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]})
+    stuck_widget(cluster, group)
+    f = finding(explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace), f"{group}/cleanup")
+    assert f["verdict"] == "WAITING" and f["controllerAlive"] is False
+    assert f["condition"] == (f"its controller is installed but not running: Pod {cluster.namespace}/widget-operator-0 "
+                              "is not Ready (CrashLoopBackOff, 12 restarts)")
+    assert f["fix"].startswith("fix the controller")
+
+
+def test_a_custom_finalizer_whose_controller_is_gone_is_orphaned(cluster):
+    """Only its RBAC is left: no Pod, Deployment or StatefulSet runs as the ServiceAccount it names."""
+    group = cluster.widget_crd()
+    operator(cluster, group, replicas=0, pod=False, deployment=False)
+    stuck_widget(cluster, group)
+    f = finding(explain(cluster, "widget", "w1", "-n", cluster.namespace), f"{group}/cleanup")
+    assert f["verdict"] == "ORPHANED" and "its controller is gone (only its RBAC is left)" in f["condition"]
+    assert f["removeCommand"] is not None
 
 
 def test_a_custom_finalizer_nobody_may_remove_is_orphaned(cluster):
