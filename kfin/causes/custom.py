@@ -112,7 +112,8 @@ def _by_manager(ctx: Context, manager: str) -> list[tuple[KubeObject, int, int]]
         workloads = ctx.facts.objects(group, resource, None, full=True)
         readable = readable or workloads is not None
         for w in workloads or []:
-            if manager not in (w.name, (w.meta.get("labels") or {}).get("app.kubernetes.io/name")):
+            account = (((w.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("serviceAccountName")
+            if manager not in (w.name, (w.meta.get("labels") or {}).get("app.kubernetes.io/name"), account):
                 continue
             status = w.raw.get("status") or {}
             ready = status.get("numberReady" if resource == "daemonsets" else "readyReplicas") or 0
@@ -206,6 +207,11 @@ def custom(ctx: Context) -> Finding:
                                 step=f"fix or scale up {controller} (or, once what it guards is cleaned up by hand: "
                                      f"{found.remove_command})"))
         return found
+    if manager and not grants:  # RBAC names nobody (a controller with wildcard rights): the field manager may
+        found = _by_evidence(ctx, manager, risk, evidence, controller)
+        if found is not None:
+            found.summary = line
+            return found
     if grants:
         condition = ("no Pod, Deployment or StatefulSet runs as a ServiceAccount allowed to update it: its controller "
                      "is gone (only its RBAC is left)")
