@@ -81,8 +81,7 @@ def explain(options: Options, *, kind: str, name: str, from_snapshot: str | None
     else:
         report = explanation.to_dict(facts)
         report.update(chain.to_dict() if chain else {"chain": None, "plan": None})
-        report["events"] = None if events is None else [
-            {k: e.get(k) for k in ("type", "reason", "message", "count", "lastTimestamp")} for e in events]
+        report["events"] = events
         render.dump(report, fmt)
     warn_failures(facts.inventory.failures)
     return ExitCode.PARTIAL if facts.inventory.failures else ExitCode.OK

@@ -141,23 +141,28 @@ class Facts:
         return [o for o in self.inventory.objects if any(r.get("uid") == uid for r in o.owner_references)]
 
     def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None:
-        """The object's recent Warning Events (core v1, as kubectl describe reads them), newest first; None
-        when they cannot be read (a snapshot holds none)."""
+        """The object's recent Warning Events, newest first, as {type, reason, message, count, lastTimestamp}:
+        from events.k8s.io/v1, falling back to core v1 (as kubectl describe reads them); None when they
+        cannot be read (a snapshot holds none)."""
         if self.kube is None or not obj.namespace:
             return None
         from kfin.names import api_path
 
-        path = api_path("api", "v1", "namespaces", obj.namespace, "events")
-        query = {"fieldSelector": f"involvedObject.name={obj.name},involvedObject.kind={obj.type.kind},type=Warning",
-                 "limit": 200}
-        try:
-            page = self.kube.request("GET", path, query, what=("list", "events", obj.namespace))
-        except KfinError:
-            return None
-        items = [e for e in (page or {}).get("items") or [] if isinstance(e, dict)
-                 and (e.get("involvedObject") or {}).get("uid") in (None, "", obj.uid)]
-        items.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""), reverse=True)
-        return items[:most]
+        sources = [("events.k8s.io", "regarding", api_path("apis", "events.k8s.io", "v1", "namespaces", obj.namespace,
+                                                           "events")),
+                   ("", "involvedObject", api_path("api", "v1", "namespaces", obj.namespace, "events"))]
+        for group, about, path in sources:
+            query = {"fieldSelector": f"{about}.name={obj.name},{about}.kind={obj.type.kind},type=Warning",
+                     "limit": 200}
+            try:
+                page = self.kube.request("GET", path, query, what=("list", "events", obj.namespace))
+            except KfinError:
+                continue  # not served, or that field selector is not supported: the other API
+            items = [_event(e, group) for e in (page or {}).get("items") or [] if isinstance(e, dict)
+                     and isinstance(e.get(about), dict) and e[about].get("uid") in (None, "", obj.uid)]
+            items.sort(key=lambda e: str(e["lastTimestamp"] or ""), reverse=True)
+            return items[:most]
+        return None
 
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None:
         """Scheduled Pods that use the claim, in any phase (as the pvc-protection controller counts them);
@@ -166,6 +171,16 @@ class Facts:
         if pods is None:
             return None
         return [pod for pod in pods if (pod.raw.get("spec") or {}).get("nodeName") and claim.name in pod_claims(pod)]
+
+
+def _event(event: dict, group: str) -> dict:
+    """An Event of either API in one shape."""
+    if group:
+        return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("note"),
+                "count": event.get("deprecatedCount") or 1,
+                "lastTimestamp": event.get("deprecatedLastTimestamp") or event.get("eventTime")}
+    return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("message"),
+            "count": event.get("count") or 1, "lastTimestamp": event.get("lastTimestamp") or event.get("eventTime")}
 
 
 def pod_claims(pod: KubeObject) -> set[str]:

@@ -366,6 +366,29 @@ class Controllers:
                 "deprecatedLastTimestamp": now, "deprecatedCount": 1})
         return core
 
+    def mirror_event(self, key, event: dict):
+        """An Event created through one events API is the other's too (the real server stores it once)."""
+        c = self.c
+        core = key == EVENTS
+        other = c.types.get(EVENTS_V1 if core else EVENTS)
+        meta = event["metadata"]
+        if other is None or c.find(other, meta.get("namespace", ""), meta["name"]) is not None:
+            return
+        if core:
+            body = {"metadata": {"name": meta["name"]}, "eventTime": event.get("eventTime"),
+                    "reportingController": event.get("reportingComponent") or (event.get("source") or {}).get("component"),
+                    "reason": event.get("reason"), "regarding": event.get("involvedObject"), "note": event.get("message"),
+                    "type": event.get("type"), "deprecatedSource": event.get("source"),
+                    "deprecatedFirstTimestamp": event.get("firstTimestamp"),
+                    "deprecatedLastTimestamp": event.get("lastTimestamp"), "deprecatedCount": event.get("count")}
+        else:
+            body = {"metadata": {"name": meta["name"]}, "involvedObject": event.get("regarding"),
+                    "reason": event.get("reason"), "message": event.get("note"), "type": event.get("type"),
+                    "source": event.get("deprecatedSource"), "firstTimestamp": event.get("deprecatedFirstTimestamp"),
+                    "lastTimestamp": event.get("deprecatedLastTimestamp"), "count": event.get("deprecatedCount"),
+                    "eventTime": event.get("eventTime"), "reportingComponent": event.get("reportingController")}
+        c.create(other, meta.get("namespace"), {k: v for k, v in body.items() if v is not None})
+
     # ----- nodes and their Pods --------------------------------------------------------------------
     def _seconds_since(self, stamp: str | None) -> float:
         from datetime import datetime

@@ -99,14 +99,17 @@ def _wants_aggregated(accept: str | None) -> bool:
 
 EVENT_FIELDS = ("involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "involvedObject.uid",
                 "reason", "type", "source")
+EVENT_V1_FIELDS = ("regarding.kind", "regarding.name", "regarding.namespace", "regarding.uid", "reason", "type",
+                   "reportingController")
 
 
 def _selectable_fields(rt, obj: dict) -> dict:
     """The fields a fieldSelector may name: metadata.name and .namespace for every type, and for core Events
     those kubectl describe uses (the real server refuses other fields; the fake just matches nothing)."""
     out = {"metadata.name": obj["metadata"]["name"], "metadata.namespace": obj["metadata"].get("namespace", "")}
-    if rt.key == ("", "events"):
-        for path in EVENT_FIELDS:
+    fields = {("", "events"): EVENT_FIELDS, ("events.k8s.io", "events"): EVENT_V1_FIELDS}.get(rt.key, ())
+    if fields:
+        for path in fields:
             node = obj
             for part in path.split("."):
                 node = node.get(part) if isinstance(node, dict) else None
@@ -516,6 +519,8 @@ class FakeAPIServer:
             if not isinstance(payload, dict):
                 raise st.bad_request("the body of the request is empty")
             created = c.create(rt, ns, payload, dry_run)
+            if rt.key in (("", "events"), ("events.k8s.io", "events")) and not dry_run:
+                self.controllers.mirror_event(rt.key, created)
             return 201, self._managed(rt, None, created, query, headers, "", dry_run)
         if verb == "update":
             self._require_json(headers)

@@ -24,6 +24,9 @@ def test_explain_shows_the_objects_recent_warnings(cluster):
     base = ("explain", "cm", "held", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
     report = json.loads(kfin(*base, "-o", "json").stdout)
     assert [(e["reason"], e["count"]) for e in report["events"]] == [("CleanupRetrying", 3), ("CleanupFailed", 3)]
+    if cluster.is_fake:  # read from events.k8s.io/v1, which serves the core Events too
+        reads = [r.path for r in cluster.fake.requests if r.path.endswith("/events")]
+        assert reads[-1] == f"/apis/events.k8s.io/v1/namespaces/{cluster.namespace}/events"
     table = kfin(*base).stdout
     assert "Recent warnings" in table and "(3x)  CleanupFailed: the cloud API answered 403 deleting bucket b-17" in table
     assert "all good" not in table
