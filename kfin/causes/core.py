@@ -47,6 +47,10 @@ class Link:
     target: KubeObject | None = None
     actor: str | None = None
     step: str | None = None  # the least risky action that removes this link, when its end is a root cause
+    # For a gate (a cause in front of every finalizer): the family the object's line then names, and the
+    # risk of the step, put before each finalizer's own.
+    family: str | None = None
+    risk: str | None = None
 
     def to_dict(self) -> dict:
         return {"type": self.kind, "why": self.why, "actor": self.actor, "step": self.step,
@@ -249,11 +253,9 @@ def explain_object(obj: KubeObject, facts: Facts) -> Explanation:
         finding.verdict = Verdict.BLOCKED
         finding.condition = "; ".join(link.why for link in gating)
         finding.summary = f"{finding.finalizer} cannot be removed: {gating[0].why}"
-        finding.family = gating[0].kind if gating[0].kind == "ghost" else finding.family
+        finding.family = gating[0].family or finding.family
         finding.fix = "; ".join(dict.fromkeys(link.step for link in gating if link.step))
-        if gating[0].kind == "webhook":
-            finding.risk = ("deleting the webhook configuration lifts the check it enforces for every matching "
-                            "request until its operator puts it back; " + finding.risk)
+        finding.risk = "; ".join([link.risk for link in gating if link.risk] + [finding.risk])
         finding.links = list(gating)
         finding.remove_command = None
     since = obj.deletion_requested_at

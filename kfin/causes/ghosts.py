@@ -29,4 +29,5 @@ def ghost(obj: KubeObject, facts: Facts) -> list[Link]:
                  "left): the object is still stored, and every write to it answers 404 until the namespace exists "
                  "again", actor=f"namespace {namespace} (gone)",
                  step=f"kubectl create namespace {namespace} (or kfin remove ... --recreate-namespace), deal with "
-                      f"its content (kfin stuck -n {namespace}), then kubectl delete namespace {namespace}")]
+                      f"its content (kfin stuck -n {namespace}), then kubectl delete namespace {namespace}",
+                 family="ghost")]

@@ -91,5 +91,7 @@ def failing_webhooks(obj: KubeObject, facts: Facts) -> list[Link]:
                                   f"rejects every UPDATE of it (failurePolicy Fail): {problem}{conditions}",
                                   target=config,
                                   step=f"restore the backend of webhook {hook.get('name')}, or kubectl delete "
-                                       f"{singular} {config.name} if its operator was uninstalled"))
+                                       f"{singular} {config.name} if its operator was uninstalled",
+                                  risk="deleting the webhook configuration lifts the check it enforces for every "
+                                       "matching request until its operator puts it back"))
     return links
