@@ -402,7 +402,8 @@ class Kube:
                 return
             except ValueError:
                 raise ShapeError(f"a watch of {path} answered something that is not JSON") from None
-        finally:
+        finally:  # a watch left before its end still has data on the wire: never reuse that connection
+            response.close()
             response.release_conn()
 
     def patch_json(self, path: str, operations: list, dry_run: bool = False, what=None) -> dict:
