@@ -140,6 +140,14 @@ class Facts:
     def dependents(self, uid: str) -> list[KubeObject]:
         return [o for o in self.inventory.objects if any(r.get("uid") == uid for r in o.owner_references)]
 
+    def namespaces_by_name(self) -> dict[str, KubeObject] | None:
+        """Every Namespace by name (None when they cannot be known), kept until the facts change: causes ask
+        for an object's namespace once per object explained."""
+        if "namespaces" not in self.memo:
+            listed = self.objects("", "namespaces")
+            self.memo["namespaces"] = None if listed is None else {o.name: o for o in listed}
+        return self.memo["namespaces"]
+
     def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None:
         """The object's recent Warning Events, newest first, as {type, reason, message, count, lastTimestamp}:
         from events.k8s.io/v1, falling back to core v1 (as kubectl describe reads them); None when they

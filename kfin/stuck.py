@@ -8,6 +8,7 @@ import fnmatch
 
 from kfin.blocking import follow, root_summary
 from kfin.causes import blocker_line, explain_cached, family
+from kfin.causes.ghosts import missing_namespace
 from kfin.facts import Facts
 from kfin.model import Inventory, KubeObject, format_time
 
@@ -54,12 +55,10 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts 
     facts = facts or Facts(inventory)
     rows = []
     scope = inventory.namespace
-    listed = facts.objects("", "namespaces") if scope is None else None
-    namespaces = {o.name for o in listed} if listed is not None else None
     for obj in list(inventory.objects):
         # a ghost (its namespace forced away) is stuck with its finalizers even when not being deleted
-        ghost = bool(namespaces is not None and obj.type.namespaced and obj.namespace and obj.finalizers
-                     and obj.namespace not in namespaces)
+        ghost = scope is None and bool(obj.finalizers) and not obj.terminating and \
+            missing_namespace(obj, facts) is not None
         if not obj.terminating and not ghost:
             continue
         if scope is not None and obj.namespace != scope and not (

@@ -14,10 +14,8 @@ def missing_namespace(obj: KubeObject, facts: Facts) -> str | None:
     """The namespace of a namespaced object when it no longer exists (and kfin could see that), else None."""
     if not obj.type.namespaced or not obj.namespace:
         return None
-    namespaces = facts.objects("", "namespaces")
-    if namespaces is None or any(ns.name == obj.namespace for ns in namespaces):
-        return None
-    return obj.namespace
+    namespaces = facts.namespaces_by_name()
+    return None if namespaces is None or obj.namespace in namespaces else obj.namespace
 
 
 @gates

@@ -68,7 +68,7 @@ def failing_webhooks(obj: KubeObject, facts: Facts) -> list[Link]:
     links = []
     namespace_labels = {}
     if obj.namespace:
-        ns = facts.find("", "namespaces", "", obj.namespace)
+        ns = (facts.namespaces_by_name() or {}).get(obj.namespace)
         namespace_labels = (ns.meta.get("labels") or {}) if ns else {}
     for kind in KINDS:
         for config in facts.objects(GROUP, kind, full=True) or []:
