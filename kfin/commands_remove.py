@@ -33,7 +33,7 @@ def _audit_record(kube, user: str, plan_, outcome, forced: bool) -> dict:
 
 
 def _patch_preview(plan_) -> list[str]:
-    from kfin.remove import metadata_patch
+    from kfin.remove import FORCE_DELETION, metadata_patch
 
     o = plan_.obj
     lines = []
@@ -42,7 +42,7 @@ def _patch_preview(plan_) -> list[str]:
     if meta:
         lines.append(f"PATCH {o.type.path(o.namespace or None, o.name)} (application/json-patch+json)")
         lines.append(json.dumps(metadata_patch(o.uid, o.finalizers, meta)))
-    if any(f.family == "graceful deletion" for f in plan_.selected):
+    if any(f.family == FORCE_DELETION for f in plan_.selected):
         lines.append(f"DELETE {o.type.path(o.namespace or None, o.name)} with gracePeriodSeconds 0 and "
                      f"preconditions.uid {o.uid}")
     if spec:
@@ -52,13 +52,15 @@ def _patch_preview(plan_) -> list[str]:
 
 
 def print_plan(plan_) -> None:
+    from kfin.remove import FORCE_DELETION
+
     o = plan_.obj
     say(f"{o.ref} ({'Terminating' if o.terminating else 'not being deleted'}), "
           f"finalizers: {', '.join(o.finalizers + o.spec_finalizers) or 'none'}")
     for c in plan_.choices:
         f = c.finding
         action = "refused" if c.selected and c.refused else ("remove" if c.selected else "keep")
-        if f.family == "graceful deletion" and action == "remove":
+        if f.family == FORCE_DELETION and action == "remove":
             action = "force-delete"
         say(f"  {action:8} {f.finalizer or '(' + f.family + ')'}  [{f.verdict.value}] {f.condition}")
         if c.selected and not c.refused:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from kfin.errors import APIError, NotFoundError
 from kfin.causes import Finding, Verdict, explain_object
+from kfin.causes.pods import GRACEFUL_DELETION
 from kfin.model import KubeObject
 
 MAX_ATTEMPTS = 5
@@ -63,7 +64,7 @@ def matches(finalizer: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(finalizer, p) for p in patterns)
 
 
-FORCE_DELETION = "graceful deletion"  # a Pod's cause without a finalizer: removed by a forced DELETE
+FORCE_DELETION = GRACEFUL_DELETION  # a Pod's cause without a finalizer: removed by a forced DELETE
 
 
 def _force_choice(f: Finding, force: bool, node_lost_after: float) -> Choice:

@@ -20,7 +20,10 @@ def _force(pod: KubeObject) -> str:
     return f"kubectl delete pod -n {pod.namespace} {pod.name} --grace-period=0 --force"
 
 
-@explains_deletion("graceful deletion", _graceful, "a Pod until its kubelet confirms that its containers stopped",
+GRACEFUL_DELETION = "graceful deletion"  # the cause's name: kfin remove force-deletes what it holds
+
+
+@explains_deletion(GRACEFUL_DELETION, _graceful, "a Pod until its kubelet confirms that its containers stopped",
                    "the kubelet of its node")
 def graceful_deletion(ctx: Context) -> Finding:
     facts, pod = ctx.facts, ctx.obj
