@@ -108,10 +108,9 @@ def follow(obj: KubeObject, facts: Facts) -> Chain:
     roots = [n for n in reachable if graph.out_degree(n) == 0]
     depth = nx.single_source_shortest_path_length(graph, start)
     roots.sort(key=lambda n: (-depth.get(n, 0), graph.nodes[n]["label"]))
-    chain = Chain(graph, start, roots, truncated=truncated)
+    chain = Chain(graph, start, roots, truncated=truncated, depth=depth)
     chain.steps = _steps(chain)
-    chain.afterwards = _afterwards(chain, reachable, depth, facts)
-    chain.depth = depth
+    chain.afterwards = _afterwards(chain, reachable, facts)
     return chain
 
 
@@ -143,9 +142,9 @@ def _steps(chain: Chain) -> list[Step]:
     return steps
 
 
-def _afterwards(chain: Chain, reachable: set, depth: dict, facts: Facts) -> list[str]:
+def _afterwards(chain: Chain, reachable: set, facts: Facts) -> list[str]:
     """What the controllers then do by themselves: every stuck object above the roots, deepest first."""
-    graph, out = chain.graph, []
+    graph, depth, out = chain.graph, chain.depth, []
     above = [n for n in reachable if n not in chain.roots and graph.nodes[n].get("stuck")]
     for node in sorted(above, key=lambda n: (-depth.get(n, 0), graph.nodes[n]["label"])):
         obj: KubeObject = graph.nodes[node]["object"]
