@@ -122,8 +122,8 @@ def _by_manager(ctx: Context, manager: str) -> list[tuple[KubeObject, int, int]]
     return found if readable else None
 
 
-def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controller: str) -> Finding | None:
-    """When RBAC cannot be read: the workload of the field manager that added the finalizer, if kfin sees it."""
+def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controller: str, line: str) -> Finding | None:
+    """When RBAC cannot tell: the workload of the field manager that added the finalizer, if kfin sees it."""
     matched = _by_manager(ctx, manager)
     if not matched:
         return None
@@ -133,6 +133,7 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
         found = ctx.finding(f"its controller is running ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, "
                             f"the field manager that added it) and should remove it", Verdict.WAITING,
                             "check that controller's logs for why it does not finish", risk, evidence, True, controller)
+        found.summary = line
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
         return found
     w, ready, wanted = matched[0]
@@ -141,6 +142,7 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
                         f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
                         risk, evidence, False, controller)
     found.remove_command = remove_command(ctx.obj, ctx.finalizer)
+    found.summary = line
     found.links.append(Link("controller", f"{w.type.kind} {w.namespace}/{w.name} is not running", target=w,
                             step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name} (or {found.remove_command})"))
     return found
@@ -156,20 +158,21 @@ def custom(ctx: Context) -> Finding:
         crd = facts.find("apiextensions.k8s.io", "customresourcedefinitions", "", obj.type.qualified)
         if crd is not None:
             evidence.append(f"CustomResourceDefinition {crd.name} exists")
+    controller = f"the controller of {ctx.finalizer.split('/')[0]}"
+    line = f"{ctx.finalizer} ({controller} must remove it)"
     manager = (obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
     if manager:
         evidence.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
     grants = find_grants(ctx)
-    if grants is None and manager:
-        found = _by_evidence(ctx, manager, risk, evidence, f"the controller of {ctx.finalizer.split('/')[0]}")
+    if manager and not grants:  # RBAC unreadable, or naming nobody (a controller with wildcard rights)
+        found = _by_evidence(ctx, manager, risk, evidence, controller, line)
         if found is not None:
-            found.summary = f"{ctx.finalizer} (the controller of {ctx.finalizer.split('/')[0]} must remove it)"
             return found
     if grants is None:
         found = ctx.finding("kfin could not read RBAC to find the controller", Verdict.UNKNOWN,
                             f"find the operator that manages {obj.type.qualified} and check its logs", risk, evidence,
-                            controller=f"the controller of {ctx.finalizer.split('/')[0]}")
-        found.summary = f"{ctx.finalizer} (the controller of {ctx.finalizer.split('/')[0]} must remove it)"
+                            controller=controller)
+        found.summary = line
         return found
     pods_all, idle_all, story = [], [], []
     for grant in grants:
@@ -181,8 +184,6 @@ def custom(ctx: Context) -> Finding:
         story.append(f"the {grant.role} grants update on {obj.type.qualified} to ServiceAccount "
                      f"{grant.namespace}/{grant.service_account}: {detail}")
     evidence += story
-    controller = f"the controller of {ctx.finalizer.split('/')[0]}"
-    line = f"{ctx.finalizer} ({controller} must remove it)"
     healthy = [p for p in pods_all if _is_ready(p)]
     if healthy:
         found = ctx.finding(f"its controller is running ({', '.join(f'Pod {p.namespace}/{p.name}' for p in healthy[:3])}"
@@ -207,11 +208,6 @@ def custom(ctx: Context) -> Finding:
                                 step=f"fix or scale up {controller} (or, once what it guards is cleaned up by hand: "
                                      f"{found.remove_command})"))
         return found
-    if manager and not grants:  # RBAC names nobody (a controller with wildcard rights): the field manager may
-        found = _by_evidence(ctx, manager, risk, evidence, controller)
-        if found is not None:
-            found.summary = line
-            return found
     if grants:
         condition = ("no Pod, Deployment or StatefulSet runs as a ServiceAccount allowed to update it: its controller "
                      "is gone (only its RBAC is left)")
