@@ -345,9 +345,7 @@ def main(argv: list[str] | None = None) -> None:
     except click_exceptions().UsageError as error:  # Click's own: unknown flag, bad value, missing argument
         hint = f" (see {error.ctx.command_path} --help)" if error.ctx else ""
         _fail(one_line(error.format_message()) + hint, ExitCode.USAGE)
-    except typer.Abort:  # Ctrl-C or end of input at a prompt: nothing was changed
-        _fail("interrupted", ExitCode.INTERRUPTED)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):  # Typer's Abort: Ctrl-C or end of input at a prompt
         _fail("interrupted", ExitCode.INTERRUPTED)
     except Exception as error:  # a bug: say so in one line, with the way to see more
         if os.environ.get("KFIN_DEBUG"):

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 
 from kfin.errors import ExitCode, UsageError
 from kfin.model import KubeObject
 from kfin.options import Options
-from kfin.output import say
-
-DEFAULT_TIMEOUT = "5m"
+from kfin.output import say, warn
 
 
 def parse_timeout(text: str, flag: str = "--timeout") -> float:
@@ -66,5 +63,5 @@ def wait(options: Options, *, kind: str, name: str, timeout: str) -> int:
         say(f"{kind} {name} is gone")
         return ExitCode.OK
     if not obj.terminating:
-        print(f"warning: {obj.ref} is not being deleted: waiting anyway", file=sys.stderr)
+        warn(f"{obj.ref} is not being deleted: waiting anyway")
     return follow_to_end(options, kind, name, obj, facts.kube, seconds)

@@ -204,8 +204,7 @@ class Kube:
         import urllib3
 
         deadline = time.monotonic() + self.timeout if self.timeout else None
-        sent = {"Accept": accept, "User-Agent": f"kfin/{_version()}", **(headers or {})}
-        sent.update(self._api.auth_headers())
+        sent = self._headers(accept, headers)
         data = None
         if body is not None:
             sent["Content-Type"] = content_type or JSON
@@ -236,6 +235,10 @@ class Kube:
             if response.status >= 400:
                 raise self._api_error(response.status, response.reason, payload, what)
             return response.status, response.headers, payload
+
+    def _headers(self, accept: str, extra: dict | None = None) -> dict:
+        """What every request sends: what it accepts, who asks, and the credentials (those win)."""
+        return {"Accept": accept, "User-Agent": f"kfin/{_version()}", **(extra or {}), **self._api.auth_headers()}
 
     def _left(self, deadline: float | None) -> float | None:
         import time
@@ -378,7 +381,7 @@ class Kube:
 
         params = {k: v for k, v in dict(query, watch="1", allowWatchBookmarks="true",
                                         timeoutSeconds=str(timeout_seconds)).items() if v is not None}
-        headers = {"Accept": accept, "User-Agent": f"kfin/{_version()}", **self._api.auth_headers()}
+        headers = self._headers(accept)
         wait = urllib3.Timeout(connect=self.timeout or 30, read=timeout_seconds + 15)
         try:
             response = self._api.pool.request("GET", self.server + path + "?" + urlencode(params), headers=headers,
