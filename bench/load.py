@@ -1,9 +1,12 @@
 """The benchmark's data set, and the loader that puts it on an API server and takes it away again.
 
 N objects spread over built-in kinds and generated CRDs, in namespaces of 1,000 objects that the
-loader owns (labelled, named kfin-bench-NNN). Objects come in apps of 25, one of each type, whose
-ownerReferences form a small binary tree, so the owner graph has depth. About 1% of objects carry a
-finalizer nobody removes and are deleted: they stay Terminating, which is what `kfin stuck` looks for.
+loader owns (labelled, named kfin-bench-NNN). Of every 40 objects, 25 form an app, one of each type
+(Pods among them), whose ownerReferences form a small binary tree, so the owner graph has depth; the
+other 15 are Events about the app, which, as in real clusters, are the most numerous kind and have no
+owner. Every object has labels and annotations as controllers and Helm set them, and the server adds
+managedFields. About 1% of the apps' objects carry a finalizer nobody removes and are deleted: they
+stay Terminating, which is what `kfin stuck` looks for.
 Everything is plain API calls (parallel creates), so a real cluster is loaded the same way as the fake.
 """
 
@@ -23,10 +26,13 @@ NAMESPACE_PREFIX = "kfin-bench-"
 MANAGED = {"app.kubernetes.io/managed-by": "kfin-bench"}
 PER_NAMESPACE = 1000
 APP_SIZE = 25
-BUILTIN_TYPES = [("", "v1", "configmaps", "ConfigMap"), ("", "v1", "secrets", "Secret"),
+CYCLE = 40  # objects per app and its Events
+BUILTIN_TYPES = [("", "v1", "configmaps", "ConfigMap"), ("", "v1", "pods", "Pod"), ("", "v1", "secrets", "Secret"),
                  ("", "v1", "serviceaccounts", "ServiceAccount"),
                  ("rbac.authorization.k8s.io", "v1", "roles", "Role"),
                  ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")]
+EVENT_TYPE = ("", "v1", "events", "Event")
+SCHEDULING_GATE = "bench.kfin.dev/never"  # a real scheduler never places the benchmark's Pods
 FILLER = "settings for a service that an operator would keep in a config map; " * 8  # ~550 bytes
 
 
@@ -47,6 +53,7 @@ class ObjectType:
 
 
 def object_types(crds: int) -> list[ObjectType]:
+    """The types of an app's objects (Events come beside them)."""
     return [ObjectType(*t) for t in BUILTIN_TYPES] + [
         ObjectType(GROUP, "v1", f"gadget{i:02d}s", f"Gadget{i:02d}") for i in range(crds)]
 
@@ -56,8 +63,8 @@ def namespace_of(index: int) -> str:
 
 
 def is_held(name: str) -> bool:
-    """About one object in a hundred stays Terminating (chosen by name, so every run holds the same)."""
-    return zlib.crc32(name.encode()) % 100 == 0
+    """About one app object in a hundred stays Terminating (chosen by name, so every run holds the same)."""
+    return not name.startswith("event-") and zlib.crc32(name.encode()) % 100 == 0
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,11 @@ class Planned:
 def plan(start: int, stop: int, types: list[ObjectType]) -> list[Planned]:
     out = []
     for index in range(start, stop):
-        position = index % APP_SIZE
+        position = index % CYCLE
+        if position >= APP_SIZE:  # an Event about the app's first object
+            out.append(Planned(index, ObjectType(*EVENT_TYPE), namespace_of(index), f"event-{index:06d}",
+                               index - position, 1))
+            continue
         rtype = types[position % len(types)]
         owner = index - position + (position - 1) // 2 if position else None
         out.append(Planned(index, rtype, namespace_of(index), f"{rtype.kind.lower()}-{index:06d}", owner,
@@ -81,9 +92,37 @@ def plan(start: int, stop: int, types: list[ObjectType]) -> list[Planned]:
     return out
 
 
+def labels_of(item: Planned) -> dict:
+    app = f"app-{item.index // CYCLE:05d}"
+    return {**MANAGED, "app": app, "app.kubernetes.io/name": app, "app.kubernetes.io/instance": f"{app}-prod",
+            "app.kubernetes.io/part-of": "kfin-bench", "app.kubernetes.io/version": "1.4.2",
+            "helm.sh/chart": "bench-1.4.2"}
+
+
+def annotations_of(item: Planned) -> dict:
+    return {"meta.helm.sh/release-name": f"app-{item.index // CYCLE:05d}", "meta.helm.sh/release-namespace":
+            item.namespace, "kfin.dev/bench-note": f"created by python -m bench as object {item.index}"}
+
+
+def event_body(item: Planned, about: tuple[Planned, str]) -> dict:
+    subject, uid = about
+    moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": item.name, "namespace": item.namespace, "labels": labels_of(item)},
+            "involvedObject": {"apiVersion": subject.type.api_version, "kind": subject.type.kind,
+                               "name": subject.name, "namespace": subject.namespace, "uid": uid},
+            "reason": "Reconciled", "type": "Normal", "count": item.index % 7 + 1,
+            "message": f"reconciled {subject.type.kind} {subject.name}: configuration applied, 3 replicas ready",
+            "firstTimestamp": moment, "lastTimestamp": moment,
+            "source": {"component": "bench-controller", "host": "node-1"},
+            "reportingComponent": "bench-controller", "reportingInstance": "bench-controller-7d9f8"}
+
+
 def body(item: Planned, owner: tuple[Planned, str] | None) -> dict:
-    meta = {"name": item.name, "namespace": item.namespace,
-            "labels": {**MANAGED, "app": f"app-{item.index // APP_SIZE:05d}"}}
+    if item.type.kind == "Event":
+        return event_body(item, owner)
+    meta = {"name": item.name, "namespace": item.namespace, "labels": labels_of(item),
+            "annotations": annotations_of(item)}
     if is_held(item.name):
         meta["finalizers"] = [HOLD]
     if owner is not None:
@@ -98,6 +137,11 @@ def body(item: Planned, owner: tuple[Planned, str] | None) -> dict:
     elif kind == "Secret":
         obj["type"] = "Opaque"
         obj["data"] = {"token": base64.b64encode(FILLER[:300].encode()).decode()}
+    elif kind == "Pod":
+        obj["spec"] = {"schedulingGates": [{"name": SCHEDULING_GATE}], "serviceAccountName": "default",
+                       "containers": [{"name": "app", "image": "registry.example/app:1.4.2",
+                                       "env": [{"name": "MODE", "value": "production"}],
+                                       "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
     elif kind == "Role":
         obj["rules"] = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]
     elif kind == "RoleBinding":

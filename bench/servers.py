@@ -26,6 +26,7 @@ class FakeServer:
     """tests/fakeapi, started in this (the benchmark's) process: tools run as other processes."""
 
     counts_in_timed_run = True
+    needs_cleanup = False  # it ends with the benchmark
 
     def __init__(self, workdir: Path):
         from tests.fakeapi import FakeAPIServer
@@ -70,6 +71,7 @@ class RealServer:
     """A cluster given by kubeconfig and context. Tools talk to it directly in timed runs."""
 
     counts_in_timed_run = False
+    needs_cleanup = True
 
     def __init__(self, workdir: Path, kubeconfig: str, context: str | None):
         self.workdir = workdir

@@ -36,6 +36,7 @@ def base_environment() -> dict:
 class Tool:
     name: str
     description: str
+    finds: bool = True  # whether it reports Terminating objects (the floor only fetches)
 
     def available(self) -> str | None:
         """None when it can run here, else why not."""
@@ -115,4 +116,17 @@ class NaiveLoop(Tool):
         return out
 
 
-TOOLS = {t.name: t for t in (Kfin(), KubectlRecipe(), NaiveLoop())}
+class BareFetch(Tool):
+    def __init__(self):
+        super().__init__("floor", "bare fetch: every list fetched in parallel, bodies read, nothing kept "
+                                  "(bench/bare_fetch.py)", finds=False)
+
+    def command(self, kubeconfig, context, cache):
+        return ([sys.executable, "-m", "bench.bare_fetch", str(kubeconfig), context],
+                {**base_environment(), "KFIN_CACHE_DIR": str(cache), "PYTHONPATH": str(HERE.parent)})
+
+    def terminating(self, stdout):
+        return set()
+
+
+TOOLS = {t.name: t for t in (BareFetch(), Kfin(), KubectlRecipe(), NaiveLoop())}

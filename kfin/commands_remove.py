@@ -188,7 +188,7 @@ def remove_all_stuck(options: Options, *, patterns, confirm, force, allow_live, 
     from kfin.remove import Outcome, Remover, plan
     from kfin.stuck import Filters, find_stuck
 
-    [facts] = gather(options, [], None, refresh)
+    [facts] = gather(options, [], None, refresh, lean=True)
     kube = facts.kube
     rows = find_stuck(facts.inventory, Filters(), facts)
     plans = [plan(r.obj, explain_object(r.obj, facts).findings, patterns, force, allow_live, node_lost_after)

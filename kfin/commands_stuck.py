@@ -36,9 +36,10 @@ def scan_scope(options: Options, kube) -> str | None:
 
 
 def gather(options: Options, contexts: list[str], from_snapshot: str | None, refresh: bool,
-           full=None, concurrency: int = 16, chunk_size: int = 500) -> list[Facts]:
+           full=None, concurrency: int = 16, chunk_size: int = 500, lean: bool = False) -> list[Facts]:
     """What is known of each context (or of the snapshot), scanned in parallel. Live Facts keep their
-    connection, so that analysis may read the few whole objects it needs."""
+    connection, so that analysis may read the few whole objects it needs. `lean`: keep only what finding
+    stuck objects needs (kfin.scan.Lean), for commands that report stuck objects and nothing else."""
     from kfin import inventory
     from kfin.kube import Kube, Target
 
@@ -55,7 +56,7 @@ def gather(options: Options, contexts: list[str], from_snapshot: str | None, ref
         kube = Kube.connect(Target(options.kubeconfig, context, options.request_timeout))
         with progress_bar(f"scanning {kube.context}") as progress:
             scanned = inventory.live(kube, scan_scope(options, kube), full=full, refresh=refresh,
-                                     progress=progress, concurrency=concurrency, chunk_size=chunk_size)
+                                     progress=progress, concurrency=concurrency, chunk_size=chunk_size, lean=lean)
         return Facts(scanned, kube, chunk_size)
 
     if len(contexts) <= 1:
@@ -138,7 +139,7 @@ def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh,
     if all_contexts:
         contexts = context_names(options.kubeconfig)
     sources = gather(options, list(contexts or []), from_snapshot, refresh, concurrency=concurrency,
-                     chunk_size=chunk_size)
+                     chunk_size=chunk_size, lean=True)
     inventories = [f.inventory for f in sources]
     filters = Filters(resolve_kinds(list(kinds or []), inventories), finalizer, older)
     rows = [row for facts in sources for row in find_stuck(facts.inventory, filters, facts)]

@@ -8,9 +8,16 @@ says "could not check" instead of guessing.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from kfin.errors import KfinError
 from kfin.model import Failure, Inventory, KubeObject, ResourceType
 from kfin.resources import Catalog
+
+
+# After this many namespaces read one by one for the same type, a cluster-wide scan's facts read that type
+# once everywhere: explaining stuck objects in hundreds of namespaces costs a few lists, not hundreds.
+WIDEN_AFTER = 4
 
 
 class Facts:
@@ -28,7 +35,11 @@ class Facts:
             scope = inventory.namespace or ""
             self._listed = {(r.group, r.resource, scope if r.namespaced else "") for r in inventory.resources
                             if _target(r, inventory.namespace) not in failed}
+        self._dropped = set(inventory.dropped)  # left out by a lean scan: read again when asked for
         self._blocking: dict[str, list[KubeObject]] | None = None
+        self._index: dict | None = None  # see _by_type
+        self._positions: dict[str, int] | None = None  # uid -> where in inventory.objects
+        self._namespaces_read: Counter = Counter()  # (group, resource) -> namespaces read one by one
         self.memo: dict = {}  # what analyses worked out from these facts (explanations), kept for reuse
 
     # ----- types -----------------------------------------------------------------------------------
@@ -43,8 +54,19 @@ class Facts:
         group, resource, namespace = key
         if full:
             return self.inventory.has_details(group, resource, namespace)
+        if self._dropped and (key in self._dropped or not namespace and any(
+                (g, r) == (group, resource) for g, r, _ in self._dropped)):
+            return False
         return key in self._listed or (group, resource, "") in self._listed or \
             self.inventory.has_details(group, resource, namespace)
+
+    def listed(self, namespace: str | None) -> bool:
+        """Whether every type of a namespace (None: of the whole cluster) was listed without failure, so that
+        every object there with owners, finalizers or a deletion is known (a lean scan keeps all of those)."""
+        scope = namespace or ""
+        return all((r.group, r.resource, scope if r.namespaced else "") in self._listed
+                   or (r.group, r.resource, "") in self._listed for r in self.inventory.resources
+                   if namespace is None or r.namespaced)
 
     def objects(self, group: str, resource: str, namespace: str | None = None, *,
                 full: bool = False) -> list[KubeObject] | None:
@@ -57,11 +79,30 @@ class Facts:
         if not self._known(key, full):
             if self.kube is None or key in self.unreadable:
                 return None
-            self._read(rtype, ns or None, full)
-            if key in self.unreadable:
+            widen = ns and self.inventory.namespace is None and self._namespaces_read[(group, resource)] >= WIDEN_AFTER
+            self._read(rtype, None if widen else ns or None, full)
+            if ns and not widen:
+                self._namespaces_read[(group, resource)] += 1
+            if key in self.unreadable or widen and (group, resource, "") in self.unreadable:
                 return None
-        return [o for o in self.inventory.objects if o.type.group == group and o.type.resource == resource
-                and (not ns or o.namespace == ns)]
+        by_namespace = self._by_type().get((group, resource), {})
+        if ns:
+            return list(by_namespace.get(ns, ()))
+        return [o for found in by_namespace.values() for o in found]
+
+    def _by_type(self) -> dict:
+        """{(group, resource): {namespace: [objects]}}, built once and kept up to date by reads: causes ask
+        for one type in one namespace many times, and a cluster holds hundreds of thousands of objects."""
+        if self._index is None:
+            index: dict = {}
+            for o in self.inventory.objects:
+                index.setdefault((o.type.group, o.type.resource), {}).setdefault(o.namespace, []).append(o)
+            self._index = index
+        return self._index
+
+    def _forget_indexes(self) -> None:
+        self._index = self._positions = self._blocking = None
+        self.memo.clear()
 
     def find(self, group: str, resource: str, namespace: str, name: str, *, full: bool = False) -> KubeObject | None:
         found = self.objects(group, resource, namespace, full=full)
@@ -79,14 +120,50 @@ class Facts:
             self.unreadable[key] = failure
             self.inventory.failures.append(failure)
             return
-        inv = self.inventory
-        inv.objects = [o for o in inv.objects
-                       if not (o.type == rtype and (namespace is None or o.namespace == namespace))] + fresh
+        self._replace(rtype, namespace, fresh)
         self._listed.add(key)
+        self._dropped = {d for d in self._dropped
+                         if d[:2] != key[:2] or (namespace is not None and d[2] not in ("", namespace))}
         if full:
-            inv.detailed.add(key)
-        self._blocking = None
+            self.inventory.detailed.add(key)
         self.memo.clear()
+
+    def _replace(self, rtype: ResourceType, namespace: str | None, fresh: list[KubeObject]) -> None:
+        """Put what was read again of one type (in one namespace) in place of what was known: each object
+        where it was (found by uid), new ones at the end, gone ones out; indexes updated, not rebuilt."""
+        inv, index = self.inventory, self._by_type()
+        if self._positions is None:
+            self._positions = {o.uid: at for at, o in enumerate(inv.objects) if o.uid}
+        by_namespace = index.setdefault((rtype.group, rtype.resource), {})
+        old = [o for ns, found in by_namespace.items() if namespace is None or ns == namespace for o in found]
+        fresh_uids = {o.uid for o in fresh}
+        gone = {id(o) for o in old if o.uid not in fresh_uids or not o.uid}
+        if gone:  # rare (deleted since the scan): the one case that costs a pass over every object
+            inv.objects = [o for o in inv.objects if id(o) not in gone]
+            self._positions = {o.uid: at for at, o in enumerate(inv.objects) if o.uid}
+        replaced = {}
+        for obj in fresh:
+            at = self._positions.get(obj.uid)
+            if at is None:
+                self._positions[obj.uid] = len(inv.objects)
+                inv.objects.append(obj)
+            else:
+                replaced[id(inv.objects[at])] = obj
+                inv.objects[at] = obj
+        for ns in [ns for ns in by_namespace if namespace is None or ns == namespace]:
+            del by_namespace[ns]
+        for obj in fresh:
+            by_namespace.setdefault(obj.namespace, []).append(obj)
+        if self._blocking is not None:
+            if gone:
+                self._blocking = None
+            else:
+                for dependents in self._blocking.values():
+                    dependents[:] = [replaced.get(id(d), d) for d in dependents]
+                known = {id(o) for o in replaced.values()}
+                for obj in fresh:
+                    if id(obj) not in known:
+                        self._add_blocking(obj)
 
     def listed_kinds(self) -> set[tuple[str, str]]:
         """(group, kind) of every type whose objects are known completely somewhere."""
@@ -122,8 +199,7 @@ class Facts:
         failed = {f.target for f in failures}
         self._listed |= {(r.group, r.resource, scope if r.namespaced else "") for r in types
                          if _target(r, namespace) not in failed}
-        self._blocking = None
-        self.memo.clear()
+        self._forget_indexes()
         return [o for o in inv.objects if wanted(o)]
 
     # ----- derived ---------------------------------------------------------------------------------
@@ -132,13 +208,15 @@ class Facts:
         if self._blocking is None:
             self._blocking = {}
             for obj in self.inventory.objects:
-                for ref in obj.owner_references:
-                    if ref.get("blockOwnerDeletion"):
-                        self._blocking.setdefault(ref.get("uid", ""), []).append(obj)
+                self._add_blocking(obj)
         return self._blocking.get(uid, [])
 
+    def _add_blocking(self, obj: KubeObject) -> None:
+        for owner in obj.owner_uids(blocking=True):
+            self._blocking.setdefault(owner, []).append(obj)
+
     def dependents(self, uid: str) -> list[KubeObject]:
-        return [o for o in self.inventory.objects if any(r.get("uid") == uid for r in o.owner_references)]
+        return [o for o in self.inventory.objects if uid in o.owner_uids()]
 
     def namespaces_by_name(self) -> dict[str, KubeObject] | None:
         """Every Namespace by name (None when they cannot be known), kept until the facts change: causes ask

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from kfin.errors import UsageError
 from kfin.gcpause import paused_gc
 from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
 from kfin.resources import Catalog
-from kfin.scan import NAMESPACES, REDUCED_FIELDS, reduce_object, scan, slim_metadata, with_managers
+from kfin.scan import NAMESPACES, REDUCED_FIELDS, Lean, scan, to_object
 from kfin.shapes import object_problem, resource_problem, type_name
 
 SNAPSHOT_KIND = "Snapshot"
@@ -24,8 +25,10 @@ FAILURE_FIELDS = ("what", "target", "reason", "message")
 
 
 def live(kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refresh: bool = False,
-         progress=None, concurrency: int = 16, chunk_size: int = 500) -> Inventory:
+         progress=None, concurrency: int = 16, chunk_size: int = 500, lean: bool = False) -> Inventory:
+    """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean)."""
     resources, failures = discover(kube, refresh)
+    left_out = Lean() if lean else None
     wide = []
     if namespace is not None and full == SNAPSHOT_FULL:
         # A namespace's snapshot still needs what explains it from elsewhere (RBAC and the controllers it
@@ -33,16 +36,15 @@ def live(kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refr
         wide = [r for r in resources if (r.group, r.resource) in full and (r.group, r.resource) != NAMESPACES]
     local = [r for r in resources if r not in wide]
     objects, list_failures = scan(kube, local, namespace, full=full, concurrency=concurrency,
-                                  page_size=chunk_size, progress=progress)
+                                  page_size=chunk_size, progress=progress, lean=left_out)
     if wide:
         more, more_failures = scan(kube, wide, None, full=full, concurrency=concurrency, page_size=chunk_size)
         objects, list_failures = objects + more, list_failures + more_failures
     unread = {f.target.split(" ")[0] for f in list_failures}
     detailed = {(r.group, r.resource, "" if r in wide else namespace or "") for r in resources
                 if (r.group, r.resource) in full and r.qualified not in unread}
-    inv = Inventory(resources, objects, failures + list_failures, datetime.now(timezone.utc), kube.context,
-                    kube.server, namespace, detailed)
-    return inv
+    return Inventory(resources, objects, failures + list_failures, datetime.now(timezone.utc), kube.context,
+                     kube.server, namespace, detailed, dict(left_out.dropped) if left_out else {})
 
 
 def save_snapshot(inventory: Inventory, path: str) -> None:
@@ -66,25 +68,55 @@ def save_snapshot(inventory: Inventory, path: str) -> None:
 
 
 def load(path: str) -> Inventory:
-    """A kfin snapshot, or a kubectl `List` (kubectl get ... -o json)."""
+    """A kfin snapshot, or a kubectl `List` (kubectl get ... -o json), read item by item: each is reduced to
+    what kfin keeps (ThinObjects for most) before the next is parsed, so memory stays below the file's size."""
     with paused_gc():
-        return _load(path)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return _load(handle, path)
+        except OSError as error:
+            raise UsageError(f"cannot read snapshot {path}: {error.strerror or error}") from None
+        except (ValueError, UnicodeDecodeError) as error:
+            raise UsageError(f"{path} is not JSON: {error}") from None
 
 
-def _load(path: str) -> Inventory:
-    try:
-        document = json.loads(Path(path).read_text())
-    except OSError as error:
-        raise UsageError(f"cannot read snapshot {path}: {error.strerror or error}") from None
-    except (ValueError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path} is not JSON: {error}") from None
-    if not isinstance(document, dict):
-        raise UsageError(f"{path} is neither a kfin snapshot nor a kubectl List")
+STREAMED = frozenset({"items", "objects"})
+KEEP_ALL = Lean()  # thin, never dropped: a file cannot be read again on demand
+
+
+def _load(handle, path: str) -> Inventory:
+    from kfin.jsonstream import members
+
+    document: dict = {}
+    items: _ListItems | None = None
+    for key, value in members(handle, STREAMED):
+        if key == "items" and isinstance(value, Iterator):
+            items = _ListItems(path, document.get("apiVersion"))
+            for index, item in enumerate(value):
+                items.add(index, item)
+        elif key == "objects" and isinstance(value, Iterator):
+            document[key] = list(value)  # a kfin snapshot: its own objects are already reduced
+        else:
+            document[key] = value
     if document.get("kind") == SNAPSHOT_KIND and document.get("apiVersion") == SNAPSHOT_API_VERSION:
         return _from_snapshot(document, path)
+    if items is not None and str(document.get("kind", "")).endswith("List"):
+        return items.inventory(document)
     if isinstance(document.get("items"), list) and str(document.get("kind", "")).endswith("List"):
-        return _from_list(document, path)
+        listed = _ListItems(path, document.get("apiVersion"))
+        for index, item in enumerate(document["items"]):
+            listed.add(index, item)
+        return listed.inventory(document)
     raise UsageError(f"{path} is neither a kfin snapshot nor a kubectl List")
+
+
+def _kept(rtype: ResourceType, raw: dict) -> KubeObject:
+    """A loaded object as a scan would keep it: whole (reduced) kinds, Terminating objects and objects with
+    finalizers as they are, the rest thin."""
+    meta = raw.get("metadata") or {}
+    if (rtype.group, rtype.resource) in REDUCED_FIELDS or meta.get("deletionTimestamp") or meta.get("finalizers"):
+        return KubeObject(rtype, raw)
+    return KEEP_ALL.keep(rtype, meta)
 
 
 def _entries(document: dict, key: str, path: str) -> list:
@@ -126,7 +158,7 @@ def _from_snapshot(document: dict, path: str) -> Inventory:
         problem = object_problem(raw) or _identity_problem(raw)
         if problem:
             raise _bad(path, f"objects[{index}]", problem)
-        objects.append(KubeObject(_type_of(catalog, raw), raw))
+        objects.append(_kept(_type_of(catalog, raw), raw))
     return Inventory(resources, objects, failures, parse_time(document.get("observedAt")) or datetime.now(timezone.utc),
                      document.get("context") or "", document.get("server") or "", document.get("namespace"), detailed)
 
@@ -138,33 +170,50 @@ def _identity_problem(raw: dict) -> str | None:
     return None
 
 
-def _from_list(document: dict, path: str) -> Inventory:
-    list_kind = document.get("kind", "List")
-    if not isinstance(document.get("apiVersion", "v1"), str):
-        raise UsageError(f"{path}: apiVersion is {type_name(document['apiVersion'])}, not a string")
-    catalog = Catalog(builtin_resources())
-    objects, seen = [], {}
-    for index, item in enumerate(document["items"]):
+class _ListItems:
+    """The items of a kubectl List, turned into kept objects one by one as they are read. The List's own
+    kind (kubectl writes it after the items) is needed only for an item without a kind: those wait."""
+
+    def __init__(self, path: str, api_version):
+        if api_version is not None and not isinstance(api_version, str):
+            raise UsageError(f"{path}: apiVersion is {type_name(api_version)}, not a string")
+        self.path, self.api_version = path, api_version
+        self.catalog = Catalog(builtin_resources())
+        self.objects: list[KubeObject] = []
+        self.seen: dict = {}
+        self.kindless: list[tuple[int, dict]] = []
+
+    def add(self, index: int, item, list_kind: str | None = None) -> None:
         problem = object_problem(item)
         if problem:
-            raise _bad(path, f"items[{index}]", problem)
-        api_version = item.get("apiVersion") or document.get("apiVersion") or "v1"
-        kind = item.get("kind") or (list_kind[:-4] if list_kind != "List" else "")
+            raise _bad(self.path, f"items[{index}]", problem)
+        kind = item.get("kind") or (list_kind[:-4] if list_kind and list_kind != "List" else "")
+        if not kind and list_kind is None:
+            self.kindless.append((index, item))
+            return
         if not kind:
-            raise _bad(path, f"items[{index}]", "it has no kind")
+            raise _bad(self.path, f"items[{index}]", "it has no kind")
         meta = item.get("metadata") or {}
         if not meta.get("name"):
-            raise _bad(path, f"items[{index}]", "metadata.name is missing")
-        rtype = catalog.for_kind(api_version, kind) or seen.get((api_version, kind)) or _guess_type(
+            raise _bad(self.path, f"items[{index}]", "metadata.name is missing")
+        api_version = item.get("apiVersion") or self.api_version or "v1"
+        rtype = self.catalog.for_kind(api_version, kind) or self.seen.get((api_version, kind)) or _guess_type(
             api_version, kind, bool(meta.get("namespace")))
-        seen[(api_version, kind)] = rtype
-        raw = with_managers({"apiVersion": api_version, "kind": kind, "metadata": slim_metadata(meta)}, meta)
-        raw.update(reduce_object((rtype.group, rtype.resource), item))  # Secret data and specs are dropped here
-        objects.append(KubeObject(rtype, raw))
-    resources = list(dict.fromkeys(o.type for o in objects))
-    # Items of a List are whole objects: the kinds explanations read are known in full where present.
-    detailed = {(r.group, r.resource, "") for r in resources if (r.group, r.resource) in REDUCED_FIELDS}
-    return Inventory(resources, objects, [], datetime.now(timezone.utc), "", f"file:{path}", None, detailed)
+        self.seen[(api_version, kind)] = rtype
+        # Secret data and specs are dropped here; most objects are kept thin (scan.to_object)
+        self.objects.append(to_object(rtype, dict(item, apiVersion=api_version, kind=kind),
+                                      (rtype.group, rtype.resource) in REDUCED_FIELDS, KEEP_ALL))
+
+    def inventory(self, document: dict) -> Inventory:
+        list_kind = str(document.get("kind") or "List")
+        waiting, self.kindless = self.kindless, []
+        for index, item in waiting:
+            self.add(index, item, list_kind)
+        resources = list(dict.fromkeys(o.type for o in self.objects))
+        # Items of a List are whole objects: the kinds explanations read are known in full where present.
+        detailed = {(r.group, r.resource, "") for r in resources if (r.group, r.resource) in REDUCED_FIELDS}
+        return Inventory(resources, self.objects, [], datetime.now(timezone.utc), "", f"file:{self.path}", None,
+                         detailed)
 
 
 def _type_of(catalog: Catalog, raw: dict) -> ResourceType:

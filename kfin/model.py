@@ -62,7 +62,7 @@ class ResourceType:
                    tuple(d.get("short_names") or ()), d.get("singular") or "", tuple(d.get("categories") or ()))
 
 
-@dataclass
+@dataclass(slots=True)
 class KubeObject:
     """An object's metadata (and, for the kinds explanations need, a reduced spec and status)."""
     type: ResourceType
@@ -97,6 +97,11 @@ class KubeObject:
     def owner_references(self) -> list[dict]:
         return list(self.meta.get("ownerReferences") or [])
 
+    def owner_uids(self, blocking: bool = False) -> list[str]:
+        """The uids this object names as owners (only those with blockOwnerDeletion, with `blocking`)."""
+        return [r.get("uid", "") for r in self.meta.get("ownerReferences") or ()
+                if isinstance(r, dict) and (not blocking or r.get("blockOwnerDeletion"))]
+
     @property
     def deletion_timestamp(self) -> datetime | None:
         return parse_time(self.meta.get("deletionTimestamp"))
@@ -117,6 +122,84 @@ class KubeObject:
     @property
     def ref(self) -> str:
         return f"{self.type.kind_display}/{self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
+class ThinObject(KubeObject):
+    """An object nothing reads beyond who it is and who owns it: not being deleted, without finalizers, of a
+    kind read metadata-only. A scan keeps most of a cluster's objects this way, in about 300 bytes each
+    instead of the 2 KB of their parsed metadata (issue 17: memory bounded at half a million objects).
+    Owner references keep what the garbage collector reads: (apiVersion, kind, name, uid, controller,
+    blockOwnerDeletion)."""
+    __slots__ = ("_name", "_namespace", "_uid", "_owners")
+
+    def __init__(self, rtype: ResourceType, name: str, namespace: str, uid: str, owners: tuple = ()):
+        self.type, self._name, self._namespace, self._uid, self._owners = rtype, name, namespace, uid, owners
+
+    @property
+    def raw(self) -> dict:
+        return {"apiVersion": self.type.api_version, "kind": self.type.kind, "metadata": self.meta}
+
+    @property
+    def meta(self) -> dict:
+        meta = {"name": self._name, "uid": self._uid}
+        if self._namespace:
+            meta["namespace"] = self._namespace
+        if self._owners:
+            meta["ownerReferences"] = self.owner_references
+        return meta
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def namespace(self) -> str:
+        return self._namespace
+
+    @property
+    def uid(self) -> str:
+        return self._uid
+
+    @property
+    def finalizers(self) -> list[str]:
+        return []
+
+    @property
+    def spec_finalizers(self) -> list[str]:
+        return []
+
+    @property
+    def owner_references(self) -> list[dict]:
+        out = []
+        for api_version, kind, name, uid, controller, block in self._owners:
+            ref = {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}
+            if controller is not None:
+                ref["controller"] = controller
+            if block is not None:
+                ref["blockOwnerDeletion"] = block
+            out.append(ref)
+        return out
+
+    def owner_uids(self, blocking: bool = False) -> list[str]:
+        return [owner[3] for owner in self._owners if not blocking or owner[5]]
+
+    @property
+    def terminating(self) -> bool:
+        return False
+
+    @property
+    def deletion_timestamp(self) -> None:
+        return None
+
+
+def owner_tuples(meta: dict, intern=lambda s: s) -> tuple:
+    """A ThinObject's owners from metadata.ownerReferences (apiVersion and kind interned: few distinct)."""
+    refs = meta.get("ownerReferences")
+    if not refs:
+        return ()
+    return tuple((intern(r.get("apiVersion") or ""), intern(r.get("kind") or ""), r.get("name") or "",
+                  r.get("uid") or "", r.get("controller"), r.get("blockOwnerDeletion"))
+                 for r in refs if isinstance(r, dict))
 
 
 @dataclass(frozen=True)
@@ -146,6 +229,8 @@ class Inventory:
     namespace: str | None = None  # None: all namespaces and cluster-scoped objects
     # (group, resource, namespace) read as reduced full objects; namespace "" means everywhere
     detailed: set = field(default_factory=set)
+    # (group, resource, namespace) -> objects a lean scan counted but did not keep (kfin.scan.Lean)
+    dropped: dict = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:

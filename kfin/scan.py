@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
 from typing import Callable
 
 from kfin.discovery import failure_of
 from kfin.errors import KfinError, NotFoundError
 from kfin.gcpause import paused_gc
-from kfin.model import Failure, KubeObject, ResourceType
+from kfin.model import Failure, KubeObject, ResourceType, ThinObject, owner_tuples
 from kfin.parallel import completed
 
 NAMESPACES = ("", "namespaces")
@@ -122,25 +124,64 @@ def reduce_object(key: tuple[str, str], obj: dict) -> dict:
     return out
 
 
+class Lean:
+    """What a scan for stuck objects may leave out, and what it left out.
+
+    Objects that are not being deleted and carry no finalizer are kept as ThinObjects (identity and
+    owners); of those, the ones without owners are only counted, except in the namespaces whose content
+    an explanation lists (Terminating ones). What stays is what the report and the blocking graph need:
+    Terminating objects, objects with finalizers, the owner edges that lead to them, and the whole kinds
+    explanations read. Facts read a dropped (type, namespace) again, on demand, if an explanation asks.
+    """
+
+    def __init__(self, whole_namespaces: set[str] | None = None):
+        self.whole_namespaces = whole_namespaces  # None: not known yet, nothing is dropped
+        self.dropped: Counter = Counter()  # (group, resource, namespace) -> objects counted, not kept
+
+    def keep(self, r: ResourceType, meta: dict) -> KubeObject | None:
+        namespace = sys.intern(meta.get("namespace") or "")
+        owners = owner_tuples(meta, sys.intern)
+        if not owners and self.whole_namespaces is not None and namespace not in self.whole_namespaces:
+            self.dropped[(r.group, r.resource, namespace if r.namespaced else "")] += 1
+            return None
+        return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "", owners)
+
+
+def to_object(r: ResourceType, item: dict, full: bool, lean: Lean | None = None) -> KubeObject | None:
+    """One listed item as kfin keeps it: metadata without bookkeeping (plus the reduced fields of `full`
+    kinds), or, for a lean scan, thin or not at all when nothing will read it."""
+    meta = item.get("metadata") or {}
+    if lean is not None and not full and not meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        return lean.keep(r, meta)
+    raw = {"apiVersion": r.api_version, "kind": r.kind, "metadata": slim_metadata(meta)}
+    if full:
+        raw.update(reduce_object((r.group, r.resource), item))
+    return KubeObject(r, with_managers(raw, meta))
+
+
 def read_objects(kube, r: ResourceType, namespace: str | None, page_size: int = 500,
-                 full: bool = False) -> list[KubeObject]:
-    """Every object of one type: metadata-only, or whole and reduced to REDUCED_FIELDS (`full`)."""
+                 full: bool = False, lean: Lean | None = None) -> list[KubeObject]:
+    """Every object of one type: metadata-only, or whole and reduced to REDUCED_FIELDS (`full`). Each page
+    is turned into what is kept before the next is read, so a page's parsed JSON never outlives it."""
     what = ("list", r.qualified, namespace if r.namespaced else None)
     pages = (kube.list_pages if full else kube.list_metadata_pages)(r.path(namespace), page_size, what=what)
-    key = (r.group, r.resource)
-    return [KubeObject(r, with_managers({"apiVersion": r.api_version, "kind": r.kind,
-                                         "metadata": slim_metadata(item.get("metadata") or {}),
-                                         **(reduce_object(key, item) if full else {})}, item.get("metadata") or {}))
-            for page in pages for item in page.get("items") or []]
+    out = []
+    for page in pages:
+        for item in page.get("items") or []:
+            obj = to_object(r, item, full, lean)
+            if obj is not None:
+                out.append(obj)
+    return out
 
 
 def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: set = frozenset(),
-         concurrency: int = 16, page_size: int = 500,
+         concurrency: int = 16, page_size: int = 500, lean: Lean | None = None,
          progress: Callable[[int, int], None] | None = None) -> tuple[list[KubeObject], list[Failure]]:
     """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types).
 
     Types in `full` are read as whole objects and reduced to REDUCED_FIELDS; all others metadata-only.
-    Within one namespace, cluster-scoped types are skipped, except the Namespace itself.
+    Within one namespace, cluster-scoped types are skipped, except the Namespace itself. With `lean`,
+    Namespaces are read first, so that the content of Terminating ones is kept whole (see Lean).
     """
     tasks = [r for r in resources if namespace is None or r.namespaced or (r.group, r.resource) == NAMESPACES]
     objects: list[KubeObject] = []
@@ -155,15 +196,27 @@ def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: se
                 return []
             return [KubeObject(r, {"apiVersion": r.api_version, "kind": r.kind,
                                    "metadata": slim_metadata(item.get("metadata") or {}), **reduce_object(key, item)})]
-        return read_objects(kube, r, namespace, page_size, full=key in full)
+        return read_objects(kube, r, namespace, page_size, full=key in full, lean=lean)
+
+    def collect(r: ResourceType, result) -> list[KubeObject]:
+        try:
+            found = result()
+        except KfinError as error:
+            target = r.qualified + (f" in namespace {namespace}" if namespace and r.namespaced else "")
+            failures.append(failure_of("list", target, error))
+            return []
+        objects.extend(found)
+        return found
 
     with paused_gc():
-        for done, (r, future) in enumerate(completed(read, tasks, concurrency), 1):
-            try:
-                objects.extend(future.result())
-            except KfinError as error:
-                target = r.qualified + (f" in namespace {namespace}" if namespace and r.namespaced else "")
-                failures.append(failure_of("list", target, error))
+        first = [r for r in tasks if (r.group, r.resource) == NAMESPACES] if lean is not None else []
+        for r in first:
+            found = collect(r, lambda: read(r))
+            if not failures:
+                lean.whole_namespaces = {o.name for o in found if o.terminating}
+        rest = [r for r in tasks if r not in first]
+        for done, (r, future) in enumerate(completed(read, rest, concurrency), len(first) + 1):
+            collect(r, future.result)
             if progress:
                 progress(done, len(tasks))
     return objects, failures

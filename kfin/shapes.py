@@ -122,9 +122,14 @@ FIELD_SHAPES = {
 }
 
 
-def _field(obj: dict, path: str):
-    node = obj
-    for part in path.split("."):
+# By top-level key: a metadata-only item (most of a scan) has none of them and is checked in a few lookups.
+_SHAPES_BY_TOP: dict[str, list] = {}
+for _path, (_ok, _wanted) in FIELD_SHAPES.items():
+    _SHAPES_BY_TOP.setdefault(_path.split(".")[0], []).append((_path, _path.split(".")[1:], _ok, _wanted))
+
+
+def _field(node, parts: list[str]):
+    for part in parts:
         if not isinstance(node, dict):
             return None
         node = node.get(part)
@@ -140,10 +145,13 @@ def object_problem(obj: Any) -> str | None:
     problem = metadata_problem(obj.get("metadata"))
     if problem:
         return problem
-    for path, (ok, wanted) in FIELD_SHAPES.items():
-        value = _field(obj, path)
-        if value is not None and not ok(value):
-            return f"{path} is {type_name(value)}, not {wanted}"
+    for top, shapes in _SHAPES_BY_TOP.items():
+        if obj.get(top) is None:
+            continue
+        for path, rest, ok, wanted in shapes:
+            value = _field(obj[top], rest)
+            if value is not None and not ok(value):
+                return f"{path} is {type_name(value)}, not {wanted}"
     return None
 
 

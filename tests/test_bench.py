@@ -9,21 +9,24 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.load import HOLD, NAMESPACE_PREFIX, Loader, is_held, plan, object_types
+from bench.load import APP_SIZE, CYCLE, HOLD, NAMESPACE_PREFIX, Loader, is_held, plan, object_types
 from kfin.kube import Kube, Target
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_plan_links_apps_into_owner_trees_and_holds_about_one_in_a_hundred():
+def test_the_plan_links_apps_into_owner_trees_beside_their_events_and_holds_about_one_in_a_hundred():
     types = object_types(20)
     items = plan(0, 5000, types)
-    assert len({i.type for i in items}) == 25
-    first_app = items[:25]
+    assert len({i.type for i in items}) == 26  # 25 kinds in each app, and Events
+    first_app, its_events = items[:APP_SIZE], items[APP_SIZE:CYCLE]
     assert first_app[0].owner is None and all(i.owner is not None and i.owner < i.index for i in first_app[1:])
+    assert "Pod" in {i.type.kind for i in first_app}
+    assert {i.type.kind for i in its_events} == {"Event"} and {i.owner for i in its_events} == {0}
+    assert sum(i.type.kind == "Event" for i in items) == 5000 * (CYCLE - APP_SIZE) // CYCLE
     assert {i.namespace for i in items} == {f"{NAMESPACE_PREFIX}{n:03d}" for n in range(5)}
-    held = sum(is_held(i.name) for i in items)
-    assert 25 <= held <= 75
+    held = [i for i in items if is_held(i.name)]
+    assert 15 <= len(held) <= 50 and not [i for i in held if i.type.kind == "Event"]
 
 
 def test_the_loader_leaves_its_objects_terminating_and_takes_everything_away(fake, fake_kubeconfig):
@@ -32,8 +35,8 @@ def test_the_loader_leaves_its_objects_terminating_and_takes_everything_away(fak
     loader.prepare()
     loader.grow(150)
     loader.grow(300)  # grows, does not start again
-    objects = [o for store in fake.cluster.objects.values() for o in store.values()
-               if o["metadata"].get("namespace", "").startswith(NAMESPACE_PREFIX)
+    objects = [o for key, store in fake.cluster.objects.items() if key != ("events.k8s.io", "events")  # mirrored
+               for o in store.values() if o["metadata"].get("namespace", "").startswith(NAMESPACE_PREFIX)
                and o["metadata"]["name"] != "kube-root-ca.crt" and o["kind"] != "ServiceAccount"
                or o["kind"] == "ServiceAccount" and o["metadata"]["name"] != "default"
                and o["metadata"].get("namespace", "").startswith(NAMESPACE_PREFIX)]
@@ -43,7 +46,10 @@ def test_the_loader_leaves_its_objects_terminating_and_takes_everything_away(fak
     assert terminating == loader.expected_terminating() and terminating
     assert all(o["metadata"]["finalizers"] == [HOLD] for o in objects if o["metadata"].get("deletionTimestamp"))
     owned = [o for o in objects if o["metadata"].get("ownerReferences")]
-    assert len(owned) == 300 - 300 // 25
+    events = [o for o in objects if o["kind"] == "Event"]
+    assert len(owned) == 300 - len(events) - 300 // CYCLE - (1 if 300 % CYCLE else 0)
+    assert len(events) == 7 * (CYCLE - APP_SIZE) + max(0, 300 % CYCLE - APP_SIZE)
+    assert all(e["involvedObject"]["uid"] and e["metadata"].get("managedFields") for e in events)
 
     loader.cleanup(timeout=30)
     left = [(key, name) for key, store in fake.cluster.objects.items() for (ns, name) in store
@@ -61,13 +67,15 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(figures.read_text())
     ran = {row["tool"] for row in results["scan"]}
-    assert ran | set(results["skipped"]) == {"kfin", "kubectl", "naive"} and {"kfin", "naive"} <= ran
+    assert ran | set(results["skipped"]) == {"floor", "kfin", "kubectl", "naive"} and {"floor", "kfin", "naive"} <= ran
     for row in results["scan"]:
-        assert row["found"] == row["expected"] > 0 and row["extra"] == 0, row
+        assert row["found"] == row["expected"] > 0 and row["extra"] == 0 and not row.get("note"), row
         assert row["requests"] > 0 and row["bytes"] > 0 and row["wall"] > 0
+    rows = {row["tool"]: row for row in results["scan"]}
+    assert rows["floor"]["requests"] >= results["types"]["listable"] and rows["floor"]["bytes"] > 0.5 * rows["kfin"]["bytes"]
     assert results["graph"][0]["nodes"] >= 200
     assert {r["command"] for r in results["startup"]} >= {"kfin --help", "kfin --version", "python -c pass"}
-    assert "### Full scan" in done.stdout and "### Targets" in done.stdout
+    assert "### Full scan" in done.stdout and "### Targets" in done.stdout and "wall × floor" in done.stdout
 
 
 def test_a_smoke_run_against_a_cluster_given_by_kubeconfig_cleans_up_after_itself(tmp_path):

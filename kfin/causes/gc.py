@@ -12,7 +12,7 @@ MAX_DEPTH = 4
 def _unreadable(ctx: Context, risk: str) -> Finding | None:
     """UNKNOWN when the objects that may depend on it cannot be read: dependents of a namespaced owner
     live in its namespace, those of a cluster-scoped one anywhere."""
-    if ctx.facts.everything(ctx.obj.namespace or None) is not None:
+    if ctx.facts.listed(ctx.obj.namespace or None) or ctx.facts.everything(ctx.obj.namespace or None) is not None:
         return None
     return ctx.finding("kfin could not read the objects that may depend on it", Verdict.UNKNOWN,
                        "check the dependents by hand (kfin graph)", risk)

@@ -1,0 +1,52 @@
+"""The floor a scan is measured against: every list kfin's scan makes, fetched in parallel, each body
+read and thrown away. It connects and discovers as kfin does (same transport, a fresh discovery cache),
+then lists every listable type across all namespaces, metadata-only, in pages of 500, 16 at a time, and
+parses nothing: the continue token is found in the page's text. What remains above this floor in a
+kfin run is kfin's own work (start-up, parsing, analysis, the report).
+
+    python -m bench.bare_fetch KUBECONFIG CONTEXT       # prints bytes and requests as JSON
+"""
+
+import json
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+CONTINUE = re.compile(rb'"continue":\s*"([^"]+)"')
+
+
+def continue_token(page: bytes) -> str | None:
+    """A list's metadata comes before or after its items (servers differ): look at both ends only."""
+    for part in (page[:4096], page[-4096:]):
+        found = CONTINUE.search(part)
+        if found:
+            return found.group(1).decode()
+    return None
+
+
+def main(kubeconfig: str, context: str) -> int:
+    from kfin.discovery import discover
+    from kfin.kube import METADATA_LIST_ACCEPT, Kube, Target
+
+    kube = Kube.connect(Target(kubeconfig, context, 60))
+    resources, _ = discover(kube, True)
+
+    def fetch(rtype) -> tuple[int, int]:
+        token, size, requests = None, 0, 0
+        while True:
+            _, _, body = kube.send("GET", rtype.path(None), {"limit": 500, "continue": token},
+                                   accept=METADATA_LIST_ACCEPT)
+            size, requests = size + len(body), requests + 1
+            token = continue_token(body)
+            if not token:
+                return size, requests
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        counts = list(pool.map(fetch, resources))
+    print(json.dumps({"types": len(resources), "bytes": sum(c[0] for c in counts),
+                      "requests": sum(c[1] for c in counts)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))

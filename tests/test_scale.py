@@ -1,0 +1,126 @@
+"""What keeps a scan of a large cluster small (issue 17): lean scans, thin objects, streamed files, and the
+indexes that keep explanations from walking every object. Speed and memory themselves are measured in
+bench/; these tests check that the answers stay the same."""
+
+import io
+import json
+
+import pytest
+
+from kfin import inventory
+from kfin.facts import Facts
+from kfin.jsonstream import members
+from kfin.kube import Kube, Target
+from kfin.model import ThinObject
+from kfin.stuck import find_stuck
+from tests.fakeapi.rawclient import RawClient
+from tests.runner import kfin
+
+
+def _configmap(name, namespace, **meta):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace, **meta},
+            "data": {"secret-looking": "x" * 100}}
+
+
+@pytest.fixture
+def populated(fake, fake_kubeconfig):
+    """An active namespace with a plain ConfigMap, an owned one and a stuck one; a Terminating namespace
+    that still holds a plain ConfigMap (the namespace controller has not come to it yet)."""
+    api = RawClient(fake.url, "admin-token")
+    for ns in ("active", "leaving"):
+        api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    owner = api.create("/api/v1/namespaces/active/configmaps", _configmap("owner", "active"))
+    api.create("/api/v1/namespaces/active/configmaps", _configmap("plain", "active"))
+    api.create("/api/v1/namespaces/active/configmaps", _configmap("owned", "active", ownerReferences=[{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"],
+        "blockOwnerDeletion": True}]))
+    api.create("/api/v1/namespaces/active/configmaps", _configmap("held", "active", finalizers=["example.com/hold"]))
+    api.delete("/api/v1/namespaces/active/configmaps/held")
+    api.create("/api/v1/namespaces/leaving/configmaps", _configmap("left", "leaving",
+                                                                   finalizers=["example.com/hold"]))
+    api.create("/api/v1/namespaces/leaving/configmaps", _configmap("plain", "leaving"))
+    with fake.controllers_paused():
+        api.delete("/api/v1/namespaces/leaving")
+        yield Kube.connect(Target(str(fake_kubeconfig)))
+    for path in ("/api/v1/namespaces/active/configmaps/held", "/api/v1/namespaces/leaving/configmaps/left"):
+        api.json_patch(path, [{"op": "remove", "path": "/metadata/finalizers"}])
+
+
+def _names(objects, namespace):
+    return {o.name for o in objects if o.type.resource == "configmaps" and o.namespace == namespace}
+
+
+def test_a_lean_scan_keeps_what_stuck_needs_and_counts_the_rest(populated):
+    lean = inventory.live(populated, None, lean=True)
+    whole = inventory.live(populated, None)
+    # the plain ConfigMap of the active namespace is counted, not kept; everything else is there
+    assert _names(lean.objects, "active") == {"owned", "held"}
+    assert lean.dropped[("", "configmaps", "active")] >= 2  # plain, owner (and kube-root-ca.crt)
+    assert _names(lean.objects, "leaving") == _names(whole.objects, "leaving") >= {"left", "plain"}
+    owned = next(o for o in lean.objects if o.name == "owned")
+    held = next(o for o in lean.objects if o.name == "held")
+    assert isinstance(owned, ThinObject) and not isinstance(held, ThinObject)
+    assert owned.owner_references == next(o for o in whole.objects if o.name == "owned").owner_references
+    # the same report either way
+    lean_rows = find_stuck(lean, facts=Facts(lean, populated))
+    whole_rows = find_stuck(whole, facts=Facts(whole, populated))
+    assert [(r.obj.ref, r.blocker) for r in lean_rows] == [(r.obj.ref, r.blocker) for r in whole_rows]
+    assert {r.obj.ref for r in lean_rows} == {"ConfigMap/active/held", "Namespace/leaving"}
+    namespace = next(r for r in lean_rows if r.obj.ref == "Namespace/leaving")
+    assert namespace.blocker.startswith("namespace: 4 objects remain")  # left, plain, kube-root-ca.crt, default SA
+
+
+def test_what_a_lean_scan_left_out_is_read_again_when_an_explanation_asks(populated):
+    facts = Facts(inventory.live(populated, None, lean=True), populated)
+    assert {o.name for o in facts.objects("", "configmaps", "active")} >= {"plain", "owner", "owned", "held"}
+    assert facts.find("", "configmaps", "active", "plain") is not None
+    assert [o.name for o in facts.blocking_dependents(facts.find("", "configmaps", "active", "owner").uid)] == ["owned"]
+    # read again whole: the same objects, in place, not twice
+    again = facts.objects("", "configmaps", "active", full=True)
+    assert sorted(o.name for o in again) == sorted({o.name for o in again})
+    assert len([o for o in facts.inventory.objects if o.name == "owned"]) == 1
+    assert not isinstance(facts.find("", "configmaps", "active", "owned"), ThinObject)
+
+
+def test_stuck_reports_the_same_from_a_lean_scan_and_from_a_snapshot(populated, fake_kubeconfig, tmp_path):
+    live = json.loads(kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig)).stdout)
+    kfin("snapshot", "-A", "-f", str(tmp_path / "snap.json"), "--kubeconfig", str(fake_kubeconfig))
+    offline = json.loads(kfin("stuck", "--from-snapshot", str(tmp_path / "snap.json"), "-o", "json").stdout)
+    assert [(i["kind"], i["namespace"], i["name"], i["blocker"]) for i in live["items"]] == \
+        [(i["kind"], i["namespace"], i["name"], i["blocker"]) for i in offline["items"]]
+
+
+def test_members_streams_arrays_across_any_chunk_boundary():
+    document = {"apiVersion": "v1", "items": [{"n": i, "s": "é" * (i % 50)} for i in range(300)] + [123456789012],
+                "kind": "List", "metadata": {"resourceVersion": ""}}
+    for chunk in (1, 7, 4096):
+        seen = {}
+        for key, value in members(io.StringIO(json.dumps(document)), frozenset({"items"}), chunk=chunk):
+            seen[key] = list(value) if key == "items" else value
+        assert seen == document
+
+
+@pytest.mark.parametrize("text", ['{"items": [1, 2', '{"items": [1,, 2]}', '{"a": 1} {}', '[1]', '{"a" 1}'])
+def test_members_refuses_what_is_not_one_json_object(text):
+    with pytest.raises(ValueError):
+        for key, value in members(io.StringIO(text), frozenset({"items"}), chunk=2):
+            list(value) if key == "items" else value
+
+
+def test_a_kubectl_list_is_read_item_by_item_with_its_kind_after_the_items(tmp_path):
+    """kubectl sorts keys: `kind` comes after `items`. Plain objects are kept thin, the rest as before."""
+    items = [_configmap(f"cm-{i}", "apps") for i in range(50)]
+    items.append(_configmap("held", "apps", finalizers=["example.com/hold"], deletionTimestamp="2026-01-01T00:00:00Z"))
+    items.append({"kind": "Pod", "metadata": {"name": "web", "namespace": "apps"},
+                  "spec": {"nodeName": "n1", "containers": [{"name": "c", "env": [{"name": "PASSWORD", "value": "x"}]}]}})
+    path = tmp_path / "list.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {}}, sort_keys=True))
+    loaded = inventory.load(str(path))
+    assert len(loaded.objects) == 52
+    assert sum(isinstance(o, ThinObject) for o in loaded.objects) == 50
+    pod = next(o for o in loaded.objects if o.name == "web")
+    assert pod.raw["spec"] == {"nodeName": "n1"} and "PASSWORD" not in json.dumps(pod.raw)
+    result = kfin("stuck", "--from-snapshot", str(path), "-o", "json")
+    assert [i["name"] for i in json.loads(result.stdout)["items"]] == ["held"]
+    path.write_text(json.dumps({"apiVersion": "v1", "items": [{"metadata": {"name": "x"}}], "kind": "ConfigMapList"}))
+    assert [o.type.kind for o in inventory.load(str(path)).objects] == ["ConfigMap"]  # its kind from the List's
