@@ -2,7 +2,7 @@
 
     python -m bench                         # tests/fakeapi, N = 1,000, 10,000 and 50,000
     python -m bench --kubeconfig K --context C   # a real cluster (objects in kfin-bench-* namespaces)
-    python -m bench --sizes 200 --crds 3 --repeat 1 --startup-runs 1   # the smoke run of the tests
+    python -m bench --sizes 200 --crds 3 --repeat 1 --startup-runs 1 --list-objects 2000 --fleet 2   # smoke run
 
 The report (Markdown) goes to stdout, progress to stderr; --record FILE puts it into FILE between
 its results markers (bench/RESULTS.md), --json FILE keeps the raw figures.
@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import measure, report
+from bench import listfile, measure, report
+from bench.fleet import Fleet
 from bench.load import Loader, object_types
 from bench.servers import FakeServer, RealServer
 from bench.tools import TOOLS, base_environment, kfin_command
@@ -34,6 +35,10 @@ def parse_args(argv):
     parser.add_argument("--sizes", default="1000,10000,50000", help="object counts, comma-separated")
     parser.add_argument("--crds", type=int, default=20, help="generated CRDs (besides 5 built-in kinds)")
     parser.add_argument("--tools", default="floor,kfin,kubectl,naive", help="which scans to run")
+    parser.add_argument("--list-objects", type=int, default=300_000,
+                        help="items of the kubectl List read with --from-snapshot (0: skip)")
+    parser.add_argument("--fleet", type=int, default=20, help="contexts of the --all-contexts run (0: skip)")
+    parser.add_argument("--fleet-size", type=int, default=1000, help="objects in each cluster of the fleet")
     parser.add_argument("--graph-max", type=int, default=50_000,
                         help="build the whole owner graph only up to this many objects")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each scan (the median is reported)")
@@ -161,6 +166,19 @@ def main(argv=None) -> int:
                 progress(f"  graph: {figures['nodes']} nodes, {sum(figures['seconds'].values()):.2f} s")
                 results["graph"].append(figures)
         results["types"]["listable"] = len(_listable_types(server))
+        if args.list_objects:
+            progress(f"kubectl List of {args.list_objects:,} items, read with --from-snapshot")
+            results["list_file"] = listfile.measure_list(workdir, args.list_objects)
+            progress(f"  {results['list_file']['file_bytes'] / 2**20:.0f} MB file: "
+                     f"{results['list_file']['peak_rss_mb']:.0f} MB RSS, {results['list_file']['wall']:.2f} s")
+        if args.fleet and not args.kubeconfig:
+            progress(f"fleet of {args.fleet} clusters")
+            fleet = Fleet(workdir, args.fleet, args.fleet_size, min(args.crds, 3), log=progress)
+            try:
+                results["fleet"] = dict(fleet.measure(args.repeat), size=args.fleet_size)
+            finally:
+                fleet.close()
+            progress(f"  {results['fleet']['wall']:.2f} s for {args.fleet}, {results['fleet']['one']:.2f} s for one")
         progress("start-up")
         results["startup"] = startup(args.startup_runs)
     finally:

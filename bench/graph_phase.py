@@ -1,11 +1,11 @@
-"""The owner graph of a whole snapshot: load, build, analyse, render the tree and the DOT export.
+"""The owner graph of a whole snapshot: load, build, analyse, render the tree (as `kfin graph` prints it to
+a pipe or for a large graph: kfin.render_graph.plain_tree), and the DOT and JSON exports.
 
 Run as its own process (`python -m bench.graph_phase SNAPSHOT`) so that its peak RSS is its own; prints
 one JSON object of timings (seconds, the best of three runs) on stdout. The same kfin functions
 `kfin graph` uses.
 """
 
-import io
 import json
 import resource
 import sys
@@ -21,7 +21,6 @@ def main(path: str) -> int:
     from kfin import render_graph as rg
     from kfin.causes import blocker_line, explain_cached
     from kfin.facts import Facts
-    from rich.console import Console
 
     facts = Facts(inventory.load(path))
     objects = facts.everything(None)
@@ -40,16 +39,13 @@ def main(path: str) -> int:
                                           lambda o: blocker_line(explain_cached(o, facts))))
     found, chains = best("analyse", lambda: (g.problems(graph), rg.chains(graph)))
 
-    def render_tree():
-        out = io.StringIO()
-        Console(file=out, width=200, no_color=True, color_system=None, highlight=False).print(rg.tree(graph))
-        return out.getvalue().count("\n")
-    tree_lines = best("tree", render_tree)
+    tree_lines = best("tree", lambda: rg.plain_tree(graph).count("\n"))
     dot = best("dot", lambda: rg.to_dot(graph))
+    exported = best("json", lambda: rg.to_json(graph))
 
     print(json.dumps({"objects": len(objects), "nodes": graph.number_of_nodes(), "edges": graph.number_of_edges(),
                       "problems": len(found), "chains": len(chains), "tree_lines": tree_lines,
-                      "dot_bytes": len(dot), "seconds": timings,
+                      "dot_bytes": len(dot), "json_bytes": len(exported), "seconds": timings,
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
     return 0
 

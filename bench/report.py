@@ -129,7 +129,7 @@ def growth_rows(results: dict) -> list[list]:
         for field in ("wall", "requests", "bytes", "peak_rss_mb"):
             figures.setdefault(f"{NAMES[r['tool']]}: {field}", {})[r["size"]] = r[field]
     for g in results["graph"]:
-        for phase in ("build", "analyse", "tree", "dot"):
+        for phase in ("build", "analyse", "tree", "dot", "json"):
             figures.setdefault(f"graph: {phase}", {})[g["size"]] = g["seconds"][phase]
         figures.setdefault("graph: peak_rss_mb", {})[g["size"]] = g["peak_rss_mb"]
     rows = []
@@ -187,13 +187,28 @@ def markdown(results: dict) -> str:
             ["command", "median s", "min s", "max s", "runs"],
             [[f"`{r['command']}`", f"{r['median']:.3f}", f"{r['min']:.3f}", f"{r['max']:.3f}", r["runs"]]
              for r in results["startup"]])]
+    listing = results.get("list_file")
+    if listing:
+        parts += ["### A kubectl List read with --from-snapshot (kfin stuck -o json, one process)", _table(
+            ["items", "file MB", "wall s", "peak RSS MB", "RSS / file", "Terminating found"],
+            [[f"{listing['objects']:,}", f"{listing['file_bytes'] / 2**20:.0f}", f"{listing['wall']:.2f}",
+              f"{listing['peak_rss_mb']:.0f}", f"{listing['peak_rss_mb'] / (listing['file_bytes'] / 2**20):.2f}",
+              f"{listing['found']}/{listing['expected']}"]])]
+    fleet = results.get("fleet")
+    if fleet:
+        parts += [f"### Fleet: kfin stuck -A --all-contexts over {fleet['contexts']} clusters of "
+                  f"{fleet['size']:,} objects (each its own tests/fakeapi process)", _table(
+                      ["contexts", "wall s", "one context s", "ratio"],
+                      [[fleet["contexts"], f"{fleet['wall']:.2f}", f"{fleet['one']:.2f}",
+                        f"{fleet['wall'] / fleet['one']:.1f}×"]])]
     if results["graph"]:
         parts += ["### Owner graph of the whole snapshot (kfin.graph, one process)", _table(
-            ["objects", "nodes", "edges", "load s", "build s", "analyse s", "tree s", "DOT s", "peak RSS MB",
-             "snapshot s (kfin snapshot -A)"],
+            ["objects", "nodes", "edges", "load s", "build s", "analyse s", "tree s (plain)", "DOT s", "JSON s",
+             "peak RSS MB", "snapshot s (kfin snapshot -A)"],
             [[f"{g['objects']:,}", f"{g['nodes']:,}", f"{g['edges']:,}", f"{g['seconds']['load']:.2f}",
               f"{g['seconds']['build']:.2f}", f"{g['seconds']['analyse']:.2f}", f"{g['seconds']['tree']:.2f}",
-              f"{g['seconds']['dot']:.2f}", f"{g['peak_rss_mb']:.0f}", f"{g['snapshot_wall']:.2f}"]
+              f"{g['seconds']['dot']:.2f}", f"{g['seconds'].get('json', 0):.2f}", f"{g['peak_rss_mb']:.0f}",
+              f"{g['snapshot_wall']:.2f}"]
              for g in results["graph"]])]
     growth = growth_rows(results)
     if growth:

@@ -28,6 +28,10 @@ def _facts(options: Options, from_snapshot: str | None, refresh: bool) -> Facts:
     return Facts(inv, kube, scanned=False)
 
 
+# Above this many nodes even a terminal gets the plain tree: Rich lays out each line (~80 µs a node).
+RICH_TREE_MAX = 2000
+
+
 def _blocker(facts: Facts):
     from kfin.causes import blocker_line, explain_cached
     return lambda obj: blocker_line(explain_cached(obj, facts))
@@ -155,7 +159,10 @@ def graph(options: Options, *, target: list[str], depth: int | None, kinds: list
         sys.stdout.write(rg.to_graphml(owners))
     else:
         out = console(piped_width=200)
-        out.print(rg.tree(owners, depth, title))
+        if sys.stdout.isatty() and owners.number_of_nodes() <= RICH_TREE_MAX:
+            out.print(rg.tree(owners, depth, title))
+        else:
+            sys.stdout.write(rg.plain_tree(owners, depth, title))
         _print_chains(owners, focus, out)
         found = g.problems(owners)
         if found:

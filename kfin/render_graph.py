@@ -7,54 +7,88 @@ import json
 import networkx as nx
 
 from kfin.graph import blocking_chain, label, problems, roots
-from kfin.render import markup_safe
 
 
-def _state(data: dict) -> str:
+def _state(data: dict) -> list[tuple[str, str]]:
+    """(style, text) pieces after a node's label: missing, Terminating for how long, its finalizers."""
     from kfin.durations import format_age
 
     parts = []
     if data.get("missing"):
-        parts.append("[red]missing[/]")
+        parts.append(("red", "missing"))
     if data.get("terminating"):
         age = data.get("terminatingSeconds")
-        parts.append("[bold red]Terminating[/]" + (f" for {format_age(age)}" if age is not None else ""))
+        parts.append(("bold red", "Terminating" + (f" for {format_age(age)}" if age is not None else "")))
     if data.get("finalizers"):
-        parts.append("finalizers: " + markup_safe(", ".join(data["finalizers"])))
-    return ("  " + "  ".join(parts)) if parts else ""
+        parts.append(("", "finalizers: " + ", ".join(data["finalizers"])))
+    return parts
+
+
+def walk(graph: nx.DiGraph, depth: int | None = None) -> list[tuple[int, bool, list[tuple[str, str]]]]:
+    """The owner tree as lines: (level, last among its siblings, [(style, text)]), roots at level 1; a node
+    under several owners is drawn once and referred to after. Iterative: an owner chain may be deep."""
+    lines = []
+    drawn: set[str] = set()
+    stack = [(root, None, 1, last) for root, last in _with_last(roots(graph))][::-1]
+    while stack:
+        node, edge, level, last = stack.pop()
+        pieces = []
+        if edge and edge.get("cause") and edge["cause"] != "blocking-dependent":
+            pieces.append(("bold red", f"⛔ {edge['cause']} "))
+        elif edge and edge.get("blocking"):
+            pieces.append(("bold red", "⛔ blocks "))
+        elif edge and edge.get("problem"):
+            pieces.append(("yellow", f"{edge['problem']} "))
+        pieces.append(("", label(graph, node)))
+        for style, text in _state(graph.nodes[node]):
+            pieces += [("", "  "), (style, text)]
+        if node in drawn:
+            lines.append((level, last, pieces + [("dim", " (shown above)")]))
+            continue
+        drawn.add(node)
+        lines.append((level, last, pieces))
+        if depth is not None and level >= depth:
+            if graph.out_degree(node):
+                lines.append((level + 1, True, [("dim", f"… {graph.out_degree(node)} more below (--depth)")]))
+            continue
+        children = sorted(graph.out_edges(node, data=True), key=lambda e: label(graph, e[1]))
+        stack += [(child, data, level + 1, last) for (_, child, data), last in _with_last(children)][::-1]
+    return lines
+
+
+def _with_last(items) -> list[tuple]:
+    items = list(items)
+    return [(item, at == len(items) - 1) for at, item in enumerate(items)]
 
 
 def tree(graph: nx.DiGraph, depth: int | None = None, title: str = ""):
-    """A rich Tree, roots first; a node under several owners is drawn once and referred to after."""
+    """A rich Tree of walk()'s lines (on a terminal: colours, and the terminal's width)."""
     from rich.tree import Tree
 
+    from kfin.render import markup_safe
+
     top = Tree(markup_safe(title) if title else "owner graph", guide_style="dim")
-    drawn: set[str] = set()
-
-    def add(parent, node: str, edge: dict | None, level: int):
-        marker = ""
-        if edge and edge.get("cause") and edge["cause"] != "blocking-dependent":
-            marker = f"[bold red]⛔ {markup_safe(edge['cause'])} [/]"
-        elif edge and edge.get("blocking"):
-            marker = "[bold red]⛔ blocks [/]"
-        elif edge and edge.get("problem"):
-            marker = f"[yellow]{markup_safe(edge['problem'])} [/]"
-        text = marker + markup_safe(label(graph, node)) + _state(graph.nodes[node])
-        if node in drawn:
-            parent.add(text + " [dim](shown above)[/]")
-            return
-        drawn.add(node)
-        branch = parent.add(text)
-        if depth is not None and level >= depth:
-            if graph.out_degree(node):
-                branch.add(f"[dim]… {graph.out_degree(node)} more below (--depth)[/]")
-            return
-        for _, child, data in sorted(graph.out_edges(node, data=True), key=lambda e: label(graph, e[1])):
-            add(branch, child, data, level + 1)
-
-    for root in roots(graph):
-        add(top, root, None, 1)
+    parents = [top]
+    for level, _, pieces in walk(graph, depth):
+        text = "".join(f"[{style}]{markup_safe(t)}[/]" if style else markup_safe(t) for style, t in pieces)
+        del parents[level:]
+        parents.append(parents[level - 1].add(text))
     return top
+
+
+def plain_tree(graph: nx.DiGraph, depth: int | None = None, title: str = "") -> str:
+    """The same tree as plain text with the same guides, built by joining strings: what a pipe or a large
+    graph gets (Rich lays out each line as a renderable, about 80 µs a node; this about 3)."""
+    from kfin.output import printable
+
+    out = [printable(title, one_line=True) if title else "owner graph"]
+    open_levels: list[bool] = []  # per level above: whether a later sibling is still to come
+    for level, last, pieces in walk(graph, depth):
+        del open_levels[level - 1:]
+        guides = "".join("│   " if more else "    " for more in open_levels)
+        out.append(guides + ("└── " if last else "├── ") + printable("".join(t for _, t in pieces), one_line=True))
+        open_levels.append(not last)
+    return "\n".join(out) + "\n"
 
 
 def chains(graph: nx.DiGraph) -> list[tuple[str, list[str]]]:

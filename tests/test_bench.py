@@ -62,7 +62,8 @@ def test_the_loader_leaves_its_objects_terminating_and_takes_everything_away(fak
 def test_a_smoke_run_of_the_benchmark(tmp_path):
     figures = tmp_path / "figures.json"
     done = subprocess.run([sys.executable, "-m", "bench", "--sizes", "200", "--crds", "3", "--repeat", "1",
-                           "--startup-runs", "1", "--json", str(figures)],
+                           "--startup-runs", "1", "--list-objects", "2000", "--fleet", "2", "--fleet-size", "100",
+                           "--json", str(figures)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(figures.read_text())
@@ -73,7 +74,10 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
         assert row["requests"] > 0 and row["bytes"] > 0 and row["wall"] > 0
     rows = {row["tool"]: row for row in results["scan"]}
     assert rows["floor"]["requests"] >= results["types"]["listable"] and rows["floor"]["bytes"] > 0.5 * rows["kfin"]["bytes"]
-    assert results["graph"][0]["nodes"] >= 200
+    assert results["graph"][0]["nodes"] >= 200 and results["graph"][0]["seconds"]["json"] > 0
+    listing = results["list_file"]
+    assert listing["found"] == listing["expected"] > 0 and listing["file_bytes"] > 2000 * 500
+    assert results["fleet"]["contexts"] == 2 and results["fleet"]["wall"] > 0
     assert {r["command"] for r in results["startup"]} >= {"kfin --help", "kfin --version", "python -c pass"}
     assert "### Full scan" in done.stdout and "### Targets" in done.stdout and "wall × floor" in done.stdout
 
@@ -88,7 +92,7 @@ def test_a_smoke_run_against_a_cluster_given_by_kubeconfig_cleans_up_after_itsel
         figures = tmp_path / "figures.json"
         done = subprocess.run([sys.executable, "-m", "bench", "--kubeconfig", str(kubeconfig), "--context", "fake",
                                "--sizes", "300", "--crds", "2", "--repeat", "1", "--startup-runs", "1",
-                               "--tools", "kfin,naive", "--json", str(figures)],
+                               "--tools", "kfin,naive", "--list-objects", "0", "--fleet", "0", "--json", str(figures)],
                               cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         results = json.loads(figures.read_text())

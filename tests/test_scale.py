@@ -4,6 +4,7 @@ bench/; these tests check that the answers stay the same."""
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,8 @@ from kfin.model import ThinObject
 from kfin.stuck import find_stuck
 from tests.fakeapi.rawclient import RawClient
 from tests.runner import kfin
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "stuck-cluster.json"
 
 
 def _configmap(name, namespace, **meta):
@@ -124,3 +127,22 @@ def test_a_kubectl_list_is_read_item_by_item_with_its_kind_after_the_items(tmp_p
     assert [i["name"] for i in json.loads(result.stdout)["items"]] == ["held"]
     path.write_text(json.dumps({"apiVersion": "v1", "items": [{"metadata": {"name": "x"}}], "kind": "ConfigMapList"}))
     assert [o.type.kind for o in inventory.load(str(path)).objects] == ["ConfigMap"]  # its kind from the List's
+
+
+def test_the_plain_tree_reads_as_the_rich_tree_of_the_same_graph():
+    """A pipe or a large graph gets plain_tree (strings joined); a terminal gets Rich's: the same text."""
+    from rich.console import Console
+
+    from kfin import graph as g
+    from kfin import render_graph as rg
+
+    facts = Facts(inventory.load(str(EXAMPLE)))
+    objects = facts.everything(None)
+    owners = g.build(objects, facts.inventory.observed_at, facts.listed_kinds(), lambda o: "")
+    for depth in (None, 2):
+        out = io.StringIO()
+        Console(file=out, width=300, no_color=True, color_system=None, highlight=False).print(
+            rg.tree(owners, depth, "owner graph"))
+        rich_text = "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
+        assert rg.plain_tree(owners, depth, "owner graph") == rich_text
+        assert rich_text.count("\n") > 10

@@ -1,0 +1,74 @@
+"""Many clusters from one machine: `kfin stuck --all-contexts` over N contexts against one context.
+
+Each cluster is its own tests/fakeapi process (as each real cluster is its own API server), loaded
+with the same small data set; one kubeconfig names them all. The figure is the wall time of the
+fleet's scan over that of one context's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bench import measure
+from bench.load import Loader, connect
+from bench.tools import base_environment, kfin_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Fleet:
+    def __init__(self, workdir: Path, clusters: int, size: int, crds: int, log=print):
+        self.workdir, self.processes, self.configs = workdir, [], []
+        for number in range(clusters):
+            path = workdir / f"cluster-{number:02d}.kubeconfig"
+            process = subprocess.Popen([sys.executable, "-m", "tests.fakeapi", "--kubeconfig", str(path), "--tls"],
+                                       cwd=ROOT, stdout=subprocess.PIPE, text=True)
+            process.stdout.readline()  # its URL: it listens
+            self.processes.append(process)
+            self.configs.append(json.loads(path.read_text()))
+
+        def load(path: Path) -> None:
+            loader = Loader(connect(str(path), "fake"), crds, log=lambda *_: None)
+            loader.prepare()
+            loader.grow(size)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(load, [workdir / f"cluster-{n:02d}.kubeconfig" for n in range(clusters)]))
+        log(f"fleet: {clusters} clusters of {size} objects")
+        self.kubeconfig = workdir / "fleet.kubeconfig"
+        self.kubeconfig.write_text(json.dumps(self._merged()))
+
+    def _merged(self) -> dict:
+        clusters, users, contexts = [], [], []
+        for number, config in enumerate(self.configs):
+            name = f"cluster-{number:02d}"
+            clusters.append({"name": name, "cluster": config["clusters"][0]["cluster"]})
+            admin = next(u for u in config["users"] if u["name"] == "admin")
+            users.append({"name": name, "user": admin["user"]})
+            contexts.append({"name": name, "context": {"cluster": name, "user": name}})
+        return {"apiVersion": "v1", "kind": "Config", "clusters": clusters, "users": users, "contexts": contexts,
+                "current-context": contexts[0]["name"]}
+
+    def measure(self, repeat: int) -> dict:
+        def timed(extra: list[str]) -> float:
+            walls = []
+            for _ in range(repeat):
+                cache = Path(tempfile.mkdtemp(prefix="fleet-cache-", dir=self.workdir))
+                ran = measure.run(kfin_command() + ["stuck", "-o", "json", "--kubeconfig", str(self.kubeconfig)] + extra,
+                                  {**base_environment(), "KFIN_CACHE_DIR": str(cache)})
+                if ran.exit_code not in (0, 8):
+                    raise SystemExit(f"kfin stuck {' '.join(extra)} failed with exit code {ran.exit_code}")
+                walls.append(ran.wall)
+            return sorted(walls)[len(walls) // 2]
+        one = timed(["-A", "--context", "cluster-00"])
+        return {"contexts": len(self.processes), "one": one, "wall": timed(["-A", "--all-contexts"])}
+
+    def close(self) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.wait(timeout=10)
