@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from kfin.causes import blocker_line, explain_cached
 from kfin.facts import Facts
 from kfin.model import KubeObject
@@ -34,9 +32,69 @@ class Step:
                 "type": "kfin" if self.by_kfin else "operator"}
 
 
+class _Nodes(dict):
+    """node -> attributes; called as graph.nodes(data=True) like networkx's node view."""
+
+    def __call__(self, data: bool = False):
+        return self.items() if data else self.keys()
+
+
+class Digraph:
+    """The few operations of networkx.DiGraph a blocking chain uses, in insertion order like networkx:
+    followed for every stuck object of a scan, it must not cost networkx's import (0.15 s) to a command
+    that never draws a graph."""
+
+    def __init__(self):
+        self.nodes = _Nodes()
+        self._out: dict[str, dict[str, dict]] = {}
+        self._in: dict[str, dict[str, dict]] = {}
+
+    def add_node(self, node: str, **data) -> None:
+        self.nodes.setdefault(node, {}).update(data)
+        self._out.setdefault(node, {})
+        self._in.setdefault(node, {})
+
+    def add_edge(self, a: str, b: str, **data) -> None:
+        self.add_node(a)
+        self.add_node(b)
+        self._out[a].setdefault(b, {}).update(data)
+        self._in[b][a] = self._out[a][b]
+
+    def __contains__(self, node) -> bool:
+        return node in self.nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def edges(self, data: bool = False):
+        return [(a, b, d) if data else (a, b) for a, out in self._out.items() for b, d in out.items()]
+
+    def out_edges(self, node: str, data: bool = False):
+        return [(node, b, d) if data else (node, b) for b, d in self._out[node].items()]
+
+    def in_edges(self, node: str, data: bool = False):
+        return [(a, node, d) if data else (a, node) for a, d in self._in[node].items()]
+
+    def out_degree(self, node: str) -> int:
+        return len(self._out[node])
+
+    def distances(self, start: str) -> dict[str, int]:
+        """Every node reachable from `start` (itself included) and its distance (breadth first)."""
+        depth, frontier = {start: 0}, [start]
+        while frontier:
+            following = []
+            for node in frontier:
+                for child in self._out[node]:
+                    if child not in depth:
+                        depth[child] = depth[node] + 1
+                        following.append(child)
+            frontier = following
+        return depth
+
+
 @dataclass
 class Chain:
-    graph: nx.DiGraph
+    graph: Digraph
     start: str
     roots: list[str]
     steps: list[Step] = field(default_factory=list)
@@ -75,7 +133,7 @@ def node_id(obj: KubeObject) -> str:
 
 def follow(obj: KubeObject, facts: Facts) -> Chain:
     """The blocking graph below `obj`, its root causes and the plan."""
-    graph = nx.DiGraph()
+    graph = Digraph()
     start = node_id(obj)
     queue, seen, truncated = [obj], {start}, False
     while queue:
@@ -104,9 +162,9 @@ def follow(obj: KubeObject, facts: Facts) -> Chain:
                     graph.add_node(there, label=link.actor, actor=True, stuck=False, line=link.why, verdict=None)
                 graph.add_edge(here, there, type=link.kind, why=link.why, step=link.step,
                                verdict=finding.verdict.value, finalizer=finding.finalizer)
-    reachable = nx.descendants(graph, start) | {start}
+    depth = graph.distances(start)
+    reachable = set(depth)
     roots = [n for n in reachable if graph.out_degree(n) == 0]
-    depth = nx.single_source_shortest_path_length(graph, start)
     roots.sort(key=lambda n: (-depth.get(n, 0), graph.nodes[n]["label"]))
     chain = Chain(graph, start, roots, truncated=truncated, depth=depth)
     chain.steps = _steps(chain)

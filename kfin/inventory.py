@@ -81,7 +81,7 @@ def load(path: str) -> Inventory:
 
 
 STREAMED = frozenset({"items", "objects"})
-KEEP_ALL = Lean()  # thin, never dropped: a file cannot be read again on demand
+KEEP_ALL = Lean(for_file=True)  # thin, never dropped: a file cannot be read again on demand
 
 
 def _load(handle, path: str) -> Inventory:

@@ -9,7 +9,7 @@ from typing import Callable
 from kfin.discovery import failure_of
 from kfin.errors import KfinError, NotFoundError
 from kfin.gcpause import paused_gc
-from kfin.model import Failure, KubeObject, ResourceType, ThinObject, owner_tuples
+from kfin.model import Failure, KubeObject, ResourceType, ThinObject, owned_object, owner_tuples
 from kfin.parallel import completed
 
 NAMESPACES = ("", "namespaces")
@@ -127,24 +127,33 @@ def reduce_object(key: tuple[str, str], obj: dict) -> dict:
 class Lean:
     """What a scan for stuck objects may leave out, and what it left out.
 
-    Objects that are not being deleted and carry no finalizer are kept as ThinObjects (identity and
-    owners); of those, the ones without owners are only counted, except in the namespaces whose content
+    Objects that are not being deleted and carry no finalizer are kept as OwnedObjects (identity and the
+    uids of their owners); those without owners are only counted, except in the namespaces whose content
     an explanation lists (Terminating ones). What stays is what the report and the blocking graph need:
     Terminating objects, objects with finalizers, the owner edges that lead to them, and the whole kinds
     explanations read. Facts read a dropped (type, namespace) again, on demand, if an explanation asks.
+
+    `for_file`: a file cannot be read again, so nothing is dropped and owners keep kind and name (the
+    graph names them): ThinObjects.
     """
 
-    def __init__(self, whole_namespaces: set[str] | None = None):
+    def __init__(self, whole_namespaces: set[str] | None = None, for_file: bool = False):
         self.whole_namespaces = whole_namespaces  # None: not known yet, nothing is dropped
+        self.for_file = for_file
         self.dropped: Counter = Counter()  # (group, resource, namespace) -> objects counted, not kept
 
     def keep(self, r: ResourceType, meta: dict) -> KubeObject | None:
         namespace = sys.intern(meta.get("namespace") or "")
-        owners = owner_tuples(meta, sys.intern)
-        if not owners and self.whole_namespaces is not None and namespace not in self.whole_namespaces:
+        if self.for_file:
+            return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "",
+                              owner_tuples(meta, sys.intern))
+        owned = owned_object(r, meta, namespace)
+        if owned is not None:
+            return owned
+        if self.whole_namespaces is not None and namespace not in self.whole_namespaces:
             self.dropped[(r.group, r.resource, namespace if r.namespaced else "")] += 1
             return None
-        return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "", owners)
+        return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "")
 
 
 def to_object(r: ResourceType, item: dict, full: bool, lean: Lean | None = None) -> KubeObject | None:

@@ -52,10 +52,37 @@ def metadata_problem(meta: Any, named: bool = True) -> str | None:
         return f"metadata is {type_name(meta)}, not an object"
     if named and not (isinstance(meta.get("name"), str) and meta.get("name")):
         return "metadata.name is missing" if "name" not in meta else "metadata.name is not a non-empty string"
+    if _well_formed(meta):  # every item of every scan comes here: the common case in straight-line code
+        return None
     for field, (ok, wanted) in METADATA_FIELDS.items():
         if field in meta and not ok(meta[field]):
             return f"metadata.{field} is {type_name(meta[field])}, not {wanted}"
     return None
+
+
+def _well_formed(meta: dict) -> bool:
+    """METADATA_FIELDS' checks, all passed (JSON gives exact types, so `type(v) is` suffices)."""
+    get = meta.get
+    if not (type(get("name", "")) is str and type(get("namespace", "")) is str and type(get("uid", "")) is str
+            and type(get("resourceVersion", "")) is str):
+        return False
+    for key, kind in (("deletionTimestamp", str), ("creationTimestamp", str), ("labels", dict),
+                      ("annotations", dict), ("deletionGracePeriodSeconds", int)):
+        value = get(key)
+        if value is not None and type(value) is not kind:
+            return False
+    finalizers = get("finalizers")
+    if finalizers is not None and (type(finalizers) is not list or any(type(f) is not str for f in finalizers)):
+        return False
+    refs = get("ownerReferences")
+    if refs is not None:
+        if type(refs) is not list:
+            return False
+        for ref in refs:
+            if type(ref) is not dict or not (type(ref.get("apiVersion", "")) is str and type(ref.get("kind", "")) is str
+                                             and type(ref.get("name", "")) is str and type(ref.get("uid", "")) is str):
+                return False
+    return True
 
 
 def _is_int(value) -> bool:
