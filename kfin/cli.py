@@ -110,6 +110,8 @@ def stuck_command(
         concurrency: int = typer.Option(16, "--concurrency", min=1, max=64,
                                         help="How many resource types to list at once."),
         chunk_size: int = typer.Option(500, "--chunk-size", min=1, help="Objects per list request (page)."),
+        max_info_series: int = typer.Option(500, "--max-info-series", min=0, metavar="N",
+                                            help="-o prometheus: at most N kfin_stuck_object_info series."),
         kubeconfig: KubeconfigOpt = None, namespace: NamespaceOpt = None, all_namespaces: AllNamespacesOpt = None,
         output: OutputOpt = None, request_timeout: TimeoutOpt = None):
     """List every object stuck in Terminating, with its finalizers and its blocker.
@@ -131,7 +133,8 @@ def stuck_command(
     raise typer.Exit(int(stuck(options, kinds=kind, finalizer=finalizer, older_than=older_than,
                                exit_code=exit_code, refresh=refresh, from_snapshot=from_snapshot,
                                contexts=context or ([options.context] if options.context else []),
-                               all_contexts=all_contexts, concurrency=concurrency, chunk_size=chunk_size)))
+                               all_contexts=all_contexts, concurrency=concurrency, chunk_size=chunk_size,
+                               max_info_series=max_info_series)))
 
 
 @app.command("explain")
@@ -280,6 +283,34 @@ def wait_command(
     options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
                      request_timeout=request_timeout)
     raise typer.Exit(int(wait(options, kind=kind, name=name, timeout=timeout)))
+
+
+@app.command("serve")
+def serve_command(
+        ctx: typer.Context,
+        listen: str = typer.Option(":9847", "--listen", metavar="ADDR",
+                                   help="Where to serve /metrics, /healthz and /readyz (HOST:PORT or :PORT)."),
+        interval: str = typer.Option("60s", "--interval", metavar="DURATION", help="Time between scans (30s, 5m)."),
+        max_info_series: int = typer.Option(500, "--max-info-series", min=0, metavar="N",
+                                            help="At most N kfin_stuck_object_info series."),
+        concurrency: int = typer.Option(16, "--concurrency", min=1, max=64,
+                                        help="How many resource types to list at once."),
+        chunk_size: int = typer.Option(500, "--chunk-size", min=1, help="Objects per list request (page)."),
+        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
+        request_timeout: TimeoutOpt = None):
+    """Scan periodically (read-only) and serve the result to Prometheus.
+
+    Uses the in-cluster service account when run in a Pod, else the kubeconfig. Scans the whole cluster
+    unless -n is given. The last good result is served while a scan fails (see kfin_result_age_seconds).
+
+    Example: kfin serve --listen :9847 --interval 60s
+    """
+    from kfin.commands_serve import serve
+
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
+                     request_timeout=request_timeout)
+    raise typer.Exit(int(serve(options, listen=listen, interval=interval, max_info_series=max_info_series,
+                               concurrency=concurrency, chunk_size=chunk_size)))
 
 
 @app.command("audit")

@@ -120,16 +120,33 @@ def report_failures(inventories: list[Inventory]) -> None:
         warn_failures(inv.failures, f"[{inv.context}] " if len(inventories) > 1 and inv.context else "")
 
 
+def find_all(options: Options, contexts: list[str], from_snapshot: str | None, refresh: bool, *,
+             concurrency: int = 16, chunk_size: int = 500, kinds=(), finalizer=None, older: float | None = None):
+    """(stuck rows of every context, oldest first; the Facts they came from): what `kfin stuck` prints
+    and what `kfin serve` exposes at each scan."""
+    from kfin.stuck import Filters, find_stuck
+
+    sources = gather(options, contexts, from_snapshot, refresh, concurrency=concurrency, chunk_size=chunk_size,
+                     lean=True)
+    filters = Filters(resolve_kinds(list(kinds), [f.inventory for f in sources]), finalizer, older)
+    rows = [row for facts in sources for row in find_stuck(facts.inventory, filters, facts)]
+    rows.sort(key=lambda r: (-r.terminating_seconds, r.context, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
+    return rows, sources
+
+
 def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh, from_snapshot, contexts,
-          all_contexts, concurrency, chunk_size) -> int:
+          all_contexts, concurrency, chunk_size, max_info_series: int = 500) -> int:
+    import time
+
     from kfin import render
     from kfin.durations import parse_duration
     from kfin.kube import context_names
     from kfin.names import check_kind
     from kfin.options import check_output
-    from kfin.stuck import Filters, find_stuck, report, storage_problems
+    from kfin.stuck import report, storage_problems
 
-    fmt = check_output(options, ("table", "wide", "json", "yaml", "name"))
+    started = time.monotonic()
+    fmt = check_output(options, ("table", "wide", "json", "yaml", "name", "prometheus"))
     for text in kinds or []:
         check_kind(text)  # before anything is read
     try:
@@ -138,12 +155,9 @@ def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh,
         raise UsageError(f"--older-than: {error}") from None
     if all_contexts:
         contexts = context_names(options.kubeconfig)
-    sources = gather(options, list(contexts or []), from_snapshot, refresh, concurrency=concurrency,
-                     chunk_size=chunk_size, lean=True)
+    rows, sources = find_all(options, list(contexts or []), from_snapshot, refresh, concurrency=concurrency,
+                             chunk_size=chunk_size, kinds=kinds or (), finalizer=finalizer, older=older)
     inventories = [f.inventory for f in sources]
-    filters = Filters(resolve_kinds(list(kinds or []), inventories), finalizer, older)
-    rows = [row for facts in sources for row in find_stuck(facts.inventory, filters, facts)]
-    rows.sort(key=lambda r: (-r.terminating_seconds, r.context, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
     report_failures(inventories)
     gating = gating_webhooks(rows, sources)
     for why, count in gating.items():
@@ -152,7 +166,12 @@ def stuck(options: Options, *, kinds, finalizer, older_than, exit_code, refresh,
                for f in sources for p in storage_problems(f.inventory)]
     for problem in related:
         warn(f"related: {problem['message']}")
-    if fmt in ("json", "yaml"):
+    if fmt == "prometheus":
+        from kfin import metrics
+
+        families = metrics.stuck_families(rows, inventories, time.monotonic() - started, time.time(), max_info_series)
+        sys.stdout.write(metrics.exposition(families))
+    elif fmt in ("json", "yaml"):
         render.dump(dict(report(rows, inventories), webhooks=[{"problem": why, "stuckObjects": count}
                                                              for why, count in gating.items()],
                          related=related), fmt)

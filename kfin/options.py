@@ -22,7 +22,7 @@ NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", metava
 AllNamespacesOpt = Annotated[Optional[bool], typer.Option("--all-namespaces", "-A",
                              help="Every namespace, and cluster-scoped objects.")]
 OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FORMAT",
-                      help="Output format: table, wide, json, yaml (and name, where listed).")]
+                      help="Output format: table, wide, json, yaml (and name, prometheus, where listed).")]
 TimeoutOpt = Annotated[Optional[str], typer.Option("--request-timeout", metavar="DURATION",
                        help="Deadline for each API request, retries included, e.g. 10s, 1m; 0 means none.")]
 

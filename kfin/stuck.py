@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import fnmatch
 
 from kfin.blocking import follow, root_summary
-from kfin.causes import blocker_line, explain_cached, family
+from kfin.causes import blocker_line, explain_cached, family, main_finding
 from kfin.causes.ghosts import missing_namespace
 from kfin.facts import Facts
 from kfin.model import Inventory, KubeObject, format_time
@@ -22,6 +22,14 @@ class StuckObject:
     conditions: list[dict] = field(default_factory=list)
     context: str = ""
     root_causes: list[dict] = field(default_factory=list)
+    verdict: str | None = None  # of the finding that speaks for it (causes.main_finding)
+    family: str | None = None  # that finding's family
+
+    @property
+    def root_cause(self) -> str:
+        """The first root cause in a few words: the object or the actor at the end of the chain."""
+        first = self.root_causes[0] if self.root_causes else {}
+        return first.get("object") or first.get("actor") or self.obj.ref
 
     def to_dict(self, with_context: bool = False) -> dict:
         o, meta = self.obj, self.obj.meta
@@ -33,7 +41,7 @@ class StuckObject:
             "deletionGracePeriodSeconds": meta.get("deletionGracePeriodSeconds"),
             "terminatingSeconds": int(self.terminating_seconds),
             "finalizers": o.finalizers, "specFinalizers": o.spec_finalizers,
-            "families": self.families, "blocker": self.blocker,
+            "families": self.families, "blocker": self.blocker, "verdict": self.verdict,
             "ownerReferences": len(o.owner_references),
             "rootCauses": self.root_causes,
         })
@@ -76,11 +84,13 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts 
         is_namespace = (obj.type.group, obj.type.resource) == ("", "namespaces")
         conditions = list((obj.raw.get("status") or {}).get("conditions") or []) if is_namespace else []
         chain = follow(obj, facts)
-        line = blocker_line(explain_cached(obj, facts))
+        explanation = explain_cached(obj, facts)
+        line, main = blocker_line(explanation), main_finding(explanation)
         root = root_summary(chain)
         rows.append(StuckObject(obj, seconds, names, list(dict.fromkeys(family(f).name for f in names)),
                                 f"{line}; {root}" if root else line, conditions, inventory.context,
-                                chain.root_causes()))
+                                chain.root_causes(), main.verdict.value if main else None,
+                                main.family if main else None))
     rows.sort(key=lambda r: (-r.terminating_seconds, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
     return rows
 
