@@ -4,8 +4,9 @@ collector, a Pushgateway, or `kfin serve`'s /metrics.
 Series and their cardinality:
 - kfin_stuck_objects, kfin_stuck_seconds: one series per (context, namespace, group, kind, family,
   verdict) that has stuck objects; bounded by the number of stuck objects, usually a handful.
-- kfin_stuck_object_info: one series per stuck object, oldest first, at most `max_info` of them (the
-  rest counted in kfin_stuck_object_info_omitted): names are unbounded, so they are capped.
+- kfin_stuck_object_info, kfin_stuck_object_seconds: one series each per stuck object, oldest first, at
+  most `max_info` objects (the rest counted in kfin_stuck_object_info_omitted): names are unbounded, so
+  they are capped.
 - kfin_scan_failures: one series per (context, reason) that failed.
 """
 
@@ -77,6 +78,10 @@ def stuck_families(rows, inventories, duration: float | None, finished_at: float
                   [({"context": r.context, "namespace": r.obj.namespace, "group": r.obj.type.group,
                      "kind": r.obj.type.kind, "name": r.obj.name, "family": r.family or "", "verdict": r.verdict or "",
                      "root_cause": r.root_cause}, 1) for r in shown])
+    ages = Family("kfin_stuck_object_seconds", "gauge",
+                  "How long each object of kfin_stuck_object_info has been Terminating, in seconds.",
+                  [({"context": r.context, "namespace": r.obj.namespace, "group": r.obj.type.group,
+                     "kind": r.obj.type.kind, "name": r.obj.name}, round(r.terminating_seconds)) for r in shown])
     omitted = Family("kfin_stuck_object_info_omitted", "gauge",
                      "Stuck objects left out of kfin_stuck_object_info by its cap (--max-info-series).",
                      [({}, len(rows) - len(shown))])
@@ -90,7 +95,7 @@ def stuck_families(rows, inventories, duration: float | None, finished_at: float
                     [({"context": c, "reason": r}, n) for (c, r), n in sorted(failures.items())])
     scanned = Family("kfin_scan_complete", "gauge", "1 when every listable type of the context could be read.",
                      [({"context": inv.context}, inv.complete) for inv in inventories])
-    out = [objects, seconds, info, omitted, failed, scanned]
+    out = [objects, seconds, info, ages, omitted, failed, scanned]
     if duration is not None:
         out.append(Family("kfin_scan_duration_seconds", "gauge", "How long the last scan took, in seconds.",
                           [({}, round(duration, 3))]))
