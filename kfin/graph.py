@@ -113,9 +113,14 @@ def add_blocking(graph: nx.DiGraph, chain, observed_at=None) -> None:
 def problems(graph: nx.DiGraph) -> list[Problem]:
     out = []
     graph = owners_only(graph)
-    for owner, dependent, data in graph.edges(data=True):
-        d, o = graph.nodes[dependent], graph.nodes[owner]
-        ref = label(graph, dependent)
+    controllers: dict[str, list[str]] = {}
+    edges = ((owner, dependent, data) for owner, children in graph.adjacency() for dependent, data in children.items())
+    for owner, dependent, data in edges:
+        if data["controller"]:
+            controllers.setdefault(dependent, []).append(owner)
+        if not data["problem"]:
+            continue
+        o, ref = graph.nodes[owner], label(graph, dependent)
         if data["problem"] == "dangling":
             out.append(Problem("dangling", dependent, f"{ref} names owner {o['kind']}/{o['name']} (uid {o['uid']}), "
                                                       "which does not exist: the garbage collector will delete it"))
@@ -130,14 +135,33 @@ def problems(graph: nx.DiGraph) -> list[Problem]:
             out.append(Problem("namespaced-owner", dependent, f"cluster-scoped {ref} names namespaced owner "
                                                               f"{label(graph, owner)}: unresolvable, never "
                                                               "garbage-collected"))
-    for node in graph.nodes:
-        controllers = [o for o, _, data in graph.in_edges(node, data=True) if data["controller"]]
-        if len(controllers) > 1:
-            out.append(Problem("several-controllers", node, f"{label(graph, node)} has {len(controllers)} controller "
-                                                            "owners: " + ", ".join(label(graph, c) for c in controllers)))
-    for cycle in nx.simple_cycles(graph):
+    several_owned = {n for n, owners in controllers.items() if len(owners) > 1}
+    for node in (n for n in graph.nodes if n in several_owned):
+        several = controllers[node]
+        if len(several) > 1:
+            out.append(Problem("several-controllers", node, f"{label(graph, node)} has {len(several)} controller "
+                                                            "owners: " + ", ".join(label(graph, c) for c in several)))
+    for cycle in nx.simple_cycles(graph.subgraph(_on_cycles(graph))):
         out.append(Problem("cycle", cycle[0], "ownership cycle: " + " -> ".join(label(graph, n) for n in cycle + cycle[:1])))
     return out
+
+
+def _on_cycles(graph: nx.DiGraph) -> set[str]:
+    """Nodes on a cycle or below one: what a topological peel (Kahn's) cannot remove. Ownership graphs
+    are almost always forests, so this is usually empty, and finding cycles costs one pass instead of a
+    search of the whole graph."""
+    succ = dict(graph.adjacency())
+    owners = dict.fromkeys(succ, 0)
+    for children in succ.values():
+        for child in children:
+            owners[child] += 1
+    queue = [n for n, count in owners.items() if count == 0]
+    while queue:
+        for child in succ[queue.pop()]:
+            owners[child] -= 1
+            if owners[child] == 0:
+                queue.append(child)
+    return {n for n, count in owners.items() if count > 0}
 
 
 def owners_only(graph: nx.DiGraph) -> nx.DiGraph:
@@ -191,14 +215,34 @@ def restrict(graph: nx.DiGraph, kinds: set[str] | None = None, only_stuck: bool 
     return graph.subgraph(closed).copy()
 
 
-def roots(graph: nx.DiGraph) -> list[str]:
+def labels(graph: nx.DiGraph) -> dict[str, str]:
+    """label() of every node, computed once (a large graph's renderings sort by it)."""
+    out = {}
+    for node, d in graph.nodes(data=True):
+        kind = f"{d['kind']}.{d['group']}" if d.get("group") else d["kind"]
+        out[node] = f"{kind}/{d['namespace'] + '/' if d.get('namespace') else ''}{d['name']}"
+    return out
+
+
+def roots(graph: nx.DiGraph, named: dict[str, str] | None = None) -> list[str]:
     """Nodes without owners, then one node of each ownership cycle not reachable from them."""
-    found = sorted((n for n in graph.nodes if graph.in_degree(n) == 0), key=lambda n: label(graph, n))
-    reached = set(found)
+    named = named if named is not None else labels(graph)
+    succ = dict(graph.adjacency())  # the adjacency dicts themselves: networkx's views cost a call per lookup
+    owned = {child for children in succ.values() for child in children}
+    found = sorted((n for n in graph if n not in owned), key=named.__getitem__)
+    reached: set[str] = set()
+
+    def reach(start: str) -> None:
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            if node not in reached:
+                reached.add(node)
+                stack.extend(succ[node])
     for n in found:
-        reached |= nx.descendants(graph, n)
-    for n in sorted((n for n in graph.nodes if n not in reached), key=lambda n: label(graph, n)):
+        reach(n)
+    for n in sorted((n for n in graph if n not in reached), key=named.__getitem__):
         if n not in reached:  # only cycles are left: sort those, not the whole graph
             found.append(n)
-            reached |= {n} | nx.descendants(graph, n)
+            reach(n)
     return found
