@@ -109,14 +109,23 @@ class Facts:
         return next((o for o in found or [] if o.name == name and o.namespace == (namespace or "")), None)
 
     def _read(self, rtype: ResourceType, namespace: str | None, full: bool) -> None:
-        from kfin.discovery import failure_of
+        self._apply(rtype, namespace, full, self._fetch(rtype, namespace, full))
+
+    def _fetch(self, rtype: ResourceType, namespace: str | None, full: bool) -> list[KubeObject] | KfinError:
+        """The network half of a read (safe in a worker thread); _apply merges it (in the caller's)."""
         from kfin.scan import read_objects
 
-        key = (rtype.group, rtype.resource, namespace or "")
         try:
-            fresh = read_objects(self.kube, rtype, namespace, self.chunk_size, full=full)
+            return read_objects(self.kube, rtype, namespace, self.chunk_size, full=full)
         except KfinError as error:
-            failure = failure_of("list", _target(rtype, namespace), error)
+            return error
+
+    def _apply(self, rtype: ResourceType, namespace: str | None, full: bool, fresh) -> None:
+        from kfin.discovery import failure_of
+
+        key = (rtype.group, rtype.resource, namespace or "")
+        if isinstance(fresh, KfinError):
+            failure = failure_of("list", _target(rtype, namespace), fresh)
             self.unreadable[key] = failure
             self.inventory.failures.append(failure)
             return
@@ -127,6 +136,32 @@ class Facts:
         if full:
             self.inventory.detailed.add(key)
         self.memo.clear()
+
+    def prefetch(self, wanted: set[tuple[str, str, str | None]], concurrency: int = 8) -> None:
+        """Read whole, in parallel, what explanations are about to ask for one by one ((group, resource,
+        namespace or None), as causes declare it: kfin.causes.reads_for): a few round trips at once instead
+        of one after another. What is already known, or not served, is skipped."""
+        from kfin.parallel import completed
+
+        if self.kube is None:
+            return
+        by_type: dict[tuple, set] = {}
+        for group, resource, namespace in wanted:
+            by_type.setdefault((group, resource), set()).add(namespace)
+        tasks = []
+        for (group, resource), namespaces in sorted(by_type.items()):
+            rtype = self.resource(group, resource)
+            if rtype is None:
+                continue
+            if not rtype.namespaced or None in namespaces or (
+                    self.inventory.namespace is None and len(namespaces) > WIDEN_AFTER):
+                namespaces = {None}
+            tasks += [(rtype, ns) for ns in sorted(namespaces, key=str)
+                      if not self._known((group, resource, (ns or "") if rtype.namespaced else ""), True)
+                      and (group, resource, ns or "") not in self.unreadable]
+        for (rtype, namespace), future in completed(lambda task: self._fetch(task[0], task[1], True), tasks,
+                                                    concurrency):
+            self._apply(rtype, namespace, True, future.result())
 
     def _replace(self, rtype: ResourceType, namespace: str | None, fresh: list[KubeObject]) -> None:
         """Put what was read again of one type (in one namespace) in place of what was known: each object

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import fnmatch
 
 from kfin.blocking import follow, root_summary
-from kfin.causes import blocker_line, explain_cached, family, main_finding
+from kfin.causes import blocker_line, explain_cached, family, main_finding, reads_for
 from kfin.causes.ghosts import missing_namespace
 from kfin.facts import Facts
 from kfin.model import Inventory, KubeObject, format_time
@@ -63,6 +63,8 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts 
     facts = facts or Facts(inventory)
     rows = []
     scope = inventory.namespace
+    if facts.kube is not None:  # what the explanations below will read whole, fetched in parallel first
+        facts.prefetch({read for obj in inventory.objects if obj.terminating for read in reads_for(obj)})
     for obj in list(inventory.objects):
         # a ghost (its namespace forced away) is stuck with its finalizers even when not being deleted
         ghost = scope is None and bool(obj.finalizers) and not obj.terminating and \

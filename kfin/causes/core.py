@@ -119,11 +119,21 @@ CATALOG: list[tuple[Entry, str]] = []  # (entry, cause name), in registration or
 DELETION_CAUSES: list[tuple[str, Callable[[KubeObject], bool], str, str]] = []
 
 
-def explains(name: str, *entries: Entry):
-    """Register a cause: its explainer and the finalizer names it covers."""
+# What a cause reads whole, declared with it, so that a scan fetches it for all stuck objects at once, in
+# parallel, before explaining them one by one: (group, resource, where), where EVERYWHERE (every namespace,
+# or a cluster-scoped kind), OBJECT_NAMESPACE (the explained object's), or a namespace's name.
+EVERYWHERE, OBJECT_NAMESPACE = "*", "."
+READS: dict[str, tuple] = {}
+GATE_READS: list[tuple] = []
+CONTROLLER_MANAGER_LEASE = ("coordination.k8s.io", "leases", "kube-system")
+
+
+def explains(name: str, *entries: Entry, reads: tuple = ()):
+    """Register a cause: its explainer, the finalizer names it covers, and what it reads whole."""
     def register(fn: Explainer) -> Explainer:
         EXPLAINERS[name] = fn
         CATALOG.extend((entry, name) for entry in entries)
+        READS[name] = tuple(reads)
         return fn
     return register
 
@@ -133,19 +143,40 @@ def explains(name: str, *entries: Entry):
 GATES: list[Callable[[KubeObject, Facts], list[Link]]] = []
 
 
-def gates(fn: Callable[[KubeObject, Facts], list[Link]]):
-    """Register a cause that gates every finalizer of an object."""
-    GATES.append(fn)
-    return fn
+def gates(*, reads: tuple = ()):
+    """Register a cause that gates every finalizer of an object, and what it reads whole."""
+    def register(fn: Callable[[KubeObject, Facts], list[Link]]):
+        GATES.append(fn)
+        GATE_READS.extend(reads)
+        return fn
+    return register
 
 
-def explains_deletion(name: str, applies: Callable[[KubeObject], bool], protects: str, owner: str):
+def explains_deletion(name: str, applies: Callable[[KubeObject], bool], protects: str, owner: str,
+                       reads: tuple = ()):
     """Register a cause that holds a deletion without a finalizer (a Pod's graceful deletion)."""
     def register(fn: Explainer) -> Explainer:
         EXPLAINERS[name] = fn
         DELETION_CAUSES.append((name, applies, protects, owner))
+        READS[name] = tuple(reads)
         return fn
     return register
+
+
+def reads_for(obj: KubeObject) -> set[tuple[str, str, str | None]]:
+    """(group, resource, namespace or None for everywhere) of what explaining `obj` reads whole, as its
+    causes declare it."""
+    names = [family(f).name for f in obj.finalizers + obj.spec_finalizers]
+    if not names and obj.terminating:
+        names = [name for name, applies, _, _ in DELETION_CAUSES if applies(obj)]
+    declared = [read for name in names for read in READS.get(name, ())]
+    if obj.finalizers:
+        declared += GATE_READS
+    out = set()
+    for group, resource, where in declared:
+        namespace = None if where == EVERYWHERE else (obj.namespace or None) if where == OBJECT_NAMESPACE else where
+        out.add((group, resource, namespace))
+    return out
 
 
 def family(finalizer: str) -> Family:

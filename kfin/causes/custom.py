@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kfin.causes.core import Context, Finding, Link, Verdict, explains, remove_command
+from kfin.causes.core import (EVERYWHERE, OBJECT_NAMESPACE, Context, Finding, Link, Verdict, explains,
+                              remove_command)
 from kfin.model import KubeObject
 from kfin.scan import MANAGERS
 
@@ -148,7 +149,10 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
     return found
 
 
-@explains("custom")
+@explains("custom", reads=(
+    (RBAC, "clusterroles", EVERYWHERE), (RBAC, "clusterrolebindings", EVERYWHERE), (RBAC, "roles", OBJECT_NAMESPACE),
+    (RBAC, "rolebindings", OBJECT_NAMESPACE), ("apps", "deployments", EVERYWHERE), ("apps", "statefulsets", EVERYWHERE),
+    ("apps", "daemonsets", EVERYWHERE)))
 def custom(ctx: Context) -> Finding:
     obj, facts = ctx.obj, ctx.facts
     risk = (f"whatever the controller of {ctx.finalizer.split('/')[0]} cleans up first (an external database, "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kfin.causes.core import (Context, Entry, Finding, Link, Verdict, explains, state_line,
+from kfin.causes.core import (CONTROLLER_MANAGER_LEASE, Context, Entry, Finding, Link, Verdict, explains, state_line,
                               waiting_on_controller_manager)
 from kfin.model import KubeObject
 
@@ -33,7 +33,7 @@ def _chain(ctx: Context, owner: KubeObject, depth: int, lines: list[str], seen: 
 
 
 @explains("foregroundDeletion", Entry("foregroundDeletion", "an owner until its blocking dependents are deleted",
-                                      "kube-controller-manager (garbage collector)"))
+                                      "kube-controller-manager (garbage collector)"), reads=(CONTROLLER_MANAGER_LEASE,))
 def foreground(ctx: Context) -> Finding:
     risk = ("low: without it the owner goes at once and the garbage collector deletes the dependents in the "
             "background instead of first")
@@ -60,7 +60,7 @@ def foreground(ctx: Context) -> Finding:
 
 
 @explains("orphan", Entry("orphan", "an owner until its dependents are released",
-                          "kube-controller-manager (garbage collector)"))
+                          "kube-controller-manager (garbage collector)"), reads=(CONTROLLER_MANAGER_LEASE,))
 def orphan(ctx: Context) -> Finding:
     risk = ("removing it turns orphaning into cascading deletion: the garbage collector then deletes the "
             "dependents you meant to keep")

@@ -18,7 +18,7 @@ def missing_namespace(obj: KubeObject, facts: Facts) -> str | None:
     return None if namespaces is None or obj.namespace in namespaces else obj.namespace
 
 
-@gates
+@gates()
 def ghost(obj: KubeObject, facts: Facts) -> list[Link]:
     namespace = missing_namespace(obj, facts)
     if namespace is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from kfin.causes.core import (Context, Entry, Finding, Link, Verdict, explains, state_line,
+from kfin.causes.core import (CONTROLLER_MANAGER_LEASE, EVERYWHERE, Context, Entry, Finding, Link, Verdict, explains, state_line,
                               waiting_on_controller_manager)
 
 STALE_GROUP = re.compile(r"(\S+): stale GroupVersion discovery")
@@ -27,7 +27,8 @@ def unavailable_apiservices(ctx: Context) -> list:
 
 
 @explains("namespace", Entry("kubernetes", "a namespace until its content is deleted",
-                             "kube-controller-manager (namespace controller)"))
+                             "kube-controller-manager (namespace controller)"),
+          reads=(("apiregistration.k8s.io", "apiservices", EVERYWHERE), CONTROLLER_MANAGER_LEASE))
 def namespace(ctx: Context) -> Finding:
     ns, facts = ctx.obj, ctx.facts
     conditions = {c["type"]: c for c in (ns.raw.get("status") or {}).get("conditions") or []}

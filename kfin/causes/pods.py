@@ -3,7 +3,8 @@ containers stopped. When that kubelet is gone, nothing ever confirms (captures 1
 
 from __future__ import annotations
 
-from kfin.causes.core import Context, Finding, Link, Verdict, controller_manager, explains_deletion
+from kfin.causes.core import (EVERYWHERE, OBJECT_NAMESPACE, Context, Finding, Link, Verdict, controller_manager,
+                              explains_deletion)
 from kfin.model import KubeObject, parse_time
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -24,7 +25,7 @@ GRACEFUL_DELETION = "graceful deletion"  # the cause's name: kfin remove force-d
 
 
 @explains_deletion(GRACEFUL_DELETION, _graceful, "a Pod until its kubelet confirms that its containers stopped",
-                   "the kubelet of its node")
+                   "the kubelet of its node", reads=(("", "nodes", EVERYWHERE), ("", "pods", OBJECT_NAMESPACE)))
 def graceful_deletion(ctx: Context) -> Finding:
     facts, pod = ctx.facts, ctx.obj
     full = facts.find("", "pods", pod.namespace, pod.name, full=True) or pod

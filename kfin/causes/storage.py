@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kfin.causes.core import (Context, Entry, Finding, Link, Verdict, explains, remove_command,
+from kfin.causes.core import (CONTROLLER_MANAGER_LEASE, OBJECT_NAMESPACE, Context, Entry, Finding, Link, Verdict, explains, remove_command,
                               waiting_on_controller_manager)
 from kfin.facts import pod_claims
 from kfin.model import KubeObject
@@ -32,7 +32,8 @@ def _pod_step(pod: KubeObject) -> str:
 
 
 @explains("pvc-protection", Entry("kubernetes.io/pvc-protection", "a claim still used by a Pod",
-                                  "kube-controller-manager (pvc-protection controller)"))
+                                  "kube-controller-manager (pvc-protection controller)"),
+          reads=(("", "pods", OBJECT_NAMESPACE), CONTROLLER_MANAGER_LEASE))
 def pvc_protection(ctx: Context) -> Finding:
     claim, facts = ctx.obj, ctx.facts
     users = facts.claim_users(claim)

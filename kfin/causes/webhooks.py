@@ -5,7 +5,7 @@ every finalizer of the object, whatever each one protects."""
 
 from __future__ import annotations
 
-from kfin.causes.core import Link, gates
+from kfin.causes.core import EVERYWHERE, Link, gates
 from kfin.facts import Facts
 from kfin.model import KubeObject
 
@@ -63,7 +63,8 @@ def backend_problem(hook: dict, facts: Facts) -> str | None:
     return None if ready else f"its Service {namespace}/{name} has no ready endpoints"
 
 
-@gates
+@gates(reads=((GROUP, "validatingwebhookconfigurations", EVERYWHERE),
+               (GROUP, "mutatingwebhookconfigurations", EVERYWHERE)))
 def failing_webhooks(obj: KubeObject, facts: Facts) -> list[Link]:
     links = []
     namespace_labels = {}
