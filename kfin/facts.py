@@ -38,7 +38,6 @@ class Facts:
         self._dropped = set(inventory.dropped)  # left out by a lean scan: read again when asked for
         self._blocking: dict[str, list[KubeObject]] | None = None
         self._index: dict | None = None  # see _by_type
-        self._positions: dict[str, int] | None = None  # uid -> where in inventory.objects
         self._namespaces_read: Counter = Counter()  # (group, resource) -> namespaces read one by one
         self.memo: dict = {}  # what analyses worked out from these facts (explanations), kept for reuse
 
@@ -101,7 +100,7 @@ class Facts:
         return self._index
 
     def _forget_indexes(self) -> None:
-        self._index = self._positions = self._blocking = None
+        self._index = self._blocking = None
         self.memo.clear()
 
     def find(self, group: str, resource: str, namespace: str, name: str, *, full: bool = False) -> KubeObject | None:
@@ -121,20 +120,27 @@ class Facts:
             return error
 
     def _apply(self, rtype: ResourceType, namespace: str | None, full: bool, fresh) -> None:
+        self._apply_all([(rtype, namespace, fresh)], full)
+
+    def _apply_all(self, reads: list[tuple[ResourceType, str | None, object]], full: bool) -> None:
         from kfin.discovery import failure_of
 
-        key = (rtype.group, rtype.resource, namespace or "")
-        if isinstance(fresh, KfinError):
-            failure = failure_of("list", _target(rtype, namespace), fresh)
-            self.unreadable[key] = failure
-            self.inventory.failures.append(failure)
-            return
-        self._replace(rtype, namespace, fresh)
-        self._listed.add(key)
-        self._dropped = {d for d in self._dropped
-                         if d[:2] != key[:2] or (namespace is not None and d[2] not in ("", namespace))}
-        if full:
-            self.inventory.detailed.add(key)
+        done = []
+        for rtype, namespace, fresh in reads:
+            key = (rtype.group, rtype.resource, namespace or "")
+            if isinstance(fresh, KfinError):
+                failure = failure_of("list", _target(rtype, namespace), fresh)
+                self.unreadable[key] = failure
+                self.inventory.failures.append(failure)
+                continue
+            done.append((rtype, namespace, fresh))
+            self._listed.add(key)
+            self._dropped = {d for d in self._dropped
+                             if d[:2] != key[:2] or (namespace is not None and d[2] not in ("", namespace))}
+            if full:
+                self.inventory.detailed.add(key)
+        if done:
+            self._replace(done)
         self.memo.clear()
 
     def prefetch(self, wanted: set[tuple[str, str, str | None]], concurrency: int = 8) -> None:
@@ -159,45 +165,33 @@ class Facts:
             tasks += [(rtype, ns) for ns in sorted(namespaces, key=str)
                       if not self._known((group, resource, (ns or "") if rtype.namespaced else ""), True)
                       and (group, resource, ns or "") not in self.unreadable]
-        for (rtype, namespace), future in completed(lambda task: self._fetch(task[0], task[1], True), tasks,
-                                                    concurrency):
-            self._apply(rtype, namespace, True, future.result())
+        fetched = [(rtype, namespace, future.result()) for (rtype, namespace), future in
+                   completed(lambda task: self._fetch(task[0], task[1], True), tasks, concurrency)]
+        self._apply_all(fetched, True)
 
-    def _replace(self, rtype: ResourceType, namespace: str | None, fresh: list[KubeObject]) -> None:
-        """Put what was read again of one type (in one namespace) in place of what was known: each object
-        where it was (found by uid), new ones at the end, gone ones out; indexes updated, not rebuilt."""
+    def _replace(self, reads: list[tuple[ResourceType, str | None, list[KubeObject]]]) -> None:
+        """Put what was read again of some types (each everywhere or in one namespace) in place of what was
+        known: one pass over every object for the whole batch (prefetch applies its reads together), and
+        the indexes updated rather than rebuilt."""
         inv, index = self.inventory, self._by_type()
-        if self._positions is None:
-            self._positions = {o.uid: at for at, o in enumerate(inv.objects) if o.uid}
-        by_namespace = index.setdefault((rtype.group, rtype.resource), {})
-        old = [o for ns, found in by_namespace.items() if namespace is None or ns == namespace for o in found]
-        fresh_uids = {o.uid for o in fresh}
-        gone = {id(o) for o in old if o.uid not in fresh_uids or not o.uid}
-        if gone:  # rare (deleted since the scan): the one case that costs a pass over every object
-            inv.objects = [o for o in inv.objects if id(o) not in gone]
-            self._positions = {o.uid: at for at, o in enumerate(inv.objects) if o.uid}
-        replaced = {}
-        for obj in fresh:
-            at = self._positions.get(obj.uid)
-            if at is None:
-                self._positions[obj.uid] = len(inv.objects)
-                inv.objects.append(obj)
-            else:
-                replaced[id(inv.objects[at])] = obj
-                inv.objects[at] = obj
-        for ns in [ns for ns in by_namespace if namespace is None or ns == namespace]:
-            del by_namespace[ns]
-        for obj in fresh:
-            by_namespace.setdefault(obj.namespace, []).append(obj)
-        if self._blocking is not None:
-            if gone:
-                self._blocking = None
-            else:
-                for dependents in self._blocking.values():
-                    dependents[:] = [replaced.get(id(d), d) for d in dependents]
-                known = {id(o) for o in replaced.values()}
+        old: list[KubeObject] = []
+        for rtype, namespace, fresh in reads:
+            by_namespace = index.setdefault((rtype.group, rtype.resource), {})
+            for ns in [ns for ns in by_namespace if namespace is None or ns == namespace]:
+                old += by_namespace.pop(ns)
+            for obj in fresh:
+                by_namespace.setdefault(obj.namespace, []).append(obj)
+        gone = {id(o) for o in old}
+        inv.objects = [o for o in inv.objects if id(o) not in gone] + [o for _, _, fresh in reads for o in fresh]
+        if self._blocking is not None:  # the same objects read again: same owners, new instances
+            newer = {o.uid: o for _, _, fresh in reads for o in fresh if o.uid}
+            for dependents in self._blocking.values():
+                dependents[:] = [newer[d.uid] if id(d) in gone else d for d in dependents
+                                 if id(d) not in gone or d.uid in newer]
+            known = {o.uid for o in old}
+            for _, _, fresh in reads:
                 for obj in fresh:
-                    if id(obj) not in known:
+                    if obj.uid not in known:
                         self._add_blocking(obj)
 
     def listed_kinds(self) -> set[tuple[str, str]]:
