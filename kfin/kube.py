@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -21,6 +22,7 @@ from kfin.shapes import ShapeError, check_dict, check_object, check_page
 JSON = "application/json"
 # Metadata-only answers keep Secret data (and every spec) on the server. The JSON fallback lets
 # aggregated APIs that cannot produce PartialObjectMetadata answer with full objects instead of 406.
+_PARSING = threading.Lock()  # see Kube._pages
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
@@ -318,21 +320,29 @@ class Kube:
     def get_metadata(self, path: str, what=None) -> dict:
         return check_object(self.request("GET", path, accept=METADATA_ACCEPT, what=what), f"GET {path}")
 
-    def list_metadata_pages(self, path: str, limit: int = 500, what=None) -> Iterator[dict]:
-        """Every page of a metadata-only list (an empty list answers `items: null`)."""
-        return self._pages(path, limit, METADATA_LIST_ACCEPT, what)
+    def list_metadata_pages(self, path: str, limit: int = 500, what=None, reduce=None) -> Iterator:
+        """Every page of a metadata-only list (an empty list answers `items: null`); `reduce(page)` is
+        yielded instead of a page when given (see _pages)."""
+        return self._pages(path, limit, METADATA_LIST_ACCEPT, what, reduce)
 
-    def list_pages(self, path: str, limit: int = 500, what=None) -> Iterator[dict]:
+    def list_pages(self, path: str, limit: int = 500, what=None, reduce=None) -> Iterator:
         """Every page of a list of full objects."""
-        return self._pages(path, limit, JSON, what)
+        return self._pages(path, limit, JSON, what, reduce)
 
-    def _pages(self, path: str, limit: int, accept: str, what) -> Iterator[dict]:
+    def _pages(self, path: str, limit: int, accept: str, what, reduce=None) -> Iterator:
+        """Pages are fetched by as many threads as list at once, but parsed (and reduced) one at a time:
+        parsing holds the GIL anyway, and so only one page is ever held parsed, not one per thread, which is
+        most of a large scan's memory (issue 17)."""
         token = None
         while True:
-            answer = self.request("GET", path, {"limit": limit, "continue": token}, accept=accept, what=what)
-            page = check_page(answer, f"GET {path}")
-            yield page
-            token = (page.get("metadata") or {}).get("continue")
+            _, _, data = self.send("GET", path, {"limit": limit, "continue": token}, accept=accept, what=what)
+            with _PARSING:
+                page = check_page(self._json(path, data), f"GET {path}")
+                del data
+                token = (page.get("metadata") or {}).get("continue")
+                out = reduce(page) if reduce else page
+                del page
+            yield out
             if not token:
                 return
 

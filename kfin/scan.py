@@ -171,16 +171,15 @@ def to_object(r: ResourceType, item: dict, full: bool, lean: Lean | None = None)
 def read_objects(kube, r: ResourceType, namespace: str | None, page_size: int = 500,
                  full: bool = False, lean: Lean | None = None) -> list[KubeObject]:
     """Every object of one type: metadata-only, or whole and reduced to REDUCED_FIELDS (`full`). Each page
-    is turned into what is kept before the next is read, so a page's parsed JSON never outlives it."""
+    is turned into what is kept as it is parsed (Kube._pages), so a page's parsed JSON never outlives it."""
     what = ("list", r.qualified, namespace if r.namespaced else None)
-    pages = (kube.list_pages if full else kube.list_metadata_pages)(r.path(namespace), page_size, what=what)
-    out = []
-    for page in pages:
-        for item in page.get("items") or []:
-            obj = to_object(r, item, full, lean)
-            if obj is not None:
-                out.append(obj)
-    return out
+
+    def kept(page: dict) -> list[KubeObject]:
+        found = (to_object(r, item, full, lean) for item in page.get("items") or [])
+        return [obj for obj in found if obj is not None]
+    pages = (kube.list_pages if full else kube.list_metadata_pages)(r.path(namespace), page_size, what=what,
+                                                                     reduce=kept)
+    return [obj for objects in pages for obj in objects]
 
 
 def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: set = frozenset(),
