@@ -149,10 +149,11 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
     return found
 
 
+# RBAC always (small objects); workloads are read where a grant points, or everywhere only when RBAC names
+# nobody, so they are not fetched ahead (whole Deployments of a large cluster are many megabytes).
 @explains("custom", reads=(
     (RBAC, "clusterroles", EVERYWHERE), (RBAC, "clusterrolebindings", EVERYWHERE), (RBAC, "roles", OBJECT_NAMESPACE),
-    (RBAC, "rolebindings", OBJECT_NAMESPACE), ("apps", "deployments", EVERYWHERE), ("apps", "statefulsets", EVERYWHERE),
-    ("apps", "daemonsets", EVERYWHERE)))
+    (RBAC, "rolebindings", OBJECT_NAMESPACE)))
 def custom(ctx: Context) -> Finding:
     obj, facts = ctx.obj, ctx.facts
     risk = (f"whatever the controller of {ctx.finalizer.split('/')[0]} cleans up first (an external database, "
