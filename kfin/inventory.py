@@ -89,17 +89,21 @@ def _load(handle, path: str) -> Inventory:
 
     document: dict = {}
     items: _ListItems | None = None
+    kept: list[KubeObject] | None = None
     for key, value in members(handle, STREAMED):
         if key == "items" and isinstance(value, Iterator):
             items = _ListItems(path, document.get("apiVersion"))
             for index, item in enumerate(value):
                 items.add(index, item)
         elif key == "objects" and isinstance(value, Iterator):
-            document[key] = list(value)  # a kfin snapshot: its own objects are already reduced
+            if "resources" in document:  # kfin writes its types first: each object is kept as it is read
+                kept = _snapshot_objects(value, _snapshot_resources(document, path), path)
+            else:
+                document[key] = list(value)
         else:
             document[key] = value
     if document.get("kind") == SNAPSHOT_KIND and document.get("apiVersion") == SNAPSHOT_API_VERSION:
-        return _from_snapshot(document, path)
+        return _from_snapshot(document, path, kept)
     if items is not None and str(document.get("kind", "")).endswith("List"):
         return items.inventory(document)
     if isinstance(document.get("items"), list) and str(document.get("kind", "")).endswith("List"):
@@ -132,16 +136,12 @@ def _bad(path: str, where: str, problem: str) -> UsageError:
     return UsageError(f"{path}: {where} is malformed: {problem}")
 
 
-def _from_snapshot(document: dict, path: str) -> Inventory:
+def _from_snapshot(document: dict, path: str, kept: list[KubeObject] | None = None) -> Inventory:
+    """A kfin snapshot; `kept`: its objects, when they were already turned into KubeObjects as read."""
     for key in ("observedAt", "context", "server", "namespace"):
         if document.get(key) is not None and not isinstance(document[key], str):
             raise UsageError(f"{path}: {key} is {type_name(document[key])}, not a string")
-    resources = []
-    for index, entry in enumerate(_entries(document, "resources", path)):
-        problem = resource_problem(entry)
-        if problem:
-            raise _bad(path, f"resources[{index}]", problem)
-        resources.append(ResourceType.from_dict(entry))
+    resources = _snapshot_resources(document, path)
     failures = []
     for index, entry in enumerate(_entries(document, "failures", path)):
         if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in FAILURE_FIELDS):
@@ -152,15 +152,30 @@ def _from_snapshot(document: dict, path: str) -> Inventory:
         if not isinstance(entry, list) or len(entry) != 3 or not all(isinstance(v, str) for v in entry):
             raise _bad(path, f"detailed[{index}]", "each entry is [group, resource, namespace]")
         detailed.add(tuple(entry))
+    objects = kept if kept is not None else _snapshot_objects(_entries(document, "objects", path), resources, path)
+    return Inventory(resources, objects, failures, parse_time(document.get("observedAt")) or datetime.now(timezone.utc),
+                     document.get("context") or "", document.get("server") or "", document.get("namespace"), detailed)
+
+
+def _snapshot_resources(document: dict, path: str) -> list[ResourceType]:
+    resources = []
+    for index, entry in enumerate(_entries(document, "resources", path)):
+        problem = resource_problem(entry)
+        if problem:
+            raise _bad(path, f"resources[{index}]", problem)
+        resources.append(ResourceType.from_dict(entry))
+    return resources
+
+
+def _snapshot_objects(raws, resources: list[ResourceType], path: str) -> list[KubeObject]:
     catalog = Catalog(resources + builtin_resources())
     objects = []
-    for index, raw in enumerate(_entries(document, "objects", path)):
+    for index, raw in enumerate(raws):
         problem = object_problem(raw) or _identity_problem(raw)
         if problem:
             raise _bad(path, f"objects[{index}]", problem)
         objects.append(_kept(_type_of(catalog, raw), raw))
-    return Inventory(resources, objects, failures, parse_time(document.get("observedAt")) or datetime.now(timezone.utc),
-                     document.get("context") or "", document.get("server") or "", document.get("namespace"), detailed)
+    return objects
 
 
 def _identity_problem(raw: dict) -> str | None:

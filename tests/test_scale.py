@@ -165,3 +165,15 @@ def test_what_causes_declare_they_read_is_fetched_once_before_explaining(populat
     assert reads["/apis/rbac.authorization.k8s.io/v1/namespaces/active/roles"] == 1
     assert reads["/apis/rbac.authorization.k8s.io/v1/clusterroles"] == 1
     assert all(count == 1 for path, count in reads.items() if "/events" not in path), reads
+
+
+def test_a_kfin_snapshot_loads_the_same_whatever_the_order_of_its_keys(tmp_path):
+    """kfin writes `resources` before `objects`, so objects are kept as they are read; a file written by
+    something else, with `objects` first, is read too (its objects then wait for the types)."""
+    document = json.loads(EXAMPLE.read_text())
+    reordered = dict(sorted(document.items(), key=lambda kv: kv[0] != "objects"))
+    assert list(reordered)[0] == "objects"
+    (tmp_path / "reordered.json").write_text(json.dumps(reordered))
+    first, second = inventory.load(str(EXAMPLE)), inventory.load(str(tmp_path / "reordered.json"))
+    assert [(o.ref, o.raw) for o in first.objects] == [(o.ref, o.raw) for o in second.objects]
+    assert first.resources == second.resources and len(first.objects) == len(document["objects"])
