@@ -115,6 +115,8 @@ def targets(results: dict) -> list[tuple[str, str, bool | None]]:
     if "kfin --help" in startup:
         helped, plain = startup["kfin --help"], startup["python -c pass"]
         out.append(("kfin --help < 0.3 s", f"{helped:.3f} s", helped < 0.3))
+        out.append(("kfin --help ≤ 1.5 × python -c pass + 0.15 s",
+                    f"{helped:.3f} s ≤ {1.5 * plain + 0.15:.3f} s", helped <= 1.5 * plain + 0.15))
     return out
 
 

@@ -2,7 +2,6 @@
 read-only scans, memory across scans. A real Prometheus scraping it is in tests/test_prometheus.py."""
 
 import gc
-import json
 import os
 import signal
 import socket
@@ -18,7 +17,7 @@ import pytest
 
 from kfin import metrics
 from kfin.errors import ExitCode
-from kfin.serve import Exporter, http_server, run
+from kfin.serve import Exporter, http_server
 from tests.fakeapi.rawclient import RawClient
 from tests.fakeapi.server import Fault
 from tests.runner import kfin
