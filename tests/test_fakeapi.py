@@ -58,7 +58,7 @@ def test_pagination_walks_every_item_once(api):
         api.create(CM, cm(f"page-{i}"))
     names, token, pages = [], None, 0
     while True:
-        query = f"?limit=3" + (f"&continue={token}" if token else "")
+        query = "?limit=3" + (f"&continue={token}" if token else "")
         page = api.get(CM + query, accept=METADATA_LIST)
         pages += 1
         names += [i["metadata"]["name"] for i in page["items"]]

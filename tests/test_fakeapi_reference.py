@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakeapi import FakeAPIServer
 from tests.fakeapi.rbac import User
 from tests.fakeapi.replay import Replay, normalise, pick
 

@@ -1,7 +1,6 @@
 """README.md tells the truth: its first commands are the install and test commands CI runs, and the
 example outputs it shows from the shipped snapshot are what kfin prints."""
 
-import os
 import re
 import shlex
 from pathlib import Path
