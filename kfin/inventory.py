@@ -40,6 +40,8 @@ def live(kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refr
     if wide:
         more, more_failures = scan(kube, wide, None, full=full, concurrency=concurrency, page_size=chunk_size)
         objects, list_failures = objects + more, list_failures + more_failures
+    if left_out is not None:  # of the objects kept only as owner edges, the dependents of Terminating ones
+        objects += left_out.edges.dependents_of({o.uid for o in objects if o.terminating and o.uid})
     unread = {f.target.split(" ")[0] for f in list_failures}
     detailed = {(r.group, r.resource, "" if r in wide else namespace or "") for r in resources
                 if (r.group, r.resource) in full and r.qualified not in unread}

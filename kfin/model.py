@@ -217,8 +217,8 @@ class OwnedObject(ThinObject):
         return [uid for at, uid in enumerate(self._uids()) if not blocking or self._blocking >> at & 1]
 
 
-def owned_object(rtype: ResourceType, meta: dict, namespace: str) -> OwnedObject | None:
-    """An OwnedObject from metadata with ownerReferences (None when it has none)."""
+def owner_edge(meta: dict) -> tuple[list[str], int] | None:
+    """(owner uids, blockOwnerDeletion bits: bit i for owner i) from metadata; None without owners."""
     refs = [r for r in meta.get("ownerReferences") or () if isinstance(r, dict)]
     if not refs:
         return None
@@ -226,8 +226,17 @@ def owned_object(rtype: ResourceType, meta: dict, namespace: str) -> OwnedObject
     for at, ref in enumerate(refs):
         if ref.get("blockOwnerDeletion"):
             blocking |= 1 << at
-    owners = refs[0].get("uid") or "" if len(refs) == 1 else tuple(r.get("uid") or "" for r in refs)
-    return OwnedObject(rtype, meta.get("name") or "", namespace, meta.get("uid") or "", owners, blocking)
+    return [r.get("uid") or "" for r in refs], blocking
+
+
+def owned_object(rtype: ResourceType, meta: dict, namespace: str, edge: tuple | None = None) -> OwnedObject | None:
+    """An OwnedObject from metadata with ownerReferences (None when it has none); `edge`: owner_edge(meta)."""
+    edge = edge or owner_edge(meta)
+    if edge is None:
+        return None
+    uids, blocking = edge
+    return OwnedObject(rtype, meta.get("name") or "", namespace, meta.get("uid") or "",
+                       uids[0] if len(uids) == 1 else tuple(uids), blocking)
 
 
 def owner_tuples(meta: dict, intern=lambda s: s) -> tuple:

@@ -9,7 +9,8 @@ from typing import Callable
 from kfin.discovery import failure_of
 from kfin.errors import KfinError, NotFoundError
 from kfin.gcpause import paused_gc
-from kfin.model import Failure, KubeObject, ResourceType, ThinObject, owned_object, owner_tuples
+from kfin.model import (Failure, KubeObject, OwnedObject, ResourceType, ThinObject, owned_object, owner_edge,
+                         owner_tuples)
 from kfin.parallel import completed
 
 NAMESPACES = ("", "namespaces")
@@ -124,36 +125,109 @@ def reduce_object(key: tuple[str, str], obj: dict) -> dict:
     return out
 
 
+class OwnerEdges:
+    """Objects a lean scan knows only as edges of the owner graph: name, uid and their owners' uids, for
+    every object with owners that is neither being deleted nor carries a finalizer (most of a cluster:
+    Pods, ReplicaSets, EndpointSlices...). Rows are packed a thousand at a time into a few strings
+    (about 110 bytes a row instead of an object's 400), and only the dependents of Terminating objects
+    come out again as OwnedObjects (dependents_of), which is all the garbage collector's causes read."""
+
+    CHUNK = 1000
+    SEPARATOR = "/"  # never in a name (a path segment) nor in a uid; rows that have one are kept as objects
+
+    def __init__(self):
+        self.chunks: list[tuple] = []
+        self._open: tuple = ([], [], [], [], [], bytearray())
+
+    def add(self, rtype: ResourceType, namespace: str, name: str, uid: str, owners: list[str], mask: int) -> bool:
+        """False when the row cannot be packed (a separator in it, or more than 8 owners)."""
+        sep = self.SEPARATOR
+        if len(owners) > 8 or sep in name or sep in uid or any(sep in o or "," in o for o in owners):
+            return False
+        types, namespaces, names, uids, owner_uids, masks = self._open
+        types.append(rtype)
+        namespaces.append(namespace)
+        names.append(name)
+        uids.append(uid)
+        owner_uids.append(",".join(owners))
+        masks.append(mask)
+        if len(names) >= self.CHUNK:
+            self._close()
+        return True
+
+    def _close(self) -> None:
+        types, namespaces, names, uids, owner_uids, masks = self._open
+        if names:
+            sep = self.SEPARATOR
+            self.chunks.append((types, namespaces, sep.join(names), sep.join(uids), sep.join(owner_uids), bytes(masks)))
+        self._open = ([], [], [], [], [], bytearray())
+
+    def dependents_of(self, uids: set[str], depth: int = 5) -> list[KubeObject]:
+        """The objects that name one of `uids` as owner, and theirs, down to `depth` levels (the garbage
+        collector's causes follow blocking dependents four deep)."""
+        self._close()
+        found: list[KubeObject] = []
+        seen: set[str] = set()
+        frontier = set(uids)
+        for _ in range(depth):
+            if not frontier:
+                break
+            following = set()
+            for types, namespaces, names, ids, owners, masks in self.chunks:
+                rows = owners.split(self.SEPARATOR)
+                hits = [i for i, o in enumerate(rows)
+                        if o in frontier or ("," in o and not frontier.isdisjoint(o.split(",")))]
+                if not hits:
+                    continue
+                name_list, id_list = names.split(self.SEPARATOR), ids.split(self.SEPARATOR)
+                for i in hits:
+                    uid = id_list[i]
+                    if uid in seen:
+                        continue
+                    seen.add(uid)
+                    split = rows[i].split(",")
+                    found.append(OwnedObject(types[i], name_list[i], namespaces[i], uid,
+                                             split[0] if len(split) == 1 else tuple(split), masks[i]))
+                    following.add(uid)
+            frontier = following
+        return found
+
+
 class Lean:
     """What a scan for stuck objects may leave out, and what it left out.
 
-    Objects that are not being deleted and carry no finalizer are kept as OwnedObjects (identity and the
-    uids of their owners); those without owners are only counted, except in the namespaces whose content
-    an explanation lists (Terminating ones). What stays is what the report and the blocking graph need:
-    Terminating objects, objects with finalizers, the owner edges that lead to them, and the whole kinds
-    explanations read. Facts read a dropped (type, namespace) again, on demand, if an explanation asks.
+    Objects that are not being deleted and carry no finalizer are not kept as objects: those with owners
+    become rows of OwnerEdges (their dependents of Terminating objects come back as OwnedObjects after the
+    scan), those without owners are only counted; except in the namespaces whose content an explanation
+    lists (Terminating ones), where they are kept thin. What stays is what the report and the blocking
+    graph need: Terminating objects, objects with finalizers, the owner edges that lead to them, and the
+    whole kinds explanations read. Facts read a left-out (type, namespace) again, on demand, if an
+    explanation asks.
 
-    `for_file`: a file cannot be read again, so nothing is dropped and owners keep kind and name (the
+    `for_file`: a file cannot be read again, so nothing is left out and owners keep kind and name (the
     graph names them): ThinObjects.
     """
 
     def __init__(self, whole_namespaces: set[str] | None = None, for_file: bool = False):
-        self.whole_namespaces = whole_namespaces  # None: not known yet, nothing is dropped
+        self.whole_namespaces = whole_namespaces  # None: not known yet, nothing is left out
         self.for_file = for_file
-        self.dropped: Counter = Counter()  # (group, resource, namespace) -> objects counted, not kept
+        self.dropped: Counter = Counter()  # (group, resource, namespace) -> objects not kept as objects
+        self.edges = OwnerEdges()
 
     def keep(self, r: ResourceType, meta: dict) -> KubeObject | None:
         namespace = sys.intern(meta.get("namespace") or "")
         if self.for_file:
             return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "",
                               owner_tuples(meta, sys.intern))
-        owned = owned_object(r, meta, namespace)
-        if owned is not None:
-            return owned
-        if self.whole_namespaces is not None and namespace not in self.whole_namespaces:
-            self.dropped[(r.group, r.resource, namespace if r.namespaced else "")] += 1
-            return None
-        return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "")
+        whole = self.whole_namespaces is None or namespace in self.whole_namespaces
+        edge = owner_edge(meta)
+        if edge is not None:
+            if whole or not self.edges.add(r, namespace, meta.get("name") or "", meta.get("uid") or "", *edge):
+                return owned_object(r, meta, namespace, edge)
+        elif whole:
+            return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "")
+        self.dropped[(r.group, r.resource, namespace if r.namespaced else "")] += 1
+        return None
 
 
 def to_object(r: ResourceType, item: dict, full: bool, lean: Lean | None = None) -> KubeObject | None:

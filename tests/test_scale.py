@@ -27,26 +27,33 @@ def _configmap(name, namespace, **meta):
 
 @pytest.fixture
 def populated(fake, fake_kubeconfig):
-    """An active namespace with a plain ConfigMap, an owned one and a stuck one; a Terminating namespace
-    that still holds a plain ConfigMap (the namespace controller has not come to it yet)."""
+    """An active namespace with a plain ConfigMap, one owned by it, a stuck one, and a stuck owner with a
+    blocking dependent that has a dependent of its own; a Terminating namespace that still holds a plain
+    ConfigMap (the namespace controller has not come to it yet)."""
     api = RawClient(fake.url, "admin-token")
     for ns in ("active", "leaving"):
         api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    owner = api.create("/api/v1/namespaces/active/configmaps", _configmap("owner", "active"))
-    api.create("/api/v1/namespaces/active/configmaps", _configmap("plain", "active"))
-    api.create("/api/v1/namespaces/active/configmaps", _configmap("owned", "active", ownerReferences=[{
-        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"],
-        "blockOwnerDeletion": True}]))
-    api.create("/api/v1/namespaces/active/configmaps", _configmap("held", "active", finalizers=["example.com/hold"]))
-    api.delete("/api/v1/namespaces/active/configmaps/held")
+
+    def owned_by(parent):
+        return [{"apiVersion": "v1", "kind": "ConfigMap", "name": parent["metadata"]["name"],
+                 "uid": parent["metadata"]["uid"], "blockOwnerDeletion": True}]
+    path = "/api/v1/namespaces/active/configmaps"
+    plain = api.create(path, _configmap("plain", "active"))
+    api.create(path, _configmap("bystander", "active", ownerReferences=owned_by(plain)))
+    owner = api.create(path, _configmap("owner", "active", finalizers=["example.com/hold"]))
+    owned = api.create(path, _configmap("owned", "active", ownerReferences=owned_by(owner)))
+    api.create(path, _configmap("grandchild", "active", ownerReferences=owned_by(owned)))
+    api.create(path, _configmap("held", "active", finalizers=["example.com/hold"]))
+    api.delete(f"{path}/held")
+    api.delete(f"{path}/owner")
     api.create("/api/v1/namespaces/leaving/configmaps", _configmap("left", "leaving",
                                                                    finalizers=["example.com/hold"]))
     api.create("/api/v1/namespaces/leaving/configmaps", _configmap("plain", "leaving"))
     with fake.controllers_paused():
         api.delete("/api/v1/namespaces/leaving")
         yield Kube.connect(Target(str(fake_kubeconfig)))
-    for path in ("/api/v1/namespaces/active/configmaps/held", "/api/v1/namespaces/leaving/configmaps/left"):
-        api.json_patch(path, [{"op": "remove", "path": "/metadata/finalizers"}])
+    for held in (f"{path}/held", f"{path}/owner", "/api/v1/namespaces/leaving/configmaps/left"):
+        api.json_patch(held, [{"op": "remove", "path": "/metadata/finalizers"}])
 
 
 def _names(objects, namespace):
@@ -56,21 +63,41 @@ def _names(objects, namespace):
 def test_a_lean_scan_keeps_what_stuck_needs_and_counts_the_rest(populated):
     lean = inventory.live(populated, None, lean=True)
     whole = inventory.live(populated, None)
-    # the plain ConfigMap of the active namespace is counted, not kept; everything else is there
-    assert _names(lean.objects, "active") == {"owned", "held"}
-    assert lean.dropped[("", "configmaps", "active")] >= 2  # plain, owner (and kube-root-ca.crt)
+    # Terminating objects, and the dependents of Terminating owners (two deep) are kept; the plain ConfigMap
+    # and the one owned by it (an owner edge that leads to nothing stuck) are only counted
+    assert _names(lean.objects, "active") == {"owner", "owned", "grandchild", "held"}
+    assert lean.dropped[("", "configmaps", "active")] >= 2  # plain, bystander (and kube-root-ca.crt)
     assert _names(lean.objects, "leaving") == _names(whole.objects, "leaving") >= {"left", "plain"}
     owned = next(o for o in lean.objects if o.name == "owned")
     held = next(o for o in lean.objects if o.name == "held")
     assert isinstance(owned, ThinObject) and not isinstance(held, ThinObject)
     assert owned.owner_uids(blocking=True) == next(o for o in whole.objects if o.name == "owned").owner_uids(True)
+    facts = Facts(lean, populated)
+    owner = facts.find("", "configmaps", "active", "owner")
+    assert [o.name for o in facts.blocking_dependents(owner.uid)] == ["owned"]
     # the same report either way
-    lean_rows = find_stuck(lean, facts=Facts(lean, populated))
+    lean_rows = find_stuck(lean, facts=facts)
     whole_rows = find_stuck(whole, facts=Facts(whole, populated))
     assert [(r.obj.ref, r.blocker) for r in lean_rows] == [(r.obj.ref, r.blocker) for r in whole_rows]
-    assert {r.obj.ref for r in lean_rows} == {"ConfigMap/active/held", "Namespace/leaving"}
+    assert {r.obj.ref for r in lean_rows} == {"ConfigMap/active/held", "ConfigMap/active/owner", "Namespace/leaving"}
     namespace = next(r for r in lean_rows if r.obj.ref == "Namespace/leaving")
     assert namespace.blocker.startswith("namespace: 4 objects remain")  # left, plain, kube-root-ca.crt, default SA
+
+
+def test_owner_edges_pack_rows_and_give_back_the_dependents_of_what_is_deleted():
+    from kfin.model import ResourceType
+    from kfin.scan import OwnerEdges
+
+    rtype = ResourceType("", "v1", "pods", "Pod", True)
+    edges = OwnerEdges()
+    for i in range(2500):  # three chunks
+        assert edges.add(rtype, "ns", f"pod-{i}", f"uid-{i}", [f"uid-{i // 10}"] if i >= 10 else ["rs"], 1)
+    assert not edges.add(rtype, "ns", "a/b", "uid-x", ["rs"], 1)  # cannot be packed: kept as an object
+    assert not edges.add(rtype, "ns", "pod-y", "uid-y", ["a,b"], 1)
+    found = {o.name: o for o in edges.dependents_of({"uid-3"}, depth=2)}
+    assert set(found) == {f"pod-{i}" for i in range(30, 40)} | {f"pod-{i}" for i in range(300, 400)}
+    assert found["pod-31"].owner_uids(blocking=True) == ["uid-3"] and found["pod-31"].namespace == "ns"
+    assert edges.dependents_of(set()) == []
 
 
 def test_what_a_lean_scan_left_out_is_read_again_when_an_explanation_asks(populated):
