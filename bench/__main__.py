@@ -42,6 +42,8 @@ def parse_args(argv):
     parser.add_argument("--graph-max", type=int, default=50_000,
                         help="build the whole owner graph only up to this many objects")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each scan (the median is reported)")
+    parser.add_argument("--repeat-large", type=int, default=1,
+                        help="runs of each scan above 50,000 objects (each takes minutes for the kubectl recipe)")
     parser.add_argument("--startup-runs", type=int, default=10, help="timed starts of each start-up command")
     parser.add_argument("--kubeconfig", help="benchmark a real cluster instead of tests/fakeapi")
     parser.add_argument("--context", help="the kubeconfig context (with --kubeconfig)")
@@ -156,7 +158,7 @@ def main(argv=None) -> int:
                 if why_not:
                     results["skipped"][tool.name] = why_not
                     continue
-                row = scan(server, tool, workdir, size, expected, args.repeat)
+                row = scan(server, tool, workdir, size, expected, args.repeat if size <= 50_000 else args.repeat_large)
                 progress(f"  {tool.name}: {row['wall']:.2f} s, {row['requests']} requests, "
                          f"{row['bytes'] / 1e6:.1f} MB, {row['peak_rss_mb']:.0f} MB RSS, "
                          f"found {row['found']}/{row['expected']}")
