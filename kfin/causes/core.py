@@ -4,7 +4,8 @@ links of the blocking graph ("this cannot go until that is dealt with").
 A cause is a finalizer family (pvc-protection, namespace, custom, ...) or something that holds a
 deletion without a finalizer (a Pod's graceful deletion). Each lives in one module of this package and
 registers itself with `explains`: its catalog entries (the finalizer names it covers, what they
-protect, who removes them) and its explainer. `kfin stuck`, `explain`, `graph` and `remove` all read
+protect, who removes them), what it reads whole (`reads=`, fetched in parallel for every stuck object
+before any is explained) and its explainer. `kfin stuck`, `explain`, `graph` and `remove` all read
 the same Finding, so they cannot disagree; adding a cause touches one module.
 """
 
