@@ -20,9 +20,9 @@ from kfin.names import api_path, check_namespace
 from kfin.shapes import ShapeError, check_dict, check_object, check_page
 
 JSON = "application/json"
+_PARSING = threading.Lock()  # one page parsed at a time: see Kube._pages
 # Metadata-only answers keep Secret data (and every spec) on the server. The JSON fallback lets
 # aggregated APIs that cannot produce PartialObjectMetadata answer with full objects instead of 406.
-_PARSING = threading.Lock()  # see Kube._pages
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"

@@ -128,13 +128,20 @@ def http_server(exporter: Exporter, host: str, port: int) -> ThreadingHTTPServer
 
 
 def run(exporter: Exporter, server: ThreadingHTTPServer, interval: float, stop: threading.Event) -> None:
-    """Serve until `stop` is set; scan now, then every `interval` seconds (measured from each start)."""
-    threading.Thread(target=server.serve_forever, args=(0.2,), daemon=True, name="kfin-http").start()
-    try:
+    """Serve until `stop` is set; scan now, then every `interval` seconds (measured from each start). Scans
+    run in a thread of their own, so that a stop (SIGTERM) ends the process at once, not after a scan of a
+    large cluster: a scan only reads, there is nothing to finish."""
+    def scans() -> None:
         while not stop.is_set():
             started = time.monotonic()
             exporter.scan_once()
             stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    threading.Thread(target=server.serve_forever, args=(0.2,), daemon=True, name="kfin-http").start()
+    threading.Thread(target=scans, daemon=True, name="kfin-scan").start()
+    try:
+        while not stop.wait(1.0):  # a timed wait: signal handlers run in this thread between waits
+            pass
     finally:
         server.shutdown()
         server.server_close()

@@ -218,3 +218,23 @@ def test_bad_serve_arguments_are_one_line_errors(args, message, fake_kubeconfig)
 def test_serve_refuses_a_kubeconfig_it_cannot_use_before_serving(tmp_path):
     result = kfin("serve", "--kubeconfig", str(tmp_path / "missing"), "--listen", "127.0.0.1:0")
     assert result.code == ExitCode.CONFIG and "does not exist" in result.stderr
+
+
+def test_kfin_serve_stops_at_once_in_the_middle_of_a_scan(fake, fake_kubeconfig, tmp_path):
+    """A Pod is killed 30 s after SIGTERM: a scan of a large cluster must not hold the stop."""
+    fake.faults.append(Fault(path="/configmaps$", delay=60))
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "kfin", "serve", "--kubeconfig", str(fake_kubeconfig),
+                                "--listen", f"127.0.0.1:{port}"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "KFIN_CACHE_DIR": str(tmp_path / "cache")})
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(r.path.endswith("/configmaps") for r in list(fake.requests)):
+            time.sleep(0.1)  # the scan is waiting on the slow list
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0 and time.monotonic() - started < 5
+    finally:
+        if process.poll() is None:
+            process.kill()
