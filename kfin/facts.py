@@ -36,6 +36,7 @@ class Facts:
             self._listed = {(r.group, r.resource, scope if r.namespaced else "") for r in inventory.resources
                             if _target(r, inventory.namespace) not in failed}
         self._dropped = set(inventory.dropped)  # left out by a lean scan: read again when asked for
+        self._dropped_types = {(g, r) for g, r, _ in self._dropped}
         self._blocking: dict[str, list[KubeObject]] | None = None
         self._index: dict | None = None  # see _by_type
         self._namespaces_read: Counter = Counter()  # (group, resource) -> namespaces read one by one
@@ -53,8 +54,7 @@ class Facts:
         group, resource, namespace = key
         if full:
             return self.inventory.has_details(group, resource, namespace)
-        if self._dropped and (key in self._dropped or not namespace and any(
-                (g, r) == (group, resource) for g, r, _ in self._dropped)):
+        if key in self._dropped or not namespace and (group, resource) in self._dropped_types:
             return False
         return key in self._listed or (group, resource, "") in self._listed or \
             self.inventory.has_details(group, resource, namespace)
@@ -135,8 +135,10 @@ class Facts:
                 continue
             done.append((rtype, namespace, fresh))
             self._listed.add(key)
-            self._dropped = {d for d in self._dropped
-                             if d[:2] != key[:2] or (namespace is not None and d[2] not in ("", namespace))}
+            if key[:2] in self._dropped_types:
+                self._dropped = {d for d in self._dropped
+                                 if d[:2] != key[:2] or (namespace is not None and d[2] not in ("", namespace))}
+                self._dropped_types = {(g, r) for g, r, _ in self._dropped}
             if full:
                 self.inventory.detailed.add(key)
         if done:
