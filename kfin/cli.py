@@ -12,8 +12,8 @@ from typer.core import TyperGroup
 from kfin import __version__, completion
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.names import check_kind, check_name
-from kfin.options import (AllNamespacesOpt, ContextOpt, KubeconfigOpt, NamespaceOpt, Options, OutputOpt,
-                          TimeoutOpt, check_output, merged, parse_timeout)
+from kfin.options import (AllNamespacesOpt, ChunkSizeOpt, ConcurrencyOpt, ContextOpt, KubeconfigOpt, MaxInfoSeriesOpt,
+                          NamespaceOpt, Options, OutputOpt, TimeoutOpt, check_output, merged, parse_timeout)
 
 class SuggestingGroup(TyperGroup):
     """Unknown commands get the nearest valid one: `did you mean stuck?`."""
@@ -107,11 +107,8 @@ def stuck_command(
                                                     autocompletion=completion.contexts,
                                                     help="The kubeconfig context; repeat to scan several."),
         all_contexts: bool = typer.Option(False, "--all-contexts", help="Scan every context of the kubeconfig."),
-        concurrency: int = typer.Option(16, "--concurrency", min=1, max=64,
-                                        help="How many resource types to list at once."),
-        chunk_size: int = typer.Option(500, "--chunk-size", min=1, help="Objects per list request (page)."),
-        max_info_series: int = typer.Option(500, "--max-info-series", min=0, metavar="N",
-                                            help="-o prometheus: at most N kfin_stuck_object_info series."),
+        concurrency: ConcurrencyOpt = 16, chunk_size: ChunkSizeOpt = 500,
+        max_info_series: MaxInfoSeriesOpt = 500,
         kubeconfig: KubeconfigOpt = None, namespace: NamespaceOpt = None, all_namespaces: AllNamespacesOpt = None,
         output: OutputOpt = None, request_timeout: TimeoutOpt = None):
     """List every object stuck in Terminating, with its finalizers and its blocker.
@@ -291,11 +288,8 @@ def serve_command(
         listen: str = typer.Option(":9847", "--listen", metavar="ADDR",
                                    help="Where to serve /metrics, /healthz and /readyz (HOST:PORT or :PORT)."),
         interval: str = typer.Option("60s", "--interval", metavar="DURATION", help="Time between scans (30s, 5m)."),
-        max_info_series: int = typer.Option(500, "--max-info-series", min=0, metavar="N",
-                                            help="At most N kfin_stuck_object_info series."),
-        concurrency: int = typer.Option(16, "--concurrency", min=1, max=64,
-                                        help="How many resource types to list at once."),
-        chunk_size: int = typer.Option(500, "--chunk-size", min=1, help="Objects per list request (page)."),
+        max_info_series: MaxInfoSeriesOpt = 500,
+        concurrency: ConcurrencyOpt = 16, chunk_size: ChunkSizeOpt = 500,
         kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
         request_timeout: TimeoutOpt = None):
     """Scan periodically (read-only) and serve the result to Prometheus.
@@ -332,9 +326,7 @@ def snapshot_command(
         ctx: typer.Context,
         file: str = typer.Option(..., "--file", "-f", metavar="FILE", help="Where to write the snapshot (- for stdout)."),
         refresh: bool = typer.Option(False, "--refresh", help="Rediscover the API instead of using the cache."),
-        concurrency: int = typer.Option(16, "--concurrency", min=1, max=64,
-                                        help="How many resource types to list at once."),
-        chunk_size: int = typer.Option(500, "--chunk-size", min=1, help="Objects per list request (page)."),
+        concurrency: ConcurrencyOpt = 16, chunk_size: ChunkSizeOpt = 500,
         kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
         all_namespaces: AllNamespacesOpt = None, request_timeout: TimeoutOpt = None):
     """Save what kfin's commands need into one JSON file, to read later with --from-snapshot.

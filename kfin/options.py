@@ -25,6 +25,12 @@ OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FOR
                       help="Output format: table, wide, json, yaml (and name, prometheus, where listed).")]
 TimeoutOpt = Annotated[Optional[str], typer.Option("--request-timeout", metavar="DURATION",
                        help="Deadline for each API request, retries included, e.g. 10s, 1m; 0 means none.")]
+# How a scan reads (kfin stuck, snapshot, serve), and how many per-object series its metrics hold.
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=64,
+                           help="How many resource types to list at once.")]
+ChunkSizeOpt = Annotated[int, typer.Option("--chunk-size", min=1, help="Objects per list request (page).")]
+MaxInfoSeriesOpt = Annotated[int, typer.Option("--max-info-series", min=0, metavar="N",
+                             help="-o prometheus and kfin serve: at most N kfin_stuck_object_info series.")]
 
 
 MAX_TIMEOUT_SECONDS = 86400  # longer is a typo, and too long for the socket layer to represent
