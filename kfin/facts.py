@@ -108,19 +108,16 @@ class Facts:
         return next((o for o in found or [] if o.name == name and o.namespace == (namespace or "")), None)
 
     def _read(self, rtype: ResourceType, namespace: str | None, full: bool) -> None:
-        self._apply(rtype, namespace, full, self._fetch(rtype, namespace, full))
+        self._apply_all([(rtype, namespace, self._fetch(rtype, namespace, full))], full)
 
     def _fetch(self, rtype: ResourceType, namespace: str | None, full: bool) -> list[KubeObject] | KfinError:
-        """The network half of a read (safe in a worker thread); _apply merges it (in the caller's)."""
+        """The network half of a read (safe in a worker thread); _apply_all merges it (in the caller's)."""
         from kfin.scan import read_objects
 
         try:
             return read_objects(self.kube, rtype, namespace, self.chunk_size, full=full)
         except KfinError as error:
             return error
-
-    def _apply(self, rtype: ResourceType, namespace: str | None, full: bool, fresh) -> None:
-        self._apply_all([(rtype, namespace, fresh)], full)
 
     def _apply_all(self, reads: list[tuple[ResourceType, str | None, object]], full: bool) -> None:
         from kfin.discovery import failure_of

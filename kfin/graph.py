@@ -136,11 +136,10 @@ def problems(graph: nx.DiGraph) -> list[Problem]:
                                                               f"{label(graph, owner)}: unresolvable, never "
                                                               "garbage-collected"))
     several_owned = {n for n, owners in controllers.items() if len(owners) > 1}
-    for node in (n for n in graph.nodes if n in several_owned):
+    for node in (n for n in graph.nodes if n in several_owned):  # in node order, as before
         several = controllers[node]
-        if len(several) > 1:
-            out.append(Problem("several-controllers", node, f"{label(graph, node)} has {len(several)} controller "
-                                                            "owners: " + ", ".join(label(graph, c) for c in several)))
+        out.append(Problem("several-controllers", node, f"{label(graph, node)} has {len(several)} controller "
+                                                        "owners: " + ", ".join(label(graph, c) for c in several)))
     for cycle in nx.simple_cycles(graph.subgraph(_on_cycles(graph))):
         out.append(Problem("cycle", cycle[0], "ownership cycle: " + " -> ".join(label(graph, n) for n in cycle + cycle[:1])))
     return out
@@ -176,7 +175,10 @@ def owners_only(graph: nx.DiGraph) -> nx.DiGraph:
 
 
 def label(graph: nx.DiGraph, node: str) -> str:
-    d = graph.nodes[node]
+    return _label_of(graph.nodes[node])
+
+
+def _label_of(d: dict) -> str:
     kind = f"{d['kind']}.{d['group']}" if d.get("group") else d["kind"]
     return f"{kind}/{d['namespace'] + '/' if d.get('namespace') else ''}{d['name']}"
 
@@ -217,11 +219,7 @@ def restrict(graph: nx.DiGraph, kinds: set[str] | None = None, only_stuck: bool 
 
 def labels(graph: nx.DiGraph) -> dict[str, str]:
     """label() of every node, computed once (a large graph's renderings sort by it)."""
-    out = {}
-    for node, d in graph.nodes(data=True):
-        kind = f"{d['kind']}.{d['group']}" if d.get("group") else d["kind"]
-        out[node] = f"{kind}/{d['namespace'] + '/' if d.get('namespace') else ''}{d['name']}"
-    return out
+    return {node: _label_of(d) for node, d in graph.nodes(data=True)}
 
 
 def roots(graph: nx.DiGraph, named: dict[str, str] | None = None) -> list[str]:

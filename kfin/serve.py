@@ -38,7 +38,6 @@ class Exporter:
         self._lock = threading.Lock()
         self.result: Result | None = None
         self.scans = self.errors = 0
-        self.last_error = ""
         self.last_ok = False
 
     def scan_once(self) -> bool:
@@ -53,8 +52,7 @@ class Exporter:
             message = error.message if isinstance(error, KfinError) else f"internal error in kfin: {error!r}"
             with self._lock:
                 self.scans, self.errors, self.last_ok = self.scans + 1, self.errors + 1, False
-                self.last_error = one_line(message)
-            self.log(f"scan failed: {self.last_error} (serving the last good result)")
+            self.log(f"scan failed: {one_line(message)} (serving the last good result)")
             return False
         finally:
             gc.unfreeze()  # nothing of a scan outlives it: collect what cycles it left
