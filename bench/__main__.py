@@ -201,7 +201,7 @@ def main(argv=None) -> int:
 
 
 def _listable_types(server) -> list:
-    from kfin.discovery import discover
+    from kfin.api.discovery import discover
     resources, _ = discover(server.kube, True)
     return resources
 

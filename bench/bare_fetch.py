@@ -25,8 +25,8 @@ def continue_token(page: bytes) -> str | None:
 
 
 def main(kubeconfig: str, context: str) -> int:
-    from kfin.discovery import discover
-    from kfin.kube import METADATA_LIST_ACCEPT, Kube, Target
+    from kfin.api.discovery import discover
+    from kfin.api.connection import METADATA_LIST_ACCEPT, Kube, Target
 
     kube = Kube.connect(Target(kubeconfig, context, 60))
     resources, _ = discover(kube, True)

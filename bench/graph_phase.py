@@ -1,5 +1,5 @@
 """The owner graph of a whole snapshot: load, build, analyse, render the tree (as `kfin graph` prints it to
-a pipe or for a large graph: kfin.render_graph.plain_tree), and the DOT and JSON exports.
+a pipe or for a large graph: kfin.render.graph.plain_tree), and the DOT and JSON exports.
 
 Run as its own process (`python -m bench.graph_phase SNAPSHOT`) so that its peak RSS is its own; prints
 one JSON object of timings (seconds, the best of three runs) on stdout. The same kfin functions
@@ -16,11 +16,11 @@ def main(path: str) -> int:
     clock = time.perf_counter
     timings = {}
     start = clock()
-    from kfin import graph as g
-    from kfin import inventory
-    from kfin import render_graph as rg
-    from kfin.causes import blocker_line, explain_cached
-    from kfin.facts import Facts
+    from kfin.core import owners as g
+    from kfin.api import inventory
+    from kfin.render import graph as rg
+    from kfin.core.causes import blocker_line, explain_cached
+    from kfin.core.facts import Facts
 
     facts = Facts(inventory.load(path))
     objects = facts.everything(None)
@@ -51,7 +51,7 @@ def main(path: str) -> int:
 
 
 if __name__ == "__main__":
-    from kfin.gcpause import paused_gc
+    from kfin.util.gcpause import paused_gc
 
-    with paused_gc(freeze_after=False):  # as every kfin command runs (kfin.cli.main)
+    with paused_gc(freeze_after=False):  # as every kfin command runs (kfin.commands.app.main)
         sys.exit(main(sys.argv[1]))

@@ -295,7 +295,7 @@ class Loader:
 
 
 def connect(kubeconfig: str, context: str | None):
-    from kfin.kube import Kube, Target
+    from kfin.api.connection import Kube, Target
     try:
         return Kube.connect(Target(kubeconfig, context, 60))
     except KfinError as error:

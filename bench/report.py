@@ -204,7 +204,7 @@ def markdown(results: dict) -> str:
                       [[fleet["contexts"], f"{fleet['wall']:.2f}", f"{fleet['one']:.2f}",
                         f"{fleet['wall'] / fleet['one']:.1f}×"]])]
     if results["graph"]:
-        parts += ["### Owner graph of the whole snapshot (kfin.graph, one process)", _table(
+        parts += ["### Owner graph of the whole snapshot (kfin.core.owners, one process)", _table(
             ["objects", "nodes", "edges", "load s", "build s", "analyse s", "tree s (plain)", "DOT s", "JSON s",
              "peak RSS MB", "snapshot s (kfin snapshot -A)"],
             [[f"{g['objects']:,}", f"{g['nodes']:,}", f"{g['edges']:,}", f"{g['seconds']['load']:.2f}",

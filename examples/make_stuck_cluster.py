@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kfin.cli import main  # noqa: E402
+from kfin.commands.app import main  # noqa: E402
 from tests.fakeapi import FakeAPIServer  # noqa: E402
 from tests.fakeapi.rawclient import RawClient  # noqa: E402
 

@@ -1,3 +1,3 @@
-from kfin.cli import main
+from kfin.commands.app import main
 
 main()

@@ -276,7 +276,7 @@ class Inventory:
     namespace: str | None = None  # None: all namespaces and cluster-scoped objects
     # (group, resource, namespace) read as reduced full objects; namespace "" means everywhere
     detailed: set = field(default_factory=set)
-    # (group, resource, namespace) -> objects a lean scan counted but did not keep (kfin.scan.Lean)
+    # (group, resource, namespace) -> objects a lean scan counted but did not keep (kfin.api.scan.Lean)
     dropped: dict = field(default_factory=dict)
 
     @property

@@ -75,7 +75,7 @@ def check_kind(text: str) -> str:
 
 def quoted(text: str) -> str:
     """A user's or server's text inside an error line: one line, control characters made visible."""
-    from kfin.output import printable
+    from kfin.util.text import printable
 
     shown = text if len(text) <= 80 else text[:77] + "..."
     return '"' + printable(shown, one_line=True).replace('"', '\\"') + '"'

@@ -4,7 +4,7 @@ import contextlib
 import io
 from dataclasses import dataclass
 
-from kfin.cli import main
+from kfin.commands.app import main
 
 
 @dataclass

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from bench.load import APP_SIZE, CYCLE, HOLD, NAMESPACE_PREFIX, Loader, is_held, plan, object_types
-from kfin.kube import Kube, Target
+from kfin.api.connection import Kube, Target
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kfin.causes import core
+from kfin.core.causes import registry as core
 from tests.fakeapi.rawclient import RawClient
 from tests.runner import kfin
 

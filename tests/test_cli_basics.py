@@ -35,7 +35,7 @@ def test_version_flag_names_kfin_and_the_kubernetes_client():
 
 
 def test_help_does_not_import_the_kubernetes_client():
-    code = "import sys; from kfin.cli import main\ntry:\n main(['--help'])\nexcept SystemExit: pass\n" \
+    code = "import sys; from kfin.commands.app import main\ntry:\n main(['--help'])\nexcept SystemExit: pass\n" \
            "print('kubernetes' in sys.modules, file=sys.stderr)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stderr.strip() == "False"
@@ -45,7 +45,7 @@ def test_python_dash_m_and_the_plugin_name_run_kfin(tmp_path):
     done = subprocess.run([sys.executable, "-m", "kfin", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "Usage: kfin" in done.stdout
     plugin = tmp_path / "kubectl-kfin"
-    plugin.write_text(f"#!{sys.executable}\nfrom kfin.cli import main\nmain()\n")
+    plugin.write_text(f"#!{sys.executable}\nfrom kfin.commands.app import main\nmain()\n")
     plugin.chmod(0o755)
     done = subprocess.run([str(plugin), "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "Usage: kubectl kfin" in done.stdout

@@ -82,7 +82,7 @@ def test_kubectl_plugin_completion(fake, fake_kubeconfig):
     api = RawClient(fake.url, "admin-token")
     api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "held"}})
     env = dict(os.environ, KUBECONFIG=str(fake_kubeconfig))
-    code = "import sys; from kfin.completion import kubectl_complete; sys.argv[0] = 'kubectl_complete-kfin'; " \
+    code = "import sys; from kfin.commands.completion import kubectl_complete; sys.argv[0] = 'kubectl_complete-kfin'; " \
            "kubectl_complete()"
     done = subprocess.run([sys.executable, "-c", code, "__complete", "explain", "cm", "he"], env=env,
                           capture_output=True, text=True, timeout=30)
@@ -93,14 +93,14 @@ def test_kubectl_plugin_completion(fake, fake_kubeconfig):
 
 def test_kubectl_kfin_help_runs_through_the_plugin_name(tmp_path):
     plugin = tmp_path / "kubectl-kfin"
-    plugin.write_text(f"#!{sys.executable}\nfrom kfin.cli import main\nmain()\n")
+    plugin.write_text(f"#!{sys.executable}\nfrom kfin.commands.app import main\nmain()\n")
     plugin.chmod(0o755)
     done = subprocess.run([str(plugin), "stuck", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "Usage: kubectl kfin stuck" in done.stdout
 
 
 def test_every_command_and_option_has_help_and_each_command_an_example():
-    from kfin.cli import app
+    from kfin.commands.app import app
     from typer.main import get_command
 
     group = get_command(app)
@@ -127,7 +127,7 @@ def test_the_bash_script_completes_in_bash(tmp_path):
         import pytest
         pytest.skip("no bash on this machine")
     shim = tmp_path / "kfin"  # the `kfin` the script calls back: this checkout's
-    shim.write_text(f"#!{sys.executable}\nfrom kfin.cli import main\nmain()\n")
+    shim.write_text(f"#!{sys.executable}\nfrom kfin.commands.app import main\nmain()\n")
     shim.chmod(0o755)
     script = (f"source {ROOT / 'completions' / 'kfin.bash'}; COMP_WORDS=(kfin st); COMP_CWORD=1; "
               "_kfin_completion kfin; echo \"${COMPREPLY[@]}\"")

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from bench.tools import installed_command
-from kfin import metrics
+from kfin.render import metrics
 from tests.fakeapi import FakeAPIServer
 from tests.fakeapi.tls import self_signed
 from tests.runner import kfin

@@ -4,7 +4,7 @@ import gc
 
 import pytest
 
-from kfin.gcpause import paused_gc
+from kfin.util.gcpause import paused_gc
 
 
 def test_collection_is_paused_inside_and_resumed_after_even_on_error():
@@ -28,7 +28,7 @@ def test_a_scan_leaves_collection_on(fake, fake_kubeconfig):
 
 def test_a_command_runs_with_collection_paused(monkeypatch):
     """Building the owner graph of 50,000 objects grew faster than linearly with the collector on."""
-    from kfin import cli
+    from kfin.commands import app as cli
     from tests.runner import kfin
 
     seen = []

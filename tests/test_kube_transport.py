@@ -5,7 +5,7 @@ import json
 import pytest
 
 from kfin.errors import ExitCode
-from kfin.kube import Kube, Target
+from kfin.api.connection import Kube, Target
 from tests.fakeapi import FakeAPIServer
 from tests.fakeapi.server import VIEWER_TOKEN
 from tests.fakeapi.tls import self_signed
@@ -14,7 +14,7 @@ from tests.runner import kfin
 
 def test_credentials_are_refreshed_every_few_seconds_not_on_every_request(fake, fake_kubeconfig, monkeypatch):
     """Credentials that can change (exec plugins, auth providers) come from the kubernetes package."""
-    monkeypatch.setattr("kfin.kubeconfig.load_static", lambda *_: None)
+    monkeypatch.setattr("kfin.api.kubeconfig.load_static", lambda *_: None)
     kube = Kube.connect(Target(str(fake_kubeconfig)))
     configuration = kube._api.configuration
     asked = []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kfin.kubeconfig import load_static
+from kfin.api.kubeconfig import load_static
 
 CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n").decode()
 CERT = base64.b64encode(b"client certificate").decode()
@@ -93,7 +93,7 @@ def test_a_scan_with_a_simple_kubeconfig_never_imports_the_kubernetes_package(fa
     fake.apply({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "held", "namespace": "default", "finalizers": ["example.com/x"]}})
     fake.cluster.delete(configmaps, fake.cluster.find(configmaps, "default", "held"), None, None)
-    code = ("import sys\nfrom kfin.cli import main\ntry:\n main(['stuck', '-A', '--kubeconfig', sys.argv[1]])\n"
+    code = ("import sys\nfrom kfin.commands.app import main\ntry:\n main(['stuck', '-A', '--kubeconfig', sys.argv[1]])\n"
             "except SystemExit: pass\nprint('kubernetes' in sys.modules, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code, str(fake_kubeconfig)], capture_output=True, text=True)
     assert done.stderr.strip().splitlines()[-1] == "False", done.stderr

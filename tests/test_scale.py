@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kfin import inventory
-from kfin.facts import Facts
-from kfin.jsonstream import members
-from kfin.kube import Kube, Target
+from kfin.api import inventory
+from kfin.core.facts import Facts
+from kfin.api.jsonstream import members
+from kfin.api.connection import Kube, Target
 from kfin.model import ThinObject
-from kfin.stuck import find_stuck
+from kfin.core.stuck import find_stuck
 from tests.fakeapi.rawclient import RawClient
 from tests.runner import kfin
 
@@ -86,7 +86,7 @@ def test_a_lean_scan_keeps_what_stuck_needs_and_counts_the_rest(populated):
 
 def test_owner_edges_pack_rows_and_give_back_the_dependents_of_what_is_deleted():
     from kfin.model import ResourceType
-    from kfin.scan import OwnerEdges
+    from kfin.api.scan import OwnerEdges
 
     rtype = ResourceType("", "v1", "pods", "Pod", True)
     edges = OwnerEdges()
@@ -160,8 +160,8 @@ def test_the_plain_tree_reads_as_the_rich_tree_of_the_same_graph():
     """A pipe or a large graph gets plain_tree (strings joined); a terminal gets Rich's: the same text."""
     from rich.console import Console
 
-    from kfin import graph as g
-    from kfin import render_graph as rg
+    from kfin.core import owners as g
+    from kfin.render import graph as rg
 
     facts = Facts(inventory.load(str(EXAMPLE)))
     objects = facts.everything(None)
@@ -178,7 +178,7 @@ def test_the_plain_tree_reads_as_the_rich_tree_of_the_same_graph():
 def test_what_causes_declare_they_read_is_fetched_once_before_explaining(populated, fake):
     from collections import Counter
 
-    from kfin.causes import reads_for
+    from kfin.core.causes import reads_for
 
     lean = inventory.live(populated, None, lean=True)
     held = next(o for o in lean.objects if o.name == "held")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from kfin import metrics
+from kfin.render import metrics
 from kfin.errors import ExitCode
-from kfin.serve import Exporter, http_server
+from kfin.serve.exporter import Exporter, http_server
 from tests.fakeapi.rawclient import RawClient
 from tests.fakeapi.server import Fault
 from tests.runner import kfin
@@ -106,8 +106,8 @@ class Served:
     """The exporter in this process, against the fake: what kfin serve runs."""
 
     def __init__(self, fake, fake_kubeconfig):
-        from kfin.commands_stuck import find_all
-        from kfin.options import Options
+        from kfin.commands.stuck import find_all
+        from kfin.commands.flags import Options
 
         options = Options(kubeconfig=str(fake_kubeconfig), all_namespaces=True)
         self.exporter = Exporter(lambda: self._scan(find_all, options), log=lambda _: None)

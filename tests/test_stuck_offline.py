@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from kfin.builtin_kinds import builtin_resources
-from kfin.durations import format_age, parse_duration
+from kfin.api.builtin_kinds import builtin_resources
+from kfin.util.durations import format_age, parse_duration
 from kfin.errors import ExitCode, NotFoundError
-from kfin.causes import family
-from kfin.kube import Kube, Target
-from kfin.discovery import discover
-from kfin.resources import Catalog, parse_resource_list
+from kfin.core.causes import family
+from kfin.api.connection import Kube, Target
+from kfin.api.discovery import discover
+from kfin.api.resources import Catalog, parse_resource_list
 from tests.fakeapi.rawclient import RawClient
 from tests.runner import kfin
 

@@ -88,7 +88,7 @@ def test_a_malformed_item_is_named(tmp_path, document, says):
 @pytest.mark.parametrize("cache", ['{"resources": 5}', "[]", "null", '{"groupVersions": [], "etags": {}, '
                                    '"resources": [{"group": 5}]}', "\xff garbage"])
 def test_a_corrupt_discovery_cache_is_rebuilt(fake, fake_kubeconfig, cache):
-    from kfin.discovery import cache_file
+    from kfin.api.discovery import cache_file
 
     path = cache_file(fake.url)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ They pin down, on the fake and on any real cluster given, the facts kfin's diagn
 import pytest
 
 from kfin.errors import ForbiddenError
-from kfin.kube import Kube, Target
+from kfin.api.connection import Kube, Target
 from tests.runner import kfin
 
 

@@ -1,0 +1,541 @@
+"""The one module that talks to the Kubernetes API: config, requests, discovery, listing, get, patch.
+
+Everything it returns is plain JSON values (dicts and lists), so the rest of kfin works the same on a
+live cluster and on a saved snapshot. The `kubernetes` package is imported here only, and only when a
+command needs a cluster, because importing it costs a third of a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from kfin.errors import (APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError,
+                         UnreachableError)
+from kfin.names import api_path, check_namespace
+from kfin.api.shapes import ShapeError, check_dict, check_object, check_page
+
+JSON = "application/json"
+_PARSING = threading.Lock()  # one page parsed at a time: see Kube._pages
+# Metadata-only answers keep Secret data (and every spec) on the server. The JSON fallback lets
+# aggregated APIs that cannot produce PartialObjectMetadata answer with full objects instead of 406.
+METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+IN_CLUSTER_HOST = "KUBERNETES_SERVICE_HOST"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a command points: the kubectl-style connection flags."""
+    kubeconfig: str | None = None
+    context: str | None = None
+    request_timeout: float | None = None
+
+
+def _kubeconfig_paths(explicit: str | None) -> list[str]:
+    if explicit:
+        return [explicit]
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [p for p in env.split(os.pathsep) if p]
+    return [str(Path("~/.kube/config").expanduser())]
+
+
+def context_names(kubeconfig: str | None) -> list[str]:
+    """Every context of the kubeconfig (for --all-contexts)."""
+    from kubernetes import config
+
+    existing = [p for p in _kubeconfig_paths(kubeconfig) if Path(p).expanduser().is_file()]
+    if not existing:
+        raise ConfigError("no kubeconfig found: set KUBECONFIG or pass --kubeconfig")
+    try:
+        contexts, _ = config.list_kube_config_contexts(config_file=os.pathsep.join(existing))
+    except Exception as error:
+        raise ConfigError(f"cannot read kubeconfig {', '.join(existing)}: {error}") from None
+    return [c["name"] for c in contexts or []]
+
+
+class Kube:
+    """A connection to one API server (one kubeconfig context)."""
+
+    def __init__(self, transport, context: str, server: str, namespace: str, timeout: float | None):
+        check_namespace(namespace, ConfigError, f'namespace of context "{context}"')
+        self._api = transport
+        self.context = context
+        self.server = server
+        self.namespace = namespace
+        self.timeout = timeout
+
+    # ----- connecting ------------------------------------------------------------------------------
+    @classmethod
+    def connect(cls, target: Target = Target()) -> "Kube":
+        from kfin.api.kubeconfig import load_static
+
+        paths = _kubeconfig_paths(target.kubeconfig)
+        existing = [p for p in paths if Path(p).expanduser().is_file()]
+        if existing and (not target.kubeconfig or existing == paths):
+            static = load_static(existing, target.context)
+            if static is not None:
+                configuration, context, namespace = static
+                return cls._make(configuration, context, namespace, target.request_timeout)
+        return cls._connect_with_client(target, paths, existing)
+
+    @classmethod
+    def _connect_with_client(cls, target: Target, paths: list[str], existing: list[str]) -> "Kube":
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+
+        configuration = client.Configuration()
+        if target.kubeconfig and not existing:
+            raise ConfigError(f"kubeconfig {target.kubeconfig} does not exist")
+        if not existing:
+            if os.environ.get(IN_CLUSTER_HOST) and target.context is None:
+                try:
+                    config.load_incluster_config(client_configuration=configuration)
+                except ConfigException as error:
+                    raise ConfigError(f"in-cluster config is incomplete: {error}") from None
+                namespace = _in_cluster_namespace()
+                return cls._make(configuration, "in-cluster", namespace, target.request_timeout)
+            raise ConfigError("no kubeconfig found: set KUBECONFIG, pass --kubeconfig, or run kfin inside a "
+                              f"cluster (looked for {', '.join(paths)})")
+        try:
+            contexts, active = config.list_kube_config_contexts(config_file=os.pathsep.join(existing))
+        except ConfigException as error:
+            raise ConfigError(f"cannot use kubeconfig {', '.join(existing)}: {error}") from None
+        except Exception as error:  # unreadable YAML and the like
+            raise ConfigError(f"cannot read kubeconfig {', '.join(existing)}: {error}") from None
+        names = [c["name"] for c in contexts or []]
+        name = target.context or (active or {}).get("name")
+        if not name:
+            raise ConfigError(f"kubeconfig {', '.join(existing)} has no current context: pass --context "
+                              f"(available: {', '.join(names) or 'none'})")
+        if name not in names:
+            raise ConfigError(f'context "{name}" not found in kubeconfig (available: {", ".join(names) or "none"})')
+        with _logged_errors() as logged:  # the package logs a failing exec plugin instead of raising
+            try:
+                config.load_kube_config(config_file=os.pathsep.join(existing), context=name,
+                                        client_configuration=configuration, persist_config=False)
+            except Exception as error:  # ConfigException, and the package's own slips
+                raise ConfigError(f'cannot use context "{name}": {error}') from None
+        if logged:
+            raise ConfigError(f'cannot use context "{name}": {logged[0]}')
+        context = next(c for c in contexts if c["name"] == name)
+        namespace = (context.get("context") or {}).get("namespace") or "default"
+        return cls._make(configuration, name, namespace, target.request_timeout)
+
+    @classmethod
+    def _make(cls, configuration, context, namespace, timeout):
+        """Requests go through urllib3 directly, set up from the client's Configuration.
+
+        The kubernetes package is used for what it does best and keeps stable (kubeconfig, in-cluster
+        config, exec and token-refresh auth, TLS settings); its generated ApiClient changes shape between
+        releases and cannot return raw metadata-only JSON without deserialising it.
+        """
+        import logging
+        import ssl
+        from urllib.parse import urlsplit
+
+        import urllib3
+
+        logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings are not for users
+        host = configuration.host or ""
+        try:
+            url = urlsplit(host)
+            usable = url.scheme in ("http", "https") and bool(url.hostname)
+        except ValueError:
+            usable = False
+        if not usable:
+            raise ConfigError(f'context "{context}" names no usable server (server: "{host}"): it must be an '
+                              "http:// or https:// URL")
+        for attribute, what in (("ssl_ca_cert", "certificate-authority"), ("cert_file", "client-certificate"),
+                                ("key_file", "client-key")):
+            path = getattr(configuration, attribute, None)
+            if path and not Path(path).is_file():
+                raise ConfigError(f'context "{context}": its {what} file {path} does not exist')
+
+        pool_args = {
+            "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
+            "ca_certs": configuration.ssl_ca_cert,
+            "cert_file": configuration.cert_file,
+            "key_file": configuration.key_file,
+            "maxsize": 32,
+            # A short retry for dropped connections on idempotent requests; a refused port still fails fast.
+            "retries": urllib3.Retry(total=2, connect=1, read=1, status=0, backoff_factor=0.1),
+        }
+        if getattr(configuration, "ca_cert_data", None):
+            pool_args["ca_cert_data"] = configuration.ca_cert_data
+        if getattr(configuration, "tls_server_name", None):
+            pool_args["server_hostname"] = configuration.tls_server_name
+        if configuration.assert_hostname is not None:
+            pool_args["assert_hostname"] = configuration.assert_hostname
+        if not configuration.verify_ssl:
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        if configuration.proxy:
+            pool = urllib3.ProxyManager(proxy_url=configuration.proxy, **pool_args)
+        else:
+            pool = urllib3.PoolManager(**pool_args)
+        return cls(_Transport(configuration, pool), context, configuration.host.rstrip("/"), namespace, timeout)
+
+    # ----- requests --------------------------------------------------------------------------------
+    # Dropped connections are retried within the deadline: a refused port at most once, a lost answer
+    # once for requests that are safe to repeat (never PATCH or POST).
+    RETRY_CONNECT, RETRY_READ = 1, 1
+    IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+
+    def request(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
+                content_type: str | None = None, what: tuple[str, str, str | None] | None = None) -> Any:
+        """One API request; JSON in and out. `what` is (verb, resource, namespace) for error messages."""
+        status, _, data = self.send(method, path, query, body, accept, content_type, what)
+        return self._json(path, data)
+
+    def send(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
+             content_type: str | None = None, what=None, headers: dict | None = None) -> tuple[int, Any, bytes]:
+        """(status, response headers, body bytes) of one request; an error status raises.
+
+        --request-timeout is a deadline for the whole request, retries and a slowly trickled body
+        included, as kubectl's: each wait on the socket gets only the time that is left.
+        """
+        import time
+        from urllib.parse import urlencode
+
+        import urllib3
+
+        deadline = time.monotonic() + self.timeout if self.timeout else None
+        sent = self._headers(accept, headers)
+        data = None
+        if body is not None:
+            sent["Content-Type"] = content_type or JSON
+            data = json.dumps(body).encode()
+        params = {k: v for k, v in (query or {}).items() if v is not None}
+        url = self.server + path + (("?" + urlencode(params)) if params else "")
+        tries = {"connect": 0, "read": 0}
+        while True:
+            left = self._left(deadline)
+            try:
+                response = self._api.pool.request(method, url, body=data, headers=sent, retries=False,
+                                                  redirect=False, preload_content=False,
+                                                  timeout=urllib3.Timeout(connect=left, read=left) if left else None)
+                payload = _read_body(response, deadline)
+            except _DeadlinePassed:
+                raise self._connection_error(TimeoutError("timed out")) from None
+            except (urllib3.exceptions.HTTPError, OSError) as error:
+                step = "connect" if isinstance(error, (urllib3.exceptions.NewConnectionError,
+                                                       urllib3.exceptions.ConnectTimeoutError)) else "read"
+                limit = self.RETRY_CONNECT if step == "connect" else self.RETRY_READ
+                retry = tries[step] < limit and (step == "connect" or method in self.IDEMPOTENT) and \
+                    not isinstance(error, urllib3.exceptions.TimeoutError) and not _is_tls(error)
+                if retry and (deadline is None or deadline - time.monotonic() > 0.1):
+                    tries[step] += 1
+                    time.sleep(0.1)
+                    continue
+                raise self._connection_error(error) from None
+            if response.status >= 400:
+                raise self._api_error(response.status, response.reason, payload, what)
+            return response.status, response.headers, payload
+
+    def _headers(self, accept: str, extra: dict | None = None) -> dict:
+        """What every request sends: what it accepts, who asks, and the credentials (those win)."""
+        return {"Accept": accept, "User-Agent": f"kfin/{_version()}", **(extra or {}), **self._api.auth_headers()}
+
+    def _left(self, deadline: float | None) -> float | None:
+        import time
+
+        if deadline is None:
+            return None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise self._connection_error(TimeoutError("timed out"))
+        return left
+
+    def _json(self, path: str, data: bytes) -> Any:
+        if not data:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise APIError(f"the API server at {self.server} answered {path} with something that is not JSON") from None
+
+    def _connection_error(self, reason) -> KfinError:
+        from urllib3.exceptions import MaxRetryError, NewConnectionError, SSLError
+        from urllib3.exceptions import TimeoutError as Urllib3Timeout
+
+        if isinstance(reason, MaxRetryError) and reason.reason is not None:
+            reason = reason.reason
+        text = str(reason)
+        if isinstance(reason, NewConnectionError):  # a subclass of the timeout errors, but not one
+            return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): "
+                                    f"{_short(text)}")
+        if isinstance(reason, SSLError) or "SSL" in text or "certificate" in text:
+            return AuthError(f"TLS handshake with {self.server} failed (context {self.context}): {_short(text)}")
+        if isinstance(reason, (Urllib3Timeout, TimeoutError)) or "timed out" in text:
+            return UnreachableError(f"the API server at {self.server} did not answer in time (context {self.context})")
+        return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): {_short(text)}")
+
+    def _api_error(self, code: int, reason: str, body: bytes, what) -> KfinError:
+        status = _status_body(body)
+        message = status.get("message") or (body or b"").decode(errors="replace").strip() or reason
+        if code == 401:
+            return AuthError(f"the API server at {self.server} rejected the credentials of context {self.context} "
+                             "(401 Unauthorized): log in again or check the kubeconfig user")
+        if code == 403:
+            verb, resource, namespace = what or ("", "", None)
+            if verb:
+                where = f' in namespace "{namespace}"' if namespace else " at cluster scope"
+                return ForbiddenError(f'forbidden: kfin needs "{verb}" on "{resource}"{where} (server said: {message})',
+                                      verb, resource, namespace)
+            return ForbiddenError(f"forbidden: {message}")
+        if code == 404:
+            details = status.get("details") if isinstance(status.get("details"), dict) else {}
+            return NotFoundError(message, str(details.get("kind") or ""), str(details.get("name") or ""))
+        if code == 503 and not status:  # an aggregated API without a backend answers in plain text
+            return APIError(f"{message} (503): the APIService behind it has no available backend", code,
+                            "ServiceUnavailable")
+        return APIError(f"{message} ({code} {status.get('reason') or reason})", code, status.get("reason", ""))
+
+    # ----- the calls kfin makes --------------------------------------------------------------------
+    def server_version(self) -> dict:
+        return check_dict(self.request("GET", "/version"), f"GET /version of {self.server}")
+
+    def whoami(self) -> str:
+        """The user as the API server sees it (SelfSubjectReview), for the audit log."""
+        try:
+            review = self.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                                  body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            status = review.get("status") if isinstance(review, dict) else None
+            user = status.get("userInfo") if isinstance(status, dict) else None
+            name = user.get("username") if isinstance(user, dict) else None
+            return name if isinstance(name, str) and name else "unknown (SelfSubjectReview answered no user name)"
+        except KfinError as error:
+            return f"unknown (SelfSubjectReview: {error.message})"
+
+    def get(self, path: str, what=None) -> dict:
+        """One whole object."""
+        return check_object(self.request("GET", path, what=what), f"GET {path}")
+
+    def get_metadata(self, path: str, what=None) -> dict:
+        return check_object(self.request("GET", path, accept=METADATA_ACCEPT, what=what), f"GET {path}")
+
+    def list_metadata_pages(self, path: str, limit: int = 500, what=None, reduce=None) -> Iterator:
+        """Every page of a metadata-only list (an empty list answers `items: null`); `reduce(page)` is
+        yielded instead of a page when given (see _pages)."""
+        return self._pages(path, limit, METADATA_LIST_ACCEPT, what, reduce)
+
+    def list_pages(self, path: str, limit: int = 500, what=None, reduce=None) -> Iterator:
+        """Every page of a list of full objects."""
+        return self._pages(path, limit, JSON, what, reduce)
+
+    def _pages(self, path: str, limit: int, accept: str, what, reduce=None) -> Iterator:
+        """Pages are fetched by as many threads as list at once, but parsed (and reduced) one at a time:
+        parsing holds the GIL anyway, and so only one page is ever held parsed, not one per thread, which is
+        most of a large scan's memory (issue 17)."""
+        token = None
+        while True:
+            _, _, data = self.send("GET", path, {"limit": limit, "continue": token}, accept=accept, what=what)
+            with _PARSING:
+                page = check_page(self._json(path, data), f"GET {path}")
+                del data
+                token = (page.get("metadata") or {}).get("continue")
+                out = reduce(page) if reduce else page
+                del page
+            yield out
+            if not token:
+                return
+
+    def api_groups(self) -> list[tuple[str, list[str], str]]:
+        """(group, versions, preferred version) of every API group, from legacy /apis: one cheap request
+        that also names the groups whose APIService has no backend (aggregated discovery leaves them out)."""
+        where = f"GET /apis of {self.server}"
+        groups = check_dict(self.request("GET", "/apis", what=("get", "/apis", None)), where).get("groups")
+        if not isinstance(groups, list):
+            raise ShapeError(f"{where} answered without a list of groups")
+        out = []
+        for g in groups:
+            versions = [v.get("version") for v in g.get("versions") or [] if isinstance(v, dict)] \
+                if isinstance(g, dict) and isinstance(g.get("versions"), list) else None
+            if not versions or not isinstance(g.get("name"), str) or not all(isinstance(v, str) and v for v in versions):
+                raise ShapeError(f"{where} answered a malformed API group: {str(g)[:100]}")
+            preferred = g.get("preferredVersion") if isinstance(g.get("preferredVersion"), dict) else {}
+            version = preferred.get("version")
+            out.append((g["name"], versions, version if isinstance(version, str) and version else versions[0]))
+        return out
+
+    def aggregated_discovery(self, path: str, etag: str | None) -> tuple[dict | None, str | None]:
+        """(document, ETag) of /api or /apis as an APIGroupDiscoveryList; (None, etag) when the server
+        answers 304 Not Modified to `etag`. A server without aggregated discovery answers its legacy
+        document, returned with no ETag."""
+        status, headers, data = self.send("GET", path, accept=AGGREGATED_ACCEPT, what=("get", path, None),
+                                          headers={"If-None-Match": etag} if etag else None)
+        if status == 304:
+            return None, etag
+        document = check_dict(self._json(path, data), f"GET {path} of {self.server}")
+        if document.get("kind") != "APIGroupDiscoveryList":
+            return document, None
+        return document, headers.get("ETag")
+
+    def resource_list(self, group: str, version: str) -> dict:
+        """Legacy discovery of one group version (/api/v1 or /apis/GROUP/VERSION)."""
+        path = api_path("apis", group, version) if group else api_path("api", version)
+        return check_dict(self.request("GET", path, what=("get", path, None)), f"GET {path} of {self.server}")
+
+    def watch(self, path: str, query: dict, timeout_seconds: int, accept: str = METADATA_ACCEPT, what=None):
+        """The events of one watch (dicts), until the server ends it after `timeout_seconds`; bookmarks
+        asked for. An ERROR event (410 Expired) is yielded like the others: the caller lists again."""
+        from urllib.parse import urlencode
+
+        import urllib3
+
+        params = {k: v for k, v in dict(query, watch="1", allowWatchBookmarks="true",
+                                        timeoutSeconds=str(timeout_seconds)).items() if v is not None}
+        headers = self._headers(accept)
+        wait = urllib3.Timeout(connect=self.timeout or 30, read=timeout_seconds + 15)
+        try:
+            response = self._api.pool.request("GET", self.server + path + "?" + urlencode(params), headers=headers,
+                                              preload_content=False, retries=False, timeout=wait)
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise self._connection_error(error) from None
+        try:
+            if response.status >= 400:
+                raise self._api_error(response.status, response.reason, response.read(), what)
+            pending = b""
+            try:
+                for chunk in response.stream(1 << 16):
+                    pending += chunk
+                    while b"\n" in pending:
+                        line, pending = pending.split(b"\n", 1)
+                        if line.strip():
+                            event = json.loads(line)
+                            if isinstance(event, dict):
+                                yield event
+            except (urllib3.exceptions.HTTPError, OSError):  # the stream broke: the caller watches again
+                return
+            except ValueError:
+                raise ShapeError(f"a watch of {path} answered something that is not JSON") from None
+        finally:  # a watch left before its end still has data on the wire: never reuse that connection
+            response.close()
+            response.release_conn()
+
+    def patch_json(self, path: str, operations: list, dry_run: bool = False, what=None) -> dict:
+        return self.request("PATCH", path, {"dryRun": "All" if dry_run else None}, body=operations,
+                            content_type="application/json-patch+json", what=what)
+
+
+class _Transport:
+    """A urllib3 pool plus the client Configuration that knows the credentials (and refreshes them)."""
+
+    # The client's refresh hook re-applies the whole kubeconfig (and re-reads proxy settings from the
+    # environment) on every call: about a millisecond a request, measured in bench/. Tokens that expire
+    # are refreshed by that hook 5 minutes early, so asking it every few seconds loses nothing.
+    AUTH_REFRESH_SECONDS = 5.0
+
+    def __init__(self, configuration, pool):
+        import threading
+
+        self.configuration, self.pool = configuration, pool
+        self._auth: dict | None = None
+        self._auth_at = 0.0
+        self._auth_lock = threading.Lock()
+
+    def auth_headers(self) -> dict:
+        import time
+
+        with self._auth_lock:
+            now = time.monotonic()
+            if self._auth is None or now - self._auth_at >= self.AUTH_REFRESH_SECONDS:
+                headers = {}
+                for setting in self.configuration.auth_settings().values():
+                    if setting.get("in") == "header" and setting.get("value"):
+                        headers[setting["key"]] = setting["value"]
+                self._auth, self._auth_at = headers, now
+            return dict(self._auth)
+
+
+class _logged_errors:
+    """Collects what is logged at ERROR while a kubeconfig is loaded (and keeps it off the terminal)."""
+
+    def __enter__(self) -> list[str]:
+        import logging
+
+        self.messages: list[str] = []
+        self.handler = logging.Handler(logging.ERROR)
+        self.handler.emit = lambda record: self.messages.append(record.getMessage())
+        root = logging.getLogger()
+        self.had_handlers = bool(root.handlers)
+        root.addHandler(self.handler)
+        return self.messages
+
+    def __exit__(self, *exc):
+        import logging
+
+        root = logging.getLogger()
+        root.removeHandler(self.handler)
+        if not self.had_handlers:  # a later refresh of the plugin must not print "ERROR:root:" either
+            root.addHandler(logging.NullHandler())
+        return False
+
+
+class _DeadlinePassed(Exception):
+    """--request-timeout ran out while the answer was still arriving."""
+
+
+def _read_body(response, deadline: float | None) -> bytes:
+    """The whole body, each socket wait limited to the time left before `deadline`."""
+    import time
+
+    chunks = []
+    try:
+        while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _DeadlinePassed()
+                sock = getattr(getattr(response, "connection", None), "sock", None)
+                if sock is not None:
+                    sock.settimeout(left)
+            chunk = response.read1(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except BaseException:
+        response.close()  # the connection is in an unknown state: never back to the pool
+        raise
+    response.release_conn()
+    return b"".join(chunks)
+
+
+def _is_tls(error) -> bool:
+    import urllib3
+    return isinstance(error, urllib3.exceptions.SSLError) or "SSL" in str(error) or "certificate" in str(error)
+
+
+def _version() -> str:
+    from kfin import __version__
+    return __version__
+
+
+def _status_body(body) -> dict:
+    try:
+        parsed = json.loads(body) if body else {}
+    except (ValueError, TypeError):
+        return {}
+    return parsed if isinstance(parsed, dict) and parsed.get("kind") == "Status" else {}
+
+
+def _short(text: str) -> str:
+    """The useful end of urllib3's long connection messages."""
+    for marker in ("Connection refused", "Name or service not known", "No route to host",
+                   "nodename nor servname", "timed out", "WRONG_VERSION_NUMBER", "CERTIFICATE_VERIFY_FAILED"):
+        if marker in text:
+            return marker.lower() if marker[0].isupper() and " " in marker else marker
+    return text.splitlines()[0][:200]
+
+
+def _in_cluster_namespace() -> str:
+    try:
+        return Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read_text().strip() or "default"
+    except OSError:
+        return "default"

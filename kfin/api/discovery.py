@@ -1,0 +1,135 @@
+"""Discovery of every listable resource type, revalidated on every scan.
+
+kfin asks /api and /apis for aggregated discovery (one document each, every group, version and kind)
+with the ETags it saw last: the server answers 304 while nothing changed, and the new document as soon
+as anything did, a new kind joining a known group version included. So a scan always covers every type
+the server serves, at the cost of two small requests. Group versions that aggregated discovery leaves
+out or marks stale (an APIService without backend) and servers without aggregated discovery are read
+the legacy way, one /apis/GROUP/VERSION each, and their failures are reported. The cache on disk also
+serves shell completion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+from kfin.errors import ForbiddenError, KfinError, UnreachableError
+from kfin.model import Failure, ResourceType
+from kfin.util.parallel import ordered
+from kfin.api.resources import aggregated_versions, parse_aggregated, parse_resource_list
+from kfin.api.shapes import ShapeError, resource_problem
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KFIN_CACHE_DIR") or Path("~/.kube/cache/kfin").expanduser())
+
+
+def cache_file(server: str) -> Path:
+    return cache_root() / re.sub(r"[^A-Za-z0-9._-]", "_", server) / "discovery.json"
+
+
+def failure_of(what: str, target: str, error: KfinError) -> Failure:
+    if isinstance(error, ForbiddenError):
+        reason = "Forbidden"
+    elif isinstance(error, UnreachableError):
+        reason = "Timeout" if "in time" in error.message else "Unreachable"
+    else:
+        reason = getattr(error, "reason", "") or "Error"
+    return Failure(what, target, reason, error.message)
+
+
+def read_cache(path: Path) -> dict | None:
+    """The cached discovery, or None when missing, unreadable or of the wrong shape (it is rebuilt)."""
+    try:
+        cached = json.loads(path.read_text())
+        if not isinstance(cached, dict) or not isinstance(cached.get("groupVersions"), list) or \
+                not isinstance(cached.get("etags"), dict) or not isinstance(cached.get("resources"), list) or \
+                any(resource_problem(r) for r in cached["resources"]):
+            return None
+        cached["types"] = [ResourceType.from_dict(r) for r in cached["resources"]]
+        return cached
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def cached_resources(server: str) -> list[ResourceType] | None:
+    """What the cache knows of a server, however old (for shell completion, which must not wait)."""
+    cached = read_cache(cache_file(server))
+    return cached["types"] if cached else None
+
+
+def discover(kube, refresh: bool = False) -> tuple[list[ResourceType], list[Failure]]:
+    """Resource types of the server behind `kube`, current as of now; `refresh` ignores the cache."""
+    path = cache_file(kube.server)
+    cached = None if refresh else read_cache(path)
+    groups = kube.api_groups()
+    group_versions = sorted(f"{g}/{v}" for g, versions, _ in groups for v in versions)
+    etags = cached["etags"] if cached and cached["groupVersions"] == group_versions else {}
+    core_doc, core_etag = kube.aggregated_discovery("/api", etags.get("/api"))
+    apis_doc, apis_etag = kube.aggregated_discovery("/apis", etags.get("/apis"))
+    if core_doc is None and apis_doc is None:
+        return cached["types"], []  # both unchanged since the cache was written
+    if core_doc is None:  # only one of them changed: the other's document is needed too
+        core_doc, core_etag = kube.aggregated_discovery("/api", None)
+    if apis_doc is None:
+        apis_doc, apis_etag = kube.aggregated_discovery("/apis", None)
+    resources, failures = _resources(kube, groups, core_doc, apis_doc)
+    if not failures and core_etag and apis_etag:  # a partial discovery is not cached: retried next time
+        _save(path, {"savedAt": time.time(), "server": kube.server, "groupVersions": group_versions,
+                     "etags": {"/api": core_etag, "/apis": apis_etag},
+                     "resources": [r.to_dict() for r in resources]})
+    return resources, failures
+
+
+def _resources(kube, groups, core_doc: dict, apis_doc: dict) -> tuple[list[ResourceType], list[Failure]]:
+    """Core first, then groups in the server's priority order (earlier types win a tie, as in kubectl)."""
+    core = aggregated_versions(core_doc, f"GET /api of {kube.server}", core=True)
+    aggregated = aggregated_versions(apis_doc, f"GET /apis of {kube.server}")
+    wanted = [("", "v1")] + [(group, preferred) for group, _, preferred in groups]
+    found: dict[tuple[str, str], list[ResourceType] | KfinError] = {}
+    legacy = []
+    for group, version in wanted:
+        entry = (core if not group else aggregated).get((group, version))
+        if entry is None or entry.get("freshness", "Current") != "Current":
+            legacy.append((group, version))
+            continue
+        try:
+            found[(group, version)] = parse_aggregated(group, version, entry)
+        except ShapeError as error:
+            found[(group, version)] = error
+
+    def fetch(gv):
+        group, version = gv
+        try:
+            return gv, parse_resource_list(group, version, kube.resource_list(group, version))
+        except KfinError as error:
+            return gv, error
+    found.update(ordered(fetch, legacy, 8))
+    core_types = found[("", "v1")]
+    if isinstance(core_types, KfinError):
+        raise core_types  # without the core group there is no scan to speak of
+    if not any(r.resource == "namespaces" for r in core_types):
+        raise ShapeError(f"discovery of {kube.server} lists no namespaces: it does not answer as a Kubernetes API "
+                         "server")
+    resources, failures = [], []
+    for group, version in wanted:
+        result = found[(group, version)]
+        if isinstance(result, KfinError):
+            failures.append(failure_of("discovery", f"{group}/{version}" if group else version, result))
+        else:
+            resources += result
+    return resources, failures
+
+
+def _save(path: Path, document: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(document))
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only home is no reason to fail

@@ -1,0 +1,264 @@
+"""Where an Inventory comes from: a live cluster, a kfin snapshot, or `kubectl get -o json` output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kfin.api.builtin_kinds import builtin_resources
+from kfin.api.discovery import discover
+from kfin.errors import UsageError
+from kfin.util.gcpause import paused_gc
+from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
+from kfin.api.resources import Catalog
+from kfin.api.scan import NAMESPACES, REDUCED_FIELDS, Lean, scan, to_object
+from kfin.api.shapes import object_problem, resource_problem, type_name
+
+SNAPSHOT_KIND = "Snapshot"
+SNAPSHOT_API_VERSION = "kfin.dev/v1"
+# `stuck` reads namespaces whole: their spec.finalizers and status conditions say what holds them.
+STUCK_FULL = {("", "namespaces"), ("", "persistentvolumeclaims"), ("", "persistentvolumes")}
+SNAPSHOT_FULL = set(REDUCED_FIELDS)
+FAILURE_FIELDS = ("what", "target", "reason", "message")
+
+
+def live(kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refresh: bool = False,
+         progress=None, concurrency: int = 16, chunk_size: int = 500, lean: bool = False) -> Inventory:
+    """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean)."""
+    resources, failures = discover(kube, refresh)
+    left_out = Lean() if lean else None
+    wide = []
+    if namespace is not None and full == SNAPSHOT_FULL:
+        # A namespace's snapshot still needs what explains it from elsewhere (RBAC and the controllers it
+        # names, volumes, nodes, APIServices, CRDs, leases): those kinds are read cluster-wide, reduced.
+        wide = [r for r in resources if (r.group, r.resource) in full and (r.group, r.resource) != NAMESPACES]
+    local = [r for r in resources if r not in wide]
+    objects, list_failures = scan(kube, local, namespace, full=full, concurrency=concurrency,
+                                  page_size=chunk_size, progress=progress, lean=left_out)
+    if wide:
+        more, more_failures = scan(kube, wide, None, full=full, concurrency=concurrency, page_size=chunk_size)
+        objects, list_failures = objects + more, list_failures + more_failures
+    if left_out is not None:  # of the objects kept only as owner edges, the dependents of Terminating ones
+        objects += left_out.edges.dependents_of({o.uid for o in objects if o.terminating and o.uid})
+    unread = {f.target.split(" ")[0] for f in list_failures}
+    detailed = {(r.group, r.resource, "" if r in wide else namespace or "") for r in resources
+                if (r.group, r.resource) in full and r.qualified not in unread}
+    return Inventory(resources, objects, failures + list_failures, datetime.now(timezone.utc), kube.context,
+                     kube.server, namespace, detailed, dict(left_out.dropped) if left_out else {})
+
+
+def save_snapshot(inventory: Inventory, path: str) -> None:
+    document = {
+        "apiVersion": SNAPSHOT_API_VERSION, "kind": SNAPSHOT_KIND,
+        "observedAt": format_time(inventory.observed_at), "context": inventory.context, "server": inventory.server,
+        "namespace": inventory.namespace,
+        "resources": [r.to_dict() for r in inventory.resources],
+        "failures": [f.to_dict() for f in inventory.failures],
+        "detailed": sorted([list(d) for d in inventory.detailed]),
+        "objects": sorted((o.raw for o in inventory.objects),
+                          key=lambda raw: (raw["apiVersion"], raw["kind"], raw["metadata"].get("namespace", ""),
+                                           raw["metadata"].get("name", ""))),
+    }
+    text = json.dumps(document, indent=1, sort_keys=False) + "\n"
+    if path == "-":
+        import sys
+        sys.stdout.write(text)
+    else:
+        Path(path).write_text(text)
+
+
+def load(path: str) -> Inventory:
+    """A kfin snapshot, or a kubectl `List` (kubectl get ... -o json), read item by item: each is reduced to
+    what kfin keeps (ThinObjects for most) before the next is parsed, so memory stays below the file's size."""
+    with paused_gc():
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return _load(handle, path)
+        except OSError as error:
+            raise UsageError(f"cannot read snapshot {path}: {error.strerror or error}") from None
+        except (ValueError, UnicodeDecodeError) as error:
+            raise UsageError(f"{path} is not JSON: {error}") from None
+
+
+STREAMED = frozenset({"items", "objects"})
+KEEP_ALL = Lean(for_file=True)  # thin, never dropped: a file cannot be read again on demand
+
+
+def _load(handle, path: str) -> Inventory:
+    from kfin.api.jsonstream import members
+
+    document: dict = {}
+    items: _ListItems | None = None
+    kept: list[KubeObject] | None = None
+    for key, value in members(handle, STREAMED):
+        if key == "items" and isinstance(value, Iterator):
+            items = _ListItems(path, document.get("apiVersion"))
+            for index, item in enumerate(value):
+                items.add(index, item)
+        elif key == "objects" and isinstance(value, Iterator):
+            if "resources" in document:  # kfin writes its types first: each object is kept as it is read
+                kept = _snapshot_objects(value, _snapshot_resources(document, path), path)
+            else:
+                document[key] = list(value)
+        else:
+            document[key] = value
+    if document.get("kind") == SNAPSHOT_KIND and document.get("apiVersion") == SNAPSHOT_API_VERSION:
+        return _from_snapshot(document, path, kept)
+    if items is not None and str(document.get("kind", "")).endswith("List"):
+        return items.inventory(document)
+    if isinstance(document.get("items"), list) and str(document.get("kind", "")).endswith("List"):
+        listed = _ListItems(path, document.get("apiVersion"))
+        for index, item in enumerate(document["items"]):
+            listed.add(index, item)
+        return listed.inventory(document)
+    raise UsageError(f"{path} is neither a kfin snapshot nor a kubectl List")
+
+
+def _kept(rtype: ResourceType, raw: dict) -> KubeObject:
+    """A loaded object as a scan would keep it: whole (reduced) kinds, Terminating objects and objects with
+    finalizers as they are, the rest thin."""
+    meta = raw.get("metadata") or {}
+    if (rtype.group, rtype.resource) in REDUCED_FIELDS or meta.get("deletionTimestamp") or meta.get("finalizers"):
+        return KubeObject(rtype, raw)
+    return KEEP_ALL.keep(rtype, meta)
+
+
+def _entries(document: dict, key: str, path: str) -> list:
+    value = document.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UsageError(f"{path}: {key} is {type_name(value)}, not a list")
+    return value
+
+
+def _bad(path: str, where: str, problem: str) -> UsageError:
+    return UsageError(f"{path}: {where} is malformed: {problem}")
+
+
+def _from_snapshot(document: dict, path: str, kept: list[KubeObject] | None = None) -> Inventory:
+    """A kfin snapshot; `kept`: its objects, when they were already turned into KubeObjects as read."""
+    for key in ("observedAt", "context", "server", "namespace"):
+        if document.get(key) is not None and not isinstance(document[key], str):
+            raise UsageError(f"{path}: {key} is {type_name(document[key])}, not a string")
+    resources = _snapshot_resources(document, path)
+    failures = []
+    for index, entry in enumerate(_entries(document, "failures", path)):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in FAILURE_FIELDS):
+            raise _bad(path, f"failures[{index}]", "a failure has string " + ", ".join(FAILURE_FIELDS))
+        failures.append(Failure(**{k: entry[k] for k in FAILURE_FIELDS}))
+    detailed = set()
+    for index, entry in enumerate(_entries(document, "detailed", path)):
+        if not isinstance(entry, list) or len(entry) != 3 or not all(isinstance(v, str) for v in entry):
+            raise _bad(path, f"detailed[{index}]", "each entry is [group, resource, namespace]")
+        detailed.add(tuple(entry))
+    objects = kept if kept is not None else _snapshot_objects(_entries(document, "objects", path), resources, path)
+    return Inventory(resources, objects, failures, parse_time(document.get("observedAt")) or datetime.now(timezone.utc),
+                     document.get("context") or "", document.get("server") or "", document.get("namespace"), detailed)
+
+
+def _snapshot_resources(document: dict, path: str) -> list[ResourceType]:
+    resources = []
+    for index, entry in enumerate(_entries(document, "resources", path)):
+        problem = resource_problem(entry)
+        if problem:
+            raise _bad(path, f"resources[{index}]", problem)
+        resources.append(ResourceType.from_dict(entry))
+    return resources
+
+
+def _snapshot_objects(raws, resources: list[ResourceType], path: str) -> list[KubeObject]:
+    catalog = Catalog(resources + builtin_resources())
+    objects = []
+    for index, raw in enumerate(raws):
+        problem = object_problem(raw) or _identity_problem(raw)
+        if problem:
+            raise _bad(path, f"objects[{index}]", problem)
+        objects.append(_kept(_type_of(catalog, raw), raw))
+    return objects
+
+
+def _identity_problem(raw: dict) -> str | None:
+    for key in ("apiVersion", "kind"):
+        if not raw.get(key):
+            return f"{key} is missing"
+    return None
+
+
+class _ListItems:
+    """The items of a kubectl List, turned into kept objects one by one as they are read. The List's own
+    kind (kubectl writes it after the items) is needed only for an item without a kind: those wait."""
+
+    def __init__(self, path: str, api_version):
+        if api_version is not None and not isinstance(api_version, str):
+            raise UsageError(f"{path}: apiVersion is {type_name(api_version)}, not a string")
+        self.path, self.api_version = path, api_version
+        self.catalog = Catalog(builtin_resources())
+        self.objects: list[KubeObject] = []
+        self.seen: dict = {}
+        self.kindless: list[tuple[int, dict]] = []
+
+    def add(self, index: int, item, list_kind: str | None = None) -> None:
+        problem = object_problem(item)
+        if problem:
+            raise _bad(self.path, f"items[{index}]", problem)
+        kind = item.get("kind") or (list_kind[:-4] if list_kind and list_kind != "List" else "")
+        if not kind and list_kind is None:
+            self.kindless.append((index, item))
+            return
+        if not kind:
+            raise _bad(self.path, f"items[{index}]", "it has no kind")
+        meta = item.get("metadata") or {}
+        if not meta.get("name"):
+            raise _bad(self.path, f"items[{index}]", "metadata.name is missing")
+        api_version = item.get("apiVersion") or self.api_version or "v1"
+        rtype = self.catalog.for_kind(api_version, kind) or self.seen.get((api_version, kind)) or _guess_type(
+            api_version, kind, bool(meta.get("namespace")))
+        self.seen[(api_version, kind)] = rtype
+        # Secret data and specs are dropped here; most objects are kept thin (scan.to_object)
+        self.objects.append(to_object(rtype, dict(item, apiVersion=api_version, kind=kind),
+                                      (rtype.group, rtype.resource) in REDUCED_FIELDS, KEEP_ALL))
+
+    def inventory(self, document: dict) -> Inventory:
+        list_kind = str(document.get("kind") or "List")
+        waiting, self.kindless = self.kindless, []
+        for index, item in waiting:
+            self.add(index, item, list_kind)
+        resources = list(dict.fromkeys(o.type for o in self.objects))
+        # Items of a List are whole objects: the kinds explanations read are known in full where present.
+        detailed = {(r.group, r.resource, "") for r in resources if (r.group, r.resource) in REDUCED_FIELDS}
+        return Inventory(resources, self.objects, [], datetime.now(timezone.utc), "", f"file:{self.path}", None,
+                         detailed)
+
+
+def _type_of(catalog: Catalog, raw: dict) -> ResourceType:
+    meta = raw.get("metadata") or {}
+    return catalog.for_kind(raw["apiVersion"], raw["kind"]) or _guess_type(raw["apiVersion"], raw["kind"],
+                                                                          bool(meta.get("namespace")))
+
+
+def _guess_type(api_version: str, kind: str, namespaced: bool) -> ResourceType:
+    """A custom kind from a file without discovery: kubectl's default plural (lower case, + s/es/ies)."""
+    group, _, version = api_version.rpartition("/")
+    lower = kind.lower()
+    if lower.endswith("y") and lower[-2:-1] not in "aeiou":
+        plural = lower[:-1] + "ies"
+    elif lower.endswith(("s", "x", "z", "ch", "sh")):
+        plural = lower + "es"
+    else:
+        plural = lower + "s"
+    return ResourceType(group, version, plural, kind, namespaced, ("get", "list"), (), lower)
+
+
+def restrict(inventory: Inventory, namespace: str | None) -> Inventory:
+    """A saved inventory seen through -n NS: that namespace's objects, the Namespace itself, and what
+    explanations read elsewhere (cluster-scoped objects, the kinds kept whole). Only objects of the
+    namespace are reported stuck (kfin.core.stuck keeps to the inventory's namespace)."""
+    if namespace is None:
+        return inventory
+    kept = [o for o in inventory.objects if o.namespace == namespace or not o.type.namespaced
+            or (o.type.group, o.type.resource) in REDUCED_FIELDS]
+    return Inventory(inventory.resources, kept, inventory.failures, inventory.observed_at, inventory.context,
+                     inventory.server, namespace, inventory.detailed)

@@ -1,0 +1,120 @@
+"""Resource types from discovery, and the kubectl forms a user types to name them."""
+
+from __future__ import annotations
+
+import difflib
+
+from kfin.errors import NotFoundError
+from kfin.model import ResourceType
+from kfin.api.shapes import ShapeError
+
+
+def _resource_type(group: str, version: str, name, kind, namespaced, verbs, short_names, singular,
+                   categories, where: str) -> ResourceType:
+    if not isinstance(name, str) or not name or not isinstance(kind, str) or not kind or \
+            not isinstance(namespaced, bool) or not _strings(verbs) or not _strings(short_names or []) or \
+            not _strings(categories or []) or not isinstance(singular or "", str):
+        raise ShapeError(f"{where} answered a malformed resource entry ({str(name)[:60]})")
+    return ResourceType(group, version, name, kind, namespaced, tuple(verbs), tuple(short_names or ()),
+                        singular or kind.lower(), tuple(categories or ()))
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def parse_resource_list(group: str, version: str, doc: dict) -> list[ResourceType]:
+    """Listable resource types of a legacy discovery document (APIResourceList).
+
+    Subresources (pods/log) and types without `list` (bindings, reviews) are left out.
+    """
+    where = f"discovery of {group + '/' if group else ''}{version}"
+    entries = doc.get("resources")
+    if not isinstance(entries, list) or not all(isinstance(r, dict) for r in entries):
+        raise ShapeError(f"{where} answered without a list of resources")
+    out = []
+    for r in entries:
+        t = _resource_type(group, version, r.get("name"), r.get("kind"), r.get("namespaced"), r.get("verbs"),
+                           r.get("shortNames"), r.get("singularName"), r.get("categories"), where)
+        if "/" not in t.resource and "list" in t.verbs:
+            out.append(t)
+    return out
+
+
+def aggregated_versions(doc: dict, where: str, core: bool = False) -> dict[tuple[str, str], dict]:
+    """{(group, version): version entry} of an APIGroupDiscoveryList; {} for a legacy document."""
+    if doc.get("kind") != "APIGroupDiscoveryList":
+        return {}
+    items = doc.get("items")
+    if not isinstance(items, list):
+        raise ShapeError(f"{where} answered aggregated discovery without a list of groups")
+    out = {}
+    for item in items:
+        name = "" if core else ((item.get("metadata") or {}).get("name") if isinstance(item, dict) else None)
+        versions = item.get("versions") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not isinstance(versions, list):
+            raise ShapeError(f"{where} answered a malformed group in aggregated discovery")
+        for entry in versions:
+            if not isinstance(entry, dict) or not isinstance(entry.get("version"), str):
+                raise ShapeError(f"{where} answered a malformed version of group {name or 'core'}")
+            out[(name, entry["version"])] = entry
+    return out
+
+
+def parse_aggregated(group: str, version: str, entry: dict) -> list[ResourceType]:
+    """Listable resource types of one version entry of aggregated discovery (apidiscovery.k8s.io/v2)."""
+    where = f"discovery of {group + '/' if group else ''}{version}"
+    entries = entry.get("resources") or []
+    if not isinstance(entries, list) or not all(isinstance(r, dict) for r in entries):
+        raise ShapeError(f"{where} answered without a list of resources")
+    out = []
+    for r in entries:
+        kind = (r.get("responseKind") or {}).get("kind") if isinstance(r.get("responseKind"), dict) else None
+        scope = r.get("scope")
+        t = _resource_type(group, version, r.get("resource"), kind,
+                           scope == "Namespaced" if scope in ("Namespaced", "Cluster") else None,
+                           r.get("verbs"), r.get("shortNames"), r.get("singularResource"), r.get("categories"), where)
+        if "list" in t.verbs:
+            out.append(t)
+    return out
+
+
+class Catalog:
+    """Finds a resource type by what a user types: pvc, persistentvolumeclaims, PersistentVolumeClaim,
+    deploy.apps, deployments.v1.apps, widgets.example.com. Earlier types win a tie, as in kubectl
+    (core first, then groups in the server's priority order)."""
+
+    def __init__(self, resources: list[ResourceType]):
+        self.resources = list(resources)
+
+    def _names(self, r: ResourceType) -> set[str]:
+        return {r.resource, r.singular, r.kind.lower(), *r.short_names}
+
+    def find(self, text: str) -> ResourceType:
+        wanted = text.strip().lower()
+        if not wanted:
+            raise NotFoundError("empty resource type")
+        for r in self.resources:
+            if wanted in self._names(r):
+                return r
+        for r in self.resources:  # name.group and name.version.group
+            for name in self._names(r):
+                if wanted in (f"{name}.{r.group}", f"{name}.{r.version}.{r.group}") and r.group:
+                    return r
+        raise NotFoundError(f'the server doesn\'t have a resource type "{text}"{self._suggestion(wanted)}')
+
+    def _suggestion(self, wanted: str) -> str:
+        """The nearest type, named by its plural (kubectl's canonical form)."""
+        plural_of: dict[str, str] = {}
+        for r in reversed(self.resources):  # earlier types win
+            for name in self._names(r) | {r.qualified}:
+                plural_of[name] = r.qualified
+        close = difflib.get_close_matches(wanted, sorted(plural_of), n=1, cutoff=0.75)
+        return f" (did you mean {plural_of[close[0]]}?)" if close else ""
+
+    def for_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        group = api_version.rpartition("/")[0]
+        for r in self.resources:
+            if r.group == group and r.kind == kind:
+                return r
+        return None

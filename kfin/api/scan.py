@@ -1,0 +1,304 @@
+"""Listing every resource type in parallel, metadata-only, page by page, failures reported per type."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import Callable
+
+from kfin.api.discovery import failure_of
+from kfin.errors import KfinError, NotFoundError
+from kfin.util.gcpause import paused_gc
+from kfin.model import (Failure, KubeObject, OwnedObject, ResourceType, ThinObject, owned_object, owner_edge,
+                         owner_tuples)
+from kfin.util.parallel import completed
+
+NAMESPACES = ("", "namespaces")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+# What explanations need of the few kinds read as full objects, and nothing more: a snapshot never holds
+# Secret data, environment values, or container specs.
+REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "namespaces"): ("spec", "status"),
+    ("", "persistentvolumeclaims"): ("spec.volumeName", "spec.storageClassName", "status.phase"),
+    ("", "persistentvolumes"): ("spec.claimRef", "spec.persistentVolumeReclaimPolicy", "spec.storageClassName",
+                                "spec.csi.driver", "spec.csi.volumeHandle", "status.phase"),
+    ("", "pods"): ("spec.nodeName", "spec.serviceAccountName", "spec.volumes", "status.phase", "status.conditions",
+                   "status.containerStatuses"),
+    ("apps", "deployments"): ("spec.replicas", "spec.template.spec.serviceAccountName", "status.readyReplicas"),
+    ("apps", "statefulsets"): ("spec.replicas", "spec.template.spec.serviceAccountName", "status.readyReplicas"),
+    ("apps", "daemonsets"): ("spec.template.spec.serviceAccountName", "status.numberReady"),
+    ("apiregistration.k8s.io", "apiservices"): ("spec.service", "spec.group", "spec.version", "status.conditions"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ("spec.group", "spec.names", "spec.scope",
+                                                             "status.conditions"),
+    ("storage.k8s.io", "volumeattachments"): ("spec", "status.attached"),
+    ("", "nodes"): ("spec.taints", "status.conditions"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): ("webhooks",),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): ("webhooks",),
+    ("discovery.k8s.io", "endpointslices"): ("endpoints",),
+    ("coordination.k8s.io", "leases"): ("spec.holderIdentity", "spec.renewTime", "spec.leaseDurationSeconds"),
+    ("rbac.authorization.k8s.io", "clusterroles"): ("rules",),
+    ("rbac.authorization.k8s.io", "roles"): ("rules",),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): ("roleRef", "subjects"),
+    ("rbac.authorization.k8s.io", "rolebindings"): ("roleRef", "subjects"),
+}
+
+
+MANAGERS = "finalizerManagers"  # kept beside an object's metadata: {finalizer: the field manager that added it}
+
+
+def finalizer_managers(meta: dict) -> dict:
+    """Which field manager added each finalizer, from managedFields (`f:metadata/f:finalizers/v:"NAME"`):
+    evidence of a finalizer's owner that even a user who may not read RBAC can see."""
+    out = {}
+    for entry in meta.get("managedFields") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("manager"), str):
+            continue
+        owned = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:finalizers") or {}
+        for key in owned if isinstance(owned, dict) else ():
+            if key.startswith('v:"') and key.endswith('"'):
+                out[key[3:-1]] = entry["manager"]
+    return out
+
+
+def with_managers(raw: dict, meta: dict) -> dict:
+    """`raw` with the finalizer managers of `meta` (when it names any), before managedFields are dropped."""
+    managers = finalizer_managers(meta) if meta.get("finalizers") else {}
+    if managers:
+        raw[MANAGERS] = managers
+    return raw
+
+
+def slim_metadata(meta: dict) -> dict:
+    """Metadata without server bookkeeping (managedFields) and without kubectl's copy of the object.
+    Copies only when there is something to drop: this runs once for every object of a scan."""
+    if "managedFields" in meta:
+        meta = {k: v for k, v in meta.items() if k != "managedFields"}
+    annotations = meta.get("annotations")
+    if annotations and LAST_APPLIED in annotations:
+        meta = dict(meta, annotations={k: v for k, v in annotations.items() if k != LAST_APPLIED})
+    return meta
+
+
+def _pod_volume(volume: dict) -> dict | None:
+    if volume.get("persistentVolumeClaim"):
+        return {"name": volume.get("name"), "persistentVolumeClaim": {
+            "claimName": volume["persistentVolumeClaim"].get("claimName")}}
+    if volume.get("ephemeral") is not None:
+        return {"name": volume.get("name"), "ephemeral": {}}
+    return None
+
+
+WEBHOOK_FIELDS = ("name", "rules", "failurePolicy", "namespaceSelector", "objectSelector", "matchConditions")
+
+
+def _webhook(hook: dict) -> dict:
+    """What decides whether a webhook gates an object, and where its backend is (never its CA bundle)."""
+    out = {k: hook[k] for k in WEBHOOK_FIELDS if k in hook}
+    config = hook.get("clientConfig") if isinstance(hook.get("clientConfig"), dict) else {}
+    out["clientConfig"] = {k: config[k] for k in ("service", "url") if k in config}
+    return out
+
+
+def reduce_object(key: tuple[str, str], obj: dict) -> dict:
+    out = {}
+    for path in REDUCED_FIELDS.get(key, ()):
+        node, parts = obj, path.split(".")
+        for part in parts:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            continue
+        if key == ("", "pods") and path == "spec.volumes":
+            node = [v for v in map(_pod_volume, node) if v]
+        elif path == "webhooks" and isinstance(node, list):
+            node = [_webhook(w) for w in node if isinstance(w, dict)]
+        elif path == "status.containerStatuses" and isinstance(node, list):  # whether it runs, never its image
+            node = [{"name": c.get("name"), "ready": c.get("ready"), "restartCount": c.get("restartCount"),
+                     "state": {k: {"reason": (v or {}).get("reason")} for k, v in (c.get("state") or {}).items()
+                               if isinstance(v, dict)}} for c in node if isinstance(c, dict)]
+        elif path == "endpoints" and isinstance(node, list):  # whether each is ready, not where it is
+            node = [{"conditions": e.get("conditions")} for e in node if isinstance(e, dict)]
+        target = out
+        for part in parts[:-1]:
+            target = target.setdefault(part, {})
+        target[parts[-1]] = node
+    return out
+
+
+class OwnerEdges:
+    """Objects a lean scan knows only as edges of the owner graph: name, uid and their owners' uids, for
+    every object with owners that is neither being deleted nor carries a finalizer (most of a cluster:
+    Pods, ReplicaSets, EndpointSlices...). Rows are packed a thousand at a time into a few strings
+    (about 110 bytes a row instead of an object's 400), and only the dependents of Terminating objects
+    come out again as OwnedObjects (dependents_of), which is all the garbage collector's causes read."""
+
+    CHUNK = 1000
+    SEPARATOR = "/"  # never in a name (a path segment) nor in a uid; rows that have one are kept as objects
+
+    def __init__(self):
+        self.chunks: list[tuple] = []
+        self._open: tuple = ([], [], [], [], [], bytearray())
+
+    def add(self, rtype: ResourceType, namespace: str, name: str, uid: str, owners: list[str], mask: int) -> bool:
+        """False when the row cannot be packed (a separator in it, or more than 8 owners)."""
+        sep = self.SEPARATOR
+        if len(owners) > 8 or sep in name or sep in uid or any(sep in o or "," in o for o in owners):
+            return False
+        types, namespaces, names, uids, owner_uids, masks = self._open
+        types.append(rtype)
+        namespaces.append(namespace)
+        names.append(name)
+        uids.append(uid)
+        owner_uids.append(",".join(owners))
+        masks.append(mask)
+        if len(names) >= self.CHUNK:
+            self._close()
+        return True
+
+    def _close(self) -> None:
+        types, namespaces, names, uids, owner_uids, masks = self._open
+        if names:
+            sep = self.SEPARATOR
+            self.chunks.append((types, namespaces, sep.join(names), sep.join(uids), sep.join(owner_uids), bytes(masks)))
+        self._open = ([], [], [], [], [], bytearray())
+
+    def dependents_of(self, uids: set[str], depth: int = 5) -> list[KubeObject]:
+        """The objects that name one of `uids` as owner, and theirs, down to `depth` levels (the garbage
+        collector's causes follow blocking dependents four deep)."""
+        self._close()
+        found: list[KubeObject] = []
+        seen: set[str] = set()
+        frontier = set(uids)
+        for _ in range(depth):
+            if not frontier:
+                break
+            following = set()
+            for types, namespaces, names, ids, owners, masks in self.chunks:
+                rows = owners.split(self.SEPARATOR)
+                hits = [i for i, o in enumerate(rows)
+                        if o in frontier or ("," in o and not frontier.isdisjoint(o.split(",")))]
+                if not hits:
+                    continue
+                name_list, id_list = names.split(self.SEPARATOR), ids.split(self.SEPARATOR)
+                for i in hits:
+                    uid = id_list[i]
+                    if uid in seen:
+                        continue
+                    seen.add(uid)
+                    split = rows[i].split(",")
+                    found.append(OwnedObject(types[i], name_list[i], namespaces[i], uid,
+                                             split[0] if len(split) == 1 else tuple(split), masks[i]))
+                    following.add(uid)
+            frontier = following
+        return found
+
+
+class Lean:
+    """What a scan for stuck objects may leave out, and what it left out.
+
+    Objects that are not being deleted and carry no finalizer are not kept as objects: those with owners
+    become rows of OwnerEdges (their dependents of Terminating objects come back as OwnedObjects after the
+    scan), those without owners are only counted; except in the namespaces whose content an explanation
+    lists (Terminating ones), where they are kept thin. What stays is what the report and the blocking
+    graph need: Terminating objects, objects with finalizers, the owner edges that lead to them, and the
+    whole kinds explanations read. Facts read a left-out (type, namespace) again, on demand, if an
+    explanation asks.
+
+    `for_file`: a file cannot be read again, so nothing is left out and owners keep kind and name (the
+    graph names them): ThinObjects.
+    """
+
+    def __init__(self, whole_namespaces: set[str] | None = None, for_file: bool = False):
+        self.whole_namespaces = whole_namespaces  # None: not known yet, nothing is left out
+        self.for_file = for_file
+        self.dropped: Counter = Counter()  # (group, resource, namespace) -> objects not kept as objects
+        self.edges = OwnerEdges()
+
+    def keep(self, r: ResourceType, meta: dict) -> KubeObject | None:
+        namespace = sys.intern(meta.get("namespace") or "")
+        if self.for_file:
+            return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "",
+                              owner_tuples(meta, sys.intern))
+        whole = self.whole_namespaces is None or namespace in self.whole_namespaces
+        edge = owner_edge(meta)
+        if edge is not None:
+            if whole or not self.edges.add(r, namespace, meta.get("name") or "", meta.get("uid") or "", *edge):
+                return owned_object(r, meta, namespace, edge)
+        elif whole:
+            return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "")
+        self.dropped[(r.group, r.resource, namespace if r.namespaced else "")] += 1
+        return None
+
+
+def to_object(r: ResourceType, item: dict, full: bool, lean: Lean | None = None) -> KubeObject | None:
+    """One listed item as kfin keeps it: metadata without bookkeeping (plus the reduced fields of `full`
+    kinds), or, for a lean scan, thin or not at all when nothing will read it."""
+    meta = item.get("metadata") or {}
+    if lean is not None and not full and not meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        return lean.keep(r, meta)
+    raw = {"apiVersion": r.api_version, "kind": r.kind, "metadata": slim_metadata(meta)}
+    if full:
+        raw.update(reduce_object((r.group, r.resource), item))
+    return KubeObject(r, with_managers(raw, meta))
+
+
+def read_objects(kube, r: ResourceType, namespace: str | None, page_size: int = 500,
+                 full: bool = False, lean: Lean | None = None) -> list[KubeObject]:
+    """Every object of one type: metadata-only, or whole and reduced to REDUCED_FIELDS (`full`). Each page
+    is turned into what is kept as it is parsed (Kube._pages), so a page's parsed JSON never outlives it."""
+    what = ("list", r.qualified, namespace if r.namespaced else None)
+
+    def kept(page: dict) -> list[KubeObject]:
+        found = (to_object(r, item, full, lean) for item in page.get("items") or [])
+        return [obj for obj in found if obj is not None]
+    pages = (kube.list_pages if full else kube.list_metadata_pages)(r.path(namespace), page_size, what=what,
+                                                                     reduce=kept)
+    return [obj for objects in pages for obj in objects]
+
+
+def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: set = frozenset(),
+         concurrency: int = 16, page_size: int = 500, lean: Lean | None = None,
+         progress: Callable[[int, int], None] | None = None) -> tuple[list[KubeObject], list[Failure]]:
+    """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types).
+
+    Types in `full` are read as whole objects and reduced to REDUCED_FIELDS; all others metadata-only.
+    Within one namespace, cluster-scoped types are skipped, except the Namespace itself. With `lean`,
+    Namespaces are read first, so that the content of Terminating ones is kept whole (see Lean).
+    """
+    tasks = [r for r in resources if namespace is None or r.namespaced or (r.group, r.resource) == NAMESPACES]
+    objects: list[KubeObject] = []
+    failures: list[Failure] = []
+
+    def read(r: ResourceType) -> list[KubeObject]:
+        key = (r.group, r.resource)
+        if key == NAMESPACES and namespace is not None:
+            try:
+                item = kube.get(r.path(name=namespace), what=("get", "namespaces", None))
+            except NotFoundError:
+                return []
+            return [KubeObject(r, {"apiVersion": r.api_version, "kind": r.kind,
+                                   "metadata": slim_metadata(item.get("metadata") or {}), **reduce_object(key, item)})]
+        return read_objects(kube, r, namespace, page_size, full=key in full, lean=lean)
+
+    def collect(r: ResourceType, result) -> list[KubeObject]:
+        try:
+            found = result()
+        except KfinError as error:
+            target = r.qualified + (f" in namespace {namespace}" if namespace and r.namespaced else "")
+            failures.append(failure_of("list", target, error))
+            return []
+        objects.extend(found)
+        return found
+
+    with paused_gc():
+        first = [r for r in tasks if (r.group, r.resource) == NAMESPACES] if lean is not None else []
+        for r in first:
+            found = collect(r, lambda: read(r))
+            if not failures:
+                lean.whole_namespaces = {o.name for o in found if o.terminating}
+        rest = [r for r in tasks if r not in first]
+        for done, (r, future) in enumerate(completed(read, rest, concurrency), len(first) + 1):
+            collect(r, future.result)
+            if progress:
+                progress(done, len(tasks))
+    return objects, failures

@@ -1,0 +1,1 @@
+"""The command line: the Typer app and one thin module per command."""

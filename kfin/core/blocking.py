@@ -1,0 +1,222 @@
+"""The blocking graph: from a stuck object, along what each cause waits on, down to the root causes;
+and the ordered plan that removes them.
+
+An edge X -> Y reads "X cannot go until Y is dealt with"; each carries its type (used-by-pod,
+bound-claim, blocking-dependent, content, discovery-failure, controller, kubelet...), why, and, where
+Y is a root cause, the least risky action that removes it. Y is an object, or an actor outside the
+API (a controller that is gone, a node's kubelet, a cloud). Roots are what nothing further holds: a
+Pod that still runs, an APIService without backend, an uninstalled operator. The plan takes the roots
+deepest first, so that the controllers can then finish everything above them by themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kfin.core.causes import blocker_line, explain_cached
+from kfin.core.facts import Facts
+from kfin.model import KubeObject
+
+MAX_OBJECTS = 500  # a namespace with thousands of stuck objects: the plan stays readable, and says so
+
+
+@dataclass
+class Step:
+    action: str  # a kfin remove or kubectl command, or an instruction for the operator
+    resolves: str  # the root cause it deals with
+    why: str
+    by_kfin: bool  # a finalizer removal kfin can do; every other step is the operator's
+
+    def to_dict(self) -> dict:
+        return {"action": self.action, "resolves": self.resolves, "why": self.why,
+                "type": "kfin" if self.by_kfin else "operator"}
+
+
+class _Nodes(dict):
+    """node -> attributes; called as graph.nodes(data=True) like networkx's node view."""
+
+    def __call__(self, data: bool = False):
+        return self.items() if data else self.keys()
+
+
+class Digraph:
+    """The few operations of networkx.DiGraph a blocking chain uses, in insertion order like networkx:
+    followed for every stuck object of a scan, it must not cost networkx's import (0.15 s) to a command
+    that never draws a graph."""
+
+    def __init__(self):
+        self.nodes = _Nodes()
+        self._out: dict[str, dict[str, dict]] = {}
+        self._in: dict[str, dict[str, dict]] = {}
+
+    def add_node(self, node: str, **data) -> None:
+        self.nodes.setdefault(node, {}).update(data)
+        self._out.setdefault(node, {})
+        self._in.setdefault(node, {})
+
+    def add_edge(self, a: str, b: str, **data) -> None:
+        self.add_node(a)
+        self.add_node(b)
+        self._out[a].setdefault(b, {}).update(data)
+        self._in[b][a] = self._out[a][b]
+
+    def __contains__(self, node) -> bool:
+        return node in self.nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def edges(self, data: bool = False):
+        return [(a, b, d) if data else (a, b) for a, out in self._out.items() for b, d in out.items()]
+
+    def out_edges(self, node: str, data: bool = False):
+        return [(node, b, d) if data else (node, b) for b, d in self._out[node].items()]
+
+    def in_edges(self, node: str, data: bool = False):
+        return [(a, node, d) if data else (a, node) for a, d in self._in[node].items()]
+
+    def out_degree(self, node: str) -> int:
+        return len(self._out[node])
+
+    def distances(self, start: str) -> dict[str, int]:
+        """Every node reachable from `start` (itself included) and its distance (breadth first)."""
+        depth, frontier = {start: 0}, [start]
+        while frontier:
+            following = []
+            for node in frontier:
+                for child in self._out[node]:
+                    if child not in depth:
+                        depth[child] = depth[node] + 1
+                        following.append(child)
+            frontier = following
+        return depth
+
+
+@dataclass
+class Chain:
+    graph: Digraph
+    start: str
+    roots: list[str]
+    steps: list[Step] = field(default_factory=list)
+    afterwards: list[str] = field(default_factory=list)
+    truncated: bool = False
+    depth: dict = field(default_factory=dict)  # node -> distance from the start
+
+    def label(self, node: str) -> str:
+        return self.graph.nodes[node]["label"]
+
+    def root_causes(self) -> list[dict]:
+        """`rootCauses[]` of kfin stuck's report."""
+        out = []
+        for root in self.roots:
+            data = self.graph.nodes[root]
+            into = [d for _, _, d in self.graph.in_edges(root, data=True)]
+            out.append({"type": into[0]["type"] if into else "waiting",
+                        "object": None if data.get("actor") else data["label"],
+                        "actor": data["label"] if data.get("actor") else None,
+                        "evidence": into[0]["why"] if into else data.get("line"),
+                        "verdict": into[0]["verdict"] if into else data.get("verdict")})
+        return out
+
+    def to_dict(self) -> dict:
+        """`chain` and `plan` of kfin explain's report."""
+        edges = [{"from": self.label(a), "to": self.label(b), "type": d["type"], "why": d["why"],
+                  "verdict": d["verdict"], "finalizer": d["finalizer"] or None}
+                 for a, b, d in self.graph.edges(data=True)]
+        return {"chain": {"edges": edges, "rootCauses": self.root_causes(), "truncated": self.truncated},
+                "plan": {"steps": [s.to_dict() for s in self.steps], "afterwards": self.afterwards}}
+
+
+def node_id(obj: KubeObject) -> str:
+    return f"{obj.type.qualified}/{obj.namespace}/{obj.name}"
+
+
+def follow(obj: KubeObject, facts: Facts) -> Chain:
+    """The blocking graph below `obj`, its root causes and the plan."""
+    graph = Digraph()
+    start = node_id(obj)
+    queue, seen, truncated = [obj], {start}, False
+    while queue:
+        current = queue.pop(0)
+        here = node_id(current)
+        explanation = explain_cached(current, facts)
+        verdicts = {f.verdict.value for f in explanation.findings}
+        graph.add_node(here, label=current.ref, stuck=current.terminating, object=current,
+                       line=blocker_line(explanation) if current.terminating else "not being deleted",
+                       verdict=next(iter(sorted(verdicts)), None))
+        for finding in explanation.findings:
+            for link in finding.links:
+                if link.target is not None:
+                    there = node_id(link.target)
+                    if there not in graph:
+                        graph.add_node(there, label=link.target.ref, stuck=link.target.terminating,
+                                       object=link.target, line="not being deleted", verdict=None)
+                    if link.target.terminating and there not in seen:
+                        if len(seen) >= MAX_OBJECTS:
+                            truncated = True
+                        else:
+                            seen.add(there)
+                            queue.append(link.target)
+                else:
+                    there = f"actor:{link.actor}"
+                    graph.add_node(there, label=link.actor, actor=True, stuck=False, line=link.why, verdict=None)
+                graph.add_edge(here, there, type=link.kind, why=link.why, step=link.step,
+                               verdict=finding.verdict.value, finalizer=finding.finalizer)
+    depth = graph.distances(start)
+    reachable = set(depth)
+    roots = [n for n in reachable if graph.out_degree(n) == 0]
+    roots.sort(key=lambda n: (-depth.get(n, 0), graph.nodes[n]["label"]))
+    chain = Chain(graph, start, roots, truncated=truncated, depth=depth)
+    chain.steps = _steps(chain)
+    chain.afterwards = _afterwards(chain, reachable, facts)
+    return chain
+
+
+def root_summary(chain: Chain) -> str | None:
+    """The root cause in a few words, when it lies deeper than what holds the object directly."""
+    deep = [r for r in chain.roots if chain.depth.get(r, 0) >= 2]
+    if not deep:
+        return None
+    more = len(chain.roots) - 1
+    return f"root cause: {chain.label(deep[0])}" + (f" (+{more} more)" if more else "")
+
+
+def _steps(chain: Chain) -> list[Step]:
+    graph, steps, done = chain.graph, [], set()
+    for root in chain.roots:
+        into = [d for _, _, d in graph.in_edges(root, data=True)]
+        action = next((d["step"] for d in into if d.get("step")), None)
+        data = graph.nodes[root]
+        if action is None:
+            if root == chain.start and not data["stuck"]:
+                continue
+            action = f"wait: {data['line']}" if data["stuck"] or data.get("actor") else \
+                f"deal with {data['label']}"
+        if action in done:
+            continue
+        done.add(action)
+        why = into[0]["why"] if into else data["line"]
+        steps.append(Step(action, data["label"], why, action.startswith("kfin remove")))
+    return steps
+
+
+def _afterwards(chain: Chain, reachable: set, facts: Facts) -> list[str]:
+    """What the controllers then do by themselves: every stuck object above the roots, deepest first."""
+    graph, depth, out = chain.graph, chain.depth, []
+    above = [n for n in reachable if n not in chain.roots and graph.nodes[n].get("stuck")]
+    for node in sorted(above, key=lambda n: (-depth.get(n, 0), graph.nodes[n]["label"])):
+        obj: KubeObject = graph.nodes[node]["object"]
+        text = f"{obj.ref} goes by itself"
+        if obj.type.resource == "persistentvolumeclaims":
+            text += ": its volume is released"
+        elif obj.type.resource == "persistentvolumes":
+            full = facts.find("", "persistentvolumes", "", obj.name, full=True) or obj
+            policy = (full.raw.get("spec") or {}).get("persistentVolumeReclaimPolicy")
+            if policy == "Delete":
+                text += ": reclaim policy Delete, so its disk is deleted with it, data included"
+            elif policy:
+                text += f": reclaim policy {policy}, so the disk and its data stay, to be cleaned up by hand"
+        elif obj.type.resource == "namespaces":
+            text += ": the namespace controller deletes the rest of its content, then the namespace"
+        out.append(text)
+    return out

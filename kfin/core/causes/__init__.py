@@ -1,0 +1,12 @@
+"""The causes of stuck deletions: one module each, registered in kfin.core.causes.registry on import.
+
+A new cause is a new module here, listed below.
+"""
+
+from kfin.core.causes import (builtin, custom, gc, ghosts, namespace, pods, storage,  # noqa: F401  (they register)
+                         webhooks)
+from kfin.core.causes.registry import (EXPLAINERS, Explanation, Finding, Link, Verdict, blocker_line, explain_cached,
+                              explain_object, family, main_finding, reads_for)
+
+__all__ = ["EXPLAINERS", "Explanation", "Finding", "Link", "Verdict", "blocker_line", "explain_cached",
+           "explain_object", "family", "main_finding", "reads_for"]

@@ -1,0 +1,230 @@
+"""Custom finalizers: find, in the cluster itself, the controller that could remove one.
+
+The controller of a resource must be allowed to update or patch it. kfin follows RBAC from the
+resource to the ServiceAccounts granted that (by ClusterRoles and Roles naming the resource or its
+group; the defaults every cluster has and wildcard grants are no evidence), then to the Pods running as
+those ServiceAccounts and the Deployments and StatefulSets behind them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kfin.core.causes.registry import (EVERYWHERE, OBJECT_NAMESPACE, Context, Finding, Link, Verdict, explains,
+                              remove_command)
+from kfin.model import KubeObject
+from kfin.api.scan import MANAGERS
+
+RBAC = "rbac.authorization.k8s.io"
+DEFAULT_ROLES = ("cluster-admin", "admin", "edit")
+WRITE_VERBS = {"update", "patch", "*"}
+
+
+@dataclass(frozen=True)
+class Grant:
+    role: str  # "ClusterRole foo-operator" or "Role ns/foo"
+    namespace: str  # the ServiceAccount's
+    service_account: str
+
+
+def _grants_write(rule: dict, group: str, resource: str) -> bool:
+    groups, resources = rule.get("apiGroups") or [], rule.get("resources") or []
+    if group not in groups or not WRITE_VERBS & set(rule.get("verbs") or []):
+        return False
+    return resource in resources or (group != "" and "*" in resources)
+
+
+def _is_default(role_name: str) -> bool:
+    return role_name.startswith("system:") or role_name in DEFAULT_ROLES
+
+
+def find_grants(ctx: Context) -> list[Grant] | None:
+    facts, obj = ctx.facts, ctx.obj
+    group, resource = obj.type.group, obj.type.resource
+    cluster_roles = facts.objects(RBAC, "clusterroles", full=True)
+    cluster_bindings = facts.objects(RBAC, "clusterrolebindings", full=True)
+    if cluster_roles is None or cluster_bindings is None:
+        return None
+    by_name = {r.name: r for r in cluster_roles}
+    bindings = [(b, by_name.get((b.raw.get("roleRef") or {}).get("name")), "") for b in cluster_bindings]
+    if obj.namespace:
+        roles = facts.objects(RBAC, "roles", obj.namespace, full=True) or []
+        role_names = {r.name: r for r in roles}
+        for b in facts.objects(RBAC, "rolebindings", obj.namespace, full=True) or []:
+            ref = b.raw.get("roleRef") or {}
+            role = by_name.get(ref.get("name")) if ref.get("kind") == "ClusterRole" else role_names.get(ref.get("name"))
+            bindings.append((b, role, obj.namespace))
+    grants = []
+    for binding, role, namespace in bindings:
+        if role is None or _is_default(role.name):
+            continue
+        if not any(_grants_write(rule, group, resource) for rule in role.raw.get("rules") or []):
+            continue
+        label = f"{role.type.kind} {role.namespace + '/' if role.namespace else ''}{role.name}"
+        for subject in binding.raw.get("subjects") or []:
+            if subject.get("kind") == "ServiceAccount":
+                grants.append(Grant(label, subject.get("namespace") or namespace, subject.get("name", "")))
+    return list(dict.fromkeys(grants))
+
+
+def _is_ready(pod: KubeObject) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.raw.get("status") or {}).get("conditions") or [])
+
+
+def _trouble(pod: KubeObject) -> str:
+    """Why a controller's Pod does not run: its containers' waiting reasons and restarts."""
+    parts = []
+    for c in (pod.raw.get("status") or {}).get("containerStatuses") or []:
+        waiting = ((c.get("state") or {}).get("waiting") or {}).get("reason")
+        restarts = c.get("restartCount") or 0
+        if waiting or restarts:
+            parts.append(", ".join(filter(None, [waiting, f"{restarts} restarts" if restarts else ""])))
+    phase = (pod.raw.get("status") or {}).get("phase") or "?"
+    return f"Pod {pod.namespace}/{pod.name} is not Ready ({'; '.join(parts) or phase})"
+
+
+def _workloads(ctx: Context, grant: Grant) -> tuple[list[KubeObject], list[str], list[str]]:
+    """(its Pods that are meant to run, idle workloads, other notes) for one ServiceAccount."""
+    facts = ctx.facts
+    pods = facts.objects("", "pods", grant.namespace, full=True) or []
+    mine = [p for p in pods if (p.raw.get("spec") or {}).get("serviceAccountName") == grant.service_account
+            and (p.raw.get("status") or {}).get("phase") in ("Running", "Pending") and not p.terminating]
+    idle, notes = [], []
+    for group, resource, kind in (("apps", "deployments", "Deployment"), ("apps", "statefulsets", "StatefulSet")):
+        for w in facts.objects(group, resource, grant.namespace, full=True) or []:
+            spec = w.raw.get("spec") or {}
+            if ((spec.get("template") or {}).get("spec") or {}).get("serviceAccountName") != grant.service_account:
+                continue
+            replicas = spec.get("replicas", 1)
+            ready = (w.raw.get("status") or {}).get("readyReplicas") or 0
+            text = f"its {kind} {w.namespace}/{w.name} has {replicas} replica{'s' if replicas != 1 else ''}"
+            (notes if ready else idle).append(text + ("" if not replicas or ready else f", {ready} ready"))
+    if not mine and not idle and not notes:
+        notes.append("no Pod, Deployment or StatefulSet runs as it")
+    return mine, idle, notes
+
+
+def _by_manager(ctx: Context, manager: str) -> list[tuple[KubeObject, int, int]] | None:
+    """(workload, ready, wanted) of the Deployments, StatefulSets and DaemonSets named like a field manager
+    (or labelled app.kubernetes.io/name with it), in any namespace; None when none of them can be read."""
+    found, readable = [], False
+    for group, resource in (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets")):
+        workloads = ctx.facts.objects(group, resource, None, full=True)
+        readable = readable or workloads is not None
+        for w in workloads or []:
+            account = (((w.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("serviceAccountName")
+            if manager not in (w.name, (w.meta.get("labels") or {}).get("app.kubernetes.io/name"), account):
+                continue
+            status = w.raw.get("status") or {}
+            ready = status.get("numberReady" if resource == "daemonsets" else "readyReplicas") or 0
+            wanted = (w.raw.get("spec") or {}).get("replicas", 1) if resource != "daemonsets" else max(ready, 1)
+            found.append((w, ready, wanted))
+    return found if readable else None
+
+
+def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controller: str, line: str) -> Finding | None:
+    """When RBAC cannot tell: the workload of the field manager that added the finalizer, if kfin sees it."""
+    matched = _by_manager(ctx, manager)
+    if not matched:
+        return None
+    running = [(w, r, n) for w, r, n in matched if r > 0]
+    if running:
+        w, ready, wanted = running[0]
+        found = ctx.finding(f"its controller is running ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, "
+                            f"the field manager that added it) and should remove it", Verdict.WAITING,
+                            "check that controller's logs for why it does not finish", risk, evidence, True, controller)
+        found.summary = line
+        found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
+        return found
+    w, ready, wanted = matched[0]
+    found = ctx.finding(f"its controller {w.type.kind} {w.namespace}/{w.name} (the field manager that added it) is "
+                        f"installed but not running ({ready}/{wanted} ready)", Verdict.WAITING,
+                        f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
+                        risk, evidence, False, controller)
+    found.remove_command = remove_command(ctx.obj, ctx.finalizer)
+    found.summary = line
+    found.links.append(Link("controller", f"{w.type.kind} {w.namespace}/{w.name} is not running", target=w,
+                            step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name} (or {found.remove_command})"))
+    return found
+
+
+# RBAC always (small objects); workloads are read where a grant points, or everywhere only when RBAC names
+# nobody, so they are not fetched ahead (whole Deployments of a large cluster are many megabytes).
+@explains("custom", reads=(
+    (RBAC, "clusterroles", EVERYWHERE), (RBAC, "clusterrolebindings", EVERYWHERE), (RBAC, "roles", OBJECT_NAMESPACE),
+    (RBAC, "rolebindings", OBJECT_NAMESPACE)))
+def custom(ctx: Context) -> Finding:
+    obj, facts = ctx.obj, ctx.facts
+    risk = (f"whatever the controller of {ctx.finalizer.split('/')[0]} cleans up first (an external database, "
+            "bucket, DNS record, certificate...) is left behind; kfin cannot see outside the cluster")
+    evidence = []
+    if obj.type.group:
+        crd = facts.find("apiextensions.k8s.io", "customresourcedefinitions", "", obj.type.qualified)
+        if crd is not None:
+            evidence.append(f"CustomResourceDefinition {crd.name} exists")
+    controller = f"the controller of {ctx.finalizer.split('/')[0]}"
+    line = f"{ctx.finalizer} ({controller} must remove it)"
+    manager = (obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
+    if manager:
+        evidence.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
+    grants = find_grants(ctx)
+    if manager and not grants:  # RBAC unreadable, or naming nobody (a controller with wildcard rights)
+        found = _by_evidence(ctx, manager, risk, evidence, controller, line)
+        if found is not None:
+            return found
+    if grants is None:
+        found = ctx.finding("kfin could not read RBAC to find the controller", Verdict.UNKNOWN,
+                            f"find the operator that manages {obj.type.qualified} and check its logs", risk, evidence,
+                            controller=controller)
+        found.summary = line
+        return found
+    pods_all, idle_all, story = [], [], []
+    for grant in grants:
+        pods, idle, notes = _workloads(ctx, grant)
+        pods_all += pods
+        idle_all += idle
+        ready = [p for p in pods if _is_ready(p)]
+        detail = "; ".join(idle + notes) if not pods else f"{len(ready)} of {len(pods)} Pods Ready"
+        story.append(f"the {grant.role} grants update on {obj.type.qualified} to ServiceAccount "
+                     f"{grant.namespace}/{grant.service_account}: {detail}")
+    evidence += story
+    healthy = [p for p in pods_all if _is_ready(p)]
+    if healthy:
+        found = ctx.finding(f"its controller is running ({', '.join(f'Pod {p.namespace}/{p.name}' for p in healthy[:3])}"
+                            ", Ready) and should remove it", Verdict.WAITING, "give it time, and check that "
+                            "controller's logs for why it does not finish: it usually waits on something outside the "
+                            "cluster", risk, evidence, True, controller)
+        found.summary = line
+        found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
+        return found
+    if pods_all or idle_all:  # installed, but not running: the controller needs fixing, not the finalizer
+        failing = pods_all[0] if pods_all else None
+        why = _trouble(failing) if failing else idle_all[0]
+        for event in (facts.warnings_about(failing) or [])[:3] if failing else []:
+            evidence.append(f"its Pod reported {event.get('reason')}: {event.get('message')}")
+        found = ctx.finding(f"its controller is installed but not running: {why}", Verdict.WAITING,
+                            "fix the controller (kubectl logs and describe its Pods) or scale it up: running, it "
+                            "removes the finalizer", risk, evidence, False, controller)
+        found.remove_command = remove_command(obj, ctx.finalizer)
+        found.summary = line
+        found.links.append(Link("controller", f"{controller} is installed but not running: {why}",
+                                target=failing, actor=None if failing else controller,
+                                step=f"fix or scale up {controller} (or, once what it guards is cleaned up by hand: "
+                                     f"{found.remove_command})"))
+        return found
+    if grants:
+        condition = ("no Pod, Deployment or StatefulSet runs as a ServiceAccount allowed to update it: its controller "
+                     "is gone (only its RBAC is left)")
+        fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
+    else:
+        condition = (f"no ServiceAccount is granted update on {obj.type.qualified} by name: its controller is not "
+                     "installed (one with wildcard rights would not show here)")
+        fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
+    found = ctx.finding(condition, Verdict.ORPHANED, fix, risk, evidence, False, controller)
+    found.remove_command = remove_command(obj, ctx.finalizer)
+    found.summary = line
+    found.links.append(Link("controller", f"{controller} is gone: nothing will remove {ctx.finalizer}",
+                            actor=controller, step=found.remove_command + (
+                                " (after cleaning up what it guarded, or reinstall the controller instead)")))
+    return found

@@ -1,0 +1,332 @@
+"""The registry of causes, and what each one answers: a Finding with its verdict, its one line, and the
+links of the blocking graph ("this cannot go until that is dealt with").
+
+A cause is a finalizer family (pvc-protection, namespace, custom, ...) or something that holds a
+deletion without a finalizer (a Pod's graceful deletion). Each lives in one module of this package and
+registers itself with `explains`: its catalog entries (the finalizer names it covers, what they
+protect, who removes them), what it reads whole (`reads=`, fetched in parallel for every stuck object
+before any is explained) and its explainer. `kfin stuck`, `explain`, `graph` and `remove` all read
+the same Finding, so they cannot disagree; adding a cause touches one module.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Callable
+
+from kfin.util.durations import format_age
+from kfin.core.facts import Facts
+from kfin.model import KubeObject, parse_time
+
+QUALIFIED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str  # short label shown in tables
+    protects: str  # what it guards, in a phrase
+    owner: str  # who removes it
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A catalog entry: the finalizer names (a glob) a cause covers, what they protect, who removes them."""
+    pattern: str
+    protects: str
+    owner: str
+
+
+@dataclass
+class Link:
+    """An edge of the blocking graph: the object explained cannot go until `target` (an object) or
+    `actor` (a controller, a cloud, a node's kubelet: something outside the API) is dealt with."""
+    kind: str  # used-by-pod, bound-claim, blocking-dependent, content, discovery-failure, controller, kubelet...
+    why: str  # one line: what the target does to it
+    target: KubeObject | None = None
+    actor: str | None = None
+    step: str | None = None  # the least risky action that removes this link, when its end is a root cause
+    # For a gate (a cause in front of every finalizer): the family the object's line then names, and the
+    # risk of the step, put before each finalizer's own.
+    family: str | None = None
+    risk: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"type": self.kind, "why": self.why, "actor": self.actor, "step": self.step,
+                "object": None if self.target is None else self.target.ref}
+
+
+class Verdict(str, Enum):
+    HOLDING = "HOLDING"  # what the finalizer protects is still there: removing it would break something
+    WAITING = "WAITING"  # the condition is gone; its controller should remove it
+    ORPHANED = "ORPHANED"  # nothing will ever remove it: its controller is gone
+    UNKNOWN = "UNKNOWN"  # kfin could not check (not readable, or not a name it can place)
+    BLOCKED = "BLOCKED"  # something in front of every writer (a webhook failing closed) rejects its removal
+
+
+@dataclass
+class Finding:
+    finalizer: str
+    field: str  # metadata.finalizers or spec.finalizers
+    family: str
+    protects: str
+    controller: str
+    condition: str  # the live condition, in a sentence
+    verdict: Verdict
+    fix: str
+    risk: str
+    evidence: list[str] = field(default_factory=list)
+    controller_alive: bool | None = None
+    remove_command: str | None = None  # when removing the finalizer is the right next step
+    summary: str | None = None  # the one line `kfin stuck` shows after the family (default: condition)
+    links: list[Link] = field(default_factory=list)  # what it waits on, for the blocking graph
+    detail: dict = field(default_factory=dict)  # facts a removal needs (a Pod's node: missing, lost since)
+
+    @property
+    def line(self) -> str:
+        return f"{self.family}: {self.summary or self.condition}"
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["verdict"] = self.verdict.value
+        out["controllerAlive"] = out.pop("controller_alive")
+        out["removeCommand"] = out.pop("remove_command")
+        out.pop("summary")
+        out.pop("detail")
+        out["links"] = [link.to_dict() for link in self.links]
+        return out
+
+
+@dataclass
+class Context:
+    obj: KubeObject
+    finalizer: str
+    field: str
+    facts: Facts
+    family: Family
+
+    def finding(self, condition: str, verdict: Verdict, fix: str, risk: str, evidence=(), alive=None,
+                controller: str | None = None) -> Finding:
+        return Finding(self.finalizer, self.field, self.family.name, self.family.protects,
+                       controller or self.family.owner, condition, verdict, fix, risk, list(evidence), alive)
+
+
+Explainer = Callable[[Context], Finding]
+EXPLAINERS: dict[str, Explainer] = {}
+CATALOG: list[tuple[Entry, str]] = []  # (entry, cause name), in registration order
+# Causes of a deletion that waits without a finalizer: (name, applies to the object?, protects, owner).
+DELETION_CAUSES: list[tuple[str, Callable[[KubeObject], bool], str, str]] = []
+
+
+# What a cause reads whole, declared with it, so that a scan fetches it for all stuck objects at once, in
+# parallel, before explaining them one by one: (group, resource, where), where EVERYWHERE (every namespace,
+# or a cluster-scoped kind), OBJECT_NAMESPACE (the explained object's), or a namespace's name.
+EVERYWHERE, OBJECT_NAMESPACE = "*", "."
+READS: dict[str, tuple] = {}
+GATE_READS: list[tuple] = []
+CONTROLLER_MANAGER_LEASE = ("coordination.k8s.io", "leases", "kube-system")
+
+
+def explains(name: str, *entries: Entry, reads: tuple = ()):
+    """Register a cause: its explainer, the finalizer names it covers, and what it reads whole."""
+    def register(fn: Explainer) -> Explainer:
+        EXPLAINERS[name] = fn
+        CATALOG.extend((entry, name) for entry in entries)
+        READS[name] = tuple(reads)
+        return fn
+    return register
+
+
+# Causes in front of every finalizer of an object (an admission webhook that rejects each UPDATE): each
+# returns the Links that gate the object, and every finding then answers BLOCKED with them.
+GATES: list[Callable[[KubeObject, Facts], list[Link]]] = []
+
+
+def gates(*, reads: tuple = ()):
+    """Register a cause that gates every finalizer of an object, and what it reads whole."""
+    def register(fn: Callable[[KubeObject, Facts], list[Link]]):
+        GATES.append(fn)
+        GATE_READS.extend(reads)
+        return fn
+    return register
+
+
+def explains_deletion(name: str, applies: Callable[[KubeObject], bool], protects: str, owner: str,
+                       reads: tuple = ()):
+    """Register a cause that holds a deletion without a finalizer (a Pod's graceful deletion)."""
+    def register(fn: Explainer) -> Explainer:
+        EXPLAINERS[name] = fn
+        DELETION_CAUSES.append((name, applies, protects, owner))
+        READS[name] = tuple(reads)
+        return fn
+    return register
+
+
+def reads_for(obj: KubeObject) -> set[tuple[str, str, str | None]]:
+    """(group, resource, namespace or None for everywhere) of what explaining `obj` reads whole, as its
+    causes declare it."""
+    names = [family(f).name for f in obj.finalizers + obj.spec_finalizers]
+    if not names and obj.terminating:
+        names = [name for name, applies, _, _ in DELETION_CAUSES if applies(obj)]
+    declared = [read for name in names for read in READS.get(name, ())]
+    if obj.finalizers:
+        declared += GATE_READS
+    out = set()
+    for group, resource, where in declared:
+        namespace = None if where == EVERYWHERE else (obj.namespace or None) if where == OBJECT_NAMESPACE else where
+        out.add((group, resource, namespace))
+    return out
+
+
+def family(finalizer: str) -> Family:
+    """The cause a finalizer belongs to: a catalog entry, else custom (domain-qualified) or unknown."""
+    for entry, name in CATALOG:
+        if fnmatch.fnmatchcase(finalizer, entry.pattern):
+            return Family(name, entry.protects, entry.owner)
+    if "/" in finalizer and QUALIFIED.match(finalizer):
+        return Family("custom", "whatever its controller cleans up first", "the controller of " +
+                      finalizer.split("/")[0])
+    return Family("unknown", "unknown: not a domain-qualified name, so no owner can be told", "unknown")
+
+
+def remove_command(obj: KubeObject, finalizer: str) -> str:
+    ns = f" -n {obj.namespace}" if obj.namespace else ""
+    return f"kfin remove {obj.type.qualified} {obj.name}{ns} --finalizer {finalizer} --confirm"
+
+
+def lease_alive(facts: Facts, name: str) -> tuple[bool | None, str]:
+    """Is the leader of kube-system/<name> (kube-controller-manager, cloud-controller-manager) renewing its
+    lease? (None, why) when that cannot be seen, as on many managed control planes."""
+    lease = facts.find("coordination.k8s.io", "leases", "kube-system", name, full=True)
+    if lease is None:
+        leases = facts.objects("coordination.k8s.io", "leases", "kube-system", full=True)
+        if leases is None:
+            return None, f"could not read the {name} lease"
+        return None, f"no {name} lease is visible (not installed, or hidden by a managed control plane)"
+    spec = lease.raw.get("spec") or {}
+    renewed = parse_time(spec.get("renewTime"))
+    if renewed is None:
+        return None, f"the {name} lease has no renewTime"
+    age = (facts.inventory.observed_at - renewed).total_seconds()
+    limit = max(60, 4 * (spec.get("leaseDurationSeconds") or 15))
+    if age <= limit:
+        return True, f"{name} is running (its lease was renewed {format_age(age)} ago)"
+    return False, f"{name} is not running: its lease was last renewed {format_age(age)} ago"
+
+
+def controller_manager(facts: Facts) -> tuple[bool | None, str]:
+    return lease_alive(facts, "kube-controller-manager")
+
+
+def waiting_on_controller_manager(ctx: Context, condition: str, risk: str, evidence=(),
+                                  summary: str | None = None) -> Finding:
+    """The protected condition is gone: kube-controller-manager should remove the finalizer now."""
+    alive, liveness = controller_manager(ctx.facts)
+    if alive is False:
+        fix = ("kube-controller-manager is down: bring it back and it will remove the finalizer; "
+               "removing it by hand is safe only while the condition above stays true")
+    else:
+        fix = ("nothing to fix: kube-controller-manager should remove it within seconds; if it does not, "
+               "check its logs")
+    found = ctx.finding(condition, Verdict.WAITING, fix, risk, [*evidence, liveness], alive)
+    found.summary = summary
+    if alive is False:
+        found.remove_command = remove_command(ctx.obj, ctx.finalizer)
+        found.links.append(Link("controller", liveness, actor="kube-controller-manager",
+                                step="bring kube-controller-manager back (or: " + found.remove_command + ")"))
+    return found
+
+
+def explain_finalizer(obj: KubeObject, finalizer: str, where: str, facts: Facts) -> Finding:
+    fam = family(finalizer)
+    ctx = Context(obj, finalizer, where, facts, fam)
+    explainer = EXPLAINERS.get(fam.name)
+    if explainer is None:
+        explainer = EXPLAINERS["unknown"]
+    return explainer(ctx)
+
+
+@dataclass
+class Explanation:
+    obj: KubeObject
+    findings: list[Finding]
+    terminating_seconds: float | None
+
+    def to_dict(self, facts: Facts) -> dict:
+        o = self.obj
+        return {
+            "apiVersion": "kfin.dev/v1", "kind": "Explanation",
+            "object": {"apiVersion": o.type.api_version, "kind": o.type.kind, "resource": o.type.resource,
+                       "group": o.type.group, "namespace": o.namespace or None, "name": o.name, "uid": o.uid,
+                       "deletionTimestamp": o.meta.get("deletionTimestamp"),
+                       "finalizers": o.finalizers, "specFinalizers": o.spec_finalizers},
+            "terminating": o.terminating,
+            "terminatingSeconds": None if self.terminating_seconds is None else int(self.terminating_seconds),
+            "findings": [f.to_dict() for f in self.findings],
+            "failures": [f.to_dict() for f in facts.inventory.failures],
+        }
+
+
+def explain_object(obj: KubeObject, facts: Facts) -> Explanation:
+    findings = [explain_finalizer(obj, f, "metadata.finalizers", facts) for f in obj.finalizers]
+    findings += [explain_finalizer(obj, f, "spec.finalizers", facts) for f in obj.spec_finalizers]
+    if not findings and obj.terminating:
+        for name, applies, protects, owner in DELETION_CAUSES:
+            if applies(obj):
+                ctx = Context(obj, "", "deletion", facts, Family(name, protects, owner))
+                findings.append(EXPLAINERS[name](ctx))
+    gating = [link for gate in GATES for link in gate(obj, facts)] if findings and obj.finalizers else []
+    for finding in findings if gating else []:
+        if finding.field != "metadata.finalizers":
+            continue
+        finding.evidence = [f"before: {finding.verdict.value}: {finding.condition}"] + finding.evidence
+        finding.verdict = Verdict.BLOCKED
+        finding.condition = "; ".join(link.why for link in gating)
+        finding.summary = f"{finding.finalizer} cannot be removed: {gating[0].why}"
+        finding.family = gating[0].family or finding.family
+        finding.fix = "; ".join(dict.fromkeys(link.step for link in gating if link.step))
+        finding.risk = "; ".join([link.risk for link in gating if link.risk] + [finding.risk])
+        finding.links = list(gating)
+        finding.remove_command = None
+    since = obj.deletion_requested_at
+    seconds = (facts.inventory.observed_at - since).total_seconds() if since else None
+    return Explanation(obj, findings, seconds)
+
+
+def explain_cached(obj: KubeObject, facts: Facts) -> Explanation:
+    """explain_object, once per object and Facts: causes name the blockers of the objects they wait on,
+    and the blocking graph follows them. An object met again while it is being explained (an ownership
+    cycle) is answered with no findings rather than followed forever."""
+    memo = facts.memo.setdefault("explanations", {})
+    key = (obj.type.group, obj.type.resource, obj.namespace, obj.name)
+    if key not in memo:
+        memo[key] = Explanation(obj, [], None)  # in progress
+        memo[key] = explain_object(obj, facts)
+    return memo[key]
+
+
+def state_line(obj: KubeObject, facts: Facts) -> str:
+    """What holds an object, in a line: its blocker when it is being deleted."""
+    return blocker_line(explain_cached(obj, facts)) if obj.terminating else "not deleted yet"
+
+
+def main_finding(explanation: Explanation) -> Finding | None:
+    """The finding that speaks for the object in one line: a namespace's own `kubernetes` entry when it
+    has no other finalizer, else the first."""
+    findings = explanation.findings
+    if not findings:
+        return None
+    if not explanation.obj.finalizers:
+        return next((f for f in findings if f.finalizer == "kubernetes"), findings[0])
+    return findings[0]
+
+
+def blocker_line(explanation: Explanation) -> str:
+    """`kfin stuck`'s BLOCKER: the main finding's line, and how many other finalizers there are."""
+    main = main_finding(explanation)
+    if main is None:
+        return "none: deletion should complete on its own"
+    more = sum(1 for f in explanation.findings if f.field != "deletion") - 1
+    return main.line + (f" (+{more} more)" if more > 0 else "")

@@ -1,0 +1,312 @@
+"""What an explanation may ask of a cluster, answered from an inventory and, when live, read on demand.
+
+A snapshot and a live cluster feed the same questions: `objects(group, resource, namespace)` answers
+from what the inventory already holds, reads the rest from the API server when there is one, and
+answers None when it cannot be known (not in the snapshot, or not readable), so that an explanation
+says "could not check" instead of guessing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kfin.errors import KfinError
+from kfin.model import Failure, Inventory, KubeObject, ResourceType
+from kfin.api.resources import Catalog
+
+
+# After this many namespaces read one by one for the same type, a cluster-wide scan's facts read that type
+# once everywhere: explaining stuck objects in hundreds of namespaces costs a few lists, not hundreds.
+WIDEN_AFTER = 4
+
+
+class Facts:
+    def __init__(self, inventory: Inventory, kube=None, chunk_size: int = 500, scanned: bool = True):
+        """`scanned`: the inventory holds every object of its types and scope (a scan or a snapshot);
+        False for an inventory that starts empty and is filled on demand (kfin explain)."""
+        self.inventory = inventory
+        self.kube = kube
+        self.chunk_size = chunk_size
+        self.catalog = Catalog(inventory.resources)
+        self.unreadable: dict[tuple, Failure] = {}
+        self._listed: set[tuple] = set()
+        if scanned:  # types listed without failure are known in full for the inventory's scope
+            failed = {f.target for f in inventory.failures if f.what == "list"}
+            scope = inventory.namespace or ""
+            self._listed = {(r.group, r.resource, scope if r.namespaced else "") for r in inventory.resources
+                            if _target(r, inventory.namespace) not in failed}
+        self._dropped = set(inventory.dropped)  # left out by a lean scan: read again when asked for
+        self._dropped_types = {(g, r) for g, r, _ in self._dropped}
+        self._blocking: dict[str, list[KubeObject]] | None = None
+        self._index: dict | None = None  # see _by_type
+        self._namespaces_read: Counter = Counter()  # (group, resource) -> namespaces read one by one
+        self.memo: dict = {}  # what analyses worked out from these facts (explanations), kept for reuse
+
+    # ----- types -----------------------------------------------------------------------------------
+    def resource(self, group: str, resource: str) -> ResourceType | None:
+        return next((r for r in self.inventory.resources if r.group == group and r.resource == resource), None)
+
+    def type_of_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        return self.catalog.for_kind(api_version, kind)
+
+    # ----- objects ---------------------------------------------------------------------------------
+    def _known(self, key: tuple, full: bool) -> bool:
+        group, resource, namespace = key
+        if full:
+            return self.inventory.has_details(group, resource, namespace)
+        if key in self._dropped or not namespace and (group, resource) in self._dropped_types:
+            return False
+        return key in self._listed or (group, resource, "") in self._listed or \
+            self.inventory.has_details(group, resource, namespace)
+
+    def listed(self, namespace: str | None) -> bool:
+        """Whether every type of a namespace (None: of the whole cluster) was listed without failure, so that
+        every object there with owners, finalizers or a deletion is known (a lean scan keeps all of those)."""
+        scope = namespace or ""
+        return all((r.group, r.resource, scope if r.namespaced else "") in self._listed
+                   or (r.group, r.resource, "") in self._listed for r in self.inventory.resources
+                   if namespace is None or r.namespaced)
+
+    def objects(self, group: str, resource: str, namespace: str | None = None, *,
+                full: bool = False) -> list[KubeObject] | None:
+        """Objects of a type (in one namespace, or everywhere with None); None when unknowable."""
+        rtype = self.resource(group, resource)
+        if rtype is None:
+            return None if self.kube is None else []  # a live server without the type has none of it
+        ns = (namespace or "") if rtype.namespaced else ""
+        key = (group, resource, ns)
+        if not self._known(key, full):
+            if self.kube is None or key in self.unreadable:
+                return None
+            widen = ns and self.inventory.namespace is None and self._namespaces_read[(group, resource)] >= WIDEN_AFTER
+            self._read(rtype, None if widen else ns or None, full)
+            if ns and not widen:
+                self._namespaces_read[(group, resource)] += 1
+            if key in self.unreadable or widen and (group, resource, "") in self.unreadable:
+                return None
+        by_namespace = self._by_type().get((group, resource), {})
+        if ns:
+            return list(by_namespace.get(ns, ()))
+        return [o for found in by_namespace.values() for o in found]
+
+    def _by_type(self) -> dict:
+        """{(group, resource): {namespace: [objects]}}, built once and kept up to date by reads: causes ask
+        for one type in one namespace many times, and a cluster holds hundreds of thousands of objects."""
+        if self._index is None:
+            index: dict = {}
+            for o in self.inventory.objects:
+                index.setdefault((o.type.group, o.type.resource), {}).setdefault(o.namespace, []).append(o)
+            self._index = index
+        return self._index
+
+    def _forget_indexes(self) -> None:
+        self._index = self._blocking = None
+        self.memo.clear()
+
+    def find(self, group: str, resource: str, namespace: str, name: str, *, full: bool = False) -> KubeObject | None:
+        found = self.objects(group, resource, namespace, full=full)
+        return next((o for o in found or [] if o.name == name and o.namespace == (namespace or "")), None)
+
+    def _read(self, rtype: ResourceType, namespace: str | None, full: bool) -> None:
+        self._apply_all([(rtype, namespace, self._fetch(rtype, namespace, full))], full)
+
+    def _fetch(self, rtype: ResourceType, namespace: str | None, full: bool) -> list[KubeObject] | KfinError:
+        """The network half of a read (safe in a worker thread); _apply_all merges it (in the caller's)."""
+        from kfin.api.scan import read_objects
+
+        try:
+            return read_objects(self.kube, rtype, namespace, self.chunk_size, full=full)
+        except KfinError as error:
+            return error
+
+    def _apply_all(self, reads: list[tuple[ResourceType, str | None, object]], full: bool) -> None:
+        from kfin.api.discovery import failure_of
+
+        done = []
+        for rtype, namespace, fresh in reads:
+            key = (rtype.group, rtype.resource, namespace or "")
+            if isinstance(fresh, KfinError):
+                failure = failure_of("list", _target(rtype, namespace), fresh)
+                self.unreadable[key] = failure
+                self.inventory.failures.append(failure)
+                continue
+            done.append((rtype, namespace, fresh))
+            self._listed.add(key)
+            if key[:2] in self._dropped_types:
+                self._dropped = {d for d in self._dropped
+                                 if d[:2] != key[:2] or (namespace is not None and d[2] not in ("", namespace))}
+                self._dropped_types = {(g, r) for g, r, _ in self._dropped}
+            if full:
+                self.inventory.detailed.add(key)
+        if done:
+            self._replace(done)
+        self.memo.clear()
+
+    def prefetch(self, wanted: set[tuple[str, str, str | None]], concurrency: int = 8) -> None:
+        """Read whole, in parallel, what explanations are about to ask for one by one ((group, resource,
+        namespace or None), as causes declare it: kfin.core.causes.reads_for): a few round trips at once instead
+        of one after another. What is already known, or not served, is skipped."""
+        from kfin.util.parallel import completed
+
+        if self.kube is None:
+            return
+        by_type: dict[tuple, set] = {}
+        for group, resource, namespace in wanted:
+            by_type.setdefault((group, resource), set()).add(namespace)
+        tasks = []
+        for (group, resource), namespaces in sorted(by_type.items()):
+            rtype = self.resource(group, resource)
+            if rtype is None:
+                continue
+            if not rtype.namespaced or None in namespaces or (
+                    self.inventory.namespace is None and len(namespaces) > WIDEN_AFTER):
+                namespaces = {None}
+            tasks += [(rtype, ns) for ns in sorted(namespaces, key=str)
+                      if not self._known((group, resource, (ns or "") if rtype.namespaced else ""), True)
+                      and (group, resource, ns or "") not in self.unreadable]
+        fetched = [(rtype, namespace, future.result()) for (rtype, namespace), future in
+                   completed(lambda task: self._fetch(task[0], task[1], True), tasks, concurrency)]
+        self._apply_all(fetched, True)
+
+    def _replace(self, reads: list[tuple[ResourceType, str | None, list[KubeObject]]]) -> None:
+        """Put what was read again of some types (each everywhere or in one namespace) in place of what was
+        known: one pass over every object for the whole batch (prefetch applies its reads together), and
+        the indexes updated rather than rebuilt."""
+        inv, index = self.inventory, self._by_type()
+        old: list[KubeObject] = []
+        for rtype, namespace, fresh in reads:
+            by_namespace = index.setdefault((rtype.group, rtype.resource), {})
+            for ns in [ns for ns in by_namespace if namespace is None or ns == namespace]:
+                old += by_namespace.pop(ns)
+            for obj in fresh:
+                by_namespace.setdefault(obj.namespace, []).append(obj)
+        gone = {id(o) for o in old}
+        inv.objects = [o for o in inv.objects if id(o) not in gone] + [o for _, _, fresh in reads for o in fresh]
+        if self._blocking is not None:  # the same objects read again: same owners, new instances
+            newer = {o.uid: o for _, _, fresh in reads for o in fresh if o.uid}
+            for dependents in self._blocking.values():
+                dependents[:] = [newer[d.uid] if id(d) in gone else d for d in dependents
+                                 if id(d) not in gone or d.uid in newer]
+            known = {o.uid for o in old}
+            for _, _, fresh in reads:
+                for obj in fresh:
+                    if obj.uid not in known:
+                        self._add_blocking(obj)
+
+    def listed_kinds(self) -> set[tuple[str, str]]:
+        """(group, kind) of every type whose objects are known completely somewhere."""
+        keys = {(g, r) for g, r, _ in self._listed} | {(g, r) for g, r, _ in self.inventory.detailed}
+        return {(t.group, t.kind) for t in self.inventory.resources if (t.group, t.resource) in keys}
+
+    def cluster_scoped(self) -> list[KubeObject] | None:
+        """Every cluster-scoped object (of every listable cluster-scoped type)."""
+        return self.everything(None, cluster_scoped_only=True)
+
+    def everything(self, namespace: str | None, cluster_scoped_only: bool = False) -> list[KubeObject] | None:
+        """Every object in a namespace (None: the whole cluster), of every listable type; read in
+        parallel when live. None when a snapshot does not cover that scope."""
+        from kfin.api.scan import scan
+
+        scope = namespace or ""
+        types = [r for r in self.inventory.resources if (namespace is None or r.namespaced)
+                 and not (cluster_scoped_only and r.namespaced)]
+        def wanted(o: KubeObject) -> bool:
+            return (not cluster_scoped_only or not o.type.namespaced) and (namespace is None or o.namespace == namespace)
+        if all(self._known((r.group, r.resource, scope if r.namespaced else ""), False) for r in types):
+            return [o for o in self.inventory.objects if wanted(o)]
+        if self.kube is None:
+            return None
+        found, failures = scan(self.kube, types, namespace, page_size=self.chunk_size)
+        inv, listed_types = self.inventory, set(types)
+
+        def replaced(o: KubeObject) -> bool:  # whole (reduced) objects already read are richer: kept
+            return o.type in listed_types and (namespace is None or o.namespace == namespace) and \
+                not inv.has_details(o.type.group, o.type.resource, o.namespace)
+        inv.objects = [o for o in inv.objects if not replaced(o)] + [o for o in found if replaced(o)]
+        inv.failures.extend(failures)
+        failed = {f.target for f in failures}
+        self._listed |= {(r.group, r.resource, scope if r.namespaced else "") for r in types
+                         if _target(r, namespace) not in failed}
+        self._forget_indexes()
+        return [o for o in inv.objects if wanted(o)]
+
+    # ----- derived ---------------------------------------------------------------------------------
+    def blocking_dependents(self, uid: str) -> list[KubeObject]:
+        """Dependents whose ownerReference to `uid` has blockOwnerDeletion: true."""
+        if self._blocking is None:
+            self._blocking = {}
+            for obj in self.inventory.objects:
+                self._add_blocking(obj)
+        return self._blocking.get(uid, [])
+
+    def _add_blocking(self, obj: KubeObject) -> None:
+        for owner in obj.owner_uids(blocking=True):
+            self._blocking.setdefault(owner, []).append(obj)
+
+    def dependents(self, uid: str) -> list[KubeObject]:
+        return [o for o in self.inventory.objects if uid in o.owner_uids()]
+
+    def namespaces_by_name(self) -> dict[str, KubeObject] | None:
+        """Every Namespace by name (None when they cannot be known), kept until the facts change: causes ask
+        for an object's namespace once per object explained."""
+        if "namespaces" not in self.memo:
+            listed = self.objects("", "namespaces")
+            self.memo["namespaces"] = None if listed is None else {o.name: o for o in listed}
+        return self.memo["namespaces"]
+
+    def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None:
+        """The object's recent Warning Events, newest first, as {type, reason, message, count, lastTimestamp}:
+        from events.k8s.io/v1, falling back to core v1 (as kubectl describe reads them); None when they
+        cannot be read (a snapshot holds none)."""
+        if self.kube is None or not obj.namespace:
+            return None
+        from kfin.names import api_path
+
+        sources = [("events.k8s.io", "regarding", api_path("apis", "events.k8s.io", "v1", "namespaces", obj.namespace,
+                                                           "events")),
+                   ("", "involvedObject", api_path("api", "v1", "namespaces", obj.namespace, "events"))]
+        for group, about, path in sources:
+            query = {"fieldSelector": f"{about}.name={obj.name},{about}.kind={obj.type.kind},type=Warning",
+                     "limit": 200}
+            try:
+                page = self.kube.request("GET", path, query, what=("list", "events", obj.namespace))
+            except KfinError:
+                continue  # not served, or that field selector is not supported: the other API
+            items = [_event(e, group) for e in (page or {}).get("items") or [] if isinstance(e, dict)
+                     and isinstance(e.get(about), dict) and e[about].get("uid") in (None, "", obj.uid)]
+            items.sort(key=lambda e: str(e["lastTimestamp"] or ""), reverse=True)
+            return items[:most]
+        return None
+
+    def claim_users(self, claim: KubeObject) -> list[KubeObject] | None:
+        """Scheduled Pods that use the claim, in any phase (as the pvc-protection controller counts them);
+        None when the Pods of its namespace cannot be read."""
+        pods = self.objects("", "pods", claim.namespace, full=True)
+        if pods is None:
+            return None
+        return [pod for pod in pods if (pod.raw.get("spec") or {}).get("nodeName") and claim.name in pod_claims(pod)]
+
+
+def _event(event: dict, group: str) -> dict:
+    """An Event of either API in one shape."""
+    if group:
+        return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("note"),
+                "count": event.get("deprecatedCount") or 1,
+                "lastTimestamp": event.get("deprecatedLastTimestamp") or event.get("eventTime")}
+    return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("message"),
+            "count": event.get("count") or 1, "lastTimestamp": event.get("lastTimestamp") or event.get("eventTime")}
+
+
+def pod_claims(pod: KubeObject) -> set[str]:
+    """Claims a Pod uses: persistentVolumeClaim volumes and generic ephemeral volumes (<pod>-<volume>)."""
+    claims = set()
+    for volume in (pod.raw.get("spec") or {}).get("volumes") or []:
+        if volume.get("persistentVolumeClaim"):
+            claims.add(volume["persistentVolumeClaim"].get("claimName"))
+        elif volume.get("ephemeral") is not None:
+            claims.add(f"{pod.name}-{volume.get('name')}")
+    return claims
+
+
+def _target(rtype: ResourceType, namespace: str | None) -> str:
+    return rtype.qualified + (f" in namespace {namespace}" if namespace and rtype.namespaced else "")

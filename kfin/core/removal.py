@@ -1,0 +1,301 @@
+"""Guarded, race-safe finalizer removal.
+
+Metadata finalizers go with the smallest JSON Patch: `test` that the uid and the finalizer list are
+exactly what was read, then `remove` each selected entry. If the server answers that a test failed
+(422) or 409 Conflict, kfin reads the object again, explains it again, and recomputes, a few times at
+most; it never removes a finalizer it did not read and select. A namespace's `kubernetes` entry in
+spec.finalizers goes through the /finalize subresource with the whole Namespace as read (its
+resourceVersion guards it). After each write kfin reads again and reports the real state.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+import time
+from dataclasses import dataclass, field
+
+from kfin.errors import APIError, NotFoundError
+from kfin.core.causes import Finding, Verdict, explain_object
+from kfin.core.causes.pods import GRACEFUL_DELETION
+from kfin.model import KubeObject
+
+MAX_ATTEMPTS = 5
+# Waits after a lost race, as client-go's DefaultBackoff (10 ms growing 5-fold, jittered): a busy
+# writer finishes its burst instead of winning every retry.
+RETRY_WAITS = (0.01, 0.05, 0.25, 1.25)
+
+
+@dataclass
+class Choice:
+    finding: Finding
+    selected: bool
+    refused: str | None = None  # why it will not be removed
+    warning: str | None = None
+
+
+@dataclass
+class Plan:
+    obj: KubeObject
+    choices: list[Choice]
+    refused: str | None = None  # why nothing is done for the whole object
+
+    @property
+    def selected(self) -> list[Finding]:
+        return [c.finding for c in self.choices if c.selected and not c.refused]
+
+    @property
+    def blocked(self) -> list[Choice]:
+        return [c for c in self.choices if c.selected and c.refused]
+
+
+@dataclass
+class Outcome:
+    result: str  # removed, gone, unchanged, refused, failed, dry-run
+    message: str
+    removed: list[str] = field(default_factory=list)
+    before: list[str] = field(default_factory=list)
+    after: list[str] | None = None
+    attempts: int = 0
+    resource_version: str = ""
+
+
+def matches(finalizer: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(finalizer, p) for p in patterns)
+
+
+FORCE_DELETION = GRACEFUL_DELETION  # a Pod's cause without a finalizer: removed by a forced DELETE
+
+
+def _force_choice(f: Finding, force: bool, node_lost_after: float) -> Choice:
+    """A Pod in graceful deletion may be force-deleted only when its node is gone, or has not reported for
+    `node_lost_after` seconds; otherwise only with --force."""
+    choice = Choice(f, True)
+    node, lost = f.detail.get("node"), f.detail.get("nodeLostSeconds")
+    if f.detail.get("nodeMissing"):
+        return choice
+    if lost is not None and lost >= node_lost_after:
+        choice.warning = f"its node {node} may only be cut off: {f.risk}"
+        return choice
+    why = (f"its node {node} has been lost for {int(lost)} s only (--node-lost-after {int(node_lost_after)} s)"
+           if lost is not None else f"its kubelet may still answer: {f.condition}")
+    if force:
+        choice.warning = f"forced although {why}. Risk: {f.risk}"
+    else:
+        choice.refused = f"{why}. Safe fix: {f.fix}"
+    return choice
+
+
+def plan(obj: KubeObject, findings: list[Finding], patterns: list[str] | None, force: bool,
+         allow_live: bool, node_lost_after: float = 300) -> Plan:
+    """Which finalizers to remove, and which are refused (with the reason and the safe fix)."""
+    choices = []
+    for f in findings:
+        if f.family == FORCE_DELETION:  # --finalizer patterns name finalizers, never this
+            choices.append(Choice(f, False) if patterns else _force_choice(f, force, node_lost_after))
+            continue
+        if patterns:
+            chosen = matches(f.finalizer, patterns)
+        else:  # by default only what nothing else will remove
+            chosen = f.verdict == Verdict.ORPHANED or (f.verdict == Verdict.WAITING and f.controller_alive is False)
+        choice = Choice(f, chosen)
+        if chosen and f.verdict in (Verdict.HOLDING, Verdict.UNKNOWN, Verdict.BLOCKED):
+            why = {Verdict.HOLDING: "it is HOLDING: ", Verdict.UNKNOWN: "kfin could not check it: ",
+                   Verdict.BLOCKED: "it cannot be removed now: "}[f.verdict]
+            if force:
+                choice.warning = f"forced although {why}{f.condition}. Risk: {f.risk}"
+            else:
+                choice.refused = f"{why}{f.condition}. Safe fix: {f.fix}"
+        elif chosen and f.verdict == Verdict.WAITING and f.controller_alive:
+            choice.warning = f"its controller is running and should remove it ({f.condition})"
+        choices.append(choice)
+    refused = None
+    if not obj.terminating and not allow_live:
+        refused = ("it is not being deleted: removing finalizers from a live object is almost never wanted "
+                   "(--allow-live to do it anyway)")
+    elif patterns and not any(c.selected for c in choices):
+        refused = f"none of its finalizers ({', '.join(f.finalizer for f in findings) or 'none'}) matches " + \
+                  ", ".join(patterns)
+    elif not patterns and not any(c.selected for c in choices):
+        refused = "no finalizer is ORPHANED or waiting on a controller that is down (name one with --finalizer)"
+    return Plan(obj, choices, refused)
+
+
+def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[dict]:
+    """The smallest guarded JSON Patch: the uid and the whole list as read, then each removal."""
+    ops = [{"op": "test", "path": "/metadata/uid", "value": uid},
+           {"op": "test", "path": "/metadata/finalizers", "value": finalizers}]
+    for index in sorted((i for i, f in enumerate(finalizers) if f in remove), reverse=True):
+        ops.append({"op": "remove", "path": f"/metadata/finalizers/{index}"})
+    return ops
+
+
+class Remover:
+    """Applies a plan to a live cluster (or asks the server to validate it with dryRun=All)."""
+
+    def __init__(self, kube, facts_for, node_lost_after: float = 300):
+        self.kube = kube
+        self.facts_for = facts_for  # (obj) -> fresh Facts, to explain again after a race
+        self.node_lost_after = node_lost_after
+
+    def _read(self, obj: KubeObject) -> dict | None:
+        path = obj.type.path(obj.namespace or None, obj.name)
+        try:
+            return self.kube.get(path, what=("get", obj.type.qualified, obj.namespace or None))
+        except NotFoundError:
+            return None
+
+    def apply(self, plan_: Plan, patterns, force: bool, allow_live: bool, dry_run: bool = False) -> Outcome:
+        obj = plan_.obj
+        wanted = {f.finalizer for f in plan_.selected}
+        meta_wanted = [f.finalizer for f in plan_.selected if f.field == "metadata.finalizers"]
+        spec_wanted = [f.finalizer for f in plan_.selected if f.field == "spec.finalizers"]
+        before = list(obj.finalizers + obj.spec_finalizers)
+        outcome = Outcome("unchanged", "", before=before, resource_version=obj.meta.get("resourceVersion", ""))
+        if any(f.family == FORCE_DELETION for f in plan_.selected):
+            return self._force_delete(obj, outcome, dry_run)
+        current = obj
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            outcome.attempts = attempt
+            try:
+                if meta_wanted:
+                    self._patch_metadata(current, meta_wanted, dry_run)
+                if spec_wanted:
+                    self._finalize(current, spec_wanted, dry_run)
+            except _Raced:
+                if attempt < MAX_ATTEMPTS:
+                    time.sleep(RETRY_WAITS[attempt - 1] * random.uniform(0.9, 1.1))
+                fresh = self._read(obj)
+                if fresh is None:
+                    return self._done(outcome, obj, wanted, "gone", "it went away while kfin worked: done")
+                current = KubeObject(obj.type, fresh)
+                if current.uid != obj.uid:
+                    outcome.result, outcome.message = "failed", "it was deleted and created again: nothing removed"
+                    return outcome
+                # Explain again: what holds may have changed. Only finalizers read and selected again go.
+                replanned = plan(current, explain_object(current, self.facts_for(current)).findings, patterns,
+                                 force, allow_live, self.node_lost_after)
+                still = {f.finalizer for f in replanned.selected} & wanted
+                meta_wanted = [f for f in current.finalizers if f in still]
+                spec_wanted = [f for f in current.spec_finalizers if f in still]
+                if not meta_wanted and not spec_wanted:
+                    return self._done(outcome, current, wanted, "unchanged",
+                                      "after a concurrent change nothing selected is left to remove")
+                continue
+            except NotFoundError as error:
+                return self._not_found(outcome, obj, wanted, error)
+            if dry_run:
+                outcome.result, outcome.message = "dry-run", "the API server accepted the change (dryRun=All)"
+                outcome.removed = meta_wanted + spec_wanted
+                return outcome
+            outcome.removed = meta_wanted + spec_wanted
+            return self._done(outcome, current, wanted, "removed", "")
+        outcome.result = "failed"
+        outcome.message = f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"
+        return outcome
+
+    def _force_delete(self, obj: KubeObject, outcome: Outcome, dry_run: bool) -> Outcome:
+        """DELETE with gracePeriodSeconds 0, guarded by the uid read: the API forgets the Pod without
+        waiting for its kubelet. Read again afterwards, as after any write."""
+        path = obj.type.path(obj.namespace or None, obj.name)
+        options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
+                   "preconditions": {"uid": obj.uid}}
+        outcome.attempts = 1
+        try:
+            self.kube.request("DELETE", path, {"dryRun": "All" if dry_run else None}, body=options,
+                              what=("delete", obj.type.qualified, obj.namespace or None))
+        except NotFoundError:
+            return self._done(outcome, obj, set(), "gone", "it was already gone: done")
+        except APIError as error:
+            if error.status == 409:
+                outcome.result, outcome.message = "failed", "it was deleted and created again: nothing done"
+                return outcome
+            raise
+        if dry_run:
+            outcome.result, outcome.message = "dry-run", "the API server accepted the forced deletion (dryRun=All)"
+            return outcome
+        outcome.removed = [FORCE_DELETION]
+        after = self._read(obj)
+        if after is None or (after.get("metadata") or {}).get("uid") != obj.uid:
+            outcome.result, outcome.after = "force-deleted", None
+            outcome.message = "force-deleted (gracePeriodSeconds 0): the Pod is gone from the API"
+        else:
+            outcome.result, outcome.after = "failed", list((after.get("metadata") or {}).get("finalizers") or [])
+            outcome.message = "the API server accepted the forced deletion, but the Pod is still there"
+        return outcome
+
+    def _not_found(self, outcome: Outcome, obj: KubeObject, wanted: set, error: NotFoundError) -> Outcome:
+        """A 404 on a write is no proof that the object is gone: read it again. An object left in a
+        namespace forced through /finalize is still stored, but every write to it answers 404 for its
+        namespace until the namespace exists again."""
+        if self._read(obj) is None:
+            return self._done(outcome, obj, wanted, "gone", "it was already gone: done")
+        outcome = self._done(outcome, obj, wanted, "failed", "")
+        outcome.result = "failed"
+        if error.kind == "namespaces" and obj.namespace:
+            outcome.message = (f'nothing was removed: the API server refuses every write to it because its namespace '
+                               f'"{obj.namespace}" no longer exists (a ghost left by a namespace forced through '
+                               f'/finalize). Recreate namespace "{obj.namespace}", then deal with its content')
+        else:
+            outcome.message = f"nothing was removed: the write answered 404 ({error.message}) but the object is still there"
+        return outcome
+
+    def _done(self, outcome: Outcome, obj: KubeObject, wanted: set, result: str, message: str) -> Outcome:
+        """Read again and report the real state, never a hoped-for one."""
+        after = self._read(obj)
+        outcome.result = result
+        if after is None:
+            outcome.after = None
+            outcome.message = message or "removed; the object is gone"
+            return outcome
+        again = KubeObject(obj.type, after)
+        outcome.after = again.finalizers + again.spec_finalizers
+        left = [f for f in outcome.removed if f in outcome.after]
+        if left:
+            outcome.result = "failed"
+            outcome.message = f"the server answered OK but {', '.join(left)} is still there"
+        else:
+            outcome.message = message or ("removed; still Terminating with " + ", ".join(outcome.after)
+                                          if outcome.after else "removed; the object is still being deleted")
+        return outcome
+
+    def _patch_metadata(self, obj: KubeObject, remove: list[str], dry_run: bool):
+        ops = metadata_patch(obj.uid, obj.finalizers, remove)
+        path = obj.type.path(obj.namespace or None, obj.name)
+        try:
+            self.kube.patch_json(path, ops, dry_run=dry_run, what=("patch", obj.type.qualified, obj.namespace or None))
+        except APIError as error:
+            if error.status in (409, 422) and self._changed(obj):
+                raise _Raced() from None
+            raise
+
+    def _changed(self, obj: KubeObject) -> bool:
+        fresh = self._read(obj)
+        if fresh is None:
+            raise NotFoundError("gone")
+        meta = fresh.get("metadata") or {}
+        return meta.get("uid") != obj.uid or list(meta.get("finalizers") or []) != obj.finalizers or \
+            list((fresh.get("spec") or {}).get("finalizers") or []) != obj.spec_finalizers
+
+    def _finalize(self, obj: KubeObject, remove: list[str], dry_run: bool):
+        """PUT /finalize with the whole Namespace as read now: its resourceVersion guards the change."""
+        path = obj.type.path(None, obj.name)
+        whole = self.kube.get(path, what=("get", "namespaces", None))
+        if whole is None:
+            raise NotFoundError("gone")
+        if whole["metadata"].get("uid") != obj.uid or \
+                list((whole.get("spec") or {}).get("finalizers") or []) != obj.spec_finalizers:
+            raise _Raced()
+        whole.setdefault("spec", {})["finalizers"] = [f for f in obj.spec_finalizers if f not in remove]
+        try:
+            self.kube.request("PUT", obj.type.path(None, obj.name, "finalize"), {"dryRun": "All" if dry_run else None}, body=whole,
+                              content_type="application/json", what=("update", "namespaces/finalize", None))
+        except APIError as error:
+            if error.status == 409:
+                raise _Raced() from None
+            raise
+
+
+class _Raced(Exception):
+    """The object changed between read and write."""
+

@@ -1,0 +1,142 @@
+"""Which objects are stuck in Terminating, for how long, and the blocker of each in one line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import fnmatch
+
+from kfin.core.blocking import follow, root_summary
+from kfin.core.causes import blocker_line, explain_cached, family, main_finding, reads_for
+from kfin.core.causes.ghosts import missing_namespace
+from kfin.core.facts import Facts
+from kfin.model import Inventory, KubeObject, format_time
+
+@dataclass
+class StuckObject:
+    obj: KubeObject
+    terminating_seconds: float
+    finalizers: list[str]  # metadata.finalizers, then a namespace's spec.finalizers
+    families: list[str]
+    blocker: str
+    conditions: list[dict] = field(default_factory=list)
+    context: str = ""
+    root_causes: list[dict] = field(default_factory=list)
+    verdict: str | None = None  # of the finding that speaks for it (causes.main_finding)
+    family: str | None = None  # that finding's family
+
+    @property
+    def root_cause(self) -> str:
+        """The first root cause in a few words: the object or the actor at the end of the chain."""
+        first = self.root_causes[0] if self.root_causes else {}
+        return first.get("object") or first.get("actor") or self.obj.ref
+
+    def to_dict(self, with_context: bool = False) -> dict:
+        o, meta = self.obj, self.obj.meta
+        out = {"context": self.context} if with_context else {}
+        out.update({
+            "apiVersion": o.type.api_version, "kind": o.type.kind, "group": o.type.group, "resource": o.type.resource,
+            "namespace": o.namespace or None, "name": o.name, "uid": o.uid,
+            "deletionTimestamp": meta.get("deletionTimestamp"),
+            "deletionGracePeriodSeconds": meta.get("deletionGracePeriodSeconds"),
+            "terminatingSeconds": int(self.terminating_seconds),
+            "finalizers": o.finalizers, "specFinalizers": o.spec_finalizers,
+            "families": self.families, "blocker": self.blocker, "verdict": self.verdict,
+            "ownerReferences": len(o.owner_references),
+            "rootCauses": self.root_causes,
+        })
+        if self.conditions:
+            out["conditions"] = self.conditions
+        return out
+
+
+@dataclass
+class Filters:
+    kinds: set | None = None  # {(group, resource)}
+    finalizer: str | None = None
+    older_than: float | None = None  # seconds
+
+
+def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts | None = None) -> list[StuckObject]:
+    """Stuck objects of an inventory; `facts` (with a live connection) may read what blockers need."""
+    now = inventory.observed_at
+    facts = facts or Facts(inventory)
+    rows = []
+    scope = inventory.namespace
+    if facts.kube is not None:  # what the explanations below will read whole, fetched in parallel first
+        facts.prefetch({read for obj in inventory.objects if obj.terminating for read in reads_for(obj)})
+    for obj in list(inventory.objects):
+        # a ghost (its namespace forced away) is stuck with its finalizers even when not being deleted
+        ghost = scope is None and bool(obj.finalizers) and not obj.terminating and \
+            missing_namespace(obj, facts) is not None
+        if not obj.terminating and not ghost:
+            continue
+        if scope is not None and obj.namespace != scope and not (
+                obj.type.resource == "namespaces" and obj.type.group == "" and obj.name == scope):
+            continue  # read to explain what is in scope, not to be listed
+        if filters.kinds is not None and (obj.type.group, obj.type.resource) not in filters.kinds:
+            continue
+        names = obj.finalizers + obj.spec_finalizers
+        if filters.finalizer and not any(matches(f, filters.finalizer) for f in names):
+            continue
+        since = obj.deletion_requested_at
+        seconds = max(0.0, (now - since).total_seconds()) if since else 0.0
+        if filters.older_than is not None and seconds < filters.older_than:
+            continue
+        is_namespace = (obj.type.group, obj.type.resource) == ("", "namespaces")
+        conditions = list((obj.raw.get("status") or {}).get("conditions") or []) if is_namespace else []
+        chain = follow(obj, facts)
+        explanation = explain_cached(obj, facts)
+        line, main = blocker_line(explanation), main_finding(explanation)
+        root = root_summary(chain)
+        rows.append(StuckObject(obj, seconds, names, list(dict.fromkeys(family(f).name for f in names)),
+                                f"{line}; {root}" if root else line, conditions, inventory.context,
+                                chain.root_causes(), main.verdict.value if main else None,
+                                main.family if main else None))
+    rows.sort(key=lambda r: (-r.terminating_seconds, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
+    return rows
+
+
+def storage_problems(inventory: Inventory) -> list[dict]:
+    """Related problems a storage scan finds: claims Lost (their volume is gone) and volumes Released with
+    reclaim policy Retain (their disk is kept until someone deletes it)."""
+    out = []
+    for claim in inventory.of_type("", "persistentvolumeclaims"):
+        if (claim.raw.get("status") or {}).get("phase") == "Lost":
+            volume = (claim.raw.get("spec") or {}).get("volumeName")
+            out.append({"type": "LostClaim", "object": claim.ref,
+                        "message": f"claim {claim.namespace}/{claim.name} is Lost: its volume {volume} is gone, so "
+                                   "its data cannot be reached through it (restore the volume, or delete the claim)"})
+    for volume in inventory.of_type("", "persistentvolumes"):
+        spec = volume.raw.get("spec") or {}
+        if (volume.raw.get("status") or {}).get("phase") == "Released" and \
+                spec.get("persistentVolumeReclaimPolicy") == "Retain":
+            handle = (spec.get("csi") or {}).get("volumeHandle")
+            out.append({"type": "RetainedVolume", "object": volume.ref,
+                        "message": f"volume {volume.name} is Released with reclaim policy Retain: its disk"
+                                   + (f" ({handle})" if handle else "") + " and data are kept until someone "
+                                   "deletes them, and no new claim can bind it"})
+    return out
+
+
+def matches(finalizer: str, pattern: str) -> bool:
+    """--finalizer PATTERN: a glob (example.com/*) or a plain substring."""
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatchcase(finalizer, pattern)
+    return pattern in finalizer
+
+
+def report(rows: list[StuckObject], inventories: list[Inventory]) -> dict:
+    """The machine-readable result of `kfin stuck -o json|yaml` (schema documented in README.md)."""
+    several = len(inventories) > 1
+    return {
+        "apiVersion": "kfin.dev/v1",
+        "kind": "StuckReport",
+        "observedAt": format_time(inventories[0].observed_at) if inventories else None,
+        "sources": [{"context": inv.context, "server": inv.server, "namespace": inv.namespace,
+                     "complete": inv.complete} for inv in inventories],
+        "complete": all(inv.complete for inv in inventories),
+        "items": [r.to_dict(several) for r in rows],
+        "failures": [dict(f.to_dict(), context=inv.context) if several else f.to_dict()
+                     for inv in inventories for f in inv.failures],
+    }

@@ -1,0 +1,195 @@
+"""Renderings of an owner graph: a rich tree, and exports (JSON node-link, DOT, Mermaid, GraphML)."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+
+from kfin.core.owners import blocking_chain, label, labels, problems, roots
+
+
+def _state(data: dict) -> list[tuple[str, str]]:
+    """(style, text) pieces after a node's label: missing, Terminating for how long, its finalizers."""
+    from kfin.util.durations import format_age
+
+    parts = []
+    if data.get("missing"):
+        parts.append(("red", "missing"))
+    if data.get("terminating"):
+        age = data.get("terminatingSeconds")
+        parts.append(("bold red", "Terminating" + (f" for {format_age(age)}" if age is not None else "")))
+    if data.get("finalizers"):
+        parts.append(("", "finalizers: " + ", ".join(data["finalizers"])))
+    return parts
+
+
+def walk(graph: nx.DiGraph, depth: int | None = None) -> list[tuple[int, bool, list[tuple[str, str]]]]:
+    """The owner tree as lines: (level, last among its siblings, [(style, text)]), roots at level 1; a node
+    under several owners is drawn once and referred to after. Iterative: an owner chain may be deep."""
+    lines = []
+    drawn: set[str] = set()
+    named, succ, nodes = labels(graph), dict(graph.adjacency()), dict(graph.nodes(data=True))
+    stack = [(root, None, 1, last) for root, last in _with_last(roots(graph, named))][::-1]
+    while stack:
+        node, edge, level, last = stack.pop()
+        pieces = []
+        if edge and edge.get("cause") and edge["cause"] != "blocking-dependent":
+            pieces.append(("bold red", f"⛔ {edge['cause']} "))
+        elif edge and edge.get("blocking"):
+            pieces.append(("bold red", "⛔ blocks "))
+        elif edge and edge.get("problem"):
+            pieces.append(("yellow", f"{edge['problem']} "))
+        pieces.append(("", named[node]))
+        for style, text in _state(nodes[node]):
+            pieces += [("", "  "), (style, text)]
+        if node in drawn:
+            lines.append((level, last, pieces + [("dim", " (shown above)")]))
+            continue
+        drawn.add(node)
+        lines.append((level, last, pieces))
+        children = succ[node]
+        if depth is not None and level >= depth:
+            if children:
+                lines.append((level + 1, True, [("dim", f"… {len(children)} more below (--depth)")]))
+            continue
+        if children:
+            ordered = sorted(children.items(), key=lambda item: named[item[0]])
+            stack += [(child, data, level + 1, last) for (child, data), last in _with_last(ordered)][::-1]
+    return lines
+
+
+def _with_last(items) -> list[tuple]:
+    items = list(items)
+    return [(item, at == len(items) - 1) for at, item in enumerate(items)]
+
+
+def tree(graph: nx.DiGraph, depth: int | None = None, title: str = ""):
+    """A rich Tree of walk()'s lines (on a terminal: colours, and the terminal's width)."""
+    from rich.tree import Tree
+
+    from kfin.render.tables import markup_safe
+
+    top = Tree(markup_safe(title) if title else "owner graph", guide_style="dim")
+    parents = [top]
+    for level, _, pieces in walk(graph, depth):
+        text = "".join(f"[{style}]{markup_safe(t)}[/]" if style else markup_safe(t) for style, t in pieces)
+        del parents[level:]
+        parents.append(parents[level - 1].add(text))
+    return top
+
+
+def plain_tree(graph: nx.DiGraph, depth: int | None = None, title: str = "") -> str:
+    """The same tree as plain text with the same guides, built by joining strings: what a pipe or a large
+    graph gets (Rich lays out each line as a renderable, about 80 µs a node; this about 3)."""
+    from kfin.util.text import printable
+
+    out = [printable(title, one_line=True) if title else "owner graph"]
+    open_levels: list[bool] = []  # per level above: whether a later sibling is still to come
+    for level, last, pieces in walk(graph, depth):
+        del open_levels[level - 1:]
+        guides = "".join("│   " if more else "    " for more in open_levels)
+        out.append(guides + ("└── " if last else "├── ") + printable("".join(t for _, t in pieces), one_line=True))
+        open_levels.append(not last)
+    return "\n".join(out) + "\n"
+
+
+def chains(graph: nx.DiGraph) -> list[tuple[str, list[str]]]:
+    """For each Terminating object that waits on blocking dependents: the ordered list that must go first."""
+    out = []
+    terminating = [n for n, data in graph.nodes(data=True) if data.get("terminating")]
+    for node in sorted(terminating, key=lambda n: label(graph, n)):  # sort the few, not the whole graph
+        chain = blocking_chain(graph, node)
+        if chain:
+            out.append((node, chain))
+    return out
+
+
+def _scalar_graph(graph: nx.DiGraph) -> nx.DiGraph:
+    """GraphML holds scalars only: lists become comma-separated text, None an empty string."""
+    flat = nx.DiGraph()
+    for node, data in graph.nodes(data=True):
+        flat.add_node(node, **{k: (",".join(v) if isinstance(v, list) else "" if v is None else v)
+                               for k, v in data.items()})
+    for a, b, data in graph.edges(data=True):
+        flat.add_edge(a, b, **{k: ("" if v is None else v) for k, v in data.items()})
+    return flat
+
+
+def to_json(graph: nx.DiGraph) -> str:
+    """networkx's node-link document (directed, multigraph, graph, nodes, edges), with problems and
+    chains, one node or edge per line. Elements are encoded as they are, their id (or source and target)
+    spliced in front, instead of copying every attribute dict first (networkx.node_link_data), and by
+    json's compact encoder, which is C, where its indenting one is Python (about 40 µs a node)."""
+    encode = json.JSONEncoder(default=str, separators=(", ", ": ")).encode
+
+    def spliced(head: str, attributes: dict) -> str:
+        rest = encode(attributes)
+        return "    {" + head + (", " + rest[1:] if len(rest) > 2 else "}")
+
+    nodes = [spliced(f'"id": {encode(n)}', d) for n, d in graph.nodes(data=True)]
+    edges = [spliced(f'"source": {encode(a)}, "target": {encode(b)}', d)
+             for a, children in graph.adjacency() for b, d in children.items()]
+    extra = {"problems": [p.__dict__ for p in problems(graph)],
+             "chains": [{"object": node, "mustGoFirst": chain} for node, chain in chains(graph)]}
+    members = ['  "directed": true', '  "multigraph": false', f'  "graph": {encode(graph.graph)}']
+    for key, lines in (("nodes", nodes), ("edges", edges)) + tuple(
+            (k, ["    " + encode(v) for v in values]) for k, values in extra.items()):
+        members.append(f'  "{key}": [\n' + ",\n".join(lines) + "\n  ]" if lines else f'  "{key}": []')
+    return "{\n" + ",\n".join(members) + "\n}\n"
+
+
+def to_graphml(graph: nx.DiGraph) -> str:
+    return "\n".join(nx.generate_graphml(_scalar_graph(graph))) + "\n"
+
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def to_dot(graph: nx.DiGraph) -> str:
+    lines = ["digraph owners {", "  rankdir=LR;", '  node [shape=box, fontname="Helvetica"];']
+    for node, data in sorted(graph.nodes(data=True)):
+        style = []
+        if data.get("terminating"):
+            style.append('color="red"')
+        if data.get("missing"):
+            style.append('style="dashed"')
+        text = label(graph, node) + ("\\n" + ", ".join(data["finalizers"]) if data.get("finalizers") else "")
+        lines.append(f"  {_dot_quote(node)} [label={_dot_quote(text)}{', ' if style else ''}{', '.join(style)}];")
+    for a, b, data in sorted(graph.edges(data=True)):
+        attrs = []
+        if data.get("blocking"):
+            why = data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
+            attrs += ['color="red"', 'penwidth=2', f"label={_dot_quote(why)}"]
+        elif data.get("problem"):
+            attrs += ['style="dashed"', f"label={_dot_quote(data['problem'])}"]
+        lines.append(f"  {_dot_quote(a)} -> {_dot_quote(b)}{' [' + ', '.join(attrs) + ']' if attrs else ''};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def to_mermaid(graph: nx.DiGraph) -> str:
+    ids = {node: f"n{i}" for i, node in enumerate(sorted(graph.nodes))}
+    lines = ["graph LR"]
+    for node in sorted(graph.nodes):
+        data = graph.nodes[node]
+        text = label(graph, node).replace('"', "#quot;")
+        if data.get("finalizers"):
+            text += "<br/>" + ", ".join(data["finalizers"]).replace('"', "#quot;")
+        lines.append(f'  {ids[node]}["{text}"]')
+    for a, b, data in sorted(graph.edges(data=True)):
+        if data.get("blocking"):
+            why = data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
+            lines.append(f"  {ids[a]} ==>|{why}| {ids[b]}")
+        elif data.get("problem"):
+            lines.append(f"  {ids[a]} -.->|{data['problem']}| {ids[b]}")
+        else:
+            lines.append(f"  {ids[a]} --> {ids[b]}")
+    lines.append("  classDef terminating fill:#fdd,stroke:#c00;")
+    lines.append("  classDef missing stroke-dasharray: 5 5;")
+    for kind in ("terminating", "missing"):
+        members = [ids[n] for n in sorted(graph.nodes) if graph.nodes[n].get(kind)]
+        if members:
+            lines.append(f"  class {','.join(members)} {kind};")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,145 @@
+"""`kfin serve`: scan periodically, read-only, and serve the result to Prometheus.
+
+One thread scans every interval; the HTTP server answers from the last good result, so a scrape never
+waits for a scan and a failed scan never empties /metrics (kfin_result_age_seconds says how old it is).
+Each scan's objects are dropped before the next: memory stays that of one scan.
+
+    /metrics   the exposition (kfin.render.metrics), plus kfin serve's own series
+    /healthz   200 while the process serves
+    /readyz    200 once a scan has succeeded, 503 before
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+from kfin.render import metrics
+from kfin.errors import KfinError, UsageError
+from kfin.util.text import one_line
+
+
+@dataclass
+class Result:
+    text: str  # the exposition of the scan's families
+    finished_at: float  # Unix time
+
+
+class Exporter:
+    """The scans and what is served of them. `scan` returns (rows, inventories) of one scan."""
+
+    def __init__(self, scan: Callable[[], tuple[list, list]], max_info: int = metrics.DEFAULT_MAX_INFO,
+                 log: Callable[[str], None] = print):
+        self._scan, self.max_info, self.log = scan, max_info, log
+        self._lock = threading.Lock()
+        self.result: Result | None = None
+        self.scans = self.errors = 0
+        self.last_ok = False
+
+    def scan_once(self) -> bool:
+        started = time.monotonic()
+        try:
+            rows, inventories = self._scan()
+            text = metrics.exposition(metrics.stuck_families(rows, inventories, time.monotonic() - started,
+                                                             time.time(), self.max_info))
+            partial = not all(inv.complete for inv in inventories)
+            del rows, inventories
+        except Exception as error:  # noqa: BLE001 - a daemon keeps serving; KfinErrors are the expected ones
+            message = error.message if isinstance(error, KfinError) else f"internal error in kfin: {error!r}"
+            with self._lock:
+                self.scans, self.errors, self.last_ok = self.scans + 1, self.errors + 1, False
+            self.log(f"scan failed: {one_line(message)} (serving the last good result)")
+            return False
+        finally:
+            gc.unfreeze()  # nothing of a scan outlives it: collect what cycles it left
+            gc.collect()
+        with self._lock:
+            self.result, self.scans, self.last_ok = Result(text, time.time()), self.scans + 1, True
+        self.log(f"scan done in {time.monotonic() - started:.2f} s" + (" (partial: see kfin_scan_failures)"
+                                                                       if partial else ""))
+        return True
+
+    def ready(self) -> bool:
+        return self.result is not None
+
+    def exposition(self) -> str:
+        with self._lock:
+            result, scans, errors, ok = self.result, self.scans, self.errors, self.last_ok
+        own = [metrics.Family("kfin_scans_total", "counter", "Scans kfin serve has run.", [({}, scans)]),
+               metrics.Family("kfin_scan_errors_total", "counter",
+                              "Scans that failed (the last good result is served meanwhile).", [({}, errors)]),
+               metrics.Family("kfin_last_scan_success", "gauge", "1 when the last scan succeeded.", [({}, ok)])]
+        if result is not None:
+            own.append(metrics.Family("kfin_result_age_seconds", "gauge",
+                                      "Seconds since the scan whose result is served finished (staleness).",
+                                      [({}, round(time.time() - result.finished_at, 3))]))
+        return (result.text if result else "") + metrics.exposition(own)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """HOST:PORT, or :PORT for every interface (as Prometheus exporters take --web.listen-address)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UsageError(f'--listen "{text}" is not HOST:PORT (e.g. :9847 or 127.0.0.1:9847)')
+    return (host.strip("[]") or "0.0.0.0"), int(port)
+
+
+def http_server(exporter: Exporter, host: str, port: int) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # one line per scrape would drown the scan log
+            pass
+
+        def _answer(self, status: int, body: str, content_type: str = "text/plain; charset=utf-8") -> None:
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def do_GET(self):
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._answer(200, exporter.exposition(), metrics.CONTENT_TYPE)
+            elif path == "/healthz":
+                self._answer(200, "ok\n")
+            elif path == "/readyz":
+                self._answer(200, "ok\n") if exporter.ready() else self._answer(503, "no scan has succeeded yet\n")
+            else:
+                self._answer(404, "not found: try /metrics, /healthz or /readyz\n")
+
+        do_HEAD = do_GET
+
+    try:
+        server = ThreadingHTTPServer((host, port), Handler)
+    except OSError as error:
+        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    server.daemon_threads = True
+    return server
+
+
+def run(exporter: Exporter, server: ThreadingHTTPServer, interval: float, stop: threading.Event) -> None:
+    """Serve until `stop` is set; scan now, then every `interval` seconds (measured from each start). Scans
+    run in a thread of their own, so that a stop (SIGTERM) ends the process at once, not after a scan of a
+    large cluster: a scan only reads, there is nothing to finish."""
+    def scans() -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            exporter.scan_once()
+            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    threading.Thread(target=server.serve_forever, args=(0.2,), daemon=True, name="kfin-http").start()
+    threading.Thread(target=scans, daemon=True, name="kfin-scan").start()
+    try:
+        while not stop.wait(1.0):  # a timed wait: signal handlers run in this thread between waits
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,36 @@
+"""Work done in parallel threads that never holds up Ctrl-C.
+
+`with ThreadPoolExecutor()` waits for every request in flight when the block is left, an interrupt
+included: a slow list kept kfin running long after Ctrl-C. Here an interrupt cancels what has not
+started and leaves the rest behind (kfin.commands.app then exits at once, without joining those threads).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from typing import Callable, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def completed(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[tuple[T, Future]]:
+    """(item, its finished future) as each finishes."""
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        futures = {pool.submit(fn, item): item for item in items}
+        for future in as_completed(futures):
+            yield futures[future], future
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def ordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> list[R]:
+    """fn(item) of every item, in the order of the items (an exception of fn is raised, as pool.map does)."""
+    indexed = list(enumerate(items))
+    results: list = [None] * len(indexed)
+    for (index, _), future in completed(lambda pair: fn(pair[1]), indexed, workers):
+        results[index] = future.result()
+    return results
