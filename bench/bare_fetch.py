@@ -27,6 +27,7 @@ def continue_token(page: bytes) -> str | None:
 def main(kubeconfig: str, context: str) -> int:
     from kfin.api.discovery import discover
     from kfin.api.connection import METADATA_LIST_ACCEPT, Kube, Target
+    from kfin.api.paths import resource_path
 
     kube = Kube.connect(Target(kubeconfig, context, 60))
     resources, _ = discover(kube, True)
@@ -34,7 +35,7 @@ def main(kubeconfig: str, context: str) -> int:
     def fetch(rtype) -> tuple[int, int]:
         token, size, requests = None, 0, 0
         while True:
-            _, _, body = kube.send("GET", rtype.path(None), {"limit": 500, "continue": token},
+            _, _, body = kube.send("GET", resource_path(rtype), {"limit": 500, "continue": token},
                                    accept=METADATA_LIST_ACCEPT)
             size, requests = size + len(body), requests + 1
             token = continue_token(body)

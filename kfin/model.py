@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 
 @dataclass(frozen=True)
@@ -37,20 +37,6 @@ class ResourceType:
     def name_prefix(self) -> str:
         """kubectl -o name's prefix: configmap, deployment.apps."""
         return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
-
-    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
-        """The request path, built from percent-encoded segments: no name can reach another object."""
-        from kfin.names import api_path
-
-        segments = ["apis", self.group, self.version] if self.group else ["api", self.version]
-        if self.namespaced and namespace:
-            segments += ["namespaces", namespace]
-        segments.append(self.resource)
-        if name:
-            segments.append(name)
-            if subresource:
-                segments.append(subresource)
-        return api_path(*segments)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -113,7 +99,6 @@ class KubeObject:
     @property
     def deletion_requested_at(self) -> datetime | None:
         """When deletion was asked for: a graceful deletion's deletionTimestamp lies its grace period ahead."""
-        from datetime import timedelta
         moment = self.deletion_timestamp
         if moment is None:
             return None

@@ -1,17 +1,16 @@
-"""Names the user types, checked as the API server checks them, and request paths built from them.
+"""Names the user types, checked as the API server checks them.
 
-Every path kfin sends is made of percent-encoded segments (`api_path`), so that no name, namespace
-or group can add a segment, a query or a fragment: `../secrets/x`, `a?b`, `a#b` stay one segment.
-Arguments are also validated before anything is sent, with the API server's own rules, so that a
-typo gets a clear one-line error instead of a 404 from a path nobody meant.
+Arguments are validated before anything is sent, with the API server's own rules, so that a typo gets a
+clear one-line error instead of a 404 from a path nobody meant (the paths themselves are built from
+percent-encoded segments in kfin.api.paths).
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import quote
 
-from kfin.errors import UsageError
+from kfin.errors import KfinError, UsageError
+from kfin.util.text import printable
 
 # RFC 1123 label: what a namespace name must be (k8s.io/apimachinery/pkg/util/validation).
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -59,7 +58,7 @@ def namespace_problem(namespace: str) -> str | None:
     return None
 
 
-def check_namespace(namespace: str, error=UsageError, source: str = "namespace") -> str:
+def check_namespace(namespace: str, error: type[KfinError] = UsageError, source: str = "namespace") -> str:
     problem = namespace_problem(namespace)
     if problem:
         raise error(f"invalid {source} {quoted(namespace)}: {problem}")
@@ -75,17 +74,5 @@ def check_kind(text: str) -> str:
 
 def quoted(text: str) -> str:
     """A user's or server's text inside an error line: one line, control characters made visible."""
-    from kfin.util.text import printable
-
     shown = text if len(text) <= 80 else text[:77] + "..."
     return '"' + printable(shown, one_line=True).replace('"', '\\"') + '"'
-
-
-def segment(text: str) -> str:
-    """One path segment, percent-encoded: nothing in it can reach another path, query or fragment."""
-    return quote(text, safe="")
-
-
-def api_path(*segments: str) -> str:
-    """`/seg/seg/...`, each segment percent-encoded."""
-    return "".join("/" + segment(s) for s in segments)

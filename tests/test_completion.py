@@ -82,7 +82,7 @@ def test_kubectl_plugin_completion(fake, fake_kubeconfig):
     api = RawClient(fake.url, "admin-token")
     api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "held"}})
     env = dict(os.environ, KUBECONFIG=str(fake_kubeconfig))
-    code = "import sys; from kfin.commands.completion import kubectl_complete; sys.argv[0] = 'kubectl_complete-kfin'; " \
+    code = "import sys; from kfin.commands.app import kubectl_complete; sys.argv[0] = 'kubectl_complete-kfin'; " \
            "kubectl_complete()"
     done = subprocess.run([sys.executable, "-c", code, "__complete", "explain", "cm", "he"], env=env,
                           capture_output=True, text=True, timeout=30)
@@ -100,12 +100,18 @@ def test_kubectl_kfin_help_runs_through_the_plugin_name(tmp_path):
 
 
 def test_every_command_and_option_has_help_and_each_command_an_example():
-    from kfin.commands.app import app
+    from kfin.commands.app import COMMANDS, app
     from typer.main import get_command
 
     group = get_command(app)
-    for name, command in group.commands.items():
+    with group.make_context("kfin", ["--help"], resilient_parsing=True) as ctx:
+        names = group.list_commands(ctx)
+        assert names == list(COMMANDS) and len(names) == 9
+        loaded = [(name, group.get_command(ctx, name)) for name in names]
+    for name, command in loaded:
         assert command.help and "Example" in command.help, name
+        # `kfin --help` lists the registry's summary without importing the command: it must be its first line
+        assert command.help.splitlines()[0] == COMMANDS[name].summary, name
         for param in command.params:
             if param.param_type_name == "option":
                 assert param.help, f"{name} {param.opts}"

@@ -14,7 +14,7 @@ from tests.runner import kfin
 
 def test_credentials_are_refreshed_every_few_seconds_not_on_every_request(fake, fake_kubeconfig, monkeypatch):
     """Credentials that can change (exec plugins, auth providers) come from the kubernetes package."""
-    monkeypatch.setattr("kfin.api.kubeconfig.load_static", lambda *_: None)
+    monkeypatch.setattr("kfin.api.connection.load_static", lambda *_: None)
     kube = Kube.connect(Target(str(fake_kubeconfig)))
     configuration = kube._api.configuration
     asked = []

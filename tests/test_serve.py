@@ -106,18 +106,19 @@ class Served:
     """The exporter in this process, against the fake: what kfin serve runs."""
 
     def __init__(self, fake, fake_kubeconfig):
-        from kfin.commands.stuck import find_all
-        from kfin.commands.flags import Options
+        from kfin.api.target import Target
+        from kfin.core.scope import Scope
+        from kfin.core.stuck import find_all
 
-        options = Options(kubeconfig=str(fake_kubeconfig), all_namespaces=True)
-        self.exporter = Exporter(lambda: self._scan(find_all, options), log=lambda _: None)
+        scope = Scope(Target(kubeconfig=str(fake_kubeconfig)), all_namespaces=True)
+        self.exporter = Exporter(lambda: self._scan(find_all, scope), log=lambda _: None)
         self.server = http_server(self.exporter, "127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         self.stop = threading.Event()
 
     @staticmethod
-    def _scan(find_all, options):
-        rows, sources = find_all(options, [], None, False)
+    def _scan(find_all, scope):
+        rows, sources = find_all(scope)
         return rows, [f.inventory for f in sources]
 
     def get(self, path: str) -> tuple[int, str, str]:

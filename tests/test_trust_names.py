@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kfin.errors import ExitCode
-from kfin.names import api_path, path_segment_problem
+from kfin.api.paths import api_path
+from kfin.names import path_segment_problem
 from tests.runner import kfin
 
 SECRET_VALUE = "c2VjcmV0LXZhbHVl"  # base64 of secret-value: must never be printed

@@ -1,23 +1,34 @@
-"""The one module that talks to the Kubernetes API: config, requests, discovery, listing, get, patch.
+"""The connection to one API server (Kube): every request kfin sends goes through it.
 
 Everything it returns is plain JSON values (dicts and lists), so the rest of kfin works the same on a
-live cluster and on a saved snapshot. The `kubernetes` package is imported here only, and only when a
-command needs a cluster, because importing it costs a third of a second.
+live cluster and on a saved snapshot. Callers outside kfin.api name objects by ResourceType, namespace
+and name; the paths are built here and in kfin.api.paths only. The `kubernetes` package is imported
+only when a kubeconfig needs it, because importing it costs a third of a second.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from urllib.parse import urlencode, urlsplit
 
-from kfin.errors import (APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError,
-                         UnreachableError)
-from kfin.names import api_path, check_namespace
+from kfin import __version__
+from kfin.api.kubeconfig import load_static
+from kfin.api.paths import api_path, group_version_path, resource_path
+from kfin.api.target import Target
 from kfin.api.shapes import ShapeError, check_dict, check_object, check_page
+from kfin.errors import APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError, UnreachableError
+from kfin.model import ResourceType
+from kfin.names import check_namespace
+
+# (verb, resource, namespace) of a request, for the message of a 403
+What = tuple[str, str, str | None]
 
 JSON = "application/json"
 _PARSING = threading.Lock()  # one page parsed at a time: see Kube._pages
@@ -27,14 +38,6 @@ METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s
 METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 IN_CLUSTER_HOST = "KUBERNETES_SERVICE_HOST"
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where a command points: the kubectl-style connection flags."""
-    kubeconfig: str | None = None
-    context: str | None = None
-    request_timeout: float | None = None
 
 
 def _kubeconfig_paths(explicit: str | None) -> list[str]:
@@ -63,7 +66,7 @@ def context_names(kubeconfig: str | None) -> list[str]:
 class Kube:
     """A connection to one API server (one kubeconfig context)."""
 
-    def __init__(self, transport, context: str, server: str, namespace: str, timeout: float | None):
+    def __init__(self, transport: _Transport, context: str, server: str, namespace: str, timeout: float | None):
         check_namespace(namespace, ConfigError, f'namespace of context "{context}"')
         self._api = transport
         self.context = context
@@ -73,9 +76,7 @@ class Kube:
 
     # ----- connecting ------------------------------------------------------------------------------
     @classmethod
-    def connect(cls, target: Target = Target()) -> "Kube":
-        from kfin.api.kubeconfig import load_static
-
+    def connect(cls, target: Target = Target()) -> Kube:
         paths = _kubeconfig_paths(target.kubeconfig)
         existing = [p for p in paths if Path(p).expanduser().is_file()]
         if existing and (not target.kubeconfig or existing == paths):
@@ -86,7 +87,7 @@ class Kube:
         return cls._connect_with_client(target, paths, existing)
 
     @classmethod
-    def _connect_with_client(cls, target: Target, paths: list[str], existing: list[str]) -> "Kube":
+    def _connect_with_client(cls, target: Target, paths: list[str], existing: list[str]) -> Kube:
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
 
@@ -129,16 +130,14 @@ class Kube:
         return cls._make(configuration, name, namespace, target.request_timeout)
 
     @classmethod
-    def _make(cls, configuration, context, namespace, timeout):
+    def _make(cls, configuration: Any, context: str, namespace: str, timeout: float | None) -> Kube:
         """Requests go through urllib3 directly, set up from the client's Configuration.
 
         The kubernetes package is used for what it does best and keeps stable (kubeconfig, in-cluster
         config, exec and token-refresh auth, TLS settings); its generated ApiClient changes shape between
         releases and cannot return raw metadata-only JSON without deserialising it.
         """
-        import logging
-        import ssl
-        from urllib.parse import urlsplit
+        import ssl  # with urllib3, 40 ms: only once a command needs a cluster
 
         import urllib3
 
@@ -188,21 +187,19 @@ class Kube:
     IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
-                content_type: str | None = None, what: tuple[str, str, str | None] | None = None) -> Any:
+                content_type: str | None = None, what: What | None = None) -> Any:
         """One API request; JSON in and out. `what` is (verb, resource, namespace) for error messages."""
         status, _, data = self.send(method, path, query, body, accept, content_type, what)
         return self._json(path, data)
 
     def send(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
-             content_type: str | None = None, what=None, headers: dict | None = None) -> tuple[int, Any, bytes]:
+             content_type: str | None = None, what: What | None = None,
+             headers: dict | None = None) -> tuple[int, Any, bytes]:
         """(status, response headers, body bytes) of one request; an error status raises.
 
         --request-timeout is a deadline for the whole request, retries and a slowly trickled body
         included, as kubectl's: each wait on the socket gets only the time that is left.
         """
-        import time
-        from urllib.parse import urlencode
-
         import urllib3
 
         deadline = time.monotonic() + self.timeout if self.timeout else None
@@ -240,11 +237,9 @@ class Kube:
 
     def _headers(self, accept: str, extra: dict | None = None) -> dict:
         """What every request sends: what it accepts, who asks, and the credentials (those win)."""
-        return {"Accept": accept, "User-Agent": f"kfin/{_version()}", **(extra or {}), **self._api.auth_headers()}
+        return {"Accept": accept, "User-Agent": f"kfin/{__version__}", **(extra or {}), **self._api.auth_headers()}
 
     def _left(self, deadline: float | None) -> float | None:
-        import time
-
         if deadline is None:
             return None
         left = deadline - time.monotonic()
@@ -260,12 +255,12 @@ class Kube:
         except ValueError:
             raise APIError(f"the API server at {self.server} answered {path} with something that is not JSON") from None
 
-    def _connection_error(self, reason) -> KfinError:
+    def _connection_error(self, reason: BaseException) -> KfinError:
         from urllib3.exceptions import MaxRetryError, NewConnectionError, SSLError
         from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
         if isinstance(reason, MaxRetryError) and reason.reason is not None:
-            reason = reason.reason
+            reason = reason.reason  # type: ignore[assignment]
         text = str(reason)
         if isinstance(reason, NewConnectionError):  # a subclass of the timeout errors, but not one
             return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): "
@@ -276,7 +271,7 @@ class Kube:
             return UnreachableError(f"the API server at {self.server} did not answer in time (context {self.context})")
         return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): {_short(text)}")
 
-    def _api_error(self, code: int, reason: str, body: bytes, what) -> KfinError:
+    def _api_error(self, code: int, reason: str, body: bytes, what: What | None) -> KfinError:
         status = _status_body(body)
         message = status.get("message") or (body or b"").decode(errors="replace").strip() or reason
         if code == 401:
@@ -313,23 +308,68 @@ class Kube:
         except KfinError as error:
             return f"unknown (SelfSubjectReview: {error.message})"
 
-    def get(self, path: str, what=None) -> dict:
+    def get(self, path: str, what: What | None = None) -> dict:
         """One whole object."""
         return check_object(self.request("GET", path, what=what), f"GET {path}")
 
-    def get_metadata(self, path: str, what=None) -> dict:
+    def get_metadata(self, path: str, what: What | None = None) -> dict:
         return check_object(self.request("GET", path, accept=METADATA_ACCEPT, what=what), f"GET {path}")
 
-    def list_metadata_pages(self, path: str, limit: int = 500, what=None, reduce=None) -> Iterator:
+    # ----- objects by type, namespace and name: what kfin's core asks for ------------------------------
+    def read_object(self, rtype: ResourceType, namespace: str | None, name: str, *, metadata_only: bool = False) -> dict:
+        """One object, whole or metadata-only; NotFoundError when it does not exist."""
+        path, what = resource_path(rtype, namespace, name), ("get", rtype.qualified, namespace)
+        return self.get_metadata(path, what) if metadata_only else self.get(path, what)
+
+    def read_object_or_none(self, rtype: ResourceType, namespace: str | None, name: str) -> dict | None:
+        """One whole object, or None when it is gone."""
+        try:
+            return self.read_object(rtype, namespace, name)
+        except NotFoundError:
+            return None
+
+    def patch_object(self, rtype: ResourceType, namespace: str | None, name: str, operations: list,
+                     dry_run: bool = False) -> Any:
+        """A JSON Patch (RFC 6902) of one object: its `test` operations guard it."""
+        return self.patch_json(resource_path(rtype, namespace, name), operations, dry_run,
+                               ("patch", rtype.qualified, namespace))
+
+    def delete_object(self, rtype: ResourceType, namespace: str | None, name: str, options: dict,
+                      dry_run: bool = False) -> Any:
+        """DELETE one object with DeleteOptions (preconditions, grace period)."""
+        return self.request("DELETE", resource_path(rtype, namespace, name), {"dryRun": "All" if dry_run else None},
+                            body=options, what=("delete", rtype.qualified, namespace))
+
+    def finalize_namespace(self, rtype: ResourceType, name: str, namespace_body: dict, dry_run: bool = False) -> Any:
+        """PUT the whole Namespace to its /finalize subresource (its resourceVersion guards the change)."""
+        return self.request("PUT", resource_path(rtype, None, name, "finalize"), {"dryRun": "All" if dry_run else None},
+                            body=namespace_body, content_type=JSON, what=("update", "namespaces/finalize", None))
+
+    def create_namespace(self, name: str) -> dict:
+        """Create a Namespace; the object the server made."""
+        created = self.request("POST", api_path("api", "v1", "namespaces"),
+                               body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                               what=("create", "namespaces", None))
+        return created if isinstance(created, dict) else {}
+
+    def first_page(self, rtype: ResourceType, namespace: str | None, limit: int = 500) -> dict:
+        """The first page of a metadata-only list (Tab completion's candidates)."""
+        return next(self.list_metadata_pages(resource_path(rtype, namespace), limit,
+                                             ("list", rtype.qualified, namespace)))
+
+    def list_metadata_pages(self, path: str, limit: int = 500, what: What | None = None,
+                            reduce: Callable[[dict], Any] | None = None) -> Iterator:
         """Every page of a metadata-only list (an empty list answers `items: null`); `reduce(page)` is
         yielded instead of a page when given (see _pages)."""
         return self._pages(path, limit, METADATA_LIST_ACCEPT, what, reduce)
 
-    def list_pages(self, path: str, limit: int = 500, what=None, reduce=None) -> Iterator:
+    def list_pages(self, path: str, limit: int = 500, what: What | None = None,
+                   reduce: Callable[[dict], Any] | None = None) -> Iterator:
         """Every page of a list of full objects."""
         return self._pages(path, limit, JSON, what, reduce)
 
-    def _pages(self, path: str, limit: int, accept: str, what, reduce=None) -> Iterator:
+    def _pages(self, path: str, limit: int, accept: str, what: What | None,
+               reduce: Callable[[dict], Any] | None = None) -> Iterator:
         """Pages are fetched by as many threads as list at once, but parsed (and reduced) one at a time:
         parsing holds the GIL anyway, and so only one page is ever held parsed, not one per thread, which is
         most of a large scan's memory (issue 17)."""
@@ -379,14 +419,13 @@ class Kube:
 
     def resource_list(self, group: str, version: str) -> dict:
         """Legacy discovery of one group version (/api/v1 or /apis/GROUP/VERSION)."""
-        path = api_path("apis", group, version) if group else api_path("api", version)
+        path = group_version_path(group, version)
         return check_dict(self.request("GET", path, what=("get", path, None)), f"GET {path} of {self.server}")
 
-    def watch(self, path: str, query: dict, timeout_seconds: int, accept: str = METADATA_ACCEPT, what=None):
+    def watch(self, path: str, query: dict, timeout_seconds: int, accept: str = METADATA_ACCEPT,
+              what: What | None = None) -> Iterator[dict]:
         """The events of one watch (dicts), until the server ends it after `timeout_seconds`; bookmarks
         asked for. An ERROR event (410 Expired) is yielded like the others: the caller lists again."""
-        from urllib.parse import urlencode
-
         import urllib3
 
         params = {k: v for k, v in dict(query, watch="1", allowWatchBookmarks="true",
@@ -419,7 +458,7 @@ class Kube:
             response.close()
             response.release_conn()
 
-    def patch_json(self, path: str, operations: list, dry_run: bool = False, what=None) -> dict:
+    def patch_json(self, path: str, operations: list, dry_run: bool = False, what: What | None = None) -> Any:
         return self.request("PATCH", path, {"dryRun": "All" if dry_run else None}, body=operations,
                             content_type="application/json-patch+json", what=what)
 
@@ -432,17 +471,13 @@ class _Transport:
     # are refreshed by that hook 5 minutes early, so asking it every few seconds loses nothing.
     AUTH_REFRESH_SECONDS = 5.0
 
-    def __init__(self, configuration, pool):
-        import threading
-
+    def __init__(self, configuration: Any, pool: Any):
         self.configuration, self.pool = configuration, pool
         self._auth: dict | None = None
         self._auth_at = 0.0
         self._auth_lock = threading.Lock()
 
     def auth_headers(self) -> dict:
-        import time
-
         with self._auth_lock:
             now = time.monotonic()
             if self._auth is None or now - self._auth_at >= self.AUTH_REFRESH_SECONDS:
@@ -458,19 +493,15 @@ class _logged_errors:
     """Collects what is logged at ERROR while a kubeconfig is loaded (and keeps it off the terminal)."""
 
     def __enter__(self) -> list[str]:
-        import logging
-
         self.messages: list[str] = []
         self.handler = logging.Handler(logging.ERROR)
-        self.handler.emit = lambda record: self.messages.append(record.getMessage())
+        self.handler.emit = lambda record: self.messages.append(record.getMessage())  # type: ignore[method-assign]
         root = logging.getLogger()
         self.had_handlers = bool(root.handlers)
         root.addHandler(self.handler)
         return self.messages
 
-    def __exit__(self, *exc):
-        import logging
-
+    def __exit__(self, *exc: object) -> bool:
         root = logging.getLogger()
         root.removeHandler(self.handler)
         if not self.had_handlers:  # a later refresh of the plugin must not print "ERROR:root:" either
@@ -482,10 +513,8 @@ class _DeadlinePassed(Exception):
     """--request-timeout ran out while the answer was still arriving."""
 
 
-def _read_body(response, deadline: float | None) -> bytes:
+def _read_body(response: Any, deadline: float | None) -> bytes:
     """The whole body, each socket wait limited to the time left before `deadline`."""
-    import time
-
     chunks = []
     try:
         while True:
@@ -507,17 +536,13 @@ def _read_body(response, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
-def _is_tls(error) -> bool:
+def _is_tls(error: BaseException) -> bool:
     import urllib3
+
     return isinstance(error, urllib3.exceptions.SSLError) or "SSL" in str(error) or "certificate" in str(error)
 
 
-def _version() -> str:
-    from kfin import __version__
-    return __version__
-
-
-def _status_body(body) -> dict:
+def _status_body(body: bytes | None) -> dict:
     try:
         parsed = json.loads(body) if body else {}
     except (ValueError, TypeError):

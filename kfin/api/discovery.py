@@ -17,6 +17,7 @@ import re
 import time
 from pathlib import Path
 
+from kfin.api.connection import Kube
 from kfin.errors import ForbiddenError, KfinError, UnreachableError
 from kfin.model import Failure, ResourceType
 from kfin.util.parallel import ordered
@@ -62,7 +63,7 @@ def cached_resources(server: str) -> list[ResourceType] | None:
     return cached["types"] if cached else None
 
 
-def discover(kube, refresh: bool = False) -> tuple[list[ResourceType], list[Failure]]:
+def discover(kube: Kube, refresh: bool = False) -> tuple[list[ResourceType], list[Failure]]:
     """Resource types of the server behind `kube`, current as of now; `refresh` ignores the cache."""
     path = cache_file(kube.server)
     cached = None if refresh else read_cache(path)
@@ -85,7 +86,7 @@ def discover(kube, refresh: bool = False) -> tuple[list[ResourceType], list[Fail
     return resources, failures
 
 
-def _resources(kube, groups, core_doc: dict, apis_doc: dict) -> tuple[list[ResourceType], list[Failure]]:
+def _resources(kube: Kube, groups, core_doc: dict, apis_doc: dict) -> tuple[list[ResourceType], list[Failure]]:
     """Core first, then groups in the server's priority order (earlier types win a tie, as in kubectl)."""
     core = aggregated_versions(core_doc, f"GET /api of {kube.server}", core=True)
     aggregated = aggregated_versions(apis_doc, f"GET /apis of {kube.server}")

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
 from kfin.api.builtin_kinds import builtin_resources
+from kfin.api.connection import Kube
 from kfin.api.discovery import discover
 from kfin.errors import UsageError
 from kfin.util.gcpause import paused_gc
 from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
 from kfin.api.resources import Catalog
+from kfin.api.jsonstream import members
 from kfin.api.scan import NAMESPACES, REDUCED_FIELDS, Lean, scan, to_object
 from kfin.api.shapes import object_problem, resource_problem, type_name
 
@@ -24,7 +27,7 @@ SNAPSHOT_FULL = set(REDUCED_FIELDS)
 FAILURE_FIELDS = ("what", "target", "reason", "message")
 
 
-def live(kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refresh: bool = False,
+def live(kube: Kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refresh: bool = False,
          progress=None, concurrency: int = 16, chunk_size: int = 500, lean: bool = False) -> Inventory:
     """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean)."""
     resources, failures = discover(kube, refresh)
@@ -63,7 +66,6 @@ def save_snapshot(inventory: Inventory, path: str) -> None:
     }
     text = json.dumps(document, indent=1, sort_keys=False) + "\n"
     if path == "-":
-        import sys
         sys.stdout.write(text)
     else:
         Path(path).write_text(text)
@@ -87,7 +89,6 @@ KEEP_ALL = Lean(for_file=True)  # thin, never dropped: a file cannot be read aga
 
 
 def _load(handle, path: str) -> Inventory:
-    from kfin.api.jsonstream import members
 
     document: dict = {}
     items: _ListItems | None = None

@@ -6,7 +6,9 @@ import sys
 from collections import Counter
 from typing import Callable
 
+from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of
+from kfin.api.paths import resource_path
 from kfin.errors import KfinError, NotFoundError
 from kfin.util.gcpause import paused_gc
 from kfin.model import (Failure, KubeObject, OwnedObject, ResourceType, ThinObject, owned_object, owner_edge,
@@ -242,7 +244,7 @@ def to_object(r: ResourceType, item: dict, full: bool, lean: Lean | None = None)
     return KubeObject(r, with_managers(raw, meta))
 
 
-def read_objects(kube, r: ResourceType, namespace: str | None, page_size: int = 500,
+def read_objects(kube: Kube, r: ResourceType, namespace: str | None, page_size: int = 500,
                  full: bool = False, lean: Lean | None = None) -> list[KubeObject]:
     """Every object of one type: metadata-only, or whole and reduced to REDUCED_FIELDS (`full`). Each page
     is turned into what is kept as it is parsed (Kube._pages), so a page's parsed JSON never outlives it."""
@@ -251,12 +253,12 @@ def read_objects(kube, r: ResourceType, namespace: str | None, page_size: int = 
     def kept(page: dict) -> list[KubeObject]:
         found = (to_object(r, item, full, lean) for item in page.get("items") or [])
         return [obj for obj in found if obj is not None]
-    pages = (kube.list_pages if full else kube.list_metadata_pages)(r.path(namespace), page_size, what=what,
+    pages = (kube.list_pages if full else kube.list_metadata_pages)(resource_path(r, namespace), page_size, what=what,
                                                                      reduce=kept)
     return [obj for objects in pages for obj in objects]
 
 
-def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: set = frozenset(),
+def scan(kube: Kube, resources: list[ResourceType], namespace: str | None, *, full: set = frozenset(),
          concurrency: int = 16, page_size: int = 500, lean: Lean | None = None,
          progress: Callable[[int, int], None] | None = None) -> tuple[list[KubeObject], list[Failure]]:
     """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types).
@@ -273,14 +275,14 @@ def scan(kube, resources: list[ResourceType], namespace: str | None, *, full: se
         key = (r.group, r.resource)
         if key == NAMESPACES and namespace is not None:
             try:
-                item = kube.get(r.path(name=namespace), what=("get", "namespaces", None))
+                item = kube.read_object(r, None, namespace)
             except NotFoundError:
                 return []
             return [KubeObject(r, {"apiVersion": r.api_version, "kind": r.kind,
                                    "metadata": slim_metadata(item.get("metadata") or {}), **reduce_object(key, item)})]
         return read_objects(kube, r, namespace, page_size, full=key in full, lean=lean)
 
-    def collect(r: ResourceType, result) -> list[KubeObject]:
+    def collect(r: ResourceType, result: Callable[[], list[KubeObject]]) -> list[KubeObject]:
         try:
             found = result()
         except KfinError as error:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from kfin.api.connection import JSON, METADATA_ACCEPT, METADATA_LIST_ACCEPT
+from kfin.api.connection import JSON, METADATA_ACCEPT, METADATA_LIST_ACCEPT, Kube
+from kfin.api.paths import resource_path
 from kfin.model import ResourceType
 from kfin.api.shapes import check_page
 
@@ -26,11 +27,11 @@ def _state(obj: dict) -> str:
     return "finalizers left: " + ", ".join(finalizers) if finalizers else "waiting for it to go"
 
 
-def wait_gone(kube, rtype: ResourceType, namespace: str | None, name: str, uid: str, timeout: float,
+def wait_gone(kube: Kube, rtype: ResourceType, namespace: str | None, name: str, uid: str, timeout: float,
               report: Callable[[str], None]) -> bool:
     """True once the object (that uid) is gone; False when `timeout` seconds pass first."""
     deadline = time.monotonic() + timeout
-    path = rtype.path(namespace)
+    path = resource_path(rtype, namespace)
     query = {"fieldSelector": f"metadata.name={name}"}
     # Namespaces are watched whole: their conditions count the remaining content down.
     whole = (rtype.group, rtype.resource) == ("", "namespaces")

@@ -1,23 +1,43 @@
-"""kubectl's connection and output flags, accepted before or after the command name."""
+"""Every flag, declared once: kubectl's connection and output flags (accepted before or after the command),
+and the flags several commands share; the values they become (Options, durations)."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Annotated, Optional
 
 import typer
 
-from kfin.commands import completion
-from kfin.util.durations import parse_duration
+from kfin.api.target import Target
+from kfin.core.scope import Scope
 from kfin.errors import UsageError
 from kfin.names import check_namespace
+from kfin.util.durations import parse_duration
+
+COMPLETION = "kfin.commands.completion"
+
+
+def completer(name: str) -> Callable[[typer.Context, str], list[str]]:
+    """A Tab-completion callback of kfin.commands.completion, whose module (it reaches the API) is loaded on
+    the first Tab only: declaring a flag must not cost `kfin --help` that import."""
+    def complete(ctx: typer.Context, incomplete: str) -> list[str]:
+        candidates: list[str] = getattr(importlib.import_module(COMPLETION), name)(ctx, incomplete)
+        return candidates
+    complete.__name__ = name
+    return complete
+
 
 KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", metavar="PATH",
                           help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")]
-ContextOpt = Annotated[Optional[str], typer.Option("--context", metavar="NAME", autocompletion=completion.contexts,
-                       help="The kubeconfig context to use.")]
+ContextOpt = Annotated[Optional[str], typer.Option("--context", metavar="NAME",
+                       autocompletion=completer("contexts"), help="The kubeconfig context to use.")]
+ContextsOpt = Annotated[Optional[list[str]], typer.Option("--context", metavar="NAME",
+                        autocompletion=completer("contexts"),
+                        help="The kubeconfig context; repeat to scan several.")]
 NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", metavar="NS",
-                         autocompletion=completion.namespaces,
+                         autocompletion=completer("namespaces"),
                          help="Namespace (default: the context's namespace).")]
 AllNamespacesOpt = Annotated[Optional[bool], typer.Option("--all-namespaces", "-A",
                              help="Every namespace, and cluster-scoped objects.")]
@@ -31,13 +51,34 @@ ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=64,
 ChunkSizeOpt = Annotated[int, typer.Option("--chunk-size", min=1, help="Objects per list request (page).")]
 MaxInfoSeriesOpt = Annotated[int, typer.Option("--max-info-series", min=0, metavar="N",
                              help="-o prometheus and kfin serve: at most N kfin_stuck_object_info series.")]
+RefreshOpt = Annotated[bool, typer.Option("--refresh", help="Rediscover the API instead of using the cache.")]
+KindArg = Annotated[str, typer.Argument(metavar="KIND", autocompletion=completer("kinds"),
+                    help="pvc, pv, namespace/ns, pod, or any kind or plural.")]
+NameArg = Annotated[str, typer.Argument(metavar="NAME", autocompletion=completer("names"))]
+# kfin remove's: absent with --all-stuck
+OptionalKindArg = Annotated[Optional[str], typer.Argument(metavar="KIND", autocompletion=completer("kinds"),
+                            help="pvc, pv, ns, or any kind or plural.")]
+OptionalNameArg = Annotated[Optional[str], typer.Argument(metavar="NAME", autocompletion=completer("names"))]
+KindsOpt = Annotated[Optional[list[str]], typer.Option("--kind", metavar="KIND",
+                     autocompletion=completer("kinds"),
+                     help="Only this type (repeatable): pvc, deploy.apps, widgets.example.com.")]
+AuditLogOpt = Annotated[Optional[str], typer.Option("--audit-log", metavar="PATH",
+                        help="Audit log file (default ~/.local/state/kfin/audit.jsonl).")]
+TimeoutFlag = Annotated[str, typer.Option("--timeout", metavar="DURATION", help="How long to wait (30s, 5m, 1h).")]
 
 
-MAX_TIMEOUT_SECONDS = 86400  # longer is a typo, and too long for the socket layer to represent
+def snapshot_flag(help_text: str) -> object:
+    """--from-snapshot FILE, with the command's own help."""
+    return typer.Option(None, "--from-snapshot", metavar="FILE", help=help_text)
+
+
+MAX_REQUEST_TIMEOUT_SECONDS = 86400  # longer is a typo, and too long for the socket layer to represent
+MAX_WAIT_SECONDS = 7 * 86400
 
 
 @dataclass(frozen=True)
 class Options:
+    """The connection and output flags, wherever they were given."""
     kubeconfig: str | None = None
     context: str | None = None
     namespace: str | None = None
@@ -45,38 +86,64 @@ class Options:
     output: str | None = None
     request_timeout: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.namespace is not None:
             check_namespace(self.namespace)
 
-    def target(self):
-        from kfin.api.connection import Target
+    def target(self) -> Target:
         return Target(self.kubeconfig, self.context, self.request_timeout)
 
+    def scope(self, *, contexts: list[str] | None = None, from_snapshot: str | None = None, refresh: bool = False,
+              concurrency: int = 16, chunk_size: int = 500) -> Scope:
+        return Scope(self.target(), self.namespace, self.all_namespaces, tuple(contexts or ()), from_snapshot,
+                     refresh, concurrency, chunk_size)
 
-def parse_timeout(text: str | None) -> float | None:
+
+def request_timeout_seconds(text: str | None) -> float | None:
+    """--request-timeout: a duration up to 24h; 0 (or none given) means no deadline."""
     if text is None:
         return None
     try:
         seconds = parse_duration(text)
     except ValueError as error:
         raise UsageError(f"--request-timeout: {error}") from None
-    if seconds > MAX_TIMEOUT_SECONDS:
+    if seconds > MAX_REQUEST_TIMEOUT_SECONDS:
         raise UsageError(f'--request-timeout: "{text}" is too long (at most 24h; 0 means none)')
     return seconds or None
 
 
-def merged(ctx: typer.Context, *, kubeconfig=None, context=None, namespace=None, all_namespaces=None,
-           output=None, request_timeout=None) -> Options:
+def wait_seconds(text: str, flag: str = "--timeout") -> float:
+    """--timeout and --node-lost-after: a duration of more than 0 and at most 7d."""
+    try:
+        seconds = parse_duration(text)
+    except ValueError as error:
+        raise UsageError(f"{flag}: {error}") from None
+    if not 0 < seconds <= MAX_WAIT_SECONDS:
+        raise UsageError(f'{flag}: "{text}" must be more than 0 and at most 7d')
+    return seconds
+
+
+def duration_seconds(text: str, flag: str) -> float:
+    """Any other duration flag (--older-than, --interval)."""
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise UsageError(f"{flag}: {error}") from None
+
+
+def merged(ctx: typer.Context | None, *, kubeconfig: str | None = None, context: str | None = None,
+           namespace: str | None = None, all_namespaces: bool | None = None, output: str | None = None,
+           request_timeout: str | None = None) -> Options:
     """The options given after the command override those given before it."""
     base: Options = (ctx.find_root().obj or Options()) if ctx else Options()
     given = {"kubeconfig": kubeconfig, "context": context, "namespace": namespace,
              "all_namespaces": all_namespaces, "output": output,
-             "request_timeout": parse_timeout(request_timeout) if request_timeout is not None else None}
+             "request_timeout": request_timeout_seconds(request_timeout) if request_timeout is not None else None}
     return replace(base, **{k: v for k, v in given.items() if v is not None})
 
 
 def check_output(options: Options, allowed: tuple[str, ...]) -> str:
+    """The -o value (the first allowed one by default); any other is a usage error."""
     output = options.output or allowed[0]
     if output not in allowed:
         raise UsageError(f'--output "{output}" is not supported here (use one of: {", ".join(allowed)})')

@@ -1,4 +1,4 @@
-"""`kfin serve`: the thin layer between the command line and kfin.serve.exporter."""
+"""`kfin serve`: scan periodically (read-only) and serve the result to Prometheus."""
 
 from __future__ import annotations
 
@@ -9,47 +9,63 @@ import threading
 import time
 from dataclasses import replace
 
+import typer
+
+from kfin.api.connection import Kube
+from kfin.commands.flags import (ChunkSizeOpt, ConcurrencyOpt, ContextOpt, KubeconfigOpt, MaxInfoSeriesOpt,
+                                 NamespaceOpt, TimeoutOpt, duration_seconds, merged)
+from kfin.core.stuck import StuckObject, find_all
 from kfin.errors import ExitCode, UsageError
-from kfin.commands.flags import Options
+from kfin.model import Inventory
+from kfin.render.terminal import progress_bar
+from kfin.serve import exporter
 
 
 def _log(message: str) -> None:
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}", file=sys.stderr, flush=True)
 
 
-def serve(options: Options, *, listen: str, interval: str, max_info_series: int, concurrency: int,
-          chunk_size: int) -> int:
-    from kfin.serve import exporter as served
-    from kfin.commands.stuck import find_all
-    from kfin.util.durations import parse_duration
-    from kfin.api.connection import Kube, Target
+def serve(
+        ctx: typer.Context,
+        listen: str = typer.Option(":9847", "--listen", metavar="ADDR",
+                                   help="Where to serve /metrics, /healthz and /readyz (HOST:PORT or :PORT)."),
+        interval: str = typer.Option("60s", "--interval", metavar="DURATION", help="Time between scans (30s, 5m)."),
+        max_info_series: MaxInfoSeriesOpt = 500,
+        concurrency: ConcurrencyOpt = 16, chunk_size: ChunkSizeOpt = 500,
+        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
+        request_timeout: TimeoutOpt = None) -> None:
+    """Scan periodically (read-only) and serve the result to Prometheus.
 
-    try:
-        every = parse_duration(interval)
-    except ValueError as error:
-        raise UsageError(f"--interval: {error}") from None
+    Uses the in-cluster service account when run in a Pod, else the kubeconfig. Scans the whole cluster
+    unless -n is given. The last good result is served while a scan fails (see kfin_result_age_seconds).
+
+    Example: kfin serve --listen :9847 --interval 60s
+    """
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
+                     request_timeout=request_timeout)
+    every = duration_seconds(interval, "--interval")
     if every < 1:
         raise UsageError("--interval must be at least 1s")
     if not options.namespace:  # a cluster's exporter watches the whole cluster unless told otherwise
         options = replace(options, all_namespaces=True)
-    contexts = [options.context] if options.context else []
-    host, port = served.parse_listen(listen)
+    scope = options.scope(contexts=[options.context] if options.context else [], concurrency=concurrency,
+                          chunk_size=chunk_size)
+    host, port = exporter.parse_listen(listen)
     # A configuration that cannot work is an error now; a cluster that does not answer is retried each scan.
-    Kube.connect(Target(options.kubeconfig, options.context, options.request_timeout))
+    Kube.connect(options.target())
 
-    def scan():
-        rows, sources = find_all(options, contexts, None, False, concurrency=concurrency, chunk_size=chunk_size)
+    def scan() -> tuple[list[StuckObject], list[Inventory]]:
+        rows, sources = find_all(scope, progress=progress_bar)
         return rows, [facts.inventory for facts in sources]
 
-    exporter = served.Exporter(scan, max_info_series, log=_log)
-    server = served.http_server(exporter, host, port)
+    served = exporter.Exporter(scan, max_info_series, log=_log)
+    server = exporter.http_server(served, host, port)
     _log(f"kfin serve: scanning every {interval}, read-only; metrics on http://{host}:{server.server_port}/metrics")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):  # a Pod's stop, or Ctrl-C: finish the answer in hand, then go
         signal.signal(sig, lambda *_: stop.set())
-    served.run(exporter, server, every, stop)
+    exporter.run(served, server, every, stop)
     _log("kfin serve: stopped")
     if threading.active_count() > 1:  # a scan in flight: it only reads, so its requests are left, not awaited
         sys.stderr.flush()
         os._exit(ExitCode.OK)  # the interpreter's exit would join the scan's worker threads
-    return ExitCode.OK

@@ -1,50 +1,40 @@
-"""`kfin wait KIND NAME` and `kfin remove --wait`: follow a deletion until the object is gone."""
+"""`kfin wait KIND NAME`: follow a deletion until the object is gone (also `kfin remove --wait`)."""
 
 from __future__ import annotations
 
+import typer
 
-from kfin.errors import ExitCode, UsageError
+from kfin.api.connection import Kube
+from kfin.api.watch import wait_gone
+from kfin.commands.flags import (ContextOpt, KindArg, KubeconfigOpt, NameArg, NamespaceOpt, TimeoutFlag, TimeoutOpt,
+                                 merged, wait_seconds)
+from kfin.core.blocking import follow, root_summary
+from kfin.core.causes import blocker_line, explain_cached
+from kfin.core.lookup import live_target
+from kfin.core.scope import Scope
+from kfin.errors import ExitCode, NotFoundError
 from kfin.model import KubeObject
-from kfin.commands.flags import Options
-from kfin.util.text import say, warn
+from kfin.names import check_kind, check_name
+from kfin.render.terminal import say, warn
+from kfin.util.durations import format_age
 
 
-def parse_timeout(text: str, flag: str = "--timeout") -> float:
-    from kfin.util.durations import parse_duration
-
-    try:
-        seconds = parse_duration(text)
-    except ValueError as error:
-        raise UsageError(f"{flag}: {error}") from None
-    if not 0 < seconds <= 7 * 86400:
-        raise UsageError(f'{flag}: "{text}" must be more than 0 and at most 7d')
-    return seconds
-
-
-def follow_to_end(options: Options, kind: str, name: str, obj: KubeObject, kube, timeout: float) -> int:
+def follow_to_end(scope: Scope, kind: str, name: str, obj: KubeObject, kube: Kube, timeout: float) -> int:
     """0 once the object is gone; 1 after `timeout`, naming what still holds it."""
-    from kfin.util.durations import format_age
-    from kfin.api.watch import wait_gone
-
     say(f"waiting for {obj.ref} to go (up to {format_age(timeout)})", err=True)
     gone = wait_gone(kube, obj.type, obj.namespace or None, obj.name, obj.uid, timeout,
                      lambda state: say(f"  {obj.ref}: {state}", err=True))
     if gone:
         say(f"{obj.ref} is gone")
         return ExitCode.OK
-    say(f"{obj.ref} is still there after {format_age(timeout)}: {_holder(options, kind, name)}", err=True)
+    say(f"{obj.ref} is still there after {format_age(timeout)}: {holder(scope, kind, name)}", err=True)
     return ExitCode.FOUND
 
 
-def _holder(options: Options, kind: str, name: str) -> str:
+def holder(scope: Scope, kind: str, name: str) -> str:
     """What holds it now, read again: its blocker and root cause."""
-    from kfin.core.blocking import follow, root_summary
-    from kfin.core.causes import blocker_line, explain_cached
-    from kfin.commands.explain import live_target
-    from kfin.errors import NotFoundError
-
     try:
-        obj, facts = live_target(options, kind, name, refresh=False)
+        obj, facts = live_target(scope, kind, name)
     except NotFoundError:
         return "it went away just now"
     line = blocker_line(explain_cached(obj, facts))
@@ -52,16 +42,28 @@ def _holder(options: Options, kind: str, name: str) -> str:
     return f"{line}; {root}" if root else line
 
 
-def wait(options: Options, *, kind: str, name: str, timeout: str) -> int:
-    from kfin.commands.explain import live_target
-    from kfin.errors import NotFoundError
+def wait(
+        ctx: typer.Context, kind: KindArg, name: NameArg, timeout: TimeoutFlag = "5m",
+        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
+        request_timeout: TimeoutOpt = None) -> None:
+    """Follow a deletion until the object is gone (a watch), showing what remains.
 
-    seconds = parse_timeout(timeout)
+    Exit 0 once it is gone; exit 1 after --timeout, naming what still holds it.
+
+    Example: kfin wait ns team-a --timeout 10m
+    """
+    check_kind(kind)
+    check_name(name)
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
+                     request_timeout=request_timeout)
+    seconds = wait_seconds(timeout)
+    scope = options.scope()
     try:
-        obj, facts = live_target(options, kind, name, refresh=False)
+        obj, facts = live_target(scope, kind, name)
     except NotFoundError:
         say(f"{kind} {name} is gone")
-        return ExitCode.OK
+        return
     if not obj.terminating:
         warn(f"{obj.ref} is not being deleted: waiting anyway")
-    return follow_to_end(options, kind, name, obj, facts.kube, seconds)
+    assert facts.kube is not None  # live_target's facts are live
+    raise typer.Exit(follow_to_end(scope, kind, name, obj, facts.kube, seconds))

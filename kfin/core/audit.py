@@ -58,13 +58,23 @@ def append(record: dict, path: Path | None = None) -> Path:
     return path
 
 
+def record(entry: dict, path: Path) -> AuditError | None:
+    """Append one record; the failure, if it could not be appended (the caller shows the record instead:
+    a change that was applied is never left unrecorded)."""
+    try:
+        append(entry, path)
+    except AuditError as error:
+        return error
+    return None
+
+
 @dataclass
 class AuditLog:
     records: list[dict] = field(default_factory=list)
     bad_lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
 
 
-def _record_problem(record) -> str | None:
+def _record_problem(record: object) -> str | None:
     if not isinstance(record, dict):
         return "not a JSON object"
     shapes = {"object": dict, "verdicts": dict, "removed": list, "time": str, "result": str, "context": str,

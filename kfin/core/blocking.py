@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kfin.core.causes import blocker_line, explain_cached
-from kfin.core.facts import Facts
+from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject
 
 MAX_OBJECTS = 500  # a namespace with thousands of stuck objects: the plan stays readable, and says so
@@ -128,10 +128,12 @@ class Chain:
 
 
 def node_id(obj: KubeObject) -> str:
-    return f"{obj.type.qualified}/{obj.namespace}/{obj.name}"
+    """An object's node in every graph kfin draws (blocking chains and owner graphs alike): its uid, or
+    where it has none (a snapshot may omit it) its type, namespace and name."""
+    return obj.uid or f"{obj.type.qualified}/{obj.namespace}/{obj.name}"
 
 
-def follow(obj: KubeObject, facts: Facts) -> Chain:
+def follow(obj: KubeObject, facts: ClusterFacts) -> Chain:
     """The blocking graph below `obj`, its root causes and the plan."""
     graph = Digraph()
     start = node_id(obj)
@@ -200,7 +202,7 @@ def _steps(chain: Chain) -> list[Step]:
     return steps
 
 
-def _afterwards(chain: Chain, reachable: set, facts: Facts) -> list[str]:
+def _afterwards(chain: Chain, reachable: set, facts: ClusterFacts) -> list[str]:
     """What the controllers then do by themselves: every stuck object above the roots, deepest first."""
     graph, depth, out = chain.graph, chain.depth, []
     above = [n for n in reachable if n not in chain.roots and graph.nodes[n].get("stuck")]

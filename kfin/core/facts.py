@@ -9,10 +9,38 @@ says "could not check" instead of guessing.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Protocol
 
+from kfin.api.connection import Kube
+from kfin.api.discovery import failure_of
+from kfin.api.events import warning_events
+from kfin.api.resources import Catalog
+from kfin.api.scan import read_objects, scan
 from kfin.errors import KfinError
 from kfin.model import Failure, Inventory, KubeObject, ResourceType
-from kfin.api.resources import Catalog
+from kfin.util.parallel import completed
+
+
+class ClusterFacts(Protocol):
+    """What causes, blocking chains and stuck-finding ask of a cluster, alike for a snapshot and a live
+    cluster (Facts is the one implementation; a test may bring its own)."""
+
+    inventory: Inventory
+    kube: Kube | None
+    memo: dict
+
+    def resource(self, group: str, resource: str) -> ResourceType | None: ...
+    def type_of_kind(self, api_version: str, kind: str) -> ResourceType | None: ...
+    def objects(self, group: str, resource: str, namespace: str | None = None, *,
+                full: bool = False) -> list[KubeObject] | None: ...
+    def find(self, group: str, resource: str, namespace: str, name: str, *,
+             full: bool = False) -> KubeObject | None: ...
+    def listed(self, namespace: str | None) -> bool: ...
+    def blocking_dependents(self, uid: str) -> list[KubeObject]: ...
+    def namespaces_by_name(self) -> dict[str, KubeObject] | None: ...
+    def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None: ...
+    def claim_users(self, claim: KubeObject) -> list[KubeObject] | None: ...
+    def prefetch(self, wanted: set[tuple[str, str, str | None]], concurrency: int = 8) -> None: ...
 
 
 # After this many namespaces read one by one for the same type, a cluster-wide scan's facts read that type
@@ -21,7 +49,9 @@ WIDEN_AFTER = 4
 
 
 class Facts:
-    def __init__(self, inventory: Inventory, kube=None, chunk_size: int = 500, scanned: bool = True):
+    """An inventory, and the connection it came from when live: every question answered once, reads on demand."""
+
+    def __init__(self, inventory: Inventory, kube: Kube | None = None, chunk_size: int = 500, scanned: bool = True):
         """`scanned`: the inventory holds every object of its types and scope (a scan or a snapshot);
         False for an inventory that starts empty and is filled on demand (kfin explain)."""
         self.inventory = inventory
@@ -112,16 +142,13 @@ class Facts:
 
     def _fetch(self, rtype: ResourceType, namespace: str | None, full: bool) -> list[KubeObject] | KfinError:
         """The network half of a read (safe in a worker thread); _apply_all merges it (in the caller's)."""
-        from kfin.api.scan import read_objects
-
+        assert self.kube is not None  # only live facts read
         try:
             return read_objects(self.kube, rtype, namespace, self.chunk_size, full=full)
         except KfinError as error:
             return error
 
-    def _apply_all(self, reads: list[tuple[ResourceType, str | None, object]], full: bool) -> None:
-        from kfin.api.discovery import failure_of
-
+    def _apply_all(self, reads: list[tuple[ResourceType, str | None, list[KubeObject] | KfinError]], full: bool) -> None:
         done = []
         for rtype, namespace, fresh in reads:
             key = (rtype.group, rtype.resource, namespace or "")
@@ -146,8 +173,6 @@ class Facts:
         """Read whole, in parallel, what explanations are about to ask for one by one ((group, resource,
         namespace or None), as causes declare it: kfin.core.causes.reads_for): a few round trips at once instead
         of one after another. What is already known, or not served, is skipped."""
-        from kfin.util.parallel import completed
-
         if self.kube is None:
             return
         by_type: dict[tuple, set] = {}
@@ -205,8 +230,6 @@ class Facts:
     def everything(self, namespace: str | None, cluster_scoped_only: bool = False) -> list[KubeObject] | None:
         """Every object in a namespace (None: the whole cluster), of every listable type; read in
         parallel when live. None when a snapshot does not cover that scope."""
-        from kfin.api.scan import scan
-
         scope = namespace or ""
         types = [r for r in self.inventory.resources if (namespace is None or r.namespaced)
                  and not (cluster_scoped_only and r.namespaced)]
@@ -255,28 +278,11 @@ class Facts:
         return self.memo["namespaces"]
 
     def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None:
-        """The object's recent Warning Events, newest first, as {type, reason, message, count, lastTimestamp}:
-        from events.k8s.io/v1, falling back to core v1 (as kubectl describe reads them); None when they
-        cannot be read (a snapshot holds none)."""
+        """The object's recent Warning Events, newest first (kfin.api.events); None when they cannot be read
+        (a snapshot holds none)."""
         if self.kube is None or not obj.namespace:
             return None
-        from kfin.names import api_path
-
-        sources = [("events.k8s.io", "regarding", api_path("apis", "events.k8s.io", "v1", "namespaces", obj.namespace,
-                                                           "events")),
-                   ("", "involvedObject", api_path("api", "v1", "namespaces", obj.namespace, "events"))]
-        for group, about, path in sources:
-            query = {"fieldSelector": f"{about}.name={obj.name},{about}.kind={obj.type.kind},type=Warning",
-                     "limit": 200}
-            try:
-                page = self.kube.request("GET", path, query, what=("list", "events", obj.namespace))
-            except KfinError:
-                continue  # not served, or that field selector is not supported: the other API
-            items = [_event(e, group) for e in (page or {}).get("items") or [] if isinstance(e, dict)
-                     and isinstance(e.get(about), dict) and e[about].get("uid") in (None, "", obj.uid)]
-            items.sort(key=lambda e: str(e["lastTimestamp"] or ""), reverse=True)
-            return items[:most]
-        return None
+        return warning_events(self.kube, obj.namespace, obj.type.kind, obj.name, obj.uid, most)
 
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None:
         """Scheduled Pods that use the claim, in any phase (as the pvc-protection controller counts them);
@@ -285,16 +291,6 @@ class Facts:
         if pods is None:
             return None
         return [pod for pod in pods if (pod.raw.get("spec") or {}).get("nodeName") and claim.name in pod_claims(pod)]
-
-
-def _event(event: dict, group: str) -> dict:
-    """An Event of either API in one shape."""
-    if group:
-        return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("note"),
-                "count": event.get("deprecatedCount") or 1,
-                "lastTimestamp": event.get("deprecatedLastTimestamp") or event.get("eventTime")}
-    return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("message"),
-            "count": event.get("count") or 1, "lastTimestamp": event.get("lastTimestamp") or event.get("eventTime")}
 
 
 def pod_claims(pod: KubeObject) -> set[str]:

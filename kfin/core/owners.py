@@ -7,10 +7,15 @@ dependent. Everything here works on plain KubeObjects, from a live cluster or a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import networkx as nx
-
+from kfin.core.blocking import Chain, node_id
 from kfin.model import KubeObject
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 FOREGROUND = "foregroundDeletion"
 
@@ -22,15 +27,13 @@ class Problem:
     message: str
 
 
-def node_id(obj: KubeObject) -> str:
-    return obj.uid or f"{obj.type.qualified}/{obj.namespace}/{obj.name}"
-
-
-def build(objects: list[KubeObject], observed_at=None, listed_kinds: set | None = None,
-          blocker=None) -> nx.DiGraph:
+def build(objects: list[KubeObject], observed_at: datetime | None = None, listed_kinds: set | None = None,
+          blocker: Callable[[KubeObject], str] | None = None) -> nx.DiGraph:
     """`listed_kinds` ({(group, kind)}): kinds read completely; an absent owner of another kind is
     reported as unverified rather than dangling (kfin could not look for it). `blocker(obj)` gives the
     one-line blocker of each Terminating object (kfin stuck's)."""
+    import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
+
     graph = nx.DiGraph()
     by_uid = {o.uid: o for o in objects if o.uid}
     for obj in objects:
@@ -68,7 +71,7 @@ def build(objects: list[KubeObject], observed_at=None, listed_kinds: set | None 
     return graph
 
 
-def _object_node(graph: nx.DiGraph, obj: KubeObject, observed_at) -> str:
+def _object_node(graph: nx.DiGraph, obj: KubeObject, observed_at: datetime | None) -> str:
     node = node_id(obj)
     if node not in graph:
         since = obj.deletion_requested_at
@@ -80,7 +83,7 @@ def _object_node(graph: nx.DiGraph, obj: KubeObject, observed_at) -> str:
     return node
 
 
-def add_blocking(graph: nx.DiGraph, chain, observed_at=None) -> None:
+def add_blocking(graph: nx.DiGraph, chain: Chain, observed_at: datetime | None = None) -> None:
     """Add a blocking chain's edges (kfin.core.blocking): "cannot go until", labelled by type. An ownership
     edge that is also a blocking one keeps its place and gains the type; actors outside the API (a
     controller, a kubelet) become nodes of kind Actor. Each node says what holds it: its blocker when
@@ -111,6 +114,8 @@ def add_blocking(graph: nx.DiGraph, chain, observed_at=None) -> None:
 
 
 def problems(graph: nx.DiGraph) -> list[Problem]:
+    import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
+
     out = []
     graph = owners_only(graph)
     controllers: dict[str, list[str]] = {}
@@ -165,6 +170,8 @@ def _on_cycles(graph: nx.DiGraph) -> set[str]:
 
 def owners_only(graph: nx.DiGraph) -> nx.DiGraph:
     """The ownerReferences graph alone, without blocking edges and actors."""
+    import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
+
     if all(data.get("ownership", True) for _, _, data in graph.edges(data=True)) and \
             not any(data.get("actor") for _, data in graph.nodes(data=True)):
         return graph
@@ -199,12 +206,16 @@ def blocking_chain(graph: nx.DiGraph, node: str) -> list[str]:
 
 def lineage(graph: nx.DiGraph, node: str) -> nx.DiGraph:
     """All owners up to the roots and all dependents down to the leaves."""
+    import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
+
     keep = {node} | nx.ancestors(graph, node) | nx.descendants(graph, node)
     return graph.subgraph(keep).copy()
 
 
 def restrict(graph: nx.DiGraph, kinds: set[str] | None = None, only_stuck: bool = False) -> nx.DiGraph:
     """Keep the nodes asked for and their owners, so that every kept node stays under its roots."""
+    import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
+
     keep = set(graph.nodes)
     if kinds:
         keep = {n for n in keep if graph.nodes[n]["kind"].lower() in kinds}

@@ -11,14 +11,21 @@ resourceVersion guards it). After each write kfin reads again and reports the re
 from __future__ import annotations
 
 import fnmatch
+import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
-from kfin.errors import APIError, NotFoundError
+from kfin import __version__
+from kfin.api.connection import Kube
+from kfin.api.paths import resource_path
 from kfin.core.causes import Finding, Verdict, explain_object
 from kfin.core.causes.pods import GRACEFUL_DELETION
-from kfin.model import KubeObject
+from kfin.core.facts import ClusterFacts
+from kfin.errors import APIError, NotFoundError
+from kfin.model import KubeObject, format_time
 
 MAX_ATTEMPTS = 5
 # Waits after a lost race, as client-go's DefaultBackoff (10 ms growing 5-fold, jittered): a busy
@@ -133,23 +140,20 @@ def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[d
 class Remover:
     """Applies a plan to a live cluster (or asks the server to validate it with dryRun=All)."""
 
-    def __init__(self, kube, facts_for, node_lost_after: float = 300):
+    def __init__(self, kube: Kube, facts_for: Callable[[KubeObject], ClusterFacts], node_lost_after: float = 300):
         self.kube = kube
-        self.facts_for = facts_for  # (obj) -> fresh Facts, to explain again after a race
+        self.facts_for = facts_for  # (obj) -> fresh facts, to explain again after a race
         self.node_lost_after = node_lost_after
 
     def _read(self, obj: KubeObject) -> dict | None:
-        path = obj.type.path(obj.namespace or None, obj.name)
-        try:
-            return self.kube.get(path, what=("get", obj.type.qualified, obj.namespace or None))
-        except NotFoundError:
-            return None
+        return self.kube.read_object_or_none(obj.type, obj.namespace or None, obj.name)
 
-    def apply(self, plan_: Plan, patterns, force: bool, allow_live: bool, dry_run: bool = False) -> Outcome:
+    def apply(self, plan_: Plan, patterns: list[str] | None, force: bool, allow_live: bool,
+              dry_run: bool = False) -> Outcome:
         obj = plan_.obj
         wanted = {f.finalizer for f in plan_.selected}
-        meta_wanted = [f.finalizer for f in plan_.selected if f.field == "metadata.finalizers"]
-        spec_wanted = [f.finalizer for f in plan_.selected if f.field == "spec.finalizers"]
+        meta_wanted = [f.finalizer for f in plan_.selected if f.location == "metadata.finalizers"]
+        spec_wanted = [f.finalizer for f in plan_.selected if f.location == "spec.finalizers"]
         before = list(obj.finalizers + obj.spec_finalizers)
         outcome = Outcome("unchanged", "", before=before, resource_version=obj.meta.get("resourceVersion", ""))
         if any(f.family == FORCE_DELETION for f in plan_.selected):
@@ -197,13 +201,11 @@ class Remover:
     def _force_delete(self, obj: KubeObject, outcome: Outcome, dry_run: bool) -> Outcome:
         """DELETE with gracePeriodSeconds 0, guarded by the uid read: the API forgets the Pod without
         waiting for its kubelet. Read again afterwards, as after any write."""
-        path = obj.type.path(obj.namespace or None, obj.name)
         options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
                    "preconditions": {"uid": obj.uid}}
         outcome.attempts = 1
         try:
-            self.kube.request("DELETE", path, {"dryRun": "All" if dry_run else None}, body=options,
-                              what=("delete", obj.type.qualified, obj.namespace or None))
+            self.kube.delete_object(obj.type, obj.namespace or None, obj.name, options, dry_run)
         except NotFoundError:
             return self._done(outcome, obj, set(), "gone", "it was already gone: done")
         except APIError as error:
@@ -259,11 +261,10 @@ class Remover:
                                           if outcome.after else "removed; the object is still being deleted")
         return outcome
 
-    def _patch_metadata(self, obj: KubeObject, remove: list[str], dry_run: bool):
+    def _patch_metadata(self, obj: KubeObject, remove: list[str], dry_run: bool) -> None:
         ops = metadata_patch(obj.uid, obj.finalizers, remove)
-        path = obj.type.path(obj.namespace or None, obj.name)
         try:
-            self.kube.patch_json(path, ops, dry_run=dry_run, what=("patch", obj.type.qualified, obj.namespace or None))
+            self.kube.patch_object(obj.type, obj.namespace or None, obj.name, ops, dry_run)
         except APIError as error:
             if error.status in (409, 422) and self._changed(obj):
                 raise _Raced() from None
@@ -277,19 +278,15 @@ class Remover:
         return meta.get("uid") != obj.uid or list(meta.get("finalizers") or []) != obj.finalizers or \
             list((fresh.get("spec") or {}).get("finalizers") or []) != obj.spec_finalizers
 
-    def _finalize(self, obj: KubeObject, remove: list[str], dry_run: bool):
+    def _finalize(self, obj: KubeObject, remove: list[str], dry_run: bool) -> None:
         """PUT /finalize with the whole Namespace as read now: its resourceVersion guards the change."""
-        path = obj.type.path(None, obj.name)
-        whole = self.kube.get(path, what=("get", "namespaces", None))
-        if whole is None:
-            raise NotFoundError("gone")
+        whole = self.kube.read_object(obj.type, None, obj.name)
         if whole["metadata"].get("uid") != obj.uid or \
                 list((whole.get("spec") or {}).get("finalizers") or []) != obj.spec_finalizers:
             raise _Raced()
         whole.setdefault("spec", {})["finalizers"] = [f for f in obj.spec_finalizers if f not in remove]
         try:
-            self.kube.request("PUT", obj.type.path(None, obj.name, "finalize"), {"dryRun": "All" if dry_run else None}, body=whole,
-                              content_type="application/json", what=("update", "namespaces/finalize", None))
+            self.kube.finalize_namespace(obj.type, obj.name, whole, dry_run)
         except APIError as error:
             if error.status == 409:
                 raise _Raced() from None
@@ -299,3 +296,52 @@ class Remover:
 class _Raced(Exception):
     """The object changed between read and write."""
 
+
+
+def requests_preview(plan_: Plan) -> list[str]:
+    """The requests a plan will send, in words and JSON, for the dry run to show."""
+    o = plan_.obj
+    lines = []
+    meta = [f.finalizer for f in plan_.selected if f.location == "metadata.finalizers"]
+    spec = [f.finalizer for f in plan_.selected if f.location == "spec.finalizers"]
+    path = resource_path(o.type, o.namespace or None, o.name)
+    if meta:
+        lines.append(f"PATCH {path} (application/json-patch+json)")
+        lines.append(json.dumps(metadata_patch(o.uid, o.finalizers, meta)))
+    if any(f.family == FORCE_DELETION for f in plan_.selected):
+        lines.append(f"DELETE {path} with gracePeriodSeconds 0 and preconditions.uid {o.uid}")
+    if spec:
+        lines.append(f"PUT {resource_path(o.type, None, o.name, 'finalize')} with the Namespace as read and "
+                     f"spec.finalizers: {json.dumps([f for f in o.spec_finalizers if f not in spec])}")
+    return lines
+
+
+def audit_record(kube: Kube, user: str, plan_: Plan, outcome: Outcome, forced: bool) -> dict:
+    """The audit log's record of one applied plan: what was read, selected and really removed."""
+    o = plan_.obj
+    return {
+        "time": format_time(datetime.now(timezone.utc)), "kfinVersion": __version__,
+        "context": kube.context, "server": kube.server, "user": user,
+        "object": {"apiVersion": o.type.api_version, "kind": o.type.kind, "namespace": o.namespace or None,
+                   "name": o.name, "uid": o.uid, "resourceVersion": o.meta.get("resourceVersion")},
+        "finalizersBefore": outcome.before, "finalizersAfter": outcome.after,
+        "selected": [f.finalizer for f in plan_.selected], "removed": outcome.removed,
+        "verdicts": {c.finding.finalizer: c.finding.verdict.value for c in plan_.choices},
+        "forced": forced and any(c.warning and c.finding.verdict.value in ("HOLDING", "UNKNOWN", "BLOCKED")
+                                 for c in plan_.choices if c.selected),
+        "result": outcome.result, "message": outcome.message, "attempts": outcome.attempts,
+    }
+
+
+def recreate_namespace(kube: Kube, namespace: str) -> dict:
+    """--recreate-namespace: create the namespace of a ghost again, so that writes to what was left in it
+    are accepted; the audit record of that creation is returned (the namespace is left for the operator
+    to delete once its content is dealt with)."""
+    meta = kube.create_namespace(namespace).get("metadata") or {}
+    return {"time": format_time(datetime.now(timezone.utc)), "kfinVersion": __version__, "context": kube.context,
+            "server": kube.server, "user": kube.whoami(),
+            "object": {"apiVersion": "v1", "kind": "Namespace", "namespace": None, "name": namespace,
+                       "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
+            "finalizersBefore": [], "finalizersAfter": [], "selected": [], "removed": [], "verdicts": {},
+            "forced": False, "result": "created", "attempts": 1,
+            "message": "created again (--recreate-namespace) so that what was left in it can be written"}

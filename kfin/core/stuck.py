@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import fnmatch
-
+from kfin.api.builtin_kinds import builtin_resources
+from kfin.api.resources import Catalog
 from kfin.core.blocking import follow, root_summary
 from kfin.core.causes import blocker_line, explain_cached, family, main_finding, reads_for
 from kfin.core.causes.ghosts import missing_namespace
-from kfin.core.facts import Facts
+from kfin.core.facts import ClusterFacts, Facts
+from kfin.core.scope import Scope
+from kfin.core.sources import ProgressFactory, gather, no_progress
+from kfin.errors import NotFoundError
 from kfin.model import Inventory, KubeObject, format_time
+from kfin.names import check_kind
 
 @dataclass
 class StuckObject:
@@ -57,7 +63,7 @@ class Filters:
     older_than: float | None = None  # seconds
 
 
-def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Facts | None = None) -> list[StuckObject]:
+def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: ClusterFacts | None = None) -> list[StuckObject]:
     """Stuck objects of an inventory; `facts` (with a live connection) may read what blockers need."""
     now = inventory.observed_at
     facts = facts or Facts(inventory)
@@ -140,3 +146,47 @@ def report(rows: list[StuckObject], inventories: list[Inventory]) -> dict:
         "failures": [dict(f.to_dict(), context=inv.context) if several else f.to_dict()
                      for inv in inventories for f in inv.failures],
     }
+
+
+def resolve_kinds(kinds: Iterable[str], inventories: list[Inventory]) -> set[tuple[str, str]] | None:
+    """--kind values as (group, resource), each found in at least one inventory; None: every kind."""
+    kinds = list(kinds)
+    if not kinds:
+        return None
+    wanted = set()
+    for text in kinds:
+        check_kind(text)
+        found, last_error = False, None
+        for inv in inventories:
+            try:
+                r = Catalog(inv.resources + builtin_resources()).find(text)
+                wanted.add((r.group, r.resource))
+                found = True
+            except NotFoundError as error:
+                last_error = error
+        if not found and last_error is not None:
+            raise last_error
+    return wanted
+
+
+def find_all(scope: Scope, kinds: Iterable[str] = (), finalizer: str | None = None, older: float | None = None,
+             progress: ProgressFactory = no_progress) -> tuple[list[StuckObject], list[Facts]]:
+    """(stuck rows of every context, oldest first; the Facts they came from): what `kfin stuck` prints
+    and what `kfin serve` exposes at each scan."""
+    sources = gather(scope, lean=True, progress=progress)
+    filters = Filters(resolve_kinds(kinds, [f.inventory for f in sources]), finalizer, older)
+    rows = [row for facts in sources for row in find_stuck(facts.inventory, filters, facts)]
+    rows.sort(key=lambda r: (-r.terminating_seconds, r.context, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
+    return rows, sources
+
+
+def gating_webhooks(rows: list[StuckObject], sources: list[Facts]) -> dict[str, int]:
+    """Each webhook failing closed in front of stuck objects (once each), and how many it gates."""
+    facts_of = {f.inventory.context: f for f in sources}
+    found: dict[str, int] = {}
+    for row in rows:
+        explanation = explain_cached(row.obj, facts_of.get(row.context, sources[0]))
+        whys = {link.why for f in explanation.findings for link in f.links if link.kind == "webhook"}
+        for why in whys:
+            found[why] = found.get(why, 0) + 1
+    return found

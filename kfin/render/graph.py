@@ -1,18 +1,29 @@
-"""Renderings of an owner graph: a rich tree, and exports (JSON node-link, DOT, Mermaid, GraphML)."""
+"""Renderings of an owner graph: the tree screen (with chains and problems), and exports (JSON node-link,
+DOT, Mermaid, GraphML)."""
 
 from __future__ import annotations
 
 import json
-
-import networkx as nx
+import sys
+from typing import TYPE_CHECKING
 
 from kfin.core.owners import blocking_chain, label, labels, problems, roots
+from kfin.render.terminal import console, markup_safe
+from kfin.util.durations import format_age
+from kfin.util.text import printable
+
+if TYPE_CHECKING:
+    import networkx as nx
+    from rich.console import Console
+    from rich.tree import Tree
+
+FORMATS = ("tree", "json", "dot", "mermaid", "graphml")
+# Above this many nodes even a terminal gets the plain tree: Rich lays out each line (~80 µs a node).
+RICH_TREE_MAX = 2000
 
 
 def _state(data: dict) -> list[tuple[str, str]]:
     """(style, text) pieces after a node's label: missing, Terminating for how long, its finalizers."""
-    from kfin.util.durations import format_age
-
     parts = []
     if data.get("missing"):
         parts.append(("red", "missing"))
@@ -64,11 +75,9 @@ def _with_last(items) -> list[tuple]:
     return [(item, at == len(items) - 1) for at, item in enumerate(items)]
 
 
-def tree(graph: nx.DiGraph, depth: int | None = None, title: str = ""):
+def tree(graph: nx.DiGraph, depth: int | None = None, title: str = "") -> Tree:
     """A rich Tree of walk()'s lines (on a terminal: colours, and the terminal's width)."""
     from rich.tree import Tree
-
-    from kfin.render.tables import markup_safe
 
     top = Tree(markup_safe(title) if title else "owner graph", guide_style="dim")
     parents = [top]
@@ -82,8 +91,6 @@ def tree(graph: nx.DiGraph, depth: int | None = None, title: str = ""):
 def plain_tree(graph: nx.DiGraph, depth: int | None = None, title: str = "") -> str:
     """The same tree as plain text with the same guides, built by joining strings: what a pipe or a large
     graph gets (Rich lays out each line as a renderable, about 80 µs a node; this about 3)."""
-    from kfin.util.text import printable
-
     out = [printable(title, one_line=True) if title else "owner graph"]
     open_levels: list[bool] = []  # per level above: whether a later sibling is still to come
     for level, last, pieces in walk(graph, depth):
@@ -107,6 +114,8 @@ def chains(graph: nx.DiGraph) -> list[tuple[str, list[str]]]:
 
 def _scalar_graph(graph: nx.DiGraph) -> nx.DiGraph:
     """GraphML holds scalars only: lists become comma-separated text, None an empty string."""
+    import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
+
     flat = nx.DiGraph()
     for node, data in graph.nodes(data=True):
         flat.add_node(node, **{k: (",".join(v) if isinstance(v, list) else "" if v is None else v)
@@ -140,6 +149,8 @@ def to_json(graph: nx.DiGraph) -> str:
 
 
 def to_graphml(graph: nx.DiGraph) -> str:
+    import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
+
     return "\n".join(nx.generate_graphml(_scalar_graph(graph))) + "\n"
 
 
@@ -193,3 +204,35 @@ def to_mermaid(graph: nx.DiGraph) -> str:
         if members:
             lines.append(f"  class {','.join(members)} {kind};")
     return "\n".join(lines) + "\n"
+
+
+def export(graph: nx.DiGraph, fmt: str) -> str:
+    """The graph in an export format (json, dot, mermaid, graphml)."""
+    return {"json": to_json, "dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}[fmt](graph)
+
+
+def tree_screen(graph: nx.DiGraph, depth: int | None, title: str, focus: str | None) -> None:
+    """The tree (Rich's on a terminal, plain text in a pipe or for a large graph), then what must go first
+    for each Terminating object, then the graph's problems."""
+    out = console(piped_width=200)
+    if sys.stdout.isatty() and graph.number_of_nodes() <= RICH_TREE_MAX:
+        out.print(tree(graph, depth, title))
+    else:
+        sys.stdout.write(plain_tree(graph, depth, title))
+    print_chains(graph, focus, out)
+    found = problems(graph)
+    if found:
+        out.print("\n[bold]Problems[/]")
+        for problem in found:
+            out.print(f"  [yellow]{markup_safe(problem.kind)}[/]: {markup_safe(problem.message)}", highlight=False)
+
+
+def print_chains(graph: nx.DiGraph, focus: str | None, out: Console) -> None:
+    """For each Terminating object (only the focus, when there is one): what must go before it, in order."""
+    for node, chain in chains(graph):
+        if focus is not None and node != focus:
+            continue
+        out.print(f"\n[bold]Before {markup_safe(label(graph, node))} can go[/], in order:")
+        for number, dependent in enumerate(chain, 1):
+            why = graph.nodes[dependent].get("blocker") or "not deleted yet"
+            out.print(f"  {number}. {markup_safe(label(graph, dependent))}: {markup_safe(why)}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kfin.core.causes.registry import (Context, Entry, Finding, Link, Verdict, explains, lease_alive, remove_command,
+from kfin.core.causes.registry import (Context, Entry, Finding, Link, Verdict, explains, lease_alive, kfin_remove_command,
                               state_line, waiting_on_controller_manager)
 
 
@@ -16,7 +16,7 @@ def load_balancer(ctx: Context) -> Finding:
         found = ctx.finding("the cloud controller manager that deletes the load balancer is not running",
                             Verdict.ORPHANED, "bring the cloud controller manager back, or delete the load balancer "
                             "in the cloud console, then remove the finalizer", risk, [liveness], alive)
-        found.remove_command = remove_command(ctx.obj, ctx.finalizer)
+        found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
         found.links.append(Link("controller", liveness, actor="cloud-controller-manager",
                                 step="bring the cloud controller manager back, or delete the load balancer in the "
                                      f"cloud console and {found.remove_command}"))

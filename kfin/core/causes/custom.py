@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kfin.core.causes.registry import (EVERYWHERE, OBJECT_NAMESPACE, Context, Finding, Link, Verdict, explains,
-                              remove_command)
+                              kfin_remove_command)
 from kfin.model import KubeObject
 from kfin.api.scan import MANAGERS
 
@@ -142,7 +142,7 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
                         f"installed but not running ({ready}/{wanted} ready)", Verdict.WAITING,
                         f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
                         risk, evidence, False, controller)
-    found.remove_command = remove_command(ctx.obj, ctx.finalizer)
+    found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
     found.summary = line
     found.links.append(Link("controller", f"{w.type.kind} {w.namespace}/{w.name} is not running", target=w,
                             step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name} (or {found.remove_command})"))
@@ -206,7 +206,7 @@ def custom(ctx: Context) -> Finding:
         found = ctx.finding(f"its controller is installed but not running: {why}", Verdict.WAITING,
                             "fix the controller (kubectl logs and describe its Pods) or scale it up: running, it "
                             "removes the finalizer", risk, evidence, False, controller)
-        found.remove_command = remove_command(obj, ctx.finalizer)
+        found.remove_command = kfin_remove_command(obj, ctx.finalizer)
         found.summary = line
         found.links.append(Link("controller", f"{controller} is installed but not running: {why}",
                                 target=failing, actor=None if failing else controller,
@@ -222,7 +222,7 @@ def custom(ctx: Context) -> Finding:
                      "installed (one with wildcard rights would not show here)")
         fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
     found = ctx.finding(condition, Verdict.ORPHANED, fix, risk, evidence, False, controller)
-    found.remove_command = remove_command(obj, ctx.finalizer)
+    found.remove_command = kfin_remove_command(obj, ctx.finalizer)
     found.summary = line
     found.links.append(Link("controller", f"{controller} is gone: nothing will remove {ctx.finalizer}",
                             actor=controller, step=found.remove_command + (

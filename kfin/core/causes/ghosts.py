@@ -6,11 +6,11 @@ of causes): nothing can remove their finalizers, their controllers included."""
 from __future__ import annotations
 
 from kfin.core.causes.registry import Link, gates
-from kfin.core.facts import Facts
+from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject
 
 
-def missing_namespace(obj: KubeObject, facts: Facts) -> str | None:
+def missing_namespace(obj: KubeObject, facts: ClusterFacts) -> str | None:
     """The namespace of a namespaced object when it no longer exists (and kfin could see that), else None."""
     if not obj.type.namespaced or not obj.namespace:
         return None
@@ -19,7 +19,7 @@ def missing_namespace(obj: KubeObject, facts: Facts) -> str | None:
 
 
 @gates()
-def ghost(obj: KubeObject, facts: Facts) -> list[Link]:
+def ghost(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
     namespace = missing_namespace(obj, facts)
     if namespace is None:
         return []

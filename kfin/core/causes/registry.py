@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Callable
 
 from kfin.util.durations import format_age
-from kfin.core.facts import Facts
+from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject, parse_time
 
 QUALIFIED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
@@ -69,7 +69,7 @@ class Verdict(str, Enum):
 @dataclass
 class Finding:
     finalizer: str
-    field: str  # metadata.finalizers or spec.finalizers
+    location: str  # metadata.finalizers, spec.finalizers, or "deletion" (a cause without a finalizer)
     family: str
     protects: str
     controller: str
@@ -90,6 +90,7 @@ class Finding:
 
     def to_dict(self) -> dict:
         out = asdict(self)
+        out = {"finalizer": out.pop("finalizer"), "field": out.pop("location"), **out}
         out["verdict"] = self.verdict.value
         out["controllerAlive"] = out.pop("controller_alive")
         out["removeCommand"] = out.pop("remove_command")
@@ -103,13 +104,13 @@ class Finding:
 class Context:
     obj: KubeObject
     finalizer: str
-    field: str
-    facts: Facts
+    location: str
+    facts: ClusterFacts
     family: Family
 
     def finding(self, condition: str, verdict: Verdict, fix: str, risk: str, evidence=(), alive=None,
                 controller: str | None = None) -> Finding:
-        return Finding(self.finalizer, self.field, self.family.name, self.family.protects,
+        return Finding(self.finalizer, self.location, self.family.name, self.family.protects,
                        controller or self.family.owner, condition, verdict, fix, risk, list(evidence), alive)
 
 
@@ -141,12 +142,12 @@ def explains(name: str, *entries: Entry, reads: tuple = ()):
 
 # Causes in front of every finalizer of an object (an admission webhook that rejects each UPDATE): each
 # returns the Links that gate the object, and every finding then answers BLOCKED with them.
-GATES: list[Callable[[KubeObject, Facts], list[Link]]] = []
+GATES: list[Callable[[KubeObject, ClusterFacts], list[Link]]] = []
 
 
 def gates(*, reads: tuple = ()):
     """Register a cause that gates every finalizer of an object, and what it reads whole."""
-    def register(fn: Callable[[KubeObject, Facts], list[Link]]):
+    def register(fn: Callable[[KubeObject, ClusterFacts], list[Link]]):
         GATES.append(fn)
         GATE_READS.extend(reads)
         return fn
@@ -191,12 +192,13 @@ def family(finalizer: str) -> Family:
     return Family("unknown", "unknown: not a domain-qualified name, so no owner can be told", "unknown")
 
 
-def remove_command(obj: KubeObject, finalizer: str) -> str:
+def kfin_remove_command(obj: KubeObject, finalizer: str) -> str:
+    """The exact `kfin remove` line that removes one finalizer of an object."""
     ns = f" -n {obj.namespace}" if obj.namespace else ""
     return f"kfin remove {obj.type.qualified} {obj.name}{ns} --finalizer {finalizer} --confirm"
 
 
-def lease_alive(facts: Facts, name: str) -> tuple[bool | None, str]:
+def lease_alive(facts: ClusterFacts, name: str) -> tuple[bool | None, str]:
     """Is the leader of kube-system/<name> (kube-controller-manager, cloud-controller-manager) renewing its
     lease? (None, why) when that cannot be seen, as on many managed control planes."""
     lease = facts.find("coordination.k8s.io", "leases", "kube-system", name, full=True)
@@ -216,7 +218,7 @@ def lease_alive(facts: Facts, name: str) -> tuple[bool | None, str]:
     return False, f"{name} is not running: its lease was last renewed {format_age(age)} ago"
 
 
-def controller_manager(facts: Facts) -> tuple[bool | None, str]:
+def controller_manager(facts: ClusterFacts) -> tuple[bool | None, str]:
     return lease_alive(facts, "kube-controller-manager")
 
 
@@ -233,13 +235,13 @@ def waiting_on_controller_manager(ctx: Context, condition: str, risk: str, evide
     found = ctx.finding(condition, Verdict.WAITING, fix, risk, [*evidence, liveness], alive)
     found.summary = summary
     if alive is False:
-        found.remove_command = remove_command(ctx.obj, ctx.finalizer)
+        found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
         found.links.append(Link("controller", liveness, actor="kube-controller-manager",
                                 step="bring kube-controller-manager back (or: " + found.remove_command + ")"))
     return found
 
 
-def explain_finalizer(obj: KubeObject, finalizer: str, where: str, facts: Facts) -> Finding:
+def explain_finalizer(obj: KubeObject, finalizer: str, where: str, facts: ClusterFacts) -> Finding:
     fam = family(finalizer)
     ctx = Context(obj, finalizer, where, facts, fam)
     explainer = EXPLAINERS.get(fam.name)
@@ -254,7 +256,7 @@ class Explanation:
     findings: list[Finding]
     terminating_seconds: float | None
 
-    def to_dict(self, facts: Facts) -> dict:
+    def to_dict(self, facts: ClusterFacts) -> dict:
         o = self.obj
         return {
             "apiVersion": "kfin.dev/v1", "kind": "Explanation",
@@ -269,7 +271,7 @@ class Explanation:
         }
 
 
-def explain_object(obj: KubeObject, facts: Facts) -> Explanation:
+def explain_object(obj: KubeObject, facts: ClusterFacts) -> Explanation:
     findings = [explain_finalizer(obj, f, "metadata.finalizers", facts) for f in obj.finalizers]
     findings += [explain_finalizer(obj, f, "spec.finalizers", facts) for f in obj.spec_finalizers]
     if not findings and obj.terminating:
@@ -279,7 +281,7 @@ def explain_object(obj: KubeObject, facts: Facts) -> Explanation:
                 findings.append(EXPLAINERS[name](ctx))
     gating = [link for gate in GATES for link in gate(obj, facts)] if findings and obj.finalizers else []
     for finding in findings if gating else []:
-        if finding.field != "metadata.finalizers":
+        if finding.location != "metadata.finalizers":
             continue
         finding.evidence = [f"before: {finding.verdict.value}: {finding.condition}"] + finding.evidence
         finding.verdict = Verdict.BLOCKED
@@ -295,7 +297,7 @@ def explain_object(obj: KubeObject, facts: Facts) -> Explanation:
     return Explanation(obj, findings, seconds)
 
 
-def explain_cached(obj: KubeObject, facts: Facts) -> Explanation:
+def explain_cached(obj: KubeObject, facts: ClusterFacts) -> Explanation:
     """explain_object, once per object and Facts: causes name the blockers of the objects they wait on,
     and the blocking graph follows them. An object met again while it is being explained (an ownership
     cycle) is answered with no findings rather than followed forever."""
@@ -307,7 +309,7 @@ def explain_cached(obj: KubeObject, facts: Facts) -> Explanation:
     return memo[key]
 
 
-def state_line(obj: KubeObject, facts: Facts) -> str:
+def state_line(obj: KubeObject, facts: ClusterFacts) -> str:
     """What holds an object, in a line: its blocker when it is being deleted."""
     return blocker_line(explain_cached(obj, facts)) if obj.terminating else "not deleted yet"
 
@@ -328,5 +330,5 @@ def blocker_line(explanation: Explanation) -> str:
     main = main_finding(explanation)
     if main is None:
         return "none: deletion should complete on its own"
-    more = sum(1 for f in explanation.findings if f.field != "deletion") - 1
+    more = sum(1 for f in explanation.findings if f.location != "deletion") - 1
     return main.line + (f" (+{more} more)" if more > 0 else "")

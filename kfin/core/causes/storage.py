@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kfin.core.causes.registry import (CONTROLLER_MANAGER_LEASE, OBJECT_NAMESPACE, Context, Entry, Finding, Link, Verdict, explains, remove_command,
+from kfin.core.causes.registry import (CONTROLLER_MANAGER_LEASE, OBJECT_NAMESPACE, Context, Entry, Finding, Link, Verdict, explains, kfin_remove_command,
                               waiting_on_controller_manager)
 from kfin.core.facts import pod_claims
 from kfin.model import KubeObject
@@ -151,7 +151,7 @@ def csi_volume(ctx: Context) -> Finding:
                             Verdict.ORPHANED, f"reinstall the {driver} driver so that it cleans up, or delete the "
                             "disk in the storage backend yourself, then remove the finalizer", risk,
                             controller=f"the CSI driver {driver}")
-        found.remove_command = remove_command(obj, ctx.finalizer)
+        found.remove_command = kfin_remove_command(obj, ctx.finalizer)
         found.links.append(Link("controller", f"the CSI driver {driver} is not installed", actor=f"CSI driver {driver}",
                                 step=f"reinstall the {driver} driver, or delete the disk yourself and "
                                      f"{found.remove_command}"))

@@ -6,7 +6,7 @@ every finalizer of the object, whatever each one protects."""
 from __future__ import annotations
 
 from kfin.core.causes.registry import EVERYWHERE, Link, gates
-from kfin.core.facts import Facts
+from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject
 
 GROUP = "admissionregistration.k8s.io"
@@ -42,7 +42,7 @@ def selector_matches(selector: dict | None, labels: dict) -> bool:
     return True
 
 
-def backend_problem(hook: dict, facts: Facts) -> str | None:
+def backend_problem(hook: dict, facts: ClusterFacts) -> str | None:
     """Why the webhook's backend cannot answer, or None when it looks healthy."""
     config = hook.get("clientConfig") or {}
     service = config.get("service")
@@ -65,7 +65,7 @@ def backend_problem(hook: dict, facts: Facts) -> str | None:
 
 @gates(reads=((GROUP, "validatingwebhookconfigurations", EVERYWHERE),
                (GROUP, "mutatingwebhookconfigurations", EVERYWHERE)))
-def failing_webhooks(obj: KubeObject, facts: Facts) -> list[Link]:
+def failing_webhooks(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
     links = []
     namespace_labels = {}
     if obj.namespace:

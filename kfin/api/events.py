@@ -1,0 +1,37 @@
+"""An object's recent Warning Events, from events.k8s.io/v1 or core v1, in one shape."""
+
+from __future__ import annotations
+
+from kfin.api.connection import Kube
+from kfin.api.paths import api_path
+from kfin.errors import KfinError
+
+SOURCES = (("events.k8s.io", "regarding", ("apis", "events.k8s.io", "v1")), ("", "involvedObject", ("api", "v1")))
+
+
+def warning_events(kube: Kube, namespace: str, kind: str, name: str, uid: str, most: int = 5) -> list[dict] | None:
+    """The object's recent Warning Events, newest first, as {type, reason, message, count, lastTimestamp}:
+    from events.k8s.io/v1, falling back to core v1 (as kubectl describe reads them); None when neither
+    API answers."""
+    for group, about, prefix in SOURCES:
+        query = {"fieldSelector": f"{about}.name={name},{about}.kind={kind},type=Warning", "limit": 200}
+        try:
+            page = kube.request("GET", api_path(*prefix, "namespaces", namespace, "events"), query,
+                                what=("list", "events", namespace))
+        except KfinError:
+            continue  # not served, or that field selector is not supported: the other API
+        items = [_event(e, group) for e in (page or {}).get("items") or [] if isinstance(e, dict)
+                 and isinstance(e.get(about), dict) and e[about].get("uid") in (None, "", uid)]
+        items.sort(key=lambda e: str(e["lastTimestamp"] or ""), reverse=True)
+        return items[:most]
+    return None
+
+
+def _event(event: dict, group: str) -> dict:
+    """An Event of either API in one shape."""
+    if group:
+        return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("note"),
+                "count": event.get("deprecatedCount") or 1,
+                "lastTimestamp": event.get("deprecatedLastTimestamp") or event.get("eventTime")}
+    return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("message"),
+            "count": event.get("count") or 1, "lastTimestamp": event.get("lastTimestamp") or event.get("eventTime")}

@@ -1,0 +1,38 @@
+"""`kfin audit`: the finalizer removals kfin applied, from its audit log."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from kfin.commands.flags import OutputOpt, check_output, merged
+from kfin.core import audit as audit_log_file
+from kfin.errors import ExitCode
+from kfin.render import data
+from kfin.render.tables import audit_table
+from kfin.render.terminal import warn
+
+
+def audit(
+        ctx: typer.Context,
+        audit_log: str | None = typer.Option(None, "--audit-log", metavar="PATH", help="Audit log file to read."),
+        output: OutputOpt = None) -> None:
+    """List the finalizer removals kfin applied, from its audit log.
+
+    Example: kfin audit -o json
+    """
+    fmt = check_output(merged(ctx, output=output), ("table", "json", "yaml"))
+    path = Path(audit_log) if audit_log else audit_log_file.default_path()
+    log = audit_log_file.read(path)
+    for number, why in log.bad_lines:
+        warn(f"{path} line {number} is not an audit record ({why}): skipped")
+    if fmt != "table":
+        data.dump(log.records, fmt)
+    elif log.records:
+        audit_table(log.records)
+    else:
+        print(f"No removals recorded in {path}.", file=sys.stderr)
+    if log.bad_lines:
+        raise typer.Exit(ExitCode.PARTIAL)

@@ -1,0 +1,30 @@
+"""`kfin version` and `kfin --version`: kfin's version, the Kubernetes client's, and the API server's."""
+
+from __future__ import annotations
+
+import typer
+
+from kfin import __version__
+from kfin.commands.about import client_version
+from kfin.api.connection import Kube
+from kfin.commands.flags import ContextOpt, KubeconfigOpt, OutputOpt, TimeoutOpt, check_output, merged
+from kfin.render import data
+
+
+def version(ctx: typer.Context, kubeconfig: KubeconfigOpt = None, context: ContextOpt = None,
+            output: OutputOpt = None, request_timeout: TimeoutOpt = None) -> None:
+    """Show kfin's version and the API server's.
+
+    Example: kfin version --context prod -o json
+    """
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, output=output, request_timeout=request_timeout)
+    fmt = check_output(options, ("table", "json", "yaml"))
+    kube = Kube.connect(options.target())
+    server = kube.server_version()
+    facts = {"kfinVersion": __version__, "clientVersion": client_version(), "context": kube.context,
+             "server": kube.server, "serverVersion": server.get("gitVersion", "")}
+    if fmt == "table":
+        typer.echo(f"kfin: {__version__} (kubernetes client {facts['clientVersion']})")
+        typer.echo(f"Server: {facts['serverVersion']} at {kube.server} (context {kube.context})")
+    else:
+        data.dump(facts, fmt)

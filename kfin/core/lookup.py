@@ -1,0 +1,77 @@
+"""Finding the object a command names (KIND NAME), live or in a snapshot, with the Facts to explain it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from kfin.api import inventory
+from kfin.api.builtin_kinds import builtin_resources
+from kfin.api.connection import Kube
+from kfin.api.discovery import discover
+from kfin.api.resources import Catalog
+from kfin.api.scan import REDUCED_FIELDS, reduce_object, slim_metadata, with_managers
+from kfin.core.facts import Facts
+from kfin.core.scope import Scope
+from kfin.errors import NotFoundError, UsageError
+from kfin.model import Inventory, KubeObject, ResourceType
+
+
+def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
+    """The object to explain and the Facts to explain it with (live, or from a snapshot)."""
+    if not scope.from_snapshot:
+        return live_target(scope, kind, name)
+    inv = inventory.load(scope.from_snapshot)
+    rtype = Catalog(inv.resources + builtin_resources()).find(kind)
+    namespace = scope.namespace
+    matches = [o for o in inv.objects if o.type.group == rtype.group and o.type.resource == rtype.resource
+               and o.name == name and (not rtype.namespaced or not namespace or o.namespace == namespace)]
+    if not matches:
+        raise NotFoundError(f'{rtype.qualified} "{name}" not found in {scope.from_snapshot}'
+                            + (f' (namespace "{namespace}")' if namespace else ""))
+    if len(matches) > 1:
+        raise UsageError(f'{rtype.qualified} "{name}" exists in several namespaces of the snapshot '
+                         f'({", ".join(o.namespace for o in matches)}): pass -n')
+    return matches[0], Facts(inv)
+
+
+def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
+    """The object as the API server has it now (whole for the kinds explanations read whole), and Facts
+    that start with it alone and read the rest on demand."""
+    kube = Kube.connect(scope.target)
+    resources, failures = discover(kube, scope.refresh)
+    rtype: ResourceType = Catalog(resources).find(kind)
+    namespace = (scope.namespace or kube.namespace) if rtype.namespaced else None
+    key = (rtype.group, rtype.resource)
+    full = key in REDUCED_FIELDS
+    try:
+        raw = kube.read_object(rtype, namespace, name, metadata_only=not full)
+    except NotFoundError:
+        where = f' in namespace "{namespace}"' if namespace else ""
+        raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}') from None
+    obj = KubeObject(rtype, with_managers({"apiVersion": rtype.api_version, "kind": rtype.kind,
+                                           "metadata": slim_metadata(raw.get("metadata") or {}),
+                                           **reduce_object(key, raw)}, raw.get("metadata") or {}))
+    inv = Inventory(resources, [obj], list(failures), datetime.now(timezone.utc), kube.context, kube.server,
+                    namespace, {(rtype.group, rtype.resource, namespace or "")} if full else set())
+    return obj, Facts(inv, kube, scanned=False)
+
+
+def facts_on_demand(scope: Scope) -> Facts:
+    """Facts that read what they are asked for (live), or everything a snapshot holds."""
+    if scope.from_snapshot:
+        return Facts(inventory.load(scope.from_snapshot))
+    kube = Kube.connect(scope.target)
+    resources, failures = discover(kube, scope.refresh)
+    inv = Inventory(resources, [], list(failures), datetime.now(timezone.utc), kube.context, kube.server,
+                    kube.namespace)
+    return Facts(inv, kube, scanned=False)
+
+
+def fresh_facts(kube: Kube, resources: list[ResourceType]) -> Callable[[KubeObject], Facts]:
+    """A maker of Facts for one object read again, to explain it afresh (after a race, kfin remove)."""
+    def make(obj: KubeObject) -> Facts:
+        inv = Inventory(resources, [obj], [], datetime.now(timezone.utc), kube.context, kube.server,
+                        obj.namespace or None)
+        return Facts(inv, kube, scanned=False)
+    return make

@@ -1,0 +1,26 @@
+"""What a command reads: the connection flags, which contexts (or a file), and how."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kfin.api.target import Target
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a command reads: the connection flags, which contexts (or a file), and how."""
+    target: Target = field(default_factory=Target)
+    namespace: str | None = None  # -n; None: the context's
+    all_namespaces: bool = False
+    contexts: tuple[str, ...] = ()  # several contexts: each scanned; none: the target's
+    from_snapshot: str | None = None
+    refresh: bool = False  # rediscover the API instead of using the cache
+    concurrency: int = 16
+    chunk_size: int = 500
+
+    def namespace_of(self, context_namespace: str) -> str | None:
+        """The namespace a scan covers: None for all of them, else -n or the context's."""
+        if self.all_namespaces:
+            return None
+        return self.namespace or context_namespace

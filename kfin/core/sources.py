@@ -1,0 +1,65 @@
+"""Where facts come from: live contexts (scanned in parallel, each keeping its connection) or a file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+
+from kfin.api import inventory
+from kfin.api.connection import Kube
+from kfin.api.target import Target
+from kfin.core.scope import Scope
+from kfin.core.facts import Facts
+from kfin.errors import KfinError, UsageError
+from kfin.model import Failure, Inventory
+from kfin.util.parallel import ordered
+
+# (done, total) as a scan goes; a command passes one in (a progress bar on a terminal), or nothing.
+Progress = Callable[[int, int], None]
+ProgressFactory = Callable[[str], AbstractContextManager[Progress | None]]
+
+
+def no_progress(label: str) -> AbstractContextManager[Progress | None]:
+    return nullcontext(None)
+
+
+def gather(scope: Scope, full: set | None = None, lean: bool = False,
+           progress: ProgressFactory = no_progress) -> list[Facts]:
+    """What is known of each context (or of the snapshot), scanned in parallel. Live Facts keep their
+    connection, so that analysis may read the few whole objects it needs. `lean`: keep only what finding
+    stuck objects needs (kfin.api.scan.Lean), for commands that report stuck objects and nothing else."""
+    target, contexts = scope.target, list(scope.contexts)
+    if scope.from_snapshot:
+        if contexts:
+            raise UsageError("--from-snapshot reads a file: it cannot be combined with --context")
+        loaded = inventory.load(scope.from_snapshot)
+        if scope.namespace and not scope.all_namespaces:
+            loaded = inventory.restrict(loaded, scope.namespace)
+        return [Facts(loaded)]
+    wanted = inventory.STUCK_FULL if full is None else full
+
+    def one(context: str | None) -> Facts:
+        kube = Kube.connect(Target(target.kubeconfig, context, target.request_timeout))
+        with progress(f"scanning {kube.context}") as report:
+            scanned = inventory.live(kube, scope.namespace_of(kube.namespace), full=wanted, refresh=scope.refresh,
+                                     progress=report, concurrency=scope.concurrency, chunk_size=scope.chunk_size,
+                                     lean=lean)
+        return Facts(scanned, kube, scope.chunk_size)
+
+    if len(contexts) <= 1:
+        return [one(contexts[0] if contexts else target.context)]
+    errors: dict[str, KfinError] = {}
+
+    def attempt(context: str) -> Facts:
+        try:
+            return one(context)
+        except KfinError as error:  # one unreachable cluster must not hide the others
+            errors[context] = error
+            return Facts(Inventory([], [], [Failure("context", context, type(error).__name__, error.message)],
+                                   context=context))
+    results = ordered(attempt, contexts, min(8, len(contexts)))
+    if len(errors) == len(contexts):  # nothing was read: an error, not a partial result
+        first = errors[contexts[0]]
+        first.message = "no context could be read: " + "; ".join(f"{c}: {errors[c].message}" for c in contexts)
+        raise first
+    return results

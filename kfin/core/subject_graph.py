@@ -1,0 +1,109 @@
+"""The graph `kfin graph` draws for a subject (a namespace, or one object's lineage): owners, and the
+blocking chain of every Terminating object in it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kfin.api.builtin_kinds import builtin_resources
+from kfin.api.resources import Catalog
+from kfin.api.scan import NAMESPACES
+from kfin.core import owners
+from kfin.core.blocking import follow, node_id
+from kfin.core.causes import blocker_line, explain_cached
+from kfin.core.facts import Facts
+from kfin.core.lookup import facts_on_demand
+from kfin.core.scope import Scope
+from kfin.errors import NotFoundError, UsageError
+from kfin.model import KubeObject
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+@dataclass
+class SubjectGraph:
+    graph: nx.DiGraph
+    title: str
+    focus: str | None  # the object's node; None for a namespace
+    facts: Facts
+
+
+def blocker_of(facts: Facts) -> Callable[[KubeObject], str]:
+    return lambda obj: blocker_line(explain_cached(obj, facts))
+
+
+def with_foreign_owners(objects: list[KubeObject], facts: Facts) -> list[KubeObject]:
+    """Add owners that live in another namespace: the garbage collector ignores such references
+    (treats the owner as absent), and the graph should say why rather than call them dangling."""
+    present = {o.uid for o in objects}
+    wanted: dict[tuple[str, str], set[str]] = {}
+    for obj in objects:
+        for ref in obj.owner_references:
+            if ref.get("uid") not in present:
+                wanted.setdefault((ref.get("apiVersion", ""), ref.get("kind", "")), set()).add(ref.get("uid", ""))
+    extra: list[KubeObject] = []
+    for (api_version, kind), uids in wanted.items():
+        rtype = facts.type_of_kind(api_version, kind)
+        if rtype is None or not rtype.namespaced:
+            continue
+        extra += [o for o in facts.objects(rtype.group, rtype.resource) or [] if o.uid in uids]
+    return objects + extra
+
+
+def with_blocking(graph: nx.DiGraph, objects: list[KubeObject], facts: Facts) -> nx.DiGraph:
+    """The ownerReferences graph plus, for each Terminating object in it, its blocking chain."""
+    drawn = set(graph.nodes)
+    for obj in objects:
+        if obj.terminating and node_id(obj) in drawn:
+            if (obj.type.group, obj.type.resource) == NAMESPACES:  # drawn from metadata: its cause needs it whole
+                obj = facts.find("", "namespaces", "", obj.name, full=True) or obj
+            owners.add_blocking(graph, follow(obj, facts), facts.inventory.observed_at)
+    return graph
+
+
+def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> SubjectGraph:
+    """The graph of `namespace NAME` (every object in it, and their owners) or of one object (its owners up
+    to the roots and its dependents down to the leaves)."""
+    import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
+
+    facts = facts_on_demand(scope)
+    rtype = Catalog(facts.inventory.resources + builtin_resources()).find(kind)
+    cluster_wide = facts.cluster_scoped()
+    if (rtype.group, rtype.resource) == NAMESPACES:
+        content = facts.everything(name)
+        if content is None or cluster_wide is None:
+            raise UsageError(f"the snapshot does not cover namespace {name}")
+        namespace_obj = next((o for o in cluster_wide if (o.type.group, o.type.resource) == NAMESPACES
+                              and o.name == name), None)
+        if namespace_obj is None:
+            raise NotFoundError(f'namespaces "{name}" not found')
+        objects = with_foreign_owners(content + cluster_wide, facts)
+        full = owners.build(objects, facts.inventory.observed_at, facts.listed_kinds(), blocker_of(facts))
+        inside = {n for n, d in full.nodes(data=True) if d.get("namespace") == name}
+        if namespace_obj.terminating and not owners_only:  # its own blocking links: content, APIServices
+            inside.add(node_id(namespace_obj))
+        keep = set(inside)
+        for n in inside:
+            keep |= nx.ancestors(full, n) | set(full.successors(n))
+        drawn = full.subgraph(keep).copy()
+        return SubjectGraph(drawn if owners_only else with_blocking(drawn, objects, facts), f"namespace {name}",
+                            None, facts)
+    namespace = (scope.namespace or (facts.inventory.namespace if scope.from_snapshot is None else None)
+                 or "default") if rtype.namespaced else None
+    in_scope = facts.everything(namespace) if namespace else facts.everything(None)
+    if in_scope is None or cluster_wide is None:
+        raise UsageError("the snapshot does not cover that object's namespace")
+    objects = in_scope + (cluster_wide if namespace else [])
+    match = [o for o in objects if o.type == rtype and o.name == name and (o.namespace or None) == namespace]
+    if not match:
+        where = f' in namespace "{namespace}"' if namespace else ""
+        raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}')
+    objects = with_foreign_owners(objects, facts)
+    full = owners.build(objects, facts.inventory.observed_at, facts.listed_kinds(), blocker_of(facts))
+    focus = node_id(match[0])
+    drawn = owners.lineage(full, focus)
+    return SubjectGraph(drawn if owners_only else with_blocking(drawn, objects, facts), owners.label(full, focus),
+                        focus, facts)

@@ -1,0 +1,129 @@
+"""kfin explain's screen: one panel per finalizer, recent Warning Events, the blocking tree and the plan."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from kfin.core.blocking import Chain
+from kfin.core.causes import Explanation
+from kfin.model import parse_time
+from kfin.render.terminal import NARROW_PANEL, columns_setting, console, text
+from kfin.util.durations import format_age
+from kfin.util.text import printable
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+VERDICT_STYLE = {"HOLDING": "bold red", "WAITING": "bold yellow", "ORPHANED": "bold magenta", "UNKNOWN": "bold",
+                 "BLOCKED": "bold red"}
+
+
+def explanation_panels(explanation: Explanation, out: Console | None = None) -> None:
+    """One panel per finalizer: what it is, who removes it, what holds it, the verdict, the fix and the risk."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    target = out or console(piped_width=columns_setting() or 120)
+    o = explanation.obj
+    state = (f"Terminating for {format_age(explanation.terminating_seconds)}" if o.terminating
+             else "not being deleted")
+    target.print(Text.assemble((printable(o.ref), "bold"), f"  {state}"))
+    if not explanation.findings:
+        target.print("No finalizers: nothing holds it." if o.terminating else "No finalizers.")
+    for finding in explanation.findings:
+        rows = [("Family", f"{finding.family}: protects {finding.protects}"), ("Removed by", finding.controller),
+                ("Now", finding.condition)] + [("", f"- {line}") for line in finding.evidence] + [
+                ("Safe fix", finding.fix), ("Risk if forced", finding.risk)]
+        if finding.remove_command:
+            rows.append(("Command", finding.remove_command))
+        title = Text.assemble((printable(finding.finalizer), "bold"), "  ",
+                              (finding.verdict.value, VERDICT_STYLE[finding.verdict.value]))
+        if finding.location == "spec.finalizers":
+            title.append("  (spec.finalizers)")
+        if target.width < NARROW_PANEL:  # labels beside values would leave the values no room
+            target.print(title)
+            for label, value in rows:
+                target.print(Text.assemble("  ", (f"{label}: " if label else "", "bold"), text(value)),
+                             overflow="fold")
+            continue
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for label, value in rows:
+            grid.add_row(label, text(value))
+        target.print(Panel(grid, title=title, title_align="left", expand=True))
+
+
+def warning_events(events: list[dict], now: datetime, out: Console | None = None) -> None:
+    """The object's recent Warning Events, newest first: what its controllers reported."""
+    from rich.text import Text
+
+    target = out or console(piped_width=columns_setting() or 120)
+    target.print(Text("Recent warnings", style="bold"))
+    for event in events:
+        when = parse_time(event.get("lastTimestamp") or event.get("eventTime"))
+        age = format_age((now - when).total_seconds()) + " ago" if when else "at an unknown time"
+        count = event.get("count") or 1
+        target.print(Text.assemble(f"  {age}", f" ({count}x)" if count > 1 else "", "  ",
+                                   (printable(event.get("reason") or ""), "yellow"), ": ",
+                                   text(event.get("message") or "")), overflow="fold")
+
+
+def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
+    """The blocking graph below the object as a tree (root causes marked), then the plan, in order."""
+    from rich.table import Table
+    from rich.text import Text
+    from rich.tree import Tree
+
+    target = out or console(piped_width=columns_setting() or 120)
+    graph = chain.graph
+    if not chain.steps and graph.out_degree(chain.start) == 0:
+        return
+    tree = Tree(Text("Why it is stuck", style="bold"), guide_style="dim")
+    drawn: set = set()
+
+    def add(parent, node: str, edge: dict | None):
+        data = graph.nodes[node]
+        label = Text()
+        if edge:
+            label.append(printable(edge["type"]), style="yellow")
+            label.append(f": {printable(edge['why'])} → ")
+        label.append(printable(data["label"]), style="bold")
+        if node in chain.roots:
+            label.append("  ◀ root cause", style="bold red")
+        if node in drawn:
+            parent.add(label + Text(" (shown above)", style="dim"))
+            return
+        drawn.add(node)
+        branch = parent.add(label)
+        for _, child, child_edge in sorted(graph.out_edges(node, data=True), key=lambda e: graph.nodes[e[1]]["label"]):
+            add(branch, child, child_edge)
+    add(tree, chain.start, None)
+    target.print()
+    target.print(tree)
+    if chain.truncated:
+        target.print(Text(f"(only the first {len(graph)} objects were followed)", style="dim"))
+    if chain.steps:
+        target.print()
+        target.print(Text("Plan, in order (kfin runs only `kfin remove`; the other steps are yours):", style="bold"))
+        steps = Table.grid(padding=(0, 1))
+        steps.add_column(justify="right", no_wrap=True)
+        steps.add_column(overflow="fold")
+        for number, step in enumerate(chain.steps, 1):
+            cause = step.why if step.why.startswith(step.resolves) else f"{step.resolves}: {step.why}"
+            steps.add_row(f"  {number}.", Text.assemble(text(step.action), "\n", (f"root cause: {printable(cause)}",
+                                                                                  "dim")))
+        target.print(steps)
+    if chain.afterwards:
+        target.print(Text("Then, by themselves:", style="bold"))
+        afterwards = Table.grid(padding=(0, 1))
+        afterwards.add_column(no_wrap=True)
+        afterwards.add_column(overflow="fold")
+        for line in chain.afterwards:
+            afterwards.add_row("  -", text(line))
+        target.print(afterwards)
+
+

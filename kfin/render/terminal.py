@@ -1,0 +1,135 @@
+"""The terminal: consoles (colour and width on a terminal, plain in a pipe), stdout that a reader may
+close, warnings and progress on stderr."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
+
+from kfin.model import Failure
+from kfin.util.text import one_line, printable
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+# Below these widths a table or a panel folds every cell to a few characters: a plain layout reads better.
+NARROW_TABLE = 80
+NARROW_PANEL = 60
+MIN_WIDTH = 30  # narrower, every word would be broken: lines this long still wrap on the smallest terminal
+
+
+def text(value: object) -> Text:
+    """Cluster data for rich: a Text, so that `[link=...]` or `[bold]` in a name stays literal, with
+    control characters shown, never sent."""
+    from rich.text import Text  # rich: 50 ms to import, only for what is drawn
+
+    return Text(printable(value))
+
+
+def markup_safe(value: object) -> str:
+    """Cluster data inside a markup string: escaped, control characters shown."""
+    from rich.markup import escape
+
+    return escape(printable(value))
+
+
+def columns_setting() -> int | None:
+    """$COLUMNS when it is a usable width, else None (COLUMNS=abc or 0 is ignored, as a shell would)."""
+    value = os.environ.get("COLUMNS", "").strip()
+    return int(value) if value.isdigit() and 0 < int(value) < 100_000 else None
+
+
+def console(stderr: bool = False, piped_width: int = 100_000) -> Console:
+    """A rich Console: colour and the terminal's width on a terminal (NO_COLOR honoured), plain when
+    piped, and as wide as `piped_width` there (tables: unwrapped lines, like kubectl's output)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        width = columns_setting() or shutil.get_terminal_size((100, 25)).columns
+        return Console(file=stream, highlight=False, width=max(width, MIN_WIDTH))
+    return Console(file=stream, highlight=False, width=max(piped_width, MIN_WIDTH), no_color=True, color_system=None)
+
+
+def print_table(table: Table, out: Console | None = None) -> None:
+    """Print a rich table; off a terminal, without the padding rich leaves at line ends."""
+    target = out or console()
+    if target.is_terminal:
+        target.print(table)
+        return
+    with target.capture() as captured:
+        target.print(table)
+    target.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
+
+
+class QuietPipe:
+    """stdout whose reader may go away (`kfin ... | head -1`): later writes are dropped instead of
+    raising, so the command still prints its warnings on stderr and exits with its own code."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if self.broken:
+            return len(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._detach()
+            return len(text)
+
+    def flush(self) -> None:
+        if self.broken:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._detach()
+
+    def _detach(self) -> None:
+        self.broken = True
+        try:  # the interpreter flushes stdout at exit: point the descriptor at /dev/null first
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def warn(message: str) -> None:
+    """One `warning:` line on stderr."""
+    print(f"warning: {one_line(message)}", file=sys.stderr)
+
+
+def warn_failures(failures: Iterable[Failure], prefix: str = "") -> None:
+    """A warning for each thing that could not be read."""
+    for failure in failures:
+        warn(prefix + failure.line())
+
+
+def say(message: str, err: bool = False) -> None:
+    """A line of kfin's own text around cluster data (which is made printable)."""
+    print(printable(message), file=sys.stderr if err else sys.stdout)
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr while scanning, only on a terminal; yields a (done, total) callback."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console(stderr=True),
+                  transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
