@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class ResourceType:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ResourceType":
+    def from_dict(cls, d: dict) -> ResourceType:
         return cls(d["group"], d["version"], d["resource"], d["kind"], d["namespaced"], tuple(d.get("verbs") or ()),
                    tuple(d.get("short_names") or ()), d.get("singular") or "", tuple(d.get("categories") or ()))
 
@@ -115,18 +117,19 @@ class ThinObject(KubeObject):
     instead of the 2 KB of their parsed metadata (issue 17: memory bounded at half a million objects).
     Owner references keep what the garbage collector reads: (apiVersion, kind, name, uid, controller,
     blockOwnerDeletion)."""
-    __slots__ = ("_name", "_namespace", "_uid", "_owners")
+    __slots__ = ("_name", "_namespace", "_owners", "_uid")
 
-    def __init__(self, rtype: ResourceType, name: str, namespace: str, uid: str, owners: tuple = ()):
+    def __init__(self, rtype: ResourceType, name: str, namespace: str, uid: str, owners: Any = ()):
+        """`owners`: owner_tuples() of its metadata (an OwnedObject keeps owner uids only, see there)."""
         self.type, self._name, self._namespace, self._uid, self._owners = rtype, name, namespace, uid, owners
 
     @property
-    def raw(self) -> dict:
+    def raw(self) -> dict:  # type: ignore[override]  # read-only here: made up from the few fields kept
         return {"apiVersion": self.type.api_version, "kind": self.type.kind, "metadata": self.meta}
 
     @property
     def meta(self) -> dict:
-        meta = {"name": self._name, "uid": self._uid}
+        meta: dict[str, Any] = {"name": self._name, "uid": self._uid}
         if self._namespace:
             meta["namespace"] = self._namespace
         if self._owners:
@@ -224,7 +227,7 @@ def owned_object(rtype: ResourceType, meta: dict, namespace: str, edge: tuple | 
                        uids[0] if len(uids) == 1 else tuple(uids), blocking)
 
 
-def owner_tuples(meta: dict, intern=lambda s: s) -> tuple:
+def owner_tuples(meta: dict, intern: Callable[[str], str] = str) -> tuple:
     """A ThinObject's owners from metadata.ownerReferences (apiVersion and kind interned: few distinct)."""
     refs = meta.get("ownerReferences")
     if not refs:
@@ -255,7 +258,7 @@ class Inventory:
     resources: list[ResourceType]
     objects: list[KubeObject]
     failures: list[Failure] = field(default_factory=list)
-    observed_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    observed_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     context: str = ""
     server: str = ""
     namespace: str | None = None  # None: all namespaces and cluster-scoped objects
@@ -271,7 +274,7 @@ class Inventory:
     def has_details(self, group: str, resource: str, namespace: str = "") -> bool:
         return (group, resource, "") in self.detailed or (group, resource, namespace) in self.detailed
 
-    def of_type(self, group: str, resource: str, namespace: str | None = None) -> list["KubeObject"]:
+    def of_type(self, group: str, resource: str, namespace: str | None = None) -> list[KubeObject]:
         return [o for o in self.objects if o.type.group == group and o.type.resource == resource
                 and (namespace is None or o.namespace == namespace)]
 
@@ -281,10 +284,10 @@ def parse_time(text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
     except ValueError:
         return None
 
 
 def format_time(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

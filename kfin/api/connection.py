@@ -21,8 +21,8 @@ from urllib.parse import urlencode, urlsplit
 from kfin import __version__
 from kfin.api.kubeconfig import load_static
 from kfin.api.paths import api_path, group_version_path, resource_path
-from kfin.api.target import Target
 from kfin.api.shapes import ShapeError, check_dict, check_object, check_page
+from kfin.api.target import Target
 from kfin.errors import APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError, UnreachableError
 from kfin.model import ResourceType
 from kfin.names import check_namespace
@@ -117,7 +117,7 @@ class Kube:
                               f"(available: {', '.join(names) or 'none'})")
         if name not in names:
             raise ConfigError(f'context "{name}" not found in kubeconfig (available: {", ".join(names) or "none"})')
-        with _logged_errors() as logged:  # the package logs a failing exec plugin instead of raising
+        with _LoggedErrors() as logged:  # the package logs a failing exec plugin instead of raising
             try:
                 config.load_kube_config(config_file=os.pathsep.join(existing), context=name,
                                         client_configuration=configuration, persist_config=False)
@@ -174,6 +174,7 @@ class Kube:
             pool_args["assert_hostname"] = configuration.assert_hostname
         if not configuration.verify_ssl:
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        pool: urllib3.PoolManager
         if configuration.proxy:
             pool = urllib3.ProxyManager(proxy_url=configuration.proxy, **pool_args)
         else:
@@ -189,7 +190,7 @@ class Kube:
     def request(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
                 content_type: str | None = None, what: What | None = None) -> Any:
         """One API request; JSON in and out. `what` is (verb, resource, namespace) for error messages."""
-        status, _, data = self.send(method, path, query, body, accept, content_type, what)
+        _, _, data = self.send(method, path, query, body, accept, content_type, what)
         return self._json(path, data)
 
     def send(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
@@ -218,7 +219,7 @@ class Kube:
                                                   redirect=False, preload_content=False,
                                                   timeout=urllib3.Timeout(connect=left, read=left) if left else None)
                 payload = _read_body(response, deadline)
-            except _DeadlinePassed:
+            except _DeadlinePassedError:
                 raise self._connection_error(TimeoutError("timed out")) from None
             except (urllib3.exceptions.HTTPError, OSError) as error:
                 step = "connect" if isinstance(error, (urllib3.exceptions.NewConnectionError,
@@ -260,7 +261,7 @@ class Kube:
         from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
         if isinstance(reason, MaxRetryError) and reason.reason is not None:
-            reason = reason.reason  # type: ignore[assignment]
+            reason = reason.reason
         text = str(reason)
         if isinstance(reason, NewConnectionError):  # a subclass of the timeout errors, but not one
             return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): "
@@ -285,7 +286,7 @@ class Kube:
                                       verb, resource, namespace)
             return ForbiddenError(f"forbidden: {message}")
         if code == 404:
-            details = status.get("details") if isinstance(status.get("details"), dict) else {}
+            details: dict = status["details"] if isinstance(status.get("details"), dict) else {}
             return NotFoundError(message, str(details.get("kind") or ""), str(details.get("name") or ""))
         if code == 503 and not status:  # an aggregated API without a backend answers in plain text
             return APIError(f"{message} (503): the APIService behind it has no available backend", code,
@@ -393,7 +394,7 @@ class Kube:
         groups = check_dict(self.request("GET", "/apis", what=("get", "/apis", None)), where).get("groups")
         if not isinstance(groups, list):
             raise ShapeError(f"{where} answered without a list of groups")
-        out = []
+        out: list[tuple[str, list[str], str]] = []
         for g in groups:
             versions = [v.get("version") for v in g.get("versions") or [] if isinstance(v, dict)] \
                 if isinstance(g, dict) and isinstance(g.get("versions"), list) else None
@@ -401,7 +402,8 @@ class Kube:
                 raise ShapeError(f"{where} answered a malformed API group: {str(g)[:100]}")
             preferred = g.get("preferredVersion") if isinstance(g.get("preferredVersion"), dict) else {}
             version = preferred.get("version")
-            out.append((g["name"], versions, version if isinstance(version, str) and version else versions[0]))
+            out.append((g["name"], [str(v) for v in versions],
+                        version if isinstance(version, str) and version else str(versions[0])))
         return out
 
     def aggregated_discovery(self, path: str, etag: str | None) -> tuple[dict | None, str | None]:
@@ -489,7 +491,7 @@ class _Transport:
             return dict(self._auth)
 
 
-class _logged_errors:
+class _LoggedErrors:
     """Collects what is logged at ERROR while a kubeconfig is loaded (and keeps it off the terminal)."""
 
     def __enter__(self) -> list[str]:
@@ -501,15 +503,14 @@ class _logged_errors:
         root.addHandler(self.handler)
         return self.messages
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> None:
         root = logging.getLogger()
         root.removeHandler(self.handler)
         if not self.had_handlers:  # a later refresh of the plugin must not print "ERROR:root:" either
             root.addHandler(logging.NullHandler())
-        return False
 
 
-class _DeadlinePassed(Exception):
+class _DeadlinePassedError(Exception):
     """--request-timeout ran out while the answer was still arriving."""
 
 
@@ -521,7 +522,7 @@ def _read_body(response: Any, deadline: float | None) -> bytes:
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise _DeadlinePassed()
+                    raise _DeadlinePassedError()
                 sock = getattr(getattr(response, "connection", None), "sock", None)
                 if sock is not None:
                     sock.settimeout(left)

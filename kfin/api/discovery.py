@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 
 from kfin.api.connection import Kube
+from kfin.api.resources import aggregated_versions, parse_aggregated, parse_resource_list
+from kfin.api.shapes import ShapeError, resource_problem
 from kfin.errors import ForbiddenError, KfinError, UnreachableError
 from kfin.model import Failure, ResourceType
 from kfin.util.parallel import ordered
-from kfin.api.resources import aggregated_versions, parse_aggregated, parse_resource_list
-from kfin.api.shapes import ShapeError, resource_problem
 
 
 def cache_root() -> Path:
@@ -72,12 +72,13 @@ def discover(kube: Kube, refresh: bool = False) -> tuple[list[ResourceType], lis
     etags = cached["etags"] if cached and cached["groupVersions"] == group_versions else {}
     core_doc, core_etag = kube.aggregated_discovery("/api", etags.get("/api"))
     apis_doc, apis_etag = kube.aggregated_discovery("/apis", etags.get("/apis"))
-    if core_doc is None and apis_doc is None:
+    if core_doc is None and apis_doc is None and cached is not None:
         return cached["types"], []  # both unchanged since the cache was written
     if core_doc is None:  # only one of them changed: the other's document is needed too
         core_doc, core_etag = kube.aggregated_discovery("/api", None)
     if apis_doc is None:
         apis_doc, apis_etag = kube.aggregated_discovery("/apis", None)
+    assert core_doc is not None and apis_doc is not None  # asked again without an ETag: never 304
     resources, failures = _resources(kube, groups, core_doc, apis_doc)
     if not failures and core_etag and apis_etag:  # a partial discovery is not cached: retried next time
         _save(path, {"savedAt": time.time(), "server": kube.server, "groupVersions": group_versions,
@@ -86,7 +87,7 @@ def discover(kube: Kube, refresh: bool = False) -> tuple[list[ResourceType], lis
     return resources, failures
 
 
-def _resources(kube: Kube, groups, core_doc: dict, apis_doc: dict) -> tuple[list[ResourceType], list[Failure]]:
+def _resources(kube: Kube, groups: list[tuple[str, list[str], str]], core_doc: dict, apis_doc: dict) -> tuple[list[ResourceType], list[Failure]]:
     """Core first, then groups in the server's priority order (earlier types win a tie, as in kubectl)."""
     core = aggregated_versions(core_doc, f"GET /api of {kube.server}", core=True)
     aggregated = aggregated_versions(apis_doc, f"GET /apis of {kube.server}")

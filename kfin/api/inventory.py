@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable, Iterator, Set
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TextIO
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
 from kfin.api.discovery import discover
-from kfin.errors import UsageError
-from kfin.util.gcpause import paused_gc
-from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
-from kfin.api.resources import Catalog
 from kfin.api.jsonstream import members
+from kfin.api.resources import Catalog
 from kfin.api.scan import NAMESPACES, REDUCED_FIELDS, Lean, scan, to_object
 from kfin.api.shapes import object_problem, resource_problem, type_name
+from kfin.errors import UsageError
+from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
+from kfin.util.gcpause import paused_gc
 
 SNAPSHOT_KIND = "Snapshot"
 SNAPSHOT_API_VERSION = "kfin.dev/v1"
@@ -27,8 +28,8 @@ SNAPSHOT_FULL = set(REDUCED_FIELDS)
 FAILURE_FIELDS = ("what", "target", "reason", "message")
 
 
-def live(kube: Kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL), refresh: bool = False,
-         progress=None, concurrency: int = 16, chunk_size: int = 500, lean: bool = False) -> Inventory:
+def live(kube: Kube, namespace: str | None, *, full: Set[tuple[str, str]] = frozenset(STUCK_FULL),
+         refresh: bool = False, progress: Callable[[int, int], None] | None = None, concurrency: int = 16, chunk_size: int = 500, lean: bool = False) -> Inventory:
     """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean)."""
     resources, failures = discover(kube, refresh)
     left_out = Lean() if lean else None
@@ -48,7 +49,7 @@ def live(kube: Kube, namespace: str | None, *, full: set = frozenset(STUCK_FULL)
     unread = {f.target.split(" ")[0] for f in list_failures}
     detailed = {(r.group, r.resource, "" if r in wide else namespace or "") for r in resources
                 if (r.group, r.resource) in full and r.qualified not in unread}
-    return Inventory(resources, objects, failures + list_failures, datetime.now(timezone.utc), kube.context,
+    return Inventory(resources, objects, failures + list_failures, datetime.now(UTC), kube.context,
                      kube.server, namespace, detailed, dict(left_out.dropped) if left_out else {})
 
 
@@ -88,7 +89,7 @@ STREAMED = frozenset({"items", "objects"})
 KEEP_ALL = Lean(for_file=True)  # thin, never dropped: a file cannot be read again on demand
 
 
-def _load(handle, path: str) -> Inventory:
+def _load(handle: TextIO, path: str) -> Inventory:
 
     document: dict = {}
     items: _ListItems | None = None
@@ -123,7 +124,9 @@ def _kept(rtype: ResourceType, raw: dict) -> KubeObject:
     meta = raw.get("metadata") or {}
     if (rtype.group, rtype.resource) in REDUCED_FIELDS or meta.get("deletionTimestamp") or meta.get("finalizers"):
         return KubeObject(rtype, raw)
-    return KEEP_ALL.keep(rtype, meta)
+    kept = KEEP_ALL.keep(rtype, meta)
+    assert kept is not None  # a file's Lean keeps everything
+    return kept
 
 
 def _entries(document: dict, key: str, path: str) -> list:
@@ -156,7 +159,7 @@ def _from_snapshot(document: dict, path: str, kept: list[KubeObject] | None = No
             raise _bad(path, f"detailed[{index}]", "each entry is [group, resource, namespace]")
         detailed.add(tuple(entry))
     objects = kept if kept is not None else _snapshot_objects(_entries(document, "objects", path), resources, path)
-    return Inventory(resources, objects, failures, parse_time(document.get("observedAt")) or datetime.now(timezone.utc),
+    return Inventory(resources, objects, failures, parse_time(document.get("observedAt")) or datetime.now(UTC),
                      document.get("context") or "", document.get("server") or "", document.get("namespace"), detailed)
 
 
@@ -170,7 +173,7 @@ def _snapshot_resources(document: dict, path: str) -> list[ResourceType]:
     return resources
 
 
-def _snapshot_objects(raws, resources: list[ResourceType], path: str) -> list[KubeObject]:
+def _snapshot_objects(raws: Iterable[Any], resources: list[ResourceType], path: str) -> list[KubeObject]:
     catalog = Catalog(resources + builtin_resources())
     objects = []
     for index, raw in enumerate(raws):
@@ -192,7 +195,7 @@ class _ListItems:
     """The items of a kubectl List, turned into kept objects one by one as they are read. The List's own
     kind (kubectl writes it after the items) is needed only for an item without a kind: those wait."""
 
-    def __init__(self, path: str, api_version):
+    def __init__(self, path: str, api_version: object):
         if api_version is not None and not isinstance(api_version, str):
             raise UsageError(f"{path}: apiVersion is {type_name(api_version)}, not a string")
         self.path, self.api_version = path, api_version
@@ -201,7 +204,7 @@ class _ListItems:
         self.seen: dict = {}
         self.kindless: list[tuple[int, dict]] = []
 
-    def add(self, index: int, item, list_kind: str | None = None) -> None:
+    def add(self, index: int, item: Any, list_kind: str | None = None) -> None:
         problem = object_problem(item)
         if problem:
             raise _bad(self.path, f"items[{index}]", problem)
@@ -219,8 +222,10 @@ class _ListItems:
             api_version, kind, bool(meta.get("namespace")))
         self.seen[(api_version, kind)] = rtype
         # Secret data and specs are dropped here; most objects are kept thin (scan.to_object)
-        self.objects.append(to_object(rtype, dict(item, apiVersion=api_version, kind=kind),
-                                      (rtype.group, rtype.resource) in REDUCED_FIELDS, KEEP_ALL))
+        kept = to_object(rtype, dict(item, apiVersion=api_version, kind=kind),
+                         (rtype.group, rtype.resource) in REDUCED_FIELDS, KEEP_ALL)
+        assert kept is not None  # a file's Lean keeps everything
+        self.objects.append(kept)
 
     def inventory(self, document: dict) -> Inventory:
         list_kind = str(document.get("kind") or "List")
@@ -230,7 +235,7 @@ class _ListItems:
         resources = list(dict.fromkeys(o.type for o in self.objects))
         # Items of a List are whole objects: the kinds explanations read are known in full where present.
         detailed = {(r.group, r.resource, "") for r in resources if (r.group, r.resource) in REDUCED_FIELDS}
-        return Inventory(resources, self.objects, [], datetime.now(timezone.utc), "", f"file:{self.path}", None,
+        return Inventory(resources, self.objects, [], datetime.now(UTC), "", f"file:{self.path}", None,
                          detailed)
 
 

@@ -8,7 +8,8 @@ walks the outer object and arrays.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, TextIO
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 WHITESPACE = " \t\r\n"
 

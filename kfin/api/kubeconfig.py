@@ -15,6 +15,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
 CLUSTER_KEYS = {"server", "certificate-authority", "certificate-authority-data", "insecure-skip-tls-verify",
@@ -44,7 +45,7 @@ class StaticConfiguration:
                                 "value": f"Bearer {self.token}"}}
 
 
-def _named(entries, name: str) -> dict | None:
+def _named(entries: Any, name: object) -> dict | None:
     for entry in entries or []:
         if isinstance(entry, dict) and entry.get("name") == name:
             return entry
@@ -105,4 +106,4 @@ def load_static(paths: list[str], context: str | None) -> tuple[StaticConfigurat
     if cluster.get("insecure-skip-tls-verify"):
         configuration.verify_ssl = False
     configuration.tls_server_name = cluster.get("tls-server-name")
-    return configuration, name, ctx.get("namespace") or "default"
+    return configuration, str(name), ctx.get("namespace") or "default"

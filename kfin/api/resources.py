@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import difflib
+from typing import Any
 
+from kfin.api.shapes import ShapeError
 from kfin.errors import NotFoundError
 from kfin.model import ResourceType
-from kfin.api.shapes import ShapeError
 
 
-def _resource_type(group: str, version: str, name, kind, namespaced, verbs, short_names, singular,
-                   categories, where: str) -> ResourceType:
+def _resource_type(group: str, version: str, name: Any, kind: Any, namespaced: Any, verbs: Any, short_names: Any,
+                   singular: Any, categories: Any, where: str) -> ResourceType:
     if not isinstance(name, str) or not name or not isinstance(kind, str) or not kind or \
             not isinstance(namespaced, bool) or not _strings(verbs) or not _strings(short_names or []) or \
             not _strings(categories or []) or not isinstance(singular or "", str):
@@ -19,7 +20,7 @@ def _resource_type(group: str, version: str, name, kind, namespaced, verbs, shor
                         singular or kind.lower(), tuple(categories or ()))
 
 
-def _strings(value) -> bool:
+def _strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 

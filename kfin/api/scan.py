@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable, Set
+from functools import partial
+from typing import Any
 
 from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of
 from kfin.api.paths import resource_path
 from kfin.errors import KfinError, NotFoundError
+from kfin.model import (
+    Failure,
+    KubeObject,
+    OwnedObject,
+    ResourceType,
+    ThinObject,
+    owned_object,
+    owner_edge,
+    owner_tuples,
+)
 from kfin.util.gcpause import paused_gc
-from kfin.model import (Failure, KubeObject, OwnedObject, ResourceType, ThinObject, owned_object, owner_edge,
-                         owner_tuples)
 from kfin.util.parallel import completed
 
 NAMESPACES = ("", "namespaces")
@@ -97,15 +107,17 @@ WEBHOOK_FIELDS = ("name", "rules", "failurePolicy", "namespaceSelector", "object
 def _webhook(hook: dict) -> dict:
     """What decides whether a webhook gates an object, and where its backend is (never its CA bundle)."""
     out = {k: hook[k] for k in WEBHOOK_FIELDS if k in hook}
-    config = hook.get("clientConfig") if isinstance(hook.get("clientConfig"), dict) else {}
+    config: dict = hook["clientConfig"] if isinstance(hook.get("clientConfig"), dict) else {}
     out["clientConfig"] = {k: config[k] for k in ("service", "url") if k in config}
     return out
 
 
 def reduce_object(key: tuple[str, str], obj: dict) -> dict:
-    out = {}
+    """The fields of REDUCED_FIELDS that the object has, at their places, and nothing else."""
+    out: dict = {}
     for path in REDUCED_FIELDS.get(key, ()):
-        node, parts = obj, path.split(".")
+        node: Any = obj
+        parts = path.split(".")
         for part in parts:
             node = node.get(part) if isinstance(node, dict) else None
         if node is None:
@@ -258,7 +270,7 @@ def read_objects(kube: Kube, r: ResourceType, namespace: str | None, page_size: 
     return [obj for objects in pages for obj in objects]
 
 
-def scan(kube: Kube, resources: list[ResourceType], namespace: str | None, *, full: set = frozenset(),
+def scan(kube: Kube, resources: list[ResourceType], namespace: str | None, *, full: Set[tuple[str, str]] = frozenset(),
          concurrency: int = 16, page_size: int = 500, lean: Lean | None = None,
          progress: Callable[[int, int], None] | None = None) -> tuple[list[KubeObject], list[Failure]]:
     """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types).
@@ -295,8 +307,8 @@ def scan(kube: Kube, resources: list[ResourceType], namespace: str | None, *, fu
     with paused_gc():
         first = [r for r in tasks if (r.group, r.resource) == NAMESPACES] if lean is not None else []
         for r in first:
-            found = collect(r, lambda: read(r))
-            if not failures:
+            found = collect(r, partial(read, r))
+            if not failures and lean is not None:
                 lean.whole_namespaces = {o.name for o in found if o.terminating}
         rest = [r for r in tasks if r not in first]
         for done, (r, future) in enumerate(completed(read, rest, concurrency), len(first) + 1):

@@ -6,6 +6,7 @@ Only the fields kfin uses are checked, with the types the API server gives them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kfin.errors import APIError
@@ -23,7 +24,7 @@ def type_name(value: Any) -> str:
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
-def _is_str_list(value) -> bool:
+def _is_str_list(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
@@ -85,20 +86,20 @@ def _well_formed(meta: dict) -> bool:
     return True
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _dicts_of(**fields):
+def _dicts_of(**fields: Callable[[Any], bool]) -> Callable[[object], bool]:
     """A list of objects whose named fields, where present, pass their checks."""
-    def check(value) -> bool:
+    def check(value: object) -> bool:
         return isinstance(value, list) and all(
             isinstance(item, dict) and all(item.get(k) is None or ok(item[k]) for k, ok in fields.items())
             for item in value)
     return check
 
 
-def _selector(value) -> bool:
+def _selector(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("matchLabels") or {}, dict) and \
         isinstance(value.get("matchExpressions") or [], list) and \
         all(isinstance(e, dict) for e in value.get("matchExpressions") or [])
@@ -140,7 +141,7 @@ FIELD_SHAPES = {
     "finalizerManagers": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
                           "an object naming a manager per finalizer"),
     "spec.holderIdentity": _STR, "spec.renewTime": _STR, "spec.leaseDurationSeconds": _INT,
-    "rules": (_dicts_of(**{k: _is_str_list for k in ("apiGroups", "resources", "verbs", "resourceNames")}),
+    "rules": (_dicts_of(**dict.fromkeys(("apiGroups", "resources", "verbs", "resourceNames"), _is_str_list)),
               "a list of rules"),
     "roleRef": (lambda v: isinstance(v, dict) and all(isinstance(v.get(k, ""), str) for k in ("kind", "name")),
                 "an object with a string kind and name"),
@@ -155,7 +156,7 @@ for _path, (_ok, _wanted) in FIELD_SHAPES.items():
     _SHAPES_BY_TOP.setdefault(_path.split(".")[0], []).append((_path, _path.split(".")[1:], _ok, _wanted))
 
 
-def _field(node, parts: list[str]):
+def _field(node: Any, parts: list[str]) -> Any:
     for part in parts:
         if not isinstance(node, dict):
             return None

@@ -4,12 +4,12 @@ that ends is started again from the last version seen, and one whose version exp
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from kfin.api.connection import JSON, METADATA_ACCEPT, METADATA_LIST_ACCEPT, Kube
 from kfin.api.paths import resource_path
-from kfin.model import ResourceType
 from kfin.api.shapes import check_page
+from kfin.model import ResourceType
 
 LONGEST_WATCH = 60  # seconds asked of the server per watch; kfin starts the next one from where it was
 
@@ -52,8 +52,8 @@ def wait_gone(kube: Kube, rtype: ResourceType, namespace: str | None, name: str,
                 return False
             for event in kube.watch(path, dict(query, resourceVersion=version), max(1, min(int(left), LONGEST_WATCH)),
                                     accept=JSON if whole else METADATA_ACCEPT, what=what):
-                obj = event.get("object") if isinstance(event.get("object"), dict) else {}
-                meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+                obj: dict = event["object"] if isinstance(event.get("object"), dict) else {}
+                meta: dict = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
                 if event.get("type") == "ERROR":
                     expired = True  # 410 Expired: list again
                     break

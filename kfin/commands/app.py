@@ -20,16 +20,24 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-try:  # Typer 0.29 and newer carry their own copy of Click
-    from click import exceptions as click_exceptions
-    from click import utils as click_utils
-except ImportError:  # pragma: no cover - depends on the Typer release installed
-    from typer._click import exceptions as click_exceptions  # type: ignore[no-redef]
-    from typer._click import utils as click_utils  # type: ignore[no-redef]
+try:  # Typer 0.29 and newer carry their own copy of Click (a private module: the suite fails loudly if it moves)
+    from typer._click import exceptions as click_exceptions
+    from typer._click import utils as click_utils
+except ImportError:  # older Typer releases use Click itself
+    from click import exceptions as click_exceptions  # type: ignore[import-not-found,no-redef,unused-ignore]
+    from click import utils as click_utils  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 from kfin.commands.about import print_version
-from kfin.commands.flags import (AllNamespacesOpt, ContextOpt, KubeconfigOpt, NamespaceOpt, Options, OutputOpt,
-                                 TimeoutOpt, request_timeout_seconds)
+from kfin.commands.flags import (
+    AllNamespacesOpt,
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    Options,
+    OutputOpt,
+    TimeoutOpt,
+    request_timeout_seconds,
+)
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.render.terminal import QuietPipe
 from kfin.util.gcpause import paused_gc
@@ -135,7 +143,7 @@ def _prog_name() -> str:
 def main(argv: list[str] | None = None) -> None:
     """Run kfin; every failure becomes one line on stderr and a documented exit code (README.md)."""
     stdout = sys.stdout
-    sys.stdout = QuietPipe(stdout)  # type: ignore[assignment]  # a reader that goes away (| head) must not cost the warnings
+    sys.stdout = QuietPipe(stdout)  # a reader that goes away (| head) must not cost the warnings
     code: Any = ExitCode.OK
     try:
         with paused_gc(freeze_after=False):  # a command is one short batch of work: see kfin/util/gcpause.py

@@ -16,9 +16,9 @@ import typer
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
-from kfin.api.target import Target
 from kfin.api.discovery import cached_resources
 from kfin.api.resources import Catalog
+from kfin.api.target import Target
 from kfin.model import ResourceType
 from kfin.names import path_segment_problem
 

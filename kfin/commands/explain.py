@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import typer
 
-from kfin.commands.flags import (ContextOpt, KindArg, KubeconfigOpt, NameArg, NamespaceOpt, OutputOpt, RefreshOpt,
-                                 TimeoutOpt, check_output, merged, snapshot_flag)
+from kfin.commands.flags import (
+    ContextOpt,
+    KindArg,
+    KubeconfigOpt,
+    NameArg,
+    NamespaceOpt,
+    OutputOpt,
+    RefreshOpt,
+    TimeoutOpt,
+    check_output,
+    merged,
+    snapshot_flag,
+)
 from kfin.core.blocking import follow
 from kfin.core.causes import explain_cached
 from kfin.core.lookup import load_target

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -29,21 +29,21 @@ def completer(name: str) -> Callable[[typer.Context, str], list[str]]:
     return complete
 
 
-KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", metavar="PATH",
+KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", metavar="PATH",
                           help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")]
-ContextOpt = Annotated[Optional[str], typer.Option("--context", metavar="NAME",
+ContextOpt = Annotated[str | None, typer.Option("--context", metavar="NAME",
                        autocompletion=completer("contexts"), help="The kubeconfig context to use.")]
-ContextsOpt = Annotated[Optional[list[str]], typer.Option("--context", metavar="NAME",
+ContextsOpt = Annotated[list[str] | None, typer.Option("--context", metavar="NAME",
                         autocompletion=completer("contexts"),
                         help="The kubeconfig context; repeat to scan several.")]
-NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", metavar="NS",
+NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", metavar="NS",
                          autocompletion=completer("namespaces"),
                          help="Namespace (default: the context's namespace).")]
-AllNamespacesOpt = Annotated[Optional[bool], typer.Option("--all-namespaces", "-A",
+AllNamespacesOpt = Annotated[bool | None, typer.Option("--all-namespaces", "-A",
                              help="Every namespace, and cluster-scoped objects.")]
-OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FORMAT",
+OutputOpt = Annotated[str | None, typer.Option("--output", "-o", metavar="FORMAT",
                       help="Output format: table, wide, json, yaml (and name, prometheus, where listed).")]
-TimeoutOpt = Annotated[Optional[str], typer.Option("--request-timeout", metavar="DURATION",
+TimeoutOpt = Annotated[str | None, typer.Option("--request-timeout", metavar="DURATION",
                        help="Deadline for each API request, retries included, e.g. 10s, 1m; 0 means none.")]
 # How a scan reads (kfin stuck, snapshot, serve), and how many per-object series its metrics hold.
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=64,
@@ -56,18 +56,18 @@ KindArg = Annotated[str, typer.Argument(metavar="KIND", autocompletion=completer
                     help="pvc, pv, namespace/ns, pod, or any kind or plural.")]
 NameArg = Annotated[str, typer.Argument(metavar="NAME", autocompletion=completer("names"))]
 # kfin remove's: absent with --all-stuck
-OptionalKindArg = Annotated[Optional[str], typer.Argument(metavar="KIND", autocompletion=completer("kinds"),
+OptionalKindArg = Annotated[str | None, typer.Argument(metavar="KIND", autocompletion=completer("kinds"),
                             help="pvc, pv, ns, or any kind or plural.")]
-OptionalNameArg = Annotated[Optional[str], typer.Argument(metavar="NAME", autocompletion=completer("names"))]
-KindsOpt = Annotated[Optional[list[str]], typer.Option("--kind", metavar="KIND",
+OptionalNameArg = Annotated[str | None, typer.Argument(metavar="NAME", autocompletion=completer("names"))]
+KindsOpt = Annotated[list[str] | None, typer.Option("--kind", metavar="KIND",
                      autocompletion=completer("kinds"),
                      help="Only this type (repeatable): pvc, deploy.apps, widgets.example.com.")]
-AuditLogOpt = Annotated[Optional[str], typer.Option("--audit-log", metavar="PATH",
+AuditLogOpt = Annotated[str | None, typer.Option("--audit-log", metavar="PATH",
                         help="Audit log file (default ~/.local/state/kfin/audit.jsonl).")]
 TimeoutFlag = Annotated[str, typer.Option("--timeout", metavar="DURATION", help="How long to wait (30s, 5m, 1h).")]
 
 
-def snapshot_flag(help_text: str) -> object:
+def snapshot_flag(help_text: str) -> Any:
     """--from-snapshot FILE, with the command's own help."""
     return typer.Option(None, "--from-snapshot", metavar="FILE", help=help_text)
 
@@ -136,7 +136,7 @@ def merged(ctx: typer.Context | None, *, kubeconfig: str | None = None, context:
            request_timeout: str | None = None) -> Options:
     """The options given after the command override those given before it."""
     base: Options = (ctx.find_root().obj or Options()) if ctx else Options()
-    given = {"kubeconfig": kubeconfig, "context": context, "namespace": namespace,
+    given: dict[str, Any] = {"kubeconfig": kubeconfig, "context": context, "namespace": namespace,
              "all_namespaces": all_namespaces, "output": output,
              "request_timeout": request_timeout_seconds(request_timeout) if request_timeout is not None else None}
     return replace(base, **{k: v for k, v in given.items() if v is not None})

@@ -8,8 +8,18 @@ import typer
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import Catalog
-from kfin.commands.flags import (ContextOpt, KindsOpt, KubeconfigOpt, NamespaceOpt, OutputOpt, RefreshOpt,
-                                 TimeoutOpt, check_output, merged, snapshot_flag)
+from kfin.commands.flags import (
+    ContextOpt,
+    KindsOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    OutputOpt,
+    RefreshOpt,
+    TimeoutOpt,
+    check_output,
+    merged,
+    snapshot_flag,
+)
 from kfin.core import owners, subject_graph
 from kfin.errors import ExitCode, UsageError
 from kfin.names import check_kind, check_name

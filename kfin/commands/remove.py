@@ -8,8 +8,19 @@ from pathlib import Path
 
 import typer
 
-from kfin.commands.flags import (AllNamespacesOpt, AuditLogOpt, ContextOpt, KubeconfigOpt, NamespaceOpt,
-                                 OptionalKindArg, OptionalNameArg, RefreshOpt, TimeoutOpt, merged, wait_seconds)
+from kfin.commands.flags import (
+    AllNamespacesOpt,
+    AuditLogOpt,
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    OptionalKindArg,
+    OptionalNameArg,
+    RefreshOpt,
+    TimeoutOpt,
+    merged,
+    wait_seconds,
+)
 from kfin.commands.wait import follow_to_end
 from kfin.core import audit
 from kfin.core.causes import explain_object

@@ -12,8 +12,17 @@ from dataclasses import replace
 import typer
 
 from kfin.api.connection import Kube
-from kfin.commands.flags import (ChunkSizeOpt, ConcurrencyOpt, ContextOpt, KubeconfigOpt, MaxInfoSeriesOpt,
-                                 NamespaceOpt, TimeoutOpt, duration_seconds, merged)
+from kfin.commands.flags import (
+    ChunkSizeOpt,
+    ConcurrencyOpt,
+    ContextOpt,
+    KubeconfigOpt,
+    MaxInfoSeriesOpt,
+    NamespaceOpt,
+    TimeoutOpt,
+    duration_seconds,
+    merged,
+)
 from kfin.core.stuck import StuckObject, find_all
 from kfin.errors import ExitCode, UsageError
 from kfin.model import Inventory

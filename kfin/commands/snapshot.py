@@ -5,8 +5,17 @@ from __future__ import annotations
 import typer
 
 from kfin.api import inventory
-from kfin.commands.flags import (AllNamespacesOpt, ChunkSizeOpt, ConcurrencyOpt, ContextOpt, KubeconfigOpt,
-                                 NamespaceOpt, RefreshOpt, TimeoutOpt, merged)
+from kfin.commands.flags import (
+    AllNamespacesOpt,
+    ChunkSizeOpt,
+    ConcurrencyOpt,
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    RefreshOpt,
+    TimeoutOpt,
+    merged,
+)
 from kfin.core.sources import gather
 from kfin.errors import ExitCode
 from kfin.render.terminal import progress_bar, say, warn_failures

@@ -8,9 +8,23 @@ import time
 import typer
 
 from kfin.api.connection import context_names
-from kfin.commands.flags import (AllNamespacesOpt, ChunkSizeOpt, ConcurrencyOpt, ContextsOpt, KindsOpt,
-                                 KubeconfigOpt, MaxInfoSeriesOpt, NamespaceOpt, OutputOpt, RefreshOpt, TimeoutOpt,
-                                 check_output, duration_seconds, merged, snapshot_flag)
+from kfin.commands.flags import (
+    AllNamespacesOpt,
+    ChunkSizeOpt,
+    ConcurrencyOpt,
+    ContextsOpt,
+    KindsOpt,
+    KubeconfigOpt,
+    MaxInfoSeriesOpt,
+    NamespaceOpt,
+    OutputOpt,
+    RefreshOpt,
+    TimeoutOpt,
+    check_output,
+    duration_seconds,
+    merged,
+    snapshot_flag,
+)
 from kfin.core.stuck import find_all, gating_webhooks, report, storage_problems
 from kfin.errors import ExitCode
 from kfin.names import check_kind

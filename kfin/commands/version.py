@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from kfin import __version__
-from kfin.commands.about import client_version
 from kfin.api.connection import Kube
+from kfin.commands.about import client_version
 from kfin.commands.flags import ContextOpt, KubeconfigOpt, OutputOpt, TimeoutOpt, check_output, merged
 from kfin.render import data
 

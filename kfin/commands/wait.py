@@ -6,8 +6,17 @@ import typer
 
 from kfin.api.connection import Kube
 from kfin.api.watch import wait_gone
-from kfin.commands.flags import (ContextOpt, KindArg, KubeconfigOpt, NameArg, NamespaceOpt, TimeoutFlag, TimeoutOpt,
-                                 merged, wait_seconds)
+from kfin.commands.flags import (
+    ContextOpt,
+    KindArg,
+    KubeconfigOpt,
+    NameArg,
+    NamespaceOpt,
+    TimeoutFlag,
+    TimeoutOpt,
+    merged,
+    wait_seconds,
+)
 from kfin.core.blocking import follow, root_summary
 from kfin.core.causes import blocker_line, explain_cached
 from kfin.core.lookup import live_target

@@ -11,7 +11,9 @@ deepest first, so that the controllers can then finish everything above them by 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kfin.core.causes import blocker_line, explain_cached
 from kfin.core.facts import ClusterFacts
@@ -32,10 +34,10 @@ class Step:
                 "type": "kfin" if self.by_kfin else "operator"}
 
 
-class _Nodes(dict):
+class _Nodes(dict[str, dict[str, Any]]):
     """node -> attributes; called as graph.nodes(data=True) like networkx's node view."""
 
-    def __call__(self, data: bool = False):
+    def __call__(self, data: bool = False) -> Iterable[Any]:
         return self.items() if data else self.keys()
 
 
@@ -44,35 +46,35 @@ class Digraph:
     followed for every stuck object of a scan, it must not cost networkx's import (0.15 s) to a command
     that never draws a graph."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.nodes = _Nodes()
         self._out: dict[str, dict[str, dict]] = {}
         self._in: dict[str, dict[str, dict]] = {}
 
-    def add_node(self, node: str, **data) -> None:
+    def add_node(self, node: str, **data: Any) -> None:
         self.nodes.setdefault(node, {}).update(data)
         self._out.setdefault(node, {})
         self._in.setdefault(node, {})
 
-    def add_edge(self, a: str, b: str, **data) -> None:
+    def add_edge(self, a: str, b: str, **data: Any) -> None:
         self.add_node(a)
         self.add_node(b)
         self._out[a].setdefault(b, {}).update(data)
         self._in[b][a] = self._out[a][b]
 
-    def __contains__(self, node) -> bool:
+    def __contains__(self, node: object) -> bool:
         return node in self.nodes
 
     def __len__(self) -> int:
         return len(self.nodes)
 
-    def edges(self, data: bool = False):
+    def edges(self, data: bool = False) -> list[tuple[Any, ...]]:
         return [(a, b, d) if data else (a, b) for a, out in self._out.items() for b, d in out.items()]
 
-    def out_edges(self, node: str, data: bool = False):
+    def out_edges(self, node: str, data: bool = False) -> list[tuple[Any, ...]]:
         return [(node, b, d) if data else (node, b) for b, d in self._out[node].items()]
 
-    def in_edges(self, node: str, data: bool = False):
+    def in_edges(self, node: str, data: bool = False) -> list[tuple[Any, ...]]:
         return [(a, node, d) if data else (a, node) for a, d in self._in[node].items()]
 
     def out_degree(self, node: str) -> int:

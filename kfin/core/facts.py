@@ -28,6 +28,7 @@ class ClusterFacts(Protocol):
     inventory: Inventory
     kube: Kube | None
     memo: dict
+    unreadable: dict[tuple, Failure]  # (group, resource, namespace) that could not be read, and why
 
     def resource(self, group: str, resource: str) -> ResourceType | None: ...
     def type_of_kind(self, api_version: str, kind: str) -> ResourceType | None: ...
@@ -36,6 +37,8 @@ class ClusterFacts(Protocol):
     def find(self, group: str, resource: str, namespace: str, name: str, *,
              full: bool = False) -> KubeObject | None: ...
     def listed(self, namespace: str | None) -> bool: ...
+    def everything(self, namespace: str | None, cluster_scoped_only: bool = False) -> list[KubeObject] | None: ...
+    def dependents(self, uid: str) -> list[KubeObject]: ...
     def blocking_dependents(self, uid: str) -> list[KubeObject]: ...
     def namespaces_by_name(self) -> dict[str, KubeObject] | None: ...
     def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None: ...
@@ -84,7 +87,7 @@ class Facts:
         group, resource, namespace = key
         if full:
             return self.inventory.has_details(group, resource, namespace)
-        if key in self._dropped or not namespace and (group, resource) in self._dropped_types:
+        if key in self._dropped or (not namespace and (group, resource) in self._dropped_types):
             return False
         return key in self._listed or (group, resource, "") in self._listed or \
             self.inventory.has_details(group, resource, namespace)
@@ -112,7 +115,7 @@ class Facts:
             self._read(rtype, None if widen else ns or None, full)
             if ns and not widen:
                 self._namespaces_read[(group, resource)] += 1
-            if key in self.unreadable or widen and (group, resource, "") in self.unreadable:
+            if key in self.unreadable or (widen and (group, resource, "") in self.unreadable):
                 return None
         by_namespace = self._by_type().get((group, resource), {})
         if ns:
@@ -263,6 +266,7 @@ class Facts:
         return self._blocking.get(uid, [])
 
     def _add_blocking(self, obj: KubeObject) -> None:
+        assert self._blocking is not None  # built by blocking_dependents
         for owner in obj.owner_uids(blocking=True):
             self._blocking.setdefault(owner, []).append(obj)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kfin.api import inventory
 from kfin.api.builtin_kinds import builtin_resources
@@ -52,7 +52,7 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     obj = KubeObject(rtype, with_managers({"apiVersion": rtype.api_version, "kind": rtype.kind,
                                            "metadata": slim_metadata(raw.get("metadata") or {}),
                                            **reduce_object(key, raw)}, raw.get("metadata") or {}))
-    inv = Inventory(resources, [obj], list(failures), datetime.now(timezone.utc), kube.context, kube.server,
+    inv = Inventory(resources, [obj], list(failures), datetime.now(UTC), kube.context, kube.server,
                     namespace, {(rtype.group, rtype.resource, namespace or "")} if full else set())
     return obj, Facts(inv, kube, scanned=False)
 
@@ -63,7 +63,7 @@ def facts_on_demand(scope: Scope) -> Facts:
         return Facts(inventory.load(scope.from_snapshot))
     kube = Kube.connect(scope.target)
     resources, failures = discover(kube, scope.refresh)
-    inv = Inventory(resources, [], list(failures), datetime.now(timezone.utc), kube.context, kube.server,
+    inv = Inventory(resources, [], list(failures), datetime.now(UTC), kube.context, kube.server,
                     kube.namespace)
     return Facts(inv, kube, scanned=False)
 
@@ -71,7 +71,7 @@ def facts_on_demand(scope: Scope) -> Facts:
 def fresh_facts(kube: Kube, resources: list[ResourceType]) -> Callable[[KubeObject], Facts]:
     """A maker of Facts for one object read again, to explain it afresh (after a race, kfin remove)."""
     def make(obj: KubeObject) -> Facts:
-        inv = Inventory(resources, [obj], [], datetime.now(timezone.utc), kube.context, kube.server,
+        inv = Inventory(resources, [obj], [], datetime.now(UTC), kube.context, kube.server,
                         obj.namespace or None)
         return Facts(inv, kube, scanned=False)
     return make

@@ -6,9 +6,9 @@ dependent. Everything here works on plain KubeObjects, from a live cluster or a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kfin.core.blocking import Chain, node_id
@@ -194,7 +194,7 @@ def blocking_chain(graph: nx.DiGraph, node: str) -> list[str]:
     """What must go before `node` can: its blocking dependents, depth first, deepest first."""
     order, seen = [], {node}
 
-    def visit(current: str):
+    def visit(current: str) -> None:
         for _, dependent, data in graph.out_edges(current, data=True):
             if data["blocking"] and dependent not in seen:
                 seen.add(dependent)

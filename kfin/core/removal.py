@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kfin import __version__
 from kfin.api.connection import Kube
@@ -130,7 +130,7 @@ def plan(obj: KubeObject, findings: list[Finding], patterns: list[str] | None, f
 
 def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[dict]:
     """The smallest guarded JSON Patch: the uid and the whole list as read, then each removal."""
-    ops = [{"op": "test", "path": "/metadata/uid", "value": uid},
+    ops: list[dict] = [{"op": "test", "path": "/metadata/uid", "value": uid},
            {"op": "test", "path": "/metadata/finalizers", "value": finalizers}]
     for index in sorted((i for i, f in enumerate(finalizers) if f in remove), reverse=True):
         ops.append({"op": "remove", "path": f"/metadata/finalizers/{index}"})
@@ -166,7 +166,7 @@ class Remover:
                     self._patch_metadata(current, meta_wanted, dry_run)
                 if spec_wanted:
                     self._finalize(current, spec_wanted, dry_run)
-            except _Raced:
+            except _RacedError:
                 if attempt < MAX_ATTEMPTS:
                     time.sleep(RETRY_WAITS[attempt - 1] * random.uniform(0.9, 1.1))
                 fresh = self._read(obj)
@@ -267,7 +267,7 @@ class Remover:
             self.kube.patch_object(obj.type, obj.namespace or None, obj.name, ops, dry_run)
         except APIError as error:
             if error.status in (409, 422) and self._changed(obj):
-                raise _Raced() from None
+                raise _RacedError() from None
             raise
 
     def _changed(self, obj: KubeObject) -> bool:
@@ -283,17 +283,17 @@ class Remover:
         whole = self.kube.read_object(obj.type, None, obj.name)
         if whole["metadata"].get("uid") != obj.uid or \
                 list((whole.get("spec") or {}).get("finalizers") or []) != obj.spec_finalizers:
-            raise _Raced()
+            raise _RacedError()
         whole.setdefault("spec", {})["finalizers"] = [f for f in obj.spec_finalizers if f not in remove]
         try:
             self.kube.finalize_namespace(obj.type, obj.name, whole, dry_run)
         except APIError as error:
             if error.status == 409:
-                raise _Raced() from None
+                raise _RacedError() from None
             raise
 
 
-class _Raced(Exception):
+class _RacedError(Exception):
     """The object changed between read and write."""
 
 
@@ -320,7 +320,7 @@ def audit_record(kube: Kube, user: str, plan_: Plan, outcome: Outcome, forced: b
     """The audit log's record of one applied plan: what was read, selected and really removed."""
     o = plan_.obj
     return {
-        "time": format_time(datetime.now(timezone.utc)), "kfinVersion": __version__,
+        "time": format_time(datetime.now(UTC)), "kfinVersion": __version__,
         "context": kube.context, "server": kube.server, "user": user,
         "object": {"apiVersion": o.type.api_version, "kind": o.type.kind, "namespace": o.namespace or None,
                    "name": o.name, "uid": o.uid, "resourceVersion": o.meta.get("resourceVersion")},
@@ -338,7 +338,7 @@ def recreate_namespace(kube: Kube, namespace: str) -> dict:
     are accepted; the audit record of that creation is returned (the namespace is left for the operator
     to delete once its content is dealt with)."""
     meta = kube.create_namespace(namespace).get("metadata") or {}
-    return {"time": format_time(datetime.now(timezone.utc)), "kfinVersion": __version__, "context": kube.context,
+    return {"time": format_time(datetime.now(UTC)), "kfinVersion": __version__, "context": kube.context,
             "server": kube.server, "user": kube.whoami(),
             "object": {"apiVersion": "v1", "kind": "Namespace", "namespace": None, "name": namespace,
                        "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},

@@ -8,8 +8,8 @@ from contextlib import AbstractContextManager, nullcontext
 from kfin.api import inventory
 from kfin.api.connection import Kube
 from kfin.api.target import Target
-from kfin.core.scope import Scope
 from kfin.core.facts import Facts
+from kfin.core.scope import Scope
 from kfin.errors import KfinError, UsageError
 from kfin.model import Failure, Inventory
 from kfin.util.parallel import ordered

@@ -18,6 +18,7 @@ from kfin.errors import NotFoundError
 from kfin.model import Inventory, KubeObject, format_time
 from kfin.names import check_kind
 
+
 @dataclass
 class StuckObject:
     obj: KubeObject
@@ -39,7 +40,7 @@ class StuckObject:
 
     def to_dict(self, with_context: bool = False) -> dict:
         o, meta = self.obj, self.obj.meta
-        out = {"context": self.context} if with_context else {}
+        out: dict[str, object] = {"context": self.context} if with_context else {}
         out.update({
             "apiVersion": o.type.api_version, "kind": o.type.kind, "group": o.type.group, "resource": o.type.resource,
             "namespace": o.namespace or None, "name": o.name, "uid": o.uid,

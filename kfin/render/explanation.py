@@ -14,6 +14,7 @@ from kfin.util.text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.tree import Tree
 
 
 VERDICT_STYLE = {"HOLDING": "bold red", "WAITING": "bold yellow", "ORPHANED": "bold magenta", "UNKNOWN": "bold",
@@ -28,7 +29,7 @@ def explanation_panels(explanation: Explanation, out: Console | None = None) -> 
 
     target = out or console(piped_width=columns_setting() or 120)
     o = explanation.obj
-    state = (f"Terminating for {format_age(explanation.terminating_seconds)}" if o.terminating
+    state = (f"Terminating for {format_age(explanation.terminating_seconds or 0)}" if o.terminating
              else "not being deleted")
     target.print(Text.assemble((printable(o.ref), "bold"), f"  {state}"))
     if not explanation.findings:
@@ -85,7 +86,7 @@ def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
     tree = Tree(Text("Why it is stuck", style="bold"), guide_style="dim")
     drawn: set = set()
 
-    def add(parent, node: str, edge: dict | None):
+    def add(parent: Tree, node: str, edge: dict | None) -> None:
         data = graph.nodes[node]
         label = Text()
         if edge:

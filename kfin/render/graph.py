@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from kfin.core.owners import blocking_chain, label, labels, problems, roots
 from kfin.render.terminal import console, markup_safe
@@ -70,7 +71,7 @@ def walk(graph: nx.DiGraph, depth: int | None = None) -> list[tuple[int, bool, l
     return lines
 
 
-def _with_last(items) -> list[tuple]:
+def _with_last(items: Iterable[Any]) -> list[tuple[Any, bool]]:
     items = list(items)
     return [(item, at == len(items) - 1) for at, item in enumerate(items)]
 

@@ -13,8 +13,11 @@ Series and their cardinality:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kfin.core.stuck import StuckObject
+from kfin.model import Inventory
 from kfin.util.text import printable
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -37,7 +40,7 @@ class Family:
         return "\n".join(lines) + "\n"
 
 
-def escape(value) -> str:
+def escape(value: object) -> str:
     """A label value: cluster data never carries control characters into it, and \\, " and newline are
     escaped as the format says."""
     text = printable("" if value is None else value, one_line=True)
@@ -52,9 +55,10 @@ def number(value: float) -> str:
     return repr(float(value))
 
 
-def stuck_families(rows, inventories, duration: float | None, finished_at: float,
+def stuck_families(rows: Sequence[StuckObject], inventories: Sequence[Inventory], duration: float | None,
+                   finished_at: float,
                    max_info: int = DEFAULT_MAX_INFO) -> list[Family]:
-    """The families of one scan: `rows` are kfin.core.stuck.StuckObjects, `inventories` what was scanned."""
+    """The families of one scan: its stuck objects, and the inventories it read."""
     counts: dict[tuple, int] = defaultdict(int)
     oldest: dict[tuple, float] = defaultdict(float)
     for row in rows:
@@ -66,11 +70,11 @@ def stuck_families(rows, inventories, duration: float | None, finished_at: float
     objects = Family("kfin_stuck_objects", "gauge",
                      "Objects stuck in Terminating, by namespace, kind, the family of the finalizer or cause that "
                      "holds them, and kfin's verdict on it (HOLDING, WAITING, ORPHANED, BLOCKED, UNKNOWN).",
-                     [(dict(zip(names, key)), count) for key, count in sorted(counts.items())])
+                     [(dict(zip(names, key, strict=True)), count) for key, count in sorted(counts.items())])
     seconds = Family("kfin_stuck_seconds", "gauge",
                      "How long the oldest object of each kfin_stuck_objects series has been Terminating, in seconds "
                      "(since its deletion was requested).",
-                     [(dict(zip(names, key)), age) for key, age in sorted(oldest.items())])
+                     [(dict(zip(names, key, strict=True)), age) for key, age in sorted(oldest.items())])
     shown = rows[:max_info] if max_info >= 0 else rows
     info = Family("kfin_stuck_object_info", "gauge",
                   f"One series per stuck object, oldest first and at most {max_info} (kfin --max-info-series): its "

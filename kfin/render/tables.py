@@ -45,8 +45,8 @@ def stuck_table(rows: Sequence[StuckObject], wide: bool = False, show_context: b
     table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False, expand=False)
     for header in headers:
         table.add_column(header, overflow="fold")
-    for cells in lines:
-        table.add_row(*cells)
+    for row_cells in lines:
+        table.add_row(*row_cells)
     print_table(table, target)
 
 
@@ -57,7 +57,7 @@ def _blocks(headers: list[str], rows: list[list[Text]], target: Console) -> None
     for number, cells in enumerate(rows):
         if number:
             target.print()
-        for header, cell in zip(headers, cells):
+        for header, cell in zip(headers, cells, strict=True):
             target.print(Text.assemble((header, "bold"), ": ", cell), overflow="fold")
 
 
@@ -92,7 +92,8 @@ def audit_table(records: Iterable[dict[str, Any]], out: Console | None = None) -
     rows = []
     for r in records:
         o = r.get("object") or {}
-        ref = f"{o.get('kind', '?')}/{o.get('namespace') + '/' if o.get('namespace') else ''}{o.get('name', '?')}"
+        where = f"{o['namespace']}/" if o.get("namespace") else ""
+        ref = f"{o.get('kind', '?')}/{where}{o.get('name', '?')}"
         rows.append([r.get("time", "?"), r.get("context", ""), r.get("user", ""), ref,
                      ",".join(r.get("removed") or []) or "-",
                      ",".join(f"{k}={v}" for k, v in (r.get("verdicts") or {}).items()),

@@ -14,12 +14,12 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
-from kfin.render import metrics
 from kfin.errors import KfinError, UsageError
+from kfin.render import metrics
 from kfin.util.text import one_line
 
 
@@ -48,7 +48,7 @@ class Exporter:
                                                              time.time(), self.max_info))
             partial = not all(inv.complete for inv in inventories)
             del rows, inventories
-        except Exception as error:  # noqa: BLE001 - a daemon keeps serving; KfinErrors are the expected ones
+        except Exception as error:
             message = error.message if isinstance(error, KfinError) else f"internal error in kfin: {error!r}"
             with self._lock:
                 self.scans, self.errors, self.last_ok = self.scans + 1, self.errors + 1, False
@@ -115,7 +115,7 @@ def http_server(exporter: Exporter, host: str, port: int) -> ThreadingHTTPServer
             else:
                 self._answer(404, "not found: try /metrics, /healthz or /readyz\n")
 
-        do_HEAD = do_GET
+        do_HEAD = do_GET  # noqa: N815  (http.server's name for HEAD's handler)
 
     try:
         server = ThreadingHTTPServer((host, port), Handler)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 
 @contextmanager
-def paused_gc(freeze_after: bool = True):
+def paused_gc(freeze_after: bool = True) -> Iterator[None]:
     """Parsed JSON is millions of dicts and lists in no cycle, yet each few hundred allocations the
     collector walks the growing heap again: half of a 50,000-object scan's CPU, and what made graph
     building grow faster than the object count (measured in bench/). Reference counting still frees

@@ -9,12 +9,12 @@ CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
-def _visible(match) -> str:
+def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def printable(value, one_line: bool = False) -> str:
+def printable(value: object, one_line: bool = False) -> str:
     """Cluster data as text that cannot steer a terminal: control characters (escape sequences
     included) are shown as \\xNN, and with `one_line` tabs and newlines too. Rich markup in it is
     neutralised by printing it as Text, never as a markup string (see kfin.render.terminal.text)."""

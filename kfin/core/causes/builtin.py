@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from kfin.core.causes.registry import (Context, Entry, Finding, Link, Verdict, explains, lease_alive, kfin_remove_command,
-                              state_line, waiting_on_controller_manager)
+from kfin.core.causes.registry import (
+    Context,
+    Entry,
+    Finding,
+    Link,
+    Verdict,
+    explains,
+    kfin_remove_command,
+    lease_alive,
+    state_line,
+    waiting_on_controller_manager,
+)
 
 
 @explains("load-balancer-cleanup", Entry("service.kubernetes.io/load-balancer-cleanup",

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kfin.core.causes.registry import (EVERYWHERE, OBJECT_NAMESPACE, Context, Finding, Link, Verdict, explains,
-                              kfin_remove_command)
-from kfin.model import KubeObject
 from kfin.api.scan import MANAGERS
+from kfin.core.causes.registry import (
+    EVERYWHERE,
+    OBJECT_NAMESPACE,
+    Context,
+    Finding,
+    Link,
+    Verdict,
+    explains,
+    kfin_remove_command,
+)
+from kfin.model import KubeObject
 
 RBAC = "rbac.authorization.k8s.io"
 DEFAULT_ROLES = ("cluster-admin", "admin", "edit")
@@ -46,13 +54,14 @@ def find_grants(ctx: Context) -> list[Grant] | None:
     if cluster_roles is None or cluster_bindings is None:
         return None
     by_name = {r.name: r for r in cluster_roles}
-    bindings = [(b, by_name.get((b.raw.get("roleRef") or {}).get("name")), "") for b in cluster_bindings]
+    bindings = [(b, by_name.get(str((b.raw.get("roleRef") or {}).get("name"))), "") for b in cluster_bindings]
     if obj.namespace:
         roles = facts.objects(RBAC, "roles", obj.namespace, full=True) or []
         role_names = {r.name: r for r in roles}
         for b in facts.objects(RBAC, "rolebindings", obj.namespace, full=True) or []:
             ref = b.raw.get("roleRef") or {}
-            role = by_name.get(ref.get("name")) if ref.get("kind") == "ClusterRole" else role_names.get(ref.get("name"))
+            named = str(ref.get("name"))
+            role = by_name.get(named) if ref.get("kind") == "ClusterRole" else role_names.get(named)
             bindings.append((b, role, obj.namespace))
     grants = []
     for binding, role, namespace in bindings:
@@ -90,7 +99,8 @@ def _workloads(ctx: Context, grant: Grant) -> tuple[list[KubeObject], list[str],
     pods = facts.objects("", "pods", grant.namespace, full=True) or []
     mine = [p for p in pods if (p.raw.get("spec") or {}).get("serviceAccountName") == grant.service_account
             and (p.raw.get("status") or {}).get("phase") in ("Running", "Pending") and not p.terminating]
-    idle, notes = [], []
+    idle: list[str] = []
+    notes: list[str] = []
     for group, resource, kind in (("apps", "deployments", "Deployment"), ("apps", "statefulsets", "StatefulSet")):
         for w in facts.objects(group, resource, grant.namespace, full=True) or []:
             spec = w.raw.get("spec") or {}

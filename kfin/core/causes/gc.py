@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from kfin.core.causes.registry import (CONTROLLER_MANAGER_LEASE, Context, Entry, Finding, Link, Verdict, explains, state_line,
-                              waiting_on_controller_manager)
+from kfin.core.causes.registry import (
+    CONTROLLER_MANAGER_LEASE,
+    Context,
+    Entry,
+    Finding,
+    Link,
+    Verdict,
+    explains,
+    state_line,
+    waiting_on_controller_manager,
+)
 from kfin.model import KubeObject
 
 MAX_DEPTH = 4

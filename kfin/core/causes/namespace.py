@@ -5,8 +5,18 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from kfin.core.causes.registry import (CONTROLLER_MANAGER_LEASE, EVERYWHERE, Context, Entry, Finding, Link, Verdict, explains, state_line,
-                              waiting_on_controller_manager)
+from kfin.core.causes.registry import (
+    CONTROLLER_MANAGER_LEASE,
+    EVERYWHERE,
+    Context,
+    Entry,
+    Finding,
+    Link,
+    Verdict,
+    explains,
+    state_line,
+    waiting_on_controller_manager,
+)
 
 STALE_GROUP = re.compile(r"(\S+): stale GroupVersion discovery")
 

@@ -3,8 +3,16 @@ containers stopped. When that kubelet is gone, nothing ever confirms (captures 1
 
 from __future__ import annotations
 
-from kfin.core.causes.registry import (EVERYWHERE, OBJECT_NAMESPACE, Context, Finding, Link, Verdict, controller_manager,
-                              explains_deletion)
+from kfin.core.causes.registry import (
+    EVERYWHERE,
+    OBJECT_NAMESPACE,
+    Context,
+    Finding,
+    Link,
+    Verdict,
+    controller_manager,
+    explains_deletion,
+)
 from kfin.model import KubeObject, parse_time
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -56,7 +64,7 @@ def graceful_deletion(ctx: Context) -> Finding:
                             Verdict.UNKNOWN, f"check the node: kubectl get node {node_name}", FORCE_RISK)
         found.summary = default
         return found
-    ready = next((c for c in (node.raw.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready: dict = next((c for c in (node.raw.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
     if ready.get("status") != "True":
         since = ready.get("lastTransitionTime") or "an unknown time"
         found = ctx.finding(f"its node {node_name} is not Ready ({ready.get('status', 'no status')}: "

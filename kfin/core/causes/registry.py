@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Callable
 
-from kfin.util.durations import format_age
 from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject, parse_time
+from kfin.util.durations import format_age
 
 QUALIFIED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
@@ -108,8 +108,8 @@ class Context:
     facts: ClusterFacts
     family: Family
 
-    def finding(self, condition: str, verdict: Verdict, fix: str, risk: str, evidence=(), alive=None,
-                controller: str | None = None) -> Finding:
+    def finding(self, condition: str, verdict: Verdict, fix: str, risk: str, evidence: Iterable[str] = (),
+                alive: bool | None = None, controller: str | None = None) -> Finding:
         return Finding(self.finalizer, self.location, self.family.name, self.family.protects,
                        controller or self.family.owner, condition, verdict, fix, risk, list(evidence), alive)
 
@@ -130,7 +130,7 @@ GATE_READS: list[tuple] = []
 CONTROLLER_MANAGER_LEASE = ("coordination.k8s.io", "leases", "kube-system")
 
 
-def explains(name: str, *entries: Entry, reads: tuple = ()):
+def explains(name: str, *entries: Entry, reads: tuple = ()) -> Callable[[Explainer], Explainer]:
     """Register a cause: its explainer, the finalizer names it covers, and what it reads whole."""
     def register(fn: Explainer) -> Explainer:
         EXPLAINERS[name] = fn
@@ -142,12 +142,13 @@ def explains(name: str, *entries: Entry, reads: tuple = ()):
 
 # Causes in front of every finalizer of an object (an admission webhook that rejects each UPDATE): each
 # returns the Links that gate the object, and every finding then answers BLOCKED with them.
-GATES: list[Callable[[KubeObject, ClusterFacts], list[Link]]] = []
+Gate = Callable[[KubeObject, ClusterFacts], list[Link]]
+GATES: list[Gate] = []
 
 
-def gates(*, reads: tuple = ()):
+def gates(*, reads: tuple = ()) -> Callable[[Gate], Gate]:
     """Register a cause that gates every finalizer of an object, and what it reads whole."""
-    def register(fn: Callable[[KubeObject, ClusterFacts], list[Link]]):
+    def register(fn: Gate) -> Gate:
         GATES.append(fn)
         GATE_READS.extend(reads)
         return fn
@@ -155,7 +156,7 @@ def gates(*, reads: tuple = ()):
 
 
 def explains_deletion(name: str, applies: Callable[[KubeObject], bool], protects: str, owner: str,
-                       reads: tuple = ()):
+                       reads: tuple = ()) -> Callable[[Explainer], Explainer]:
     """Register a cause that holds a deletion without a finalizer (a Pod's graceful deletion)."""
     def register(fn: Explainer) -> Explainer:
         EXPLAINERS[name] = fn
@@ -222,7 +223,7 @@ def controller_manager(facts: ClusterFacts) -> tuple[bool | None, str]:
     return lease_alive(facts, "kube-controller-manager")
 
 
-def waiting_on_controller_manager(ctx: Context, condition: str, risk: str, evidence=(),
+def waiting_on_controller_manager(ctx: Context, condition: str, risk: str, evidence: Iterable[str] = (),
                                   summary: str | None = None) -> Finding:
     """The protected condition is gone: kube-controller-manager should remove the finalizer now."""
     alive, liveness = controller_manager(ctx.facts)

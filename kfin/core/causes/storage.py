@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from kfin.core.causes.registry import (CONTROLLER_MANAGER_LEASE, OBJECT_NAMESPACE, Context, Entry, Finding, Link, Verdict, explains, kfin_remove_command,
-                              waiting_on_controller_manager)
+from kfin.core.causes.registry import (
+    CONTROLLER_MANAGER_LEASE,
+    OBJECT_NAMESPACE,
+    Context,
+    Entry,
+    Finding,
+    Link,
+    Verdict,
+    explains,
+    kfin_remove_command,
+    waiting_on_controller_manager,
+)
 from kfin.core.facts import pod_claims
 from kfin.model import KubeObject
 
@@ -128,7 +138,7 @@ def csi_volume(ctx: Context) -> Finding:
     risk = ("removing it skips the storage cleanup: the disk" +
             (f" ({(spec.get('csi') or {}).get('volumeHandle')})" if (spec.get("csi") or {}).get("volumeHandle") else "")
             + " stays allocated (and billed) in the storage backend, to be deleted by hand")
-    evidence = []
+    evidence: list[str] = []
     if obj.type.resource == "persistentvolumes":
         attachments = facts.objects("storage.k8s.io", "volumeattachments", full=True)
         attached = [a for a in attachments or [] if ((a.raw.get("spec") or {}).get("source") or {}).get(

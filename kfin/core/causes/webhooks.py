@@ -13,7 +13,7 @@ GROUP = "admissionregistration.k8s.io"
 KINDS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
 
 
-def _has(values, wanted: str) -> bool:
+def _has(values: list[str] | None, wanted: str) -> bool:
     return "*" in (values or []) or wanted in (values or [])
 
 
@@ -67,7 +67,7 @@ def backend_problem(hook: dict, facts: ClusterFacts) -> str | None:
                (GROUP, "mutatingwebhookconfigurations", EVERYWHERE)))
 def failing_webhooks(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
     links = []
-    namespace_labels = {}
+    namespace_labels: dict[str, str] = {}
     if obj.namespace:
         ns = (facts.namespaces_by_name() or {}).get(obj.namespace)
         namespace_labels = (ns.meta.get("labels") or {}) if ns else {}
