@@ -11,6 +11,7 @@ from typing import Any
 @dataclass(frozen=True)
 class ResourceType:
     """One listable API resource, as discovery describes it."""
+
     group: str
     version: str
     resource: str  # plural, as in the URL
@@ -46,13 +47,23 @@ class ResourceType:
 
     @classmethod
     def from_dict(cls, d: dict) -> ResourceType:
-        return cls(d["group"], d["version"], d["resource"], d["kind"], d["namespaced"], tuple(d.get("verbs") or ()),
-                   tuple(d.get("short_names") or ()), d.get("singular") or "", tuple(d.get("categories") or ()))
+        return cls(
+            d["group"],
+            d["version"],
+            d["resource"],
+            d["kind"],
+            d["namespaced"],
+            tuple(d.get("verbs") or ()),
+            tuple(d.get("short_names") or ()),
+            d.get("singular") or "",
+            tuple(d.get("categories") or ()),
+        )
 
 
 @dataclass(slots=True)
 class KubeObject:
     """An object's metadata (and, for the kinds explanations need, a reduced spec and status)."""
+
     type: ResourceType
     raw: dict
 
@@ -87,8 +98,11 @@ class KubeObject:
 
     def owner_uids(self, blocking: bool = False) -> list[str]:
         """The uids this object names as owners (only those with blockOwnerDeletion, with `blocking`)."""
-        return [r.get("uid", "") for r in self.meta.get("ownerReferences") or ()
-                if isinstance(r, dict) and (not blocking or r.get("blockOwnerDeletion"))]
+        return [
+            r.get("uid", "")
+            for r in self.meta.get("ownerReferences") or ()
+            if isinstance(r, dict) and (not blocking or r.get("blockOwnerDeletion"))
+        ]
 
     @property
     def deletion_timestamp(self) -> datetime | None:
@@ -117,6 +131,7 @@ class ThinObject(KubeObject):
     instead of the 2 KB of their parsed metadata (issue 17: memory bounded at half a million objects).
     Owner references keep what the garbage collector reads: (apiVersion, kind, name, uid, controller,
     blockOwnerDeletion)."""
+
     __slots__ = ("_name", "_namespace", "_owners", "_uid")
 
     def __init__(self, rtype: ResourceType, name: str, namespace: str, uid: str, owners: Any = ()):
@@ -185,6 +200,7 @@ class OwnedObject(ThinObject):
     blocking reads (uid, blockOwnerDeletion), in the fewest objects, because most of a cluster's objects
     are kept this way (issue 17: a few hundred bytes each). Owner references list uid and
     blockOwnerDeletion only; graphs, which name owners, are drawn from files or full scans."""
+
     __slots__ = ("_blocking",)
 
     def __init__(self, rtype: ResourceType, name: str, namespace: str, uid: str, owners: str | tuple, blocking: int):
@@ -198,8 +214,9 @@ class OwnedObject(ThinObject):
 
     @property
     def owner_references(self) -> list[dict]:
-        return [{"uid": uid, "blockOwnerDeletion": bool(self._blocking >> at & 1)}
-                for at, uid in enumerate(self._uids())]
+        return [
+            {"uid": uid, "blockOwnerDeletion": bool(self._blocking >> at & 1)} for at, uid in enumerate(self._uids())
+        ]
 
     def owner_uids(self, blocking: bool = False) -> list[str]:
         return [uid for at, uid in enumerate(self._uids()) if not blocking or self._blocking >> at & 1]
@@ -223,8 +240,14 @@ def owned_object(rtype: ResourceType, meta: dict, namespace: str, edge: tuple | 
     if edge is None:
         return None
     uids, blocking = edge
-    return OwnedObject(rtype, meta.get("name") or "", namespace, meta.get("uid") or "",
-                       uids[0] if len(uids) == 1 else tuple(uids), blocking)
+    return OwnedObject(
+        rtype,
+        meta.get("name") or "",
+        namespace,
+        meta.get("uid") or "",
+        uids[0] if len(uids) == 1 else tuple(uids),
+        blocking,
+    )
 
 
 def owner_tuples(meta: dict, intern: Callable[[str], str] = str) -> tuple:
@@ -232,14 +255,24 @@ def owner_tuples(meta: dict, intern: Callable[[str], str] = str) -> tuple:
     refs = meta.get("ownerReferences")
     if not refs:
         return ()
-    return tuple((intern(r.get("apiVersion") or ""), intern(r.get("kind") or ""), r.get("name") or "",
-                  r.get("uid") or "", r.get("controller"), r.get("blockOwnerDeletion"))
-                 for r in refs if isinstance(r, dict))
+    return tuple(
+        (
+            intern(r.get("apiVersion") or ""),
+            intern(r.get("kind") or ""),
+            r.get("name") or "",
+            r.get("uid") or "",
+            r.get("controller"),
+            r.get("blockOwnerDeletion"),
+        )
+        for r in refs
+        if isinstance(r, dict)
+    )
 
 
 @dataclass(frozen=True)
 class Failure:
     """Something that could not be read: the result is partial, and says so."""
+
     what: str  # "discovery", "list", "get"
     target: str  # group/version, or resource[.group] with namespace
     reason: str  # Forbidden, ServiceUnavailable, Timeout, Unreachable, Error
@@ -255,6 +288,7 @@ class Failure:
 @dataclass
 class Inventory:
     """What kfin knows of a cluster: its resource types, its objects, and what could not be read."""
+
     resources: list[ResourceType]
     objects: list[KubeObject]
     failures: list[Failure] = field(default_factory=list)
@@ -275,8 +309,11 @@ class Inventory:
         return (group, resource, "") in self.detailed or (group, resource, namespace) in self.detailed
 
     def of_type(self, group: str, resource: str, namespace: str | None = None) -> list[KubeObject]:
-        return [o for o in self.objects if o.type.group == group and o.type.resource == resource
-                and (namespace is None or o.namespace == namespace)]
+        return [
+            o
+            for o in self.objects
+            if o.type.group == group and o.type.resource == resource and (namespace is None or o.namespace == namespace)
+        ]
 
 
 def parse_time(text: str | None) -> datetime | None:

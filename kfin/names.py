@@ -53,8 +53,10 @@ def namespace_problem(namespace: str) -> str | None:
     if len(namespace) > DNS_LABEL_MAX:
         return f"must be no more than {DNS_LABEL_MAX} characters"
     if not DNS_LABEL.fullmatch(namespace):
-        return ("a namespace must be a lowercase RFC 1123 label: lower case alphanumeric characters or '-', "
-                "starting and ending with an alphanumeric character")
+        return (
+            "a namespace must be a lowercase RFC 1123 label: lower case alphanumeric characters or '-', "
+            "starting and ending with an alphanumeric character"
+        )
     return None
 
 
@@ -67,8 +69,10 @@ def check_namespace(namespace: str, error: type[KfinError] = UsageError, source:
 
 def check_kind(text: str) -> str:
     if len(text) > NAME_MAX or not KIND_TEXT.fullmatch(text):
-        raise UsageError(f"invalid resource type {quoted(text)}: use a kind, plural or short name, optionally "
-                         "with its group (pvc, deploy.apps, widgets.example.com)")
+        raise UsageError(
+            f"invalid resource type {quoted(text)}: use a kind, plural or short name, optionally "
+            "with its group (pvc, deploy.apps, widgets.example.com)"
+        )
     return text
 
 

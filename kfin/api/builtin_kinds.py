@@ -6,7 +6,8 @@ tests/test_stuck.py::test_builtin_kinds_match_discovery keeps this table equal t
 
 from kfin.model import ResourceType
 
-# (group, version, resource, kind, namespaced, short names, singular)
+# (group, version, resource, kind, namespaced, short names, singular): one row a kind, as a table reads
+# fmt: off
 _TABLE = [
     ('', 'v1', 'componentstatuses', 'ComponentStatus', False, ('cs',), 'componentstatus'),
     ('', 'v1', 'configmaps', 'ConfigMap', True, ('cm',), 'configmap'),
@@ -69,6 +70,7 @@ _TABLE = [
     ('flowcontrol.apiserver.k8s.io', 'v1', 'flowschemas', 'FlowSchema', False, (), 'flowschema'),
     ('flowcontrol.apiserver.k8s.io', 'v1', 'prioritylevelconfigurations', 'PriorityLevelConfiguration', False, (), 'prioritylevelconfiguration'),
 ]
+# fmt: on
 
 
 def builtin_resources() -> list[ResourceType]:

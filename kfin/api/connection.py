@@ -102,8 +102,10 @@ class Kube:
                     raise ConfigError(f"in-cluster config is incomplete: {error}") from None
                 namespace = _in_cluster_namespace()
                 return cls._make(configuration, "in-cluster", namespace, target.request_timeout)
-            raise ConfigError("no kubeconfig found: set KUBECONFIG, pass --kubeconfig, or run kfin inside a "
-                              f"cluster (looked for {', '.join(paths)})")
+            raise ConfigError(
+                "no kubeconfig found: set KUBECONFIG, pass --kubeconfig, or run kfin inside a "
+                f"cluster (looked for {', '.join(paths)})"
+            )
         try:
             contexts, active = config.list_kube_config_contexts(config_file=os.pathsep.join(existing))
         except ConfigException as error:
@@ -113,14 +115,20 @@ class Kube:
         names = [c["name"] for c in contexts or []]
         name = target.context or (active or {}).get("name")
         if not name:
-            raise ConfigError(f"kubeconfig {', '.join(existing)} has no current context: pass --context "
-                              f"(available: {', '.join(names) or 'none'})")
+            raise ConfigError(
+                f"kubeconfig {', '.join(existing)} has no current context: pass --context "
+                f"(available: {', '.join(names) or 'none'})"
+            )
         if name not in names:
             raise ConfigError(f'context "{name}" not found in kubeconfig (available: {", ".join(names) or "none"})')
         with _LoggedErrors() as logged:  # the package logs a failing exec plugin instead of raising
             try:
-                config.load_kube_config(config_file=os.pathsep.join(existing), context=name,
-                                        client_configuration=configuration, persist_config=False)
+                config.load_kube_config(
+                    config_file=os.pathsep.join(existing),
+                    context=name,
+                    client_configuration=configuration,
+                    persist_config=False,
+                )
             except Exception as error:  # ConfigException, and the package's own slips
                 raise ConfigError(f'cannot use context "{name}": {error}') from None
         if logged:
@@ -149,10 +157,14 @@ class Kube:
         except ValueError:
             usable = False
         if not usable:
-            raise ConfigError(f'context "{context}" names no usable server (server: "{host}"): it must be an '
-                              "http:// or https:// URL")
-        for attribute, what in (("ssl_ca_cert", "certificate-authority"), ("cert_file", "client-certificate"),
-                                ("key_file", "client-key")):
+            raise ConfigError(
+                f'context "{context}" names no usable server (server: "{host}"): it must be an http:// or https:// URL'
+            )
+        for attribute, what in (
+            ("ssl_ca_cert", "certificate-authority"),
+            ("cert_file", "client-certificate"),
+            ("key_file", "client-key"),
+        ):
             path = getattr(configuration, attribute, None)
             if path and not Path(path).is_file():
                 raise ConfigError(f'context "{context}": its {what} file {path} does not exist')
@@ -187,15 +199,31 @@ class Kube:
     RETRY_CONNECT, RETRY_READ = 1, 1
     IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 
-    def request(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
-                content_type: str | None = None, what: What | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: dict | None = None,
+        body: Any = None,
+        accept: str = JSON,
+        content_type: str | None = None,
+        what: What | None = None,
+    ) -> Any:
         """One API request; JSON in and out. `what` is (verb, resource, namespace) for error messages."""
         _, _, data = self.send(method, path, query, body, accept, content_type, what)
         return self._json(path, data)
 
-    def send(self, method: str, path: str, query: dict | None = None, body: Any = None, accept: str = JSON,
-             content_type: str | None = None, what: What | None = None,
-             headers: dict | None = None) -> tuple[int, Any, bytes]:
+    def send(
+        self,
+        method: str,
+        path: str,
+        query: dict | None = None,
+        body: Any = None,
+        accept: str = JSON,
+        content_type: str | None = None,
+        what: What | None = None,
+        headers: dict | None = None,
+    ) -> tuple[int, Any, bytes]:
         """(status, response headers, body bytes) of one request; an error status raises.
 
         --request-timeout is a deadline for the whole request, retries and a slowly trickled body
@@ -215,18 +243,34 @@ class Kube:
         while True:
             left = self._left(deadline)
             try:
-                response = self._api.pool.request(method, url, body=data, headers=sent, retries=False,
-                                                  redirect=False, preload_content=False,
-                                                  timeout=urllib3.Timeout(connect=left, read=left) if left else None)
+                response = self._api.pool.request(
+                    method,
+                    url,
+                    body=data,
+                    headers=sent,
+                    retries=False,
+                    redirect=False,
+                    preload_content=False,
+                    timeout=urllib3.Timeout(connect=left, read=left) if left else None,
+                )
                 payload = _read_body(response, deadline)
             except _DeadlinePassedError:
                 raise self._connection_error(TimeoutError("timed out")) from None
             except (urllib3.exceptions.HTTPError, OSError) as error:
-                step = "connect" if isinstance(error, (urllib3.exceptions.NewConnectionError,
-                                                       urllib3.exceptions.ConnectTimeoutError)) else "read"
+                step = (
+                    "connect"
+                    if isinstance(
+                        error, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError)
+                    )
+                    else "read"
+                )
                 limit = self.RETRY_CONNECT if step == "connect" else self.RETRY_READ
-                retry = tries[step] < limit and (step == "connect" or method in self.IDEMPOTENT) and \
-                    not isinstance(error, urllib3.exceptions.TimeoutError) and not _is_tls(error)
+                retry = (
+                    tries[step] < limit
+                    and (step == "connect" or method in self.IDEMPOTENT)
+                    and not isinstance(error, urllib3.exceptions.TimeoutError)
+                    and not _is_tls(error)
+                )
                 if retry and (deadline is None or deadline - time.monotonic() > 0.1):
                     tries[step] += 1
                     time.sleep(0.1)
@@ -264,33 +308,43 @@ class Kube:
             reason = reason.reason
         text = str(reason)
         if isinstance(reason, NewConnectionError):  # a subclass of the timeout errors, but not one
-            return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): "
-                                    f"{_short(text)}")
+            return UnreachableError(
+                f"cannot reach the API server at {self.server} (context {self.context}): {_short(text)}"
+            )
         if isinstance(reason, SSLError) or "SSL" in text or "certificate" in text:
             return AuthError(f"TLS handshake with {self.server} failed (context {self.context}): {_short(text)}")
         if isinstance(reason, (Urllib3Timeout, TimeoutError)) or "timed out" in text:
             return UnreachableError(f"the API server at {self.server} did not answer in time (context {self.context})")
-        return UnreachableError(f"cannot reach the API server at {self.server} (context {self.context}): {_short(text)}")
+        return UnreachableError(
+            f"cannot reach the API server at {self.server} (context {self.context}): {_short(text)}"
+        )
 
     def _api_error(self, code: int, reason: str, body: bytes, what: What | None) -> KfinError:
         status = _status_body(body)
         message = status.get("message") or (body or b"").decode(errors="replace").strip() or reason
         if code == 401:
-            return AuthError(f"the API server at {self.server} rejected the credentials of context {self.context} "
-                             "(401 Unauthorized): log in again or check the kubeconfig user")
+            return AuthError(
+                f"the API server at {self.server} rejected the credentials of context {self.context} "
+                "(401 Unauthorized): log in again or check the kubeconfig user"
+            )
         if code == 403:
             verb, resource, namespace = what or ("", "", None)
             if verb:
                 where = f' in namespace "{namespace}"' if namespace else " at cluster scope"
-                return ForbiddenError(f'forbidden: kfin needs "{verb}" on "{resource}"{where} (server said: {message})',
-                                      verb, resource, namespace)
+                return ForbiddenError(
+                    f'forbidden: kfin needs "{verb}" on "{resource}"{where} (server said: {message})',
+                    verb,
+                    resource,
+                    namespace,
+                )
             return ForbiddenError(f"forbidden: {message}")
         if code == 404:
             details: dict = status["details"] if isinstance(status.get("details"), dict) else {}
             return NotFoundError(message, str(details.get("kind") or ""), str(details.get("name") or ""))
         if code == 503 and not status:  # an aggregated API without a backend answers in plain text
-            return APIError(f"{message} (503): the APIService behind it has no available backend", code,
-                            "ServiceUnavailable")
+            return APIError(
+                f"{message} (503): the APIService behind it has no available backend", code, "ServiceUnavailable"
+            )
         return APIError(f"{message} ({code} {status.get('reason') or reason})", code, status.get("reason", ""))
 
     # ----- the calls kfin makes --------------------------------------------------------------------
@@ -300,8 +354,11 @@ class Kube:
     def whoami(self) -> str:
         """The user as the API server sees it (SelfSubjectReview), for the audit log."""
         try:
-            review = self.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-                                  body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            review = self.request(
+                "POST",
+                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+            )
             status = review.get("status") if isinstance(review, dict) else None
             user = status.get("userInfo") if isinstance(status, dict) else None
             name = user.get("username") if isinstance(user, dict) else None
@@ -317,7 +374,9 @@ class Kube:
         return check_object(self.request("GET", path, accept=METADATA_ACCEPT, what=what), f"GET {path}")
 
     # ----- objects by type, namespace and name: what kfin's core asks for ------------------------------
-    def read_object(self, rtype: ResourceType, namespace: str | None, name: str, *, metadata_only: bool = False) -> dict:
+    def read_object(
+        self, rtype: ResourceType, namespace: str | None, name: str, *, metadata_only: bool = False
+    ) -> dict:
         """One object, whole or metadata-only; NotFoundError when it does not exist."""
         path, what = resource_path(rtype, namespace, name), ("get", rtype.qualified, namespace)
         return self.get_metadata(path, what) if metadata_only else self.get(path, what)
@@ -329,48 +388,69 @@ class Kube:
         except NotFoundError:
             return None
 
-    def patch_object(self, rtype: ResourceType, namespace: str | None, name: str, operations: list,
-                     dry_run: bool = False) -> Any:
+    def patch_object(
+        self, rtype: ResourceType, namespace: str | None, name: str, operations: list, dry_run: bool = False
+    ) -> Any:
         """A JSON Patch (RFC 6902) of one object: its `test` operations guard it."""
-        return self.patch_json(resource_path(rtype, namespace, name), operations, dry_run,
-                               ("patch", rtype.qualified, namespace))
+        return self.patch_json(
+            resource_path(rtype, namespace, name), operations, dry_run, ("patch", rtype.qualified, namespace)
+        )
 
-    def delete_object(self, rtype: ResourceType, namespace: str | None, name: str, options: dict,
-                      dry_run: bool = False) -> Any:
+    def delete_object(
+        self, rtype: ResourceType, namespace: str | None, name: str, options: dict, dry_run: bool = False
+    ) -> Any:
         """DELETE one object with DeleteOptions (preconditions, grace period)."""
-        return self.request("DELETE", resource_path(rtype, namespace, name), {"dryRun": "All" if dry_run else None},
-                            body=options, what=("delete", rtype.qualified, namespace))
+        return self.request(
+            "DELETE",
+            resource_path(rtype, namespace, name),
+            {"dryRun": "All" if dry_run else None},
+            body=options,
+            what=("delete", rtype.qualified, namespace),
+        )
 
     def finalize_namespace(self, rtype: ResourceType, name: str, namespace_body: dict, dry_run: bool = False) -> Any:
         """PUT the whole Namespace to its /finalize subresource (its resourceVersion guards the change)."""
-        return self.request("PUT", resource_path(rtype, None, name, "finalize"), {"dryRun": "All" if dry_run else None},
-                            body=namespace_body, content_type=JSON, what=("update", "namespaces/finalize", None))
+        return self.request(
+            "PUT",
+            resource_path(rtype, None, name, "finalize"),
+            {"dryRun": "All" if dry_run else None},
+            body=namespace_body,
+            content_type=JSON,
+            what=("update", "namespaces/finalize", None),
+        )
 
     def create_namespace(self, name: str) -> dict:
         """Create a Namespace; the object the server made."""
-        created = self.request("POST", api_path("api", "v1", "namespaces"),
-                               body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-                               what=("create", "namespaces", None))
+        created = self.request(
+            "POST",
+            api_path("api", "v1", "namespaces"),
+            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+            what=("create", "namespaces", None),
+        )
         return created if isinstance(created, dict) else {}
 
     def first_page(self, rtype: ResourceType, namespace: str | None, limit: int = 500) -> dict:
         """The first page of a metadata-only list (Tab completion's candidates)."""
-        return next(self.list_metadata_pages(resource_path(rtype, namespace), limit,
-                                             ("list", rtype.qualified, namespace)))
+        return next(
+            self.list_metadata_pages(resource_path(rtype, namespace), limit, ("list", rtype.qualified, namespace))
+        )
 
-    def list_metadata_pages(self, path: str, limit: int = 500, what: What | None = None,
-                            reduce: Callable[[dict], Any] | None = None) -> Iterator:
+    def list_metadata_pages(
+        self, path: str, limit: int = 500, what: What | None = None, reduce: Callable[[dict], Any] | None = None
+    ) -> Iterator:
         """Every page of a metadata-only list (an empty list answers `items: null`); `reduce(page)` is
         yielded instead of a page when given (see _pages)."""
         return self._pages(path, limit, METADATA_LIST_ACCEPT, what, reduce)
 
-    def list_pages(self, path: str, limit: int = 500, what: What | None = None,
-                   reduce: Callable[[dict], Any] | None = None) -> Iterator:
+    def list_pages(
+        self, path: str, limit: int = 500, what: What | None = None, reduce: Callable[[dict], Any] | None = None
+    ) -> Iterator:
         """Every page of a list of full objects."""
         return self._pages(path, limit, JSON, what, reduce)
 
-    def _pages(self, path: str, limit: int, accept: str, what: What | None,
-               reduce: Callable[[dict], Any] | None = None) -> Iterator:
+    def _pages(
+        self, path: str, limit: int, accept: str, what: What | None, reduce: Callable[[dict], Any] | None = None
+    ) -> Iterator:
         """Pages are fetched by as many threads as list at once, but parsed (and reduced) one at a time:
         parsing holds the GIL anyway, and so only one page is ever held parsed, not one per thread, which is
         most of a large scan's memory (issue 17)."""
@@ -396,22 +476,39 @@ class Kube:
             raise ShapeError(f"{where} answered without a list of groups")
         out: list[tuple[str, list[str], str]] = []
         for g in groups:
-            versions = [v.get("version") for v in g.get("versions") or [] if isinstance(v, dict)] \
-                if isinstance(g, dict) and isinstance(g.get("versions"), list) else None
-            if not versions or not isinstance(g.get("name"), str) or not all(isinstance(v, str) and v for v in versions):
+            versions = (
+                [v.get("version") for v in g.get("versions") or [] if isinstance(v, dict)]
+                if isinstance(g, dict) and isinstance(g.get("versions"), list)
+                else None
+            )
+            if (
+                not versions
+                or not isinstance(g.get("name"), str)
+                or not all(isinstance(v, str) and v for v in versions)
+            ):
                 raise ShapeError(f"{where} answered a malformed API group: {str(g)[:100]}")
             preferred = g.get("preferredVersion") if isinstance(g.get("preferredVersion"), dict) else {}
             version = preferred.get("version")
-            out.append((g["name"], [str(v) for v in versions],
-                        version if isinstance(version, str) and version else str(versions[0])))
+            out.append(
+                (
+                    g["name"],
+                    [str(v) for v in versions],
+                    version if isinstance(version, str) and version else str(versions[0]),
+                )
+            )
         return out
 
     def aggregated_discovery(self, path: str, etag: str | None) -> tuple[dict | None, str | None]:
         """(document, ETag) of /api or /apis as an APIGroupDiscoveryList; (None, etag) when the server
         answers 304 Not Modified to `etag`. A server without aggregated discovery answers its legacy
         document, returned with no ETag."""
-        status, headers, data = self.send("GET", path, accept=AGGREGATED_ACCEPT, what=("get", path, None),
-                                          headers={"If-None-Match": etag} if etag else None)
+        status, headers, data = self.send(
+            "GET",
+            path,
+            accept=AGGREGATED_ACCEPT,
+            what=("get", path, None),
+            headers={"If-None-Match": etag} if etag else None,
+        )
         if status == 304:
             return None, etag
         document = check_dict(self._json(path, data), f"GET {path} of {self.server}")
@@ -424,19 +521,29 @@ class Kube:
         path = group_version_path(group, version)
         return check_dict(self.request("GET", path, what=("get", path, None)), f"GET {path} of {self.server}")
 
-    def watch(self, path: str, query: dict, timeout_seconds: int, accept: str = METADATA_ACCEPT,
-              what: What | None = None) -> Iterator[dict]:
+    def watch(
+        self, path: str, query: dict, timeout_seconds: int, accept: str = METADATA_ACCEPT, what: What | None = None
+    ) -> Iterator[dict]:
         """The events of one watch (dicts), until the server ends it after `timeout_seconds`; bookmarks
         asked for. An ERROR event (410 Expired) is yielded like the others: the caller lists again."""
         import urllib3
 
-        params = {k: v for k, v in dict(query, watch="1", allowWatchBookmarks="true",
-                                        timeoutSeconds=str(timeout_seconds)).items() if v is not None}
+        params = {
+            k: v
+            for k, v in dict(query, watch="1", allowWatchBookmarks="true", timeoutSeconds=str(timeout_seconds)).items()
+            if v is not None
+        }
         headers = self._headers(accept)
         wait = urllib3.Timeout(connect=self.timeout or 30, read=timeout_seconds + 15)
         try:
-            response = self._api.pool.request("GET", self.server + path + "?" + urlencode(params), headers=headers,
-                                              preload_content=False, retries=False, timeout=wait)
+            response = self._api.pool.request(
+                "GET",
+                self.server + path + "?" + urlencode(params),
+                headers=headers,
+                preload_content=False,
+                retries=False,
+                timeout=wait,
+            )
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise self._connection_error(error) from None
         try:
@@ -461,8 +568,14 @@ class Kube:
             response.release_conn()
 
     def patch_json(self, path: str, operations: list, dry_run: bool = False, what: What | None = None) -> Any:
-        return self.request("PATCH", path, {"dryRun": "All" if dry_run else None}, body=operations,
-                            content_type="application/json-patch+json", what=what)
+        return self.request(
+            "PATCH",
+            path,
+            {"dryRun": "All" if dry_run else None},
+            body=operations,
+            content_type="application/json-patch+json",
+            what=what,
+        )
 
 
 class _Transport:
@@ -553,8 +666,15 @@ def _status_body(body: bytes | None) -> dict:
 
 def _short(text: str) -> str:
     """The useful end of urllib3's long connection messages."""
-    for marker in ("Connection refused", "Name or service not known", "No route to host",
-                   "nodename nor servname", "timed out", "WRONG_VERSION_NUMBER", "CERTIFICATE_VERIFY_FAILED"):
+    for marker in (
+        "Connection refused",
+        "Name or service not known",
+        "No route to host",
+        "nodename nor servname",
+        "timed out",
+        "WRONG_VERSION_NUMBER",
+        "CERTIFICATE_VERIFY_FAILED",
+    ):
         if marker in text:
             return marker.lower() if marker[0].isupper() and " " in marker else marker
     return text.splitlines()[0][:200]

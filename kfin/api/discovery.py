@@ -47,9 +47,13 @@ def read_cache(path: Path) -> dict | None:
     """The cached discovery, or None when missing, unreadable or of the wrong shape (it is rebuilt)."""
     try:
         cached = json.loads(path.read_text())
-        if not isinstance(cached, dict) or not isinstance(cached.get("groupVersions"), list) or \
-                not isinstance(cached.get("etags"), dict) or not isinstance(cached.get("resources"), list) or \
-                any(resource_problem(r) for r in cached["resources"]):
+        if (
+            not isinstance(cached, dict)
+            or not isinstance(cached.get("groupVersions"), list)
+            or not isinstance(cached.get("etags"), dict)
+            or not isinstance(cached.get("resources"), list)
+            or any(resource_problem(r) for r in cached["resources"])
+        ):
             return None
         cached["types"] = [ResourceType.from_dict(r) for r in cached["resources"]]
         return cached
@@ -81,13 +85,22 @@ def discover(kube: Kube, refresh: bool = False) -> tuple[list[ResourceType], lis
     assert core_doc is not None and apis_doc is not None  # asked again without an ETag: never 304
     resources, failures = _resources(kube, groups, core_doc, apis_doc)
     if not failures and core_etag and apis_etag:  # a partial discovery is not cached: retried next time
-        _save(path, {"savedAt": time.time(), "server": kube.server, "groupVersions": group_versions,
-                     "etags": {"/api": core_etag, "/apis": apis_etag},
-                     "resources": [r.to_dict() for r in resources]})
+        _save(
+            path,
+            {
+                "savedAt": time.time(),
+                "server": kube.server,
+                "groupVersions": group_versions,
+                "etags": {"/api": core_etag, "/apis": apis_etag},
+                "resources": [r.to_dict() for r in resources],
+            },
+        )
     return resources, failures
 
 
-def _resources(kube: Kube, groups: list[tuple[str, list[str], str]], core_doc: dict, apis_doc: dict) -> tuple[list[ResourceType], list[Failure]]:
+def _resources(
+    kube: Kube, groups: list[tuple[str, list[str], str]], core_doc: dict, apis_doc: dict
+) -> tuple[list[ResourceType], list[Failure]]:
     """Core first, then groups in the server's priority order (earlier types win a tie, as in kubectl)."""
     core = aggregated_versions(core_doc, f"GET /api of {kube.server}", core=True)
     aggregated = aggregated_versions(apis_doc, f"GET /apis of {kube.server}")
@@ -110,13 +123,15 @@ def _resources(kube: Kube, groups: list[tuple[str, list[str], str]], core_doc: d
             return gv, parse_resource_list(group, version, kube.resource_list(group, version))
         except KfinError as error:
             return gv, error
+
     found.update(ordered(fetch, legacy, 8))
     core_types = found[("", "v1")]
     if isinstance(core_types, KfinError):
         raise core_types  # without the core group there is no scan to speak of
     if not any(r.resource == "namespaces" for r in core_types):
-        raise ShapeError(f"discovery of {kube.server} lists no namespaces: it does not answer as a Kubernetes API "
-                         "server")
+        raise ShapeError(
+            f"discovery of {kube.server} lists no namespaces: it does not answer as a Kubernetes API server"
+        )
     resources, failures = [], []
     for group, version in wanted:
         result = found[(group, version)]

@@ -16,12 +16,16 @@ def warning_events(kube: Kube, namespace: str, kind: str, name: str, uid: str, m
     for group, about, prefix in SOURCES:
         query = {"fieldSelector": f"{about}.name={name},{about}.kind={kind},type=Warning", "limit": 200}
         try:
-            page = kube.request("GET", api_path(*prefix, "namespaces", namespace, "events"), query,
-                                what=("list", "events", namespace))
+            page = kube.request(
+                "GET", api_path(*prefix, "namespaces", namespace, "events"), query, what=("list", "events", namespace)
+            )
         except KfinError:
             continue  # not served, or that field selector is not supported: the other API
-        items = [_event(e, group) for e in (page or {}).get("items") or [] if isinstance(e, dict)
-                 and isinstance(e.get(about), dict) and e[about].get("uid") in (None, "", uid)]
+        items = [
+            _event(e, group)
+            for e in (page or {}).get("items") or []
+            if isinstance(e, dict) and isinstance(e.get(about), dict) and e[about].get("uid") in (None, "", uid)
+        ]
         items.sort(key=lambda e: str(e["lastTimestamp"] or ""), reverse=True)
         return items[:most]
     return None
@@ -30,8 +34,17 @@ def warning_events(kube: Kube, namespace: str, kind: str, name: str, uid: str, m
 def _event(event: dict, group: str) -> dict:
     """An Event of either API in one shape."""
     if group:
-        return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("note"),
-                "count": event.get("deprecatedCount") or 1,
-                "lastTimestamp": event.get("deprecatedLastTimestamp") or event.get("eventTime")}
-    return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("message"),
-            "count": event.get("count") or 1, "lastTimestamp": event.get("lastTimestamp") or event.get("eventTime")}
+        return {
+            "type": event.get("type"),
+            "reason": event.get("reason"),
+            "message": event.get("note"),
+            "count": event.get("deprecatedCount") or 1,
+            "lastTimestamp": event.get("deprecatedLastTimestamp") or event.get("eventTime"),
+        }
+    return {
+        "type": event.get("type"),
+        "reason": event.get("reason"),
+        "message": event.get("message"),
+        "count": event.get("count") or 1,
+        "lastTimestamp": event.get("lastTimestamp") or event.get("eventTime"),
+    }

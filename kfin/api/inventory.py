@@ -28,8 +28,17 @@ SNAPSHOT_FULL = set(REDUCED_FIELDS)
 FAILURE_FIELDS = ("what", "target", "reason", "message")
 
 
-def live(kube: Kube, namespace: str | None, *, full: Set[tuple[str, str]] = frozenset(STUCK_FULL),
-         refresh: bool = False, progress: Callable[[int, int], None] | None = None, concurrency: int = 16, chunk_size: int = 500, lean: bool = False) -> Inventory:
+def live(
+    kube: Kube,
+    namespace: str | None,
+    *,
+    full: Set[tuple[str, str]] = frozenset(STUCK_FULL),
+    refresh: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    concurrency: int = 16,
+    chunk_size: int = 500,
+    lean: bool = False,
+) -> Inventory:
     """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean)."""
     resources, failures = discover(kube, refresh)
     left_out = Lean() if lean else None
@@ -39,31 +48,60 @@ def live(kube: Kube, namespace: str | None, *, full: Set[tuple[str, str]] = froz
         # names, volumes, nodes, APIServices, CRDs, leases): those kinds are read cluster-wide, reduced.
         wide = [r for r in resources if (r.group, r.resource) in full and (r.group, r.resource) != NAMESPACES]
     local = [r for r in resources if r not in wide]
-    objects, list_failures = scan(kube, local, namespace, full=full, concurrency=concurrency,
-                                  page_size=chunk_size, progress=progress, lean=left_out)
+    objects, list_failures = scan(
+        kube,
+        local,
+        namespace,
+        full=full,
+        concurrency=concurrency,
+        page_size=chunk_size,
+        progress=progress,
+        lean=left_out,
+    )
     if wide:
         more, more_failures = scan(kube, wide, None, full=full, concurrency=concurrency, page_size=chunk_size)
         objects, list_failures = objects + more, list_failures + more_failures
     if left_out is not None:  # of the objects kept only as owner edges, the dependents of Terminating ones
         objects += left_out.edges.dependents_of({o.uid for o in objects if o.terminating and o.uid})
     unread = {f.target.split(" ")[0] for f in list_failures}
-    detailed = {(r.group, r.resource, "" if r in wide else namespace or "") for r in resources
-                if (r.group, r.resource) in full and r.qualified not in unread}
-    return Inventory(resources, objects, failures + list_failures, datetime.now(UTC), kube.context,
-                     kube.server, namespace, detailed, dict(left_out.dropped) if left_out else {})
+    detailed = {
+        (r.group, r.resource, "" if r in wide else namespace or "")
+        for r in resources
+        if (r.group, r.resource) in full and r.qualified not in unread
+    }
+    return Inventory(
+        resources,
+        objects,
+        failures + list_failures,
+        datetime.now(UTC),
+        kube.context,
+        kube.server,
+        namespace,
+        detailed,
+        dict(left_out.dropped) if left_out else {},
+    )
 
 
 def save_snapshot(inventory: Inventory, path: str) -> None:
     document = {
-        "apiVersion": SNAPSHOT_API_VERSION, "kind": SNAPSHOT_KIND,
-        "observedAt": format_time(inventory.observed_at), "context": inventory.context, "server": inventory.server,
+        "apiVersion": SNAPSHOT_API_VERSION,
+        "kind": SNAPSHOT_KIND,
+        "observedAt": format_time(inventory.observed_at),
+        "context": inventory.context,
+        "server": inventory.server,
         "namespace": inventory.namespace,
         "resources": [r.to_dict() for r in inventory.resources],
         "failures": [f.to_dict() for f in inventory.failures],
         "detailed": sorted([list(d) for d in inventory.detailed]),
-        "objects": sorted((o.raw for o in inventory.objects),
-                          key=lambda raw: (raw["apiVersion"], raw["kind"], raw["metadata"].get("namespace", ""),
-                                           raw["metadata"].get("name", ""))),
+        "objects": sorted(
+            (o.raw for o in inventory.objects),
+            key=lambda raw: (
+                raw["apiVersion"],
+                raw["kind"],
+                raw["metadata"].get("namespace", ""),
+                raw["metadata"].get("name", ""),
+            ),
+        ),
     }
     text = json.dumps(document, indent=1, sort_keys=False) + "\n"
     if path == "-":
@@ -159,8 +197,16 @@ def _from_snapshot(document: dict, path: str, kept: list[KubeObject] | None = No
             raise _bad(path, f"detailed[{index}]", "each entry is [group, resource, namespace]")
         detailed.add(tuple(entry))
     objects = kept if kept is not None else _snapshot_objects(_entries(document, "objects", path), resources, path)
-    return Inventory(resources, objects, failures, parse_time(document.get("observedAt")) or datetime.now(UTC),
-                     document.get("context") or "", document.get("server") or "", document.get("namespace"), detailed)
+    return Inventory(
+        resources,
+        objects,
+        failures,
+        parse_time(document.get("observedAt")) or datetime.now(UTC),
+        document.get("context") or "",
+        document.get("server") or "",
+        document.get("namespace"),
+        detailed,
+    )
 
 
 def _snapshot_resources(document: dict, path: str) -> list[ResourceType]:
@@ -218,12 +264,19 @@ class _ListItems:
         if not meta.get("name"):
             raise _bad(self.path, f"items[{index}]", "metadata.name is missing")
         api_version = item.get("apiVersion") or self.api_version or "v1"
-        rtype = self.catalog.for_kind(api_version, kind) or self.seen.get((api_version, kind)) or _guess_type(
-            api_version, kind, bool(meta.get("namespace")))
+        rtype = (
+            self.catalog.for_kind(api_version, kind)
+            or self.seen.get((api_version, kind))
+            or _guess_type(api_version, kind, bool(meta.get("namespace")))
+        )
         self.seen[(api_version, kind)] = rtype
         # Secret data and specs are dropped here; most objects are kept thin (scan.to_object)
-        kept = to_object(rtype, dict(item, apiVersion=api_version, kind=kind),
-                         (rtype.group, rtype.resource) in REDUCED_FIELDS, KEEP_ALL)
+        kept = to_object(
+            rtype,
+            dict(item, apiVersion=api_version, kind=kind),
+            (rtype.group, rtype.resource) in REDUCED_FIELDS,
+            KEEP_ALL,
+        )
         assert kept is not None  # a file's Lean keeps everything
         self.objects.append(kept)
 
@@ -235,14 +288,14 @@ class _ListItems:
         resources = list(dict.fromkeys(o.type for o in self.objects))
         # Items of a List are whole objects: the kinds explanations read are known in full where present.
         detailed = {(r.group, r.resource, "") for r in resources if (r.group, r.resource) in REDUCED_FIELDS}
-        return Inventory(resources, self.objects, [], datetime.now(UTC), "", f"file:{self.path}", None,
-                         detailed)
+        return Inventory(resources, self.objects, [], datetime.now(UTC), "", f"file:{self.path}", None, detailed)
 
 
 def _type_of(catalog: Catalog, raw: dict) -> ResourceType:
     meta = raw.get("metadata") or {}
-    return catalog.for_kind(raw["apiVersion"], raw["kind"]) or _guess_type(raw["apiVersion"], raw["kind"],
-                                                                          bool(meta.get("namespace")))
+    return catalog.for_kind(raw["apiVersion"], raw["kind"]) or _guess_type(
+        raw["apiVersion"], raw["kind"], bool(meta.get("namespace"))
+    )
 
 
 def _guess_type(api_version: str, kind: str, namespaced: bool) -> ResourceType:
@@ -264,7 +317,18 @@ def restrict(inventory: Inventory, namespace: str | None) -> Inventory:
     namespace are reported stuck (kfin.core.stuck keeps to the inventory's namespace)."""
     if namespace is None:
         return inventory
-    kept = [o for o in inventory.objects if o.namespace == namespace or not o.type.namespaced
-            or (o.type.group, o.type.resource) in REDUCED_FIELDS]
-    return Inventory(inventory.resources, kept, inventory.failures, inventory.observed_at, inventory.context,
-                     inventory.server, namespace, inventory.detailed)
+    kept = [
+        o
+        for o in inventory.objects
+        if o.namespace == namespace or not o.type.namespaced or (o.type.group, o.type.resource) in REDUCED_FIELDS
+    ]
+    return Inventory(
+        inventory.resources,
+        kept,
+        inventory.failures,
+        inventory.observed_at,
+        inventory.context,
+        inventory.server,
+        namespace,
+        inventory.detailed,
+    )

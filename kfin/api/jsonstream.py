@@ -24,7 +24,7 @@ class _Buffer:
         """Read on; a value longer than a chunk doubles what is read, so that retries stay linear."""
         if self.eof:
             return False
-        rest = self.text[self.pos:]
+        rest = self.text[self.pos :]
         data = self.handle.read(max(self.chunk, len(rest)))
         if not data:
             self.eof = True
@@ -37,7 +37,7 @@ class _Buffer:
             while self.pos < len(self.text) and self.text[self.pos] in WHITESPACE:
                 self.pos += 1
             if self.pos < len(self.text) or not self.more():
-                return self.text[self.pos:self.pos + 1]
+                return self.text[self.pos : self.pos + 1]
 
     def expect(self, char: str) -> None:
         found = self.peek()

@@ -18,15 +18,22 @@ from pathlib import Path
 from typing import Any
 
 PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
-CLUSTER_KEYS = {"server", "certificate-authority", "certificate-authority-data", "insecure-skip-tls-verify",
-                "tls-server-name", "extensions", "disable-compression"}
-USER_KEYS = {"token", "client-certificate", "client-certificate-data", "client-key", "client-key-data",
-             "extensions"}
+CLUSTER_KEYS = {
+    "server",
+    "certificate-authority",
+    "certificate-authority-data",
+    "insecure-skip-tls-verify",
+    "tls-server-name",
+    "extensions",
+    "disable-compression",
+}
+USER_KEYS = {"token", "client-certificate", "client-certificate-data", "client-key", "client-key-data", "extensions"}
 
 
 @dataclass
 class StaticConfiguration:
     """What kfin/kube.py reads of a client Configuration, for credentials that never change."""
+
     host: str
     verify_ssl: bool = True
     ssl_ca_cert: str | None = None
@@ -41,8 +48,9 @@ class StaticConfiguration:
     def auth_settings(self) -> dict:
         if not self.token:
             return {}
-        return {"BearerToken": {"type": "api_key", "in": "header", "key": "authorization",
-                                "value": f"Bearer {self.token}"}}
+        return {
+            "BearerToken": {"type": "api_key", "in": "header", "key": "authorization", "value": f"Bearer {self.token}"}
+        }
 
 
 def _named(entries: Any, name: object) -> dict | None:

@@ -18,8 +18,9 @@ def api_path(*segments: str) -> str:
     return "".join("/" + segment(s) for s in segments)
 
 
-def resource_path(rtype: ResourceType, namespace: str | None = None, name: str | None = None,
-                  subresource: str | None = None) -> str:
+def resource_path(
+    rtype: ResourceType, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+) -> str:
     """The path of a resource type's collection (in a namespace when it is namespaced and one is given),
     of one object in it, or of one of its subresources."""
     segments = ["apis", rtype.group, rtype.version] if rtype.group else ["api", rtype.version]

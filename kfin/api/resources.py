@@ -10,14 +10,41 @@ from kfin.errors import NotFoundError
 from kfin.model import ResourceType
 
 
-def _resource_type(group: str, version: str, name: Any, kind: Any, namespaced: Any, verbs: Any, short_names: Any,
-                   singular: Any, categories: Any, where: str) -> ResourceType:
-    if not isinstance(name, str) or not name or not isinstance(kind, str) or not kind or \
-            not isinstance(namespaced, bool) or not _strings(verbs) or not _strings(short_names or []) or \
-            not _strings(categories or []) or not isinstance(singular or "", str):
+def _resource_type(
+    group: str,
+    version: str,
+    name: Any,
+    kind: Any,
+    namespaced: Any,
+    verbs: Any,
+    short_names: Any,
+    singular: Any,
+    categories: Any,
+    where: str,
+) -> ResourceType:
+    if (
+        not isinstance(name, str)
+        or not name
+        or not isinstance(kind, str)
+        or not kind
+        or not isinstance(namespaced, bool)
+        or not _strings(verbs)
+        or not _strings(short_names or [])
+        or not _strings(categories or [])
+        or not isinstance(singular or "", str)
+    ):
         raise ShapeError(f"{where} answered a malformed resource entry ({str(name)[:60]})")
-    return ResourceType(group, version, name, kind, namespaced, tuple(verbs), tuple(short_names or ()),
-                        singular or kind.lower(), tuple(categories or ()))
+    return ResourceType(
+        group,
+        version,
+        name,
+        kind,
+        namespaced,
+        tuple(verbs),
+        tuple(short_names or ()),
+        singular or kind.lower(),
+        tuple(categories or ()),
+    )
 
 
 def _strings(value: object) -> bool:
@@ -35,8 +62,18 @@ def parse_resource_list(group: str, version: str, doc: dict) -> list[ResourceTyp
         raise ShapeError(f"{where} answered without a list of resources")
     out = []
     for r in entries:
-        t = _resource_type(group, version, r.get("name"), r.get("kind"), r.get("namespaced"), r.get("verbs"),
-                           r.get("shortNames"), r.get("singularName"), r.get("categories"), where)
+        t = _resource_type(
+            group,
+            version,
+            r.get("name"),
+            r.get("kind"),
+            r.get("namespaced"),
+            r.get("verbs"),
+            r.get("shortNames"),
+            r.get("singularName"),
+            r.get("categories"),
+            where,
+        )
         if "/" not in t.resource and "list" in t.verbs:
             out.append(t)
     return out
@@ -72,9 +109,18 @@ def parse_aggregated(group: str, version: str, entry: dict) -> list[ResourceType
     for r in entries:
         kind = (r.get("responseKind") or {}).get("kind") if isinstance(r.get("responseKind"), dict) else None
         scope = r.get("scope")
-        t = _resource_type(group, version, r.get("resource"), kind,
-                           scope == "Namespaced" if scope in ("Namespaced", "Cluster") else None,
-                           r.get("verbs"), r.get("shortNames"), r.get("singularResource"), r.get("categories"), where)
+        t = _resource_type(
+            group,
+            version,
+            r.get("resource"),
+            kind,
+            scope == "Namespaced" if scope in ("Namespaced", "Cluster") else None,
+            r.get("verbs"),
+            r.get("shortNames"),
+            r.get("singularResource"),
+            r.get("categories"),
+            where,
+        )
         if "list" in t.verbs:
             out.append(t)
     return out

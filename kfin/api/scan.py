@@ -33,16 +33,32 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "namespaces"): ("spec", "status"),
     ("", "persistentvolumeclaims"): ("spec.volumeName", "spec.storageClassName", "status.phase"),
-    ("", "persistentvolumes"): ("spec.claimRef", "spec.persistentVolumeReclaimPolicy", "spec.storageClassName",
-                                "spec.csi.driver", "spec.csi.volumeHandle", "status.phase"),
-    ("", "pods"): ("spec.nodeName", "spec.serviceAccountName", "spec.volumes", "status.phase", "status.conditions",
-                   "status.containerStatuses"),
+    ("", "persistentvolumes"): (
+        "spec.claimRef",
+        "spec.persistentVolumeReclaimPolicy",
+        "spec.storageClassName",
+        "spec.csi.driver",
+        "spec.csi.volumeHandle",
+        "status.phase",
+    ),
+    ("", "pods"): (
+        "spec.nodeName",
+        "spec.serviceAccountName",
+        "spec.volumes",
+        "status.phase",
+        "status.conditions",
+        "status.containerStatuses",
+    ),
     ("apps", "deployments"): ("spec.replicas", "spec.template.spec.serviceAccountName", "status.readyReplicas"),
     ("apps", "statefulsets"): ("spec.replicas", "spec.template.spec.serviceAccountName", "status.readyReplicas"),
     ("apps", "daemonsets"): ("spec.template.spec.serviceAccountName", "status.numberReady"),
     ("apiregistration.k8s.io", "apiservices"): ("spec.service", "spec.group", "spec.version", "status.conditions"),
-    ("apiextensions.k8s.io", "customresourcedefinitions"): ("spec.group", "spec.names", "spec.scope",
-                                                             "status.conditions"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): (
+        "spec.group",
+        "spec.names",
+        "spec.scope",
+        "status.conditions",
+    ),
     ("storage.k8s.io", "volumeattachments"): ("spec", "status.attached"),
     ("", "nodes"): ("spec.taints", "status.conditions"),
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): ("webhooks",),
@@ -94,8 +110,10 @@ def slim_metadata(meta: dict) -> dict:
 
 def _pod_volume(volume: dict) -> dict | None:
     if volume.get("persistentVolumeClaim"):
-        return {"name": volume.get("name"), "persistentVolumeClaim": {
-            "claimName": volume["persistentVolumeClaim"].get("claimName")}}
+        return {
+            "name": volume.get("name"),
+            "persistentVolumeClaim": {"claimName": volume["persistentVolumeClaim"].get("claimName")},
+        }
     if volume.get("ephemeral") is not None:
         return {"name": volume.get("name"), "ephemeral": {}}
     return None
@@ -127,9 +145,20 @@ def reduce_object(key: tuple[str, str], obj: dict) -> dict:
         elif path == "webhooks" and isinstance(node, list):
             node = [_webhook(w) for w in node if isinstance(w, dict)]
         elif path == "status.containerStatuses" and isinstance(node, list):  # whether it runs, never its image
-            node = [{"name": c.get("name"), "ready": c.get("ready"), "restartCount": c.get("restartCount"),
-                     "state": {k: {"reason": (v or {}).get("reason")} for k, v in (c.get("state") or {}).items()
-                               if isinstance(v, dict)}} for c in node if isinstance(c, dict)]
+            node = [
+                {
+                    "name": c.get("name"),
+                    "ready": c.get("ready"),
+                    "restartCount": c.get("restartCount"),
+                    "state": {
+                        k: {"reason": (v or {}).get("reason")}
+                        for k, v in (c.get("state") or {}).items()
+                        if isinstance(v, dict)
+                    },
+                }
+                for c in node
+                if isinstance(c, dict)
+            ]
         elif path == "endpoints" and isinstance(node, list):  # whether each is ready, not where it is
             node = [{"conditions": e.get("conditions")} for e in node if isinstance(e, dict)]
         target = out
@@ -189,8 +218,11 @@ class OwnerEdges:
             following = set()
             for types, namespaces, names, ids, owners, masks in self.chunks:
                 rows = owners.split(self.SEPARATOR)
-                hits = [i for i, o in enumerate(rows)
-                        if o in frontier or ("," in o and not frontier.isdisjoint(o.split(",")))]
+                hits = [
+                    i
+                    for i, o in enumerate(rows)
+                    if o in frontier or ("," in o and not frontier.isdisjoint(o.split(",")))
+                ]
                 if not hits:
                     continue
                 name_list, id_list = names.split(self.SEPARATOR), ids.split(self.SEPARATOR)
@@ -200,8 +232,16 @@ class OwnerEdges:
                         continue
                     seen.add(uid)
                     split = rows[i].split(",")
-                    found.append(OwnedObject(types[i], name_list[i], namespaces[i], uid,
-                                             split[0] if len(split) == 1 else tuple(split), masks[i]))
+                    found.append(
+                        OwnedObject(
+                            types[i],
+                            name_list[i],
+                            namespaces[i],
+                            uid,
+                            split[0] if len(split) == 1 else tuple(split),
+                            masks[i],
+                        )
+                    )
                     following.add(uid)
             frontier = following
         return found
@@ -231,8 +271,9 @@ class Lean:
     def keep(self, r: ResourceType, meta: dict) -> KubeObject | None:
         namespace = sys.intern(meta.get("namespace") or "")
         if self.for_file:
-            return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "",
-                              owner_tuples(meta, sys.intern))
+            return ThinObject(
+                r, meta.get("name") or "", namespace, meta.get("uid") or "", owner_tuples(meta, sys.intern)
+            )
         whole = self.whole_namespaces is None or namespace in self.whole_namespaces
         edge = owner_edge(meta)
         if edge is not None:
@@ -256,8 +297,14 @@ def to_object(r: ResourceType, item: dict, full: bool, lean: Lean | None = None)
     return KubeObject(r, with_managers(raw, meta))
 
 
-def read_objects(kube: Kube, r: ResourceType, namespace: str | None, page_size: int = 500,
-                 full: bool = False, lean: Lean | None = None) -> list[KubeObject]:
+def read_objects(
+    kube: Kube,
+    r: ResourceType,
+    namespace: str | None,
+    page_size: int = 500,
+    full: bool = False,
+    lean: Lean | None = None,
+) -> list[KubeObject]:
     """Every object of one type: metadata-only, or whole and reduced to REDUCED_FIELDS (`full`). Each page
     is turned into what is kept as it is parsed (Kube._pages), so a page's parsed JSON never outlives it."""
     what = ("list", r.qualified, namespace if r.namespaced else None)
@@ -265,14 +312,24 @@ def read_objects(kube: Kube, r: ResourceType, namespace: str | None, page_size: 
     def kept(page: dict) -> list[KubeObject]:
         found = (to_object(r, item, full, lean) for item in page.get("items") or [])
         return [obj for obj in found if obj is not None]
-    pages = (kube.list_pages if full else kube.list_metadata_pages)(resource_path(r, namespace), page_size, what=what,
-                                                                     reduce=kept)
+
+    pages = (kube.list_pages if full else kube.list_metadata_pages)(
+        resource_path(r, namespace), page_size, what=what, reduce=kept
+    )
     return [obj for objects in pages for obj in objects]
 
 
-def scan(kube: Kube, resources: list[ResourceType], namespace: str | None, *, full: Set[tuple[str, str]] = frozenset(),
-         concurrency: int = 16, page_size: int = 500, lean: Lean | None = None,
-         progress: Callable[[int, int], None] | None = None) -> tuple[list[KubeObject], list[Failure]]:
+def scan(
+    kube: Kube,
+    resources: list[ResourceType],
+    namespace: str | None,
+    *,
+    full: Set[tuple[str, str]] = frozenset(),
+    concurrency: int = 16,
+    page_size: int = 500,
+    lean: Lean | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[KubeObject], list[Failure]]:
     """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types).
 
     Types in `full` are read as whole objects and reduced to REDUCED_FIELDS; all others metadata-only.
@@ -290,8 +347,17 @@ def scan(kube: Kube, resources: list[ResourceType], namespace: str | None, *, fu
                 item = kube.read_object(r, None, namespace)
             except NotFoundError:
                 return []
-            return [KubeObject(r, {"apiVersion": r.api_version, "kind": r.kind,
-                                   "metadata": slim_metadata(item.get("metadata") or {}), **reduce_object(key, item)})]
+            return [
+                KubeObject(
+                    r,
+                    {
+                        "apiVersion": r.api_version,
+                        "kind": r.kind,
+                        "metadata": slim_metadata(item.get("metadata") or {}),
+                        **reduce_object(key, item),
+                    },
+                )
+            ]
         return read_objects(kube, r, namespace, page_size, full=key in full, lean=lean)
 
     def collect(r: ResourceType, result: Callable[[], list[KubeObject]]) -> list[KubeObject]:

@@ -20,8 +20,15 @@ class ShapeError(APIError):
 
 
 def type_name(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), type(value).__name__)
 
 
 def _is_str_list(value: object) -> bool:
@@ -36,14 +43,24 @@ METADATA_FIELDS = {
     "resourceVersion": (lambda v: isinstance(v, str), "a string"),
     "deletionTimestamp": (lambda v: v is None or isinstance(v, str), "a string"),
     "creationTimestamp": (lambda v: v is None or isinstance(v, str), "a string"),
-    "deletionGracePeriodSeconds": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
-                                   "a number"),
+    "deletionGracePeriodSeconds": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)), "a number"),
     "finalizers": (lambda v: v is None or _is_str_list(v), "a list of strings"),
     "labels": (lambda v: v is None or isinstance(v, dict), "an object"),
     "annotations": (lambda v: v is None or isinstance(v, dict), "an object"),
-    "ownerReferences": (lambda v: v is None or (isinstance(v, list) and all(
-        isinstance(r, dict) and all(isinstance(r.get(k, ""), str) for k in ("apiVersion", "kind", "name", "uid"))
-        for r in v)), "a list of owner references (objects with string apiVersion, kind, name and uid)"),
+    "ownerReferences": (
+        lambda v: (
+            v is None
+            or (
+                isinstance(v, list)
+                and all(
+                    isinstance(r, dict)
+                    and all(isinstance(r.get(k, ""), str) for k in ("apiVersion", "kind", "name", "uid"))
+                    for r in v
+                )
+            )
+        ),
+        "a list of owner references (objects with string apiVersion, kind, name and uid)",
+    ),
 }
 
 
@@ -64,11 +81,20 @@ def metadata_problem(meta: Any, named: bool = True) -> str | None:
 def _well_formed(meta: dict) -> bool:
     """METADATA_FIELDS' checks, all passed (JSON gives exact types, so `type(v) is` suffices)."""
     get = meta.get
-    if not (type(get("name", "")) is str and type(get("namespace", "")) is str and type(get("uid", "")) is str
-            and type(get("resourceVersion", "")) is str):
+    if not (
+        type(get("name", "")) is str
+        and type(get("namespace", "")) is str
+        and type(get("uid", "")) is str
+        and type(get("resourceVersion", "")) is str
+    ):
         return False
-    for key, kind in (("deletionTimestamp", str), ("creationTimestamp", str), ("labels", dict),
-                      ("annotations", dict), ("deletionGracePeriodSeconds", int)):
+    for key, kind in (
+        ("deletionTimestamp", str),
+        ("creationTimestamp", str),
+        ("labels", dict),
+        ("annotations", dict),
+        ("deletionGracePeriodSeconds", int),
+    ):
         value = get(key)
         if value is not None and type(value) is not kind:
             return False
@@ -80,8 +106,12 @@ def _well_formed(meta: dict) -> bool:
         if type(refs) is not list:
             return False
         for ref in refs:
-            if type(ref) is not dict or not (type(ref.get("apiVersion", "")) is str and type(ref.get("kind", "")) is str
-                                             and type(ref.get("name", "")) is str and type(ref.get("uid", "")) is str):
+            if type(ref) is not dict or not (
+                type(ref.get("apiVersion", "")) is str
+                and type(ref.get("kind", "")) is str
+                and type(ref.get("name", "")) is str
+                and type(ref.get("uid", "")) is str
+            ):
                 return False
     return True
 
@@ -92,17 +122,23 @@ def _is_int(value: object) -> bool:
 
 def _dicts_of(**fields: Callable[[Any], bool]) -> Callable[[object], bool]:
     """A list of objects whose named fields, where present, pass their checks."""
+
     def check(value: object) -> bool:
         return isinstance(value, list) and all(
             isinstance(item, dict) and all(item.get(k) is None or ok(item[k]) for k, ok in fields.items())
-            for item in value)
+            for item in value
+        )
+
     return check
 
 
 def _selector(value: object) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("matchLabels") or {}, dict) and \
-        isinstance(value.get("matchExpressions") or [], list) and \
-        all(isinstance(e, dict) for e in value.get("matchExpressions") or [])
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("matchLabels") or {}, dict)
+        and isinstance(value.get("matchExpressions") or [], list)
+        and all(isinstance(e, dict) for e in value.get("matchExpressions") or [])
+    )
 
 
 _STR = (lambda v: isinstance(v, str), "a string")
@@ -111,42 +147,102 @@ _INT = (_is_int, "a number")
 # The fields of whole objects that kfin's explanations read, with the types the API gives them;
 # null counts as absent. Checked on whatever is present, whatever the kind.
 FIELD_SHAPES = {
-    "spec": _DICT, "status": _DICT,
+    "spec": _DICT,
+    "status": _DICT,
     "spec.finalizers": (_is_str_list, "a list of strings"),
-    "spec.volumeName": _STR, "spec.storageClassName": _STR, "spec.nodeName": _STR, "spec.serviceAccountName": _STR,
-    "spec.claimRef": _DICT, "spec.claimRef.name": _STR, "spec.claimRef.namespace": _STR, "spec.claimRef.uid": _STR,
-    "spec.persistentVolumeReclaimPolicy": _STR, "spec.csi": _DICT, "spec.csi.driver": _STR,
+    "spec.volumeName": _STR,
+    "spec.storageClassName": _STR,
+    "spec.nodeName": _STR,
+    "spec.serviceAccountName": _STR,
+    "spec.claimRef": _DICT,
+    "spec.claimRef.name": _STR,
+    "spec.claimRef.namespace": _STR,
+    "spec.claimRef.uid": _STR,
+    "spec.persistentVolumeReclaimPolicy": _STR,
+    "spec.csi": _DICT,
+    "spec.csi.driver": _STR,
     "spec.csi.volumeHandle": _STR,
-    "spec.volumes": (_dicts_of(name=lambda v: isinstance(v, str), persistentVolumeClaim=lambda v: isinstance(
-        v, dict) and isinstance(v.get("claimName", ""), str), ephemeral=lambda v: isinstance(v, dict)),
-        "a list of volumes"),
-    "spec.replicas": _INT, "spec.template": _DICT, "spec.template.spec": _DICT,
-    "spec.template.spec.serviceAccountName": _STR, "status.readyReplicas": _INT, "status.numberReady": _INT,
+    "spec.volumes": (
+        _dicts_of(
+            name=lambda v: isinstance(v, str),
+            persistentVolumeClaim=lambda v: isinstance(v, dict) and isinstance(v.get("claimName", ""), str),
+            ephemeral=lambda v: isinstance(v, dict),
+        ),
+        "a list of volumes",
+    ),
+    "spec.replicas": _INT,
+    "spec.template": _DICT,
+    "spec.template.spec": _DICT,
+    "spec.template.spec.serviceAccountName": _STR,
+    "status.readyReplicas": _INT,
+    "status.numberReady": _INT,
     "status.phase": _STR,
-    "status.containerStatuses": (_dicts_of(restartCount=_is_int, state=lambda v: isinstance(v, dict)),
-                                 "a list of container statuses"), "status.attached": (lambda v: isinstance(v, bool), "a boolean"),
-    "status.conditions": (_dicts_of(**{k: lambda v: isinstance(v, str) for k in (
-        "type", "status", "reason", "message", "lastTransitionTime")}), "a list of conditions"),
-    "spec.service": _DICT, "spec.service.name": _STR, "spec.service.namespace": _STR, "spec.group": _STR,
-    "spec.version": _STR, "spec.names": _DICT, "spec.names.kind": _STR, "spec.names.plural": _STR,
-    "spec.scope": _STR, "spec.source": _DICT, "spec.source.persistentVolumeName": _STR, "spec.attacher": _STR,
-    "spec.taints": (_dicts_of(key=lambda v: isinstance(v, str), effect=lambda v: isinstance(v, str)),
-                    "a list of taints"),
-    "webhooks": (_dicts_of(name=lambda v: isinstance(v, str), rules=lambda v: isinstance(v, list) and all(
-        isinstance(r, dict) and all(_is_str_list(r.get(k) or []) for k in ("operations", "apiGroups", "apiVersions",
-                                                                           "resources")) for r in v),
-        clientConfig=lambda v: isinstance(v, dict) and isinstance(v.get("service") or {}, dict),
-        namespaceSelector=lambda v: _selector(v), objectSelector=lambda v: _selector(v)), "a list of webhooks"),
+    "status.containerStatuses": (
+        _dicts_of(restartCount=_is_int, state=lambda v: isinstance(v, dict)),
+        "a list of container statuses",
+    ),
+    "status.attached": (lambda v: isinstance(v, bool), "a boolean"),
+    "status.conditions": (
+        _dicts_of(
+            **{k: lambda v: isinstance(v, str) for k in ("type", "status", "reason", "message", "lastTransitionTime")}
+        ),
+        "a list of conditions",
+    ),
+    "spec.service": _DICT,
+    "spec.service.name": _STR,
+    "spec.service.namespace": _STR,
+    "spec.group": _STR,
+    "spec.version": _STR,
+    "spec.names": _DICT,
+    "spec.names.kind": _STR,
+    "spec.names.plural": _STR,
+    "spec.scope": _STR,
+    "spec.source": _DICT,
+    "spec.source.persistentVolumeName": _STR,
+    "spec.attacher": _STR,
+    "spec.taints": (
+        _dicts_of(key=lambda v: isinstance(v, str), effect=lambda v: isinstance(v, str)),
+        "a list of taints",
+    ),
+    "webhooks": (
+        _dicts_of(
+            name=lambda v: isinstance(v, str),
+            rules=lambda v: (
+                isinstance(v, list)
+                and all(
+                    isinstance(r, dict)
+                    and all(
+                        _is_str_list(r.get(k) or []) for k in ("operations", "apiGroups", "apiVersions", "resources")
+                    )
+                    for r in v
+                )
+            ),
+            clientConfig=lambda v: isinstance(v, dict) and isinstance(v.get("service") or {}, dict),
+            namespaceSelector=lambda v: _selector(v),
+            objectSelector=lambda v: _selector(v),
+        ),
+        "a list of webhooks",
+    ),
     "endpoints": (lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), "a list of endpoints"),
-    "finalizerManagers": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
-                          "an object naming a manager per finalizer"),
-    "spec.holderIdentity": _STR, "spec.renewTime": _STR, "spec.leaseDurationSeconds": _INT,
-    "rules": (_dicts_of(**dict.fromkeys(("apiGroups", "resources", "verbs", "resourceNames"), _is_str_list)),
-              "a list of rules"),
-    "roleRef": (lambda v: isinstance(v, dict) and all(isinstance(v.get(k, ""), str) for k in ("kind", "name")),
-                "an object with a string kind and name"),
-    "subjects": (_dicts_of(**{k: lambda v: isinstance(v, str) for k in ("kind", "name", "namespace")}),
-                 "a list of subjects"),
+    "finalizerManagers": (
+        lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+        "an object naming a manager per finalizer",
+    ),
+    "spec.holderIdentity": _STR,
+    "spec.renewTime": _STR,
+    "spec.leaseDurationSeconds": _INT,
+    "rules": (
+        _dicts_of(**dict.fromkeys(("apiGroups", "resources", "verbs", "resourceNames"), _is_str_list)),
+        "a list of rules",
+    ),
+    "roleRef": (
+        lambda v: isinstance(v, dict) and all(isinstance(v.get(k, ""), str) for k in ("kind", "name")),
+        "an object with a string kind and name",
+    ),
+    "subjects": (
+        _dicts_of(**{k: lambda v: isinstance(v, str) for k in ("kind", "name", "namespace")}),
+        "a list of subjects",
+    ),
 }
 
 
@@ -200,7 +296,9 @@ def check_page(page: Any, where: str) -> dict:
     if "items" not in page and page.get("kind") != "Status":
         raise ShapeError(f"{where} answered an object without items where a list was expected")
     list_meta = page.get("metadata")
-    if list_meta is not None and (not isinstance(list_meta, dict) or not isinstance(list_meta.get("continue", ""), str)):
+    if list_meta is not None and (
+        not isinstance(list_meta, dict) or not isinstance(list_meta.get("continue", ""), str)
+    ):
         raise ShapeError(f"{where} answered a list with malformed metadata")
     for number, item in enumerate(items or [], 1):
         problem = object_problem(item)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Target:
     """The kubeconfig, its context and the request deadline a connection is made from."""
+
     kubeconfig: str | None = None
     context: str | None = None
     request_timeout: float | None = None

@@ -18,8 +18,10 @@ def _state(obj: dict) -> str:
     """What is left to go, in a line: a namespace's remaining content, or an object's finalizers."""
     meta = obj.get("metadata") or {}
     for condition in (obj.get("status") or {}).get("conditions") or []:
-        if condition.get("type") in ("NamespaceContentRemaining", "NamespaceFinalizersRemaining") and \
-                condition.get("status") == "True":
+        if (
+            condition.get("type") in ("NamespaceContentRemaining", "NamespaceFinalizersRemaining")
+            and condition.get("status") == "True"
+        ):
             return condition.get("message") or ""
     finalizers = (meta.get("finalizers") or []) + ((obj.get("spec") or {}).get("finalizers") or [])
     if not meta.get("deletionTimestamp"):
@@ -27,8 +29,15 @@ def _state(obj: dict) -> str:
     return "finalizers left: " + ", ".join(finalizers) if finalizers else "waiting for it to go"
 
 
-def wait_gone(kube: Kube, rtype: ResourceType, namespace: str | None, name: str, uid: str, timeout: float,
-              report: Callable[[str], None]) -> bool:
+def wait_gone(
+    kube: Kube,
+    rtype: ResourceType,
+    namespace: str | None,
+    name: str,
+    uid: str,
+    timeout: float,
+    report: Callable[[str], None],
+) -> bool:
     """True once the object (that uid) is gone; False when `timeout` seconds pass first."""
     deadline = time.monotonic() + timeout
     path = resource_path(rtype, namespace)
@@ -38,8 +47,16 @@ def wait_gone(kube: Kube, rtype: ResourceType, namespace: str | None, name: str,
     what = ("watch", rtype.qualified, namespace)
     last = None
     while True:
-        page = check_page(kube.request("GET", path, query, accept=JSON if whole else METADATA_LIST_ACCEPT,
-                                       what=("list", rtype.qualified, namespace)), f"GET {path}")
+        page = check_page(
+            kube.request(
+                "GET",
+                path,
+                query,
+                accept=JSON if whole else METADATA_LIST_ACCEPT,
+                what=("list", rtype.qualified, namespace),
+            ),
+            f"GET {path}",
+        )
         found = [i for i in page.get("items") or [] if (i.get("metadata") or {}).get("name") == name]
         if not found or (uid and found[0]["metadata"].get("uid") != uid):
             return True
@@ -50,8 +67,13 @@ def wait_gone(kube: Kube, rtype: ResourceType, namespace: str | None, name: str,
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            for event in kube.watch(path, dict(query, resourceVersion=version), max(1, min(int(left), LONGEST_WATCH)),
-                                    accept=JSON if whole else METADATA_ACCEPT, what=what):
+            for event in kube.watch(
+                path,
+                dict(query, resourceVersion=version),
+                max(1, min(int(left), LONGEST_WATCH)),
+                accept=JSON if whole else METADATA_ACCEPT,
+                what=what,
+            ):
                 obj: dict = event["object"] if isinstance(event.get("object"), dict) else {}
                 meta: dict = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
                 if event.get("type") == "ERROR":

@@ -50,6 +50,7 @@ COMPLETE_VAR = "_KFIN_COMPLETE"
 class Command:
     """A command of the registry: its module (one function named like the command) and the first line of
     its help, which `kfin --help` lists without importing the module (a test holds the two equal)."""
+
     module: str
     summary: str
 
@@ -57,19 +58,23 @@ class Command:
 # The commands, in the order `kfin --help` lists them.
 COMMANDS = {
     "version": Command("kfin.commands.version", "Show kfin's version and the API server's."),
-    "stuck": Command("kfin.commands.stuck", "List every object stuck in Terminating, with its finalizers and its "
-                                            "blocker."),
-    "explain": Command("kfin.commands.explain", "Why each finalizer of an object is still there, and what is safe "
-                                                "to do."),
+    "stuck": Command(
+        "kfin.commands.stuck", "List every object stuck in Terminating, with its finalizers and its blocker."
+    ),
+    "explain": Command(
+        "kfin.commands.explain", "Why each finalizer of an object is still there, and what is safe to do."
+    ),
     "graph": Command("kfin.commands.graph", "The owner/dependent graph (ownerReferences), and what blocks what."),
-    "remove": Command("kfin.commands.remove", "Remove finalizers that block a deletion: guarded, race-safe, "
-                                              "recorded."),
-    "wait": Command("kfin.commands.wait", "Follow a deletion until the object is gone (a watch), showing what "
-                                          "remains."),
+    "remove": Command("kfin.commands.remove", "Remove finalizers that block a deletion: guarded, race-safe, recorded."),
+    "wait": Command(
+        "kfin.commands.wait", "Follow a deletion until the object is gone (a watch), showing what remains."
+    ),
     "serve": Command("kfin.commands.serve", "Scan periodically (read-only) and serve the result to Prometheus."),
     "audit": Command("kfin.commands.audit", "List the finalizer removals kfin applied, from its audit log."),
-    "snapshot": Command("kfin.commands.snapshot", "Save what kfin's commands need into one JSON file, to read "
-                                                  "later with --from-snapshot."),
+    "snapshot": Command(
+        "kfin.commands.snapshot",
+        "Save what kfin's commands need into one JSON file, to read later with --from-snapshot.",
+    ),
 }
 
 
@@ -98,8 +103,12 @@ class KfinGroup(TyperGroup):
         """As Click lists commands, from the registry's summaries (no command module is imported)."""
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
         with formatter.section("Commands"):
-            formatter.write_dl([(name, click_utils.make_default_short_help(command.summary, limit))
-                                for name, command in COMMANDS.items()])
+            formatter.write_dl(
+                [
+                    (name, click_utils.make_default_short_help(command.summary, limit))
+                    for name, command in COMMANDS.items()
+                ]
+            )
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         if args and not args[0].startswith("-") and args[0] not in COMMANDS:
@@ -122,18 +131,29 @@ app = typer.Typer(
 
 
 @app.callback()
-def root(ctx: typer.Context, kubeconfig: KubeconfigOpt = None, context: ContextOpt = None,
-         namespace: NamespaceOpt = None, all_namespaces: AllNamespacesOpt = None, output: OutputOpt = None,
-         request_timeout: TimeoutOpt = None,
-         show_version: bool | None = typer.Option(None, "--version", callback=print_version, is_eager=True,
-                                                  help="Show kfin's version and the Kubernetes client's, and exit.")
-         ) -> None:
+def root(
+    ctx: typer.Context,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNamespacesOpt = None,
+    output: OutputOpt = None,
+    request_timeout: TimeoutOpt = None,
+    show_version: bool | None = typer.Option(
+        None,
+        "--version",
+        callback=print_version,
+        is_eager=True,
+        help="Show kfin's version and the Kubernetes client's, and exit.",
+    ),
+) -> None:
     """Find out why Kubernetes objects are stuck in Terminating, and unstick them safely.
 
     Connection flags (--kubeconfig, --context, -n, -A, -o, --request-timeout) work before or after the command.
     """
-    ctx.obj = Options(kubeconfig, context, namespace, bool(all_namespaces), output,
-                      request_timeout_seconds(request_timeout))
+    ctx.obj = Options(
+        kubeconfig, context, namespace, bool(all_namespaces), output, request_timeout_seconds(request_timeout)
+    )
 
 
 def _prog_name() -> str:
@@ -163,8 +183,11 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:  # a bug: say so in one line, with the way to see more
         if os.environ.get("KFIN_DEBUG"):
             raise
-        _fail(f"internal error in kfin: {one_line(repr(error))} (run with KFIN_DEBUG=1 for the traceback, "
-              "and please report it)", ExitCode.INTERNAL)
+        _fail(
+            f"internal error in kfin: {one_line(repr(error))} (run with KFIN_DEBUG=1 for the traceback, "
+            "and please report it)",
+            ExitCode.INTERNAL,
+        )
     finally:
         sys.stdout = stdout
     sys.exit(int(code or 0))
@@ -194,8 +217,11 @@ def kubectl_complete() -> None:
     if args and args[0] in ("__complete", "__completeNoDesc"):
         args = args[1:]
     words = ["kfin", *args] if args else ["kfin", ""]
-    env = {COMPLETE_VAR: "complete_bash", "COMP_WORDS": " ".join(_quote(w) for w in words),
-           "COMP_CWORD": str(len(words) - 1)}
+    env = {
+        COMPLETE_VAR: "complete_bash",
+        "COMP_WORDS": " ".join(_quote(w) for w in words),
+        "COMP_CWORD": str(len(words) - 1),
+    }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     out = io.StringIO()

@@ -16,9 +16,10 @@ from kfin.render.terminal import warn
 
 
 def audit(
-        ctx: typer.Context,
-        audit_log: str | None = typer.Option(None, "--audit-log", metavar="PATH", help="Audit log file to read."),
-        output: OutputOpt = None) -> None:
+    ctx: typer.Context,
+    audit_log: str | None = typer.Option(None, "--audit-log", metavar="PATH", help="Audit log file to read."),
+    output: OutputOpt = None,
+) -> None:
     """List the finalizer removals kfin applied, from its audit log.
 
     Example: kfin audit -o json

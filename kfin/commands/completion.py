@@ -32,6 +32,7 @@ def _safe(fn: Callable[[typer.Context, str], Iterable[str]]) -> Completer:
             return [c for c in fn(ctx, incomplete) if c.startswith(incomplete)]
         except Exception:  # completion must never print errors into the shell
             return []
+
     wrapper.__name__ = fn.__name__
     return wrapper
 
@@ -50,8 +51,12 @@ def _kubeconfig(ctx: typer.Context) -> tuple[dict, str | None]:
     import yaml  # 20 ms: only on Tab
 
     explicit = _param(ctx, "kubeconfig")
-    paths = [explicit] if explicit else [p for p in (os.environ.get("KUBECONFIG") or "").split(os.pathsep) if p] \
+    paths = (
+        [explicit]
+        if explicit
+        else [p for p in (os.environ.get("KUBECONFIG") or "").split(os.pathsep) if p]
         or [str(Path("~/.kube/config").expanduser())]
+    )
     merged: dict = {"clusters": [], "contexts": [], "users": []}
     for path in paths:
         if not Path(path).is_file():
@@ -85,8 +90,13 @@ def kinds(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def _kube(ctx: typer.Context) -> Kube:
-    return Kube.connect(Target(_param(ctx, "kubeconfig"), _param(ctx, "context") if not isinstance(
-        _param(ctx, "context"), list) else _param(ctx, "context")[0], NAME_TIMEOUT_SECONDS))
+    return Kube.connect(
+        Target(
+            _param(ctx, "kubeconfig"),
+            _param(ctx, "context") if not isinstance(_param(ctx, "context"), list) else _param(ctx, "context")[0],
+            NAME_TIMEOUT_SECONDS,
+        )
+    )
 
 
 @_safe

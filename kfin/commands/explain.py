@@ -27,10 +27,17 @@ from kfin.render.terminal import warn_failures
 
 
 def explain(
-        ctx: typer.Context, kind: KindArg, name: NameArg, refresh: RefreshOpt = False,
-        from_snapshot: str | None = snapshot_flag("Explain from a kfin snapshot instead of a live cluster."),
-        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
-        output: OutputOpt = None, request_timeout: TimeoutOpt = None) -> None:
+    ctx: typer.Context,
+    kind: KindArg,
+    name: NameArg,
+    refresh: RefreshOpt = False,
+    from_snapshot: str | None = snapshot_flag("Explain from a kfin snapshot instead of a live cluster."),
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    output: OutputOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
     """Why each finalizer of an object is still there, and what is safe to do.
 
     For each finalizer: what it protects, which controller removes it, what holds it now
@@ -47,8 +54,9 @@ def explain(
     """
     check_kind(kind)
     check_name(name)
-    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output,
-                     request_timeout=request_timeout)
+    options = merged(
+        ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
+    )
     fmt = check_output(options, ("table", "json", "yaml"))
     obj, facts = load_target(options.scope(from_snapshot=from_snapshot, refresh=refresh), kind, name)
     found = explain_cached(obj, facts)

@@ -22,48 +22,107 @@ COMPLETION = "kfin.commands.completion"
 def completer(name: str) -> Callable[[typer.Context, str], list[str]]:
     """A Tab-completion callback of kfin.commands.completion, whose module (it reaches the API) is loaded on
     the first Tab only: declaring a flag must not cost `kfin --help` that import."""
+
     def complete(ctx: typer.Context, incomplete: str) -> list[str]:
         candidates: list[str] = getattr(importlib.import_module(COMPLETION), name)(ctx, incomplete)
         return candidates
+
     complete.__name__ = name
     return complete
 
 
-KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", metavar="PATH",
-                          help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")]
-ContextOpt = Annotated[str | None, typer.Option("--context", metavar="NAME",
-                       autocompletion=completer("contexts"), help="The kubeconfig context to use.")]
-ContextsOpt = Annotated[list[str] | None, typer.Option("--context", metavar="NAME",
-                        autocompletion=completer("contexts"),
-                        help="The kubeconfig context; repeat to scan several.")]
-NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", metavar="NS",
-                         autocompletion=completer("namespaces"),
-                         help="Namespace (default: the context's namespace).")]
-AllNamespacesOpt = Annotated[bool | None, typer.Option("--all-namespaces", "-A",
-                             help="Every namespace, and cluster-scoped objects.")]
-OutputOpt = Annotated[str | None, typer.Option("--output", "-o", metavar="FORMAT",
-                      help="Output format: table, wide, json, yaml (and name, prometheus, where listed).")]
-TimeoutOpt = Annotated[str | None, typer.Option("--request-timeout", metavar="DURATION",
-                       help="Deadline for each API request, retries included, e.g. 10s, 1m; 0 means none.")]
+KubeconfigOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kubeconfig", metavar="PATH", help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)."
+    ),
+]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context", metavar="NAME", autocompletion=completer("contexts"), help="The kubeconfig context to use."
+    ),
+]
+ContextsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--context",
+        metavar="NAME",
+        autocompletion=completer("contexts"),
+        help="The kubeconfig context; repeat to scan several.",
+    ),
+]
+NamespaceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace",
+        "-n",
+        metavar="NS",
+        autocompletion=completer("namespaces"),
+        help="Namespace (default: the context's namespace).",
+    ),
+]
+AllNamespacesOpt = Annotated[
+    bool | None, typer.Option("--all-namespaces", "-A", help="Every namespace, and cluster-scoped objects.")
+]
+OutputOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FORMAT",
+        help="Output format: table, wide, json, yaml (and name, prometheus, where listed).",
+    ),
+]
+TimeoutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--request-timeout",
+        metavar="DURATION",
+        help="Deadline for each API request, retries included, e.g. 10s, 1m; 0 means none.",
+    ),
+]
 # How a scan reads (kfin stuck, snapshot, serve), and how many per-object series its metrics hold.
-ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=64,
-                           help="How many resource types to list at once.")]
+ConcurrencyOpt = Annotated[
+    int, typer.Option("--concurrency", min=1, max=64, help="How many resource types to list at once.")
+]
 ChunkSizeOpt = Annotated[int, typer.Option("--chunk-size", min=1, help="Objects per list request (page).")]
-MaxInfoSeriesOpt = Annotated[int, typer.Option("--max-info-series", min=0, metavar="N",
-                             help="-o prometheus and kfin serve: at most N kfin_stuck_object_info series.")]
+MaxInfoSeriesOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-info-series",
+        min=0,
+        metavar="N",
+        help="-o prometheus and kfin serve: at most N kfin_stuck_object_info series.",
+    ),
+]
 RefreshOpt = Annotated[bool, typer.Option("--refresh", help="Rediscover the API instead of using the cache.")]
-KindArg = Annotated[str, typer.Argument(metavar="KIND", autocompletion=completer("kinds"),
-                    help="pvc, pv, namespace/ns, pod, or any kind or plural.")]
+KindArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="KIND", autocompletion=completer("kinds"), help="pvc, pv, namespace/ns, pod, or any kind or plural."
+    ),
+]
 NameArg = Annotated[str, typer.Argument(metavar="NAME", autocompletion=completer("names"))]
 # kfin remove's: absent with --all-stuck
-OptionalKindArg = Annotated[str | None, typer.Argument(metavar="KIND", autocompletion=completer("kinds"),
-                            help="pvc, pv, ns, or any kind or plural.")]
+OptionalKindArg = Annotated[
+    str | None,
+    typer.Argument(metavar="KIND", autocompletion=completer("kinds"), help="pvc, pv, ns, or any kind or plural."),
+]
 OptionalNameArg = Annotated[str | None, typer.Argument(metavar="NAME", autocompletion=completer("names"))]
-KindsOpt = Annotated[list[str] | None, typer.Option("--kind", metavar="KIND",
-                     autocompletion=completer("kinds"),
-                     help="Only this type (repeatable): pvc, deploy.apps, widgets.example.com.")]
-AuditLogOpt = Annotated[str | None, typer.Option("--audit-log", metavar="PATH",
-                        help="Audit log file (default ~/.local/state/kfin/audit.jsonl).")]
+KindsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--kind",
+        metavar="KIND",
+        autocompletion=completer("kinds"),
+        help="Only this type (repeatable): pvc, deploy.apps, widgets.example.com.",
+    ),
+]
+AuditLogOpt = Annotated[
+    str | None,
+    typer.Option("--audit-log", metavar="PATH", help="Audit log file (default ~/.local/state/kfin/audit.jsonl)."),
+]
 TimeoutFlag = Annotated[str, typer.Option("--timeout", metavar="DURATION", help="How long to wait (30s, 5m, 1h).")]
 
 
@@ -79,6 +138,7 @@ MAX_WAIT_SECONDS = 7 * 86400
 @dataclass(frozen=True)
 class Options:
     """The connection and output flags, wherever they were given."""
+
     kubeconfig: str | None = None
     context: str | None = None
     namespace: str | None = None
@@ -93,10 +153,25 @@ class Options:
     def target(self) -> Target:
         return Target(self.kubeconfig, self.context, self.request_timeout)
 
-    def scope(self, *, contexts: list[str] | None = None, from_snapshot: str | None = None, refresh: bool = False,
-              concurrency: int = 16, chunk_size: int = 500) -> Scope:
-        return Scope(self.target(), self.namespace, self.all_namespaces, tuple(contexts or ()), from_snapshot,
-                     refresh, concurrency, chunk_size)
+    def scope(
+        self,
+        *,
+        contexts: list[str] | None = None,
+        from_snapshot: str | None = None,
+        refresh: bool = False,
+        concurrency: int = 16,
+        chunk_size: int = 500,
+    ) -> Scope:
+        return Scope(
+            self.target(),
+            self.namespace,
+            self.all_namespaces,
+            tuple(contexts or ()),
+            from_snapshot,
+            refresh,
+            concurrency,
+            chunk_size,
+        )
 
 
 def request_timeout_seconds(text: str | None) -> float | None:
@@ -131,14 +206,26 @@ def duration_seconds(text: str, flag: str) -> float:
         raise UsageError(f"{flag}: {error}") from None
 
 
-def merged(ctx: typer.Context | None, *, kubeconfig: str | None = None, context: str | None = None,
-           namespace: str | None = None, all_namespaces: bool | None = None, output: str | None = None,
-           request_timeout: str | None = None) -> Options:
+def merged(
+    ctx: typer.Context | None,
+    *,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    namespace: str | None = None,
+    all_namespaces: bool | None = None,
+    output: str | None = None,
+    request_timeout: str | None = None,
+) -> Options:
     """The options given after the command override those given before it."""
     base: Options = (ctx.find_root().obj or Options()) if ctx else Options()
-    given: dict[str, Any] = {"kubeconfig": kubeconfig, "context": context, "namespace": namespace,
-             "all_namespaces": all_namespaces, "output": output,
-             "request_timeout": request_timeout_seconds(request_timeout) if request_timeout is not None else None}
+    given: dict[str, Any] = {
+        "kubeconfig": kubeconfig,
+        "context": context,
+        "namespace": namespace,
+        "all_namespaces": all_namespaces,
+        "output": output,
+        "request_timeout": request_timeout_seconds(request_timeout) if request_timeout is not None else None,
+    }
     return replace(base, **{k: v for k, v in given.items() if v is not None})
 
 

@@ -39,17 +39,22 @@ def parse_subject(words: list[str]) -> tuple[str, str]:
 
 
 def graph(
-        ctx: typer.Context,
-        target: list[str] = typer.Argument(..., metavar="KIND NAME | KIND/NAME | namespace NAME"),
-        depth: int | None = typer.Option(None, "--depth", min=1, help="Draw the tree this many levels deep."),
-        kind: KindsOpt = None,
-        only_stuck: bool = typer.Option(False, "--only-stuck", help="Only stuck objects and their blocking chains."),
-        owners_only: bool = typer.Option(False, "--owners-only",
-                                         help="Only ownerReferences: leave out the blocking graph's links and actors."),
-        from_snapshot: str | None = snapshot_flag("Draw from a kfin snapshot instead of a live cluster."),
-        refresh: RefreshOpt = False,
-        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
-        output: OutputOpt = None, request_timeout: TimeoutOpt = None) -> None:
+    ctx: typer.Context,
+    target: list[str] = typer.Argument(..., metavar="KIND NAME | KIND/NAME | namespace NAME"),
+    depth: int | None = typer.Option(None, "--depth", min=1, help="Draw the tree this many levels deep."),
+    kind: KindsOpt = None,
+    only_stuck: bool = typer.Option(False, "--only-stuck", help="Only stuck objects and their blocking chains."),
+    owners_only: bool = typer.Option(
+        False, "--owners-only", help="Only ownerReferences: leave out the blocking graph's links and actors."
+    ),
+    from_snapshot: str | None = snapshot_flag("Draw from a kfin snapshot instead of a live cluster."),
+    refresh: RefreshOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    output: OutputOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
     """The owner/dependent graph (ownerReferences), and what blocks what.
 
     `namespace NAME` draws every object of a namespace; `KIND NAME` one object's owners up to the roots
@@ -63,14 +68,16 @@ def graph(
 
       kfin graph namespace shop -o mermaid > shop.mmd
     """
-    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output,
-                     request_timeout=request_timeout)
+    options = merged(
+        ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
+    )
     fmt = check_output(options, drawn.FORMATS)
     for text in kind or []:
         check_kind(text)
     subject_kind, subject_name = parse_subject(target)
-    subject = subject_graph.build(options.scope(from_snapshot=from_snapshot, refresh=refresh), subject_kind,
-                                  subject_name, owners_only)
+    subject = subject_graph.build(
+        options.scope(from_snapshot=from_snapshot, refresh=refresh), subject_kind, subject_name, owners_only
+    )
     facts = subject.facts
     kinds = None
     if kind:

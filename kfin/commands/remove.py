@@ -42,6 +42,7 @@ OK_RESULTS = ("removed", "gone", "unchanged", "force-deleted")
 @dataclass(frozen=True)
 class Choices:
     """What the user asked of a removal, beyond which objects."""
+
     patterns: list[str]
     confirm: bool
     force: bool
@@ -52,32 +53,45 @@ class Choices:
 
 
 def remove(
-        ctx: typer.Context,
-        kind: OptionalKindArg = None,
-        name: OptionalNameArg = None,
-        finalizer: list[str] | None = typer.Option(
-            None, "--finalizer", metavar="NAME",
-            help="Finalizer to remove (repeatable; globs allowed). Default: those ORPHANED, or WAITING on a "
-                 "controller that is down."),
-        confirm: bool = typer.Option(False, "--confirm", help="Apply the change. Without it kfin only shows the plan."),
-        force: bool = typer.Option(False, "--force", help="Remove even a HOLDING finalizer (read the risk first)."),
-        allow_live: bool = typer.Option(False, "--allow-live", help="Allow objects that are not being deleted."),
-        server_dry_run: bool = typer.Option(False, "--server-dry-run",
-                                            help="Send the change with dryRun=All: validated, never persisted."),
-        all_stuck: bool = typer.Option(False, "--all-stuck", help="Every stuck object in -n NS (or -A)."),
-        yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a bulk removal."),
-        wait: bool = typer.Option(False, "--wait", help="After removing, follow the deletion until the object is gone."),
-        timeout: str = typer.Option("5m", "--timeout", metavar="DURATION", help="With --wait: how long to wait."),
-        recreate_namespace: bool = typer.Option(False, "--recreate-namespace",
-                                                help="For an object left in a namespace that was forced away: "
-                                                     "create that namespace again first (recorded)."),
-        node_lost_after: str = typer.Option("5m", "--node-lost-after", metavar="DURATION",
-                                            help="Force-delete a Pod in graceful deletion only when its node is gone "
-                                                 "or has not reported for this long."),
-        audit_log: AuditLogOpt = None,
-        refresh: RefreshOpt = False,
-        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
-        all_namespaces: AllNamespacesOpt = None, request_timeout: TimeoutOpt = None) -> None:
+    ctx: typer.Context,
+    kind: OptionalKindArg = None,
+    name: OptionalNameArg = None,
+    finalizer: list[str] | None = typer.Option(
+        None,
+        "--finalizer",
+        metavar="NAME",
+        help="Finalizer to remove (repeatable; globs allowed). Default: those ORPHANED, or WAITING on a "
+        "controller that is down.",
+    ),
+    confirm: bool = typer.Option(False, "--confirm", help="Apply the change. Without it kfin only shows the plan."),
+    force: bool = typer.Option(False, "--force", help="Remove even a HOLDING finalizer (read the risk first)."),
+    allow_live: bool = typer.Option(False, "--allow-live", help="Allow objects that are not being deleted."),
+    server_dry_run: bool = typer.Option(
+        False, "--server-dry-run", help="Send the change with dryRun=All: validated, never persisted."
+    ),
+    all_stuck: bool = typer.Option(False, "--all-stuck", help="Every stuck object in -n NS (or -A)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a bulk removal."),
+    wait: bool = typer.Option(False, "--wait", help="After removing, follow the deletion until the object is gone."),
+    timeout: str = typer.Option("5m", "--timeout", metavar="DURATION", help="With --wait: how long to wait."),
+    recreate_namespace: bool = typer.Option(
+        False,
+        "--recreate-namespace",
+        help="For an object left in a namespace that was forced away: create that namespace again first (recorded).",
+    ),
+    node_lost_after: str = typer.Option(
+        "5m",
+        "--node-lost-after",
+        metavar="DURATION",
+        help="Force-delete a Pod in graceful deletion only when its node is gone or has not reported for this long.",
+    ),
+    audit_log: AuditLogOpt = None,
+    refresh: RefreshOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNamespacesOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
     """Remove finalizers that block a deletion: guarded, race-safe, recorded.
 
     Dry run unless --confirm. A HOLDING finalizer is refused with its safe fix unless --force.
@@ -91,11 +105,24 @@ def remove(
 
       kfin remove -n team-a --all-stuck --finalizer 'acme.io/*' --confirm
     """
-    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
-                     all_namespaces=all_namespaces, request_timeout=request_timeout)
+    options = merged(
+        ctx,
+        kubeconfig=kubeconfig,
+        context=context,
+        namespace=namespace,
+        all_namespaces=all_namespaces,
+        request_timeout=request_timeout,
+    )
     seconds = wait_seconds(timeout)
-    choices = Choices(list(finalizer or []), confirm, force, allow_live, server_dry_run,
-                      Path(audit_log) if audit_log else None, wait_seconds(node_lost_after, "--node-lost-after"))
+    choices = Choices(
+        list(finalizer or []),
+        confirm,
+        force,
+        allow_live,
+        server_dry_run,
+        Path(audit_log) if audit_log else None,
+        wait_seconds(node_lost_after, "--node-lost-after"),
+    )
     if wait and (all_stuck or not confirm or server_dry_run):
         raise UsageError("--wait follows one object's deletion after --confirm (not with --all-stuck or a dry run)")
     scope = options.scope(refresh=refresh)
@@ -118,17 +145,25 @@ def _record(entry: dict, path: Path) -> bool:
     return error is None
 
 
-def remove_one(scope: Scope, kind: str, name: str, choices: Choices, wait_for: float | None,
-               again_namespace: bool) -> int:
+def remove_one(
+    scope: Scope, kind: str, name: str, choices: Choices, wait_for: float | None, again_namespace: bool
+) -> int:
     obj, facts = live_target(scope, kind, name)
     findings = explain_object(obj, facts).findings
-    if again_namespace and choices.confirm and not choices.server_dry_run and \
-            any(f.family == "ghost" for f in findings):
+    if (
+        again_namespace
+        and choices.confirm
+        and not choices.server_dry_run
+        and any(f.family == "ghost" for f in findings)
+    ):
         assert facts.kube is not None
         log_path = audit.check_writable(choices.audit_log)
         _record(recreate_namespace(facts.kube, obj.namespace), log_path)
-        say(f"namespace {obj.namespace} created again, so that what was left in it can be written; delete it once "
-            f"its content is dealt with (kubectl delete namespace {obj.namespace})", err=True)
+        say(
+            f"namespace {obj.namespace} created again, so that what was left in it can be written; delete it once "
+            f"its content is dealt with (kubectl delete namespace {obj.namespace})",
+            err=True,
+        )
         obj, facts = live_target(scope, kind, name)  # no longer a ghost: explained afresh
         findings = explain_object(obj, facts).findings
     plan_ = plan(obj, findings, choices.patterns, choices.force, choices.allow_live, choices.node_lost_after)
@@ -141,8 +176,11 @@ def remove_one(scope: Scope, kind: str, name: str, choices: Choices, wait_for: f
         if c.warning and c.selected:
             warn(f"{c.finding.finalizer}: {c.warning}")
     if not choices.confirm and not choices.server_dry_run:
-        print("Dry run: nothing was changed. Add --confirm to apply (or --server-dry-run to have the API server "
-              "validate it).", file=sys.stderr)
+        print(
+            "Dry run: nothing was changed. Add --confirm to apply (or --server-dry-run to have the API server "
+            "validate it).",
+            file=sys.stderr,
+        )
         return ExitCode.OK
     kube = facts.kube
     assert kube is not None  # live_target's facts are live
@@ -157,15 +195,21 @@ def remove_one(scope: Scope, kind: str, name: str, choices: Choices, wait_for: f
     try:
         outcome = remover.apply(plan_, choices.patterns, choices.force, choices.allow_live)
     except KfinError as error:
-        _record(audit_record(kube, user, plan_, Outcome("failed", error.message, before=before), choices.force),
-                log_path)
+        _record(
+            audit_record(kube, user, plan_, Outcome("failed", error.message, before=before), choices.force), log_path
+        )
         raise
     except KeyboardInterrupt:
-        outcome = Outcome("interrupted", "interrupted before kfin could read the answer: the change may or may not "
-                          "have been applied", before=before)
+        outcome = Outcome(
+            "interrupted",
+            "interrupted before kfin could read the answer: the change may or may not have been applied",
+            before=before,
+        )
         _record(audit_record(kube, user, plan_, outcome, choices.force), log_path)
-        say(f"interrupted: {obj.ref}: the change may or may not have been applied; `kfin explain` shows its "
-            "state now", err=True)
+        say(
+            f"interrupted: {obj.ref}: the change may or may not have been applied; `kfin explain` shows its state now",
+            err=True,
+        )
         raise
     recorded = _record(audit_record(kube, user, plan_, outcome, choices.force), log_path)
     say(f"{outcome.result}: {obj.ref}: {outcome.message}")
@@ -184,8 +228,17 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool) -> int:
     assert kube is not None  # a live scan
     rows = find_stuck(facts.inventory, Filters(), facts)
     patterns = choices.patterns
-    plans: list[Plan] = [plan(r.obj, explain_object(r.obj, facts).findings, patterns, choices.force,
-                              choices.allow_live, choices.node_lost_after) for r in rows]
+    plans: list[Plan] = [
+        plan(
+            r.obj,
+            explain_object(r.obj, facts).findings,
+            patterns,
+            choices.force,
+            choices.allow_live,
+            choices.node_lost_after,
+        )
+        for r in rows
+    ]
     plans = [p for p in plans if not (patterns and p.refused and p.refused.startswith("none of its finalizers"))]
     if not plans:
         print("Nothing to remove: no stuck object matches.", file=sys.stderr)
@@ -195,8 +248,10 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool) -> int:
     refused = len(plans) - len(runnable)
     dry_run = choices.server_dry_run
     if not choices.confirm and not dry_run:
-        print(f"Dry run: {len(runnable)} to change, {refused} refused; nothing was changed. Add --confirm to apply.",
-              file=sys.stderr)
+        print(
+            f"Dry run: {len(runnable)} to change, {refused} refused; nothing was changed. Add --confirm to apply.",
+            file=sys.stderr,
+        )
         return ExitCode.REFUSED if refused else ExitCode.OK
     if choices.confirm and not dry_run and sys.stdin.isatty() and not yes:
         try:
@@ -219,8 +274,11 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool) -> int:
             except KfinError as error:
                 outcome = Outcome("failed", error.message, before=before)
             except KeyboardInterrupt:
-                outcome = Outcome("interrupted", "interrupted before kfin could read the answer: the change may or "
-                                  "may not have been applied", before=before)
+                outcome = Outcome(
+                    "interrupted",
+                    "interrupted before kfin could read the answer: the change may or may not have been applied",
+                    before=before,
+                )
                 if log_path:
                     _record(audit_record(kube, user, p, outcome, choices.force), log_path)
                 raise
@@ -230,12 +288,17 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool) -> int:
             done, failed = done + ok, failed + (not ok)
             say(f"[{number}/{len(runnable)}] {outcome.result}: {p.obj.ref}: {outcome.message}", err=True)
     except KeyboardInterrupt:
-        say(f"interrupted at [{number}/{len(runnable)}] {runnable[number - 1].obj.ref} (its state is unknown: "
-            f"`kfin explain` shows it): done {done}, failed {failed}, not started {len(runnable) - number}", err=True)
+        say(
+            f"interrupted at [{number}/{len(runnable)}] {runnable[number - 1].obj.ref} (its state is unknown: "
+            f"`kfin explain` shows it): done {done}, failed {failed}, not started {len(runnable) - number}",
+            err=True,
+        )
         raise
-    print(f"done {done}, refused {refused}, failed {failed}"
-          + (f", {unrecorded_count} not recorded in the audit log (their records are above)" if unrecorded_count
-             else ""), file=sys.stderr)
+    print(
+        f"done {done}, refused {refused}, failed {failed}"
+        + (f", {unrecorded_count} not recorded in the audit log (their records are above)" if unrecorded_count else ""),
+        file=sys.stderr,
+    )
     if failed or unrecorded_count:
         return ExitCode.API
     return ExitCode.REFUSED if refused else ExitCode.OK

@@ -35,14 +35,19 @@ def _log(message: str) -> None:
 
 
 def serve(
-        ctx: typer.Context,
-        listen: str = typer.Option(":9847", "--listen", metavar="ADDR",
-                                   help="Where to serve /metrics, /healthz and /readyz (HOST:PORT or :PORT)."),
-        interval: str = typer.Option("60s", "--interval", metavar="DURATION", help="Time between scans (30s, 5m)."),
-        max_info_series: MaxInfoSeriesOpt = 500,
-        concurrency: ConcurrencyOpt = 16, chunk_size: ChunkSizeOpt = 500,
-        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
-        request_timeout: TimeoutOpt = None) -> None:
+    ctx: typer.Context,
+    listen: str = typer.Option(
+        ":9847", "--listen", metavar="ADDR", help="Where to serve /metrics, /healthz and /readyz (HOST:PORT or :PORT)."
+    ),
+    interval: str = typer.Option("60s", "--interval", metavar="DURATION", help="Time between scans (30s, 5m)."),
+    max_info_series: MaxInfoSeriesOpt = 500,
+    concurrency: ConcurrencyOpt = 16,
+    chunk_size: ChunkSizeOpt = 500,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
     """Scan periodically (read-only) and serve the result to Prometheus.
 
     Uses the in-cluster service account when run in a Pod, else the kubeconfig. Scans the whole cluster
@@ -50,15 +55,15 @@ def serve(
 
     Example: kfin serve --listen :9847 --interval 60s
     """
-    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
-                     request_timeout=request_timeout)
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, request_timeout=request_timeout)
     every = duration_seconds(interval, "--interval")
     if every < 1:
         raise UsageError("--interval must be at least 1s")
     if not options.namespace:  # a cluster's exporter watches the whole cluster unless told otherwise
         options = replace(options, all_namespaces=True)
-    scope = options.scope(contexts=[options.context] if options.context else [], concurrency=concurrency,
-                          chunk_size=chunk_size)
+    scope = options.scope(
+        contexts=[options.context] if options.context else [], concurrency=concurrency, chunk_size=chunk_size
+    )
     host, port = exporter.parse_listen(listen)
     # A configuration that cannot work is an error now; a cluster that does not answer is retried each scan.
     Kube.connect(options.target())

@@ -22,12 +22,17 @@ from kfin.render.terminal import progress_bar, say, warn_failures
 
 
 def snapshot(
-        ctx: typer.Context,
-        file: str = typer.Option(..., "--file", "-f", metavar="FILE", help="Where to write the snapshot (- for stdout)."),
-        refresh: RefreshOpt = False,
-        concurrency: ConcurrencyOpt = 16, chunk_size: ChunkSizeOpt = 500,
-        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
-        all_namespaces: AllNamespacesOpt = None, request_timeout: TimeoutOpt = None) -> None:
+    ctx: typer.Context,
+    file: str = typer.Option(..., "--file", "-f", metavar="FILE", help="Where to write the snapshot (- for stdout)."),
+    refresh: RefreshOpt = False,
+    concurrency: ConcurrencyOpt = 16,
+    chunk_size: ChunkSizeOpt = 500,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNamespacesOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
     """Save what kfin's commands need into one JSON file, to read later with --from-snapshot.
 
     Metadata of every object; for the few kinds explanations need (namespaces, volumes, pods, RBAC,
@@ -35,8 +40,14 @@ def snapshot(
 
     Example: kfin snapshot -A -f cluster.json
     """
-    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
-                     all_namespaces=all_namespaces, request_timeout=request_timeout)
+    options = merged(
+        ctx,
+        kubeconfig=kubeconfig,
+        context=context,
+        namespace=namespace,
+        all_namespaces=all_namespaces,
+        request_timeout=request_timeout,
+    )
     scope = options.scope(refresh=refresh, concurrency=concurrency, chunk_size=chunk_size)
     [facts] = gather(scope, full=inventory.SNAPSHOT_FULL, progress=progress_bar)
     inv = facts.inventory
@@ -44,7 +55,10 @@ def snapshot(
     warn_failures(inv.failures)
     kinds = len({o.type for o in inv.objects})
     where = "the whole cluster" if inv.namespace is None else f"namespace {inv.namespace}"
-    say(f"saved {len(inv.objects)} objects of {kinds} resource types in {where} to {file}"
-        + ("" if inv.complete else f" ({len(inv.failures)} could not be read)"), err=True)
+    say(
+        f"saved {len(inv.objects)} objects of {kinds} resource types in {where} to {file}"
+        + ("" if inv.complete else f" ({len(inv.failures)} could not be read)"),
+        err=True,
+    )
     if not inv.complete:
         raise typer.Exit(ExitCode.PARTIAL)

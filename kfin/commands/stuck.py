@@ -35,21 +35,28 @@ FORMATS = ("table", "wide", "json", "yaml", "name", "prometheus")
 
 
 def stuck(
-        ctx: typer.Context,
-        kind: KindsOpt = None,
-        finalizer: str | None = typer.Option(None, "--finalizer", metavar="PATTERN",
-                                             help="Only objects with a matching finalizer (glob or substring)."),
-        older_than: str | None = typer.Option(None, "--older-than", metavar="DURATION",
-                                              help="Only objects terminating for at least this long (10m, 2h)."),
-        exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when anything is stuck (for cron and CI)."),
-        refresh: RefreshOpt = False,
-        from_snapshot: str | None = snapshot_flag("Read a kfin snapshot or `kubectl get -o json` output."),
-        context: ContextsOpt = None,
-        all_contexts: bool = typer.Option(False, "--all-contexts", help="Scan every context of the kubeconfig."),
-        concurrency: ConcurrencyOpt = 16, chunk_size: ChunkSizeOpt = 500,
-        max_info_series: MaxInfoSeriesOpt = 500,
-        kubeconfig: KubeconfigOpt = None, namespace: NamespaceOpt = None, all_namespaces: AllNamespacesOpt = None,
-        output: OutputOpt = None, request_timeout: TimeoutOpt = None) -> None:
+    ctx: typer.Context,
+    kind: KindsOpt = None,
+    finalizer: str | None = typer.Option(
+        None, "--finalizer", metavar="PATTERN", help="Only objects with a matching finalizer (glob or substring)."
+    ),
+    older_than: str | None = typer.Option(
+        None, "--older-than", metavar="DURATION", help="Only objects terminating for at least this long (10m, 2h)."
+    ),
+    exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when anything is stuck (for cron and CI)."),
+    refresh: RefreshOpt = False,
+    from_snapshot: str | None = snapshot_flag("Read a kfin snapshot or `kubectl get -o json` output."),
+    context: ContextsOpt = None,
+    all_contexts: bool = typer.Option(False, "--all-contexts", help="Scan every context of the kubeconfig."),
+    concurrency: ConcurrencyOpt = 16,
+    chunk_size: ChunkSizeOpt = 500,
+    max_info_series: MaxInfoSeriesOpt = 500,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNamespacesOpt = None,
+    output: OutputOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
     """List every object stuck in Terminating, with its finalizers and its blocker.
 
     Scans every listable resource type (built-in, aggregated and CRDs) with metadata-only requests.
@@ -63,16 +70,26 @@ def stuck(
       kfin stuck --from-snapshot examples/stuck-cluster.json
     """
     started = time.monotonic()
-    options = merged(ctx, kubeconfig=kubeconfig, namespace=namespace, all_namespaces=all_namespaces,
-                     output=output, request_timeout=request_timeout)
+    options = merged(
+        ctx,
+        kubeconfig=kubeconfig,
+        namespace=namespace,
+        all_namespaces=all_namespaces,
+        output=output,
+        request_timeout=request_timeout,
+    )
     fmt = check_output(options, FORMATS)
     for text in kind or []:
         check_kind(text)  # before anything is read
     older = duration_seconds(older_than, "--older-than") if older_than else None
-    contexts = context_names(options.kubeconfig) if all_contexts else \
-        (context or ([options.context] if options.context else []))
-    scope = options.scope(contexts=contexts, from_snapshot=from_snapshot, refresh=refresh, concurrency=concurrency,
-                          chunk_size=chunk_size)
+    contexts = (
+        context_names(options.kubeconfig)
+        if all_contexts
+        else (context or ([options.context] if options.context else []))
+    )
+    scope = options.scope(
+        contexts=contexts, from_snapshot=from_snapshot, refresh=refresh, concurrency=concurrency, chunk_size=chunk_size
+    )
     rows, sources = find_all(scope, kind or (), finalizer, older, progress=progress_bar)
     inventories = [f.inventory for f in sources]
     for inv in inventories:
@@ -80,17 +97,25 @@ def stuck(
     gating = gating_webhooks(rows, sources)
     for why, count in gating.items():
         warn(f"{why} ({count} stuck object{'s' if count != 1 else ''} gated)")
-    related = [dict(p, context=f.inventory.context) if len(sources) > 1 else p
-               for f in sources for p in storage_problems(f.inventory)]
+    related = [
+        dict(p, context=f.inventory.context) if len(sources) > 1 else p
+        for f in sources
+        for p in storage_problems(f.inventory)
+    ]
     for problem in related:
         warn(f"related: {problem['message']}")
     if fmt == "prometheus":
         families = metrics.stuck_families(rows, inventories, time.monotonic() - started, time.time(), max_info_series)
         sys.stdout.write(metrics.exposition(families))
     elif fmt in ("json", "yaml"):
-        data.dump(dict(report(rows, inventories), webhooks=[{"problem": why, "stuckObjects": count}
-                                                           for why, count in gating.items()],
-                       related=related), fmt)
+        data.dump(
+            dict(
+                report(rows, inventories),
+                webhooks=[{"problem": why, "stuckObjects": count} for why, count in gating.items()],
+                related=related,
+            ),
+            fmt,
+        )
     elif fmt == "name":
         for row in rows:
             say(f"{row.obj.type.name_prefix}/{row.obj.name}")

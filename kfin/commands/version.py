@@ -11,8 +11,13 @@ from kfin.commands.flags import ContextOpt, KubeconfigOpt, OutputOpt, TimeoutOpt
 from kfin.render import data
 
 
-def version(ctx: typer.Context, kubeconfig: KubeconfigOpt = None, context: ContextOpt = None,
-            output: OutputOpt = None, request_timeout: TimeoutOpt = None) -> None:
+def version(
+    ctx: typer.Context,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
     """Show kfin's version and the API server's.
 
     Example: kfin version --context prod -o json
@@ -21,8 +26,13 @@ def version(ctx: typer.Context, kubeconfig: KubeconfigOpt = None, context: Conte
     fmt = check_output(options, ("table", "json", "yaml"))
     kube = Kube.connect(options.target())
     server = kube.server_version()
-    facts = {"kfinVersion": __version__, "clientVersion": client_version(), "context": kube.context,
-             "server": kube.server, "serverVersion": server.get("gitVersion", "")}
+    facts = {
+        "kfinVersion": __version__,
+        "clientVersion": client_version(),
+        "context": kube.context,
+        "server": kube.server,
+        "serverVersion": server.get("gitVersion", ""),
+    }
     if fmt == "table":
         typer.echo(f"kfin: {__version__} (kubernetes client {facts['clientVersion']})")
         typer.echo(f"Server: {facts['serverVersion']} at {kube.server} (context {kube.context})")

@@ -31,8 +31,15 @@ from kfin.util.durations import format_age
 def follow_to_end(scope: Scope, kind: str, name: str, obj: KubeObject, kube: Kube, timeout: float) -> int:
     """0 once the object is gone; 1 after `timeout`, naming what still holds it."""
     say(f"waiting for {obj.ref} to go (up to {format_age(timeout)})", err=True)
-    gone = wait_gone(kube, obj.type, obj.namespace or None, obj.name, obj.uid, timeout,
-                     lambda state: say(f"  {obj.ref}: {state}", err=True))
+    gone = wait_gone(
+        kube,
+        obj.type,
+        obj.namespace or None,
+        obj.name,
+        obj.uid,
+        timeout,
+        lambda state: say(f"  {obj.ref}: {state}", err=True),
+    )
     if gone:
         say(f"{obj.ref} is gone")
         return ExitCode.OK
@@ -52,9 +59,15 @@ def holder(scope: Scope, kind: str, name: str) -> str:
 
 
 def wait(
-        ctx: typer.Context, kind: KindArg, name: NameArg, timeout: TimeoutFlag = "5m",
-        kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, namespace: NamespaceOpt = None,
-        request_timeout: TimeoutOpt = None) -> None:
+    ctx: typer.Context,
+    kind: KindArg,
+    name: NameArg,
+    timeout: TimeoutFlag = "5m",
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
     """Follow a deletion until the object is gone (a watch), showing what remains.
 
     Exit 0 once it is gone; exit 1 after --timeout, naming what still holds it.
@@ -63,8 +76,7 @@ def wait(
     """
     check_kind(kind)
     check_name(name)
-    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace,
-                     request_timeout=request_timeout)
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, request_timeout=request_timeout)
     seconds = wait_seconds(timeout)
     scope = options.scope()
     try:

@@ -77,8 +77,15 @@ class AuditLog:
 def _record_problem(record: object) -> str | None:
     if not isinstance(record, dict):
         return "not a JSON object"
-    shapes = {"object": dict, "verdicts": dict, "removed": list, "time": str, "result": str, "context": str,
-              "user": str}
+    shapes = {
+        "object": dict,
+        "verdicts": dict,
+        "removed": list,
+        "time": str,
+        "result": str,
+        "context": str,
+        "user": str,
+    }
     for key, kind in shapes.items():
         if record.get(key) is not None and not isinstance(record[key], kind):
             return f"its {key} is not a {kind.__name__}"

@@ -30,8 +30,12 @@ class Step:
     by_kfin: bool  # a finalizer removal kfin can do; every other step is the operator's
 
     def to_dict(self) -> dict:
-        return {"action": self.action, "resolves": self.resolves, "why": self.why,
-                "type": "kfin" if self.by_kfin else "operator"}
+        return {
+            "action": self.action,
+            "resolves": self.resolves,
+            "why": self.why,
+            "type": "kfin" if self.by_kfin else "operator",
+        }
 
 
 class _Nodes(dict[str, dict[str, Any]]):
@@ -113,20 +117,34 @@ class Chain:
         for root in self.roots:
             data = self.graph.nodes[root]
             into = [d for _, _, d in self.graph.in_edges(root, data=True)]
-            out.append({"type": into[0]["type"] if into else "waiting",
-                        "object": None if data.get("actor") else data["label"],
-                        "actor": data["label"] if data.get("actor") else None,
-                        "evidence": into[0]["why"] if into else data.get("line"),
-                        "verdict": into[0]["verdict"] if into else data.get("verdict")})
+            out.append(
+                {
+                    "type": into[0]["type"] if into else "waiting",
+                    "object": None if data.get("actor") else data["label"],
+                    "actor": data["label"] if data.get("actor") else None,
+                    "evidence": into[0]["why"] if into else data.get("line"),
+                    "verdict": into[0]["verdict"] if into else data.get("verdict"),
+                }
+            )
         return out
 
     def to_dict(self) -> dict:
         """`chain` and `plan` of kfin explain's report."""
-        edges = [{"from": self.label(a), "to": self.label(b), "type": d["type"], "why": d["why"],
-                  "verdict": d["verdict"], "finalizer": d["finalizer"] or None}
-                 for a, b, d in self.graph.edges(data=True)]
-        return {"chain": {"edges": edges, "rootCauses": self.root_causes(), "truncated": self.truncated},
-                "plan": {"steps": [s.to_dict() for s in self.steps], "afterwards": self.afterwards}}
+        edges = [
+            {
+                "from": self.label(a),
+                "to": self.label(b),
+                "type": d["type"],
+                "why": d["why"],
+                "verdict": d["verdict"],
+                "finalizer": d["finalizer"] or None,
+            }
+            for a, b, d in self.graph.edges(data=True)
+        ]
+        return {
+            "chain": {"edges": edges, "rootCauses": self.root_causes(), "truncated": self.truncated},
+            "plan": {"steps": [s.to_dict() for s in self.steps], "afterwards": self.afterwards},
+        }
 
 
 def node_id(obj: KubeObject) -> str:
@@ -145,16 +163,27 @@ def follow(obj: KubeObject, facts: ClusterFacts) -> Chain:
         here = node_id(current)
         explanation = explain_cached(current, facts)
         verdicts = {f.verdict.value for f in explanation.findings}
-        graph.add_node(here, label=current.ref, stuck=current.terminating, object=current,
-                       line=blocker_line(explanation) if current.terminating else "not being deleted",
-                       verdict=next(iter(sorted(verdicts)), None))
+        graph.add_node(
+            here,
+            label=current.ref,
+            stuck=current.terminating,
+            object=current,
+            line=blocker_line(explanation) if current.terminating else "not being deleted",
+            verdict=next(iter(sorted(verdicts)), None),
+        )
         for finding in explanation.findings:
             for link in finding.links:
                 if link.target is not None:
                     there = node_id(link.target)
                     if there not in graph:
-                        graph.add_node(there, label=link.target.ref, stuck=link.target.terminating,
-                                       object=link.target, line="not being deleted", verdict=None)
+                        graph.add_node(
+                            there,
+                            label=link.target.ref,
+                            stuck=link.target.terminating,
+                            object=link.target,
+                            line="not being deleted",
+                            verdict=None,
+                        )
                     if link.target.terminating and there not in seen:
                         if len(seen) >= MAX_OBJECTS:
                             truncated = True
@@ -164,8 +193,15 @@ def follow(obj: KubeObject, facts: ClusterFacts) -> Chain:
                 else:
                     there = f"actor:{link.actor}"
                     graph.add_node(there, label=link.actor, actor=True, stuck=False, line=link.why, verdict=None)
-                graph.add_edge(here, there, type=link.kind, why=link.why, step=link.step,
-                               verdict=finding.verdict.value, finalizer=finding.finalizer)
+                graph.add_edge(
+                    here,
+                    there,
+                    type=link.kind,
+                    why=link.why,
+                    step=link.step,
+                    verdict=finding.verdict.value,
+                    finalizer=finding.finalizer,
+                )
     depth = graph.distances(start)
     reachable = set(depth)
     roots = [n for n in reachable if graph.out_degree(n) == 0]
@@ -194,8 +230,7 @@ def _steps(chain: Chain) -> list[Step]:
         if action is None:
             if root == chain.start and not data["stuck"]:
                 continue
-            action = f"wait: {data['line']}" if data["stuck"] or data.get("actor") else \
-                f"deal with {data['label']}"
+            action = f"wait: {data['line']}" if data["stuck"] or data.get("actor") else f"deal with {data['label']}"
         if action in done:
             continue
         done.add(action)

@@ -32,10 +32,12 @@ class ClusterFacts(Protocol):
 
     def resource(self, group: str, resource: str) -> ResourceType | None: ...
     def type_of_kind(self, api_version: str, kind: str) -> ResourceType | None: ...
-    def objects(self, group: str, resource: str, namespace: str | None = None, *,
-                full: bool = False) -> list[KubeObject] | None: ...
-    def find(self, group: str, resource: str, namespace: str, name: str, *,
-             full: bool = False) -> KubeObject | None: ...
+    def objects(
+        self, group: str, resource: str, namespace: str | None = None, *, full: bool = False
+    ) -> list[KubeObject] | None: ...
+    def find(
+        self, group: str, resource: str, namespace: str, name: str, *, full: bool = False
+    ) -> KubeObject | None: ...
     def listed(self, namespace: str | None) -> bool: ...
     def everything(self, namespace: str | None, cluster_scoped_only: bool = False) -> list[KubeObject] | None: ...
     def dependents(self, uid: str) -> list[KubeObject]: ...
@@ -66,8 +68,11 @@ class Facts:
         if scanned:  # types listed without failure are known in full for the inventory's scope
             failed = {f.target for f in inventory.failures if f.what == "list"}
             scope = inventory.namespace or ""
-            self._listed = {(r.group, r.resource, scope if r.namespaced else "") for r in inventory.resources
-                            if _target(r, inventory.namespace) not in failed}
+            self._listed = {
+                (r.group, r.resource, scope if r.namespaced else "")
+                for r in inventory.resources
+                if _target(r, inventory.namespace) not in failed
+            }
         self._dropped = set(inventory.dropped)  # left out by a lean scan: read again when asked for
         self._dropped_types = {(g, r) for g, r, _ in self._dropped}
         self._blocking: dict[str, list[KubeObject]] | None = None
@@ -89,19 +94,26 @@ class Facts:
             return self.inventory.has_details(group, resource, namespace)
         if key in self._dropped or (not namespace and (group, resource) in self._dropped_types):
             return False
-        return key in self._listed or (group, resource, "") in self._listed or \
-            self.inventory.has_details(group, resource, namespace)
+        return (
+            key in self._listed
+            or (group, resource, "") in self._listed
+            or self.inventory.has_details(group, resource, namespace)
+        )
 
     def listed(self, namespace: str | None) -> bool:
         """Whether every type of a namespace (None: of the whole cluster) was listed without failure, so that
         every object there with owners, finalizers or a deletion is known (a lean scan keeps all of those)."""
         scope = namespace or ""
-        return all((r.group, r.resource, scope if r.namespaced else "") in self._listed
-                   or (r.group, r.resource, "") in self._listed for r in self.inventory.resources
-                   if namespace is None or r.namespaced)
+        return all(
+            (r.group, r.resource, scope if r.namespaced else "") in self._listed
+            or (r.group, r.resource, "") in self._listed
+            for r in self.inventory.resources
+            if namespace is None or r.namespaced
+        )
 
-    def objects(self, group: str, resource: str, namespace: str | None = None, *,
-                full: bool = False) -> list[KubeObject] | None:
+    def objects(
+        self, group: str, resource: str, namespace: str | None = None, *, full: bool = False
+    ) -> list[KubeObject] | None:
         """Objects of a type (in one namespace, or everywhere with None); None when unknowable."""
         rtype = self.resource(group, resource)
         if rtype is None:
@@ -151,7 +163,9 @@ class Facts:
         except KfinError as error:
             return error
 
-    def _apply_all(self, reads: list[tuple[ResourceType, str | None, list[KubeObject] | KfinError]], full: bool) -> None:
+    def _apply_all(
+        self, reads: list[tuple[ResourceType, str | None, list[KubeObject] | KfinError]], full: bool
+    ) -> None:
         done = []
         for rtype, namespace, fresh in reads:
             key = (rtype.group, rtype.resource, namespace or "")
@@ -163,8 +177,11 @@ class Facts:
             done.append((rtype, namespace, fresh))
             self._listed.add(key)
             if key[:2] in self._dropped_types:
-                self._dropped = {d for d in self._dropped
-                                 if d[:2] != key[:2] or (namespace is not None and d[2] not in ("", namespace))}
+                self._dropped = {
+                    d
+                    for d in self._dropped
+                    if d[:2] != key[:2] or (namespace is not None and d[2] not in ("", namespace))
+                }
                 self._dropped_types = {(g, r) for g, r, _ in self._dropped}
             if full:
                 self.inventory.detailed.add(key)
@@ -186,14 +203,24 @@ class Facts:
             rtype = self.resource(group, resource)
             if rtype is None:
                 continue
-            if not rtype.namespaced or None in namespaces or (
-                    self.inventory.namespace is None and len(namespaces) > WIDEN_AFTER):
+            if (
+                not rtype.namespaced
+                or None in namespaces
+                or (self.inventory.namespace is None and len(namespaces) > WIDEN_AFTER)
+            ):
                 namespaces = {None}
-            tasks += [(rtype, ns) for ns in sorted(namespaces, key=str)
-                      if not self._known((group, resource, (ns or "") if rtype.namespaced else ""), True)
-                      and (group, resource, ns or "") not in self.unreadable]
-        fetched = [(rtype, namespace, future.result()) for (rtype, namespace), future in
-                   completed(lambda task: self._fetch(task[0], task[1], True), tasks, concurrency)]
+            tasks += [
+                (rtype, ns)
+                for ns in sorted(namespaces, key=str)
+                if not self._known((group, resource, (ns or "") if rtype.namespaced else ""), True)
+                and (group, resource, ns or "") not in self.unreadable
+            ]
+        fetched = [
+            (rtype, namespace, future.result())
+            for (rtype, namespace), future in completed(
+                lambda task: self._fetch(task[0], task[1], True), tasks, concurrency
+            )
+        ]
         self._apply_all(fetched, True)
 
     def _replace(self, reads: list[tuple[ResourceType, str | None, list[KubeObject]]]) -> None:
@@ -213,8 +240,9 @@ class Facts:
         if self._blocking is not None:  # the same objects read again: same owners, new instances
             newer = {o.uid: o for _, _, fresh in reads for o in fresh if o.uid}
             for dependents in self._blocking.values():
-                dependents[:] = [newer[d.uid] if id(d) in gone else d for d in dependents
-                                 if id(d) not in gone or d.uid in newer]
+                dependents[:] = [
+                    newer[d.uid] if id(d) in gone else d for d in dependents if id(d) not in gone or d.uid in newer
+                ]
             known = {o.uid for o in old}
             for _, _, fresh in reads:
                 for obj in fresh:
@@ -234,10 +262,17 @@ class Facts:
         """Every object in a namespace (None: the whole cluster), of every listable type; read in
         parallel when live. None when a snapshot does not cover that scope."""
         scope = namespace or ""
-        types = [r for r in self.inventory.resources if (namespace is None or r.namespaced)
-                 and not (cluster_scoped_only and r.namespaced)]
+        types = [
+            r
+            for r in self.inventory.resources
+            if (namespace is None or r.namespaced) and not (cluster_scoped_only and r.namespaced)
+        ]
+
         def wanted(o: KubeObject) -> bool:
-            return (not cluster_scoped_only or not o.type.namespaced) and (namespace is None or o.namespace == namespace)
+            return (not cluster_scoped_only or not o.type.namespaced) and (
+                namespace is None or o.namespace == namespace
+            )
+
         if all(self._known((r.group, r.resource, scope if r.namespaced else ""), False) for r in types):
             return [o for o in self.inventory.objects if wanted(o)]
         if self.kube is None:
@@ -246,13 +281,18 @@ class Facts:
         inv, listed_types = self.inventory, set(types)
 
         def replaced(o: KubeObject) -> bool:  # whole (reduced) objects already read are richer: kept
-            return o.type in listed_types and (namespace is None or o.namespace == namespace) and \
-                not inv.has_details(o.type.group, o.type.resource, o.namespace)
+            return (
+                o.type in listed_types
+                and (namespace is None or o.namespace == namespace)
+                and not inv.has_details(o.type.group, o.type.resource, o.namespace)
+            )
+
         inv.objects = [o for o in inv.objects if not replaced(o)] + [o for o in found if replaced(o)]
         inv.failures.extend(failures)
         failed = {f.target for f in failures}
-        self._listed |= {(r.group, r.resource, scope if r.namespaced else "") for r in types
-                         if _target(r, namespace) not in failed}
+        self._listed |= {
+            (r.group, r.resource, scope if r.namespaced else "") for r in types if _target(r, namespace) not in failed
+        }
         self._forget_indexes()
         return [o for o in inv.objects if wanted(o)]
 

@@ -24,14 +24,24 @@ def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     inv = inventory.load(scope.from_snapshot)
     rtype = Catalog(inv.resources + builtin_resources()).find(kind)
     namespace = scope.namespace
-    matches = [o for o in inv.objects if o.type.group == rtype.group and o.type.resource == rtype.resource
-               and o.name == name and (not rtype.namespaced or not namespace or o.namespace == namespace)]
+    matches = [
+        o
+        for o in inv.objects
+        if o.type.group == rtype.group
+        and o.type.resource == rtype.resource
+        and o.name == name
+        and (not rtype.namespaced or not namespace or o.namespace == namespace)
+    ]
     if not matches:
-        raise NotFoundError(f'{rtype.qualified} "{name}" not found in {scope.from_snapshot}'
-                            + (f' (namespace "{namespace}")' if namespace else ""))
+        raise NotFoundError(
+            f'{rtype.qualified} "{name}" not found in {scope.from_snapshot}'
+            + (f' (namespace "{namespace}")' if namespace else "")
+        )
     if len(matches) > 1:
-        raise UsageError(f'{rtype.qualified} "{name}" exists in several namespaces of the snapshot '
-                         f'({", ".join(o.namespace for o in matches)}): pass -n')
+        raise UsageError(
+            f'{rtype.qualified} "{name}" exists in several namespaces of the snapshot '
+            f"({', '.join(o.namespace for o in matches)}): pass -n"
+        )
     return matches[0], Facts(inv)
 
 
@@ -49,11 +59,28 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     except NotFoundError:
         where = f' in namespace "{namespace}"' if namespace else ""
         raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}') from None
-    obj = KubeObject(rtype, with_managers({"apiVersion": rtype.api_version, "kind": rtype.kind,
-                                           "metadata": slim_metadata(raw.get("metadata") or {}),
-                                           **reduce_object(key, raw)}, raw.get("metadata") or {}))
-    inv = Inventory(resources, [obj], list(failures), datetime.now(UTC), kube.context, kube.server,
-                    namespace, {(rtype.group, rtype.resource, namespace or "")} if full else set())
+    obj = KubeObject(
+        rtype,
+        with_managers(
+            {
+                "apiVersion": rtype.api_version,
+                "kind": rtype.kind,
+                "metadata": slim_metadata(raw.get("metadata") or {}),
+                **reduce_object(key, raw),
+            },
+            raw.get("metadata") or {},
+        ),
+    )
+    inv = Inventory(
+        resources,
+        [obj],
+        list(failures),
+        datetime.now(UTC),
+        kube.context,
+        kube.server,
+        namespace,
+        {(rtype.group, rtype.resource, namespace or "")} if full else set(),
+    )
     return obj, Facts(inv, kube, scanned=False)
 
 
@@ -63,15 +90,15 @@ def facts_on_demand(scope: Scope) -> Facts:
         return Facts(inventory.load(scope.from_snapshot))
     kube = Kube.connect(scope.target)
     resources, failures = discover(kube, scope.refresh)
-    inv = Inventory(resources, [], list(failures), datetime.now(UTC), kube.context, kube.server,
-                    kube.namespace)
+    inv = Inventory(resources, [], list(failures), datetime.now(UTC), kube.context, kube.server, kube.namespace)
     return Facts(inv, kube, scanned=False)
 
 
 def fresh_facts(kube: Kube, resources: list[ResourceType]) -> Callable[[KubeObject], Facts]:
     """A maker of Facts for one object read again, to explain it afresh (after a race, kfin remove)."""
+
     def make(obj: KubeObject) -> Facts:
-        inv = Inventory(resources, [obj], [], datetime.now(UTC), kube.context, kube.server,
-                        obj.namespace or None)
+        inv = Inventory(resources, [obj], [], datetime.now(UTC), kube.context, kube.server, obj.namespace or None)
         return Facts(inv, kube, scanned=False)
+
     return make

@@ -27,8 +27,12 @@ class Problem:
     message: str
 
 
-def build(objects: list[KubeObject], observed_at: datetime | None = None, listed_kinds: set | None = None,
-          blocker: Callable[[KubeObject], str] | None = None) -> nx.DiGraph:
+def build(
+    objects: list[KubeObject],
+    observed_at: datetime | None = None,
+    listed_kinds: set | None = None,
+    blocker: Callable[[KubeObject], str] | None = None,
+) -> nx.DiGraph:
     """`listed_kinds` ({(group, kind)}): kinds read completely; an absent owner of another kind is
     reported as unverified rather than dangling (kfin could not look for it). `blocker(obj)` gives the
     one-line blocker of each Terminating object (kfin stuck's)."""
@@ -38,12 +42,21 @@ def build(objects: list[KubeObject], observed_at: datetime | None = None, listed
     by_uid = {o.uid: o for o in objects if o.uid}
     for obj in objects:
         since = obj.deletion_requested_at
-        graph.add_node(node_id(obj), kind=obj.type.kind, group=obj.type.group, apiVersion=obj.type.api_version,
-                       namespace=obj.namespace, name=obj.name, uid=obj.uid, missing=False,
-                       terminating=obj.terminating, finalizers=obj.finalizers + obj.spec_finalizers,
-                       terminatingSeconds=int((observed_at - since).total_seconds()) if since and observed_at else None,
-                       namespaced=obj.type.namespaced,
-                       blocker=blocker(obj) if blocker and obj.terminating else None)
+        graph.add_node(
+            node_id(obj),
+            kind=obj.type.kind,
+            group=obj.type.group,
+            apiVersion=obj.type.api_version,
+            namespace=obj.namespace,
+            name=obj.name,
+            uid=obj.uid,
+            missing=False,
+            terminating=obj.terminating,
+            finalizers=obj.finalizers + obj.spec_finalizers,
+            terminatingSeconds=int((observed_at - since).total_seconds()) if since and observed_at else None,
+            namespaced=obj.type.namespaced,
+            blocker=blocker(obj) if blocker and obj.terminating else None,
+        )
     for obj in objects:
         for ref in obj.owner_references:
             uid = ref.get("uid", "")
@@ -52,10 +65,21 @@ def build(objects: list[KubeObject], observed_at: datetime | None = None, listed
             if owner is None:
                 owner_id = f"missing:{uid}"
                 if owner_id not in graph:
-                    graph.add_node(owner_id, kind=ref.get("kind", ""), group=ref.get("apiVersion", "").rpartition("/")[0],
-                                   apiVersion=ref.get("apiVersion", ""), namespace=obj.namespace,
-                                   name=ref.get("name", ""), uid=uid, missing=True, terminating=False,
-                                   finalizers=[], terminatingSeconds=None, namespaced=None, blocker=None)
+                    graph.add_node(
+                        owner_id,
+                        kind=ref.get("kind", ""),
+                        group=ref.get("apiVersion", "").rpartition("/")[0],
+                        apiVersion=ref.get("apiVersion", ""),
+                        namespace=obj.namespace,
+                        name=ref.get("name", ""),
+                        uid=uid,
+                        missing=True,
+                        terminating=False,
+                        finalizers=[],
+                        terminatingSeconds=None,
+                        namespaced=None,
+                        blocker=None,
+                    )
                 group = ref.get("apiVersion", "").rpartition("/")[0]
                 verified = listed_kinds is None or (group, ref.get("kind", "")) in listed_kinds
                 problem = "dangling" if verified else "unverified"
@@ -65,9 +89,16 @@ def build(objects: list[KubeObject], observed_at: datetime | None = None, listed
                     problem = "cross-namespace" if obj.namespace else "namespaced-owner"
             owner_terminating = owner is not None and owner.terminating and FOREGROUND in owner.finalizers
             blocking = bool(ref.get("blockOwnerDeletion")) and owner_terminating and not problem
-            graph.add_edge(owner_id, node_id(obj), controller=bool(ref.get("controller")),
-                           blockOwnerDeletion=bool(ref.get("blockOwnerDeletion")), blocking=blocking,
-                           problem=problem, ownership=True, cause=None)
+            graph.add_edge(
+                owner_id,
+                node_id(obj),
+                controller=bool(ref.get("controller")),
+                blockOwnerDeletion=bool(ref.get("blockOwnerDeletion")),
+                blocking=blocking,
+                problem=problem,
+                ownership=True,
+                cause=None,
+            )
     return graph
 
 
@@ -75,11 +106,21 @@ def _object_node(graph: nx.DiGraph, obj: KubeObject, observed_at: datetime | Non
     node = node_id(obj)
     if node not in graph:
         since = obj.deletion_requested_at
-        graph.add_node(node, kind=obj.type.kind, group=obj.type.group, apiVersion=obj.type.api_version,
-                       namespace=obj.namespace, name=obj.name, uid=obj.uid, missing=False,
-                       terminating=obj.terminating, finalizers=obj.finalizers + obj.spec_finalizers,
-                       terminatingSeconds=int((observed_at - since).total_seconds()) if since and observed_at else None,
-                       namespaced=obj.type.namespaced, blocker=None)
+        graph.add_node(
+            node,
+            kind=obj.type.kind,
+            group=obj.type.group,
+            apiVersion=obj.type.api_version,
+            namespace=obj.namespace,
+            name=obj.name,
+            uid=obj.uid,
+            missing=False,
+            terminating=obj.terminating,
+            finalizers=obj.finalizers + obj.spec_finalizers,
+            terminatingSeconds=int((observed_at - since).total_seconds()) if since and observed_at else None,
+            namespaced=obj.type.namespaced,
+            blocker=None,
+        )
     return node
 
 
@@ -92,9 +133,22 @@ def add_blocking(graph: nx.DiGraph, chain: Chain, observed_at: datetime | None =
     for node, data in chain.graph.nodes(data=True):
         if data.get("actor"):
             ids[node] = f"actor:{data['label']}"
-            graph.add_node(ids[node], kind="Actor", group="", apiVersion="", namespace="", name=data["label"],
-                           uid="", missing=False, terminating=False, finalizers=[], terminatingSeconds=None,
-                           namespaced=None, blocker=None, actor=True)
+            graph.add_node(
+                ids[node],
+                kind="Actor",
+                group="",
+                apiVersion="",
+                namespace="",
+                name=data["label"],
+                uid="",
+                missing=False,
+                terminating=False,
+                finalizers=[],
+                terminatingSeconds=None,
+                namespaced=None,
+                blocker=None,
+                actor=True,
+            )
         else:
             ids[node] = _object_node(graph, data["object"], observed_at)
         attrs = graph.nodes[ids[node]]
@@ -109,8 +163,17 @@ def add_blocking(graph: nx.DiGraph, chain: Chain, observed_at: datetime | None =
         if graph.has_edge(source, target):
             graph.edges[source, target].update(cause=data["type"], why=data["why"])
         else:
-            graph.add_edge(source, target, controller=False, blockOwnerDeletion=False, blocking=True, problem="",
-                           ownership=False, cause=data["type"], why=data["why"])
+            graph.add_edge(
+                source,
+                target,
+                controller=False,
+                blockOwnerDeletion=False,
+                blocking=True,
+                problem="",
+                ownership=False,
+                cause=data["type"],
+                why=data["why"],
+            )
 
 
 def problems(graph: nx.DiGraph) -> list[Problem]:
@@ -127,26 +190,58 @@ def problems(graph: nx.DiGraph) -> list[Problem]:
             continue
         o, ref = graph.nodes[owner], label(graph, dependent)
         if data["problem"] == "dangling":
-            out.append(Problem("dangling", dependent, f"{ref} names owner {o['kind']}/{o['name']} (uid {o['uid']}), "
-                                                      "which does not exist: the garbage collector will delete it"))
+            out.append(
+                Problem(
+                    "dangling",
+                    dependent,
+                    f"{ref} names owner {o['kind']}/{o['name']} (uid {o['uid']}), "
+                    "which does not exist: the garbage collector will delete it",
+                )
+            )
         elif data["problem"] == "unverified":
-            out.append(Problem("unverified", dependent, f"{ref} names owner {o['kind']}/{o['name']}, which kfin "
-                                                        "could not look for (that kind was not read)"))
+            out.append(
+                Problem(
+                    "unverified",
+                    dependent,
+                    f"{ref} names owner {o['kind']}/{o['name']}, which kfin "
+                    "could not look for (that kind was not read)",
+                )
+            )
         elif data["problem"] == "cross-namespace":
-            out.append(Problem("cross-namespace", dependent, f"{ref} names owner {label(graph, owner)} in another "
-                                                             "namespace: invalid, the garbage collector treats it as "
-                                                             "absent"))
+            out.append(
+                Problem(
+                    "cross-namespace",
+                    dependent,
+                    f"{ref} names owner {label(graph, owner)} in another "
+                    "namespace: invalid, the garbage collector treats it as "
+                    "absent",
+                )
+            )
         elif data["problem"] == "namespaced-owner":
-            out.append(Problem("namespaced-owner", dependent, f"cluster-scoped {ref} names namespaced owner "
-                                                              f"{label(graph, owner)}: unresolvable, never "
-                                                              "garbage-collected"))
+            out.append(
+                Problem(
+                    "namespaced-owner",
+                    dependent,
+                    f"cluster-scoped {ref} names namespaced owner "
+                    f"{label(graph, owner)}: unresolvable, never "
+                    "garbage-collected",
+                )
+            )
     several_owned = {n for n, owners in controllers.items() if len(owners) > 1}
     for node in (n for n in graph.nodes if n in several_owned):  # in node order, as before
         several = controllers[node]
-        out.append(Problem("several-controllers", node, f"{label(graph, node)} has {len(several)} controller "
-                                                        "owners: " + ", ".join(label(graph, c) for c in several)))
+        out.append(
+            Problem(
+                "several-controllers",
+                node,
+                f"{label(graph, node)} has {len(several)} controller "
+                "owners: " + ", ".join(label(graph, c) for c in several),
+            )
+        )
     for cycle in nx.simple_cycles(graph.subgraph(_on_cycles(graph))):
-        out.append(Problem("cycle", cycle[0], "ownership cycle: " + " -> ".join(label(graph, n) for n in cycle + cycle[:1])))
+        out.append(
+            Problem("cycle", cycle[0], "ownership cycle: " + " -> ".join(label(graph, n) for n in cycle + cycle[:1]))
+        )
     return out
 
 
@@ -172,8 +267,9 @@ def owners_only(graph: nx.DiGraph) -> nx.DiGraph:
     """The ownerReferences graph alone, without blocking edges and actors."""
     import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
 
-    if all(data.get("ownership", True) for _, _, data in graph.edges(data=True)) and \
-            not any(data.get("actor") for _, data in graph.nodes(data=True)):
+    if all(data.get("ownership", True) for _, _, data in graph.edges(data=True)) and not any(
+        data.get("actor") for _, data in graph.nodes(data=True)
+    ):
         return graph
     view = nx.DiGraph()
     view.add_nodes_from((n, d) for n, d in graph.nodes(data=True) if not d.get("actor"))
@@ -200,6 +296,7 @@ def blocking_chain(graph: nx.DiGraph, node: str) -> list[str]:
                 seen.add(dependent)
                 visit(dependent)
                 order.append(dependent)
+
     visit(node)
     return order
 
@@ -248,6 +345,7 @@ def roots(graph: nx.DiGraph, named: dict[str, str] | None = None) -> list[str]:
             if node not in reached:
                 reached.add(node)
                 stack.extend(succ[node])
+
     for n in found:
         reach(n)
     for n in sorted((n for n in graph if n not in reached), key=named.__getitem__):

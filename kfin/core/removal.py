@@ -84,8 +84,11 @@ def _force_choice(f: Finding, force: bool, node_lost_after: float) -> Choice:
     if lost is not None and lost >= node_lost_after:
         choice.warning = f"its node {node} may only be cut off: {f.risk}"
         return choice
-    why = (f"its node {node} has been lost for {int(lost)} s only (--node-lost-after {int(node_lost_after)} s)"
-           if lost is not None else f"its kubelet may still answer: {f.condition}")
+    why = (
+        f"its node {node} has been lost for {int(lost)} s only (--node-lost-after {int(node_lost_after)} s)"
+        if lost is not None
+        else f"its kubelet may still answer: {f.condition}"
+    )
     if force:
         choice.warning = f"forced although {why}. Risk: {f.risk}"
     else:
@@ -93,8 +96,14 @@ def _force_choice(f: Finding, force: bool, node_lost_after: float) -> Choice:
     return choice
 
 
-def plan(obj: KubeObject, findings: list[Finding], patterns: list[str] | None, force: bool,
-         allow_live: bool, node_lost_after: float = 300) -> Plan:
+def plan(
+    obj: KubeObject,
+    findings: list[Finding],
+    patterns: list[str] | None,
+    force: bool,
+    allow_live: bool,
+    node_lost_after: float = 300,
+) -> Plan:
     """Which finalizers to remove, and which are refused (with the reason and the safe fix)."""
     choices = []
     for f in findings:
@@ -107,8 +116,11 @@ def plan(obj: KubeObject, findings: list[Finding], patterns: list[str] | None, f
             chosen = f.verdict == Verdict.ORPHANED or (f.verdict == Verdict.WAITING and f.controller_alive is False)
         choice = Choice(f, chosen)
         if chosen and f.verdict in (Verdict.HOLDING, Verdict.UNKNOWN, Verdict.BLOCKED):
-            why = {Verdict.HOLDING: "it is HOLDING: ", Verdict.UNKNOWN: "kfin could not check it: ",
-                   Verdict.BLOCKED: "it cannot be removed now: "}[f.verdict]
+            why = {
+                Verdict.HOLDING: "it is HOLDING: ",
+                Verdict.UNKNOWN: "kfin could not check it: ",
+                Verdict.BLOCKED: "it cannot be removed now: ",
+            }[f.verdict]
             if force:
                 choice.warning = f"forced although {why}{f.condition}. Risk: {f.risk}"
             else:
@@ -118,11 +130,14 @@ def plan(obj: KubeObject, findings: list[Finding], patterns: list[str] | None, f
         choices.append(choice)
     refused = None
     if not obj.terminating and not allow_live:
-        refused = ("it is not being deleted: removing finalizers from a live object is almost never wanted "
-                   "(--allow-live to do it anyway)")
+        refused = (
+            "it is not being deleted: removing finalizers from a live object is almost never wanted "
+            "(--allow-live to do it anyway)"
+        )
     elif patterns and not any(c.selected for c in choices):
-        refused = f"none of its finalizers ({', '.join(f.finalizer for f in findings) or 'none'}) matches " + \
-                  ", ".join(patterns)
+        refused = f"none of its finalizers ({', '.join(f.finalizer for f in findings) or 'none'}) matches " + ", ".join(
+            patterns
+        )
     elif not patterns and not any(c.selected for c in choices):
         refused = "no finalizer is ORPHANED or waiting on a controller that is down (name one with --finalizer)"
     return Plan(obj, choices, refused)
@@ -130,8 +145,10 @@ def plan(obj: KubeObject, findings: list[Finding], patterns: list[str] | None, f
 
 def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[dict]:
     """The smallest guarded JSON Patch: the uid and the whole list as read, then each removal."""
-    ops: list[dict] = [{"op": "test", "path": "/metadata/uid", "value": uid},
-           {"op": "test", "path": "/metadata/finalizers", "value": finalizers}]
+    ops: list[dict] = [
+        {"op": "test", "path": "/metadata/uid", "value": uid},
+        {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
+    ]
     for index in sorted((i for i, f in enumerate(finalizers) if f in remove), reverse=True):
         ops.append({"op": "remove", "path": f"/metadata/finalizers/{index}"})
     return ops
@@ -148,8 +165,9 @@ class Remover:
     def _read(self, obj: KubeObject) -> dict | None:
         return self.kube.read_object_or_none(obj.type, obj.namespace or None, obj.name)
 
-    def apply(self, plan_: Plan, patterns: list[str] | None, force: bool, allow_live: bool,
-              dry_run: bool = False) -> Outcome:
+    def apply(
+        self, plan_: Plan, patterns: list[str] | None, force: bool, allow_live: bool, dry_run: bool = False
+    ) -> Outcome:
         obj = plan_.obj
         wanted = {f.finalizer for f in plan_.selected}
         meta_wanted = [f.finalizer for f in plan_.selected if f.location == "metadata.finalizers"]
@@ -177,14 +195,25 @@ class Remover:
                     outcome.result, outcome.message = "failed", "it was deleted and created again: nothing removed"
                     return outcome
                 # Explain again: what holds may have changed. Only finalizers read and selected again go.
-                replanned = plan(current, explain_object(current, self.facts_for(current)).findings, patterns,
-                                 force, allow_live, self.node_lost_after)
+                replanned = plan(
+                    current,
+                    explain_object(current, self.facts_for(current)).findings,
+                    patterns,
+                    force,
+                    allow_live,
+                    self.node_lost_after,
+                )
                 still = {f.finalizer for f in replanned.selected} & wanted
                 meta_wanted = [f for f in current.finalizers if f in still]
                 spec_wanted = [f for f in current.spec_finalizers if f in still]
                 if not meta_wanted and not spec_wanted:
-                    return self._done(outcome, current, wanted, "unchanged",
-                                      "after a concurrent change nothing selected is left to remove")
+                    return self._done(
+                        outcome,
+                        current,
+                        wanted,
+                        "unchanged",
+                        "after a concurrent change nothing selected is left to remove",
+                    )
                 continue
             except NotFoundError as error:
                 return self._not_found(outcome, obj, wanted, error)
@@ -201,8 +230,12 @@ class Remover:
     def _force_delete(self, obj: KubeObject, outcome: Outcome, dry_run: bool) -> Outcome:
         """DELETE with gracePeriodSeconds 0, guarded by the uid read: the API forgets the Pod without
         waiting for its kubelet. Read again afterwards, as after any write."""
-        options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
-                   "preconditions": {"uid": obj.uid}}
+        options = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "gracePeriodSeconds": 0,
+            "preconditions": {"uid": obj.uid},
+        }
         outcome.attempts = 1
         try:
             self.kube.delete_object(obj.type, obj.namespace or None, obj.name, options, dry_run)
@@ -235,11 +268,15 @@ class Remover:
         outcome = self._done(outcome, obj, wanted, "failed", "")
         outcome.result = "failed"
         if error.kind == "namespaces" and obj.namespace:
-            outcome.message = (f'nothing was removed: the API server refuses every write to it because its namespace '
-                               f'"{obj.namespace}" no longer exists (a ghost left by a namespace forced through '
-                               f'/finalize). Recreate namespace "{obj.namespace}", then deal with its content')
+            outcome.message = (
+                f"nothing was removed: the API server refuses every write to it because its namespace "
+                f'"{obj.namespace}" no longer exists (a ghost left by a namespace forced through '
+                f'/finalize). Recreate namespace "{obj.namespace}", then deal with its content'
+            )
         else:
-            outcome.message = f"nothing was removed: the write answered 404 ({error.message}) but the object is still there"
+            outcome.message = (
+                f"nothing was removed: the write answered 404 ({error.message}) but the object is still there"
+            )
         return outcome
 
     def _done(self, outcome: Outcome, obj: KubeObject, wanted: set, result: str, message: str) -> Outcome:
@@ -257,8 +294,11 @@ class Remover:
             outcome.result = "failed"
             outcome.message = f"the server answered OK but {', '.join(left)} is still there"
         else:
-            outcome.message = message or ("removed; still Terminating with " + ", ".join(outcome.after)
-                                          if outcome.after else "removed; the object is still being deleted")
+            outcome.message = message or (
+                "removed; still Terminating with " + ", ".join(outcome.after)
+                if outcome.after
+                else "removed; the object is still being deleted"
+            )
         return outcome
 
     def _patch_metadata(self, obj: KubeObject, remove: list[str], dry_run: bool) -> None:
@@ -275,14 +315,19 @@ class Remover:
         if fresh is None:
             raise NotFoundError("gone")
         meta = fresh.get("metadata") or {}
-        return meta.get("uid") != obj.uid or list(meta.get("finalizers") or []) != obj.finalizers or \
-            list((fresh.get("spec") or {}).get("finalizers") or []) != obj.spec_finalizers
+        return (
+            meta.get("uid") != obj.uid
+            or list(meta.get("finalizers") or []) != obj.finalizers
+            or list((fresh.get("spec") or {}).get("finalizers") or []) != obj.spec_finalizers
+        )
 
     def _finalize(self, obj: KubeObject, remove: list[str], dry_run: bool) -> None:
         """PUT /finalize with the whole Namespace as read now: its resourceVersion guards the change."""
         whole = self.kube.read_object(obj.type, None, obj.name)
-        if whole["metadata"].get("uid") != obj.uid or \
-                list((whole.get("spec") or {}).get("finalizers") or []) != obj.spec_finalizers:
+        if (
+            whole["metadata"].get("uid") != obj.uid
+            or list((whole.get("spec") or {}).get("finalizers") or []) != obj.spec_finalizers
+        ):
             raise _RacedError()
         whole.setdefault("spec", {})["finalizers"] = [f for f in obj.spec_finalizers if f not in remove]
         try:
@@ -295,7 +340,6 @@ class Remover:
 
 class _RacedError(Exception):
     """The object changed between read and write."""
-
 
 
 def requests_preview(plan_: Plan) -> list[str]:
@@ -311,8 +355,10 @@ def requests_preview(plan_: Plan) -> list[str]:
     if any(f.family == FORCE_DELETION for f in plan_.selected):
         lines.append(f"DELETE {path} with gracePeriodSeconds 0 and preconditions.uid {o.uid}")
     if spec:
-        lines.append(f"PUT {resource_path(o.type, None, o.name, 'finalize')} with the Namespace as read and "
-                     f"spec.finalizers: {json.dumps([f for f in o.spec_finalizers if f not in spec])}")
+        lines.append(
+            f"PUT {resource_path(o.type, None, o.name, 'finalize')} with the Namespace as read and "
+            f"spec.finalizers: {json.dumps([f for f in o.spec_finalizers if f not in spec])}"
+        )
     return lines
 
 
@@ -320,16 +366,33 @@ def audit_record(kube: Kube, user: str, plan_: Plan, outcome: Outcome, forced: b
     """The audit log's record of one applied plan: what was read, selected and really removed."""
     o = plan_.obj
     return {
-        "time": format_time(datetime.now(UTC)), "kfinVersion": __version__,
-        "context": kube.context, "server": kube.server, "user": user,
-        "object": {"apiVersion": o.type.api_version, "kind": o.type.kind, "namespace": o.namespace or None,
-                   "name": o.name, "uid": o.uid, "resourceVersion": o.meta.get("resourceVersion")},
-        "finalizersBefore": outcome.before, "finalizersAfter": outcome.after,
-        "selected": [f.finalizer for f in plan_.selected], "removed": outcome.removed,
+        "time": format_time(datetime.now(UTC)),
+        "kfinVersion": __version__,
+        "context": kube.context,
+        "server": kube.server,
+        "user": user,
+        "object": {
+            "apiVersion": o.type.api_version,
+            "kind": o.type.kind,
+            "namespace": o.namespace or None,
+            "name": o.name,
+            "uid": o.uid,
+            "resourceVersion": o.meta.get("resourceVersion"),
+        },
+        "finalizersBefore": outcome.before,
+        "finalizersAfter": outcome.after,
+        "selected": [f.finalizer for f in plan_.selected],
+        "removed": outcome.removed,
         "verdicts": {c.finding.finalizer: c.finding.verdict.value for c in plan_.choices},
-        "forced": forced and any(c.warning and c.finding.verdict.value in ("HOLDING", "UNKNOWN", "BLOCKED")
-                                 for c in plan_.choices if c.selected),
-        "result": outcome.result, "message": outcome.message, "attempts": outcome.attempts,
+        "forced": forced
+        and any(
+            c.warning and c.finding.verdict.value in ("HOLDING", "UNKNOWN", "BLOCKED")
+            for c in plan_.choices
+            if c.selected
+        ),
+        "result": outcome.result,
+        "message": outcome.message,
+        "attempts": outcome.attempts,
     }
 
 
@@ -338,10 +401,27 @@ def recreate_namespace(kube: Kube, namespace: str) -> dict:
     are accepted; the audit record of that creation is returned (the namespace is left for the operator
     to delete once its content is dealt with)."""
     meta = kube.create_namespace(namespace).get("metadata") or {}
-    return {"time": format_time(datetime.now(UTC)), "kfinVersion": __version__, "context": kube.context,
-            "server": kube.server, "user": kube.whoami(),
-            "object": {"apiVersion": "v1", "kind": "Namespace", "namespace": None, "name": namespace,
-                       "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
-            "finalizersBefore": [], "finalizersAfter": [], "selected": [], "removed": [], "verdicts": {},
-            "forced": False, "result": "created", "attempts": 1,
-            "message": "created again (--recreate-namespace) so that what was left in it can be written"}
+    return {
+        "time": format_time(datetime.now(UTC)),
+        "kfinVersion": __version__,
+        "context": kube.context,
+        "server": kube.server,
+        "user": kube.whoami(),
+        "object": {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "namespace": None,
+            "name": namespace,
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "finalizersBefore": [],
+        "finalizersAfter": [],
+        "selected": [],
+        "removed": [],
+        "verdicts": {},
+        "forced": False,
+        "result": "created",
+        "attempts": 1,
+        "message": "created again (--recreate-namespace) so that what was left in it can be written",
+    }

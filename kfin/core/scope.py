@@ -10,6 +10,7 @@ from kfin.api.target import Target
 @dataclass(frozen=True)
 class Scope:
     """What a command reads: the connection flags, which contexts (or a file), and how."""
+
     target: Target = field(default_factory=Target)
     namespace: str | None = None  # -n; None: the context's
     all_namespaces: bool = False

@@ -23,8 +23,9 @@ def no_progress(label: str) -> AbstractContextManager[Progress | None]:
     return nullcontext(None)
 
 
-def gather(scope: Scope, full: set | None = None, lean: bool = False,
-           progress: ProgressFactory = no_progress) -> list[Facts]:
+def gather(
+    scope: Scope, full: set | None = None, lean: bool = False, progress: ProgressFactory = no_progress
+) -> list[Facts]:
     """What is known of each context (or of the snapshot), scanned in parallel. Live Facts keep their
     connection, so that analysis may read the few whole objects it needs. `lean`: keep only what finding
     stuck objects needs (kfin.api.scan.Lean), for commands that report stuck objects and nothing else."""
@@ -41,9 +42,16 @@ def gather(scope: Scope, full: set | None = None, lean: bool = False,
     def one(context: str | None) -> Facts:
         kube = Kube.connect(Target(target.kubeconfig, context, target.request_timeout))
         with progress(f"scanning {kube.context}") as report:
-            scanned = inventory.live(kube, scope.namespace_of(kube.namespace), full=wanted, refresh=scope.refresh,
-                                     progress=report, concurrency=scope.concurrency, chunk_size=scope.chunk_size,
-                                     lean=lean)
+            scanned = inventory.live(
+                kube,
+                scope.namespace_of(kube.namespace),
+                full=wanted,
+                refresh=scope.refresh,
+                progress=report,
+                concurrency=scope.concurrency,
+                chunk_size=scope.chunk_size,
+                lean=lean,
+            )
         return Facts(scanned, kube, scope.chunk_size)
 
     if len(contexts) <= 1:
@@ -55,8 +63,10 @@ def gather(scope: Scope, full: set | None = None, lean: bool = False,
             return one(context)
         except KfinError as error:  # one unreachable cluster must not hide the others
             errors[context] = error
-            return Facts(Inventory([], [], [Failure("context", context, type(error).__name__, error.message)],
-                                   context=context))
+            return Facts(
+                Inventory([], [], [Failure("context", context, type(error).__name__, error.message)], context=context)
+            )
+
     results = ordered(attempt, contexts, min(8, len(contexts)))
     if len(errors) == len(contexts):  # nothing was read: an error, not a partial result
         first = errors[contexts[0]]

@@ -41,17 +41,27 @@ class StuckObject:
     def to_dict(self, with_context: bool = False) -> dict:
         o, meta = self.obj, self.obj.meta
         out: dict[str, object] = {"context": self.context} if with_context else {}
-        out.update({
-            "apiVersion": o.type.api_version, "kind": o.type.kind, "group": o.type.group, "resource": o.type.resource,
-            "namespace": o.namespace or None, "name": o.name, "uid": o.uid,
-            "deletionTimestamp": meta.get("deletionTimestamp"),
-            "deletionGracePeriodSeconds": meta.get("deletionGracePeriodSeconds"),
-            "terminatingSeconds": int(self.terminating_seconds),
-            "finalizers": o.finalizers, "specFinalizers": o.spec_finalizers,
-            "families": self.families, "blocker": self.blocker, "verdict": self.verdict,
-            "ownerReferences": len(o.owner_references),
-            "rootCauses": self.root_causes,
-        })
+        out.update(
+            {
+                "apiVersion": o.type.api_version,
+                "kind": o.type.kind,
+                "group": o.type.group,
+                "resource": o.type.resource,
+                "namespace": o.namespace or None,
+                "name": o.name,
+                "uid": o.uid,
+                "deletionTimestamp": meta.get("deletionTimestamp"),
+                "deletionGracePeriodSeconds": meta.get("deletionGracePeriodSeconds"),
+                "terminatingSeconds": int(self.terminating_seconds),
+                "finalizers": o.finalizers,
+                "specFinalizers": o.spec_finalizers,
+                "families": self.families,
+                "blocker": self.blocker,
+                "verdict": self.verdict,
+                "ownerReferences": len(o.owner_references),
+                "rootCauses": self.root_causes,
+            }
+        )
         if self.conditions:
             out["conditions"] = self.conditions
         return out
@@ -64,7 +74,9 @@ class Filters:
     older_than: float | None = None  # seconds
 
 
-def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: ClusterFacts | None = None) -> list[StuckObject]:
+def find_stuck(
+    inventory: Inventory, filters: Filters = Filters(), facts: ClusterFacts | None = None
+) -> list[StuckObject]:
     """Stuck objects of an inventory; `facts` (with a live connection) may read what blockers need."""
     now = inventory.observed_at
     facts = facts or Facts(inventory)
@@ -74,12 +86,16 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Cluste
         facts.prefetch({read for obj in inventory.objects if obj.terminating for read in reads_for(obj)})
     for obj in list(inventory.objects):
         # a ghost (its namespace forced away) is stuck with its finalizers even when not being deleted
-        ghost = scope is None and bool(obj.finalizers) and not obj.terminating and \
-            missing_namespace(obj, facts) is not None
+        ghost = (
+            scope is None and bool(obj.finalizers) and not obj.terminating and missing_namespace(obj, facts) is not None
+        )
         if not obj.terminating and not ghost:
             continue
-        if scope is not None and obj.namespace != scope and not (
-                obj.type.resource == "namespaces" and obj.type.group == "" and obj.name == scope):
+        if (
+            scope is not None
+            and obj.namespace != scope
+            and not (obj.type.resource == "namespaces" and obj.type.group == "" and obj.name == scope)
+        ):
             continue  # read to explain what is in scope, not to be listed
         if filters.kinds is not None and (obj.type.group, obj.type.resource) not in filters.kinds:
             continue
@@ -96,10 +112,20 @@ def find_stuck(inventory: Inventory, filters: Filters = Filters(), facts: Cluste
         explanation = explain_cached(obj, facts)
         line, main = blocker_line(explanation), main_finding(explanation)
         root = root_summary(chain)
-        rows.append(StuckObject(obj, seconds, names, list(dict.fromkeys(family(f).name for f in names)),
-                                f"{line}; {root}" if root else line, conditions, inventory.context,
-                                chain.root_causes(), main.verdict.value if main else None,
-                                main.family if main else None))
+        rows.append(
+            StuckObject(
+                obj,
+                seconds,
+                names,
+                list(dict.fromkeys(family(f).name for f in names)),
+                f"{line}; {root}" if root else line,
+                conditions,
+                inventory.context,
+                chain.root_causes(),
+                main.verdict.value if main else None,
+                main.family if main else None,
+            )
+        )
     rows.sort(key=lambda r: (-r.terminating_seconds, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
     return rows
 
@@ -111,18 +137,30 @@ def storage_problems(inventory: Inventory) -> list[dict]:
     for claim in inventory.of_type("", "persistentvolumeclaims"):
         if (claim.raw.get("status") or {}).get("phase") == "Lost":
             volume = (claim.raw.get("spec") or {}).get("volumeName")
-            out.append({"type": "LostClaim", "object": claim.ref,
-                        "message": f"claim {claim.namespace}/{claim.name} is Lost: its volume {volume} is gone, so "
-                                   "its data cannot be reached through it (restore the volume, or delete the claim)"})
+            out.append(
+                {
+                    "type": "LostClaim",
+                    "object": claim.ref,
+                    "message": f"claim {claim.namespace}/{claim.name} is Lost: its volume {volume} is gone, so "
+                    "its data cannot be reached through it (restore the volume, or delete the claim)",
+                }
+            )
     for volume in inventory.of_type("", "persistentvolumes"):
         spec = volume.raw.get("spec") or {}
-        if (volume.raw.get("status") or {}).get("phase") == "Released" and \
-                spec.get("persistentVolumeReclaimPolicy") == "Retain":
+        if (volume.raw.get("status") or {}).get("phase") == "Released" and spec.get(
+            "persistentVolumeReclaimPolicy"
+        ) == "Retain":
             handle = (spec.get("csi") or {}).get("volumeHandle")
-            out.append({"type": "RetainedVolume", "object": volume.ref,
-                        "message": f"volume {volume.name} is Released with reclaim policy Retain: its disk"
-                                   + (f" ({handle})" if handle else "") + " and data are kept until someone "
-                                   "deletes them, and no new claim can bind it"})
+            out.append(
+                {
+                    "type": "RetainedVolume",
+                    "object": volume.ref,
+                    "message": f"volume {volume.name} is Released with reclaim policy Retain: its disk"
+                    + (f" ({handle})" if handle else "")
+                    + " and data are kept until someone "
+                    "deletes them, and no new claim can bind it",
+                }
+            )
     return out
 
 
@@ -140,12 +178,17 @@ def report(rows: list[StuckObject], inventories: list[Inventory]) -> dict:
         "apiVersion": "kfin.dev/v1",
         "kind": "StuckReport",
         "observedAt": format_time(inventories[0].observed_at) if inventories else None,
-        "sources": [{"context": inv.context, "server": inv.server, "namespace": inv.namespace,
-                     "complete": inv.complete} for inv in inventories],
+        "sources": [
+            {"context": inv.context, "server": inv.server, "namespace": inv.namespace, "complete": inv.complete}
+            for inv in inventories
+        ],
         "complete": all(inv.complete for inv in inventories),
         "items": [r.to_dict(several) for r in rows],
-        "failures": [dict(f.to_dict(), context=inv.context) if several else f.to_dict()
-                     for inv in inventories for f in inv.failures],
+        "failures": [
+            dict(f.to_dict(), context=inv.context) if several else f.to_dict()
+            for inv in inventories
+            for f in inv.failures
+        ],
     }
 
 
@@ -170,8 +213,13 @@ def resolve_kinds(kinds: Iterable[str], inventories: list[Inventory]) -> set[tup
     return wanted
 
 
-def find_all(scope: Scope, kinds: Iterable[str] = (), finalizer: str | None = None, older: float | None = None,
-             progress: ProgressFactory = no_progress) -> tuple[list[StuckObject], list[Facts]]:
+def find_all(
+    scope: Scope,
+    kinds: Iterable[str] = (),
+    finalizer: str | None = None,
+    older: float | None = None,
+    progress: ProgressFactory = no_progress,
+) -> tuple[list[StuckObject], list[Facts]]:
     """(stuck rows of every context, oldest first; the Facts they came from): what `kfin stuck` prints
     and what `kfin serve` exposes at each scan."""
     sources = gather(scope, lean=True, progress=progress)

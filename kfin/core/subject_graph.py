@@ -76,8 +76,9 @@ def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> Subj
         content = facts.everything(name)
         if content is None or cluster_wide is None:
             raise UsageError(f"the snapshot does not cover namespace {name}")
-        namespace_obj = next((o for o in cluster_wide if (o.type.group, o.type.resource) == NAMESPACES
-                              and o.name == name), None)
+        namespace_obj = next(
+            (o for o in cluster_wide if (o.type.group, o.type.resource) == NAMESPACES and o.name == name), None
+        )
         if namespace_obj is None:
             raise NotFoundError(f'namespaces "{name}" not found')
         objects = with_foreign_owners(content + cluster_wide, facts)
@@ -89,10 +90,14 @@ def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> Subj
         for n in inside:
             keep |= nx.ancestors(full, n) | set(full.successors(n))
         drawn = full.subgraph(keep).copy()
-        return SubjectGraph(drawn if owners_only else with_blocking(drawn, objects, facts), f"namespace {name}",
-                            None, facts)
-    namespace = (scope.namespace or (facts.inventory.namespace if scope.from_snapshot is None else None)
-                 or "default") if rtype.namespaced else None
+        return SubjectGraph(
+            drawn if owners_only else with_blocking(drawn, objects, facts), f"namespace {name}", None, facts
+        )
+    namespace = (
+        (scope.namespace or (facts.inventory.namespace if scope.from_snapshot is None else None) or "default")
+        if rtype.namespaced
+        else None
+    )
     in_scope = facts.everything(namespace) if namespace else facts.everything(None)
     if in_scope is None or cluster_wide is None:
         raise UsageError("the snapshot does not cover that object's namespace")
@@ -105,5 +110,6 @@ def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> Subj
     full = owners.build(objects, facts.inventory.observed_at, facts.listed_kinds(), blocker_of(facts))
     focus = node_id(match[0])
     drawn = owners.lineage(full, focus)
-    return SubjectGraph(drawn if owners_only else with_blocking(drawn, objects, facts), owners.label(full, focus),
-                        focus, facts)
+    return SubjectGraph(
+        drawn if owners_only else with_blocking(drawn, objects, facts), owners.label(full, focus), focus, facts
+    )

@@ -17,8 +17,13 @@ if TYPE_CHECKING:
     from rich.tree import Tree
 
 
-VERDICT_STYLE = {"HOLDING": "bold red", "WAITING": "bold yellow", "ORPHANED": "bold magenta", "UNKNOWN": "bold",
-                 "BLOCKED": "bold red"}
+VERDICT_STYLE = {
+    "HOLDING": "bold red",
+    "WAITING": "bold yellow",
+    "ORPHANED": "bold magenta",
+    "UNKNOWN": "bold",
+    "BLOCKED": "bold red",
+}
 
 
 def explanation_panels(explanation: Explanation, out: Console | None = None) -> None:
@@ -29,26 +34,33 @@ def explanation_panels(explanation: Explanation, out: Console | None = None) -> 
 
     target = out or console(piped_width=columns_setting() or 120)
     o = explanation.obj
-    state = (f"Terminating for {format_age(explanation.terminating_seconds or 0)}" if o.terminating
-             else "not being deleted")
+    state = (
+        f"Terminating for {format_age(explanation.terminating_seconds or 0)}" if o.terminating else "not being deleted"
+    )
     target.print(Text.assemble((printable(o.ref), "bold"), f"  {state}"))
     if not explanation.findings:
         target.print("No finalizers: nothing holds it." if o.terminating else "No finalizers.")
     for finding in explanation.findings:
-        rows = [("Family", f"{finding.family}: protects {finding.protects}"), ("Removed by", finding.controller),
-                ("Now", finding.condition)] + [("", f"- {line}") for line in finding.evidence] + [
-                ("Safe fix", finding.fix), ("Risk if forced", finding.risk)]
+        rows = (
+            [
+                ("Family", f"{finding.family}: protects {finding.protects}"),
+                ("Removed by", finding.controller),
+                ("Now", finding.condition),
+            ]
+            + [("", f"- {line}") for line in finding.evidence]
+            + [("Safe fix", finding.fix), ("Risk if forced", finding.risk)]
+        )
         if finding.remove_command:
             rows.append(("Command", finding.remove_command))
-        title = Text.assemble((printable(finding.finalizer), "bold"), "  ",
-                              (finding.verdict.value, VERDICT_STYLE[finding.verdict.value]))
+        title = Text.assemble(
+            (printable(finding.finalizer), "bold"), "  ", (finding.verdict.value, VERDICT_STYLE[finding.verdict.value])
+        )
         if finding.location == "spec.finalizers":
             title.append("  (spec.finalizers)")
         if target.width < NARROW_PANEL:  # labels beside values would leave the values no room
             target.print(title)
             for label, value in rows:
-                target.print(Text.assemble("  ", (f"{label}: " if label else "", "bold"), text(value)),
-                             overflow="fold")
+                target.print(Text.assemble("  ", (f"{label}: " if label else "", "bold"), text(value)), overflow="fold")
             continue
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold", no_wrap=True)
@@ -68,9 +80,17 @@ def warning_events(events: list[dict], now: datetime, out: Console | None = None
         when = parse_time(event.get("lastTimestamp") or event.get("eventTime"))
         age = format_age((now - when).total_seconds()) + " ago" if when else "at an unknown time"
         count = event.get("count") or 1
-        target.print(Text.assemble(f"  {age}", f" ({count}x)" if count > 1 else "", "  ",
-                                   (printable(event.get("reason") or ""), "yellow"), ": ",
-                                   text(event.get("message") or "")), overflow="fold")
+        target.print(
+            Text.assemble(
+                f"  {age}",
+                f" ({count}x)" if count > 1 else "",
+                "  ",
+                (printable(event.get("reason") or ""), "yellow"),
+                ": ",
+                text(event.get("message") or ""),
+            ),
+            overflow="fold",
+        )
 
 
 def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
@@ -102,6 +122,7 @@ def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
         branch = parent.add(label)
         for _, child, child_edge in sorted(graph.out_edges(node, data=True), key=lambda e: graph.nodes[e[1]]["label"]):
             add(branch, child, child_edge)
+
     add(tree, chain.start, None)
     target.print()
     target.print(tree)
@@ -115,8 +136,9 @@ def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
         steps.add_column(overflow="fold")
         for number, step in enumerate(chain.steps, 1):
             cause = step.why if step.why.startswith(step.resolves) else f"{step.resolves}: {step.why}"
-            steps.add_row(f"  {number}.", Text.assemble(text(step.action), "\n", (f"root cause: {printable(cause)}",
-                                                                                  "dim")))
+            steps.add_row(
+                f"  {number}.", Text.assemble(text(step.action), "\n", (f"root cause: {printable(cause)}", "dim"))
+            )
         target.print(steps)
     if chain.afterwards:
         target.print(Text("Then, by themselves:", style="bold"))
@@ -126,5 +148,3 @@ def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
         for line in chain.afterwards:
             afterwards.add_row("  -", text(line))
         target.print(afterwards)
-
-

@@ -95,7 +95,7 @@ def plain_tree(graph: nx.DiGraph, depth: int | None = None, title: str = "") -> 
     out = [printable(title, one_line=True) if title else "owner graph"]
     open_levels: list[bool] = []  # per level above: whether a later sibling is still to come
     for level, last, pieces in walk(graph, depth):
-        del open_levels[level - 1:]
+        del open_levels[level - 1 :]
         guides = "".join("│   " if more else "    " for more in open_levels)
         out.append(guides + ("└── " if last else "├── ") + printable("".join(t for _, t in pieces), one_line=True))
         open_levels.append(not last)
@@ -119,8 +119,9 @@ def _scalar_graph(graph: nx.DiGraph) -> nx.DiGraph:
 
     flat = nx.DiGraph()
     for node, data in graph.nodes(data=True):
-        flat.add_node(node, **{k: (",".join(v) if isinstance(v, list) else "" if v is None else v)
-                               for k, v in data.items()})
+        flat.add_node(
+            node, **{k: (",".join(v) if isinstance(v, list) else "" if v is None else v) for k, v in data.items()}
+        )
     for a, b, data in graph.edges(data=True):
         flat.add_edge(a, b, **{k: ("" if v is None else v) for k, v in data.items()})
     return flat
@@ -138,13 +139,19 @@ def to_json(graph: nx.DiGraph) -> str:
         return "    {" + head + (", " + rest[1:] if len(rest) > 2 else "}")
 
     nodes = [spliced(f'"id": {encode(n)}', d) for n, d in graph.nodes(data=True)]
-    edges = [spliced(f'"source": {encode(a)}, "target": {encode(b)}', d)
-             for a, children in graph.adjacency() for b, d in children.items()]
-    extra = {"problems": [p.__dict__ for p in problems(graph)],
-             "chains": [{"object": node, "mustGoFirst": chain} for node, chain in chains(graph)]}
+    edges = [
+        spliced(f'"source": {encode(a)}, "target": {encode(b)}', d)
+        for a, children in graph.adjacency()
+        for b, d in children.items()
+    ]
+    extra = {
+        "problems": [p.__dict__ for p in problems(graph)],
+        "chains": [{"object": node, "mustGoFirst": chain} for node, chain in chains(graph)],
+    }
     members = ['  "directed": true', '  "multigraph": false', f'  "graph": {encode(graph.graph)}']
     for key, lines in (("nodes", nodes), ("edges", edges)) + tuple(
-            (k, ["    " + encode(v) for v in values]) for k, values in extra.items()):
+        (k, ["    " + encode(v) for v in values]) for k, values in extra.items()
+    ):
         members.append(f'  "{key}": [\n' + ",\n".join(lines) + "\n  ]" if lines else f'  "{key}": []')
     return "{\n" + ",\n".join(members) + "\n}\n"
 
@@ -173,7 +180,7 @@ def to_dot(graph: nx.DiGraph) -> str:
         attrs = []
         if data.get("blocking"):
             why = data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
-            attrs += ['color="red"', 'penwidth=2', f"label={_dot_quote(why)}"]
+            attrs += ['color="red"', "penwidth=2", f"label={_dot_quote(why)}"]
         elif data.get("problem"):
             attrs += ['style="dashed"', f"label={_dot_quote(data['problem'])}"]
         lines.append(f"  {_dot_quote(a)} -> {_dot_quote(b)}{' [' + ', '.join(attrs) + ']' if attrs else ''};")

@@ -27,6 +27,7 @@ DEFAULT_MAX_INFO = 500
 @dataclass
 class Family:
     """One metric family: HELP, TYPE and its samples ({labels}, value)."""
+
     name: str
     kind: str  # gauge or counter
     help: str
@@ -55,56 +56,124 @@ def number(value: float) -> str:
     return repr(float(value))
 
 
-def stuck_families(rows: Sequence[StuckObject], inventories: Sequence[Inventory], duration: float | None,
-                   finished_at: float,
-                   max_info: int = DEFAULT_MAX_INFO) -> list[Family]:
+def stuck_families(
+    rows: Sequence[StuckObject],
+    inventories: Sequence[Inventory],
+    duration: float | None,
+    finished_at: float,
+    max_info: int = DEFAULT_MAX_INFO,
+) -> list[Family]:
     """The families of one scan: its stuck objects, and the inventories it read."""
     counts: dict[tuple, int] = defaultdict(int)
     oldest: dict[tuple, float] = defaultdict(float)
     for row in rows:
-        key = (row.context, row.obj.namespace, row.obj.type.group, row.obj.type.kind, row.family or "",
-               row.verdict or "")
+        key = (
+            row.context,
+            row.obj.namespace,
+            row.obj.type.group,
+            row.obj.type.kind,
+            row.family or "",
+            row.verdict or "",
+        )
         counts[key] += 1
         oldest[key] = max(oldest[key], row.terminating_seconds)
     names = ("context", "namespace", "group", "kind", "family", "verdict")
-    objects = Family("kfin_stuck_objects", "gauge",
-                     "Objects stuck in Terminating, by namespace, kind, the family of the finalizer or cause that "
-                     "holds them, and kfin's verdict on it (HOLDING, WAITING, ORPHANED, BLOCKED, UNKNOWN).",
-                     [(dict(zip(names, key, strict=True)), count) for key, count in sorted(counts.items())])
-    seconds = Family("kfin_stuck_seconds", "gauge",
-                     "How long the oldest object of each kfin_stuck_objects series has been Terminating, in seconds "
-                     "(since its deletion was requested).",
-                     [(dict(zip(names, key, strict=True)), age) for key, age in sorted(oldest.items())])
+    objects = Family(
+        "kfin_stuck_objects",
+        "gauge",
+        "Objects stuck in Terminating, by namespace, kind, the family of the finalizer or cause that "
+        "holds them, and kfin's verdict on it (HOLDING, WAITING, ORPHANED, BLOCKED, UNKNOWN).",
+        [(dict(zip(names, key, strict=True)), count) for key, count in sorted(counts.items())],
+    )
+    seconds = Family(
+        "kfin_stuck_seconds",
+        "gauge",
+        "How long the oldest object of each kfin_stuck_objects series has been Terminating, in seconds "
+        "(since its deletion was requested).",
+        [(dict(zip(names, key, strict=True)), age) for key, age in sorted(oldest.items())],
+    )
     shown = rows[:max_info] if max_info >= 0 else rows
-    info = Family("kfin_stuck_object_info", "gauge",
-                  f"One series per stuck object, oldest first and at most {max_info} (kfin --max-info-series): its "
-                  "name and the root cause kfin found at the end of its blocking chain. Always 1.",
-                  [({"context": r.context, "namespace": r.obj.namespace, "group": r.obj.type.group,
-                     "kind": r.obj.type.kind, "name": r.obj.name, "family": r.family or "", "verdict": r.verdict or "",
-                     "root_cause": r.root_cause}, 1) for r in shown])
-    ages = Family("kfin_stuck_object_seconds", "gauge",
-                  "How long each object of kfin_stuck_object_info has been Terminating, in seconds.",
-                  [({"context": r.context, "namespace": r.obj.namespace, "group": r.obj.type.group,
-                     "kind": r.obj.type.kind, "name": r.obj.name}, round(r.terminating_seconds)) for r in shown])
-    omitted = Family("kfin_stuck_object_info_omitted", "gauge",
-                     "Stuck objects left out of kfin_stuck_object_info by its cap (--max-info-series).",
-                     [({}, len(rows) - len(shown))])
+    info = Family(
+        "kfin_stuck_object_info",
+        "gauge",
+        f"One series per stuck object, oldest first and at most {max_info} (kfin --max-info-series): its "
+        "name and the root cause kfin found at the end of its blocking chain. Always 1.",
+        [
+            (
+                {
+                    "context": r.context,
+                    "namespace": r.obj.namespace,
+                    "group": r.obj.type.group,
+                    "kind": r.obj.type.kind,
+                    "name": r.obj.name,
+                    "family": r.family or "",
+                    "verdict": r.verdict or "",
+                    "root_cause": r.root_cause,
+                },
+                1,
+            )
+            for r in shown
+        ],
+    )
+    ages = Family(
+        "kfin_stuck_object_seconds",
+        "gauge",
+        "How long each object of kfin_stuck_object_info has been Terminating, in seconds.",
+        [
+            (
+                {
+                    "context": r.context,
+                    "namespace": r.obj.namespace,
+                    "group": r.obj.type.group,
+                    "kind": r.obj.type.kind,
+                    "name": r.obj.name,
+                },
+                round(r.terminating_seconds),
+            )
+            for r in shown
+        ],
+    )
+    omitted = Family(
+        "kfin_stuck_object_info_omitted",
+        "gauge",
+        "Stuck objects left out of kfin_stuck_object_info by its cap (--max-info-series).",
+        [({}, len(rows) - len(shown))],
+    )
     failures: dict[tuple, int] = defaultdict(int)
     for inv in inventories:
         for failure in inv.failures:
             failures[(inv.context, failure.reason)] += 1
-    failed = Family("kfin_scan_failures", "gauge",
-                    "What the last scan could not read, by reason (Forbidden, Timeout, ...): when not 0 the result "
-                    "is partial and objects of those types may be stuck unseen.",
-                    [({"context": c, "reason": r}, n) for (c, r), n in sorted(failures.items())])
-    scanned = Family("kfin_scan_complete", "gauge", "1 when every listable type of the context could be read.",
-                     [({"context": inv.context}, inv.complete) for inv in inventories])
+    failed = Family(
+        "kfin_scan_failures",
+        "gauge",
+        "What the last scan could not read, by reason (Forbidden, Timeout, ...): when not 0 the result "
+        "is partial and objects of those types may be stuck unseen.",
+        [({"context": c, "reason": r}, n) for (c, r), n in sorted(failures.items())],
+    )
+    scanned = Family(
+        "kfin_scan_complete",
+        "gauge",
+        "1 when every listable type of the context could be read.",
+        [({"context": inv.context}, inv.complete) for inv in inventories],
+    )
     out = [objects, seconds, info, ages, omitted, failed, scanned]
     if duration is not None:
-        out.append(Family("kfin_scan_duration_seconds", "gauge", "How long the last scan took, in seconds.",
-                          [({}, round(duration, 3))]))
-    out.append(Family("kfin_scan_timestamp_seconds", "gauge", "When the last scan finished (Unix time, seconds).",
-                      [({}, round(finished_at, 3))]))
+        out.append(
+            Family(
+                "kfin_scan_duration_seconds",
+                "gauge",
+                "How long the last scan took, in seconds.",
+                [({}, round(duration, 3))],
+            )
+        )
+    out.append(
+        Family(
+            "kfin_scan_timestamp_seconds",
+            "gauge",
+            "When the last scan finished (Unix time, seconds).",
+            [({}, round(finished_at, 3))],
+        )
+    )
     return out
 
 

@@ -15,8 +15,10 @@ from kfin.util.text import one_line
 def print_plan(plan_: Plan) -> None:
     """Each finalizer's fate with its verdict, the risk of what is removed, and the requests to be sent."""
     o = plan_.obj
-    say(f"{o.ref} ({'Terminating' if o.terminating else 'not being deleted'}), "
-        f"finalizers: {', '.join(o.finalizers + o.spec_finalizers) or 'none'}")
+    say(
+        f"{o.ref} ({'Terminating' if o.terminating else 'not being deleted'}), "
+        f"finalizers: {', '.join(o.finalizers + o.spec_finalizers) or 'none'}"
+    )
     for c in plan_.choices:
         f = c.finding
         action = "refused" if c.selected and c.refused else ("remove" if c.selected else "keep")

@@ -16,15 +16,22 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 
-def stuck_table(rows: Sequence[StuckObject], wide: bool = False, show_context: bool = False,
-                out: Console | None = None) -> None:
+def stuck_table(
+    rows: Sequence[StuckObject], wide: bool = False, show_context: bool = False, out: Console | None = None
+) -> None:
     """kfin stuck's table: oldest first, the blocker's family in colour."""
     from rich.table import Table
     from rich.text import Text
 
     target = out or console()
-    headers = (["CONTEXT"] if show_context else []) + ["NAMESPACE", "KIND", "NAME", "TERMINATING FOR",
-                                                         "FINALIZERS", "BLOCKER"]
+    headers = (["CONTEXT"] if show_context else []) + [
+        "NAMESPACE",
+        "KIND",
+        "NAME",
+        "TERMINATING FOR",
+        "FINALIZERS",
+        "BLOCKER",
+    ]
     if wide:
         headers += ["APIVERSION", "UID", "OWNERS", "GRACE"]
     lines: list[list[Text]] = []
@@ -32,9 +39,13 @@ def stuck_table(rows: Sequence[StuckObject], wide: bool = False, show_context: b
         o = row.obj
         family, _, rest = printable(row.blocker).partition(":")
         cells = ([row.context] if show_context else []) + [
-            o.namespace or "-", o.type.kind_display, o.name, format_age(row.terminating_seconds),
-            ",".join(row.finalizers) or "<none>", Text.assemble((family, "bold yellow"), ":" + rest) if rest
-            else text(row.blocker)]
+            o.namespace or "-",
+            o.type.kind_display,
+            o.name,
+            format_age(row.terminating_seconds),
+            ",".join(row.finalizers) or "<none>",
+            Text.assemble((family, "bold yellow"), ":" + rest) if rest else text(row.blocker),
+        ]
         if wide:
             grace = o.meta.get("deletionGracePeriodSeconds")
             cells += [o.type.api_version, o.uid, str(len(o.owner_references)), "-" if grace is None else str(grace)]
@@ -82,8 +93,9 @@ def removal_table(plans: Iterable[Plan], out: Console | None = None) -> None:
             continue
         for c in p.choices:
             action = (f"refused: {c.refused}" if c.refused else "remove") if c.selected else "keep"
-            rows.append([o.namespace or "-", o.type.kind_display, o.name, c.finding.finalizer,
-                         c.finding.verdict.value, action])
+            rows.append(
+                [o.namespace or "-", o.type.kind_display, o.name, c.finding.finalizer, c.finding.verdict.value, action]
+            )
     _plain_table(["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], rows, out)
 
 
@@ -94,8 +106,16 @@ def audit_table(records: Iterable[dict[str, Any]], out: Console | None = None) -
         o = r.get("object") or {}
         where = f"{o['namespace']}/" if o.get("namespace") else ""
         ref = f"{o.get('kind', '?')}/{where}{o.get('name', '?')}"
-        rows.append([r.get("time", "?"), r.get("context", ""), r.get("user", ""), ref,
-                     ",".join(r.get("removed") or []) or "-",
-                     ",".join(f"{k}={v}" for k, v in (r.get("verdicts") or {}).items()),
-                     "yes" if r.get("forced") else "no", r.get("result", "?")])
+        rows.append(
+            [
+                r.get("time", "?"),
+                r.get("context", ""),
+                r.get("user", ""),
+                ref,
+                ",".join(r.get("removed") or []) or "-",
+                ",".join(f"{k}={v}" for k, v in (r.get("verdicts") or {}).items()),
+                "yes" if r.get("forced") else "no",
+                r.get("result", "?"),
+            ]
+        )
     _plain_table(["TIME", "CONTEXT", "USER", "OBJECT", "REMOVED", "VERDICTS", "FORCED", "RESULT"], rows, out)

@@ -32,8 +32,12 @@ class Result:
 class Exporter:
     """The scans and what is served of them. `scan` returns (rows, inventories) of one scan."""
 
-    def __init__(self, scan: Callable[[], tuple[list, list]], max_info: int = metrics.DEFAULT_MAX_INFO,
-                 log: Callable[[str], None] = print):
+    def __init__(
+        self,
+        scan: Callable[[], tuple[list, list]],
+        max_info: int = metrics.DEFAULT_MAX_INFO,
+        log: Callable[[str], None] = print,
+    ):
         self._scan, self.max_info, self.log = scan, max_info, log
         self._lock = threading.Lock()
         self.result: Result | None = None
@@ -44,8 +48,9 @@ class Exporter:
         started = time.monotonic()
         try:
             rows, inventories = self._scan()
-            text = metrics.exposition(metrics.stuck_families(rows, inventories, time.monotonic() - started,
-                                                             time.time(), self.max_info))
+            text = metrics.exposition(
+                metrics.stuck_families(rows, inventories, time.monotonic() - started, time.time(), self.max_info)
+            )
             partial = not all(inv.complete for inv in inventories)
             del rows, inventories
         except Exception as error:
@@ -59,8 +64,10 @@ class Exporter:
             gc.collect()
         with self._lock:
             self.result, self.scans, self.last_ok = Result(text, time.time()), self.scans + 1, True
-        self.log(f"scan done in {time.monotonic() - started:.2f} s" + (" (partial: see kfin_scan_failures)"
-                                                                       if partial else ""))
+        self.log(
+            f"scan done in {time.monotonic() - started:.2f} s"
+            + (" (partial: see kfin_scan_failures)" if partial else "")
+        )
         return True
 
     def ready(self) -> bool:
@@ -69,14 +76,25 @@ class Exporter:
     def exposition(self) -> str:
         with self._lock:
             result, scans, errors, ok = self.result, self.scans, self.errors, self.last_ok
-        own = [metrics.Family("kfin_scans_total", "counter", "Scans kfin serve has run.", [({}, scans)]),
-               metrics.Family("kfin_scan_errors_total", "counter",
-                              "Scans that failed (the last good result is served meanwhile).", [({}, errors)]),
-               metrics.Family("kfin_last_scan_success", "gauge", "1 when the last scan succeeded.", [({}, ok)])]
+        own = [
+            metrics.Family("kfin_scans_total", "counter", "Scans kfin serve has run.", [({}, scans)]),
+            metrics.Family(
+                "kfin_scan_errors_total",
+                "counter",
+                "Scans that failed (the last good result is served meanwhile).",
+                [({}, errors)],
+            ),
+            metrics.Family("kfin_last_scan_success", "gauge", "1 when the last scan succeeded.", [({}, ok)]),
+        ]
         if result is not None:
-            own.append(metrics.Family("kfin_result_age_seconds", "gauge",
-                                      "Seconds since the scan whose result is served finished (staleness).",
-                                      [({}, round(time.time() - result.finished_at, 3))]))
+            own.append(
+                metrics.Family(
+                    "kfin_result_age_seconds",
+                    "gauge",
+                    "Seconds since the scan whose result is served finished (staleness).",
+                    [({}, round(time.time() - result.finished_at, 3))],
+                )
+            )
         return (result.text if result else "") + metrics.exposition(own)
 
 
@@ -129,6 +147,7 @@ def run(exporter: Exporter, server: ThreadingHTTPServer, interval: float, stop: 
     """Serve until `stop` is set; scan now, then every `interval` seconds (measured from each start). Scans
     run in a thread of their own, so that a stop (SIGTERM) ends the process at once, not after a scan of a
     large cluster: a scan only reads, there is nothing to finish."""
+
     def scans() -> None:
         while not stop.is_set():
             started = time.monotonic()

@@ -5,18 +5,29 @@ A new cause is a new module here, listed below.
 
 from kfin.core.causes import builtin, custom, gc, ghosts, namespace, pods, storage, webhooks  # noqa: F401  (they register)
 from kfin.core.causes.registry import (
-                         EXPLAINERS,
-                         Explanation,
-                         Finding,
-                         Link,
-                         Verdict,
-                         blocker_line,
-                         explain_cached,
-                         explain_object,
-                         family,
-                         main_finding,
-                         reads_for,
+    EXPLAINERS,
+    Explanation,
+    Finding,
+    Link,
+    Verdict,
+    blocker_line,
+    explain_cached,
+    explain_object,
+    family,
+    main_finding,
+    reads_for,
 )
 
-__all__ = ["EXPLAINERS", "Explanation", "Finding", "Link", "Verdict", "blocker_line", "explain_cached",
-           "explain_object", "family", "main_finding", "reads_for"]
+__all__ = [
+    "EXPLAINERS",
+    "Explanation",
+    "Finding",
+    "Link",
+    "Verdict",
+    "blocker_line",
+    "explain_cached",
+    "explain_object",
+    "family",
+    "main_finding",
+    "reads_for",
+]

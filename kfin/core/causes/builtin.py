@@ -16,78 +16,142 @@ from kfin.core.causes.registry import (
 )
 
 
-@explains("load-balancer-cleanup", Entry("service.kubernetes.io/load-balancer-cleanup",
-                                         "a Service until its cloud load balancer is deleted",
-                                         "the cloud controller manager (service controller)"))
+@explains(
+    "load-balancer-cleanup",
+    Entry(
+        "service.kubernetes.io/load-balancer-cleanup",
+        "a Service until its cloud load balancer is deleted",
+        "the cloud controller manager (service controller)",
+    ),
+)
 def load_balancer(ctx: Context) -> Finding:
     risk = "removing it leaves the cloud load balancer (and its public address) behind, still billed"
     alive, liveness = lease_alive(ctx.facts, "cloud-controller-manager")
     if alive is False:
-        found = ctx.finding("the cloud controller manager that deletes the load balancer is not running",
-                            Verdict.ORPHANED, "bring the cloud controller manager back, or delete the load balancer "
-                            "in the cloud console, then remove the finalizer", risk, [liveness], alive)
+        found = ctx.finding(
+            "the cloud controller manager that deletes the load balancer is not running",
+            Verdict.ORPHANED,
+            "bring the cloud controller manager back, or delete the load balancer "
+            "in the cloud console, then remove the finalizer",
+            risk,
+            [liveness],
+            alive,
+        )
         found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-        found.links.append(Link("controller", liveness, actor="cloud-controller-manager",
-                                step="bring the cloud controller manager back, or delete the load balancer in the "
-                                     f"cloud console and {found.remove_command}"))
+        found.links.append(
+            Link(
+                "controller",
+                liveness,
+                actor="cloud-controller-manager",
+                step="bring the cloud controller manager back, or delete the load balancer in the "
+                f"cloud console and {found.remove_command}",
+            )
+        )
         return found
-    found = ctx.finding("waiting for the cloud controller manager to delete the load balancer", Verdict.WAITING,
-                        "check the cloud controller manager's logs for errors deleting the load balancer", risk,
-                        [liveness], alive)
+    found = ctx.finding(
+        "waiting for the cloud controller manager to delete the load balancer",
+        Verdict.WAITING,
+        "check the cloud controller manager's logs for errors deleting the load balancer",
+        risk,
+        [liveness],
+        alive,
+    )
     found.summary = "a Service until its cloud load balancer is deleted"
-    found.links.append(Link("cloud", "the cloud controller manager deletes the load balancer",
-                            actor="cloud-controller-manager"))
+    found.links.append(
+        Link("cloud", "the cloud controller manager deletes the load balancer", actor="cloud-controller-manager")
+    )
     return found
 
 
-@explains("job-tracking", Entry("batch.kubernetes.io/job-tracking", "a Job's Pod until the Job controller counts it",
-                                "kube-controller-manager (job controller)"))
+@explains(
+    "job-tracking",
+    Entry(
+        "batch.kubernetes.io/job-tracking",
+        "a Job's Pod until the Job controller counts it",
+        "kube-controller-manager (job controller)",
+    ),
+)
 def job_tracking(ctx: Context) -> Finding:
     return waiting_on_controller_manager(
-        ctx, "the Job controller has not yet counted this Pod", "low: the Job may miscount this Pod's result")
+        ctx, "the Job controller has not yet counted this Pod", "low: the Job may miscount this Pod's result"
+    )
 
 
-@explains("crd-cleanup", Entry("customresourcecleanup.apiextensions.k8s.io",
-                               "a CustomResourceDefinition until its custom resources are deleted",
-                               "kube-apiserver (CRD finalizer)"))
+@explains(
+    "crd-cleanup",
+    Entry(
+        "customresourcecleanup.apiextensions.k8s.io",
+        "a CustomResourceDefinition until its custom resources are deleted",
+        "kube-apiserver (CRD finalizer)",
+    ),
+)
 def crd_cleanup(ctx: Context) -> Finding:
     facts, crd = ctx.facts, ctx.obj
     full = facts.find(crd.type.group, crd.type.resource, "", crd.name, full=True) or crd
     spec = full.raw.get("spec") or {}
-    group, plural = spec.get("group") or crd.name.partition(".")[2], (spec.get("names") or {}).get(
-        "plural") or crd.name.partition(".")[0]
-    risk = ("removing it leaves the custom resources in etcd, unreachable, with their finalizers' cleanup never "
-            "done; they return if the CRD is created again")
+    group, plural = (
+        spec.get("group") or crd.name.partition(".")[2],
+        (spec.get("names") or {}).get("plural") or crd.name.partition(".")[0],
+    )
+    risk = (
+        "removing it leaves the custom resources in etcd, unreachable, with their finalizers' cleanup never "
+        "done; they return if the CRD is created again"
+    )
     instances = facts.objects(group, plural)
     if instances is None:
-        return ctx.finding(f"kfin could not list the {plural}.{group} resources", Verdict.UNKNOWN,
-                           f"check by hand: kubectl get {plural}.{group} -A", risk,
-                           controller="kube-apiserver (CRD finalizer)")
+        return ctx.finding(
+            f"kfin could not list the {plural}.{group} resources",
+            Verdict.UNKNOWN,
+            f"check by hand: kubectl get {plural}.{group} -A",
+            risk,
+            controller="kube-apiserver (CRD finalizer)",
+        )
     if instances:
         evidence = [f"{o.ref}: {state_line(o, facts)}" for o in instances[:10]]
-        found = ctx.finding(f"{len(instances)} {plural}.{group} remain", Verdict.HOLDING,
-                            "unstick the custom resources first (their blockers are named below)", risk, evidence,
-                            controller="kube-apiserver (CRD finalizer)")
-        found.links = [Link("custom-resource", "a custom resource of this definition remains", target=o)
-                       for o in instances if o.terminating]
+        found = ctx.finding(
+            f"{len(instances)} {plural}.{group} remain",
+            Verdict.HOLDING,
+            "unstick the custom resources first (their blockers are named below)",
+            risk,
+            evidence,
+            controller="kube-apiserver (CRD finalizer)",
+        )
+        found.links = [
+            Link("custom-resource", "a custom resource of this definition remains", target=o)
+            for o in instances
+            if o.terminating
+        ]
         return found
-    return ctx.finding(f"no {plural}.{group} remain: kube-apiserver should finish", Verdict.WAITING,
-                       "nothing to fix: kube-apiserver removes it", risk, controller="kube-apiserver (CRD finalizer)")
+    return ctx.finding(
+        f"no {plural}.{group} remain: kube-apiserver should finish",
+        Verdict.WAITING,
+        "nothing to fix: kube-apiserver removes it",
+        risk,
+        controller="kube-apiserver (CRD finalizer)",
+    )
 
 
-@explains("volume-snapshot", Entry("snapshot.storage.kubernetes.io/*", "a snapshot or its source while in use",
-                                   "the snapshot controller"))
+@explains(
+    "volume-snapshot",
+    Entry("snapshot.storage.kubernetes.io/*", "a snapshot or its source while in use", "the snapshot controller"),
+)
 def snapshot(ctx: Context) -> Finding:
-    return ctx.finding("waiting for the snapshot controller", Verdict.WAITING,
-                       "check the snapshot controller's Pods and logs",
-                       "removing it may delete a snapshot still in use, or leave the storage snapshot behind")
+    return ctx.finding(
+        "waiting for the snapshot controller",
+        Verdict.WAITING,
+        "check the snapshot controller's Pods and logs",
+        "removing it may delete a snapshot still in use, or leave the storage snapshot behind",
+    )
 
 
 @explains("unknown")
 def unknown(ctx: Context) -> Finding:
-    found = ctx.finding(f"{ctx.finalizer!r} is not a domain-qualified name: kfin cannot tell which controller owns it",
-                       Verdict.UNKNOWN, "find the tool that added it (annotations and managedFields of the object "
-                       "name the writers: kubectl get -o yaml --show-managed-fields)",
-                        "unknown: whatever that finalizer was meant to clean up will not be cleaned up")
+    found = ctx.finding(
+        f"{ctx.finalizer!r} is not a domain-qualified name: kfin cannot tell which controller owns it",
+        Verdict.UNKNOWN,
+        "find the tool that added it (annotations and managedFields of the object "
+        "name the writers: kubectl get -o yaml --show-managed-fields)",
+        "unknown: whatever that finalizer was meant to clean up will not be cleaned up",
+    )
     found.summary = f"{ctx.finalizer} (unknown must remove it)"
     return found

@@ -77,8 +77,10 @@ def find_grants(ctx: Context) -> list[Grant] | None:
 
 
 def _is_ready(pod: KubeObject) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.raw.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.raw.get("status") or {}).get("conditions") or []
+    )
 
 
 def _trouble(pod: KubeObject) -> str:
@@ -97,8 +99,13 @@ def _workloads(ctx: Context, grant: Grant) -> tuple[list[KubeObject], list[str],
     """(its Pods that are meant to run, idle workloads, other notes) for one ServiceAccount."""
     facts = ctx.facts
     pods = facts.objects("", "pods", grant.namespace, full=True) or []
-    mine = [p for p in pods if (p.raw.get("spec") or {}).get("serviceAccountName") == grant.service_account
-            and (p.raw.get("status") or {}).get("phase") in ("Running", "Pending") and not p.terminating]
+    mine = [
+        p
+        for p in pods
+        if (p.raw.get("spec") or {}).get("serviceAccountName") == grant.service_account
+        and (p.raw.get("status") or {}).get("phase") in ("Running", "Pending")
+        and not p.terminating
+    ]
     idle: list[str] = []
     notes: list[str] = []
     for group, resource, kind in (("apps", "deployments", "Deployment"), ("apps", "statefulsets", "StatefulSet")):
@@ -141,33 +148,60 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
     running = [(w, r, n) for w, r, n in matched if r > 0]
     if running:
         w, ready, wanted = running[0]
-        found = ctx.finding(f"its controller is running ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, "
-                            f"the field manager that added it) and should remove it", Verdict.WAITING,
-                            "check that controller's logs for why it does not finish", risk, evidence, True, controller)
+        found = ctx.finding(
+            f"its controller is running ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, "
+            f"the field manager that added it) and should remove it",
+            Verdict.WAITING,
+            "check that controller's logs for why it does not finish",
+            risk,
+            evidence,
+            True,
+            controller,
+        )
         found.summary = line
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
         return found
     w, ready, wanted = matched[0]
-    found = ctx.finding(f"its controller {w.type.kind} {w.namespace}/{w.name} (the field manager that added it) is "
-                        f"installed but not running ({ready}/{wanted} ready)", Verdict.WAITING,
-                        f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
-                        risk, evidence, False, controller)
+    found = ctx.finding(
+        f"its controller {w.type.kind} {w.namespace}/{w.name} (the field manager that added it) is "
+        f"installed but not running ({ready}/{wanted} ready)",
+        Verdict.WAITING,
+        f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
+        risk,
+        evidence,
+        False,
+        controller,
+    )
     found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
     found.summary = line
-    found.links.append(Link("controller", f"{w.type.kind} {w.namespace}/{w.name} is not running", target=w,
-                            step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name} (or {found.remove_command})"))
+    found.links.append(
+        Link(
+            "controller",
+            f"{w.type.kind} {w.namespace}/{w.name} is not running",
+            target=w,
+            step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name} (or {found.remove_command})",
+        )
+    )
     return found
 
 
 # RBAC always (small objects); workloads are read where a grant points, or everywhere only when RBAC names
 # nobody, so they are not fetched ahead (whole Deployments of a large cluster are many megabytes).
-@explains("custom", reads=(
-    (RBAC, "clusterroles", EVERYWHERE), (RBAC, "clusterrolebindings", EVERYWHERE), (RBAC, "roles", OBJECT_NAMESPACE),
-    (RBAC, "rolebindings", OBJECT_NAMESPACE)))
+@explains(
+    "custom",
+    reads=(
+        (RBAC, "clusterroles", EVERYWHERE),
+        (RBAC, "clusterrolebindings", EVERYWHERE),
+        (RBAC, "roles", OBJECT_NAMESPACE),
+        (RBAC, "rolebindings", OBJECT_NAMESPACE),
+    ),
+)
 def custom(ctx: Context) -> Finding:
     obj, facts = ctx.obj, ctx.facts
-    risk = (f"whatever the controller of {ctx.finalizer.split('/')[0]} cleans up first (an external database, "
-            "bucket, DNS record, certificate...) is left behind; kfin cannot see outside the cluster")
+    risk = (
+        f"whatever the controller of {ctx.finalizer.split('/')[0]} cleans up first (an external database, "
+        "bucket, DNS record, certificate...) is left behind; kfin cannot see outside the cluster"
+    )
     evidence = []
     if obj.type.group:
         crd = facts.find("apiextensions.k8s.io", "customresourcedefinitions", "", obj.type.qualified)
@@ -184,9 +218,14 @@ def custom(ctx: Context) -> Finding:
         if found is not None:
             return found
     if grants is None:
-        found = ctx.finding("kfin could not read RBAC to find the controller", Verdict.UNKNOWN,
-                            f"find the operator that manages {obj.type.qualified} and check its logs", risk, evidence,
-                            controller=controller)
+        found = ctx.finding(
+            "kfin could not read RBAC to find the controller",
+            Verdict.UNKNOWN,
+            f"find the operator that manages {obj.type.qualified} and check its logs",
+            risk,
+            evidence,
+            controller=controller,
+        )
         found.summary = line
         return found
     pods_all, idle_all, story = [], [], []
@@ -196,15 +235,25 @@ def custom(ctx: Context) -> Finding:
         idle_all += idle
         ready = [p for p in pods if _is_ready(p)]
         detail = "; ".join(idle + notes) if not pods else f"{len(ready)} of {len(pods)} Pods Ready"
-        story.append(f"the {grant.role} grants update on {obj.type.qualified} to ServiceAccount "
-                     f"{grant.namespace}/{grant.service_account}: {detail}")
+        story.append(
+            f"the {grant.role} grants update on {obj.type.qualified} to ServiceAccount "
+            f"{grant.namespace}/{grant.service_account}: {detail}"
+        )
     evidence += story
     healthy = [p for p in pods_all if _is_ready(p)]
     if healthy:
-        found = ctx.finding(f"its controller is running ({', '.join(f'Pod {p.namespace}/{p.name}' for p in healthy[:3])}"
-                            ", Ready) and should remove it", Verdict.WAITING, "give it time, and check that "
-                            "controller's logs for why it does not finish: it usually waits on something outside the "
-                            "cluster", risk, evidence, True, controller)
+        found = ctx.finding(
+            f"its controller is running ({', '.join(f'Pod {p.namespace}/{p.name}' for p in healthy[:3])}"
+            ", Ready) and should remove it",
+            Verdict.WAITING,
+            "give it time, and check that "
+            "controller's logs for why it does not finish: it usually waits on something outside the "
+            "cluster",
+            risk,
+            evidence,
+            True,
+            controller,
+        )
         found.summary = line
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
         return found
@@ -213,28 +262,49 @@ def custom(ctx: Context) -> Finding:
         why = _trouble(failing) if failing else idle_all[0]
         for event in (facts.warnings_about(failing) or [])[:3] if failing else []:
             evidence.append(f"its Pod reported {event.get('reason')}: {event.get('message')}")
-        found = ctx.finding(f"its controller is installed but not running: {why}", Verdict.WAITING,
-                            "fix the controller (kubectl logs and describe its Pods) or scale it up: running, it "
-                            "removes the finalizer", risk, evidence, False, controller)
+        found = ctx.finding(
+            f"its controller is installed but not running: {why}",
+            Verdict.WAITING,
+            "fix the controller (kubectl logs and describe its Pods) or scale it up: running, it removes the finalizer",
+            risk,
+            evidence,
+            False,
+            controller,
+        )
         found.remove_command = kfin_remove_command(obj, ctx.finalizer)
         found.summary = line
-        found.links.append(Link("controller", f"{controller} is installed but not running: {why}",
-                                target=failing, actor=None if failing else controller,
-                                step=f"fix or scale up {controller} (or, once what it guards is cleaned up by hand: "
-                                     f"{found.remove_command})"))
+        found.links.append(
+            Link(
+                "controller",
+                f"{controller} is installed but not running: {why}",
+                target=failing,
+                actor=None if failing else controller,
+                step=f"fix or scale up {controller} (or, once what it guards is cleaned up by hand: "
+                f"{found.remove_command})",
+            )
+        )
         return found
     if grants:
-        condition = ("no Pod, Deployment or StatefulSet runs as a ServiceAccount allowed to update it: its controller "
-                     "is gone (only its RBAC is left)")
+        condition = (
+            "no Pod, Deployment or StatefulSet runs as a ServiceAccount allowed to update it: its controller "
+            "is gone (only its RBAC is left)"
+        )
         fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
     else:
-        condition = (f"no ServiceAccount is granted update on {obj.type.qualified} by name: its controller is not "
-                     "installed (one with wildcard rights would not show here)")
+        condition = (
+            f"no ServiceAccount is granted update on {obj.type.qualified} by name: its controller is not "
+            "installed (one with wildcard rights would not show here)"
+        )
         fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
     found = ctx.finding(condition, Verdict.ORPHANED, fix, risk, evidence, False, controller)
     found.remove_command = kfin_remove_command(obj, ctx.finalizer)
     found.summary = line
-    found.links.append(Link("controller", f"{controller} is gone: nothing will remove {ctx.finalizer}",
-                            actor=controller, step=found.remove_command + (
-                                " (after cleaning up what it guarded, or reinstall the controller instead)")))
+    found.links.append(
+        Link(
+            "controller",
+            f"{controller} is gone: nothing will remove {ctx.finalizer}",
+            actor=controller,
+            step=found.remove_command + (" (after cleaning up what it guarded, or reinstall the controller instead)"),
+        )
+    )
     return found

@@ -23,8 +23,12 @@ def _unreadable(ctx: Context, risk: str) -> Finding | None:
     live in its namespace, those of a cluster-scoped one anywhere."""
     if ctx.facts.listed(ctx.obj.namespace or None) or ctx.facts.everything(ctx.obj.namespace or None) is not None:
         return None
-    return ctx.finding("kfin could not read the objects that may depend on it", Verdict.UNKNOWN,
-                       "check the dependents by hand (kfin graph)", risk)
+    return ctx.finding(
+        "kfin could not read the objects that may depend on it",
+        Verdict.UNKNOWN,
+        "check the dependents by hand (kfin graph)",
+        risk,
+    )
 
 
 def _chain(ctx: Context, owner: KubeObject, depth: int, lines: list[str], seen: set) -> int:
@@ -41,44 +45,78 @@ def _chain(ctx: Context, owner: KubeObject, depth: int, lines: list[str], seen: 
     return count
 
 
-@explains("foregroundDeletion", Entry("foregroundDeletion", "an owner until its blocking dependents are deleted",
-                                      "kube-controller-manager (garbage collector)"), reads=(CONTROLLER_MANAGER_LEASE,))
+@explains(
+    "foregroundDeletion",
+    Entry(
+        "foregroundDeletion",
+        "an owner until its blocking dependents are deleted",
+        "kube-controller-manager (garbage collector)",
+    ),
+    reads=(CONTROLLER_MANAGER_LEASE,),
+)
 def foreground(ctx: Context) -> Finding:
-    risk = ("low: without it the owner goes at once and the garbage collector deletes the dependents in the "
-            "background instead of first")
+    risk = (
+        "low: without it the owner goes at once and the garbage collector deletes the dependents in the "
+        "background instead of first"
+    )
     unknown = _unreadable(ctx, risk)
     if unknown:
         return unknown
     lines: list[str] = []
     count = _chain(ctx, ctx.obj, 0, lines, set())
     if count:
-        found = ctx.finding(f"{count} dependent{'s' if count != 1 else ''} with blockOwnerDeletion must go first",
-                            Verdict.HOLDING, "unstick the blocking dependents below (their own blockers are named); "
-                            "the owner then goes by itself", risk, lines)
+        found = ctx.finding(
+            f"{count} dependent{'s' if count != 1 else ''} with blockOwnerDeletion must go first",
+            Verdict.HOLDING,
+            "unstick the blocking dependents below (their own blockers are named); the owner then goes by itself",
+            risk,
+            lines,
+        )
         direct = ctx.facts.blocking_dependents(ctx.obj.uid)
-        found.summary = (f"waiting for {len(direct)} blocking dependent{'s' if len(direct) != 1 else ''} "
-                         f"({direct[0].ref})")
-        found.links = [Link("blocking-dependent", "a dependent with blockOwnerDeletion, "
-                            + ("being deleted" if d.terminating else "not deleted yet"), target=d,
-                            step=None if d.terminating else
-                            f"kubectl delete {d.type.qualified} {d.name}" + (f" -n {d.namespace}" if d.namespace else ""))
-                       for d in direct]
+        found.summary = (
+            f"waiting for {len(direct)} blocking dependent{'s' if len(direct) != 1 else ''} ({direct[0].ref})"
+        )
+        found.links = [
+            Link(
+                "blocking-dependent",
+                "a dependent with blockOwnerDeletion, " + ("being deleted" if d.terminating else "not deleted yet"),
+                target=d,
+                step=None
+                if d.terminating
+                else f"kubectl delete {d.type.qualified} {d.name}" + (f" -n {d.namespace}" if d.namespace else ""),
+            )
+            for d in direct
+        ]
         return found
-    return waiting_on_controller_manager(ctx, "no blocking dependent is left", risk, (),
-                                         "no blocking dependent left; the garbage collector should finish")
+    return waiting_on_controller_manager(
+        ctx,
+        "no blocking dependent is left",
+        risk,
+        (),
+        "no blocking dependent left; the garbage collector should finish",
+    )
 
 
-@explains("orphan", Entry("orphan", "an owner until its dependents are released",
-                          "kube-controller-manager (garbage collector)"), reads=(CONTROLLER_MANAGER_LEASE,))
+@explains(
+    "orphan",
+    Entry("orphan", "an owner until its dependents are released", "kube-controller-manager (garbage collector)"),
+    reads=(CONTROLLER_MANAGER_LEASE,),
+)
 def orphan(ctx: Context) -> Finding:
-    risk = ("removing it turns orphaning into cascading deletion: the garbage collector then deletes the "
-            "dependents you meant to keep")
+    risk = (
+        "removing it turns orphaning into cascading deletion: the garbage collector then deletes the "
+        "dependents you meant to keep"
+    )
     unknown = _unreadable(ctx, risk)
     if unknown:
         return unknown
     dependents = ctx.facts.dependents(ctx.obj.uid)
     evidence = [f"{d.ref} still names it as owner" for d in dependents[:10]]
-    condition = (f"{len(dependents)} dependents still name it as owner: the garbage collector must release them"
-                 if dependents else "no dependent names it as owner any more")
-    return waiting_on_controller_manager(ctx, condition, risk, evidence,
-                                         "the garbage collector must first remove this owner from its dependents")
+    condition = (
+        f"{len(dependents)} dependents still name it as owner: the garbage collector must release them"
+        if dependents
+        else "no dependent names it as owner any more"
+    )
+    return waiting_on_controller_manager(
+        ctx, condition, risk, evidence, "the garbage collector must first remove this owner from its dependents"
+    )

@@ -23,9 +23,15 @@ def ghost(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
     namespace = missing_namespace(obj, facts)
     if namespace is None:
         return []
-    return [Link("ghost", f'its namespace "{namespace}" no longer exists (forced through /finalize with content '
-                 "left): the object is still stored, and every write to it answers 404 until the namespace exists "
-                 "again", actor=f"namespace {namespace} (gone)",
-                 step=f"kubectl create namespace {namespace} (or kfin remove ... --recreate-namespace), deal with "
-                      f"its content (kfin stuck -n {namespace}), then kubectl delete namespace {namespace}",
-                 family="ghost")]
+    return [
+        Link(
+            "ghost",
+            f'its namespace "{namespace}" no longer exists (forced through /finalize with content '
+            "left): the object is still stored, and every write to it answers 404 until the namespace exists "
+            "again",
+            actor=f"namespace {namespace} (gone)",
+            step=f"kubectl create namespace {namespace} (or kfin remove ... --recreate-namespace), deal with "
+            f"its content (kfin stuck -n {namespace}), then kubectl delete namespace {namespace}",
+            family="ghost",
+        )
+    ]

@@ -20,9 +20,11 @@ from kfin.core.causes.registry import (
 
 STALE_GROUP = re.compile(r"(\S+): stale GroupVersion discovery")
 
-FINALIZE_RISK = ("forcing it (/finalize) makes the namespace disappear while its objects stay in etcd: invisible "
-                 "to kubectl, still holding their finalizers, the cloud resources behind them never cleaned up, "
-                 "and back again if a namespace of the same name is created")
+FINALIZE_RISK = (
+    "forcing it (/finalize) makes the namespace disappear while its objects stay in etcd: invisible "
+    "to kubectl, still holding their finalizers, the cloud resources behind them never cleaned up, "
+    "and back again if a namespace of the same name is created"
+)
 
 
 def unavailable_apiservices(ctx: Context) -> list:
@@ -36,9 +38,11 @@ def unavailable_apiservices(ctx: Context) -> list:
     return out
 
 
-@explains("namespace", Entry("kubernetes", "a namespace until its content is deleted",
-                             "kube-controller-manager (namespace controller)"),
-          reads=(("apiregistration.k8s.io", "apiservices", EVERYWHERE), CONTROLLER_MANAGER_LEASE))
+@explains(
+    "namespace",
+    Entry("kubernetes", "a namespace until its content is deleted", "kube-controller-manager (namespace controller)"),
+    reads=(("apiregistration.k8s.io", "apiservices", EVERYWHERE), CONTROLLER_MANAGER_LEASE),
+)
 def namespace(ctx: Context) -> Finding:
     ns, facts = ctx.obj, ctx.facts
     conditions = {c.get("type"): c for c in (ns.raw.get("status") or {}).get("conditions") or [] if c.get("type")}
@@ -48,24 +52,46 @@ def namespace(ctx: Context) -> Finding:
     if discovery.get("status") == "True" or (broken and ns.terminating):
         groups = STALE_GROUP.findall(discovery.get("message", "")) or failed_groups
         names = [svc.name for svc, _ in broken]
-        fix = ("repair the APIService's backend, or delete the APIService if its server was uninstalled (kubectl "
-               f"delete apiservice {' '.join(names) if names else '<name>'}); the namespace controller then carries on")
+        fix = (
+            "repair the APIService's backend, or delete the APIService if its server was uninstalled (kubectl "
+            f"delete apiservice {' '.join(names) if names else '<name>'}); the namespace controller then carries on"
+        )
         evidence = [why for _, why in broken] + (
-            [f"condition NamespaceDeletionDiscoveryFailure: {discovery.get('message')}"] if discovery else [])
-        found = ctx.finding(f"API discovery of {', '.join(groups) or 'an aggregated API'} fails, so the namespace "
-                            "controller stops before deleting anything in the namespace", Verdict.HOLDING,
-                            fix, FINALIZE_RISK, evidence, controller="kube-controller-manager (namespace controller)")
-        found.summary = (f"discovery of {', '.join(groups) or 'an aggregated API'} fails (an unavailable APIService), "
-                         "so the namespace controller stops before deleting anything")
-        found.links = [Link("discovery-failure", why, target=svc,
-                            step=f"repair the backend of APIService {svc.name}, or kubectl delete apiservice "
-                                 f"{svc.name} if its server was uninstalled") for svc, why in broken]
+            [f"condition NamespaceDeletionDiscoveryFailure: {discovery.get('message')}"] if discovery else []
+        )
+        found = ctx.finding(
+            f"API discovery of {', '.join(groups) or 'an aggregated API'} fails, so the namespace "
+            "controller stops before deleting anything in the namespace",
+            Verdict.HOLDING,
+            fix,
+            FINALIZE_RISK,
+            evidence,
+            controller="kube-controller-manager (namespace controller)",
+        )
+        found.summary = (
+            f"discovery of {', '.join(groups) or 'an aggregated API'} fails (an unavailable APIService), "
+            "so the namespace controller stops before deleting anything"
+        )
+        found.links = [
+            Link(
+                "discovery-failure",
+                why,
+                target=svc,
+                step=f"repair the backend of APIService {svc.name}, or kubectl delete apiservice "
+                f"{svc.name} if its server was uninstalled",
+            )
+            for svc, why in broken
+        ]
         return found
     content = facts.everything(ns.name)
     if content is None:
-        return ctx.finding("kfin could not list the namespace's content", Verdict.UNKNOWN,
-                           f"check by hand: kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 "
-                           f"kubectl get -n {ns.name}", FINALIZE_RISK)
+        return ctx.finding(
+            "kfin could not list the namespace's content",
+            Verdict.UNKNOWN,
+            f"check by hand: kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 "
+            f"kubectl get -n {ns.name}",
+            FINALIZE_RISK,
+        )
     remaining = [o for o in content if o.namespace == ns.name and o.type.namespaced]
     if remaining:
         kinds = Counter(o.type.qualified for o in remaining)
@@ -74,22 +100,36 @@ def namespace(ctx: Context) -> Finding:
         evidence += [f"{o.ref} is stuck: {state_line(o, facts)}" for o in stuck[:10]]
         if len(stuck) > 10:
             evidence.append(f"... and {len(stuck) - 10} more stuck objects (kfin stuck -n {ns.name})")
-        fix = (f"unstick what remains first (kfin stuck -n {ns.name}; kfin explain each); the namespace goes "
-               "by itself once it is empty")
+        fix = (
+            f"unstick what remains first (kfin stuck -n {ns.name}; kfin explain each); the namespace goes "
+            "by itself once it is empty"
+        )
         for ctype in ("NamespaceFinalizersRemaining", "NamespaceContentRemaining", "NamespaceDeletionContentFailure"):
             if conditions.get(ctype, {}).get("status") == "True":
                 evidence.append(f"condition {ctype}: {conditions[ctype].get('message')}")
-        found = ctx.finding(f"{len(remaining)} object{'s' if len(remaining) != 1 else ''} remain "
-                            f"({len(stuck)} terminating)", Verdict.HOLDING, fix, FINALIZE_RISK, evidence)
-        true = {c: conditions[c] for c in ("NamespaceDeletionContentFailure", "NamespaceFinalizersRemaining",
-                                            "NamespaceContentRemaining")
-                if conditions.get(c, {}).get("status") == "True"}
+        found = ctx.finding(
+            f"{len(remaining)} object{'s' if len(remaining) != 1 else ''} remain ({len(stuck)} terminating)",
+            Verdict.HOLDING,
+            fix,
+            FINALIZE_RISK,
+            evidence,
+        )
+        true = {
+            c: conditions[c]
+            for c in ("NamespaceDeletionContentFailure", "NamespaceFinalizersRemaining", "NamespaceContentRemaining")
+            if conditions.get(c, {}).get("status") == "True"
+        }
         first = next(iter(true.values()), None)
         found.summary = first.get("message") if first else found.condition
         found.links = [Link("content", "remains in the namespace, being deleted", target=o) for o in stuck]
         return found
     if not ns.terminating:
-        return ctx.finding("the namespace is not being deleted", Verdict.HOLDING,
-                           "nothing to do: the finalizer acts only once the namespace is deleted", FINALIZE_RISK)
-    return waiting_on_controller_manager(ctx, "the namespace is empty", FINALIZE_RISK, (),
-                                         "waiting for the namespace controller to finalize it")
+        return ctx.finding(
+            "the namespace is not being deleted",
+            Verdict.HOLDING,
+            "nothing to do: the finalizer acts only once the namespace is deleted",
+            FINALIZE_RISK,
+        )
+    return waiting_on_controller_manager(
+        ctx, "the namespace is empty", FINALIZE_RISK, (), "waiting for the namespace controller to finalize it"
+    )

@@ -16,9 +16,11 @@ from kfin.core.causes.registry import (
 from kfin.model import KubeObject, parse_time
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
-FORCE_RISK = ("force deletion (--grace-period=0 --force) removes the Pod from the API only: if its node is merely "
-              "cut off, its containers may still run, so a StatefulSet may start a second copy and a ReadWriteOnce "
-              "volume may still be mounted there")
+FORCE_RISK = (
+    "force deletion (--grace-period=0 --force) removes the Pod from the API only: if its node is merely "
+    "cut off, its containers may still run, so a StatefulSet may start a second copy and a ReadWriteOnce "
+    "volume may still be mounted there"
+)
 
 
 def _graceful(obj: KubeObject) -> bool:
@@ -32,58 +34,104 @@ def _force(pod: KubeObject) -> str:
 GRACEFUL_DELETION = "graceful deletion"  # the cause's name: kfin remove force-deletes what it holds
 
 
-@explains_deletion(GRACEFUL_DELETION, _graceful, "a Pod until its kubelet confirms that its containers stopped",
-                   "the kubelet of its node", reads=(("", "nodes", EVERYWHERE), ("", "pods", OBJECT_NAMESPACE)))
+@explains_deletion(
+    GRACEFUL_DELETION,
+    _graceful,
+    "a Pod until its kubelet confirms that its containers stopped",
+    "the kubelet of its node",
+    reads=(("", "nodes", EVERYWHERE), ("", "pods", OBJECT_NAMESPACE)),
+)
 def graceful_deletion(ctx: Context) -> Finding:
     facts, pod = ctx.facts, ctx.obj
     full = facts.find("", "pods", pod.namespace, pod.name, full=True) or pod
     node_name = (full.raw.get("spec") or {}).get("nodeName")
     default = "waiting for the kubelet to confirm the Pod stopped"
     if not node_name:
-        found = ctx.finding("kfin could not read which node runs it", Verdict.UNKNOWN,
-                            f"check by hand: kubectl get pod -n {pod.namespace} {pod.name} -o wide", FORCE_RISK)
+        found = ctx.finding(
+            "kfin could not read which node runs it",
+            Verdict.UNKNOWN,
+            f"check by hand: kubectl get pod -n {pod.namespace} {pod.name} -o wide",
+            FORCE_RISK,
+        )
         found.summary = default
         return found
     nodes = facts.objects("", "nodes", full=True)
     node = next((n for n in nodes or [] if n.name == node_name), None)
     if nodes is not None and node is None:
         alive, liveness = controller_manager(facts)
-        found = ctx.finding(f"its node {node_name} does not exist: no kubelet will ever confirm; the pod garbage "
-                            "collector deletes such Pods within a minute" +
-                            (", but kube-controller-manager is not running" if alive is False else ""),
-                            Verdict.WAITING if alive is not False else Verdict.ORPHANED,
-                            "nothing runs it any more: force-delete it (safe, its node is gone)", FORCE_RISK,
-                            [liveness], alive, controller="kube-controller-manager (pod garbage collector)")
+        found = ctx.finding(
+            f"its node {node_name} does not exist: no kubelet will ever confirm; the pod garbage "
+            "collector deletes such Pods within a minute"
+            + (", but kube-controller-manager is not running" if alive is False else ""),
+            Verdict.WAITING if alive is not False else Verdict.ORPHANED,
+            "nothing runs it any more: force-delete it (safe, its node is gone)",
+            FORCE_RISK,
+            [liveness],
+            alive,
+            controller="kube-controller-manager (pod garbage collector)",
+        )
         found.summary = f"its node {node_name} is gone; the pod garbage collector should delete it"
         found.detail = {"node": node_name, "nodeMissing": True, "nodeLostSeconds": None}
-        found.links.append(Link("kubelet", f"node {node_name} does not exist", actor=f"node {node_name} (gone)",
-                                step=_force(pod) + " (its node is gone: nothing runs it)"))
+        found.links.append(
+            Link(
+                "kubelet",
+                f"node {node_name} does not exist",
+                actor=f"node {node_name} (gone)",
+                step=_force(pod) + " (its node is gone: nothing runs it)",
+            )
+        )
         return found
     if node is None:
-        found = ctx.finding(f"waiting for the kubelet of node {node_name} (kfin could not read the node)",
-                            Verdict.UNKNOWN, f"check the node: kubectl get node {node_name}", FORCE_RISK)
+        found = ctx.finding(
+            f"waiting for the kubelet of node {node_name} (kfin could not read the node)",
+            Verdict.UNKNOWN,
+            f"check the node: kubectl get node {node_name}",
+            FORCE_RISK,
+        )
         found.summary = default
         return found
-    ready: dict = next((c for c in (node.raw.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready: dict = next(
+        (c for c in (node.raw.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {}
+    )
     if ready.get("status") != "True":
         since = ready.get("lastTransitionTime") or "an unknown time"
-        found = ctx.finding(f"its node {node_name} is not Ready ({ready.get('status', 'no status')}: "
-                            f"{ready.get('message') or ready.get('reason') or 'never reported'}) since {since}: "
-                            "its kubelet does not answer, so nobody confirms that the containers stopped",
-                            Verdict.WAITING, "if the node is gone for good, delete the Node (its Pods are then "
-                            "garbage-collected); if it may come back, wait for it, or force-delete the Pod "
-                            "knowing the risk", FORCE_RISK, controller=f"the kubelet of node {node_name}")
+        found = ctx.finding(
+            f"its node {node_name} is not Ready ({ready.get('status', 'no status')}: "
+            f"{ready.get('message') or ready.get('reason') or 'never reported'}) since {since}: "
+            "its kubelet does not answer, so nobody confirms that the containers stopped",
+            Verdict.WAITING,
+            "if the node is gone for good, delete the Node (its Pods are then "
+            "garbage-collected); if it may come back, wait for it, or force-delete the Pod "
+            "knowing the risk",
+            FORCE_RISK,
+            controller=f"the kubelet of node {node_name}",
+        )
         found.summary = f"waiting for the kubelet of node {node_name}, which is not Ready"
         changed = parse_time(ready.get("lastTransitionTime") or node.meta.get("creationTimestamp"))
-        found.detail = {"node": node_name, "nodeMissing": False, "nodeLostSeconds": None if changed is None else
-                        (facts.inventory.observed_at - changed).total_seconds()}
-        found.links.append(Link("kubelet", f"node {node_name} is not Ready since {since}", target=node,
-                                step=f"kubectl delete node {node_name} if it is gone for good (or {_force(pod)}, "
-                                     "knowing its containers may still run)"))
+        found.detail = {
+            "node": node_name,
+            "nodeMissing": False,
+            "nodeLostSeconds": None if changed is None else (facts.inventory.observed_at - changed).total_seconds(),
+        }
+        found.links.append(
+            Link(
+                "kubelet",
+                f"node {node_name} is not Ready since {since}",
+                target=node,
+                step=f"kubectl delete node {node_name} if it is gone for good (or {_force(pod)}, "
+                "knowing its containers may still run)",
+            )
+        )
         return found
-    found = ctx.finding(f"its node {node_name} is Ready: the kubelet is alive but has not stopped the Pod yet",
-                        Verdict.WAITING, f"look at the Pod's events and containers: kubectl describe pod -n "
-                        f"{pod.namespace} {pod.name}", FORCE_RISK, controller=f"the kubelet of node {node_name}")
+    found = ctx.finding(
+        f"its node {node_name} is Ready: the kubelet is alive but has not stopped the Pod yet",
+        Verdict.WAITING,
+        f"look at the Pod's events and containers: kubectl describe pod -n {pod.namespace} {pod.name}",
+        FORCE_RISK,
+        controller=f"the kubelet of node {node_name}",
+    )
     found.summary = default
-    found.links.append(Link("kubelet", f"the kubelet of node {node_name} should stop it", actor=f"kubelet of {node_name}"))
+    found.links.append(
+        Link("kubelet", f"the kubelet of node {node_name} should stop it", actor=f"kubelet of {node_name}")
+    )
     return found

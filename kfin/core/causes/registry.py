@@ -34,6 +34,7 @@ class Family:
 @dataclass(frozen=True)
 class Entry:
     """A catalog entry: the finalizer names (a glob) a cause covers, what they protect, who removes them."""
+
     pattern: str
     protects: str
     owner: str
@@ -43,6 +44,7 @@ class Entry:
 class Link:
     """An edge of the blocking graph: the object explained cannot go until `target` (an object) or
     `actor` (a controller, a cloud, a node's kubelet: something outside the API) is dealt with."""
+
     kind: str  # used-by-pod, bound-claim, blocking-dependent, content, discovery-failure, controller, kubelet...
     why: str  # one line: what the target does to it
     target: KubeObject | None = None
@@ -54,8 +56,13 @@ class Link:
     risk: str | None = None
 
     def to_dict(self) -> dict:
-        return {"type": self.kind, "why": self.why, "actor": self.actor, "step": self.step,
-                "object": None if self.target is None else self.target.ref}
+        return {
+            "type": self.kind,
+            "why": self.why,
+            "actor": self.actor,
+            "step": self.step,
+            "object": None if self.target is None else self.target.ref,
+        }
 
 
 class Verdict(str, Enum):
@@ -108,10 +115,29 @@ class Context:
     facts: ClusterFacts
     family: Family
 
-    def finding(self, condition: str, verdict: Verdict, fix: str, risk: str, evidence: Iterable[str] = (),
-                alive: bool | None = None, controller: str | None = None) -> Finding:
-        return Finding(self.finalizer, self.location, self.family.name, self.family.protects,
-                       controller or self.family.owner, condition, verdict, fix, risk, list(evidence), alive)
+    def finding(
+        self,
+        condition: str,
+        verdict: Verdict,
+        fix: str,
+        risk: str,
+        evidence: Iterable[str] = (),
+        alive: bool | None = None,
+        controller: str | None = None,
+    ) -> Finding:
+        return Finding(
+            self.finalizer,
+            self.location,
+            self.family.name,
+            self.family.protects,
+            controller or self.family.owner,
+            condition,
+            verdict,
+            fix,
+            risk,
+            list(evidence),
+            alive,
+        )
 
 
 Explainer = Callable[[Context], Finding]
@@ -132,11 +158,13 @@ CONTROLLER_MANAGER_LEASE = ("coordination.k8s.io", "leases", "kube-system")
 
 def explains(name: str, *entries: Entry, reads: tuple = ()) -> Callable[[Explainer], Explainer]:
     """Register a cause: its explainer, the finalizer names it covers, and what it reads whole."""
+
     def register(fn: Explainer) -> Explainer:
         EXPLAINERS[name] = fn
         CATALOG.extend((entry, name) for entry in entries)
         READS[name] = tuple(reads)
         return fn
+
     return register
 
 
@@ -148,21 +176,26 @@ GATES: list[Gate] = []
 
 def gates(*, reads: tuple = ()) -> Callable[[Gate], Gate]:
     """Register a cause that gates every finalizer of an object, and what it reads whole."""
+
     def register(fn: Gate) -> Gate:
         GATES.append(fn)
         GATE_READS.extend(reads)
         return fn
+
     return register
 
 
-def explains_deletion(name: str, applies: Callable[[KubeObject], bool], protects: str, owner: str,
-                       reads: tuple = ()) -> Callable[[Explainer], Explainer]:
+def explains_deletion(
+    name: str, applies: Callable[[KubeObject], bool], protects: str, owner: str, reads: tuple = ()
+) -> Callable[[Explainer], Explainer]:
     """Register a cause that holds a deletion without a finalizer (a Pod's graceful deletion)."""
+
     def register(fn: Explainer) -> Explainer:
         EXPLAINERS[name] = fn
         DELETION_CAUSES.append((name, applies, protects, owner))
         READS[name] = tuple(reads)
         return fn
+
     return register
 
 
@@ -188,8 +221,9 @@ def family(finalizer: str) -> Family:
         if fnmatch.fnmatchcase(finalizer, entry.pattern):
             return Family(name, entry.protects, entry.owner)
     if "/" in finalizer and QUALIFIED.match(finalizer):
-        return Family("custom", "whatever its controller cleans up first", "the controller of " +
-                      finalizer.split("/")[0])
+        return Family(
+            "custom", "whatever its controller cleans up first", "the controller of " + finalizer.split("/")[0]
+        )
     return Family("unknown", "unknown: not a domain-qualified name, so no owner can be told", "unknown")
 
 
@@ -223,22 +257,30 @@ def controller_manager(facts: ClusterFacts) -> tuple[bool | None, str]:
     return lease_alive(facts, "kube-controller-manager")
 
 
-def waiting_on_controller_manager(ctx: Context, condition: str, risk: str, evidence: Iterable[str] = (),
-                                  summary: str | None = None) -> Finding:
+def waiting_on_controller_manager(
+    ctx: Context, condition: str, risk: str, evidence: Iterable[str] = (), summary: str | None = None
+) -> Finding:
     """The protected condition is gone: kube-controller-manager should remove the finalizer now."""
     alive, liveness = controller_manager(ctx.facts)
     if alive is False:
-        fix = ("kube-controller-manager is down: bring it back and it will remove the finalizer; "
-               "removing it by hand is safe only while the condition above stays true")
+        fix = (
+            "kube-controller-manager is down: bring it back and it will remove the finalizer; "
+            "removing it by hand is safe only while the condition above stays true"
+        )
     else:
-        fix = ("nothing to fix: kube-controller-manager should remove it within seconds; if it does not, "
-               "check its logs")
+        fix = "nothing to fix: kube-controller-manager should remove it within seconds; if it does not, check its logs"
     found = ctx.finding(condition, Verdict.WAITING, fix, risk, [*evidence, liveness], alive)
     found.summary = summary
     if alive is False:
         found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-        found.links.append(Link("controller", liveness, actor="kube-controller-manager",
-                                step="bring kube-controller-manager back (or: " + found.remove_command + ")"))
+        found.links.append(
+            Link(
+                "controller",
+                liveness,
+                actor="kube-controller-manager",
+                step="bring kube-controller-manager back (or: " + found.remove_command + ")",
+            )
+        )
     return found
 
 
@@ -260,11 +302,20 @@ class Explanation:
     def to_dict(self, facts: ClusterFacts) -> dict:
         o = self.obj
         return {
-            "apiVersion": "kfin.dev/v1", "kind": "Explanation",
-            "object": {"apiVersion": o.type.api_version, "kind": o.type.kind, "resource": o.type.resource,
-                       "group": o.type.group, "namespace": o.namespace or None, "name": o.name, "uid": o.uid,
-                       "deletionTimestamp": o.meta.get("deletionTimestamp"),
-                       "finalizers": o.finalizers, "specFinalizers": o.spec_finalizers},
+            "apiVersion": "kfin.dev/v1",
+            "kind": "Explanation",
+            "object": {
+                "apiVersion": o.type.api_version,
+                "kind": o.type.kind,
+                "resource": o.type.resource,
+                "group": o.type.group,
+                "namespace": o.namespace or None,
+                "name": o.name,
+                "uid": o.uid,
+                "deletionTimestamp": o.meta.get("deletionTimestamp"),
+                "finalizers": o.finalizers,
+                "specFinalizers": o.spec_finalizers,
+            },
             "terminating": o.terminating,
             "terminatingSeconds": None if self.terminating_seconds is None else int(self.terminating_seconds),
             "findings": [f.to_dict() for f in self.findings],

@@ -28,7 +28,7 @@ def _data_risk(volume: KubeObject | None) -> str:
         return "the data's fate depends on the volume's reclaim policy, which kfin could not read"
     spec = volume.raw.get("spec") or {}
     policy = spec.get("persistentVolumeReclaimPolicy", "Retain")
-    handle = ((spec.get("csi") or {}).get("volumeHandle"))
+    handle = (spec.get("csi") or {}).get("volumeHandle")
     where = f" (volume {volume.name}" + (f", disk {handle}" if handle else "") + ")"
     if policy == "Delete":
         return f"its reclaim policy is Delete: the backing disk{where} is deleted with the claim, data included"
@@ -38,134 +38,243 @@ def _data_risk(volume: KubeObject | None) -> str:
 def _pod_step(pod: KubeObject) -> str:
     owners = [f"{r.get('kind')} {r.get('name')}" for r in pod.owner_references if r.get("controller")]
     return f"kubectl delete pod -n {pod.namespace} {pod.name}" + (
-        f" (or scale down its {owners[0]}, which would recreate it)" if owners else "")
+        f" (or scale down its {owners[0]}, which would recreate it)" if owners else ""
+    )
 
 
-@explains("pvc-protection", Entry("kubernetes.io/pvc-protection", "a claim still used by a Pod",
-                                  "kube-controller-manager (pvc-protection controller)"),
-          reads=(("", "pods", OBJECT_NAMESPACE), CONTROLLER_MANAGER_LEASE))
+@explains(
+    "pvc-protection",
+    Entry(
+        "kubernetes.io/pvc-protection",
+        "a claim still used by a Pod",
+        "kube-controller-manager (pvc-protection controller)",
+    ),
+    reads=(("", "pods", OBJECT_NAMESPACE), CONTROLLER_MANAGER_LEASE),
+)
 def pvc_protection(ctx: Context) -> Finding:
     claim, facts = ctx.obj, ctx.facts
     users = facts.claim_users(claim)
     volume = _volume_of(ctx, claim)
-    risk = ("forcing it deletes the claim while Pods may still mount it; " + _data_risk(volume))
+    risk = "forcing it deletes the claim while Pods may still mount it; " + _data_risk(volume)
     if users is None:
         failure = facts.unreadable.get(("", "pods", claim.namespace))
-        found = ctx.finding("kfin could not read the Pods of the claim's namespace" +
-                            (f" ({failure.message})" if failure else ""), Verdict.UNKNOWN,
-                            f"check by hand: kubectl get pods -n {claim.namespace} -o wide", risk)
+        found = ctx.finding(
+            "kfin could not read the Pods of the claim's namespace" + (f" ({failure.message})" if failure else ""),
+            Verdict.UNKNOWN,
+            f"check by hand: kubectl get pods -n {claim.namespace} -o wide",
+            risk,
+        )
         found.summary = "held while a scheduled Pod uses the claim (kfin could not read the Pods)"
         return found
     pods = facts.objects("", "pods", claim.namespace, full=True) or []
-    unscheduled = [p for p in pods if not (p.raw.get("spec") or {}).get("nodeName")
-                   and claim.name in pod_claims(p)]
-    evidence = [f"Pod {p.namespace}/{p.name} references the claim but is not scheduled: it does not hold it"
-                for p in unscheduled]
+    unscheduled = [p for p in pods if not (p.raw.get("spec") or {}).get("nodeName") and claim.name in pod_claims(p)]
+    evidence = [
+        f"Pod {p.namespace}/{p.name} references the claim but is not scheduled: it does not hold it"
+        for p in unscheduled
+    ]
     if users:
-        described = [f"Pod {p.namespace}/{p.name} ({(p.raw.get('status') or {}).get('phase', '?')}, on node "
-                     f"{(p.raw.get('spec') or {}).get('nodeName')})" for p in users]
-        owners = sorted({f"{r.get('kind')} {p.namespace}/{r.get('name')}" for p in users for r in p.owner_references
-                         if r.get("controller")})
-        fix = ("stop what uses the claim: delete the Pods" + (f" or scale down their owners ({', '.join(owners)})"
-                                                           if owners else "") +
-               "; the finalizer then goes by itself")
-        found = ctx.finding(f"in use by {len(users)} scheduled Pod{'s' if len(users) > 1 else ''}: "
-                            + ", ".join(described), Verdict.HOLDING, fix, risk, evidence)
+        described = [
+            f"Pod {p.namespace}/{p.name} ({(p.raw.get('status') or {}).get('phase', '?')}, on node "
+            f"{(p.raw.get('spec') or {}).get('nodeName')})"
+            for p in users
+        ]
+        owners = sorted(
+            {
+                f"{r.get('kind')} {p.namespace}/{r.get('name')}"
+                for p in users
+                for r in p.owner_references
+                if r.get("controller")
+            }
+        )
+        fix = (
+            "stop what uses the claim: delete the Pods"
+            + (f" or scale down their owners ({', '.join(owners)})" if owners else "")
+            + "; the finalizer then goes by itself"
+        )
+        found = ctx.finding(
+            f"in use by {len(users)} scheduled Pod{'s' if len(users) > 1 else ''}: " + ", ".join(described),
+            Verdict.HOLDING,
+            fix,
+            risk,
+            evidence,
+        )
         first = users[0]
         more = f" and {len(users) - 1} more Pod{'s' if len(users) > 2 else ''}" if len(users) > 1 else ""
-        found.summary = (f"in use by Pod {first.namespace}/{first.name} (on node "
-                         f"{(first.raw.get('spec') or {}).get('nodeName')}){more}")
-        found.links = [Link("used-by-pod", f"mounted by Pod {p.namespace}/{p.name} (scheduled on node "
-                            f"{(p.raw.get('spec') or {}).get('nodeName')})", target=p, step=_pod_step(p))
-                       for p in users]
+        found.summary = (
+            f"in use by Pod {first.namespace}/{first.name} (on node "
+            f"{(first.raw.get('spec') or {}).get('nodeName')}){more}"
+        )
+        found.links = [
+            Link(
+                "used-by-pod",
+                f"mounted by Pod {p.namespace}/{p.name} (scheduled on node "
+                f"{(p.raw.get('spec') or {}).get('nodeName')})",
+                target=p,
+                step=_pod_step(p),
+            )
+            for p in users
+        ]
         return found
-    return waiting_on_controller_manager(ctx, "no scheduled Pod uses the claim any more", risk, evidence,
-                                         "no scheduled Pod uses the claim any more; kube-controller-manager "
-                                         "should release it")
+    return waiting_on_controller_manager(
+        ctx,
+        "no scheduled Pod uses the claim any more",
+        risk,
+        evidence,
+        "no scheduled Pod uses the claim any more; kube-controller-manager should release it",
+    )
 
 
-@explains("pv-protection", Entry("kubernetes.io/pv-protection", "a volume still bound to a claim",
-                                 "kube-controller-manager (pv-protection controller)"))
+@explains(
+    "pv-protection",
+    Entry(
+        "kubernetes.io/pv-protection",
+        "a volume still bound to a claim",
+        "kube-controller-manager (pv-protection controller)",
+    ),
+)
 def pv_protection(ctx: Context) -> Finding:
     facts = ctx.facts
     volume = facts.find("", "persistentvolumes", "", ctx.obj.name, full=True) or ctx.obj
     spec, status = volume.raw.get("spec") or {}, volume.raw.get("status") or {}
     risk = "forcing it removes the volume object while a claim may still use it; " + _data_risk(volume)
     if "phase" not in status:
-        found = ctx.finding("kfin could not read the volume's phase", Verdict.UNKNOWN,
-                            f"check by hand: kubectl get pv {volume.name}", risk)
+        found = ctx.finding(
+            "kfin could not read the volume's phase",
+            Verdict.UNKNOWN,
+            f"check by hand: kubectl get pv {volume.name}",
+            risk,
+        )
         found.summary = "held while the volume is Bound to a claim (kfin could not read it)"
         return found
     phase = status["phase"]
     claim_ref = spec.get("claimRef") or {}
     claim_name = f"{claim_ref.get('namespace')}/{claim_ref.get('name')}"
-    policy = spec.get('persistentVolumeReclaimPolicy', 'Retain')
+    policy = spec.get("persistentVolumeReclaimPolicy", "Retain")
     evidence = [f"reclaim policy {policy}"]
     if phase == "Bound":
         claim = facts.find("", "persistentvolumeclaims", claim_ref.get("namespace", ""), claim_ref.get("name", ""))
         if claim is None and facts.objects("", "persistentvolumeclaims", claim_ref.get("namespace")) is not None:
             return waiting_on_controller_manager(
-                ctx, f"still marked Bound, but its claim {claim_name} is gone: the binder should release it",
-                risk, evidence)
+                ctx,
+                f"still marked Bound, but its claim {claim_name} is gone: the binder should release it",
+                risk,
+                evidence,
+            )
         state = "Terminating" if claim is not None and claim.terminating else "in use"
-        found = ctx.finding(f"Bound to claim {claim_name} ({state})", Verdict.HOLDING,
-                            f"deal with the claim first: kfin explain pvc {claim_ref.get('name')} -n "
-                            f"{claim_ref.get('namespace')}", risk, evidence)
+        found = ctx.finding(
+            f"Bound to claim {claim_name} ({state})",
+            Verdict.HOLDING,
+            f"deal with the claim first: kfin explain pvc {claim_ref.get('name')} -n {claim_ref.get('namespace')}",
+            risk,
+            evidence,
+        )
         found.summary = f"still Bound to claim {claim_name} (reclaim policy {policy})"
         if claim is not None:
-            found.links.append(Link("bound-claim", f"Bound to claim {claim_name} ({state})", target=claim,
-                                    step=None if claim.terminating else
-                                    f"kubectl delete pvc -n {claim.namespace} {claim.name} (when its data may go)"))
+            found.links.append(
+                Link(
+                    "bound-claim",
+                    f"Bound to claim {claim_name} ({state})",
+                    target=claim,
+                    step=None
+                    if claim.terminating
+                    else f"kubectl delete pvc -n {claim.namespace} {claim.name} (when its data may go)",
+                )
+            )
         return found
-    return waiting_on_controller_manager(ctx, f"not bound any more (phase {phase})", risk, evidence,
-                                         f"not bound any more (phase {phase}); kube-controller-manager should "
-                                         "release it")
+    return waiting_on_controller_manager(
+        ctx,
+        f"not bound any more (phase {phase})",
+        risk,
+        evidence,
+        f"not bound any more (phase {phase}); kube-controller-manager should release it",
+    )
 
 
-@explains("volume",
-          Entry("kubernetes.io/pv-controller", "a volume until its storage is deprovisioned",
-                "kube-controller-manager (persistent volume controller)"),
-          Entry("external-provisioner.volume.kubernetes.io/finalizer",
-                "a volume until the CSI driver deletes its storage", "the CSI driver's external-provisioner"),
-          Entry("external-attacher/*", "an attachment until the CSI driver detaches the volume",
-                "the CSI driver's external-attacher"))
+@explains(
+    "volume",
+    Entry(
+        "kubernetes.io/pv-controller",
+        "a volume until its storage is deprovisioned",
+        "kube-controller-manager (persistent volume controller)",
+    ),
+    Entry(
+        "external-provisioner.volume.kubernetes.io/finalizer",
+        "a volume until the CSI driver deletes its storage",
+        "the CSI driver's external-provisioner",
+    ),
+    Entry(
+        "external-attacher/*",
+        "an attachment until the CSI driver detaches the volume",
+        "the CSI driver's external-attacher",
+    ),
+)
 def csi_volume(ctx: Context) -> Finding:
     """external-provisioner / external-attacher / pv-controller: is the driver there, is it attached?"""
     facts, obj = ctx.facts, ctx.obj
     full = facts.find(obj.type.group, obj.type.resource, obj.namespace, obj.name, full=True) or obj
     spec = full.raw.get("spec") or {}
     driver = (spec.get("csi") or {}).get("driver") or spec.get("attacher")
-    risk = ("removing it skips the storage cleanup: the disk" +
-            (f" ({(spec.get('csi') or {}).get('volumeHandle')})" if (spec.get("csi") or {}).get("volumeHandle") else "")
-            + " stays allocated (and billed) in the storage backend, to be deleted by hand")
+    risk = (
+        "removing it skips the storage cleanup: the disk"
+        + (f" ({(spec.get('csi') or {}).get('volumeHandle')})" if (spec.get("csi") or {}).get("volumeHandle") else "")
+        + " stays allocated (and billed) in the storage backend, to be deleted by hand"
+    )
     evidence: list[str] = []
     if obj.type.resource == "persistentvolumes":
         attachments = facts.objects("storage.k8s.io", "volumeattachments", full=True)
-        attached = [a for a in attachments or [] if ((a.raw.get("spec") or {}).get("source") or {}).get(
-            "persistentVolumeName") == obj.name]
+        attached = [
+            a
+            for a in attachments or []
+            if ((a.raw.get("spec") or {}).get("source") or {}).get("persistentVolumeName") == obj.name
+        ]
         if attached:
             node = (attached[0].raw.get("spec") or {}).get("nodeName")
-            found = ctx.finding(f"still attached to node {node} (VolumeAttachment {attached[0].name})",
-                                Verdict.HOLDING, "let the volume detach: stop the Pods using it on that node",
-                                risk, evidence, controller=f"the CSI driver {driver}" if driver else None)
-            found.links = [Link("attachment", f"attached to node {(a.raw.get('spec') or {}).get('nodeName')}",
-                                target=a, step=None if a.terminating else
-                                f"stop the Pods that use the volume on node {(a.raw.get('spec') or {}).get('nodeName')}")
-                           for a in attached]
+            found = ctx.finding(
+                f"still attached to node {node} (VolumeAttachment {attached[0].name})",
+                Verdict.HOLDING,
+                "let the volume detach: stop the Pods using it on that node",
+                risk,
+                evidence,
+                controller=f"the CSI driver {driver}" if driver else None,
+            )
+            found.links = [
+                Link(
+                    "attachment",
+                    f"attached to node {(a.raw.get('spec') or {}).get('nodeName')}",
+                    target=a,
+                    step=None
+                    if a.terminating
+                    else f"stop the Pods that use the volume on node {(a.raw.get('spec') or {}).get('nodeName')}",
+                )
+                for a in attached
+            ]
             return found
     if ctx.finalizer == "kubernetes.io/pv-controller" or not driver:
         return waiting_on_controller_manager(ctx, "the persistent volume controller deprovisions the volume", risk)
     drivers = facts.objects("storage.k8s.io", "csidrivers")
     if drivers is not None and not any(d.name == driver for d in drivers):
-        found = ctx.finding(f"no CSIDriver {driver} is registered: the driver that would remove it is not installed",
-                            Verdict.ORPHANED, f"reinstall the {driver} driver so that it cleans up, or delete the "
-                            "disk in the storage backend yourself, then remove the finalizer", risk,
-                            controller=f"the CSI driver {driver}")
+        found = ctx.finding(
+            f"no CSIDriver {driver} is registered: the driver that would remove it is not installed",
+            Verdict.ORPHANED,
+            f"reinstall the {driver} driver so that it cleans up, or delete the "
+            "disk in the storage backend yourself, then remove the finalizer",
+            risk,
+            controller=f"the CSI driver {driver}",
+        )
         found.remove_command = kfin_remove_command(obj, ctx.finalizer)
-        found.links.append(Link("controller", f"the CSI driver {driver} is not installed", actor=f"CSI driver {driver}",
-                                step=f"reinstall the {driver} driver, or delete the disk yourself and "
-                                     f"{found.remove_command}"))
+        found.links.append(
+            Link(
+                "controller",
+                f"the CSI driver {driver} is not installed",
+                actor=f"CSI driver {driver}",
+                step=f"reinstall the {driver} driver, or delete the disk yourself and {found.remove_command}",
+            )
+        )
         return found
-    return ctx.finding(f"waiting for the CSI driver {driver} to delete or detach the volume", Verdict.WAITING,
-                       f"check the {driver} controller's Pods and logs", risk,
-                       controller=f"the CSI driver {driver}")
+    return ctx.finding(
+        f"waiting for the CSI driver {driver} to delete or detach the volume",
+        Verdict.WAITING,
+        f"check the {driver} controller's Pods and logs",
+        risk,
+        controller=f"the CSI driver {driver}",
+    )

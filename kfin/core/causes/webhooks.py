@@ -23,9 +23,12 @@ def rule_matches(rule: dict, obj: KubeObject) -> bool:
     if scope != "*" and scope != ("Namespaced" if obj.type.namespaced else "Cluster"):
         return False
     resources = rule.get("resources") or []
-    return (_has(rule.get("operations"), "UPDATE") and _has(rule.get("apiGroups"), obj.type.group)
-            and _has(rule.get("apiVersions"), obj.type.version)
-            and ("*" in resources or obj.type.resource in resources))
+    return (
+        _has(rule.get("operations"), "UPDATE")
+        and _has(rule.get("apiGroups"), obj.type.group)
+        and _has(rule.get("apiVersions"), obj.type.version)
+        and ("*" in resources or obj.type.resource in resources)
+    )
 
 
 def selector_matches(selector: dict | None, labels: dict) -> bool:
@@ -35,9 +38,12 @@ def selector_matches(selector: dict | None, labels: dict) -> bool:
     for expression in selector.get("matchExpressions") or []:
         key, values = expression.get("key"), expression.get("values") or []
         present, operator = key in labels, expression.get("operator")
-        if (operator == "In" and (not present or labels[key] not in values)) or \
-                (operator == "NotIn" and present and labels[key] in values) or \
-                (operator == "Exists" and not present) or (operator == "DoesNotExist" and present):
+        if (
+            (operator == "In" and (not present or labels[key] not in values))
+            or (operator == "NotIn" and present and labels[key] in values)
+            or (operator == "Exists" and not present)
+            or (operator == "DoesNotExist" and present)
+        ):
             return False
     return True
 
@@ -53,18 +59,20 @@ def backend_problem(hook: dict, facts: ClusterFacts) -> str | None:
     if services is None:
         return None  # not readable: no claim either way
     if not any(s.name == name for s in services):
-        return f'its Service {namespace}/{name} does not exist'
+        return f"its Service {namespace}/{name} does not exist"
     slices = facts.objects("discovery.k8s.io", "endpointslices", namespace, full=True)
     if slices is None:
         return None
     mine = [s for s in slices if (s.meta.get("labels") or {}).get("kubernetes.io/service-name") == name]
-    ready = [e for s in mine for e in s.raw.get("endpoints") or []
-             if ((e.get("conditions") or {}).get("ready")) is not False]
+    ready = [
+        e for s in mine for e in s.raw.get("endpoints") or [] if ((e.get("conditions") or {}).get("ready")) is not False
+    ]
     return None if ready else f"its Service {namespace}/{name} has no ready endpoints"
 
 
-@gates(reads=((GROUP, "validatingwebhookconfigurations", EVERYWHERE),
-               (GROUP, "mutatingwebhookconfigurations", EVERYWHERE)))
+@gates(
+    reads=((GROUP, "validatingwebhookconfigurations", EVERYWHERE), (GROUP, "mutatingwebhookconfigurations", EVERYWHERE))
+)
 def failing_webhooks(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
     links = []
     namespace_labels: dict[str, str] = {}
@@ -86,13 +94,21 @@ def failing_webhooks(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
                 if problem is None:
                     continue
                 conditions = " (its matchConditions were not evaluated)" if hook.get("matchConditions") else ""
-                singular = "validatingwebhookconfiguration" if kind.startswith("validating") else \
-                    "mutatingwebhookconfiguration"
-                links.append(Link("webhook", f"webhook {hook.get('name')} of {config.type.kind} {config.name} "
-                                  f"rejects every UPDATE of it (failurePolicy Fail): {problem}{conditions}",
-                                  target=config,
-                                  step=f"restore the backend of webhook {hook.get('name')}, or kubectl delete "
-                                       f"{singular} {config.name} if its operator was uninstalled",
-                                  risk="deleting the webhook configuration lifts the check it enforces for every "
-                                       "matching request until its operator puts it back"))
+                singular = (
+                    "validatingwebhookconfiguration"
+                    if kind.startswith("validating")
+                    else "mutatingwebhookconfiguration"
+                )
+                links.append(
+                    Link(
+                        "webhook",
+                        f"webhook {hook.get('name')} of {config.type.kind} {config.name} "
+                        f"rejects every UPDATE of it (failurePolicy Fail): {problem}{conditions}",
+                        target=config,
+                        step=f"restore the backend of webhook {hook.get('name')}, or kubectl delete "
+                        f"{singular} {config.name} if its operator was uninstalled",
+                        risk="deleting the webhook configuration lifts the check it enforces for every "
+                        "matching request until its operator puts it back",
+                    )
+                )
     return links
