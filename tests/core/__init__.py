@@ -1,0 +1,1 @@
+"""Unit tests of kfin.core on plain values: no API server, no command line."""

@@ -1,0 +1,1 @@
+"""One test module per cause (kfin/core/causes), on plain values."""

@@ -1,0 +1,44 @@
+"""Finalizers of Kubernetes itself and of cloud controllers (kfin/core/causes/builtin.py), on plain values."""
+
+from datetime import timedelta
+
+from kfin.core.causes import Verdict, explain_object
+from tests.values import custom_type, facts, lease, obj
+
+DELETING = timedelta(hours=1)
+LB = "service.kubernetes.io/load-balancer-cleanup"
+
+
+def service():
+    return obj("svc", "frontend", "shop", finalizers=(LB,), deleting_for=DELETING)
+
+
+def test_a_load_balancer_waits_for_a_running_cloud_controller_manager():
+    svc = service()
+    [finding] = explain_object(svc, facts(svc, lease("cloud-controller-manager"))).findings
+    assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
+    assert "billed" in finding.risk
+
+
+def test_a_load_balancer_whose_cloud_controller_manager_stopped_is_orphaned_with_its_lease_as_proof():
+    svc = service()
+    stale = lease("cloud-controller-manager", renewed_ago=timedelta(hours=3))
+    [finding] = explain_object(svc, facts(svc, stale)).findings
+    assert finding.verdict == Verdict.ORPHANED and finding.controller_alive is False
+    assert finding.remove_command == f"kfin remove services {svc.name} -n shop --finalizer {LB} --confirm"
+
+
+def test_a_crd_is_held_by_the_custom_resources_that_remain():
+    widgets = custom_type()
+    crd = obj("crd.apiextensions.k8s.io", "widgets.example.com", finalizers=("customresourcecleanup.apiextensions.k8s.io",),
+              deleting_for=DELETING, spec={"group": "example.com", "names": {"plural": "widgets", "kind": "Widget"}})
+    left = obj(widgets, "w1", "shop", finalizers=("example.com/cleanup",), deleting_for=DELETING)
+    [finding] = explain_object(crd, facts(crd, left, extra_types=(widgets,))).findings
+    assert finding.verdict == Verdict.HOLDING and finding.condition == "1 widgets.example.com remain"
+    assert [link.target.name for link in finding.links] == ["w1"]
+
+
+def test_a_name_that_is_not_domain_qualified_is_unknown():
+    cm = obj("cm", "x", "shop", finalizers=("cleanup",), deleting_for=DELETING)
+    [finding] = explain_object(cm, facts(cm)).findings
+    assert finding.family == "unknown" and finding.verdict == Verdict.UNKNOWN

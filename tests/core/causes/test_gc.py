@@ -1,0 +1,38 @@
+"""The garbage collector's foregroundDeletion and orphan finalizers, on plain values."""
+
+from datetime import timedelta
+
+from kfin.core.causes import Verdict, explain_object
+from tests.values import facts, lease, obj
+
+DELETING = timedelta(minutes=30)
+
+
+def test_foreground_deletion_waits_for_every_blocking_dependent_and_names_each():
+    deploy = obj("deploy.apps", "web", "shop", finalizers=("foregroundDeletion",), deleting_for=DELETING)
+    replicas = obj("rs.apps", "web-1", "shop", owners=(deploy,), finalizers=("foregroundDeletion",),
+                   deleting_for=DELETING)
+    kept = obj("configmaps", "web-config", "shop", owners=(deploy,), block_owner=False)
+    [finding] = explain_object(deploy, facts(deploy, replicas, kept, lease())).findings
+    assert finding.verdict == Verdict.HOLDING
+    assert [link.target.name for link in finding.links] == ["web-1"]  # only blockOwnerDeletion holds it
+
+
+def test_foreground_deletion_without_blocking_dependents_waits_for_the_collector():
+    deploy = obj("deploy.apps", "web", "shop", finalizers=("foregroundDeletion",), deleting_for=DELETING)
+    [finding] = explain_object(deploy, facts(deploy, lease())).findings
+    assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
+
+
+def test_a_stopped_controller_manager_is_named_with_its_lease():
+    deploy = obj("deploy.apps", "web", "shop", finalizers=("foregroundDeletion",), deleting_for=DELETING)
+    [finding] = explain_object(deploy, facts(deploy, lease(renewed_ago=timedelta(hours=1)))).findings
+    assert finding.verdict == Verdict.WAITING and finding.controller_alive is False
+    assert any(link.actor == "kube-controller-manager" for link in finding.links)
+
+
+def test_orphan_names_the_dependents_it_releases():
+    owner = obj("deploy.apps", "web", "shop", finalizers=("orphan",), deleting_for=DELETING)
+    dependent = obj("rs.apps", "web-1", "shop", owners=(owner,))
+    [finding] = explain_object(owner, facts(owner, dependent, lease())).findings
+    assert any("web-1" in line for line in finding.evidence)

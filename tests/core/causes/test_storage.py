@@ -1,0 +1,49 @@
+"""pvc-protection, pv-protection and the CSI volume finalizers, on plain values."""
+
+from datetime import timedelta
+
+from kfin.core.causes import Verdict, explain_object
+from tests.values import facts, lease, obj, pod
+
+PVC = "kubernetes.io/pvc-protection"
+PV = "kubernetes.io/pv-protection"
+
+
+def claim(name: str = "data", namespace: str = "shop", volume: str = "pv-1"):
+    return obj("pvc", name, namespace, finalizers=(PVC,), deleting_for=timedelta(hours=1),
+               spec={"volumeName": volume}, status={"phase": "Bound"})
+
+
+def volume(name: str = "pv-1", policy: str = "Delete", claim_name: str = "data"):
+    return obj("pv", name, finalizers=(PV,), spec={"persistentVolumeReclaimPolicy": policy,
+                                                   "claimRef": {"name": claim_name, "namespace": "shop"}},
+               status={"phase": "Bound"})
+
+
+def test_a_claim_mounted_by_a_scheduled_pod_is_held_whatever_the_pods_phase():
+    pvc = claim()
+    user = pod("db-0", "shop", claims=("data",), phase="Succeeded")  # finished, still scheduled: still a user
+    [finding] = explain_object(pvc, facts(pvc, user, volume(), lease())).findings
+    assert finding.verdict == Verdict.HOLDING
+    assert [link.target.name for link in finding.links] == ["db-0"]
+    assert "Delete" in finding.risk  # forcing it deletes the disk with the claim
+
+
+def test_a_pod_that_was_never_scheduled_does_not_hold_the_claim():
+    pvc = claim()
+    pending = pod("db-0", "shop", claims=("data",), node_name=None, phase="Pending")
+    [finding] = explain_object(pvc, facts(pvc, pending, volume(), lease())).findings
+    assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
+
+
+def test_without_the_pods_the_claim_is_unknown_never_orphaned():
+    pvc = claim()
+    [finding] = explain_object(pvc, facts(pvc, volume(), lease(), unlisted=("pods",))).findings
+    assert finding.verdict == Verdict.UNKNOWN
+
+
+def test_a_volume_still_bound_to_its_claim_is_held_by_it():
+    pv, pvc = volume(), claim()
+    [finding] = explain_object(pv, facts(pv, pvc, lease())).findings
+    assert finding.verdict == Verdict.HOLDING
+    assert any(link.target is not None and link.target.name == "data" for link in finding.links)

@@ -1,0 +1,58 @@
+"""Blocking chains (kfin/core/blocking.py): from a stuck object down to its root causes, and the plan that
+takes the deepest first."""
+
+from datetime import timedelta
+
+from kfin.core.blocking import follow, node_id, root_summary
+from tests.values import facts, lease, node, obj, pod
+
+DELETING = timedelta(hours=1)
+
+
+def storage_chain():
+    """A volume bound to a claim that a Pod on a live node still mounts."""
+    claim = obj("pvc", "data", "shop", finalizers=("kubernetes.io/pvc-protection",), deleting_for=DELETING,
+                spec={"volumeName": "pv-1"})
+    volume = obj("pv", "pv-1", finalizers=("kubernetes.io/pv-protection",), deleting_for=DELETING,
+                 spec={"persistentVolumeReclaimPolicy": "Delete", "claimRef": {"name": "data", "namespace": "shop"}},
+                 status={"phase": "Bound"})
+    user = pod("db-0", "shop", claims=("data",))
+    return volume, facts(volume, claim, user, node("node-1"), lease())
+
+
+def test_the_chain_goes_to_the_root_cause_and_the_plan_starts_there():
+    volume, known = storage_chain()
+    chain = follow(volume, known)
+    assert [chain.label(r) for r in chain.roots] == ["Pod/shop/db-0"]
+    assert chain.depth[chain.roots[0]] == 2  # volume -> claim -> pod
+    [step] = chain.steps
+    assert step.action.startswith("kubectl delete pod -n shop db-0") and not step.by_kfin
+    # then, by themselves, deepest first: the claim, then the volume (and its disk, reclaim policy Delete)
+    assert chain.afterwards[0].startswith("PersistentVolumeClaim/shop/data goes by itself")
+    assert "disk is deleted with it" in chain.afterwards[1]
+    assert root_summary(chain) == "root cause: Pod/shop/db-0"
+
+
+def test_a_direct_cause_is_no_deeper_root():
+    claim = obj("pvc", "data", "shop", finalizers=("kubernetes.io/pvc-protection",), deleting_for=DELETING)
+    known = facts(claim, pod("db-0", "shop", claims=("data",)), lease())
+    assert root_summary(follow(claim, known)) is None  # the Pod holds it directly: the blocker line says so
+
+
+def test_roots_are_ordered_deepest_first():
+    deploy = obj("deploy.apps", "web", "shop", finalizers=("foregroundDeletion",), deleting_for=DELETING)
+    replicas = obj("rs.apps", "web-1", "shop", owners=(deploy,), finalizers=("foregroundDeletion",),
+                   deleting_for=DELETING)
+    stuck_pod = pod("web-1-a", "shop", owners=(replicas,), node_name="gone", deleting_for=DELETING, grace_seconds=30)
+    idle = obj("cm", "web-settings", "shop", owners=(deploy,))  # blocking, not deleted yet: a root at depth 1
+    chain = follow(deploy, facts(deploy, replicas, stuck_pod, idle, lease()))
+    depths = [chain.depth[r] for r in chain.roots]
+    assert depths == sorted(depths, reverse=True) and depths[0] == 3  # the gone node, under the Pod
+    assert chain.label(chain.roots[0]) == "node gone (gone)"
+
+
+def test_one_node_id_for_every_graph():
+    with_uid = obj("cm", "a", "shop", uid="1234")
+    without = obj("cm", "a", "shop", uid="")
+    assert node_id(with_uid) == "1234"
+    assert node_id(without) == "configmaps/shop/a"

@@ -1,0 +1,73 @@
+"""Removal planning (kfin/core/removal.py): which finalizers a plan selects, which it refuses and why, and
+the guarded patch it would send; on plain values, nothing is sent."""
+
+from datetime import timedelta
+
+from kfin.core.causes import Verdict, explain_object
+from kfin.core.removal import metadata_patch, plan, requests_preview
+from tests.values import custom_type, facts, lease, obj, pod
+
+DELETING = timedelta(hours=1)
+WIDGETS = custom_type()
+
+
+def orphaned_widget():
+    w = obj(WIDGETS, "w1", "shop", finalizers=("example.com/cleanup", "example.com/other"), deleting_for=DELETING)
+    return w, explain_object(w, facts(w, extra_types=(WIDGETS,))).findings
+
+
+def held_claim():
+    claim = obj("pvc", "data", "shop", finalizers=("kubernetes.io/pvc-protection",), deleting_for=DELETING)
+    return claim, explain_object(claim, facts(claim, pod("db-0", "shop", claims=("data",)), lease())).findings
+
+
+def test_by_default_only_orphaned_finalizers_are_selected():
+    w, findings = orphaned_widget()
+    assert {f.verdict for f in findings} == {Verdict.ORPHANED}
+    chosen = plan(w, findings, None, force=False, allow_live=False)
+    assert [f.finalizer for f in chosen.selected] == ["example.com/cleanup", "example.com/other"]
+    assert chosen.refused is None
+
+
+def test_a_holding_finalizer_named_explicitly_is_refused_with_its_safe_fix_unless_forced():
+    claim, findings = held_claim()
+    refused = plan(claim, findings, ["kubernetes.io/pvc-protection"], force=False, allow_live=False)
+    [choice] = refused.blocked
+    assert choice.refused.startswith("it is HOLDING: in use by 1 scheduled Pod: Pod shop/db-0")
+    assert choice.refused.endswith(f"Safe fix: {choice.finding.fix}")
+    forced = plan(claim, findings, ["kubernetes.io/pvc-protection"], force=True, allow_live=False)
+    assert forced.selected and "forced although it is HOLDING" in forced.choices[0].warning
+
+
+def test_nothing_is_selected_by_default_when_something_still_holds():
+    claim, findings = held_claim()
+    assert plan(claim, findings, None, force=False, allow_live=False).refused.startswith("no finalizer is ORPHANED")
+
+
+def test_a_live_object_is_refused_unless_allowed():
+    w = obj(WIDGETS, "w1", "shop", finalizers=("example.com/cleanup",))
+    findings = explain_object(w, facts(w, extra_types=(WIDGETS,))).findings
+    assert "not being deleted" in plan(w, findings, ["example.com/*"], force=False, allow_live=False).refused
+    assert plan(w, findings, ["example.com/*"], force=False, allow_live=True).refused is None
+
+
+def test_patterns_that_match_nothing_are_refused_naming_what_is_there():
+    w, findings = orphaned_widget()
+    refused = plan(w, findings, ["acme.io/*"], force=False, allow_live=False).refused
+    assert refused == "none of its finalizers (example.com/cleanup, example.com/other) matches acme.io/*"
+
+
+def test_the_patch_tests_the_uid_and_the_whole_list_then_removes_from_the_end():
+    ops = metadata_patch("uid-1", ["a/x", "b/y", "c/z"], ["a/x", "c/z"])
+    assert ops == [{"op": "test", "path": "/metadata/uid", "value": "uid-1"},
+                   {"op": "test", "path": "/metadata/finalizers", "value": ["a/x", "b/y", "c/z"]},
+                   {"op": "remove", "path": "/metadata/finalizers/2"},
+                   {"op": "remove", "path": "/metadata/finalizers/0"}]
+
+
+def test_the_preview_names_the_request_with_its_percent_encoded_path():
+    w, findings = orphaned_widget()
+    chosen = plan(w, findings, ["example.com/cleanup"], force=False, allow_live=False)
+    preview = requests_preview(chosen)
+    assert preview[0] == "PATCH /apis/example.com/v1/namespaces/shop/widgets/w1 (application/json-patch+json)"
+    assert '"path": "/metadata/finalizers/0"' in preview[1] and "finalizers/1" not in preview[1]
