@@ -11,7 +11,7 @@ from tests.runner import kfin
 
 @pytest.fixture
 def lock_cause():
-    """A cause defined here, as a new module of kfin/causes would define it."""
+    """A cause defined here, as a new module of kfin/core/causes would define it."""
     @core.explains("test-lock", core.Entry("locks.kfin.test/*", "an object until its lock is released",
                                            "the lock service"))
     def test_lock(ctx: core.Context) -> core.Finding:

@@ -1,4 +1,4 @@
-"""kfin/kube.py's transport: credentials come from the client's refresh hook, but not on every request."""
+"""kfin/api/connection.py's transport: credentials come from the client's refresh hook, but not on every request."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""kfin/kubeconfig.py: common kubeconfigs are read without the kubernetes package, the same way it
+"""kfin/api/kubeconfig.py: common kubeconfigs are read without the kubernetes package, the same way it
 reads them; everything else is left to the package."""
 
 import base64
