@@ -228,36 +228,58 @@ class ScenarioCluster:
         blocking = ("/validatingwebhookconfigurations/", "/mutatingwebhookconfigurations/", "/apiservices/")
         for path in [p for p in reversed(self._cluster_scoped) if any(b in p for b in blocking)]:
             self.api.delete(path)
-        ns_path = f"/api/v1/namespaces/{self.namespace}"
-        self.api.delete(ns_path)
-        deadline = time.monotonic() + 60
-        while self.api.exists(ns_path) and time.monotonic() < deadline:
-            self._strip_namespace_content()
-            time.sleep(0.2)
+        self._delete_namespace(self.namespace)
         for path in reversed(self._cluster_scoped):
-            self.api.delete(path)
+            if path.startswith("/api/v1/namespaces/"):
+                self._delete_namespace(path.rsplit("/", 1)[1])
+            else:
+                self.api.delete(path)
         for path in reversed(self._cluster_scoped):
             if not self.eventually(lambda: not self.api.exists(path), timeout=20, raise_on_timeout=False):
                 self.strip_finalizers(path)
 
-    def _strip_namespace_content(self):
-        """Remove the finalizers our own objects still carry, so that our namespace can go."""
+    def _delete_namespace(self, namespace: str):
+        """Delete a namespace of ours, its content's finalizers stripped; a ghost's (forced through /finalize
+        with content left) is created again first, since writes to its content answer 404 until it exists."""
+        ns_path = f"/api/v1/namespaces/{namespace}"
+        if not self.api.exists(ns_path) and self._content_with_finalizers(namespace):
+            self.api.send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                         "metadata": {"name": namespace}})
+        self.api.delete(ns_path)
+        deadline = time.monotonic() + 60
+        while self.api.exists(ns_path) and time.monotonic() < deadline:
+            self._strip_namespace_content(namespace)
+            time.sleep(0.2)
+        self._strip_namespace_content(namespace)
+
+    def _content_with_finalizers(self, namespace: str) -> bool:
+        return any(item["metadata"].get("finalizers") for _, item, _ in self._namespace_items(namespace))
+
+    def _namespace_items(self, namespace: str) -> list[tuple[str, dict, str]]:
+        """(path, object, resource) of what is stored in a namespace (listed even when the namespace is gone)."""
+        found = []
         groups = [("v1", "/api/v1")] + [(v["groupVersion"], f"/apis/{v['groupVersion']}")
                                         for g in self.api.get("/apis")["groups"] for v in g["versions"][:1]]
-        for api_version, base in groups:
+        for _, base in groups:
             code, listing = self.api.send("GET", base)
             if code != 200:
                 continue
             for r in listing["resources"]:
                 if "/" in r["name"] or not r["namespaced"] or "list" not in r["verbs"]:
                     continue
-                code, items = self.api.send("GET", f"{base}/namespaces/{self.namespace}/{r['name']}")
+                code, items = self.api.send("GET", f"{base}/namespaces/{namespace}/{r['name']}")
                 for item in (items or {}).get("items") or [] if code == 200 else []:
-                    path = f"{base}/namespaces/{self.namespace}/{r['name']}/{item['metadata']['name']}"
-                    if item["metadata"].get("finalizers"):
-                        self.strip_finalizers(path)
-                    if r["name"] == "pods":  # our Pods name nodes that do not exist: no kubelet will confirm
-                        self.api.delete(path, grace=0)
+                    found.append((f"{base}/namespaces/{namespace}/{r['name']}/{item['metadata']['name']}", item,
+                                  r["name"]))
+        return found
+
+    def _strip_namespace_content(self, namespace: str):
+        """Remove the finalizers our own objects still carry, so that our namespace can go."""
+        for path, item, resource in self._namespace_items(namespace):
+            if item["metadata"].get("finalizers"):
+                self.strip_finalizers(path)
+            if resource == "pods":  # our Pods name nodes that do not exist: no kubelet will confirm
+                self.api.delete(path, grace=0)
 
 
 class EnvtestControlPlane:

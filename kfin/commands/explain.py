@@ -20,6 +20,7 @@ from kfin.commands.flags import (
 from kfin.core.blocking import follow
 from kfin.core.causes import explain_cached
 from kfin.core.lookup import load_target
+from kfin.core.stuck import is_stuck
 from kfin.errors import ExitCode
 from kfin.names import check_kind, check_name
 from kfin.render import data, explanation
@@ -60,7 +61,7 @@ def explain(
     fmt = check_output(options, ("table", "json", "yaml"))
     obj, facts = load_target(options.scope(from_snapshot=from_snapshot, refresh=refresh), kind, name)
     found = explain_cached(obj, facts)
-    chain = follow(obj, facts) if obj.terminating else None
+    chain = follow(obj, facts) if is_stuck(obj, facts) else None
     events = facts.warnings_about(obj)
     if fmt == "table":
         explanation.explanation_panels(found)

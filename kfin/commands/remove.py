@@ -60,11 +60,15 @@ def remove(
         None,
         "--finalizer",
         metavar="NAME",
-        help="Finalizer to remove (repeatable; globs allowed). Default: those ORPHANED, or WAITING on a "
-        "controller that is down.",
+        help="Finalizer to remove (repeatable; globs allowed). Default: those ORPHANED (nothing else will remove "
+        "them); a HOLDING, UNKNOWN or BLOCKED one, or the control plane's, needs --force too.",
     ),
     confirm: bool = typer.Option(False, "--confirm", help="Apply the change. Without it kfin only shows the plan."),
-    force: bool = typer.Option(False, "--force", help="Remove even a HOLDING finalizer (read the risk first)."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Remove a named finalizer that is HOLDING, UNKNOWN, BLOCKED or the control plane's (read the risk).",
+    ),
     allow_live: bool = typer.Option(False, "--allow-live", help="Allow objects that are not being deleted."),
     server_dry_run: bool = typer.Option(
         False, "--server-dry-run", help="Send the change with dryRun=All: validated, never persisted."

@@ -23,6 +23,7 @@ from kfin.api.connection import Kube
 from kfin.api.paths import resource_path
 from kfin.core.causes import Finding, Verdict, explain_object
 from kfin.core.causes.pods import GRACEFUL_DELETION
+from kfin.core.causes.registry import control_plane_owned
 from kfin.core.facts import ClusterFacts
 from kfin.errors import APIError, NotFoundError
 from kfin.model import KubeObject, format_time
@@ -112,15 +113,17 @@ def plan(
             continue
         if patterns:
             chosen = matches(f.finalizer, patterns)
-        else:  # by default only what nothing else will remove
-            chosen = f.verdict == Verdict.ORPHANED or (f.verdict == Verdict.WAITING and f.controller_alive is False)
+        else:  # by default only what kfin proved nothing else will remove
+            chosen = f.verdict == Verdict.ORPHANED and not control_plane_owned(f.finalizer)
         choice = Choice(f, chosen)
-        if chosen and f.verdict in (Verdict.HOLDING, Verdict.UNKNOWN, Verdict.BLOCKED):
+        if chosen and (
+            f.verdict in (Verdict.HOLDING, Verdict.UNKNOWN, Verdict.BLOCKED) or control_plane_owned(f.finalizer)
+        ):
             why = {
                 Verdict.HOLDING: "it is HOLDING: ",
-                Verdict.UNKNOWN: "kfin could not check it: ",
+                Verdict.UNKNOWN: "kfin could not prove what holds it: ",
                 Verdict.BLOCKED: "it cannot be removed now: ",
-            }[f.verdict]
+            }.get(f.verdict, f"it belongs to the Kubernetes control plane ({f.controller}), which removes it: ")
             if force:
                 choice.warning = f"forced although {why}{f.condition}. Risk: {f.risk}"
             else:
@@ -139,7 +142,10 @@ def plan(
             patterns
         )
     elif not patterns and not any(c.selected for c in choices):
-        refused = "no finalizer is ORPHANED or waiting on a controller that is down (name one with --finalizer)"
+        refused = (
+            "no finalizer is ORPHANED (name one with --finalizer; a HOLDING, UNKNOWN or BLOCKED one, or the control "
+            "plane's, also needs --force)"
+        )
     return Plan(obj, choices, refused)
 
 

@@ -85,11 +85,9 @@ def find_stuck(
     if facts.kube is not None:  # what the explanations below will read whole, fetched in parallel first
         facts.prefetch({read for obj in inventory.objects if obj.terminating for read in reads_for(obj)})
     for obj in list(inventory.objects):
-        # a ghost (its namespace forced away) is stuck with its finalizers even when not being deleted
-        ghost = (
-            scope is None and bool(obj.finalizers) and not obj.terminating and missing_namespace(obj, facts) is not None
-        )
-        if not obj.terminating and not ghost:
+        # a ghost (its namespace forced away) is listed only by a cluster-wide scan: one namespace's does not
+        # read every namespace to tell
+        if not obj.terminating and (scope is not None or not is_ghost(obj, facts)):
             continue
         if (
             scope is not None
@@ -190,6 +188,17 @@ def report(rows: list[StuckObject], inventories: list[Inventory]) -> dict:
             for f in inv.failures
         ],
     }
+
+
+def is_ghost(obj: KubeObject, facts: ClusterFacts) -> bool:
+    """Left with finalizers in a namespace that no longer exists (forced through /finalize): stuck with them
+    even when not being deleted, since every write to it answers 404 until the namespace exists again."""
+    return bool(obj.finalizers) and missing_namespace(obj, facts) is not None
+
+
+def is_stuck(obj: KubeObject, facts: ClusterFacts) -> bool:
+    """Being deleted, or a ghost: what `kfin stuck` lists and `kfin explain` follows to its root causes."""
+    return obj.terminating or is_ghost(obj, facts)
 
 
 def resolve_kinds(kinds: Iterable[str], inventories: list[Inventory]) -> set[tuple[str, str]] | None:

@@ -69,8 +69,9 @@ def test_a_released_claim_waits_for_the_controller_and_is_orphaned_when_it_is_do
     f = json.loads(kfin(*base).stdout)["findings"][0]
     assert f["verdict"] == "WAITING" and f["controllerAlive"] is False
     assert any("kube-controller-manager is not running" in e for e in f["evidence"])
+    # the control plane's finalizer: kfin removes it only with --force (issue 23), and says so in the command
     assert f["removeCommand"] == ("kfin remove persistentvolumeclaims data -n default "
-                                  "--finalizer kubernetes.io/pvc-protection --confirm")
+                                  "--finalizer kubernetes.io/pvc-protection --force --confirm")
 
 
 @pytest.mark.controllers
@@ -180,8 +181,11 @@ def test_a_custom_finalizer_nobody_may_remove_is_orphaned(cluster):
     group = cluster.widget_crd()
     stuck_widget(cluster, group)
     f = finding(explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace), f"{group}/cleanup")
-    assert f["verdict"] == "ORPHANED" and "its controller is not installed" in f["condition"]
+    assert f["verdict"] == "ORPHANED" and "its controller is gone" in f["condition"]
     assert f"CustomResourceDefinition widgets.{group} exists" in f["evidence"]
+    # the proof is listed: what RBAC was read and found nothing, and the field manager found running nowhere
+    assert any(e.startswith("RBAC read: ") and "none grants update or patch" in e for e in f["evidence"])
+    assert any(e.startswith("managedFields: ") for e in f["evidence"])
 
 
 @pytest.mark.controllers

@@ -142,7 +142,16 @@ def test_finalize_a_namespace_whose_controller_is_down(fake, fake_kubeconfig, au
     api.delete("/api/v1/namespaces/empty/serviceaccounts/default")
     fake.stop_controllers(seconds_ago=900)
     api.delete("/api/v1/namespaces/empty")
-    result = kfin("remove", "ns", "empty", "--kubeconfig", str(fake_kubeconfig), "--confirm")
+    # The control plane's finalizer is never selected by default, nor removed without --force (issue 23) ...
+    by_default = kfin("remove", "ns", "empty", "--kubeconfig", str(fake_kubeconfig), "--confirm")
+    assert by_default.code == ExitCode.REFUSED and "no finalizer is ORPHANED" in by_default.stderr
+    named = kfin("remove", "ns", "empty", "--finalizer", "kubernetes", "--kubeconfig", str(fake_kubeconfig),
+                 "--confirm")
+    assert named.code == ExitCode.REFUSED and "belongs to the Kubernetes control plane" in named.stderr
+    assert api.exists("/api/v1/namespaces/empty") and not [r for r in fake.requests if r.method == "PUT"]
+    # ... and with both, it goes through /finalize, the risk named
+    result = kfin("remove", "ns", "empty", "--finalizer", "kubernetes", "--force", "--kubeconfig",
+                  str(fake_kubeconfig), "--confirm")
     assert result.code == 0, result.stdout + result.stderr
     assert "PUT /api/v1/namespaces/empty/finalize" in result.stdout and "the object is gone" in result.stdout
     assert not api.exists("/api/v1/namespaces/empty")

@@ -3,7 +3,19 @@
 A new cause is a new module here, listed below.
 """
 
-from kfin.core.causes import builtin, custom, gc, ghosts, namespace, pods, storage, webhooks  # noqa: F401  (they register)
+from kfin.core.causes import (  # noqa: F401  (they register)
+    builtin,
+    control_plane,
+    custom,
+    dra,
+    gc,
+    ghosts,
+    namespace,
+    networking,
+    pods,
+    storage,
+    webhooks,
+)
 from kfin.core.causes.registry import (
     EXPLAINERS,
     Explanation,

@@ -1,9 +1,12 @@
 """Custom finalizers: find, in the cluster itself, the controller that could remove one.
 
 The controller of a resource must be allowed to update or patch it. kfin follows RBAC from the
-resource to the ServiceAccounts granted that (by ClusterRoles and Roles naming the resource or its
-group; the defaults every cluster has and wildcard grants are no evidence), then to the Pods running as
-those ServiceAccounts and the Deployments and StatefulSets behind them.
+resource to the subjects granted that (by ClusterRoles and Roles naming the resource or its group, or
+any with wildcards; `system:` roles count where they name the resource, since kube-controller-manager's
+rights come from them; the defaults every cluster has, cluster-admin, admin and edit, are no evidence),
+then from ServiceAccounts to the Pods running as them and the Deployments and StatefulSets behind them.
+ORPHANED needs all of it to come up empty: no grant to anyone kfin cannot follow (a User or Group), no
+workload, and no running workload of the field manager that added the finalizer.
 """
 
 from __future__ import annotations
@@ -31,19 +34,27 @@ WRITE_VERBS = {"update", "patch", "*"}
 @dataclass(frozen=True)
 class Grant:
     role: str  # "ClusterRole foo-operator" or "Role ns/foo"
-    namespace: str  # the ServiceAccount's
-    service_account: str
+    namespace: str  # the ServiceAccount's ("" for a User or Group)
+    service_account: str  # its name (a User's or Group's name when subject_kind says so)
+    subject_kind: str = "ServiceAccount"
+
+    @property
+    def subject(self) -> str:
+        if self.subject_kind == "ServiceAccount":
+            return f"ServiceAccount {self.namespace}/{self.service_account}"
+        return f"{self.subject_kind} {self.service_account}"
 
 
-def _grants_write(rule: dict, group: str, resource: str) -> bool:
+def _grants_write(rule: dict, group: str, resource: str, by_name_only: bool = False) -> bool:
+    """Does the rule allow update or patch of the resource? `by_name_only`: only when it names the group and
+    the resource (a `system:` role's wildcards, the garbage collector's and the namespace controller's, are
+    about every resource and say nothing of who removes this finalizer)."""
     groups, resources = rule.get("apiGroups") or [], rule.get("resources") or []
-    if group not in groups or not WRITE_VERBS & set(rule.get("verbs") or []):
+    if not WRITE_VERBS & set(rule.get("verbs") or []):
         return False
-    return resource in resources or (group != "" and "*" in resources)
-
-
-def _is_default(role_name: str) -> bool:
-    return role_name.startswith("system:") or role_name in DEFAULT_ROLES
+    if by_name_only:
+        return group in groups and resource in resources
+    return (group in groups or "*" in groups) and (resource in resources or "*" in resources)
 
 
 def find_grants(ctx: Context) -> list[Grant] | None:
@@ -65,15 +76,41 @@ def find_grants(ctx: Context) -> list[Grant] | None:
             bindings.append((b, role, obj.namespace))
     grants = []
     for binding, role, namespace in bindings:
-        if role is None or _is_default(role.name):
+        if role is None or role.name in DEFAULT_ROLES:
             continue
-        if not any(_grants_write(rule, group, resource) for rule in role.raw.get("rules") or []):
+        system = role.name.startswith("system:")
+        if not any(_grants_write(rule, group, resource, system) for rule in role.raw.get("rules") or []):
             continue
         label = f"{role.type.kind} {role.namespace + '/' if role.namespace else ''}{role.name}"
         for subject in binding.raw.get("subjects") or []:
-            if subject.get("kind") == "ServiceAccount":
-                grants.append(Grant(label, subject.get("namespace") or namespace, subject.get("name", "")))
+            kind, name = str(subject.get("kind") or ""), str(subject.get("name") or "")
+            if kind == "ServiceAccount":
+                grants.append(Grant(label, subject.get("namespace") or namespace, name))
+            elif kind in ("User", "Group") and name:
+                grants.append(Grant(label, "", name, kind))
     return list(dict.fromkeys(grants))
+
+
+def _rbac_read(ctx: Context) -> str:
+    """How much RBAC the verdict rests on, in words."""
+    counts = []
+    for resource, where in (
+        ("clusterroles", None),
+        ("clusterrolebindings", None),
+        ("roles", ctx.obj.namespace),
+        ("rolebindings", ctx.obj.namespace),
+    ):
+        if where == "":
+            continue
+        found = ctx.facts.objects(RBAC, resource, where, full=True)
+        counts.append(f"{len(found or [])} {resource}" + (f" in {where}" if where else ""))
+    return ", ".join(counts)
+
+
+def workload_account(workload: KubeObject) -> str:
+    """The ServiceAccount a Deployment's, StatefulSet's or DaemonSet's Pods run as."""
+    template = ((workload.raw.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return str(template.get("serviceAccountName") or "default")
 
 
 def _is_ready(pod: KubeObject) -> bool:
@@ -140,14 +177,56 @@ def _by_manager(ctx: Context, manager: str) -> list[tuple[KubeObject, int, int]]
     return found if readable else None
 
 
-def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controller: str, line: str) -> Finding | None:
-    """When RBAC cannot tell: the workload of the field manager that added the finalizer, if kfin sees it."""
+def _by_evidence(
+    ctx: Context, manager: str, risk: str, evidence: list, controller: str, line: str, grants: list[Grant] | None
+) -> Finding | None:
+    """The workload of the field manager that added the finalizer, if kfin sees it: running (and allowed to
+    update the resource, or not), or installed but not running."""
     matched = _by_manager(ctx, manager)
     if not matched:
         return None
     running = [(w, r, n) for w, r, n in matched if r > 0]
     if running:
         w, ready, wanted = running[0]
+        account = workload_account(w)
+        allowed = grants is None or any(
+            g.subject_kind == "ServiceAccount" and (g.namespace, g.service_account) == (w.namespace, account)
+            for g in grants
+        )
+        if not allowed:
+            resource = ctx.obj.type
+            rule = (
+                f'apiGroups: ["{resource.group}"], resources: ["{resource.resource}"], verbs: ["get", "patch", '
+                '"update"]'
+            )
+            found = ctx.finding(
+                f"its controller runs ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, the field "
+                f"manager that added it) but is forbidden to update {resource.qualified}: no Role or ClusterRole "
+                f"grants update or patch to ServiceAccount {w.namespace}/{account}",
+                Verdict.WAITING,
+                f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} "
+                f"(a rule {{{rule}}}, bound to it); it then removes the finalizer",
+                risk,
+                [
+                    *evidence,
+                    f"RBAC read: no grant of update or patch on {resource.qualified} names ServiceAccount "
+                    f"{w.namespace}/{account}",
+                ],
+                True,
+                controller,
+            )
+            found.summary = f"{ctx.finalizer} ({controller} runs but is forbidden to update it)"
+            found.detail = {"forbidden": True, "serviceAccount": f"{w.namespace}/{account}", "rule": rule}
+            found.links.append(
+                Link(
+                    "forbidden",
+                    f"{w.type.kind} {w.namespace}/{w.name} may not update {resource.qualified}",
+                    target=w,
+                    step=f"grant ServiceAccount {w.namespace}/{account} update and patch on "
+                    f"{resource.qualified} ({rule})",
+                )
+            )
+            return found
         found = ctx.finding(
             f"its controller is running ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, "
             f"the field manager that added it) and should remove it",
@@ -213,11 +292,10 @@ def custom(ctx: Context) -> Finding:
     if manager:
         evidence.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
     grants = find_grants(ctx)
-    if manager and not grants:  # RBAC unreadable, or naming nobody (a controller with wildcard rights)
-        found = _by_evidence(ctx, manager, risk, evidence, controller, line)
+    if grants is None:
+        found = _by_evidence(ctx, manager, risk, evidence, controller, line, None) if manager else None
         if found is not None:
             return found
-    if grants is None:
         found = ctx.finding(
             "kfin could not read RBAC to find the controller",
             Verdict.UNKNOWN,
@@ -228,8 +306,10 @@ def custom(ctx: Context) -> Finding:
         )
         found.summary = line
         return found
+    followed = [g for g in grants if g.subject_kind == "ServiceAccount"]
+    unfollowed = [g for g in grants if g.subject_kind != "ServiceAccount"]
     pods_all, idle_all, story = [], [], []
-    for grant in grants:
+    for grant in followed:
         pods, idle, notes = _workloads(ctx, grant)
         pods_all += pods
         idle_all += idle
@@ -257,6 +337,10 @@ def custom(ctx: Context) -> Finding:
         found.summary = line
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
         return found
+    if manager:  # the workload of the field manager that added it: running (allowed or not), or down
+        found = _by_evidence(ctx, manager, risk, evidence, controller, line, grants)
+        if found is not None:
+            return found
     if pods_all or idle_all:  # installed, but not running: the controller needs fixing, not the finalizer
         failing = pods_all[0] if pods_all else None
         why = _trouble(failing) if failing else idle_all[0]
@@ -284,6 +368,36 @@ def custom(ctx: Context) -> Finding:
             )
         )
         return found
+    if unfollowed:  # a User or Group may run anywhere (kube-controller-manager, a controller outside the cluster)
+        found = ctx.finding(
+            f"update on {obj.type.qualified} is granted to {', '.join(g.subject for g in unfollowed[:3])}, which "
+            "kfin cannot follow to a workload: something outside kfin's view may remove it",
+            Verdict.UNKNOWN,
+            f"check whether {unfollowed[0].subject} still runs and why it does not remove {ctx.finalizer}",
+            risk,
+            [*evidence, *(f"the {g.role} grants update on {obj.type.qualified} to {g.subject}" for g in unfollowed)],
+            None,
+            controller,
+        )
+        found.summary = line
+        found.remove_command = kfin_remove_command(obj, ctx.finalizer)
+        return found
+    if manager and _by_manager(ctx, manager) is None:
+        found = ctx.finding(
+            f'kfin could not read the workloads that may be field manager "{manager}", which added it',
+            Verdict.UNKNOWN,
+            f"find what runs as {manager} and check its logs",
+            risk,
+            evidence,
+            controller=controller,
+        )
+        found.summary = line
+        return found
+    evidence.append(
+        f'managedFields: no Deployment, StatefulSet or DaemonSet is named or labelled "{manager}", or runs as it'
+        if manager
+        else "managedFields name no field manager for it (or were not kept)"
+    )
     if grants:
         condition = (
             "no Pod, Deployment or StatefulSet runs as a ServiceAccount allowed to update it: its controller "
@@ -291,9 +405,10 @@ def custom(ctx: Context) -> Finding:
         )
         fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
     else:
+        evidence.append(f"RBAC read: {_rbac_read(ctx)}; none grants update or patch on {obj.type.qualified} to anyone")
         condition = (
-            f"no ServiceAccount is granted update on {obj.type.qualified} by name: its controller is not "
-            "installed (one with wildcard rights would not show here)"
+            f"no controller may update {obj.type.qualified}: beyond cluster-admin, admin and edit, no Role or "
+            "ClusterRole grants it to anyone (system roles included where they name it): its controller is gone"
         )
         fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
     found = ctx.finding(condition, Verdict.ORPHANED, fix, risk, evidence, False, controller)

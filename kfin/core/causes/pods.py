@@ -63,7 +63,7 @@ def graceful_deletion(ctx: Context) -> Finding:
             f"its node {node_name} does not exist: no kubelet will ever confirm; the pod garbage "
             "collector deletes such Pods within a minute"
             + (", but kube-controller-manager is not running" if alive is False else ""),
-            Verdict.WAITING if alive is not False else Verdict.ORPHANED,
+            Verdict.WAITING,  # the pod garbage collector's job: waiting on it, never ORPHANED
             "nothing runs it any more: force-delete it (safe, its node is gone)",
             FORCE_RISK,
             [liveness],

@@ -215,11 +215,29 @@ def reads_for(obj: KubeObject) -> set[tuple[str, str, str | None]]:
     return out
 
 
+# Finalizers of Kubernetes itself: kfin never calls one ORPHANED, and never removes one without --force.
+CONTROL_PLANE_PATTERNS = ("kubernetes", "k8s.io/*", "*.k8s.io/*", "*kubernetes.io/*", "foregroundDeletion", "orphan")
+
+
+def control_plane_owned(finalizer: str) -> bool:
+    """Whether the finalizer's name says it belongs to Kubernetes (kubernetes, *.k8s.io/*, *kubernetes.io/*,
+    and the garbage collector's own): kube-controller-manager, kube-apiserver or a named sidecar removes it,
+    including ones a newer release adds that kfin does not know."""
+    return any(fnmatch.fnmatchcase(finalizer, pattern) for pattern in CONTROL_PLANE_PATTERNS)
+
+
 def family(finalizer: str) -> Family:
-    """The cause a finalizer belongs to: a catalog entry, else custom (domain-qualified) or unknown."""
+    """The cause a finalizer belongs to: a catalog entry, else the control plane's (by its domain), custom
+    (domain-qualified) or unknown."""
     for entry, name in CATALOG:
         if fnmatch.fnmatchcase(finalizer, entry.pattern):
             return Family(name, entry.protects, entry.owner)
+    if control_plane_owned(finalizer):
+        return Family(
+            "control-plane",
+            "whatever the Kubernetes component that added it cleans up first",
+            "a Kubernetes control-plane component (kube-controller-manager, kube-apiserver or a sidecar)",
+        )
     if "/" in finalizer and QUALIFIED.match(finalizer):
         return Family(
             "custom", "whatever its controller cleans up first", "the controller of " + finalizer.split("/")[0]
@@ -228,9 +246,11 @@ def family(finalizer: str) -> Family:
 
 
 def kfin_remove_command(obj: KubeObject, finalizer: str) -> str:
-    """The exact `kfin remove` line that removes one finalizer of an object."""
+    """The exact `kfin remove` line that removes one finalizer of an object (with --force for the control
+    plane's: kfin refuses those without it)."""
     ns = f" -n {obj.namespace}" if obj.namespace else ""
-    return f"kfin remove {obj.type.qualified} {obj.name}{ns} --finalizer {finalizer} --confirm"
+    force = " --force" if control_plane_owned(finalizer) else ""
+    return f"kfin remove {obj.type.qualified} {obj.name}{ns} --finalizer {finalizer}{force} --confirm"
 
 
 def lease_alive(facts: ClusterFacts, name: str) -> tuple[bool | None, str]:
@@ -290,7 +310,14 @@ def explain_finalizer(obj: KubeObject, finalizer: str, where: str, facts: Cluste
     explainer = EXPLAINERS.get(fam.name)
     if explainer is None:
         explainer = EXPLAINERS["unknown"]
-    return explainer(ctx)
+    found = explainer(ctx)
+    if found.verdict == Verdict.ORPHANED and control_plane_owned(finalizer):  # whatever a cause concluded
+        found.verdict = Verdict.UNKNOWN
+        found.evidence.append(
+            f"{finalizer} belongs to the Kubernetes control plane: kfin never calls it ORPHANED (a component "
+            "kfin cannot see, or a newer release, may remove it)"
+        )
+    return found
 
 
 @dataclass

@@ -1,9 +1,10 @@
-"""Claims, volumes and CSI: pvc-protection, pv-protection, and the volume finalizers of drivers."""
+"""Claims, volumes and CSI: pvc-protection, pv-protection, vac-protection, and the volume finalizers of drivers."""
 
 from __future__ import annotations
 
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
+    EVERYWHERE,
     OBJECT_NAMESPACE,
     Context,
     Entry,
@@ -253,12 +254,17 @@ def csi_volume(ctx: Context) -> Finding:
         return waiting_on_controller_manager(ctx, "the persistent volume controller deprovisions the volume", risk)
     drivers = facts.objects("storage.k8s.io", "csidrivers")
     if drivers is not None and not any(d.name == driver for d in drivers):
+        # No proof the driver is gone: a CSI driver may run without a CSIDriver object, so UNKNOWN, not ORPHANED.
         found = ctx.finding(
-            f"no CSIDriver {driver} is registered: the driver that would remove it is not installed",
-            Verdict.ORPHANED,
+            f"no CSIDriver {driver} is registered: the driver that would remove it is probably not installed",
+            Verdict.UNKNOWN,
             f"reinstall the {driver} driver so that it cleans up, or delete the "
             "disk in the storage backend yourself, then remove the finalizer",
             risk,
+            [
+                f"CSIDriver objects read: {', '.join(d.name for d in drivers) or 'none'}; a driver may also run "
+                "without one, so this is no proof"
+            ],
             controller=f"the CSI driver {driver}",
         )
         found.remove_command = kfin_remove_command(obj, ctx.finalizer)
@@ -278,3 +284,72 @@ def csi_volume(ctx: Context) -> Finding:
         risk,
         controller=f"the CSI driver {driver}",
     )
+
+
+VAC_USERS = (
+    ("spec", "volumeAttributesClassName"),
+    ("status", "currentVolumeAttributesClassName"),
+    ("status", "modifyVolumeStatus", "targetVolumeAttributesClassName"),
+)
+
+
+def _names_class(obj: KubeObject, name: str) -> bool:
+    """Whether a claim or volume names the VolumeAttributesClass, where the vac-protection controller looks
+    (pkg/controller/volume/vacprotection: the spec's class, and a claim's current and target classes)."""
+    for path in VAC_USERS:
+        node: object = obj.raw
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node == name:
+            return True
+    return False
+
+
+@explains(
+    "vac-protection",
+    Entry(
+        "kubernetes.io/vac-protection",
+        "a VolumeAttributesClass while a claim or volume names it",
+        "kube-controller-manager (vac-protection controller)",
+    ),
+    reads=(("", "persistentvolumeclaims", EVERYWHERE), ("", "persistentvolumes", EVERYWHERE), CONTROLLER_MANAGER_LEASE),
+)
+def vac_protection(ctx: Context) -> Finding:
+    facts, vac = ctx.facts, ctx.obj
+    risk = (
+        "removing it deletes the class while claims or volumes still name it: their modifications can no "
+        "longer be resolved, and the driver's parameters for them are lost"
+    )
+    claims = facts.objects("", "persistentvolumeclaims", full=True)
+    volumes = facts.objects("", "persistentvolumes", full=True)
+    if claims is None or volumes is None:
+        return ctx.finding(
+            "kfin could not list the claims and volumes that may name it",
+            Verdict.UNKNOWN,
+            f"check by hand: kubectl get pvc -A -o wide; kubectl get pv (VOLUMEATTRIBUTESCLASS {vac.name})",
+            risk,
+        )
+    users = [o for o in claims + volumes if _names_class(o, vac.name)]
+    if not users:
+        return waiting_on_controller_manager(ctx, "no claim or volume names it any more", risk)
+    found = ctx.finding(
+        f"named by {len(users)} claim{'s' if len(users) != 1 else ''} or volume{'s' if len(users) != 1 else ''} "
+        f"({', '.join(u.ref for u in users[:3])}{', ...' if len(users) > 3 else ''})",
+        Verdict.HOLDING,
+        "move those claims to another VolumeAttributesClass (or delete them); the controller then removes it",
+        risk,
+        [f"{u.ref} names it" for u in users[:10]],
+    )
+    found.summary = f"named by {users[0].ref}" + (f" (+{len(users) - 1} more)" if len(users) > 1 else "")
+    for user in users:
+        where = f" -n {user.namespace}" if user.namespace else ""
+        found.links.append(
+            Link(
+                "named-by",
+                "names the class",
+                target=user,
+                step=f"kubectl patch {user.type.resource}{where} {user.name} to another "
+                "VolumeAttributesClass, or delete it",
+            )
+        )
+    return found

@@ -62,3 +62,52 @@ def test_the_field_manager_that_added_it_is_evidence():
     w = widget(**{MANAGERS: {FINALIZER: "widget-operator"}})
     [finding] = explain_object(w, facts(w, extra_types=(WIDGETS,))).findings
     assert 'added by field manager "widget-operator"' in " ".join(finding.evidence)
+
+
+def binding_to(role_name: str, rules: list, subject: dict):
+    role = obj("clusterroles.rbac.authorization.k8s.io", role_name, rules=rules)
+    bound = obj("clusterrolebindings.rbac.authorization.k8s.io", role_name,
+                roleRef={"kind": "ClusterRole", "name": role_name}, subjects=[subject])
+    return role, bound
+
+
+def test_a_system_role_that_names_the_resource_is_a_controller_kfin_cannot_call_gone():
+    """kube-controller-manager's rights come from system: roles, bound to a User: never ORPHANED then."""
+    w = widget()
+    rbac = binding_to("system:controller:widget-controller",
+                      [{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["update"]}],
+                      {"kind": "User", "name": "system:kube-controller-manager"})
+    [finding] = explain_object(w, facts(w, *rbac, extra_types=(WIDGETS,))).findings
+    assert finding.verdict == Verdict.UNKNOWN
+    assert "User system:kube-controller-manager" in finding.condition
+
+
+def test_a_system_role_with_wildcards_only_is_no_evidence_of_this_controller():
+    w = widget()
+    rbac = binding_to("system:controller:generic-garbage-collector",
+                      [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "update", "patch"]}],
+                      {"kind": "ServiceAccount", "name": "generic-garbage-collector", "namespace": "kube-system"})
+    [finding] = explain_object(w, facts(w, *rbac, extra_types=(WIDGETS,))).findings
+    assert finding.verdict == Verdict.ORPHANED
+
+
+def test_a_custom_role_with_wildcards_is_followed_to_its_workload():
+    w = widget()
+    rbac = binding_to("widget-operator", [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+                      {"kind": "ServiceAccount", "name": "widget-operator", "namespace": "operators"})
+    [finding] = explain_object(w, facts(w, *rbac, operator_pod(ready=True), extra_types=(WIDGETS,))).findings
+    assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
+
+
+def test_a_running_controller_forbidden_to_update_is_named_with_the_missing_grant():
+    w = widget(**{MANAGERS: {FINALIZER: "widget-operator"}})
+    operator = obj("deploy.apps", "widget-operator", "operators",
+                   spec={"replicas": 1, "template": {"spec": {"serviceAccountName": "widget-operator"}}},
+                   status={"readyReplicas": 1})
+    reader = binding_to("widget-reader", [{"apiGroups": ["example.com"], "resources": ["widgets"],
+                                           "verbs": ["get", "list"]}],
+                        {"kind": "ServiceAccount", "name": "widget-operator", "namespace": "operators"})
+    [finding] = explain_object(w, facts(w, operator, *reader, extra_types=(WIDGETS,))).findings
+    assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
+    assert "forbidden to update widgets.example.com" in finding.condition
+    assert "grant ServiceAccount operators/widget-operator update and patch on widgets.example.com" in finding.fix

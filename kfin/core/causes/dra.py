@@ -1,0 +1,90 @@
+"""ResourceClaims of dynamic resource allocation: `resource.kubernetes.io/delete-protection` stays while the
+claim is reserved for a Pod (status.reservedFor); once no Pod reserves it, kube-controller-manager's
+resourceclaim controller deallocates it and removes the finalizer (pkg/controller/resourceclaim)."""
+
+from __future__ import annotations
+
+from kfin.core.causes.registry import (
+    CONTROLLER_MANAGER_LEASE,
+    OBJECT_NAMESPACE,
+    Context,
+    Entry,
+    Finding,
+    Link,
+    Verdict,
+    explains,
+    waiting_on_controller_manager,
+)
+from kfin.model import KubeObject
+
+RESOURCE = "resource.k8s.io"
+
+
+@explains(
+    "resource-claim",
+    Entry(
+        "resource.kubernetes.io/delete-protection",
+        "a ResourceClaim while it is reserved for a Pod or its devices are allocated",
+        "kube-controller-manager (resourceclaim controller)",
+    ),
+    reads=((RESOURCE, "resourceclaims", OBJECT_NAMESPACE), ("", "pods", OBJECT_NAMESPACE), CONTROLLER_MANAGER_LEASE),
+)
+def resource_claim(ctx: Context) -> Finding:
+    facts, obj = ctx.facts, ctx.obj
+    claim = facts.find(obj.type.group, obj.type.resource, obj.namespace, obj.name, full=True) or obj
+    status = claim.raw.get("status") or {}
+    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+    devices = [f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" for r in results if isinstance(r, dict)]
+    risk = (
+        "removing it deletes the claim while its devices are allocated"
+        + (f" ({', '.join(devices[:3])})" if devices else "")
+        + ": the DRA driver may never unprepare them, and a Pod still using them loses track of them"
+    )
+    reserved = [r for r in status.get("reservedFor") or [] if isinstance(r, dict)]
+    if not reserved:
+        return waiting_on_controller_manager(
+            ctx, "no Pod reserves it any more: the controller deallocates its devices and removes it", risk
+        )
+    pods = facts.objects("", "pods", claim.namespace, full=True)
+    if pods is None:
+        return ctx.finding(
+            f"reserved for {len(reserved)} consumer(s), whose Pods kfin could not read",
+            Verdict.UNKNOWN,
+            f"check by hand: kubectl get resourceclaim -n {claim.namespace} {claim.name} -o yaml (status.reservedFor)",
+            risk,
+        )
+    holders: list[tuple[dict, KubeObject | None]] = []
+    gone: list[tuple[dict, KubeObject | None]] = []
+    for ref in reserved:
+        pod = next(
+            (p for p in pods if p.name == ref.get("name") and (not ref.get("uid") or p.uid == ref.get("uid"))), None
+        )
+        (holders if pod is not None else gone).append((ref, pod))
+    if not holders:
+        return waiting_on_controller_manager(
+            ctx,
+            f"reserved only for Pods that are gone ({', '.join(str(r.get('name')) for r, _ in gone)}): the "
+            "controller drops those reservations, then deallocates it",
+            risk,
+        )
+    names = ", ".join(f"Pod {claim.namespace}/{pod.name}" for _, pod in holders if pod is not None)
+    found = ctx.finding(
+        f"reserved for {names}" + (f" (devices {', '.join(devices[:3])})" if devices else ""),
+        Verdict.HOLDING,
+        "delete the Pods it is reserved for (or let them finish); the controller then deallocates the claim "
+        "and removes the finalizer",
+        risk,
+        [f"status.reservedFor: {r.get('resource')}/{r.get('name')}" for r in reserved],
+    )
+    found.summary = f"reserved for {names}"
+    for _, pod in holders:
+        if pod is not None:
+            found.links.append(
+                Link(
+                    "reserved-for",
+                    "the claim is reserved for it",
+                    target=pod,
+                    step=f"kubectl delete pod -n {pod.namespace} {pod.name}",
+                )
+            )
+    return found
