@@ -32,13 +32,21 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # Secret data, environment values, or container specs.
 REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "namespaces"): ("spec", "status"),
-    ("", "persistentvolumeclaims"): ("spec.volumeName", "spec.storageClassName", "status.phase"),
+    ("", "persistentvolumeclaims"): (
+        "spec.volumeName",
+        "spec.storageClassName",
+        "spec.volumeAttributesClassName",
+        "status.phase",
+        "status.currentVolumeAttributesClassName",
+        "status.modifyVolumeStatus",
+    ),
     ("", "persistentvolumes"): (
         "spec.claimRef",
         "spec.persistentVolumeReclaimPolicy",
         "spec.storageClassName",
         "spec.csi.driver",
         "spec.csi.volumeHandle",
+        "spec.volumeAttributesClassName",
         "status.phase",
     ),
     ("", "pods"): (
@@ -69,6 +77,9 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("rbac.authorization.k8s.io", "roles"): ("rules",),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): ("roleRef", "subjects"),
     ("rbac.authorization.k8s.io", "rolebindings"): ("roleRef", "subjects"),
+    ("networking.k8s.io", "servicecidrs"): ("spec.cidrs", "status.conditions"),
+    ("networking.k8s.io", "ipaddresses"): ("spec.parentRef",),
+    ("resource.k8s.io", "resourceclaims"): ("status.reservedFor", "status.allocation.devices.results"),
 }
 
 

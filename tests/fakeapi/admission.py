@@ -2,6 +2,7 @@
 
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
+VAC_PROTECTION = "kubernetes.io/vac-protection"  # also the StorageObjectInUseProtection plugin's (1.34+)
 
 
 WEBHOOK_DEFAULTS = {"failurePolicy": "Fail", "matchPolicy": "Equivalent", "namespaceSelector": dict,
@@ -26,6 +27,8 @@ def admit_create(cluster, rt, obj: dict):
         if "hostPath" in obj["spec"]:
             obj["spec"]["hostPath"].setdefault("type", "")
         obj["status"]["lastPhaseTransitionTime"] = cluster.now()
+    elif rt.key == ("storage.k8s.io", "volumeattributesclasses"):
+        _add_finalizer(meta, VAC_PROTECTION)
     elif rt.key == ("", "namespaces"):
         meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
         obj["spec"] = {"finalizers": ["kubernetes"]}

@@ -22,6 +22,7 @@ Writes by these controllers are not sent through admission webhooks, and record 
 """
 
 import copy
+import ipaddress
 import time
 from datetime import datetime, timezone
 
@@ -39,6 +40,12 @@ SERVICES = ("", "services")
 EVENTS = ("", "events")
 EVENTS_V1 = ("events.k8s.io", "events")
 SLICES = ("discovery.k8s.io", "endpointslices")
+SERVICE_CIDRS = ("networking.k8s.io", "servicecidrs")
+IP_ADDRESSES = ("networking.k8s.io", "ipaddresses")
+VACS = ("storage.k8s.io", "volumeattributesclasses")
+RESOURCE_CLAIMS = ("resource.k8s.io", "resourceclaims")
+SERVICE_CIDR_FINALIZER = "networking.k8s.io/service-cidr-finalizer"
+CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
 # kube-controller-manager's defaults: --node-monitor-grace-period (1.32+) and the pod GC's quarantine.
 NODE_MONITOR_GRACE_SECONDS = 50
 POD_GC_QUARANTINE_SECONDS = 40
@@ -129,8 +136,25 @@ class Controllers:
             if what == "removed":
                 self.pod_gone(obj)
             self.pod_changed(obj, gone=what == "removed")
-        elif key == SERVICES and what != "removed":
-            self.service_changed(obj)
+        elif key == SERVICES:
+            if what == "removed":
+                self.release_address(obj)
+            else:
+                self.service_changed(obj)
+                self.allocate_address(obj)
+        elif key == SERVICE_CIDRS and what != "removed":
+            self.service_cidr_changed(obj)
+        elif key == IP_ADDRESSES and what == "removed":
+            self.check_service_cidrs()
+        elif key == VACS and what != "removed":
+            self.check_vac_protection()
+        elif key == RESOURCE_CLAIMS and what != "removed":
+            self.check_resource_claim(obj)
+        if key in (PVCS, PVS):
+            self.check_vac_protection()
+        if key == PODS:
+            for claim in self._claims_reserved_for(obj):
+                self.check_resource_claim(claim)
         self.garbage_collect(what, obj)
         if namespace and what in ("removed", "updated", "deleting"):
             ns = c.find(c.types[NAMESPACES], "", namespace)
@@ -492,6 +516,137 @@ class Controllers:
                 "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": name, "uid": meta["uid"],
                                      "controller": True, "blockOwnerDeletion": True}]},
             "addressType": "IPv4", "endpoints": None, "ports": None})
+
+    # ----- service addresses ----------------------------------------------------------------------
+    # kube-apiserver allocates a Service's cluster IP and records it as an IPAddress (simplified: only for
+    # a Service that names its clusterIP, inside a ServiceCIDR; the fake has no default ServiceCIDR), and
+    # kube-controller-manager's service-cidr controller keeps its finalizer on a ServiceCIDR while an address
+    # of its ranges is allocated and no other ServiceCIDR covers it (pkg/controller/servicecidrs; the real one
+    # also waits 10 s after the deletion, skipped here).
+    def _cidrs(self, live_only: bool = True) -> list[tuple[dict, list]]:
+        c = self.c
+        out = []
+        for cidr in c.list(c.types[SERVICE_CIDRS], None):
+            if live_only and cidr["metadata"].get("deletionTimestamp"):
+                continue
+            nets = []
+            for text in (cidr.get("spec") or {}).get("cidrs") or []:
+                try:
+                    nets.append(ipaddress.ip_network(text, strict=False))
+                except ValueError:
+                    continue
+            out.append((cidr, nets))
+        return out
+
+    def allocate_address(self, svc: dict):
+        c = self.c
+        ip_text = (svc.get("spec") or {}).get("clusterIP")
+        try:
+            ip = ipaddress.ip_address(ip_text or "")
+        except ValueError:
+            return
+        if not any(ip in n for _, nets in self._cidrs() for n in nets if n.version == ip.version):
+            return
+        meta = svc["metadata"]
+        if c.find(c.types[IP_ADDRESSES], "", str(ip)) is None:
+            c.create(c.types[IP_ADDRESSES], None, {"metadata": {"name": str(ip), "labels": {
+                "ipaddress.kubernetes.io/ip-family": f"IPv{ip.version}",
+                "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}},
+                "spec": {"parentRef": {"group": "", "resource": "services", "namespace": meta.get("namespace", ""),
+                                       "name": meta["name"]}}})
+
+    def release_address(self, svc: dict):
+        c = self.c
+        meta = svc["metadata"]
+        for address in c.list(c.types[IP_ADDRESSES], None):
+            ref = (address.get("spec") or {}).get("parentRef") or {}
+            if (ref.get("resource"), ref.get("namespace"), ref.get("name")) == \
+                    ("services", meta.get("namespace", ""), meta["name"]):
+                c.remove(c.types[IP_ADDRESSES], address)
+
+    def service_cidr_changed(self, cidr: dict):
+        if SERVICE_CIDR_FINALIZER not in cidr["metadata"].get("finalizers", []) and \
+                not cidr["metadata"].get("deletionTimestamp"):
+            def protect(o):
+                o["metadata"].setdefault("finalizers", []).append(SERVICE_CIDR_FINALIZER)
+            cidr = self._update(SERVICE_CIDRS, cidr, protect)
+            self._update(SERVICE_CIDRS, cidr, lambda o: o.setdefault("status", {}).update(conditions=[{
+                "type": "Ready", "status": "True", "reason": "", "message": "Kubernetes Service CIDR is ready",
+                "lastTransitionTime": self.c.now()}]), subresource="status")
+        self.check_service_cidrs()
+
+    def check_service_cidrs(self):
+        c = self.c
+        live = [n for _, nets in self._cidrs() for n in nets]
+        for cidr, nets in self._cidrs(live_only=False):
+            if not cidr["metadata"].get("deletionTimestamp"):
+                continue
+            held = []
+            for address in c.list(c.types[IP_ADDRESSES], None):
+                try:
+                    ip = ipaddress.ip_address(address["metadata"]["name"])
+                except ValueError:
+                    continue
+                mine = any(ip in n for n in nets if n.version == ip.version)
+                if mine and not any(ip in n for n in live if n.version == ip.version):
+                    held.append(address)
+            if not held:
+                self._remove_finalizer(SERVICE_CIDRS, cidr, SERVICE_CIDR_FINALIZER)
+                continue
+            condition = {"type": "Ready", "status": "False", "reason": "OrphanIPAddress",
+                         "message": "There are still IPAddresses referencing the ServiceCIDR, please remove them or "
+                                    "create a new ServiceCIDR", "lastTransitionTime": c.now()}
+            if ((cidr.get("status") or {}).get("conditions") or [{}])[0].get("reason") != "OrphanIPAddress":
+                self._update(SERVICE_CIDRS, cidr, lambda o: o.setdefault("status", {}).update(conditions=[condition]),
+                             subresource="status")
+
+    # ----- volume attributes classes and resource claims ------------------------------------------
+    def check_vac_protection(self):
+        """The vac-protection controller: a deleted VolumeAttributesClass loses its finalizer once no claim
+        (spec, status current or target class) and no volume (spec) names it."""
+        c = self.c
+        if VACS not in c.types:
+            return
+        named = set()
+        for claim in c.list(c.types[PVCS], None):
+            status = claim.get("status") or {}
+            named |= {(claim.get("spec") or {}).get("volumeAttributesClassName"),
+                      status.get("currentVolumeAttributesClassName"),
+                      (status.get("modifyVolumeStatus") or {}).get("targetVolumeAttributesClassName")}
+        for volume in c.list(c.types[PVS], None):
+            named.add((volume.get("spec") or {}).get("volumeAttributesClassName"))
+        for vac in c.list(c.types[VACS], None):
+            if vac["metadata"].get("deletionTimestamp") and vac["metadata"]["name"] not in named:
+                self._remove_finalizer(VACS, vac, admission.VAC_PROTECTION)
+
+    def _claims_reserved_for(self, pod: dict) -> list[dict]:
+        c = self.c
+        if RESOURCE_CLAIMS not in c.types:
+            return []
+        uid = pod["metadata"]["uid"]
+        return [claim for claim in c.list(c.types[RESOURCE_CLAIMS], pod["metadata"].get("namespace", ""))
+                if any(r.get("uid") == uid for r in (claim.get("status") or {}).get("reservedFor") or [])]
+
+    def check_resource_claim(self, claim: dict):
+        """The resourceclaim controller: reservations for Pods that are gone are dropped; a deleted claim that
+        no Pod reserves is deallocated and loses its finalizer (pkg/controller/resourceclaim)."""
+        c = self.c
+        claim = c.find(c.types[RESOURCE_CLAIMS], claim["metadata"].get("namespace", ""), claim["metadata"]["name"])
+        if claim is None:
+            return
+        ns = claim["metadata"].get("namespace", "")
+        reserved = (claim.get("status") or {}).get("reservedFor") or []
+        alive = [r for r in reserved if r.get("resource") == "pods" and any(
+            p["metadata"]["uid"] == r.get("uid") and p["metadata"]["name"] == r.get("name")
+            for p in c.list(c.types[PODS], ns))]
+        if alive != reserved:
+            claim = self._update(RESOURCE_CLAIMS, claim,
+                                 lambda o: o["status"].update(reservedFor=alive or None), subresource="status")
+        if claim["metadata"].get("deletionTimestamp") and not alive:
+            if (claim.get("status") or {}).get("allocation"):
+                claim = self._update(RESOURCE_CLAIMS, claim, lambda o: o["status"].pop("allocation", None),
+                                     subresource="status")
+            self._remove_finalizer(RESOURCE_CLAIMS, claim, CLAIM_FINALIZER)
 
     # ----- storage ---------------------------------------------------------------------------------
     def volume_gone(self, pv: dict):

@@ -20,6 +20,13 @@ from kfin.model import KubeObject
 RESOURCE = "resource.k8s.io"
 
 
+def _at(node: object, *path: str) -> list | None:
+    """The list at `path` in a status read from the server (any other shape: None)."""
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, list) else None
+
+
 @explains(
     "resource-claim",
     Entry(
@@ -32,15 +39,15 @@ RESOURCE = "resource.k8s.io"
 def resource_claim(ctx: Context) -> Finding:
     facts, obj = ctx.facts, ctx.obj
     claim = facts.find(obj.type.group, obj.type.resource, obj.namespace, obj.name, full=True) or obj
-    status = claim.raw.get("status") or {}
-    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
-    devices = [f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" for r in results if isinstance(r, dict)]
+    status = claim.raw.get("status") if isinstance(claim.raw.get("status"), dict) else {}
+    results = _at(status, "allocation", "devices", "results")
+    devices = [f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" for r in results or [] if isinstance(r, dict)]
     risk = (
         "removing it deletes the claim while its devices are allocated"
         + (f" ({', '.join(devices[:3])})" if devices else "")
         + ": the DRA driver may never unprepare them, and a Pod still using them loses track of them"
     )
-    reserved = [r for r in status.get("reservedFor") or [] if isinstance(r, dict)]
+    reserved = [r for r in _at(status, "reservedFor") or [] if isinstance(r, dict)]
     if not reserved:
         return waiting_on_controller_manager(
             ctx, "no Pod reserves it any more: the controller deallocates its devices and removes it", risk

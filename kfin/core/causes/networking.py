@@ -26,7 +26,9 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 def networks(cidr: KubeObject) -> list[Network]:
     """The ranges of a ServiceCIDR (spec.cidrs); malformed entries are skipped."""
     out = []
-    for text in (cidr.raw.get("spec") or {}).get("cidrs") or []:
+    spec = cidr.raw.get("spec")
+    cidrs = spec.get("cidrs") if isinstance(spec, dict) else None
+    for text in cidrs if isinstance(cidrs, list) else []:
         try:
             out.append(ipaddress.ip_network(str(text), strict=False))
         except ValueError:
@@ -43,7 +45,9 @@ def _address(obj: KubeObject) -> ipaddress.IPv4Address | ipaddress.IPv6Address |
 
 def _parent(ctx: Context, address: KubeObject) -> tuple[str, KubeObject | None]:
     """(who holds the address, in words; that object when kfin can read it)."""
-    ref = (address.raw.get("spec") or {}).get("parentRef") or {}
+    spec = address.raw.get("spec")
+    ref = spec.get("parentRef") if isinstance(spec, dict) else None
+    ref = ref if isinstance(ref, dict) else {}
     group, resource, namespace, name = (str(ref.get(k) or "") for k in ("group", "resource", "namespace", "name"))
     if not resource or not name:
         return f"IPAddress {address.name} (no parent named)", None

@@ -1,0 +1,130 @@
+"""Finalizers of the control plane (issue 23): held by what they protect, never ORPHANED, never removed by
+default nor without --force. ServiceCIDRs held by the Services whose addresses they hold, VolumeAttributesClasses
+held by the claims that name them, ResourceClaims held by the Pods they are reserved for, and a finalizer in a
+Kubernetes domain that kfin does not know.
+
+Where no capture in ../shared/k8s-reference covers a behaviour, the fake follows the Kubernetes source:
+pkg/controller/servicecidrs (canDeleteCIDR), pkg/controller/volume/vacprotection, pkg/controller/resourceclaim
+and plugin/pkg/admission/storage/storageobjectinuseprotection (the vac-protection finalizer on create).
+"""
+
+import json
+import zlib
+
+import pytest
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+
+@pytest.fixture(autouse=True)
+def audit_log(tmp_path, monkeypatch):
+    path = tmp_path / "audit.jsonl"
+    monkeypatch.setenv("KFIN_AUDIT_LOG", str(path))
+    return path
+
+
+def run(cluster, *args):
+    return kfin(*args, "--kubeconfig", str(cluster.kubeconfig))
+
+
+def stuck_item(cluster, name):
+    items = json.loads(run(cluster, "stuck", "-A", "-o", "json").stdout)["items"]
+    return next(i for i in items if i["name"] == name)
+
+
+def refuses_by_default_and_without_force(cluster, kind, name, finalizer, *namespace):
+    """Neither the default selection, nor --all-stuck, nor a named finalizer without --force removes it."""
+    by_default = run(cluster, "remove", kind, name, *namespace, "--confirm")
+    assert by_default.code == ExitCode.REFUSED and "no finalizer is ORPHANED" in by_default.stderr
+    named = run(cluster, "remove", kind, name, *namespace, "--finalizer", finalizer, "--confirm")
+    assert named.code == ExitCode.REFUSED and "refused" in named.stderr
+    bulk = run(cluster, "remove", "--all-stuck", "-A", "--confirm", "--yes")
+    assert name not in [line.split()[2] for line in bulk.stdout.splitlines()[1:] if "remove" in line.split()[-1:]]
+
+
+@pytest.mark.controllers  # the service-cidr controller adds (and removes) the finalizer
+def test_a_servicecidr_is_held_by_the_service_whose_address_it_holds(cluster):
+    octet = 200 + zlib.crc32(cluster.suffix.encode()) % 50  # a range of its own: 10.2xx.7.0/24
+    cidr_name = cluster.name("cidr")
+    cidr = cluster.create({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+                           "metadata": {"name": cidr_name}, "spec": {"cidrs": [f"10.{octet}.7.0/24"]}})
+    cluster.eventually(lambda: "networking.k8s.io/service-cidr-finalizer" in
+                       (cluster.get(cidr) or {}).get("metadata", {}).get("finalizers", []))
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+               "spec": {"clusterIP": f"10.{octet}.7.10", "ports": [{"port": 80}]}}
+    cluster.eventually(lambda: cluster.api.send("POST", cluster.path("v1", "Service", namespace=cluster.namespace),
+                                                service)[0] == 201, message="the range to take Services")
+    cluster.delete(cidr)
+    item = stuck_item(cluster, cidr_name)
+    assert item["verdict"] == "HOLDING" and item["families"] == ["service-cidr"]
+    assert f"services {cluster.namespace}/web" in item["blocker"]
+    report = json.loads(run(cluster, "explain", "servicecidr", cidr_name, "-o", "json").stdout)
+    [finding] = report["findings"]
+    assert finding["verdict"] == "HOLDING" and finding["removeCommand"] is None
+    assert [link["object"] for link in finding["links"]] == [f"Service/{cluster.namespace}/web"]
+    assert report["plan"]["steps"][0]["action"].startswith(f"kubectl delete services -n {cluster.namespace} web")
+    refuses_by_default_and_without_force(cluster, "servicecidr", cidr_name, "networking.k8s.io/service-cidr-finalizer")
+    assert cluster.get(cidr)["metadata"]["finalizers"] == ["networking.k8s.io/service-cidr-finalizer"]
+    cluster.delete(f"{cluster.path('v1', 'Service', namespace=cluster.namespace)}/web")
+    cluster.eventually(lambda: cluster.get(cidr) is None, message="the controller to let the range go")
+
+
+def test_a_volumeattributesclass_is_held_by_the_claim_that_names_it(cluster):
+    vac_name = cluster.name("gold")
+    vac = cluster.create({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
+                          "metadata": {"name": vac_name}, "driverName": "csi.example.com",
+                          "parameters": {"iops": "3000"}})
+    assert "kubernetes.io/vac-protection" in vac["metadata"]["finalizers"]  # added on create, by admission
+    claim = cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                                     "storageClassName": cluster.name("manual"),
+                                     "volumeAttributesClassName": vac_name}})
+    cluster.delete(vac)
+    report = json.loads(run(cluster, "explain", "volumeattributesclass", vac_name, "-o", "json").stdout)
+    [finding] = report["findings"]
+    assert finding["verdict"] == "HOLDING" and finding["family"] == "vac-protection"
+    assert [link["object"] for link in finding["links"]] == [f"PersistentVolumeClaim/{cluster.namespace}/data"]
+    refuses_by_default_and_without_force(cluster, "volumeattributesclass", vac_name, "kubernetes.io/vac-protection")
+    assert cluster.get(vac) is not None
+    cluster.delete(claim)
+
+
+def test_a_resourceclaim_is_held_by_the_pod_it_is_reserved_for(cluster):
+    """The test writes what the scheduler would (finalizer, allocation, reservedFor), for a Pod that names the
+    claim and is bound to a node: pkg/controller/resourceclaim keeps such a reservation."""
+    claim = cluster.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {
+        "name": "gpu", "finalizers": ["resource.kubernetes.io/delete-protection"]},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}})
+    pod = cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer"}, "spec": {
+        "nodeName": cluster.name("node"), "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                                          "resources": {"claims": [{"name": "gpu"}]}}],
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}})
+    cluster.set_status(claim, {
+        "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com",
+                                                "pool": cluster.name("node"), "device": "gpu-0"}]}},
+        "reservedFor": [{"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}]})
+    cluster.delete(claim)
+    report = json.loads(run(cluster, "explain", "resourceclaim", "gpu", "-n", cluster.namespace, "-o", "json").stdout)
+    [finding] = report["findings"]
+    assert finding["verdict"] == "HOLDING" and f"Pod {cluster.namespace}/trainer" in finding["condition"]
+    assert [link["object"] for link in finding["links"]] == [f"Pod/{cluster.namespace}/trainer"]
+    refuses_by_default_and_without_force(cluster, "resourceclaim", "gpu", "resource.kubernetes.io/delete-protection",
+                                         "-n", cluster.namespace)
+    assert cluster.get(claim) is not None
+
+
+def test_a_kubernetes_finalizer_kfin_does_not_know_is_unknown_and_removed_only_with_force(cluster, audit_log):
+    cm = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "future", "finalizers": ["future.kubernetes.io/cleanup"]}})
+    cluster.delete(cm)
+    item = stuck_item(cluster, "future")
+    assert item["verdict"] == "UNKNOWN" and item["families"] == ["control-plane"]
+    refuses_by_default_and_without_force(cluster, "cm", "future", "future.kubernetes.io/cleanup", "-n",
+                                         cluster.namespace)
+    forced = run(cluster, "remove", "cm", "future", "-n", cluster.namespace, "--finalizer",
+                 "future.kubernetes.io/cleanup", "--force", "--confirm")
+    assert forced.code == ExitCode.OK, forced
+    assert "forced although" in forced.stderr and "Risk: unknown: whatever the control plane guards" in forced.stderr
+    [record] = [json.loads(line) for line in audit_log.read_text().splitlines()]
+    assert record["removed"] == ["future.kubernetes.io/cleanup"] and record["forced"] is True
