@@ -99,8 +99,8 @@ def test_a_volume_held_through_its_claim_by_a_pod_whose_node_never_reported(clus
     item, report = same_everywhere(cluster, "PersistentVolume", pv["metadata"]["name"], "pv", pv["metadata"]["name"])
     assert [e["type"] for e in report["chain"]["edges"]] == ["bound-claim", "used-by-pod", "kubelet"]
     assert [r["object"] for r in item["rootCauses"]] == [f"Node/{node['metadata']['name']}"]
-    assert report["plan"]["steps"][0]["action"].startswith(f"kubectl delete node {node['metadata']['name']} if it is "
-                                                           "gone for good")
+    assert report["plan"]["steps"][0]["action"].startswith(
+        f"kubectl taint nodes {node['metadata']['name']} node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
     assert report["plan"]["afterwards"][0] == f"Pod/{cluster.namespace}/db-0 goes by itself"
     assert "reclaim policy Retain, so the disk and its data stay" in report["plan"]["afterwards"][-1]
 
@@ -146,4 +146,5 @@ def test_a_deployment_held_through_its_pods_by_a_node_that_stopped_reporting(tmp
         ("Deployment.apps", "blocking-dependent", "ReplicaSet.apps"), ("ReplicaSet.apps", "blocking-dependent", "Pod"),
         ("Pod", "kubelet", "Node")}
     assert [r["object"] for r in report["chain"]["rootCauses"]] == ["Node/ip-10-0-2-44"]
-    assert report["plan"]["steps"][0]["action"].startswith("kubectl delete node ip-10-0-2-44 if it is gone for good")
+    assert report["plan"]["steps"][0]["action"].startswith(  # the safe path first (issue 23), force last
+        "kubectl taint nodes ip-10-0-2-44 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")

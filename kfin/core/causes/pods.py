@@ -31,6 +31,14 @@ def _force(pod: KubeObject) -> str:
     return f"kubectl delete pod -n {pod.namespace} {pod.name} --grace-period=0 --force"
 
 
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+
+
+def _taint(node_name: str) -> str:
+    """The documented non-graceful node shutdown step: the out-of-service taint."""
+    return f"kubectl taint nodes {node_name} {OUT_OF_SERVICE}=nodeshutdown:NoExecute"
+
+
 GRACEFUL_DELETION = "graceful deletion"  # the cause's name: kfin remove force-deletes what it holds
 
 
@@ -95,14 +103,19 @@ def graceful_deletion(ctx: Context) -> Finding:
     )
     if ready.get("status") != "True":
         since = ready.get("lastTransitionTime") or "an unknown time"
+        marked = any(
+            isinstance(t, dict) and t.get("key") == OUT_OF_SERVICE and t.get("effect") == "NoExecute"
+            for t in (node.raw.get("spec") or {}).get("taints") or []
+        )
         found = ctx.finding(
             f"its node {node_name} is not Ready ({ready.get('status', 'no status')}: "
             f"{ready.get('message') or ready.get('reason') or 'never reported'}) since {since}: "
-            "its kubelet does not answer, so nobody confirms that the containers stopped",
+            "its kubelet does not answer, so nobody confirms that the containers stopped"
+            + ("; the node is marked out of service, so the pod garbage collector deletes the Pod" if marked else ""),
             Verdict.WAITING,
-            "if the node is gone for good, delete the Node (its Pods are then "
-            "garbage-collected); if it may come back, wait for it, or force-delete the Pod "
-            "knowing the risk",
+            f"if the node is shut down for good, mark it out of service ({_taint(node_name)}): Kubernetes then "
+            "deletes its Pods and detaches their volumes itself, the safe path for StatefulSets; or delete the "
+            "Node; if it may come back, wait for it. Force-deleting the Pod is the last resort",
             FORCE_RISK,
             controller=f"the kubelet of node {node_name}",
         )
@@ -118,8 +131,8 @@ def graceful_deletion(ctx: Context) -> Finding:
                 "kubelet",
                 f"node {node_name} is not Ready since {since}",
                 target=node,
-                step=f"kubectl delete node {node_name} if it is gone for good (or {_force(pod)}, "
-                "knowing its containers may still run)",
+                step=f"{_taint(node_name)} once it is shut down (Kubernetes then deletes its Pods and "
+                f"detaches their volumes); only if the Pod lingers after that: {_force(pod)}",
             )
         )
         return found

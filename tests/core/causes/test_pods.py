@@ -36,3 +36,13 @@ def test_without_the_nodes_the_deletion_is_unknown():
     stuck = pod("web-1", "shop", node_name="node-1", deleting_for=DELETING, grace_seconds=30)
     [finding] = explain_object(stuck, facts(stuck, lease(), unlisted=("nodes",))).findings
     assert finding.verdict == Verdict.UNKNOWN
+
+
+def test_the_out_of_service_taint_comes_before_force_deletion_for_a_node_that_stopped():
+    stuck = pod("db-0", "shop", node_name="node-1", deleting_for=DELETING, grace_seconds=30)
+    [finding] = explain_object(stuck, facts(stuck, node("node-1", ready=False), lease())).findings
+    [link] = finding.links
+    taint = "kubectl taint nodes node-1 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"
+    assert link.step.startswith(taint)
+    assert link.step.index(taint) < link.step.index("--grace-period=0 --force")
+    assert taint in finding.fix
