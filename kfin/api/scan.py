@@ -77,6 +77,8 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("rbac.authorization.k8s.io", "roles"): ("rules",),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): ("roleRef", "subjects"),
     ("rbac.authorization.k8s.io", "rolebindings"): ("roleRef", "subjects"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): ("spec",),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): ("spec",),
     ("networking.k8s.io", "servicecidrs"): ("spec.cidrs", "status.conditions"),
     ("networking.k8s.io", "ipaddresses"): ("spec.parentRef",),
     ("resource.k8s.io", "resourceclaims"): ("status.reservedFor", "status.allocation.devices.results"),

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from . import fields, rbac
 from . import status as st
-from . import webhooks
+from . import policies, webhooks
 from .cluster import CATALOG, AggregatedAPI, Cluster, ResourceType, storage_key
 from .controllers import Controllers
 from .patch import PatchError, apply_json_patch, apply_merge_patch
@@ -529,6 +529,7 @@ class FakeAPIServer:
             old = c.get(rt, ns, route.name)
             if not isinstance(payload, dict):
                 raise st.bad_request("the body of the request is empty")
+            policies.admit(c, rt, "UPDATE", old, payload, route.subresource)
             new = c.update(rt, old, payload, route.subresource, dry_run)
             return 200, self._managed(rt, old, new, query, headers, route.subresource, dry_run)
         if verb == "patch":
@@ -536,6 +537,7 @@ class FakeAPIServer:
                 raise st.method_not_allowed()
             old = c.get(rt, ns, route.name)
             new = self._patched(rt, old, headers.get("Content-Type", ""), payload)
+            policies.admit(c, rt, "UPDATE", old, new, route.subresource)
             new = c.update(rt, old, new, route.subresource, dry_run)
             return 200, self._managed(rt, old, new, query, headers, route.subresource, dry_run)
         if verb == "delete":

@@ -129,3 +129,49 @@ def test_a_kubernetes_finalizer_kfin_does_not_know_is_unknown_and_removed_only_w
     assert "forced although" in forced.stderr and "Risk: unknown: whatever the control plane guards" in forced.stderr
     [record] = [json.loads(line) for line in audit_log.read_text().splitlines()]
     assert record["removed"] == ["future.kubernetes.io/cleanup"] and record["forced"] is True
+
+
+KEEP = "example.com/keep"
+NEVER_REMOVED = (f"!has(oldObject.metadata.finalizers) || !('{KEEP}' in oldObject.metadata.finalizers) || "
+                 f"(has(object.metadata.finalizers) && '{KEEP}' in object.metadata.finalizers)")
+
+
+def test_an_admission_policy_that_denies_the_removal_blocks_it_and_is_named(cluster, audit_log):
+    """A ValidatingAdmissionPolicy (bound with Deny) whose CEL forbids removing a finalizer: BLOCKED with the
+    policy named, refused by kfin remove, and with --force the server's refusal is one error line."""
+    labels = {"kfin-test": cluster.suffix}  # only this scenario's objects: a real cluster's others are untouched
+    policy = cluster.create({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+                             "metadata": {"name": cluster.name("keep")}, "spec": {
+                                 "failurePolicy": "Fail",
+                                 "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                                         "operations": ["UPDATE"],
+                                                                         "resources": ["configmaps"]}],
+                                                      "objectSelector": {"matchLabels": labels}},
+                                 "validations": [{"expression": NEVER_REMOVED, "message": f"{KEEP} stays"}]}})
+    binding = cluster.create({"apiVersion": "admissionregistration.k8s.io/v1",
+                              "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": cluster.name("keep")},
+                              "spec": {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}})
+    cm = cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "kept", "labels": labels, "finalizers": [KEEP]}})
+    cluster.delete(cm)
+    path = cluster.path_of(cm)
+    removal = [{"op": "remove", "path": "/metadata/finalizers/0"}]
+    cluster.eventually(lambda: cluster.api.send("PATCH", path + "?dryRun=All", removal,
+                                                content_type="application/json-patch+json")[0] == 422,
+                       message="the policy to be enforced")
+    report = json.loads(run(cluster, "explain", "cm", "kept", "-n", cluster.namespace, "-o", "json").stdout)
+    [finding] = report["findings"]
+    assert finding["verdict"] == "BLOCKED" and finding["family"] == "admission-policy"
+    assert f"ValidatingAdmissionPolicy {policy['metadata']['name']} (binding {binding['metadata']['name']}) " \
+           f"denies removing it: {KEEP} stays" in finding["condition"]
+    assert [link["object"] for link in finding["links"]] == \
+        [f"ValidatingAdmissionPolicy.admissionregistration.k8s.io/{policy['metadata']['name']}"]
+    refused = run(cluster, "remove", "cm", "kept", "-n", cluster.namespace, "--finalizer", KEEP, "--confirm")
+    assert refused.code == ExitCode.REFUSED and "it cannot be removed now" in refused.stderr
+    forced = run(cluster, "remove", "cm", "kept", "-n", cluster.namespace, "--finalizer", KEEP, "--force", "--confirm")
+    assert forced.code == ExitCode.API
+    errors = [line for line in forced.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"{KEEP} stays" in errors[0], forced.stderr
+    assert cluster.get(cm)["metadata"]["finalizers"] == [KEEP]
+    [record] = [json.loads(line) for line in audit_log.read_text().splitlines()]
+    assert record["result"] == "failed" and record["removed"] == []

@@ -13,6 +13,7 @@ from kfin.core.causes import (  # noqa: F401  (they register)
     namespace,
     networking,
     pods,
+    policies,
     storage,
     webhooks,
 )

@@ -54,6 +54,11 @@ class Link:
     # risk of the step, put before each finalizer's own.
     family: str | None = None
     risk: str | None = None
+    finalizers: tuple[str, ...] | None = None  # a gate of only these finalizers (None: of every one)
+    possible: bool = False  # a gate kfin could not evaluate: named as evidence, no BLOCKED verdict
+
+    def gates(self, finalizer: str) -> bool:
+        return not self.possible and (self.finalizers is None or finalizer in self.finalizers)
 
     def to_dict(self) -> dict:
         return {
@@ -358,9 +363,13 @@ def explain_object(obj: KubeObject, facts: ClusterFacts) -> Explanation:
             if applies(obj):
                 ctx = Context(obj, "", "deletion", facts, Family(name, protects, owner))
                 findings.append(EXPLAINERS[name](ctx))
-    gating = [link for gate in GATES for link in gate(obj, facts)] if findings and obj.finalizers else []
-    for finding in findings if gating else []:
+    gates = [link for gate in GATES for link in gate(obj, facts)] if findings and obj.finalizers else []
+    for finding in findings if gates else []:
         if finding.location != "metadata.finalizers":
+            continue
+        finding.evidence += [f"possible gate: {link.why}" for link in gates if link.possible]
+        gating = [link for link in gates if link.gates(finding.finalizer)]
+        if not gating:
             continue
         finding.evidence = [f"before: {finding.verdict.value}: {finding.condition}"] + finding.evidence
         finding.verdict = Verdict.BLOCKED

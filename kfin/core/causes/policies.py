@@ -1,0 +1,137 @@
+"""ValidatingAdmissionPolicies that deny the removal of a finalizer: kube-apiserver evaluates them on every
+UPDATE they match, a finalizer's removal included (kfin's, and its controller's own). kfin evaluates the
+policy's CEL on the object without that finalizer, with the `cel` package (common-expression-language),
+where the expressions read only what kfin holds (metadata); otherwise it names the policy as a possible gate,
+with its expression."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+from kfin.core.causes.registry import EVERYWHERE, Link, gates
+from kfin.core.causes.webhooks import rule_matches, selector_matches
+from kfin.core.facts import ClusterFacts
+from kfin.model import KubeObject
+
+GROUP = "admissionregistration.k8s.io"
+POLICIES, BINDINGS = "validatingadmissionpolicies", "validatingadmissionpolicybindings"
+# object.metadata..., oldObject.metadata...: what kfin holds of every object; anything else it may not
+FIELD_READ = re.compile(r"\b(?:object|oldObject)\.(\w+)")
+
+
+class UnevaluableError(Exception):
+    """kfin cannot tell what the expression answers for the real object."""
+
+
+def evaluate(expression: str, variables: dict) -> object:
+    """The CEL expression's value; UnevaluableError when it reads beyond metadata or does not evaluate here (an
+    extension function of kube-apiserver's, params, the authorizer)."""
+    if any(field != "metadata" for field in FIELD_READ.findall(expression)):
+        raise UnevaluableError("it reads more of the object than its metadata")
+    import cel  # 0.2 s to import: only when a policy matches an object being explained
+
+    try:
+        return cel.evaluate(expression, variables)
+    except (ValueError, TypeError, RuntimeError) as error:
+        raise UnevaluableError(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
+
+
+def _matches(resources: dict | None, obj: KubeObject, namespace_labels: dict) -> bool:
+    """matchConstraints or a binding's matchResources: rules, exclusions and selectors (None matches all)."""
+    if not resources:
+        return True
+    rules = resources.get("resourceRules")
+    if rules is not None and not any(rule_matches(rule, obj) for rule in rules):
+        return False
+    if any(rule_matches(rule, obj) for rule in resources.get("excludeResourceRules") or []):
+        return False
+    if obj.namespace and not selector_matches(resources.get("namespaceSelector"), namespace_labels):
+        return False
+    return selector_matches(resources.get("objectSelector"), obj.meta.get("labels") or {})
+
+
+def _without(obj: KubeObject, finalizer: str) -> dict:
+    after = copy.deepcopy(obj.raw)
+    after["metadata"]["finalizers"] = [f for f in obj.finalizers if f != finalizer]
+    return after
+
+
+@gates(reads=((GROUP, POLICIES, EVERYWHERE), (GROUP, BINDINGS, EVERYWHERE)))
+def denying_policies(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
+    policies = {p.name: p for p in facts.objects(GROUP, POLICIES, full=True) or []}
+    if not policies:
+        return []
+    labels: dict = {}
+    if obj.namespace:
+        ns = (facts.namespaces_by_name() or {}).get(obj.namespace)
+        labels = (ns.meta.get("labels") or {}) if ns else {}
+    links = []
+    for binding in facts.objects(GROUP, BINDINGS, full=True) or []:
+        spec = binding.raw.get("spec") or {}
+        policy = policies.get(str(spec.get("policyName") or ""))
+        if policy is None or "Deny" not in (spec.get("validationActions") or []):
+            continue
+        policy_spec = policy.raw.get("spec") or {}
+        if not _matches(policy_spec.get("matchConstraints"), obj, labels) or not _matches(
+            spec.get("matchResources"), obj, labels
+        ):
+            continue
+        links += _denials(obj, policy, binding, policy_spec)
+    return links
+
+
+def _denials(obj: KubeObject, policy: KubeObject, binding: KubeObject, spec: dict) -> list[Link]:
+    """A Link for each finalizer whose removal the policy denies (or may deny)."""
+    fail_closed = (spec.get("failurePolicy") or "Fail") == "Fail"
+    named = f"ValidatingAdmissionPolicy {policy.name} (binding {binding.name})"
+    step = (
+        f"change ValidatingAdmissionPolicy {policy.name} (or its binding {binding.name}) so that it allows the "
+        f"removal, or kubectl delete validatingadmissionpolicybinding {binding.name} if what it enforces is obsolete"
+    )
+    risk = "changing or unbinding the policy lifts what it enforces for every object it matches"
+    denied: dict[str, str] = {}
+    possible: list[str] = []
+    for finalizer in obj.finalizers:
+        variables = {
+            "object": _without(obj, finalizer),
+            "oldObject": obj.raw,
+            "request": {"operation": "UPDATE", "namespace": obj.namespace, "name": obj.name},
+        }
+        try:
+            if not all(
+                evaluate(c.get("expression") or "", variables) is True for c in spec.get("matchConditions") or []
+            ):
+                continue
+            for validation in spec.get("validations") or []:
+                if evaluate(validation.get("expression") or "", variables) is not True:
+                    denied[finalizer] = (
+                        validation.get("message") or f"failed expression: {validation.get('expression')}"
+                    )
+                    break
+        except UnevaluableError as error:
+            if fail_closed:
+                possible.append(f"{finalizer} ({error})")
+    links = [
+        Link(
+            "admission-policy",
+            f"{named} denies removing it: {message}",
+            target=policy,
+            step=step,
+            family="admission-policy",
+            risk=risk,
+            finalizers=(finalizer,),
+        )
+        for finalizer, message in denied.items()
+    ]
+    if possible:
+        expressions = "; ".join(str(v.get("expression")) for v in spec.get("validations") or [])
+        links.append(
+            Link(
+                "admission-policy",
+                f"{named} matches the removal of {', '.join(possible)} and kfin could not evaluate it: {expressions}",
+                target=policy,
+                possible=True,
+            )
+        )
+    return links

@@ -1,0 +1,46 @@
+"""ValidatingAdmissionPolicies in front of a finalizer's removal (kfin/core/causes/policies.py), on plain values."""
+
+from datetime import timedelta
+
+from kfin.core.causes import Verdict, explain_object
+from tests.values import facts, obj
+
+KEEP = "example.com/keep"
+
+
+def policy_and_binding(expression: str, resources: tuple[str, ...] = ("configmaps",), actions=("Deny",)):
+    policy = obj("validatingadmissionpolicies.admissionregistration.k8s.io", "keep", spec={
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                                                "resources": list(resources)}]},
+        "validations": [{"expression": expression, "message": "it stays"}]})
+    binding = obj("validatingadmissionpolicybindings.admissionregistration.k8s.io", "keep",
+                  spec={"policyName": "keep", "validationActions": list(actions)})
+    return policy, binding
+
+
+def held(*finalizers: str):
+    return obj("cm", "kept", "shop", finalizers=finalizers or (KEEP,), deleting_for=timedelta(hours=1))
+
+
+def test_a_policy_whose_cel_denies_the_removal_blocks_that_finalizer_only():
+    cm = held(KEEP, "example.com/other")
+    rules = policy_and_binding(f"has(object.metadata.finalizers) && '{KEEP}' in object.metadata.finalizers")
+    kept, other = explain_object(cm, facts(cm, *rules)).findings
+    assert kept.verdict == Verdict.BLOCKED and "denies removing it: it stays" in kept.condition
+    assert other.verdict != Verdict.BLOCKED  # removing the other one keeps KEEP: allowed
+
+
+def test_a_policy_that_allows_the_removal_or_is_only_audited_gates_nothing():
+    cm = held()
+    for rules in (policy_and_binding("true"), policy_and_binding("false", actions=("Audit",)),
+                  policy_and_binding("false", resources=("secrets",))):
+        [finding] = explain_object(cm, facts(cm, *rules)).findings
+        assert finding.verdict != Verdict.BLOCKED
+
+
+def test_a_policy_reading_more_than_metadata_is_a_possible_gate_named_as_evidence():
+    cm = held()
+    [finding] = explain_object(cm, facts(cm, *policy_and_binding("object.data.size() > 0"))).findings
+    assert finding.verdict != Verdict.BLOCKED
+    assert any(e.startswith("possible gate: ValidatingAdmissionPolicy keep") and "object.data.size() > 0" in e
+               for e in finding.evidence)
