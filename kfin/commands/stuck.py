@@ -25,6 +25,7 @@ from kfin.commands.flags import (
     merged,
     snapshot_flag,
 )
+from kfin.core.causes.conversion import list_failure_causes
 from kfin.core.stuck import find_all, gating_webhooks, report, storage_problems
 from kfin.errors import ExitCode
 from kfin.names import check_kind
@@ -92,8 +93,12 @@ def stuck(
     )
     rows, sources = find_all(scope, kind or (), finalizer, older, progress=progress_bar)
     inventories = [f.inventory for f in sources]
-    for inv in inventories:
-        warn_failures(inv.failures, f"[{inv.context}] " if len(inventories) > 1 and inv.context else "")
+    for facts in sources:
+        inv = facts.inventory
+        prefix = f"[{inv.context}] " if len(inventories) > 1 and inv.context else ""
+        warn_failures(inv.failures, prefix)
+        for target, why in list_failure_causes(facts).items():
+            warn(f"{prefix}root cause of the failed list of {target}: {why}")
     gating = gating_webhooks(rows, sources)
     for why, count in gating.items():
         warn(f"{why} ({count} stuck object{'s' if count != 1 else ''} gated)")

@@ -23,6 +23,7 @@ Writes by these controllers are not sent through admission webhooks, and record 
 
 import copy
 import ipaddress
+import re
 import time
 from datetime import datetime, timezone
 
@@ -322,9 +323,12 @@ class Controllers:
                       and rt.origin != "aggregated"]
         if delete_content:
             for rt in namespaced:
+                if self._conversion_fails(rt):
+                    continue  # the controller lists it at the preferred version: the conversion fails
                 for obj in c.list(rt, name):
                     if not obj["metadata"].get("deletionTimestamp"):
                         c.delete(rt, obj, "Background", None)
+        unconvertible = [rt for rt in namespaced if self._conversion_fails(rt) and c.list(rt, name)]
         remaining, finalizers = {}, {}
         for rt in namespaced:
             for obj in c.list(rt, name):
@@ -340,6 +344,10 @@ class Controllers:
                 "finalizers", [f for f in o["spec"]["finalizers"] if f != "kubernetes"]), subresource="finalize")
             return
         conditions = _ok_conditions()
+        if unconvertible:
+            conditions["NamespaceDeletionContentFailure"] = ("True", "ContentDeletionFailed",
+                "Failed to delete all resource types, " + str(len(unconvertible)) + " remaining: " +
+                ", ".join(f"conversion webhook for {rt.group}/{rt.version}, Kind={rt.kind} failed" for rt in unconvertible))
         conditions["NamespaceContentRemaining"] = ("True", "SomeResourcesRemain", "Some resources are remaining: " +
             ", ".join(f"{r} has {n} resource instances" for r, n in sorted(remaining.items())))
         if finalizers:
@@ -347,6 +355,17 @@ class Controllers:
                 "Some content in the namespace has finalizers remaining: " +
                 ", ".join(f"{f} in {n} resource instances" for f, n in sorted(finalizers.items())))
         self._set_conditions(ns, now, conditions)
+
+    def _conversion_fails(self, rt) -> bool:
+        """A custom resource type whose preferred version is not its storage version, behind a conversion
+        webhook the fake cannot call (see FakeAPIServer._convert)."""
+        c = self.c
+        if rt.origin != "crd":
+            return False
+        crd = c.find(c.types[CRDS], "", f"{rt.name}.{rt.group}")
+        conversion = ((crd or {}).get("spec") or {}).get("conversion") or {}
+        versions = c.group_versions.get(rt.group) or []
+        return conversion.get("strategy") == "Webhook" and bool(versions) and versions[0] != rt.version
 
     def _set_conditions(self, ns, now, wanted: dict):
         def apply(o):
@@ -773,7 +792,9 @@ class Controllers:
                               names.get("categories", []), subresources, origin="crd")
             if c.types.get(rt.key) is None or c.types[rt.key].origin == "crd":
                 c.register(rt)
-                for v in sorted(served, key=lambda v: v["name"] != storage):
+                # served versions in kube-aware priority (v1 before v1beta1 before v1alpha1), as discovery lists
+                # them: the first is the preferred version, which need not be the storage version
+                for v in sorted(served, key=lambda v: _version_priority(v["name"])):
                     entries = [e for gv, es in c.discovery.items() if gv == f"{group}/{v['name']}"
                                for e in es if e["name"].split("/")[0] != rt.name]
                     entries.append(rt.discovery_entry())
@@ -867,6 +888,16 @@ def _ok_conditions(skip_discovery=False) -> dict:
                                          "All content-preserving finalizers finished"),
     })
     return conditions
+
+
+def _version_priority(version: str) -> tuple:
+    """apimachinery's CompareKubeAwareVersionStrings as a sort key: GA, then beta, then alpha, higher first;
+    names of another form last, alphabetically."""
+    match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if not match:
+        return (3, 0, 0, version)
+    major, stage, minor = int(match.group(1)), match.group(2), int(match.group(3) or 0)
+    return ({None: 0, "beta": 1, "alpha": 2}[stage], -major, -minor, version)
 
 
 def pod_claims(pod) -> set:

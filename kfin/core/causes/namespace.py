@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from kfin.core.causes.conversion import conversion_step, failing_conversions, list_failure_causes
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     EVERYWHERE,
@@ -41,7 +42,11 @@ def unavailable_apiservices(ctx: Context) -> list:
 @explains(
     "namespace",
     Entry("kubernetes", "a namespace until its content is deleted", "kube-controller-manager (namespace controller)"),
-    reads=(("apiregistration.k8s.io", "apiservices", EVERYWHERE), CONTROLLER_MANAGER_LEASE),
+    reads=(
+        ("apiregistration.k8s.io", "apiservices", EVERYWHERE),
+        ("apiextensions.k8s.io", "customresourcedefinitions", EVERYWHERE),
+        CONTROLLER_MANAGER_LEASE,
+    ),
 )
 def namespace(ctx: Context) -> Finding:
     ns, facts = ctx.obj, ctx.facts
@@ -92,6 +97,28 @@ def namespace(ctx: Context) -> Finding:
             f"kubectl get -n {ns.name}",
             FINALIZE_RISK,
         )
+    unlistable = list_failure_causes(facts)
+    converting = [
+        (crd, why)
+        for crd, why in failing_conversions(facts)
+        if any(target == crd.name or target.startswith(crd.name + " ") for target in unlistable)
+    ]
+    if converting and ns.terminating:
+        failure = conditions.get("NamespaceDeletionContentFailure", {})
+        found = ctx.finding(
+            f"the namespace controller cannot list {', '.join(crd.name for crd, _ in converting)} to delete them: "
+            + "; ".join(why for _, why in converting),
+            Verdict.HOLDING,
+            "; ".join(conversion_step(crd) for crd, _ in converting) + "; the namespace controller then carries on",
+            FINALIZE_RISK,
+            [why for _, why in converting]
+            + ([f"condition NamespaceDeletionContentFailure: {failure.get('message')}"] if failure else []),
+        )
+        found.summary = f"{converting[0][1]}, so the namespace controller cannot delete what it converts"
+        found.links = [
+            Link("conversion-failure", why, target=crd, step=conversion_step(crd)) for crd, why in converting
+        ]
+        return found
     remaining = [o for o in content if o.namespace == ns.name and o.type.namespaced]
     if remaining:
         kinds = Counter(o.type.qualified for o in remaining)
