@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from kfin.api.scan import MANAGERS
 from kfin.commands.flags import (
     ContextOpt,
     KindArg,
@@ -17,14 +18,16 @@ from kfin.commands.flags import (
     merged,
     snapshot_flag,
 )
+from kfin.core import audit
 from kfin.core.blocking import follow
 from kfin.core.causes import explain_cached
+from kfin.core.causes.registry import note_readded
 from kfin.core.lookup import load_target
 from kfin.core.stuck import is_stuck
-from kfin.errors import ExitCode
+from kfin.errors import ExitCode, KfinError
 from kfin.names import check_kind, check_name
 from kfin.render import data, explanation
-from kfin.render.terminal import warn_failures
+from kfin.render.terminal import warn, warn_failures
 
 
 def explain(
@@ -61,6 +64,10 @@ def explain(
     fmt = check_output(options, ("table", "json", "yaml"))
     obj, facts = load_target(options.scope(from_snapshot=from_snapshot, refresh=refresh), kind, name)
     found = explain_cached(obj, facts)
+    try:  # what kfin removed before and is back: who adds it back
+        note_readded(found, audit.readded(obj, audit.read(audit.default_path())), obj.raw.get(MANAGERS) or {})
+    except KfinError as error:
+        warn(f"the audit log could not be read ({error.message}): kfin cannot tell what it removed before")
     chain = follow(obj, facts) if is_stuck(obj, facts) else None
     events = facts.warnings_about(obj)
     if fmt == "table":

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kfin.errors import KfinError, UsageError
+from kfin.model import KubeObject
 
 
 class AuditError(KfinError):
@@ -72,6 +73,20 @@ def record(entry: dict, path: Path) -> AuditError | None:
 class AuditLog:
     records: list[dict] = field(default_factory=list)
     bad_lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
+
+
+def readded(obj: KubeObject, log: AuditLog) -> dict[str, str]:
+    """Finalizers the object carries again although the audit log records that kfin removed them from it
+    (the same uid): {finalizer: when it was removed}. Someone re-adds them: a live controller, or a tool."""
+    out: dict[str, str] = {}
+    for record in log.records:
+        target = record.get("object") or {}
+        if target.get("uid") != obj.uid or record.get("result") not in ("removed", "unchanged"):
+            continue
+        for finalizer in record.get("removed") or []:
+            if finalizer in obj.finalizers:
+                out[finalizer] = str(record.get("time") or "an unknown time")
+    return out
 
 
 def _record_problem(record: object) -> str | None:

@@ -269,3 +269,19 @@ def test_kfin_audit_lists_what_was_done(cluster, audit_log):
     assert header.split() == ["TIME", "CONTEXT", "USER", "OBJECT", "REMOVED", "VERDICTS", "FORCED", "RESULT"]
     assert f"ConfigMap/{cluster.namespace}/held" in row and "example.com/a,example.com/b" in row
     assert json.loads(kfin("audit", "-o", "json").stdout)[0]["result"] == "removed"
+
+
+def test_explain_names_who_adds_back_a_finalizer_kfin_removed(cluster, audit_log):
+    """Issue 23: a finalizer kfin removed (here from a live object, --allow-live) and that a writer put back is
+    explained with that writer's field manager, from managedFields and the audit log."""
+    cm = stuck_configmap(cluster, name="again", finalizers=("example.com/a",), delete=False)
+    removed = remove(cluster, "configmap", "again", "--finalizer", "example.com/a", "--allow-live", "--confirm")
+    assert removed.code == ExitCode.OK, removed
+    cluster.api.ok("PATCH", cluster.path_of(cm) + "?fieldManager=widget-operator",
+                   {"metadata": {"finalizers": ["example.com/a"]}}, content_type="application/merge-patch+json")
+    report = json.loads(kfin("explain", "configmap", "again", "-n", cluster.namespace, "-o", "json",
+                             "--kubeconfig", str(cluster.kubeconfig)).stdout)
+    [finding] = report["findings"]
+    [line] = [e for e in finding["evidence"] if "audit log" in e]
+    assert line.startswith("kfin removed it at ") and 'field manager "widget-operator" added it back' in line
+    assert finding["fix"].startswith("find out why widget-operator adds it back")

@@ -385,6 +385,22 @@ def explain_object(obj: KubeObject, facts: ClusterFacts) -> Explanation:
     return Explanation(obj, findings, seconds)
 
 
+def note_readded(explanation: Explanation, readded: dict[str, str], managers: dict[str, str]) -> None:
+    """Say, on each finding whose finalizer kfin removed before and that is back, who added it back (its field
+    manager, from managedFields): removing it again would only be undone."""
+    for finding in explanation.findings:
+        when = readded.get(finding.finalizer)
+        if when is None:
+            continue
+        manager = managers.get(finding.finalizer)
+        who = f'field manager "{manager}"' if manager else "a writer managedFields do not name"
+        finding.evidence.append(f"kfin removed it at {when} (audit log), and {who} added it back since")
+        finding.detail["readdedBy"] = manager
+        finding.fix = (
+            f"find out why {manager or 'its writer'} adds it back (its logs) before removing it again; " + finding.fix
+        )
+
+
 def explain_cached(obj: KubeObject, facts: ClusterFacts) -> Explanation:
     """explain_object, once per object and Facts: causes name the blockers of the objects they wait on,
     and the blocking graph follows them. An object met again while it is being explained (an ownership
