@@ -290,3 +290,32 @@ def test_managed_fields_name_the_controller_when_rbac_cannot_be_read(cluster):
     assert f["verdict"] == "WAITING" and f["controllerAlive"] is False
     assert f"Deployment {cluster.namespace}/widget-operator (the field manager that added it) is installed but not " \
            "running (0/1 ready)" in f["condition"]
+
+
+def test_a_running_controller_forbidden_to_update_is_named_with_the_missing_grant(fake, fake_kubeconfig):
+    """Fake only: a Deployment reported ready, which a real cluster's deployment controller would rewrite.
+    The widget operator runs (the field manager that added the finalizer) but no RBAC lets it update widgets."""
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    group = "forbidden.example.com"
+    api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {"group": group, "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                     "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    deploy = api.create("/apis/apps/v1/namespaces/default/deployments", {
+        "metadata": {"name": "widget-operator"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "w"}}, "template": {
+            "metadata": {"labels": {"app": "w"}},
+            "spec": {"serviceAccountName": "widget-operator", "containers": [{"name": "c", "image": "x"}]}}}})
+    api.ok("PUT", "/apis/apps/v1/namespaces/default/deployments/widget-operator/status",
+           dict(deploy, status={"replicas": 1, "readyReplicas": 1}))
+    api.ok("POST", f"/apis/{group}/v1/namespaces/default/widgets?fieldManager=widget-operator",
+           {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1", "finalizers": [f"{group}/x"]}})
+    api.delete(f"/apis/{group}/v1/namespaces/default/widgets/w1")
+    result = kfin("explain", f"widgets.{group}", "w1", "-n", "default", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
+    [f] = json.loads(result.stdout)["findings"]
+    assert f["verdict"] == "WAITING" and f["controllerAlive"] is True
+    assert f"forbidden to update widgets.{group}" in f["condition"]
+    assert f["fix"].startswith(f"grant ServiceAccount default/widget-operator update and patch on widgets.{group}")

@@ -24,6 +24,7 @@ from kfin.core.causes.registry import (
     explains,
     kfin_remove_command,
 )
+from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject
 
 RBAC = "rbac.authorization.k8s.io"
@@ -159,12 +160,12 @@ def _workloads(ctx: Context, grant: Grant) -> tuple[list[KubeObject], list[str],
     return mine, idle, notes
 
 
-def _by_manager(ctx: Context, manager: str) -> list[tuple[KubeObject, int, int]] | None:
+def workloads_of_manager(facts: ClusterFacts, manager: str) -> list[tuple[KubeObject, int, int]] | None:
     """(workload, ready, wanted) of the Deployments, StatefulSets and DaemonSets named like a field manager
     (or labelled app.kubernetes.io/name with it), in any namespace; None when none of them can be read."""
     found, readable = [], False
     for group, resource in (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets")):
-        workloads = ctx.facts.objects(group, resource, None, full=True)
+        workloads = facts.objects(group, resource, None, full=True)
         readable = readable or workloads is not None
         for w in workloads or []:
             account = (((w.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("serviceAccountName")
@@ -182,7 +183,7 @@ def _by_evidence(
 ) -> Finding | None:
     """The workload of the field manager that added the finalizer, if kfin sees it: running (and allowed to
     update the resource, or not), or installed but not running."""
-    matched = _by_manager(ctx, manager)
+    matched = workloads_of_manager(ctx.facts, manager)
     if not matched:
         return None
     running = [(w, r, n) for w, r, n in matched if r > 0]
@@ -382,7 +383,7 @@ def custom(ctx: Context) -> Finding:
         found.summary = line
         found.remove_command = kfin_remove_command(obj, ctx.finalizer)
         return found
-    if manager and _by_manager(ctx, manager) is None:
+    if manager and workloads_of_manager(ctx.facts, manager) is None:
         found = ctx.finding(
             f'kfin could not read the workloads that may be field manager "{manager}", which added it',
             Verdict.UNKNOWN,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kfin.api.scan import MANAGERS
+from kfin.core.causes.custom import workloads_of_manager
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     EVERYWHERE,
@@ -250,6 +252,8 @@ def csi_volume(ctx: Context) -> Finding:
                 for a in attached
             ]
             return found
+    if obj.type.group == "storage.k8s.io" and obj.type.resource == "volumeattachments" and driver:
+        return _attachment(ctx, full, driver, risk)
     if ctx.finalizer == "kubernetes.io/pv-controller" or not driver:
         return waiting_on_controller_manager(ctx, "the persistent volume controller deprovisions the volume", risk)
     drivers = facts.objects("storage.k8s.io", "csidrivers")
@@ -353,3 +357,90 @@ def vac_protection(ctx: Context) -> Finding:
             )
         )
     return found
+
+
+def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) -> Finding:
+    """A VolumeAttachment's external-attacher finalizer: its node (gone, or not Ready), its CSI driver
+    (registered), and the attacher that added the finalizer (its field manager's workload, running or not)."""
+    facts = ctx.facts
+    node_name = str((attachment.raw.get("spec") or {}).get("nodeName") or "")
+    evidence: list[str] = []
+    nodes = facts.objects("", "nodes", full=True)
+    node = next((n for n in nodes or [] if n.name == node_name), None)
+    node_gone = nodes is not None and node is None
+    if node_gone:
+        evidence.append(f"its node {node_name} does not exist: the volume can no longer be unmounted there")
+    elif node is not None:
+        ready: dict = next(
+            (c for c in (node.raw.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {}
+        )
+        evidence.append(f"its node {node_name} is {'Ready' if ready.get('status') == 'True' else 'not Ready'}")
+    drivers = facts.objects("storage.k8s.io", "csidrivers")
+    if drivers is not None:
+        registered = any(d.name == driver for d in drivers)
+        evidence.append(f"CSIDriver {driver} is {'registered' if registered else 'not registered'}")
+    manager = (attachment.raw.get(MANAGERS) or {}).get(ctx.finalizer)
+    workloads = workloads_of_manager(facts, manager) if manager else None
+    running = [(w, r, n) for w, r, n in workloads or [] if r > 0]
+    if manager:
+        evidence.append(
+            f'the finalizer was added by field manager "{manager}": '
+            + (
+                f"{running[0][0].type.kind} {running[0][0].namespace}/{running[0][0].name} runs"
+                if running
+                else "its workload " + ("is installed but not running" if workloads else "was not found")
+            )
+        )
+    shutdown = (
+        f"; if node {node_name} is shut down for good, kubectl taint nodes {node_name} "
+        "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute lets Kubernetes detach it"
+        if node is not None and node_gone is False
+        else ""
+    )
+    if running:
+        found = ctx.finding(
+            f"the external-attacher of {driver} runs and should detach the volume, then remove it"
+            + (
+                f" (its node {node_name} is gone: the attach-detach controller detaches without waiting for an "
+                "unmount after 6 minutes)"
+                if node_gone
+                else ""
+            ),
+            Verdict.WAITING,
+            f"check the {driver} attacher's logs{shutdown}",
+            risk,
+            evidence,
+            True,
+            controller=f"the external-attacher of {driver}",
+        )
+        return found
+    if workloads:
+        w = workloads[0][0]
+        found = ctx.finding(
+            f"the external-attacher of {driver} ({w.type.kind} {w.namespace}/{w.name}) is installed but not running",
+            Verdict.WAITING,
+            f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it detaches and removes it",
+            risk,
+            evidence,
+            False,
+            controller=f"the external-attacher of {driver}",
+        )
+        found.links.append(
+            Link(
+                "controller",
+                f"{w.type.kind} {w.namespace}/{w.name} is not running",
+                target=w,
+                step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}",
+            )
+        )
+        return found
+    return ctx.finding(
+        f"kfin found no running external-attacher of {driver}"
+        + (f" and its node {node_name} is gone" if node_gone else ""),
+        Verdict.UNKNOWN,
+        f"check that the {driver} CSI controller (its external-attacher) runs{shutdown}; if the driver was "
+        "uninstalled, detach the disk in the storage backend, then remove the finalizer",
+        risk,
+        evidence,
+        controller=f"the external-attacher of {driver}",
+    )

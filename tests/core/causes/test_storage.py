@@ -47,3 +47,30 @@ def test_a_volume_still_bound_to_its_claim_is_held_by_it():
     [finding] = explain_object(pv, facts(pv, pvc, lease())).findings
     assert finding.verdict == Verdict.HOLDING
     assert any(link.target is not None and link.target.name == "data" for link in finding.links)
+
+
+def attachment(node_name: str = "node-1", **kwargs: object):
+    return obj("volumeattachments.storage.k8s.io", "csi-123", finalizers=("external-attacher/ebs-csi-aws-com",),
+               deleting_for=timedelta(minutes=30),
+               spec={"attacher": "ebs.csi.aws.com", "nodeName": node_name,
+                     "source": {"persistentVolumeName": "pv-1"}}, **kwargs)
+
+
+def test_an_attachment_whose_attacher_runs_waits_for_it_and_names_its_gone_node():
+    from kfin.api.scan import MANAGERS
+
+    va = attachment("gone-node", **{MANAGERS: {"external-attacher/ebs-csi-aws-com": "csi-attacher"}})
+    attacher = obj("deploy.apps", "ebs-csi-controller", "kube-system", labels={"app.kubernetes.io/name": "csi-attacher"},
+                   spec={"replicas": 1, "template": {"spec": {"serviceAccountName": "ebs-csi"}}},
+                   status={"readyReplicas": 1})
+    [finding] = explain_object(va, facts(va, attacher, lease())).findings
+    assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
+    assert "its node gone-node is gone" in finding.condition
+    assert "its node gone-node does not exist: the volume can no longer be unmounted there" in finding.evidence
+
+
+def test_an_attachment_without_a_found_attacher_is_unknown_never_orphaned():
+    va = attachment()
+    [finding] = explain_object(va, facts(va, lease())).findings
+    assert finding.verdict == Verdict.UNKNOWN
+    assert "CSIDriver ebs.csi.aws.com is not registered" in finding.evidence
