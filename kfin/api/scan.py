@@ -36,6 +36,8 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
         "spec.volumeName",
         "spec.storageClassName",
         "spec.volumeAttributesClassName",
+        "spec.dataSource",
+        "spec.dataSourceRef",
         "status.phase",
         "status.currentVolumeAttributesClassName",
         "status.modifyVolumeStatus",
@@ -83,6 +85,16 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): ("spec",),
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): ("spec",),
     ("networking.k8s.io", "servicecidrs"): ("spec.cidrs", "status.conditions"),
+    ("snapshot.storage.k8s.io", "volumesnapshots"): (
+        "spec.source",
+        "status.readyToUse",
+        "status.boundVolumeSnapshotContentName",
+    ),
+    ("snapshot.storage.k8s.io", "volumesnapshotcontents"): (
+        "spec.volumeSnapshotRef",
+        "spec.deletionPolicy",
+        "status.readyToUse",
+    ),
     ("networking.k8s.io", "ipaddresses"): ("spec.parentRef",),
     ("resource.k8s.io", "resourceclaims"): ("status.reservedFor", "status.allocation.devices.results"),
 }

@@ -25,7 +25,7 @@ from kfin.commands.flags import (
     merged,
     snapshot_flag,
 )
-from kfin.core.causes.conversion import list_failure_causes
+from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.stuck import find_all, gating_webhooks, report, storage_problems
 from kfin.errors import ExitCode
 from kfin.names import check_kind

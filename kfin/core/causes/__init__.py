@@ -14,6 +14,7 @@ from kfin.core.causes import (  # noqa: F401  (they register)
     networking,
     pods,
     policies,
+    snapshots,
     storage,
     webhooks,
 )

@@ -131,19 +131,6 @@ def crd_cleanup(ctx: Context) -> Finding:
     )
 
 
-@explains(
-    "volume-snapshot",
-    Entry("snapshot.storage.kubernetes.io/*", "a snapshot or its source while in use", "the snapshot controller"),
-)
-def snapshot(ctx: Context) -> Finding:
-    return ctx.finding(
-        "waiting for the snapshot controller",
-        Verdict.WAITING,
-        "check the snapshot controller's Pods and logs",
-        "removing it may delete a snapshot still in use, or leave the storage snapshot behind",
-    )
-
-
 @explains("unknown")
 def unknown(ctx: Context) -> Finding:
     found = ctx.finding(

@@ -29,20 +29,6 @@ def failing_conversions(facts: ClusterFacts) -> list[tuple[KubeObject, str]]:
     return out
 
 
-def list_failure_causes(facts: ClusterFacts) -> dict[str, str]:
-    """For each failed list of a custom resource type whose CRD's conversion webhook cannot be called: that
-    cause, by the failure's target (kfin's own list failed for the same reason the namespace controller's does)."""
-    causes = {}
-    broken = failing_conversions(facts)
-    for failure in facts.inventory.failures:
-        if failure.what != "list":
-            continue
-        for crd, why in broken:
-            if failure.target == crd.name or failure.target.startswith(crd.name + " "):
-                causes[failure.target] = why
-    return causes
-
-
 def conversion_step(crd: KubeObject) -> str:
     client = (((crd.raw.get("spec") or {}).get("conversion") or {}).get("webhook") or {}).get("clientConfig") or {}
     service = client.get("service") or {}

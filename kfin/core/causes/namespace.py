@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from kfin.core.causes.conversion import conversion_step, failing_conversions, list_failure_causes
+from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     EVERYWHERE,
@@ -18,6 +18,7 @@ from kfin.core.causes.registry import (
     state_line,
     waiting_on_controller_manager,
 )
+from kfin.core.causes.unreadable import list_failure_causes
 
 STALE_GROUP = re.compile(r"(\S+): stale GroupVersion discovery")
 
