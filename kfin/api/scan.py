@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Set
+from collections.abc import Callable, Iterable, Set
 from functools import partial
 from typing import Any
 
@@ -100,6 +100,20 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+REDUCED_FIELDS[("policy", "poddisruptionbudgets")] = ("spec.selector", "status.disruptionsAllowed")
+
+
+def keep_fields(resource: str, fields: Iterable[str], group: str = "*") -> None:
+    """Keep these fields too when objects of `resource` are read whole (`group` "*": in any group): what the
+    catalog of ecosystem finalizers reads of related objects (kfin.core.catalog)."""
+    key = (group, resource)
+    REDUCED_FIELDS[key] = tuple(dict.fromkeys((*REDUCED_FIELDS.get(key, ()), *fields)))
+
+
+def _reduced_fields(key: tuple[str, str]) -> tuple[str, ...]:
+    return REDUCED_FIELDS.get(key, ()) + REDUCED_FIELDS.get(("*", key[1]), ())
+
+
 MANAGERS = "finalizerManagers"  # kept beside an object's metadata: {finalizer: the field manager that added it}
 
 
@@ -161,7 +175,7 @@ def _webhook(hook: dict) -> dict:
 def reduce_object(key: tuple[str, str], obj: dict) -> dict:
     """The fields of REDUCED_FIELDS that the object has, at their places, and nothing else."""
     out: dict = {}
-    for path in REDUCED_FIELDS.get(key, ()):
+    for path in _reduced_fields(key):
         node: Any = obj
         parts = path.split(".")
         for part in parts:

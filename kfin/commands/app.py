@@ -71,6 +71,9 @@ COMMANDS = {
     ),
     "serve": Command("kfin.commands.serve", "Scan periodically (read-only) and serve the result to Prometheus."),
     "audit": Command("kfin.commands.audit", "List the finalizer removals kfin applied, from its audit log."),
+    "catalog": Command(
+        "kfin.commands.catalog", "The catalog of ecosystem finalizers kfin knows: list it, or check a file of your own."
+    ),
     "snapshot": Command(
         "kfin.commands.snapshot",
         "Save what kfin's commands need into one JSON file, to read later with --from-snapshot.",
@@ -79,9 +82,15 @@ COMMANDS = {
 
 
 def load_command(name: str) -> Any:
-    """The Click command of one registry entry, built by Typer from its module's function."""
+    """The Click command of one registry entry, built by Typer from its module's function (or its Typer app,
+    for a command with subcommands)."""
+    found = getattr(importlib.import_module(COMMANDS[name].module), name)
+    if isinstance(found, typer.Typer):
+        command = typer.main.get_command(found)
+        command.name = name
+        return command
     single = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
-    single.command(name)(getattr(importlib.import_module(COMMANDS[name].module), name))
+    single.command(name)(found)
     command = typer.main.get_command(single)
     command.name = name
     return command
@@ -146,13 +155,26 @@ def root(
         is_eager=True,
         help="Show kfin's version and the Kubernetes client's, and exit.",
     ),
+    catalog: list[str] | None = typer.Option(
+        None,
+        "--catalog",
+        metavar="FILE",
+        help="A catalog of ecosystem finalizers of your own (repeatable), read after the shipped one and "
+        "$XDG_CONFIG_HOME/kfin/catalog.d; its entries win.",
+    ),
 ) -> None:
     """Find out why Kubernetes objects are stuck in Terminating, and unstick them safely.
 
     Connection flags (--kubeconfig, --context, -n, -A, -o, --request-timeout) work before or after the command.
     """
     ctx.obj = Options(
-        kubeconfig, context, namespace, bool(all_namespaces), output, request_timeout_seconds(request_timeout)
+        kubeconfig,
+        context,
+        namespace,
+        bool(all_namespaces),
+        output,
+        request_timeout_seconds(request_timeout),
+        tuple(catalog or ()),
     )
 
 

@@ -145,6 +145,7 @@ class Options:
     all_namespaces: bool = False
     output: str | None = None
     request_timeout: float | None = None
+    catalogs: tuple[str, ...] = ()  # --catalog FILE: entries of the user's own (kfin.core.catalog)
 
     def __post_init__(self) -> None:
         if self.namespace is not None:
@@ -171,6 +172,7 @@ class Options:
             refresh,
             concurrency,
             chunk_size,
+            self.catalogs,
         )
 
 

@@ -15,7 +15,7 @@ from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of
 from kfin.api.events import warning_events
 from kfin.api.resources import Catalog
-from kfin.api.scan import read_objects, scan
+from kfin.api.scan import MANAGERS, read_objects, scan
 from kfin.errors import KfinError
 from kfin.model import Failure, Inventory, KubeObject, ResourceType
 from kfin.util.parallel import completed
@@ -44,6 +44,7 @@ class ClusterFacts(Protocol):
     def blocking_dependents(self, uid: str) -> list[KubeObject]: ...
     def namespaces_by_name(self) -> dict[str, KubeObject] | None: ...
     def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None: ...
+    def whole(self, obj: KubeObject) -> dict | None: ...
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None: ...
     def prefetch(self, wanted: set[tuple[str, str, str | None]], concurrency: int = 8) -> None: ...
 
@@ -327,6 +328,23 @@ class Facts:
         if self.kube is None or not obj.namespace:
             return None
         return warning_events(self.kube, obj.namespace, obj.type.kind, obj.name, obj.uid, most)
+
+    def whole(self, obj: KubeObject) -> dict | None:
+        """The object as the server has it now, every field (what a catalog entry's holders read of it); from a
+        snapshot, the object as kept when it holds more than metadata; None for a Secret (its data stays on
+        the server), or when it cannot be read."""
+        if (obj.type.group, obj.type.resource) == ("", "secrets"):
+            return None
+        if self.kube is None:
+            return obj.raw if set(obj.raw) - {"apiVersion", "kind", "metadata", MANAGERS} else None
+        key = ("whole", obj.type.group, obj.type.resource, obj.namespace, obj.name)
+        if key not in self.memo:
+            try:
+                self.memo[key] = self.kube.read_object(obj.type, obj.namespace or None, obj.name)
+            except KfinError:
+                self.memo[key] = None
+        found: dict | None = self.memo[key]
+        return found
 
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None:
         """Scheduled Pods that use the claim, in any phase (as the pvc-protection controller counts them);

@@ -11,6 +11,7 @@ from kfin.api.connection import Kube
 from kfin.api.discovery import discover
 from kfin.api.resources import Catalog
 from kfin.api.scan import REDUCED_FIELDS, reduce_object, slim_metadata, with_managers
+from kfin.core import catalog
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.errors import NotFoundError, UsageError
@@ -19,6 +20,7 @@ from kfin.model import Inventory, KubeObject, ResourceType
 
 def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     """The object to explain and the Facts to explain it with (live, or from a snapshot)."""
+    catalog.use_files(scope.catalogs)
     if not scope.from_snapshot:
         return live_target(scope, kind, name)
     inv = inventory.load(scope.from_snapshot)
@@ -48,6 +50,7 @@ def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
 def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     """The object as the API server has it now (whole for the kinds explanations read whole), and Facts
     that start with it alone and read the rest on demand."""
+    catalog.use_files(scope.catalogs)
     kube = Kube.connect(scope.target)
     resources, failures = discover(kube, scope.refresh)
     rtype: ResourceType = Catalog(resources).find(kind)
@@ -86,6 +89,7 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
 
 def facts_on_demand(scope: Scope) -> Facts:
     """Facts that read what they are asked for (live), or everything a snapshot holds."""
+    catalog.use_files(scope.catalogs)
     if scope.from_snapshot:
         return Facts(inventory.load(scope.from_snapshot))
     kube = Kube.connect(scope.target)

@@ -19,6 +19,7 @@ class Scope:
     refresh: bool = False  # rediscover the API instead of using the cache
     concurrency: int = 16
     chunk_size: int = 500
+    catalogs: tuple[str, ...] = ()  # --catalog FILE: read after the shipped catalog and the user's catalog.d
 
     def namespace_of(self, context_namespace: str) -> str | None:
         """The namespace a scan covers: None for all of them, else -n or the context's."""

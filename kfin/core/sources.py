@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager, nullcontext
 from kfin.api import inventory
 from kfin.api.connection import Kube
 from kfin.api.target import Target
+from kfin.core import catalog
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.errors import KfinError, UsageError
@@ -29,6 +30,7 @@ def gather(
     """What is known of each context (or of the snapshot), scanned in parallel. Live Facts keep their
     connection, so that analysis may read the few whole objects it needs. `lean`: keep only what finding
     stuck objects needs (kfin.api.scan.Lean), for commands that report stuck objects and nothing else."""
+    catalog.use_files(scope.catalogs)
     target, contexts = scope.target, list(scope.contexts)
     if scope.from_snapshot:
         if contexts:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kfin.core.catalog import CatalogEntry
 from kfin.core.removal import Plan
 from kfin.core.stuck import StuckObject
 from kfin.render.terminal import NARROW_TABLE, console, print_table, text
@@ -119,3 +121,19 @@ def audit_table(records: Iterable[dict[str, Any]], out: Console | None = None) -
             ]
         )
     _plain_table(["TIME", "CONTEXT", "USER", "OBJECT", "REMOVED", "VERDICTS", "FORCED", "RESULT"], rows, out)
+
+
+def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -> None:
+    """kfin catalog: an entry per line, with the finalizers it covers and where its controller runs."""
+    rows = [
+        [
+            e.name,
+            e.project,
+            ",".join(e.finalizers),
+            e.controller.name,
+            ",".join(e.controller.namespaces) or "-",
+            Path(e.source).name,
+        ]
+        for e in entries
+    ]
+    _plain_table(["NAME", "PROJECT", "FINALIZERS", "CONTROLLER", "NAMESPACES", "SOURCE"], rows, out)

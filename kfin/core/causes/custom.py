@@ -267,15 +267,15 @@ def _by_evidence(
 
 # RBAC always (small objects); workloads are read where a grant points, or everywhere only when RBAC names
 # nobody, so they are not fetched ahead (whole Deployments of a large cluster are many megabytes).
-@explains(
-    "custom",
-    reads=(
-        (RBAC, "clusterroles", EVERYWHERE),
-        (RBAC, "clusterrolebindings", EVERYWHERE),
-        (RBAC, "roles", OBJECT_NAMESPACE),
-        (RBAC, "rolebindings", OBJECT_NAMESPACE),
-    ),
+RBAC_READS = (
+    (RBAC, "clusterroles", EVERYWHERE),
+    (RBAC, "clusterrolebindings", EVERYWHERE),
+    (RBAC, "roles", OBJECT_NAMESPACE),
+    (RBAC, "rolebindings", OBJECT_NAMESPACE),
 )
+
+
+@explains("custom", reads=RBAC_READS)
 def custom(ctx: Context) -> Finding:
     obj, facts = ctx.obj, ctx.facts
     risk = (

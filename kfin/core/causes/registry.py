@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
+from kfin.core import catalog
+from kfin.core.catalog import CatalogEntry
 from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject, parse_time
 from kfin.util.durations import format_age
@@ -29,6 +31,7 @@ class Family:
     name: str  # short label shown in tables
     protects: str  # what it guards, in a phrase
     owner: str  # who removes it
+    entry: CatalogEntry | None = None  # the catalog entry, for an ecosystem finalizer (kfin/data/catalog.yaml)
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ class Finding:
         out["controllerAlive"] = out.pop("controller_alive")
         out["removeCommand"] = out.pop("remove_command")
         out.pop("summary")
-        out.pop("detail")
+        out["holders"] = out.pop("detail").get("holders", [])  # what a catalog entry found holding it
         out["links"] = [link.to_dict() for link in self.links]
         return out
 
@@ -157,6 +160,24 @@ DELETION_CAUSES: list[tuple[str, Callable[[KubeObject], bool], str, str]] = []
 # or a cluster-scoped kind), OBJECT_NAMESPACE (the explained object's), or a namespace's name.
 EVERYWHERE, OBJECT_NAMESPACE = "*", "."
 READS: dict[str, tuple] = {}
+WORKLOADS = (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"))
+
+
+def entry_reads(entry: CatalogEntry) -> tuple:
+    """What explaining an ecosystem finalizer reads whole, from its catalog entry: the workloads where its
+    controller is looked for, and the related objects its holders name."""
+    where = entry.controller.namespaces or (EVERYWHERE,)
+    reads = (
+        [(group, resource, ns) for ns in where for group, resource in WORKLOADS] if entry.controller.searchable else []
+    )
+    for holder in entry.holders:
+        if holder.get("from") == "related" and holder.get("resource") and holder.get("group") is not None:
+            reads.append((holder["group"], holder["resource"], OBJECT_NAMESPACE))
+        if holder.get("logic") == "drain":
+            reads += [("", "pods", EVERYWHERE), ("policy", "poddisruptionbudgets", EVERYWHERE)]
+    return tuple(reads)
+
+
 GATE_READS: list[tuple] = []
 CONTROLLER_MANAGER_LEASE = ("coordination.k8s.io", "leases", "kube-system")
 
@@ -207,10 +228,12 @@ def explains_deletion(
 def reads_for(obj: KubeObject) -> set[tuple[str, str, str | None]]:
     """(group, resource, namespace or None for everywhere) of what explaining `obj` reads whole, as its
     causes declare it."""
-    names = [family(f).name for f in obj.finalizers + obj.spec_finalizers]
+    families = [family(f) for f in obj.finalizers + obj.spec_finalizers]
+    names = ["ecosystem" if fam.entry else fam.name for fam in families]
     if not names and obj.terminating:
         names = [name for name, applies, _, _ in DELETION_CAUSES if applies(obj)]
     declared = [read for name in names for read in READS.get(name, ())]
+    declared += [read for fam in families if fam.entry for read in entry_reads(fam.entry)]
     if obj.finalizers:
         declared += GATE_READS
     out = set()
@@ -237,6 +260,9 @@ def family(finalizer: str) -> Family:
     for entry, name in CATALOG:
         if fnmatch.fnmatchcase(finalizer, entry.pattern):
             return Family(name, entry.protects, entry.owner)
+    known = catalog.match(finalizer)
+    if known is not None:
+        return Family(known.name, known.protects, known.controller.name, known)
     if control_plane_owned(finalizer):
         return Family(
             "control-plane",
@@ -312,7 +338,7 @@ def waiting_on_controller_manager(
 def explain_finalizer(obj: KubeObject, finalizer: str, where: str, facts: ClusterFacts) -> Finding:
     fam = family(finalizer)
     ctx = Context(obj, finalizer, where, facts, fam)
-    explainer = EXPLAINERS.get(fam.name)
+    explainer = EXPLAINERS.get("ecosystem" if fam.entry else fam.name)
     if explainer is None:
         explainer = EXPLAINERS["unknown"]
     found = explainer(ctx)

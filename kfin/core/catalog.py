@@ -1,0 +1,194 @@
+"""The catalog of ecosystem finalizers, as data: shipped in kfin/data/catalog.yaml, extended (and overridden by
+entry name) by $XDG_CONFIG_HOME/kfin/catalog.d/*.yaml and --catalog FILE, each validated against
+kfin/data/catalog.schema.json when read. What each operator's finalizer means lives here; the logic that reads
+its holders lives in kfin.core.causes.ecosystem."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kfin.api.scan import keep_fields
+from kfin.errors import UsageError
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+SHIPPED = DATA / "catalog.yaml"
+SCHEMA = DATA / "catalog.schema.json"
+MAX_FILE_BYTES = 1 << 20  # a catalog is a few kilobytes: a larger file is a mistake, not a catalog
+
+
+@dataclass(frozen=True)
+class Controller:
+    name: str
+    workloads: tuple[str, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+    label_keys: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    service_accounts: tuple[str, ...] = ()
+
+    @property
+    def searchable(self) -> bool:
+        return bool(self.workloads or self.labels or self.label_keys or self.service_accounts)
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str
+    project: str
+    finalizers: tuple[str, ...]
+    controller: Controller
+    protects: str
+    on_deletion: str
+    risk: str
+    fix: str
+    checked_against: str = ""
+    docs: str = ""
+    kinds: tuple[tuple[str, str], ...] = ()
+    holders: tuple[dict, ...] = field(default=(), compare=False)
+    source: str = ""
+
+    def matches(self, finalizer: str) -> bool:
+        return any(fnmatch.fnmatchcase(finalizer, pattern) for pattern in self.finalizers)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "project": self.project,
+            "checkedAgainst": self.checked_against,
+            "finalizers": list(self.finalizers),
+            "kinds": [{"group": g, "kind": k} for g, k in self.kinds],
+            "controller": {
+                "name": self.controller.name,
+                "workloads": list(self.controller.workloads),
+                "labels": dict(self.controller.labels),
+                "labelKeys": list(self.controller.label_keys),
+                "namespaces": list(self.controller.namespaces),
+                "serviceAccounts": list(self.controller.service_accounts),
+            },
+            "protects": self.protects,
+            "onDeletion": self.on_deletion,
+            "risk": self.risk,
+            "fix": self.fix,
+            "docs": self.docs,
+            "holders": list(self.holders),
+            "source": self.source,
+        }
+
+
+_extra_files: list[Path] = []
+_loaded: list[CatalogEntry] | None = None
+
+
+def use_files(paths: Iterable[str]) -> None:
+    """--catalog FILE: read these too, after the user's catalog.d (so they win)."""
+    global _loaded
+    _extra_files[:] = [Path(p) for p in paths]
+    _loaded = None
+
+
+def user_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path("~/.config").expanduser())
+    return Path(base) / "kfin" / "catalog.d"
+
+
+def _where(path: Iterable[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "the document"
+
+
+def read_file(path: Path) -> list[CatalogEntry]:
+    """The entries of one catalog file, validated; a UsageError naming the file and the field otherwise."""
+    import jsonschema  # 0.1 s to import: only when a catalog is read
+    import yaml
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise UsageError(f"catalog {path}: cannot read it: {error.strerror or error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise UsageError(f"catalog {path}: larger than {MAX_FILE_BYTES} bytes")
+    try:
+        document = yaml.safe_load(data.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise UsageError(f"catalog {path}: not YAML: {' '.join(str(error).split())[:200]}") from None
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text(encoding="utf-8")))
+    problem = next(iter(sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))), None)
+    if problem is not None:
+        raise UsageError(f"catalog {path}: {_where(problem.absolute_path)}: {' '.join(problem.message.split())[:300]}")
+    return [_entry(raw, str(path)) for raw in document["entries"]]
+
+
+def _entry(raw: dict, source: str) -> CatalogEntry:
+    c = raw["controller"]
+    controller = Controller(
+        c["name"],
+        tuple(c.get("workloads") or ()),
+        tuple(sorted((c.get("labels") or {}).items())),
+        tuple(c.get("labelKeys") or ()),
+        tuple(c.get("namespaces") or ()),
+        tuple(c.get("serviceAccounts") or ()),
+    )
+    return CatalogEntry(
+        raw["name"],
+        raw["project"],
+        tuple(raw["finalizers"]),
+        controller,
+        raw["protects"],
+        raw["onDeletion"],
+        raw["risk"],
+        raw["fix"],
+        raw.get("checkedAgainst", ""),
+        raw.get("docs", ""),
+        tuple((k["group"], k["kind"]) for k in raw.get("kinds") or ()),
+        tuple(raw.get("holders") or ()),
+        source,
+    )
+
+
+def entries() -> list[CatalogEntry]:
+    """Every entry, the user's first: --catalog files, then catalog.d (in name order), then the shipped ones;
+    an entry's name given again replaces the earlier one."""
+    global _loaded
+    if _loaded is None:
+        files = [*reversed(_extra_files), *sorted(user_dir().glob("*.yaml"), reverse=True), SHIPPED]
+        seen: dict[str, CatalogEntry] = {}
+        for path in files:
+            for entry in read_file(path):
+                seen.setdefault(entry.name, entry)
+        _loaded = list(seen.values())
+        for entry in _loaded:
+            _keep_holder_fields(entry)
+    return _loaded
+
+
+def match(finalizer: str) -> CatalogEntry | None:
+    return next((entry for entry in entries() if entry.matches(finalizer)), None)
+
+
+def _keep_holder_fields(entry: CatalogEntry) -> None:
+    """Related holders are read from lists of whole objects: the fields they match and describe are kept."""
+    for holder in entry.holders:
+        if holder.get("from") == "related" and holder.get("resource"):
+            fields = [holder["match"]["field"], *field_names(holder.get("describe", ""))]
+            keep_fields(
+                holder["resource"], [f for f in fields if not f.startswith("metadata.")], holder.get("group") or "*"
+            )
+
+
+def field_names(template: str) -> list[str]:
+    """The {field.path} placeholders of a describe template."""
+    out, rest = [], template
+    while "{" in rest and "}" in rest:
+        start = rest.index("{")
+        end = rest.index("}", start)
+        out.append(rest[start + 1 : end])
+        rest = rest[end + 1 :]
+    return out

@@ -1,0 +1,416 @@
+"""Finalizers of the operators people run, as the catalog (kfin.core.catalog) describes them: their holders
+(what they still wait for, hold or will clean up, read from the object or related objects), their controller
+found where the catalog says it runs, and, when the catalog finds none, the custom cause's search (RBAC,
+managedFields) for the proof an ORPHANED verdict needs. The risk, fix and texts are the entry's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kfin.api.scan import MANAGERS
+from kfin.core.catalog import CatalogEntry, Controller
+from kfin.core.causes import custom
+from kfin.core.causes.custom import RBAC_READS
+from kfin.core.causes.registry import (
+    WORKLOADS,
+    Context,
+    Finding,
+    Link,
+    Verdict,
+    explains,
+    kfin_remove_command,
+)
+from kfin.core.facts import ClusterFacts
+from kfin.model import KubeObject
+
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
+@dataclass
+class Holding:
+    """One thing a catalog finalizer waits for (holds), needs (requires), or will delete (cleans-up)."""
+
+    effect: str
+    text: str
+    meaning: str
+    target: KubeObject | None = None
+    missing: bool = False  # a required object that is gone
+
+    def to_dict(self) -> dict:
+        return {
+            "effect": self.effect,
+            "object": self.target.ref if self.target else None,
+            "what": self.text,
+            "meaning": self.meaning,
+            "missing": self.missing,
+        }
+
+
+def _at(node: object, path: object) -> object:
+    parts = path if isinstance(path, list) else str(path).split(".")
+    for part in parts:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _describe(template: str, item: object) -> str:
+    out = template
+    for name in _fields(template):
+        value = item if name == "value" else _at(item, name)
+        out = out.replace("{" + name + "}", "" if value is None else str(value))
+    return " ".join(out.split()).replace(" /", " ").strip()
+
+
+def _fields(template: str) -> list[str]:
+    names, rest = [], template
+    while "{" in rest and "}" in rest:
+        start = rest.index("{")
+        end = rest.index("}", start)
+        names.append(rest[start + 1 : end])
+        rest = rest[end + 1 :]
+    return names
+
+
+def holdings(ctx: Context, entry: CatalogEntry) -> list[Holding] | None:
+    """What the entry's holders find; None when kfin cannot read what they need (a snapshot, rights)."""
+    facts, obj = ctx.facts, ctx.obj
+    out: list[Holding] = []
+    whole = None
+    for holder in entry.holders:
+        if holder.get("logic") == "drain":
+            drained = _drain(facts, obj, holder, whole if whole is not None else facts.whole(obj) or obj.raw)
+            if drained is None:
+                return None
+            out += drained
+            continue
+        if holder.get("from") == "self":
+            whole = whole if whole is not None else facts.whole(obj)
+            if whole is None:
+                return None
+            out += _from_self(holder, whole)
+        elif holder.get("resourceOf"):
+            whole = whole if whole is not None else facts.whole(obj)
+            if whole is None:
+                return None
+            required = _required(facts, obj, holder, whole)
+            if required is None:
+                return None
+            out += required
+        else:
+            related = _related(facts, obj, holder)
+            if related is None:
+                return None
+            out += related
+    return out
+
+
+def _from_self(holder: dict, whole: dict) -> list[Holding]:
+    if holder.get("condition"):
+        conditions = _at(whole, "status.conditions")
+        return (
+            [
+                Holding(
+                    holder["effect"], str(c.get("message") or c.get("reason") or holder["condition"]), holder["meaning"]
+                )
+                for c in conditions
+                if isinstance(c, dict) and c.get("type") == holder["condition"] and c.get("status") == "True"
+            ]
+            if isinstance(conditions, list)
+            else []
+        )
+    found = _at(whole, holder["path"])
+    items = found if isinstance(found, list) else ([] if found in (None, "") else [found])
+    out = []
+    for item in items:
+        split = holder.get("split")
+        if split and isinstance(item, dict):
+            parts = str(item.get(split["field"]) or "").split(split["separator"])
+            item = dict(item, **dict(zip(split["into"], parts, strict=False)))
+        out.append(Holding(holder["effect"], _describe(holder["describe"], item), holder["meaning"]))
+    return out
+
+
+def _related(facts: ClusterFacts, obj: KubeObject, holder: dict) -> list[Holding] | None:
+    group = obj.type.group if holder.get("sameGroup") else str(holder.get("group") or "")
+    rtype = facts.resource(group, holder["resource"])
+    if rtype is None:
+        return []  # the cluster does not serve that kind: nothing of it can hold
+    listed = facts.objects(group, holder["resource"], obj.namespace if rtype.namespaced else None, full=True)
+    if listed is None:
+        return None
+    wanted = obj.name if holder["match"]["equals"] == "name" else obj.namespace
+    return [
+        Holding(holder["effect"], _describe(holder["describe"], o.raw), holder["meaning"], o)
+        for o in listed
+        if _at(o.raw, holder["match"]["field"]) == wanted
+    ]
+
+
+def _required(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -> list[Holding] | None:
+    """An object the controller needs to finish (an Issuer): named, and whether it is gone."""
+    ref = _at(whole, holder["resourceOf"])
+    if not isinstance(ref, dict) or not ref.get("name"):
+        return []
+    kind, group = str(ref.get("kind") or ""), str(ref.get("group") or obj.type.group)
+    rtype = next((r for r in facts.inventory.resources if r.kind == kind and r.group.endswith(group)), None)
+    if rtype is None:
+        return []
+    namespace = obj.namespace if rtype.namespaced else ""
+    listed = facts.objects(rtype.group, rtype.resource, namespace or None)
+    if listed is None:
+        return None
+    target = next((o for o in listed if o.name == ref["name"]), None)
+    text = f"{kind} {namespace + '/' if namespace else ''}{ref['name']}"
+    return [Holding("requires", text, holder["meaning"], target, missing=target is None)]
+
+
+def _drain(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -> list[Holding] | None:
+    """The Pods a drain of the object's node must evict, and what stops it: a PodDisruptionBudget that
+    allows no disruption, or a Pod annotated karpenter.sh/do-not-disrupt."""
+    node = ""
+    for source in holder["nodeName"]:
+        if source == "self-if-node":
+            node = obj.name if (obj.type.group, obj.type.resource) == ("", "nodes") else ""
+        else:
+            node = str(_at(whole, source) or "")
+        if node:
+            break
+    if not node:
+        return []
+    pods = facts.objects("", "pods", None, full=True)
+    budgets = facts.objects("policy", "poddisruptionbudgets", None, full=True)
+    if pods is None or budgets is None:
+        return None
+    out = []
+    for pod in pods:
+        if (pod.raw.get("spec") or {}).get("nodeName") != node or pod.terminating:
+            continue
+        if any(ref.get("kind") == "DaemonSet" for ref in pod.owner_references):
+            continue  # a drain leaves DaemonSet Pods
+        labels = pod.meta.get("labels") or {}
+        if (pod.meta.get("annotations") or {}).get(DO_NOT_DISRUPT) == "true":
+            out.append(
+                Holding(
+                    "holds", f"Pod {pod.namespace}/{pod.name} is annotated {DO_NOT_DISRUPT}", "stops the drain", pod
+                )
+            )
+            continue
+        blocking = [
+            b
+            for b in budgets
+            if b.namespace == pod.namespace
+            and _selects(b, labels)
+            and (b.raw.get("status") or {}).get("disruptionsAllowed", 1) == 0
+        ]
+        if blocking:
+            out.append(
+                Holding(
+                    "holds",
+                    f"Pod {pod.namespace}/{pod.name} is covered by PodDisruptionBudget "
+                    f"{blocking[0].name}, which allows no disruption",
+                    "stops the drain",
+                    blocking[0],
+                )
+            )
+        else:
+            out.append(Holding("cleans-up", f"Pod {pod.namespace}/{pod.name}", "evicted by the drain", pod))
+    return out
+
+
+def _selects(budget: KubeObject, labels: dict) -> bool:
+    selector = (budget.raw.get("spec") or {}).get("selector")
+    if not isinstance(selector, dict):
+        return False
+    match = selector.get("matchLabels") or {}
+    if any(labels.get(k) != v for k, v in match.items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, values = expression.get("key"), expression.get("values") or []
+        if expression.get("operator") == "In" and labels.get(key) not in values:
+            return False
+        if expression.get("operator") == "NotIn" and labels.get(key) in values:
+            return False
+        if expression.get("operator") == "Exists" and key not in labels:
+            return False
+        if expression.get("operator") == "DoesNotExist" and key in labels:
+            return False
+    return bool(match or selector.get("matchExpressions"))
+
+
+def find_controller(facts: ClusterFacts, controller: Controller) -> list[tuple[KubeObject, int, int]] | None:
+    """(workload, ready, wanted) of every Deployment, StatefulSet or DaemonSet the catalog says is the
+    controller (by name, labels, label keys or ServiceAccount, in its usual namespaces); None when none of
+    them can be read."""
+    found, readable = [], False
+    for namespace in controller.namespaces or (None,):
+        for group, resource in WORKLOADS:
+            workloads = facts.objects(group, resource, namespace, full=True)
+            readable = readable or workloads is not None
+            for w in workloads or []:
+                labels = w.meta.get("labels") or {}
+                if not (
+                    w.name in controller.workloads
+                    or (controller.labels and all(labels.get(k) == v for k, v in controller.labels))
+                    or any(k in labels for k in controller.label_keys)
+                    or custom.workload_account(w) in controller.service_accounts
+                ):
+                    continue
+                status = w.raw.get("status") or {}
+                ready = status.get("numberReady" if resource == "daemonsets" else "readyReplicas") or 0
+                wanted = (w.raw.get("spec") or {}).get("replicas", 1) if resource != "daemonsets" else max(ready, 1)
+                found.append((w, ready, wanted))
+    return found if readable else None
+
+
+@explains("ecosystem", reads=RBAC_READS)
+def ecosystem(ctx: Context) -> Finding:
+    entry = ctx.family.entry
+    assert entry is not None  # the registry sends only catalog families here
+    found = _verdict(ctx, entry)
+    found.family, found.protects = entry.name, entry.protects
+    found.evidence.append(
+        f"catalog: {entry.project}, checked against {entry.checked_against or 'an unstated version'}"
+        f"; on deletion, {entry.controller.name} {entry.on_deletion}"
+    )
+    if entry.docs:
+        found.evidence.append(f"the project's procedure: {entry.docs}")
+    return found
+
+
+def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
+    held = holdings(ctx, entry)
+    holding = [h for h in held or [] if h.effect == "holds"]
+    missing = [h for h in held or [] if h.effect == "requires" and h.missing]
+    cleanups = [h for h in held or [] if h.effect == "cleans-up"]
+    controller = entry.controller
+    if holding:
+        found = ctx.finding(
+            f"{len(holding)} {holding[0].meaning}: "
+            + "; ".join(h.text for h in holding[:5])
+            + ("; ..." if len(holding) > 5 else ""),
+            Verdict.HOLDING,
+            entry.fix,
+            entry.risk,
+            [f"{h.text}: {h.meaning}" for h in holding[:20]],
+            controller=controller.name,
+        )
+        found.summary = f"{entry.project}: {holding[0].text} ({holding[0].meaning})" + (
+            f" (+{len(holding) - 1} more)" if len(holding) > 1 else ""
+        )
+        found.links = [
+            Link("holder", f"{h.text}: {h.meaning}", target=h.target, actor=None if h.target else h.text)
+            for h in holding
+        ]
+    elif missing:
+        gone = missing[0]
+        found = ctx.finding(
+            f"{gone.text} is gone, and {controller.name} {gone.meaning}: it cannot finish",
+            Verdict.WAITING,
+            f"recreate {gone.text}, or clean up by hand; {entry.fix}",
+            entry.risk,
+            [f"{gone.text} does not exist"],
+            controller=controller.name,
+        )
+        found.summary = f"{entry.project}: {gone.text} is gone ({gone.meaning})"
+        found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
+        found.links.append(
+            Link(
+                "requires",
+                f"{gone.text} is gone",
+                actor=gone.text,
+                step=f"recreate {gone.text} so that {controller.name} can clean up (or clean up by "
+                f"hand and {found.remove_command})",
+            )
+        )
+    else:
+        found = _controller_verdict(ctx, entry)
+    if held is None:
+        found.evidence.append(
+            "what holds it could not be read (a snapshot keeps only what explanations need, or "
+            "your rights do not reach it)"
+        )
+    if cleanups:
+        found.evidence.append(
+            f"{len(cleanups)} {cleanups[0].meaning}: "
+            + ", ".join(h.text for h in cleanups[:12])
+            + (", ..." if len(cleanups) > 12 else "")
+        )
+        found.risk = (
+            f"{entry.risk} ({len(cleanups)} of them: {', '.join(h.text for h in cleanups[:5])}"
+            + (", ..." if len(cleanups) > 5 else "")
+            + ")"
+        )
+        if found.verdict != Verdict.HOLDING:
+            line = found.summary or found.condition
+            line = line if line.startswith(f"{entry.project}: ") else f"{entry.project}: {line}"
+            found.summary = f"{line}; {len(cleanups)} {cleanups[0].meaning}"
+    found.detail["holders"] = [h.to_dict() for h in held or []]
+    return found
+
+
+def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
+    """The controller as the catalog finds it; when it finds none, the custom cause's proof (RBAC, managers)."""
+    controller = entry.controller
+    workloads = find_controller(ctx.facts, controller) if controller.searchable else None
+    running = [(w, r, n) for w, r, n in workloads or [] if r > 0]
+    where = ", ".join(controller.namespaces) or "any namespace"
+    if running:
+        w, ready, wanted = running[0]
+        found = ctx.finding(
+            f"{controller.name} runs ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready) "
+            "and should remove it",
+            Verdict.WAITING,
+            f"check {w.type.kind} {w.namespace}/{w.name}'s logs for why it does not finish; {entry.fix}",
+            entry.risk,
+            [f"found through the catalog in {where}"],
+            True,
+            controller.name,
+        )
+        found.summary = f"{entry.project}: {controller.name} runs and should remove it"
+        found.links.append(Link("controller", f"{controller.name} runs and should remove it", actor=controller.name))
+        return found
+    if workloads:
+        w, ready, wanted = workloads[0]
+        found = ctx.finding(
+            f"{controller.name} is installed but not running ({w.type.kind} {w.namespace}/{w.name}, "
+            f"{ready}/{wanted} ready)",
+            Verdict.WAITING,
+            f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer; {entry.fix}",
+            entry.risk,
+            [f"found through the catalog in {where}"],
+            False,
+            controller.name,
+        )
+        found.summary = f"{entry.project}: {controller.name} is not running ({w.type.kind} {w.namespace}/{w.name})"
+        found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
+        found.links.append(
+            Link(
+                "controller",
+                f"{w.type.kind} {w.namespace}/{w.name} is not running",
+                target=w,
+                step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name} (or, once what it guards "
+                f"is cleaned up by hand: {found.remove_command})",
+            )
+        )
+        return found
+    fallback = custom.custom(ctx)  # RBAC and managedFields: what proves, or not, that nothing will remove it
+    fallback.controller = controller.name
+    if controller.searchable:
+        fallback.evidence.insert(
+            0,
+            f"the catalog's {controller.name} was looked for in {where}: "
+            + (
+                "kfin could not read the workloads there"
+                if workloads is None
+                else "no Deployment, StatefulSet or DaemonSet of it"
+            ),
+        )
+    manager = (ctx.obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
+    if fallback.verdict == Verdict.ORPHANED:
+        fallback.condition = f"{controller.name} is not installed: {fallback.condition}"
+        fallback.summary = f"{entry.project}: {controller.name} is not installed" + (
+            f' (it was added by "{manager}")' if manager else ""
+        )
+    fallback.fix = entry.fix
+    fallback.risk = entry.risk
+    return fallback

@@ -1,0 +1,125 @@
+"""Ecosystem finalizers through the catalog (kfin/data/catalog.yaml, kfin/core/causes/ecosystem.py), on plain
+values shaped as each project writes its objects (field names from its source)."""
+
+from datetime import timedelta
+
+import pytest
+
+from kfin.core.causes import Verdict, explain_object
+from kfin.core.causes.registry import family
+from kfin.model import ResourceType
+from tests.values import facts, obj, pod
+
+DELETING = timedelta(hours=1)
+APPLICATION = ResourceType("argoproj.io", "v1alpha1", "applications", "Application", True)
+KUSTOMIZATION = ResourceType("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "Kustomization", True)
+PROVIDER_CONFIG = ResourceType("aws.upbound.io", "v1beta1", "providerconfigs", "ProviderConfig", False)
+USAGE = ResourceType("aws.upbound.io", "v1beta1", "providerconfigusages", "ProviderConfigUsage", False)
+NODECLAIM = ResourceType("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False)
+CHALLENGE = ResourceType("acme.cert-manager.io", "v1", "challenges", "Challenge", True)
+ISSUER = ResourceType("cert-manager.io", "v1", "issuers", "Issuer", True)
+
+
+def controller(name: str, namespace: str, ready: int, labels: dict | None = None, kind: str = "deploy.apps"):
+    status = {"readyReplicas": ready} if kind != "ds.apps" else {"numberReady": ready}
+    return obj(kind, name, namespace, labels=labels, spec={"replicas": 1, "template": {"spec": {}}}, status=status)
+
+
+@pytest.mark.parametrize("finalizer, entry", [
+    ("resources-finalizer.argocd.argoproj.io", "argocd-application"),
+    ("resources-finalizer.argocd.argoproj.io/foreground", "argocd-application"),
+    ("post-delete-finalizer.argocd.argoproj.io/cleanup", "argocd-hooks"),
+    ("finalizers.fluxcd.io", "flux"), ("finalizer.managedresource.crossplane.io", "crossplane-managed"),
+    ("in-use.crossplane.io", "crossplane-in-use"), ("lock.pkg.crossplane.io", "crossplane-core"),
+    ("finalizer.acme.cert-manager.io", "cert-manager-acme"), ("acme.cert-manager.io/finalizer", "cert-manager-acme"),
+    ("karpenter.sh/termination", "karpenter"), ("machine.cluster.x-k8s.io", "cluster-api"),
+    ("cluster.x-k8s.io/machineset", "cluster-api"), ("service.k8s.aws/resources", "aws-load-balancer-controller"),
+    ("group.ingress.k8s.aws/shared", "aws-load-balancer-controller"), ("elbv2.k8s.aws/resources",
+                                                                     "aws-load-balancer-controller"),
+    ("istio-finalizer.install.istio.io", "istio-operator"), ("longhorn.io", "longhorn"),
+    ("cephcluster.ceph.rook.io", "rook-ceph"), ("ceph.rook.io/disaster-protection", "rook-ceph"),
+    ("controller.cattle.io/cluster-agent", "rancher"), ("wrangler.cattle.io/app", "rancher"),
+    ("velero.io/pod-volume-finalizer", "velero"), ("kopf.zalando.org/KopfFinalizerMarker", "kopf"),
+])
+def test_each_family_is_known_by_name(finalizer, entry):
+    fam = family(finalizer)
+    assert fam.entry is not None and fam.entry.name == entry
+
+
+def test_argo_cd_names_what_it_will_delete_and_its_controller_that_does_not_run():
+    app = obj(APPLICATION, "guestbook", "argocd", finalizers=("resources-finalizer.argocd.argoproj.io",),
+              deleting_for=DELETING, status={"resources": [
+                  {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "guestbook",
+                   "name": "guestbook-ui"},
+                  {"version": "v1", "kind": "Service", "namespace": "guestbook", "name": "guestbook-ui"}]})
+    down = obj("sts.apps", "argocd-application-controller", "argocd",
+               labels={"app.kubernetes.io/name": "argocd-application-controller"},
+               spec={"replicas": 1, "template": {"spec": {}}}, status={"readyReplicas": 0})
+    [finding] = explain_object(app, facts(app, down, extra_types=(APPLICATION,))).findings
+    assert finding.verdict == Verdict.WAITING and finding.controller_alive is False
+    assert [link.target.name for link in finding.links] == ["argocd-application-controller"]
+    assert "2 Argo CD deletes them when its controller runs: Deployment guestbook/guestbook-ui, Service " \
+           "guestbook/guestbook-ui" in finding.evidence
+    assert finding.risk.startswith("removing it deletes the Application but leaves every resource it deployed running")
+    assert "(2 of them: Deployment guestbook/guestbook-ui" in finding.risk
+    assert finding.summary.startswith("Argo CD: the Argo CD application controller is not running")
+    assert [h["what"] for h in finding.detail["holders"]] == ["Deployment guestbook/guestbook-ui",
+                                                             "Service guestbook/guestbook-ui"]
+
+
+def test_flux_reads_its_inventory_and_waits_for_a_running_controller():
+    kustomization = obj(KUSTOMIZATION, "apps", "flux-system", finalizers=("finalizers.fluxcd.io",),
+                        deleting_for=DELETING, status={"inventory": {"entries": [
+                            {"id": "shop_web_apps_Deployment", "v": "v1"}]}})
+    running = controller("kustomize-controller", "flux-system", 1)
+    [finding] = explain_object(kustomization, facts(kustomization, running, extra_types=(KUSTOMIZATION,))).findings
+    assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
+    assert any("Deployment shop/web" in e for e in finding.evidence)
+
+
+def test_crossplane_in_use_is_held_by_its_usages():
+    config = obj(PROVIDER_CONFIG, "default", finalizers=("in-use.crossplane.io",), deleting_for=DELETING)
+    usage = obj(USAGE, "u-1", providerConfigRef={"name": "default"},
+                resourceRef={"apiVersion": "s3.aws.upbound.io/v1beta1", "kind": "Bucket", "name": "logs"})
+    other = obj(USAGE, "u-2", providerConfigRef={"name": "other"}, resourceRef={"kind": "Bucket", "name": "x"})
+    [finding] = explain_object(config, facts(config, usage, other, extra_types=(PROVIDER_CONFIG, USAGE))).findings
+    assert finding.verdict == Verdict.HOLDING
+    assert finding.condition.startswith("1 still uses it: Bucket logs (ProviderConfigUsage u-1)")
+    assert [link.target.name for link in finding.links] == ["u-1"]
+
+
+def test_karpenter_names_what_stops_the_drain():
+    node = obj("nodes", "ip-10-0-1-7", finalizers=("karpenter.sh/termination",), deleting_for=DELETING)
+    guarded = pod("db-0", "shop", node_name="ip-10-0-1-7", labels={"app": "db"})
+    pinned = pod("batch-1", "shop", node_name="ip-10-0-1-7")
+    pinned.raw["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    free = pod("web-1", "shop", node_name="ip-10-0-1-7", labels={"app": "web"})
+    budget = obj("pdb.policy", "db", "shop", spec={"selector": {"matchLabels": {"app": "db"}}},
+                 status={"disruptionsAllowed": 0})
+    [finding] = explain_object(node, facts(node, guarded, pinned, free, budget)).findings
+    assert finding.verdict == Verdict.HOLDING
+    assert "Pod shop/db-0 is covered by PodDisruptionBudget db, which allows no disruption" in finding.condition
+    assert "Pod shop/batch-1 is annotated karpenter.sh/do-not-disrupt" in finding.condition
+    assert {link.target.name for link in finding.links} == {"db", "batch-1"}
+    assert any("1 evicted by the drain: Pod shop/web-1" in e for e in finding.evidence)
+
+
+def test_cert_manager_says_when_the_issuer_it_needs_is_gone():
+    challenge = obj(CHALLENGE, "site-1", "web", finalizers=("finalizer.acme.cert-manager.io",), deleting_for=DELETING,
+                    spec={"issuerRef": {"name": "letsencrypt", "kind": "Issuer", "group": "cert-manager.io"}})
+    [finding] = explain_object(challenge, facts(challenge, extra_types=(CHALLENGE, ISSUER))).findings
+    assert finding.verdict == Verdict.WAITING and "Issuer web/letsencrypt is gone" in finding.condition
+    issuer = obj(ISSUER, "letsencrypt", "web")
+    [finding] = explain_object(challenge, facts(challenge, issuer, extra_types=(CHALLENGE, ISSUER))).findings
+    assert "Issuer web/letsencrypt is gone" not in finding.condition
+
+
+def test_without_its_controller_nor_any_grant_an_ecosystem_finalizer_is_orphaned_with_the_projects_risk():
+    app = obj(APPLICATION, "guestbook", "argocd", finalizers=("resources-finalizer.argocd.argoproj.io",),
+              deleting_for=DELETING)
+    [finding] = explain_object(app, facts(app, extra_types=(APPLICATION,))).findings
+    assert finding.verdict == Verdict.ORPHANED and finding.family == "argocd-application"
+    assert finding.condition.startswith("the Argo CD application controller is not installed")
+    assert finding.risk.startswith("removing it deletes the Application but leaves")
+    assert any(e.startswith("the catalog's the Argo CD application controller was looked for in argocd")
+               for e in finding.evidence)

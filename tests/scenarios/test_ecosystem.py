@@ -1,0 +1,88 @@
+"""Ecosystem finalizers on a cluster (issue 24): objects shaped as the projects write them (CRD names and status
+fields from their source), explained with the project named, its controller found or its absence proven, the
+holders listed and the project's own risk. On a real control plane a project's CRD that already exists (the
+project is installed) skips the scenario rather than touch it."""
+
+import json
+
+import pytest
+import yaml
+
+from kfin.core import catalog
+from tests.runner import kfin
+
+SCHEMA = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+
+
+def project_crd(cluster, group, plural, kind, scope="Namespaced", version="v1alpha1"):
+    """The project's own CRD, created for the scenario (and removed after it); skipped where it exists."""
+    name = f"{plural}.{group}"
+    if cluster.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}") is not None:
+        pytest.skip(f"{name} exists on this cluster: the project is installed, kfin leaves it alone")
+    cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                    "metadata": {"name": name},
+                    "spec": {"group": group, "scope": scope, "names": {"plural": plural, "kind": kind},
+                             "versions": [{"name": version, "served": True, "storage": True, "schema": SCHEMA,
+                                           "subresources": {"status": {}}}]}})
+    cluster.eventually(lambda: cluster.api.send("GET", f"/apis/{group}/{version}")[0] == 200, message="the CRD")
+
+
+def entry_in(cluster, name, tmp_path):
+    """The shipped entry, with the controller's namespace this scenario's (as a user with another namespace would
+    write it in catalog.d)."""
+    shipped = next(e for e in catalog.read_file(catalog.SHIPPED) if e.name == name).to_dict()
+    shipped["controller"]["namespaces"] = [cluster.namespace]
+    for key in ("source",):
+        shipped.pop(key)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "kfin.dev/v1", "kind": "FinalizerCatalog", "entries": [shipped]}))
+    return path
+
+
+def test_an_argo_cd_application_names_what_it_will_delete_and_its_controller_that_does_not_run(cluster, tmp_path):
+    project_crd(cluster, "argoproj.io", "applications", "Application")
+    override = entry_in(cluster, "argocd-application", tmp_path)
+    cluster.create({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {
+        "name": "argocd-application-controller", "labels": {"app.kubernetes.io/name": "argocd-application-controller"}},
+        "spec": {"replicas": 1, "serviceName": "argocd-application-controller",
+                 "selector": {"matchLabels": {"app.kubernetes.io/name": "argocd-application-controller"}},
+                 "template": {"metadata": {"labels": {"app.kubernetes.io/name": "argocd-application-controller"}},
+                              "spec": {"containers": [{"name": "c", "image": "registry.invalid/argocd:none"}]}}}})
+    app = cluster.create({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {
+        "name": "guestbook", "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
+        "spec": {"project": "default", "destination": {"namespace": "guestbook"}}})
+    cluster.set_status(app, {"resources": [
+        {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "guestbook", "name": "guestbook-ui"},
+        {"version": "v1", "kind": "Service", "namespace": "guestbook", "name": "guestbook-ui"}]})
+    cluster.delete(app)
+    base = ("--catalog", str(override), "--kubeconfig", str(cluster.kubeconfig))
+    report = json.loads(kfin(*base, "explain", "application", "guestbook", "-n", cluster.namespace, "-o",
+                             "json").stdout)
+    [f] = report["findings"]
+    assert f["family"] == "argocd-application" and f["verdict"] == "WAITING" and f["controllerAlive"] is False
+    assert "the Argo CD application controller is installed but not running (StatefulSet " in f["condition"]
+    assert [h["what"] for h in f["holders"]] == ["Deployment guestbook/guestbook-ui", "Service guestbook/guestbook-ui"]
+    assert f["risk"].startswith("removing it deletes the Application but leaves every resource it deployed running")
+    items = json.loads(kfin(*base, "stuck", "-n", cluster.namespace, "-o", "json").stdout)["items"]
+    [item] = [i for i in items if i["name"] == "guestbook"]
+    assert "2 Argo CD deletes them when its controller runs" in item["blocker"]
+    cluster.strip_finalizers(app)
+
+
+def test_a_crossplane_providerconfig_is_held_by_its_usages(cluster):
+    group = f"{cluster.suffix}.upbound.io"  # a provider's own group (each provider has one): suffixed
+    project_crd(cluster, group, "providerconfigs", "ProviderConfig", scope="Cluster", version="v1beta1")
+    project_crd(cluster, group, "providerconfigusages", "ProviderConfigUsage", scope="Cluster", version="v1beta1")
+    config = cluster.create({"apiVersion": f"{group}/v1beta1", "kind": "ProviderConfig", "metadata": {
+        "name": cluster.name("default"), "finalizers": ["in-use.crossplane.io"]}})
+    cluster.create({"apiVersion": f"{group}/v1beta1", "kind": "ProviderConfigUsage", "metadata": {
+        "name": cluster.name("usage")}, "providerConfigRef": {"name": config["metadata"]["name"]},
+        "resourceRef": {"apiVersion": f"s3.{group}/v1beta1", "kind": "Bucket", "name": "logs"}})
+    cluster.delete(config)
+    report = json.loads(kfin("explain", f"providerconfigs.{group}", config["metadata"]["name"], "-o", "json",
+                             "--kubeconfig", str(cluster.kubeconfig)).stdout)
+    [f] = report["findings"]
+    assert f["family"] == "crossplane-in-use" and f["verdict"] == "HOLDING"
+    assert f["condition"].startswith(f"1 still uses it: Bucket logs (ProviderConfigUsage {cluster.name('usage')})")
+    assert report["plan"] is not None and report["chain"]["rootCauses"][0]["object"].startswith("ProviderConfigUsage")
+    cluster.strip_finalizers(config)

@@ -1,0 +1,81 @@
+"""The catalog of ecosystem finalizers as data (kfin/data/catalog.yaml): valid against its schema, listed by
+`kfin catalog`, checked by `kfin catalog check`, and extended by users (catalog.d and --catalog) without code."""
+
+import json
+from pathlib import Path
+
+import yaml
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAPSHOT = str(ROOT / "examples" / "stuck-cluster.json")
+
+
+def test_the_shipped_catalog_is_valid_and_every_entry_is_listed():
+    checked = kfin("catalog", "check", str(ROOT / "kfin" / "data" / "catalog.yaml"))
+    assert checked.code == ExitCode.OK and "valid, 16 entries" in checked.stdout
+    listed = json.loads(kfin("catalog", "-o", "json").stdout)
+    names = [e["name"] for e in listed["entries"]]
+    assert len(names) == len(set(names)) == 16
+    assert all(e["checkedAgainst"] and e["project"] and e["risk"] for e in listed["entries"])
+    assert {"Argo CD", "Flux", "Crossplane", "cert-manager", "Karpenter", "Cluster API", "AWS Load Balancer Controller",
+            "Istio", "Longhorn", "Rook", "Rancher", "Velero"} <= {e["project"] for e in listed["entries"]}
+
+
+def test_a_malformed_catalog_is_one_line_naming_the_file_and_the_field(tmp_path):
+    bad = tmp_path / "acme.yaml"
+    bad.write_text("apiVersion: kfin.dev/v1\nkind: FinalizerCatalog\nentries:\n- name: acme\n  project: Acme\n"
+                   "  finalizers: [acme.io/x]\n  controller: {name: acme, workloads: [5]}\n  protects: a\n"
+                   "  onDeletion: b\n  risk: c\n  fix: d\n")
+    result = kfin("catalog", "check", str(bad))
+    assert result.code == ExitCode.USAGE and "Traceback" not in result.stderr
+    assert result.stderr.strip() == f"error: catalog {bad}: entries[0].controller.workloads[0]: 5 is not of type " \
+                                    "'string'"
+    not_yaml = tmp_path / "broken.yaml"
+    not_yaml.write_text("entries: [\n")
+    assert kfin("catalog", "check", str(not_yaml)).code == ExitCode.USAGE
+
+
+ACME = {"apiVersion": "kfin.dev/v1", "kind": "FinalizerCatalog", "entries": [{
+    "name": "acme-databases", "project": "Acme DB operator", "checkedAgainst": "acme-operator v2",
+    "finalizers": ["acme.io/database-cleanup"],
+    "controller": {"name": "the Acme DB operator", "workloads": ["acme-operator"], "namespaces": ["acme-system"]},
+    "protects": "a Database until its cloud database is dropped",
+    "onDeletion": "drops the cloud database and its backups",
+    "risk": "removing it leaves the Acme cloud database running and billed",
+    "fix": "reinstall the Acme operator (helm install acme-operator)"}]}
+
+
+def test_a_user_catalog_changes_the_explanation(tmp_path, monkeypatch):
+    args = ("explain", "databases.acme.io", "orders", "-n", "team-a", "-o", "json", "--from-snapshot", SNAPSHOT)
+    before = json.loads(kfin(*args).stdout)["findings"][0]
+    assert before["family"] == "custom"
+    config = tmp_path / "config"
+    (config / "kfin" / "catalog.d").mkdir(parents=True)
+    (config / "kfin" / "catalog.d" / "acme.yaml").write_text(yaml.safe_dump(ACME))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    after = json.loads(kfin(*args).stdout)["findings"][0]
+    assert after["family"] == "acme-databases" and after["risk"] == ACME["entries"][0]["risk"]
+    assert after["controller"] == "the Acme DB operator" and after["fix"] == ACME["entries"][0]["fix"]
+    assert any("catalog: Acme DB operator, checked against acme-operator v2" in e for e in after["evidence"])
+    # --catalog FILE wins over catalog.d, by name
+    override = tmp_path / "mine.yaml"
+    mine = json.loads(json.dumps(ACME))
+    mine["entries"][0]["risk"] = "my own words"
+    override.write_text(yaml.safe_dump(mine))
+    again = json.loads(kfin("--catalog", str(override), *args).stdout)["findings"][0]
+    assert again["risk"] == "my own words"
+    listed = json.loads(kfin("--catalog", str(override), "catalog", "-o", "json").stdout)["entries"]
+    assert [e["source"] for e in listed if e["name"] == "acme-databases"] == [str(override)]
+
+
+def test_a_broken_user_catalog_stops_commands_with_one_line(tmp_path, monkeypatch):
+    (tmp_path / "kfin" / "catalog.d").mkdir(parents=True)
+    (tmp_path / "kfin" / "catalog.d" / "x.yaml").write_text("apiVersion: kfin.dev/v1\nkind: FinalizerCatalog\n"
+                                                            "entries: [{name: Bad_Name}]\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    result = kfin("stuck", "-A", "--from-snapshot", SNAPSHOT)
+    assert result.code == ExitCode.USAGE and result.stderr.startswith("error: catalog ")
+    assert "x.yaml: entries[0]" in result.stderr and len(result.stderr.strip().splitlines()) == 1
