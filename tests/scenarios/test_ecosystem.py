@@ -86,3 +86,53 @@ def test_a_crossplane_providerconfig_is_held_by_its_usages(cluster):
     assert f["condition"].startswith(f"1 still uses it: Bucket logs (ProviderConfigUsage {cluster.name('usage')})")
     assert report["plan"] is not None and report["chain"]["rootCauses"][0]["object"].startswith("ProviderConfigUsage")
     cluster.strip_finalizers(config)
+
+
+def test_a_karpenter_node_names_the_pod_and_the_budget_that_stop_its_drain(cluster):
+    """A Node Karpenter is terminating (karpenter.sh/termination), a Pod on it covered by a PodDisruptionBudget
+    with maxUnavailable 0 (no disruption allowed, whatever the Pods' health: the disruption controller computes 0
+    on a real cluster, the test writes it on the fake), and one free Pod."""
+    node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": cluster.name("karp"), "finalizers": ["karpenter.sh/termination"]}})
+    for name, app in (("db-0", "db"), ("web-0", "web")):
+        cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
+                        "spec": {"nodeName": node["metadata"]["name"],
+                                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})
+    budget = cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
+                             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}}})
+    if cluster.is_fake:
+        cluster.set_status(budget, {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 1,
+                                    "expectedPods": 1, "observedGeneration": 1})
+    cluster.eventually(lambda: (cluster.get(budget).get("status") or {}).get("disruptionsAllowed") == 0,
+                       message="the budget to allow no disruption")
+    cluster.delete(node)
+    report = json.loads(kfin("explain", "node", node["metadata"]["name"], "-o", "json",
+                             "--kubeconfig", str(cluster.kubeconfig)).stdout)
+    [f] = report["findings"]
+    assert f["family"] == "karpenter" and f["verdict"] == "HOLDING"
+    assert f"Pod {cluster.namespace}/db-0 is covered by PodDisruptionBudget db, which allows no disruption" \
+        in f["condition"]
+    assert {h["what"] for h in f["holders"] if h["effect"] == "cleans-up"} == {f"Pod {cluster.namespace}/web-0"}
+    assert f["risk"].startswith("removing it deletes the Node object but leaves the cloud instance running")
+    cluster.strip_finalizers(node)
+
+
+def test_a_flux_kustomization_lists_its_inventory(cluster):
+    project_crd(cluster, "kustomize.toolkit.fluxcd.io", "kustomizations", "Kustomization", version="v1")
+    kustomization = cluster.create({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                                    "metadata": {"name": "apps", "finalizers": ["finalizers.fluxcd.io"]},
+                                    "spec": {"interval": "10m", "path": "./apps", "prune": True,
+                                             "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}})
+    cluster.set_status(kustomization, {"inventory": {"entries": [
+        {"id": f"{cluster.namespace}_web_apps_Deployment", "v": "v1"},
+        {"id": f"{cluster.namespace}_web__Service", "v": "v1"}]}})
+    cluster.delete(kustomization)
+    report = json.loads(kfin("explain", "kustomization", "apps", "-n", cluster.namespace, "-o", "json",
+                             "--kubeconfig", str(cluster.kubeconfig)).stdout)
+    [f] = report["findings"]
+    # no Flux controller here; on a real cluster a wildcard role bound elsewhere may make it UNKNOWN or WAITING
+    assert f["family"] == "flux" and f["verdict"] in ("ORPHANED", "UNKNOWN", "WAITING")
+    assert [h["what"] for h in f["holders"]] == [f"Deployment {cluster.namespace}/web",
+                                                 f"Service {cluster.namespace}/web"]
+    assert f["fix"].startswith("bring the Flux controllers back")
+    cluster.strip_finalizers(kustomization)
