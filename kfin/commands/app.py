@@ -74,6 +74,10 @@ COMMANDS = {
     "catalog": Command(
         "kfin.commands.catalog", "The catalog of ecosystem finalizers kfin knows: list it, or check a file of your own."
     ),
+    "preflight": Command(
+        "kfin.commands.preflight",
+        "What a deletion would leave stuck, and the order that avoids it; nothing is deleted.",
+    ),
     "snapshot": Command(
         "kfin.commands.snapshot",
         "Save what kfin's commands need into one JSON file, to read later with --from-snapshot.",

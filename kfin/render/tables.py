@@ -74,7 +74,8 @@ def _blocks(headers: list[str], rows: list[list[Text]], target: Console) -> None
             target.print(Text.assemble((header, "bold"), ": ", cell), overflow="fold")
 
 
-def _plain_table(headers: list[str], rows: list[list[str]], out: Console | None = None) -> None:
+def plain_table(headers: list[str], rows: list[list[str]], out: Console | None = None) -> None:
+    """Headers and rows of cluster data, as kubectl prints a table."""
     from rich.table import Table
 
     table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
@@ -98,7 +99,7 @@ def removal_table(plans: Iterable[Plan], out: Console | None = None) -> None:
             rows.append(
                 [o.namespace or "-", o.type.kind_display, o.name, c.finding.finalizer, c.finding.verdict.value, action]
             )
-    _plain_table(["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], rows, out)
+    plain_table(["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], rows, out)
 
 
 def audit_table(records: Iterable[dict[str, Any]], out: Console | None = None) -> None:
@@ -120,7 +121,7 @@ def audit_table(records: Iterable[dict[str, Any]], out: Console | None = None) -
                 r.get("result", "?"),
             ]
         )
-    _plain_table(["TIME", "CONTEXT", "USER", "OBJECT", "REMOVED", "VERDICTS", "FORCED", "RESULT"], rows, out)
+    plain_table(["TIME", "CONTEXT", "USER", "OBJECT", "REMOVED", "VERDICTS", "FORCED", "RESULT"], rows, out)
 
 
 def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -> None:
@@ -136,4 +137,4 @@ def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -
         ]
         for e in entries
     ]
-    _plain_table(["NAME", "PROJECT", "FINALIZERS", "CONTROLLER", "NAMESPACES", "SOURCE"], rows, out)
+    plain_table(["NAME", "PROJECT", "FINALIZERS", "CONTROLLER", "NAMESPACES", "SOURCE"], rows, out)

@@ -133,7 +133,7 @@ def _trouble(pod: KubeObject) -> str:
     return f"Pod {pod.namespace}/{pod.name} is not Ready ({'; '.join(parts) or phase})"
 
 
-def _workloads(ctx: Context, grant: Grant) -> tuple[list[KubeObject], list[str], list[str]]:
+def workloads_of_grant(ctx: Context, grant: Grant) -> tuple[list[KubeObject], list[str], list[str]]:
     """(its Pods that are meant to run, idle workloads, other notes) for one ServiceAccount."""
     facts = ctx.facts
     pods = facts.objects("", "pods", grant.namespace, full=True) or []
@@ -311,7 +311,7 @@ def custom(ctx: Context) -> Finding:
     unfollowed = [g for g in grants if g.subject_kind != "ServiceAccount"]
     pods_all, idle_all, story = [], [], []
     for grant in followed:
-        pods, idle, notes = _workloads(ctx, grant)
+        pods, idle, notes = workloads_of_grant(ctx, grant)
         pods_all += pods
         idle_all += idle
         ready = [p for p in pods if _is_ready(p)]

@@ -1,0 +1,318 @@
+"""kfin preflight: what a deletion would leave stuck, predicted from the cluster as it is, and the order of
+deletions that avoids it. Nothing is written: the same facts, causes and catalog as `explain` answer, for
+every object the deletion would delete.
+
+What a deletion deletes: a namespace its content; a CRD its custom resources; a Node (the pod garbage
+collector) its Pods; any other object its dependents (ownerReferences; foreground deletion waits for those
+with blockOwnerDeletion). For each of them with finalizers, kfin asks who would remove each finalizer, and
+whether that controller survives the deletion: it lives in the namespace being deleted, it is not running
+now, or none can be found. Namespace-wide gates (an unavailable APIService, a CRD whose conversion webhook
+cannot be called) and gates in front of every finalizer (admission webhooks and policies failing closed) are
+predicted too; and a Node's drain that a PodDisruptionBudget allowing no disruption would stop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kfin.api.builtin_kinds import builtin_resources
+from kfin.api.resources import Catalog
+from kfin.core.causes import explain_object
+from kfin.core.causes.conversion import conversion_step, failing_conversions
+from kfin.core.causes.custom import find_grants, workloads_of_grant
+from kfin.core.causes.ecosystem import find_controller, holdings
+from kfin.core.causes.namespace import unavailable_apiservices
+from kfin.core.causes.registry import Context, Verdict, control_plane_owned, controller_manager, family
+from kfin.core.causes.unreadable import list_failure_causes
+from kfin.core.facts import Facts
+from kfin.core.lookup import facts_on_demand
+from kfin.core.scope import Scope
+from kfin.errors import NotFoundError, UsageError
+from kfin.model import KubeObject
+
+NAMESPACES, CRDS, NODES = ("", "namespaces"), ("apiextensions.k8s.io", "customresourcedefinitions"), ("", "nodes")
+
+
+@dataclass
+class Stuck:
+    """An object the deletion would leave Terminating, and why."""
+
+    obj: KubeObject
+    finalizer: str  # "" for a gate of the whole object (a namespace's discovery)
+    reason: str
+    verdict: str  # what explain would say once it is stuck
+    step: str = ""  # what to do first so that it is not
+
+    def to_dict(self) -> dict:
+        return {
+            "object": reference(self.obj),
+            "finalizer": self.finalizer or None,
+            "reason": self.reason,
+            "verdict": self.verdict,
+            "step": self.step or None,
+        }
+
+
+def reference(obj: KubeObject) -> dict:
+    """How the JSON output names an object."""
+    return {
+        "apiVersion": obj.type.api_version,
+        "kind": obj.type.kind,
+        "namespace": obj.namespace or None,
+        "name": obj.name,
+    }
+
+
+@dataclass
+class Step:
+    action: str  # an exact command
+    why: str
+
+    def to_dict(self) -> dict:
+        return {"action": self.action, "why": self.why}
+
+
+@dataclass
+class Preflight:
+    target: KubeObject
+    deleted: list[KubeObject]
+    stuck: list[Stuck] = field(default_factory=list)
+    plan: list[Step] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # what kfin could not read to predict
+
+    @property
+    def clean(self) -> bool:
+        return not self.stuck
+
+    def to_dict(self) -> dict:
+        return {
+            "apiVersion": "kfin.dev/v1",
+            "kind": "Preflight",
+            "target": reference(self.target),
+            "clean": self.clean,
+            "wouldDelete": [reference(o) for o in self.deleted],
+            "wouldBeStuck": [s.to_dict() for s in self.stuck],
+            "plan": [s.to_dict() for s in self.plan],
+            "couldNotRead": self.unknown,
+        }
+
+
+def _wait(obj: KubeObject) -> str:
+    ns = f" -n {obj.namespace}" if obj.namespace else ""
+    return f"kfin wait {obj.type.qualified} {obj.name}{ns} --timeout 10m"
+
+
+def _delete(obj: KubeObject) -> str:
+    ns = f" -n {obj.namespace}" if obj.namespace else ""
+    return f"kubectl delete {obj.type.qualified} {obj.name}{ns}"
+
+
+def predict(scope: Scope, kind: str, name: str) -> tuple[Preflight, Facts]:
+    """What deleting KIND NAME would leave stuck, and the plan that avoids it."""
+    facts = facts_on_demand(scope)
+    rtype = Catalog(facts.inventory.resources + builtin_resources()).find(kind)
+    namespace = (scope.namespace or facts.inventory.namespace or "default") if rtype.namespaced else ""
+    target = facts.find(rtype.group, rtype.resource, namespace, name, full=True) or facts.find(
+        rtype.group, rtype.resource, namespace, name
+    )
+    if target is None:
+        where = f' in namespace "{namespace}"' if namespace else ""
+        raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}')
+    deleted, unknown = _deleted_with(facts, target)
+    result = Preflight(target, deleted, unknown=unknown)
+    gone_namespace = target.name if (rtype.group, rtype.resource) == NAMESPACES else None
+    for obj in [target, *deleted]:
+        _predict_object(facts, obj, gone_namespace, result)
+    if gone_namespace:
+        _namespace_gates(facts, target, result)
+    result.plan = _plan(result, gone_namespace)
+    return result, facts
+
+
+def _deleted_with(facts: Facts, target: KubeObject) -> tuple[list[KubeObject], list[str]]:
+    key = (target.type.group, target.type.resource)
+    if key == NAMESPACES:
+        content = facts.everything(target.name)
+        if content is None:
+            raise UsageError(f"the snapshot does not cover namespace {target.name}")
+        failed = [f.target for f in facts.inventory.failures if f.what == "list"]
+        return [o for o in content if o.namespace == target.name and o.type.namespaced], failed
+    if key == CRDS:
+        spec = target.raw.get("spec") or {}
+        group, plural = (
+            spec.get("group") or target.name.partition(".")[2],
+            (spec.get("names") or {}).get("plural") or target.name.partition(".")[0],
+        )
+        found = facts.objects(group, plural)
+        return (found or [], [] if found is not None else [f"{plural}.{group}"])
+    if key == NODES:
+        pods = facts.objects("", "pods", None, full=True)
+        return (
+            [p for p in pods or [] if (p.raw.get("spec") or {}).get("nodeName") == target.name],
+            [] if pods is not None else ["pods"],
+        )
+    out, queue, seen = [], [target], {target.uid}
+    while queue:  # dependents by ownerReferences, all the way down (the garbage collector's cascade)
+        for dependent in facts.dependents(queue.pop().uid):
+            if dependent.uid not in seen:
+                seen.add(dependent.uid)
+                out.append(dependent)
+                queue.append(dependent)
+    return out, []
+
+
+def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, result: Preflight) -> None:
+    """Each finalizer of an object the deletion would delete: who would remove it, and would it survive."""
+    if not obj.finalizers:
+        return
+    gates = [f for f in explain_object(obj, facts).findings if f.verdict == Verdict.BLOCKED]
+    for finding in gates:
+        result.stuck.append(Stuck(obj, finding.finalizer, finding.condition, "BLOCKED", finding.fix))
+    gated = {f.finalizer for f in gates}
+    for finalizer in obj.finalizers:
+        if finalizer in gated:
+            continue
+        reason, verdict, step = _survives(facts, obj, finalizer, gone_namespace)
+        if reason:
+            result.stuck.append(Stuck(obj, finalizer, reason, verdict, step))
+
+
+def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str | None) -> tuple[str, str, str]:
+    """("", "", "") when the finalizer's controller would remove it; else (why it would stay, the verdict, the
+    step that avoids it)."""
+    fam = family(finalizer)
+    ctx = Context(obj, finalizer, "metadata.finalizers", facts, fam)
+    if fam.entry is not None:
+        held = [h for h in holdings(ctx, fam.entry) or [] if h.effect == "holds"]
+        if held and any(h.get("logic") == "drain" for h in fam.entry.holders):
+            target = held[0].target
+            step = (
+                f"let {target.ref} allow a disruption (scale its workload up, or relax the budget), or move "
+                "what it covers away first"
+                if target is not None and target.type.resource == "poddisruptionbudgets"
+                else f"deal with {held[0].text} first"
+            )
+            return f"its drain would stop: {held[0].text} ({held[0].meaning})", "HOLDING", step
+    if control_plane_owned(finalizer):
+        alive, liveness = controller_manager(facts)
+        if alive is False:
+            return f"{liveness}: nothing removes {finalizer}", "WAITING", "bring kube-controller-manager back first"
+        return "", "", ""
+    workloads = _controllers(ctx)
+    if workloads is None:
+        return (
+            f"kfin could not find who removes {finalizer} (RBAC or workloads unreadable)",
+            "UNKNOWN",
+            f"find what removes {finalizer} and make sure it runs",
+        )
+    if not workloads:
+        return (
+            f"no controller of {finalizer} runs or is installed: nothing will remove it",
+            "ORPHANED",
+            f"install what removes {finalizer}, or clean up what it guards and remove it by hand",
+        )
+    inside = [w for w, _ in workloads if gone_namespace and w.namespace == gone_namespace]
+    outside_running = [w for w, running in workloads if running and w.namespace != gone_namespace]
+    if outside_running:
+        return "", "", ""
+    if inside:
+        w = inside[0]
+        return (
+            f"its controller {w.type.kind} {w.namespace}/{w.name} lives in namespace {gone_namespace}, deleted "
+            "with it: nothing will remove the finalizer once it is gone",
+            "ORPHANED",
+            _delete(obj),
+        )
+    w = workloads[0][0]
+    return (
+        f"its controller {w.type.kind} {w.namespace}/{w.name} is not running",
+        "WAITING",
+        f"fix or scale up {w.type.kind} {w.namespace}/{w.name} first",
+    )
+
+
+def _controllers(ctx: Context) -> list[tuple[KubeObject, bool]] | None:
+    """(workload or Pod, running) of whatever would remove the finalizer: the catalog's controller, else what
+    RBAC grants update on the resource to; None when kfin cannot tell."""
+    entry = ctx.family.entry
+    if entry is not None and entry.controller.searchable:
+        found = find_controller(ctx.facts, entry.controller)
+        if found:
+            return [(w, ready > 0) for w, ready, _ in found]
+    grants = find_grants(ctx)
+    if grants is None:
+        return None
+    out: list[tuple[KubeObject, bool]] = []
+    for grant in grants:
+        if grant.subject_kind != "ServiceAccount":
+            return None  # a User or Group (kube-controller-manager): kfin cannot tell where it runs
+        pods, _, _ = workloads_of_grant(ctx, grant)
+        out += [(p, _ready(p)) for p in pods]
+        if not pods:
+            out += [(w, False) for w in _idle_workloads(ctx, grant.namespace, grant.service_account)]
+    return out
+
+
+def _ready(pod: KubeObject) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.raw.get("status") or {}).get("conditions") or []
+    )
+
+
+def _idle_workloads(ctx: Context, namespace: str, account: str) -> list[KubeObject]:
+    out = []
+    for group, resource in (("apps", "deployments"), ("apps", "statefulsets")):
+        for w in ctx.facts.objects(group, resource, namespace, full=True) or []:
+            template = ((w.raw.get("spec") or {}).get("template") or {}).get("spec") or {}
+            if template.get("serviceAccountName") == account:
+                out.append(w)
+    return out
+
+
+def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> None:
+    """What stops the namespace controller before it deletes anything (an unavailable APIService) or while it
+    deletes (a CRD whose conversion webhook cannot be called, for a type with objects here)."""
+    ctx = Context(namespace, "kubernetes", "spec.finalizers", facts, family("kubernetes"))
+    for service, why in unavailable_apiservices(ctx):
+        result.stuck.append(
+            Stuck(
+                namespace,
+                "kubernetes",
+                f"{why}: the namespace controller stops before deleting anything",
+                "HOLDING",
+                f"kubectl delete apiservice {service.name} (if its server was uninstalled; else repair its backend)",
+            )
+        )
+    unlistable = list_failure_causes(facts)
+    for crd, why in failing_conversions(facts):
+        if any(t == crd.name or t.startswith(crd.name + " ") for t in unlistable):
+            result.stuck.append(
+                Stuck(
+                    namespace,
+                    "kubernetes",
+                    f"{why}: the namespace controller cannot delete its resources",
+                    "HOLDING",
+                    conversion_step(crd),
+                )
+            )
+
+
+def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:
+    """The order that avoids what would be stuck: custom resources first while their controllers run (each
+    followed to its end), then what would stop the rest (controllers down, gates, budgets), then the object
+    itself, followed to its end."""
+    steps: list[Step] = []
+    done: set[str] = set()
+    inside = [s for s in result.stuck if "deleted with it" in s.reason]
+    for stuck in inside:
+        steps.append(Step(_delete(stuck.obj), f"first, while its controller still runs ({stuck.reason})"))
+        steps.append(Step(_wait(stuck.obj), "its controller removes the finalizer before the namespace goes"))
+        done.add(stuck.step)
+    for stuck in result.stuck:
+        if stuck.step and stuck.step not in done:
+            done.add(stuck.step)
+            steps.append(Step(stuck.step, f"{stuck.obj.ref}: {stuck.reason}"))
+    steps.append(Step(_delete(result.target), "nothing would be left stuck" if result.clean else "then delete it"))
+    steps.append(Step(_wait(result.target), "and follow it to its end"))
+    return steps

@@ -1,0 +1,33 @@
+"""kfin preflight's screen: what the deletion would leave stuck, then the order that avoids it."""
+
+from __future__ import annotations
+
+import sys
+
+from kfin.core.preflight import Preflight
+from kfin.render.tables import plain_table
+from kfin.render.terminal import say
+
+
+def preflight_report(result: Preflight) -> None:
+    t = result.target
+    say(f"Deleting {t.ref} would delete {len(result.deleted)} object{'s' if len(result.deleted) != 1 else ''}.")
+    if result.unknown:
+        say(f"kfin could not read {', '.join(result.unknown)}: what is there is not predicted.", err=True)
+    if result.clean:
+        say("Nothing would be left stuck: the deletion should complete by itself.")
+    else:
+        say(f"{len(result.stuck)} would be left Terminating:")
+        plain_table(
+            ["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "WHY"],
+            [
+                [s.obj.namespace or "-", s.obj.type.kind_display, s.obj.name, s.finalizer or "-", s.verdict, s.reason]
+                for s in result.stuck
+            ],
+        )
+    say("")
+    say("Plan, in order (kfin preflight deletes nothing; the steps are yours):")
+    for number, step in enumerate(result.plan, 1):
+        say(f"  {number}. {step.action}")
+        say(f"     {step.why}")
+    sys.stdout.flush()

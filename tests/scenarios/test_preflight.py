@@ -1,0 +1,174 @@
+"""kfin preflight (issue 25): predict, then really delete, then compare what is really left Terminating with what
+was predicted. preflight itself never writes."""
+
+import json
+
+import pytest
+
+from kfin.errors import ExitCode
+from tests.runner import kfin
+from tests.scenario import RawClient
+
+
+def preflight(cluster, *args, kubeconfig=None):
+    seen = len(cluster.fake.requests) if cluster.is_fake else 0
+    result = kfin("preflight", *args, "-o", "json", "--kubeconfig", str(kubeconfig or cluster.kubeconfig))
+    assert result.code in (0, ExitCode.PARTIAL), result.stderr
+    if cluster.is_fake:  # a prediction reads, it never writes
+        assert {r.method for r in cluster.fake.requests[seen:]} == {"GET"}
+    return json.loads(result.stdout)
+
+
+def really_stuck(cluster, namespace=None):
+    """(kind, name, finalizer) of every Terminating object kfin stuck reports after the deletion."""
+    scope = ("-n", namespace) if namespace else ("-A",)
+    result = kfin("stuck", *scope, "-o", "json", "--kubeconfig", str(cluster.kubeconfig))
+    assert result.code in (0, ExitCode.FOUND, ExitCode.PARTIAL), result.stderr
+    return {(i["kind"], i["name"]): i for i in json.loads(result.stdout)["items"]}
+
+
+def predicted(report):
+    return {(s["object"]["kind"], s["object"]["name"], s["finalizer"], s["verdict"]) for s in report["wouldBeStuck"]}
+
+
+def deleted(report):
+    return {(d["kind"], d["name"]) for d in report["wouldDelete"]}
+
+
+@pytest.mark.controllers
+def test_a_namespace_that_holds_its_own_operator(cluster):
+    """The operator's Deployment and the rights to update its Widgets live in the namespace being deleted: the
+    namespace controller deletes the operator with the rest, and nothing removes the Widget's finalizer after.
+    preflight says so, and the plan deletes the Widget first."""
+    group = cluster.widget_crd()
+    ns = cluster.name("team")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "operator", "namespace": ns}})
+    rbac = "rbac.authorization.k8s.io/v1"
+    cluster.create({"apiVersion": rbac, "kind": "Role", "metadata": {"name": "operator", "namespace": ns},
+                    "rules": [{"apiGroups": [group], "resources": ["widgets"], "verbs": ["get", "list", "update"]}]})
+    cluster.create({"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": "operator", "namespace": ns},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "operator"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": ns}]})
+    labels = {"app": "widget-operator"}
+    cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "widget-operator",
+                                                                               "namespace": ns},
+                    "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"serviceAccountName": "operator",
+                                 "containers": [{"name": "c", "image": "registry.invalid/widget-operator:none"}]}}}})
+    cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                    "metadata": {"name": "w1", "namespace": ns, "finalizers": [f"{group}/cleanup"]}})
+
+    report = preflight(cluster, "namespace", ns)
+    assert report["clean"] is False
+    [(kind, name, finalizer, verdict)] = [p for p in predicted(report) if p[0] == "Widget"]
+    assert (name, finalizer, verdict) == ("w1", f"{group}/cleanup", "ORPHANED")
+    [reason] = [s["reason"] for s in report["wouldBeStuck"] if s["object"]["kind"] == "Widget"]
+    assert f"lives in namespace {ns}, deleted with it" in reason
+    actions = [s["action"] for s in report["plan"]]
+    assert actions[0] == f"kubectl delete widgets.{group} w1 -n {ns}"
+    assert actions[-2:] == [f"kubectl delete namespaces {ns}", f"kfin wait namespaces {ns} --timeout 10m"]
+
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    cluster.eventually(lambda: (cluster.get(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1") or {})
+                       .get("metadata", {}).get("deletionTimestamp"), message="the namespace controller")
+    left = really_stuck(cluster, ns)
+    assert ("Widget", "w1") in left and ("Namespace", ns) in left
+    assert {k for k in left if k[0] != "Namespace"} == {("Widget", "w1")}  # what was predicted, and nothing more
+    cluster.strip_finalizers(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1")
+
+
+@pytest.mark.controllers
+def test_a_crd_whose_resources_carry_the_finalizer_of_an_operator_that_is_gone(cluster):
+    """Deleting the CRD deletes its Widgets; one carries the finalizer of an operator that is not installed, so
+    it stays, and the CRD waits for it (customresourcecleanup). A Widget without finalizers goes."""
+    group = cluster.widget_crd()
+    cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                    "metadata": {"name": "w1", "finalizers": [f"{group}/cleanup"]}})
+    cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w2"}})
+    crd = f"widgets.{group}"
+
+    report = preflight(cluster, "crd", crd)
+    assert deleted(report) == {("Widget", "w1"), ("Widget", "w2")}
+    assert predicted(report) == {("Widget", "w1", f"{group}/cleanup", "ORPHANED")}
+    assert report["plan"][0]["action"].startswith(f"install what removes {group}/cleanup")
+
+    cluster.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
+    widget = f"/apis/{group}/v1/namespaces/{cluster.namespace}/widgets/w1"
+    cluster.eventually(lambda: (cluster.get(widget) or {}).get("metadata", {}).get("deletionTimestamp"),
+                       message="the CRD cleanup to delete the Widgets")
+    cluster.eventually(lambda: cluster.get(f"/apis/{group}/v1/namespaces/{cluster.namespace}/widgets/w2") is None,
+                       message="the Widget without finalizers to go")
+    left = really_stuck(cluster, cluster.namespace)
+    assert set(left) == {("Widget", "w1")}
+    cluster.strip_finalizers(widget)
+
+
+def test_a_namespace_that_an_unavailable_apiservice_would_stop(fake, fake_kubeconfig):
+    """Fake only (an unavailable APIService on a real cluster stops every namespace deletion): the namespace
+    controller would stop at discovery; preflight names the APIService, and so does kfin explain after."""
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
+    api.create("/apis/apiregistration.k8s.io/v1/apiservices", {"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {
+        "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
+        "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
+    result = kfin("preflight", "ns", "team", "-o", "json", "--exit-code", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.FOUND, result.stderr
+    report = json.loads(result.stdout)
+    [gate] = [s for s in report["wouldBeStuck"] if s["object"]["kind"] == "Namespace"]
+    assert "v1beta1.metrics.k8s.io" in gate["reason"] and "stops before deleting anything" in gate["reason"]
+    assert gate["step"].startswith("kubectl delete apiservice v1beta1.metrics.k8s.io")
+
+    api.delete("/api/v1/namespaces/team")
+    explained = json.loads(kfin("explain", "ns", "team", "--kubeconfig", str(fake_kubeconfig), "-o", "json").stdout)
+    [root] = explained["chain"]["rootCauses"]
+    assert root["object"] == "APIService.apiregistration.k8s.io/v1beta1.metrics.k8s.io"
+
+
+def test_a_node_whose_drain_a_budget_would_stop(cluster):
+    """Karpenter's termination finalizer drains the node first: a Pod covered by a budget that allows no
+    disruption would stop it. preflight lists the Pods the deletion evicts and names the budget."""
+    node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": cluster.name("karp"), "finalizers": ["karpenter.sh/termination"]}})
+    for name, app in (("db-0", "db"), ("web-0", "web")):
+        cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
+                        "spec": {"nodeName": node["metadata"]["name"],
+                                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})
+    budget = cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
+                             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}}})
+    if cluster.is_fake:
+        cluster.set_status(budget, {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 1,
+                                    "expectedPods": 1, "observedGeneration": 1})
+    cluster.eventually(lambda: (cluster.get(budget).get("status") or {}).get("disruptionsAllowed") == 0,
+                       message="the budget to allow no disruption")
+
+    report = preflight(cluster, "node", node["metadata"]["name"])
+    assert deleted(report) == {("Pod", "db-0"), ("Pod", "web-0")}
+    [held] = report["wouldBeStuck"]
+    assert (held["object"]["kind"], held["finalizer"], held["verdict"]) == ("Node", "karpenter.sh/termination", "HOLDING")
+    assert f"Pod {cluster.namespace}/db-0 is covered by PodDisruptionBudget db" in held["reason"]
+    assert held["step"].startswith(f"let PodDisruptionBudget.policy/{cluster.namespace}/db allow a disruption")
+
+    cluster.delete(node)
+    left = really_stuck(cluster)
+    assert left[("Node", node["metadata"]["name"])]["finalizers"] == ["karpenter.sh/termination"]
+    cluster.strip_finalizers(node)
+
+
+@pytest.mark.controllers
+def test_a_namespace_nothing_would_hold(cluster):
+    """A namespace with a ConfigMap and no finalizers but the namespace's own: clean, exit 0 with --exit-code,
+    and it really goes."""
+    ns = cluster.name("clean")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": ns},
+                    "data": {"a": "b"}})
+    result = kfin("preflight", "namespace", ns, "--exit-code", "--kubeconfig", str(cluster.kubeconfig))
+    assert result.code == 0, result.stderr
+    assert "nothing would be left stuck" in result.stdout
+    report = preflight(cluster, "namespace", ns)
+    assert report["clean"] is True and report["wouldBeStuck"] == []
+    assert ("ConfigMap", "settings") in deleted(report)
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    assert cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace")
