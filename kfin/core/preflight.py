@@ -165,9 +165,12 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
     """Each finalizer of an object the deletion would delete: who would remove it, and would it survive."""
     if not obj.finalizers:
         return
-    gates = [f for f in explain_object(obj, facts).findings if f.verdict == Verdict.BLOCKED]
+    findings = explain_object(obj, facts).findings
+    gates = [f for f in findings if f.verdict == Verdict.BLOCKED]
+    if obj is result.target:  # what holds it now (a claim a scheduled Pod mounts) is not deleted with it
+        gates += [f for f in findings if f.verdict == Verdict.HOLDING and control_plane_owned(f.finalizer)]
     for finding in gates:
-        result.stuck.append(Stuck(obj, finding.finalizer, finding.condition, "BLOCKED", finding.fix))
+        result.stuck.append(Stuck(obj, finding.finalizer, finding.condition, finding.verdict.value, finding.fix))
     gated = {f.finalizer for f in gates}
     for finalizer in obj.finalizers:
         if finalizer in gated:

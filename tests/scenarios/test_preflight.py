@@ -7,7 +7,7 @@ import pytest
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
-from tests.scenario import RawClient
+from tests.scenarios.test_stuck import claim_and_user
 
 
 def preflight(cluster, *args, kubeconfig=None):
@@ -105,25 +105,38 @@ def test_a_crd_whose_resources_carry_the_finalizer_of_an_operator_that_is_gone(c
     cluster.strip_finalizers(widget)
 
 
-def test_a_namespace_that_an_unavailable_apiservice_would_stop(fake, fake_kubeconfig):
-    """Fake only (an unavailable APIService on a real cluster stops every namespace deletion): the namespace
-    controller would stop at discovery; preflight names the APIService, and so does kfin explain after."""
-    api = RawClient(fake.url, "admin-token")
-    api.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
-    api.create("/apis/apiregistration.k8s.io/v1/apiservices", {"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {
-        "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
-        "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
-    result = kfin("preflight", "ns", "team", "-o", "json", "--exit-code", "--kubeconfig", str(fake_kubeconfig))
+@pytest.mark.controllers
+def test_a_namespace_that_an_unavailable_apiservice_would_stop(cluster):
+    """An APIService whose Service does not exist: the namespace controller would stop at discovery. preflight
+    names the APIService; after the deletion the namespace is really held, and explain names the same APIService.
+    On a real control plane it stops every namespace deletion while it exists: the APIService is suffixed, and
+    the cluster's cleanup (which runs when the test fails too) deletes it before anything else."""
+    group = f"{cluster.suffix}.metrics.example.com"
+    service = cluster.create({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                              "metadata": {"name": f"v1beta1.{group}"},
+                              "spec": {"group": group, "version": "v1beta1", "groupPriorityMinimum": 100,
+                                       "versionPriority": 100, "insecureSkipTLSVerify": True,
+                                       "service": {"namespace": cluster.namespace, "name": "missing", "port": 443}}})
+    name = service["metadata"]["name"]
+    cluster.eventually(lambda: any(c.get("type") == "Available" and c.get("status") == "False"
+                                   for c in (cluster.get(service).get("status") or {}).get("conditions") or []),
+                       message="the APIService to be unavailable")
+    ns = cluster.name("team")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    result = kfin("preflight", "ns", ns, "-o", "json", "--exit-code", "--kubeconfig", str(cluster.kubeconfig))
     assert result.code == ExitCode.FOUND, result.stderr
     report = json.loads(result.stdout)
     [gate] = [s for s in report["wouldBeStuck"] if s["object"]["kind"] == "Namespace"]
-    assert "v1beta1.metrics.k8s.io" in gate["reason"] and "stops before deleting anything" in gate["reason"]
-    assert gate["step"].startswith("kubectl delete apiservice v1beta1.metrics.k8s.io")
+    assert f"APIService {name} is unavailable" in gate["reason"] and "stops before deleting anything" in gate["reason"]
+    assert gate["step"].startswith(f"kubectl delete apiservice {name}")
 
-    api.delete("/api/v1/namespaces/team")
-    explained = json.loads(kfin("explain", "ns", "team", "--kubeconfig", str(fake_kubeconfig), "-o", "json").stdout)
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    cluster.eventually(lambda: any(c.get("type") == "NamespaceDeletionDiscoveryFailure" and c.get("status") == "True"
+                                   for c in (cluster.get(f"/api/v1/namespaces/{ns}") or {}).get("status", {})
+                                   .get("conditions") or []), message="the namespace controller to stop")
+    explained = json.loads(kfin("explain", "ns", ns, "--kubeconfig", str(cluster.kubeconfig), "-o", "json").stdout)
     [root] = explained["chain"]["rootCauses"]
-    assert root["object"] == "APIService.apiregistration.k8s.io/v1beta1.metrics.k8s.io"
+    assert root["object"] == f"APIService.apiregistration.k8s.io/{name}"
 
 
 def test_a_node_whose_drain_a_budget_would_stop(cluster):
@@ -172,3 +185,25 @@ def test_a_namespace_nothing_would_hold(cluster):
     assert ("ConfigMap", "settings") in deleted(report)
     cluster.delete(f"/api/v1/namespaces/{ns}")
     assert cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace")
+
+
+@pytest.mark.parametrize("scheduled", [True, False])
+def test_a_claim_a_pod_mounts(cluster, scheduled):
+    """pvc-protection holds a claim while a scheduled Pod (spec.nodeName set) references it, whatever its phase;
+    an unscheduled Pod does not hold it. The Pod is not deleted with the claim, so preflight says the claim
+    would stay, and names the Pod."""
+    pvc, pod = claim_and_user(cluster, node=scheduled)
+    cluster.eventually(lambda: "kubernetes.io/pvc-protection" in cluster.get(pvc)["metadata"].get("finalizers", []),
+                       message="the pvc-protection admission plug-in")
+    report = preflight(cluster, "pvc", "data", "-n", cluster.namespace)
+    cluster.delete(pvc)
+    if scheduled:
+        assert predicted(report) == {("PersistentVolumeClaim", "data", "kubernetes.io/pvc-protection", "HOLDING")}
+        [held] = report["wouldBeStuck"]
+        assert f"Pod {cluster.namespace}/db-0" in held["reason"]
+        left = really_stuck(cluster, cluster.namespace)
+        assert left[("PersistentVolumeClaim", "data")]["finalizers"] == ["kubernetes.io/pvc-protection"]
+        cluster.delete(pod, grace=0)
+    else:
+        assert report["clean"] is True
+        assert cluster.eventually(lambda: cluster.get(pvc) is None, message="the claim to go")
