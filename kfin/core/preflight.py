@@ -30,6 +30,7 @@ from kfin.core.scope import Scope
 from kfin.errors import NotFoundError, UsageError
 from kfin.model import KubeObject
 
+FIRST = "first"  # _survives' step for an object to delete before the target, while its controller runs
 NAMESPACES, CRDS, NODES = ("", "namespaces"), ("apiextensions.k8s.io", "customresourcedefinitions"), ("", "nodes")
 
 
@@ -42,6 +43,7 @@ class Stuck:
     reason: str
     verdict: str  # what explain would say once it is stuck
     step: str = ""  # what to do first so that it is not
+    first: bool = False  # delete it before the target, while its controller still runs
 
     def to_dict(self) -> dict:
         return {
@@ -79,10 +81,12 @@ class Preflight:
     stuck: list[Stuck] = field(default_factory=list)
     plan: list[Step] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # what kfin could not read to predict
+    # objects the deletion leaves in place whose finalizer only what it deletes removes: stuck once deleted
+    orphaned: list[Stuck] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
-        return not self.stuck
+        return not self.stuck and not self.orphaned
 
     def to_dict(self) -> dict:
         return {
@@ -92,6 +96,7 @@ class Preflight:
             "clean": self.clean,
             "wouldDelete": [reference(o) for o in self.deleted],
             "wouldBeStuck": [s.to_dict() for s in self.stuck],
+            "leftWithoutController": [s.to_dict() for s in self.orphaned],
             "plan": [s.to_dict() for s in self.plan],
             "couldNotRead": self.unknown,
         }
@@ -125,6 +130,8 @@ def predict(scope: Scope, kind: str, name: str) -> tuple[Preflight, Facts]:
         _predict_object(facts, obj, gone_namespace, result)
     if gone_namespace:
         _namespace_gates(facts, target, result)
+    if gone_namespace or target.type.group == "apps":
+        _left_without_controller(facts, result, gone_namespace)
     result.plan = _plan(result, gone_namespace)
     return result, facts
 
@@ -177,7 +184,8 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
             continue
         reason, verdict, step = _survives(facts, obj, finalizer, gone_namespace)
         if reason:
-            result.stuck.append(Stuck(obj, finalizer, reason, verdict, step))
+            first = step == FIRST
+            result.stuck.append(Stuck(obj, finalizer, reason, verdict, _delete(obj) if first else step, first))
 
 
 def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str | None) -> tuple[str, str, str]:
@@ -224,7 +232,7 @@ def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str
             f"its controller {w.type.kind} {w.namespace}/{w.name} lives in namespace {gone_namespace}, deleted "
             "with it: nothing will remove the finalizer once it is gone",
             "ORPHANED",
-            _delete(obj),
+            FIRST,
         )
     w = workloads[0][0]
     return (
@@ -232,6 +240,42 @@ def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str
         "WAITING",
         f"fix or scale up {w.type.kind} {w.namespace}/{w.name} first",
     )
+
+
+def _left_without_controller(facts: Facts, result: Preflight, gone_namespace: str | None) -> None:
+    """Objects the deletion leaves in place (elsewhere in the cluster) whose finalizer only a controller it
+    deletes removes: an operator uninstalled before its custom resources. Already Terminating, they would be
+    stuck; otherwise they would be once deleted. Asked once per resource type and finalizer."""
+    dying = {o.uid for o in [result.target, *result.deleted]}
+
+    def dies(w: KubeObject) -> bool:
+        return w.uid in dying or bool(gone_namespace and w.namespace == gone_namespace)
+
+    everything = facts.everything(None)
+    if everything is None:
+        result.unknown.append("the rest of the cluster (objects whose controller the deletion removes)")
+        return
+    answers: dict[tuple[str, str, str], KubeObject | None] = {}
+    for obj in everything:
+        if dies(obj) or obj.uid in dying:
+            continue
+        for finalizer in obj.finalizers:
+            if control_plane_owned(finalizer):
+                continue
+            key = (obj.type.group, obj.type.resource, finalizer)
+            if key not in answers:
+                found = _controllers(Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer)))
+                answers[key] = found[0][0] if found and all(dies(w) for w, _ in found) else None
+            controller = answers[key]
+            if controller is None:
+                continue
+            reason = (
+                f"its only controller {controller.type.kind} {controller.namespace}/{controller.name} is deleted with "
+                f"{result.target.ref}: nothing removes {finalizer} after"
+                + ("" if obj.terminating else f", so {obj.type.kind} {obj.name} sticks when it is deleted")
+            )
+            entry = Stuck(obj, finalizer, reason, "ORPHANED", _delete(obj), True)
+            (result.stuck if obj.terminating else result.orphaned).append(entry)
 
 
 def _controllers(ctx: Context) -> list[tuple[KubeObject, bool]] | None:
@@ -307,10 +351,11 @@ def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:
     itself, followed to its end."""
     steps: list[Step] = []
     done: set[str] = set()
-    inside = [s for s in result.stuck if "deleted with it" in s.reason]
-    for stuck in inside:
-        steps.append(Step(_delete(stuck.obj), f"first, while its controller still runs ({stuck.reason})"))
-        steps.append(Step(_wait(stuck.obj), "its controller removes the finalizer before the namespace goes"))
+    for stuck in [s for s in result.stuck + result.orphaned if s.first]:
+        if stuck.step in done:
+            continue
+        steps.append(Step(stuck.step, f"first, while its controller still runs ({stuck.reason})"))
+        steps.append(Step(_wait(stuck.obj), f"its controller removes the finalizer before {result.target.ref} goes"))
         done.add(stuck.step)
     for stuck in result.stuck:
         if stuck.step and stuck.step not in done:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from kfin.core.preflight import Preflight
+from kfin.core.preflight import Preflight, Stuck
 from kfin.render.tables import plain_table
 from kfin.render.terminal import say
 
@@ -16,18 +16,25 @@ def preflight_report(result: Preflight) -> None:
         say(f"kfin could not read {', '.join(result.unknown)}: what is there is not predicted.", err=True)
     if result.clean:
         say("Nothing would be left stuck: the deletion should complete by itself.")
-    else:
+    if result.stuck:
         say(f"{len(result.stuck)} would be left Terminating:")
-        plain_table(
-            ["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "WHY"],
-            [
-                [s.obj.namespace or "-", s.obj.type.kind_display, s.obj.name, s.finalizer or "-", s.verdict, s.reason]
-                for s in result.stuck
-            ],
-        )
+        _table(result.stuck)
+    if result.orphaned:
+        say(f"{len(result.orphaned)} would be left without the controller that removes its finalizer:")
+        _table(result.orphaned)
     say("")
     say("Plan, in order (kfin preflight deletes nothing; the steps are yours):")
     for number, step in enumerate(result.plan, 1):
         say(f"  {number}. {step.action}")
         say(f"     {step.why}")
     sys.stdout.flush()
+
+
+def _table(rows: list[Stuck]) -> None:
+    plain_table(
+        ["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "WHY"],
+        [
+            [s.obj.namespace or "-", s.obj.type.kind_display, s.obj.name, s.finalizer or "-", s.verdict, s.reason]
+            for s in rows
+        ],
+    )

@@ -207,3 +207,51 @@ def test_a_claim_a_pod_mounts(cluster, scheduled):
     else:
         assert report["clean"] is True
         assert cluster.eventually(lambda: cluster.get(pvc) is None, message="the claim to go")
+
+
+@pytest.mark.controllers
+@pytest.mark.parametrize("deleting", ["namespace", "deployment"])
+def test_an_operator_uninstalled_before_its_custom_resources(cluster, deleting):
+    """The operator runs in its own namespace, with a ClusterRole to update Widgets everywhere; a Widget in
+    another namespace carries its finalizer. Deleting the operator's namespace (or its Deployment) leaves the
+    Widget in place, but nothing will remove its finalizer after: once deleted, it sticks. preflight says so and
+    its plan deletes the Widget first; deleting in the wrong order really leaves the Widget stuck."""
+    group = cluster.widget_crd()
+    ops = cluster.name("ops")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ops}})
+    cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "operator", "namespace": ops}})
+    rbac = "rbac.authorization.k8s.io/v1"
+    role = cluster.create({"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": cluster.name("widgets")},
+                           "rules": [{"apiGroups": [group], "resources": ["widgets"],
+                                      "verbs": ["get", "list", "watch", "update", "patch"]}]})
+    cluster.create({"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": cluster.name("widgets")},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                "name": role["metadata"]["name"]},
+                    "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": ops}]})
+    labels = {"app": "widget-operator"}
+    cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "widget-operator",
+                                                                               "namespace": ops},
+                    "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"serviceAccountName": "operator",
+                                 "containers": [{"name": "c", "image": "registry.invalid/widget-operator:none"}]}}}})
+    widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                             "metadata": {"name": "w1", "finalizers": [f"{group}/cleanup"]}})
+
+    target = ("namespace", ops) if deleting == "namespace" else ("deployment", "widget-operator", "-n", ops)
+    report = preflight(cluster, *target)
+    assert report["clean"] is False and report["wouldBeStuck"] == []
+    [left] = report["leftWithoutController"]
+    assert (left["object"]["kind"], left["object"]["namespace"], left["object"]["name"], left["finalizer"]) == (
+        "Widget", cluster.namespace, "w1", f"{group}/cleanup")
+    assert "its only controller Deployment" in left["reason"] or "its only controller Pod" in left["reason"]
+    actions = [s["action"] for s in report["plan"]]
+    assert actions[:2] == [f"kubectl delete widgets.{group} w1 -n {cluster.namespace}",
+                           f"kfin wait widgets.{group} w1 -n {cluster.namespace} --timeout 10m"]
+
+    cluster.delete(f"/api/v1/namespaces/{ops}" if deleting == "namespace"
+                   else f"/apis/apps/v1/namespaces/{ops}/deployments/widget-operator")
+    cluster.delete(widget)
+    stuck = really_stuck(cluster, cluster.namespace)
+    assert stuck[("Widget", "w1")]["finalizers"] == [f"{group}/cleanup"]
+    cluster.strip_finalizers(widget)
