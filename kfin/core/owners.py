@@ -17,6 +17,8 @@ from kfin.model import KubeObject
 if TYPE_CHECKING:
     import networkx as nx
 
+    from kfin.core.causes.ecosystem import Holding
+
 FOREGROUND = "foregroundDeletion"
 
 
@@ -173,6 +175,48 @@ def add_blocking(graph: nx.DiGraph, chain: Chain, observed_at: datetime | None =
                 ownership=False,
                 cause=data["type"],
                 why=data["why"],
+            )
+
+
+def add_holders(graph: nx.DiGraph, obj: KubeObject, holders: list[Holding], observed_at: datetime | None) -> None:
+    """Add what a catalog finalizer of `obj` will delete when its controller runs (cleans-up) or needs
+    (requires): not blocking edges (nothing there is stuck), drawn so that a user sees what forcing it leaves
+    behind. One not read (in a namespace kfin did not list) is drawn from its description."""
+    source = _object_node(graph, obj, observed_at)
+    for holder in holders:
+        if holder.target is not None:
+            node = _object_node(graph, holder.target, observed_at)
+        else:
+            node = f"holder:{holder.text}"
+            kind, _, rest = holder.text.partition(" ")
+            namespace, _, name = rest.rpartition("/")
+            graph.add_node(
+                node,
+                kind=kind if rest else "Holder",
+                group="",
+                apiVersion="",
+                namespace=namespace,
+                name=name if rest else holder.text,
+                uid="",
+                missing=holder.missing,
+                terminating=False,
+                finalizers=[],
+                terminatingSeconds=None,
+                namespaced=None,
+                blocker=None,
+                actor=True,  # not an object kfin read: left out of the ownerReferences graph
+            )
+        if not graph.has_edge(source, node):
+            graph.add_edge(
+                source,
+                node,
+                controller=False,
+                blockOwnerDeletion=False,
+                blocking=False,
+                problem="",
+                ownership=False,
+                holder=holder.effect,
+                why=holder.meaning,
             )
 
 

@@ -13,6 +13,8 @@ from kfin.api.scan import NAMESPACES
 from kfin.core import owners
 from kfin.core.blocking import follow, node_id
 from kfin.core.causes import blocker_line, explain_cached
+from kfin.core.causes.ecosystem import Holding, holdings
+from kfin.core.causes.registry import Context, family
 from kfin.core.facts import Facts
 from kfin.core.lookup import facts_on_demand
 from kfin.core.scope import Scope
@@ -61,7 +63,19 @@ def with_blocking(graph: nx.DiGraph, objects: list[KubeObject], facts: Facts) ->
             if (obj.type.group, obj.type.resource) == NAMESPACES:  # drawn from metadata: its cause needs it whole
                 obj = facts.find("", "namespaces", "", obj.name, full=True) or obj
             owners.add_blocking(graph, follow(obj, facts), facts.inventory.observed_at)
+            owners.add_holders(graph, obj, catalog_holders(obj, facts), facts.inventory.observed_at)
     return graph
+
+
+def catalog_holders(obj: KubeObject, facts: Facts) -> list[Holding]:
+    """What the catalog finalizers of `obj` will delete or need (those that hold it are chain links already)."""
+    out: list[Holding] = []
+    for finalizer in obj.finalizers:
+        fam = family(finalizer)
+        if fam.entry is not None:
+            ctx = Context(obj, finalizer, "metadata.finalizers", facts, fam)
+            out += [h for h in holdings(ctx, fam.entry) or [] if h.effect != "holds"]
+    return out
 
 
 def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> SubjectGraph:

@@ -46,7 +46,9 @@ def walk(graph: nx.DiGraph, depth: int | None = None) -> list[tuple[int, bool, l
     while stack:
         node, edge, level, last = stack.pop()
         pieces = []
-        if edge and edge.get("cause") and edge["cause"] != "blocking-dependent":
+        if edge and edge.get("holder"):
+            pieces.append(("yellow", f"{edge['holder']} ({edge['why']}) "))
+        elif edge and edge.get("cause") and edge["cause"] != "blocking-dependent":
             pieces.append(("bold red", f"⛔ {edge['cause']} "))
         elif edge and edge.get("blocking"):
             pieces.append(("bold red", "⛔ blocks "))
@@ -181,6 +183,8 @@ def to_dot(graph: nx.DiGraph) -> str:
         if data.get("blocking"):
             why = data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
             attrs += ['color="red"', "penwidth=2", f"label={_dot_quote(why)}"]
+        elif data.get("holder"):
+            attrs += ['style="dotted"', f"label={_dot_quote(data['holder'])}"]
         elif data.get("problem"):
             attrs += ['style="dashed"', f"label={_dot_quote(data['problem'])}"]
         lines.append(f"  {_dot_quote(a)} -> {_dot_quote(b)}{' [' + ', '.join(attrs) + ']' if attrs else ''};")
@@ -201,6 +205,8 @@ def to_mermaid(graph: nx.DiGraph) -> str:
         if data.get("blocking"):
             why = data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
             lines.append(f"  {ids[a]} ==>|{why}| {ids[b]}")
+        elif data.get("holder"):
+            lines.append(f"  {ids[a]} -.->|{data['holder']}| {ids[b]}")
         elif data.get("problem"):
             lines.append(f"  {ids[a]} -.->|{data['problem']}| {ids[b]}")
         else:

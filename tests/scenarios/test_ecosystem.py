@@ -66,6 +66,14 @@ def test_an_argo_cd_application_names_what_it_will_delete_and_its_controller_tha
     items = json.loads(kfin(*base, "stuck", "-n", cluster.namespace, "-o", "json").stdout)["items"]
     [item] = [i for i in items if i["name"] == "guestbook"]
     assert "2 Argo CD deletes them when its controller runs" in item["blocker"]
+    graph = json.loads(kfin(*base, "graph", "application", "guestbook", "-n", cluster.namespace, "-o",
+                            "json").stdout)
+    labels = {n["id"]: f"{n['kind']} {n['namespace']}/{n['name']}" for n in graph["nodes"]}
+    drawn = {(labels[e["target"]], e["holder"]) for e in graph["edges"] if e.get("holder")}
+    assert drawn == {("Deployment guestbook/guestbook-ui", "cleans-up"), ("Service guestbook/guestbook-ui",
+                                                                         "cleans-up")}
+    tree = kfin(*base, "graph", "application", "guestbook", "-n", cluster.namespace).stdout
+    assert "cleans-up (Argo CD deletes them when its controller runs) Deployment/guestbook/guestbook-ui" in tree
     cluster.strip_finalizers(app)
 
 
