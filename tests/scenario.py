@@ -363,6 +363,26 @@ class EnvtestControlPlane:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def node_a_budget_stops(cluster) -> dict:
+    """A Node with Karpenter's termination finalizer, Pod db-0 on it covered by PodDisruptionBudget db with
+    maxUnavailable 0 (no disruption allowed, whatever the Pods' health: the disruption controller computes 0 on
+    a real cluster, the fake gets it written), and the free Pod web-0."""
+    node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": cluster.name("karp"), "finalizers": ["karpenter.sh/termination"]}})
+    for name, app in (("db-0", "db"), ("web-0", "web")):
+        cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
+                        "spec": {"nodeName": node["metadata"]["name"],
+                                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})
+    budget = cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
+                             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}}})
+    if cluster.is_fake:
+        cluster.set_status(budget, {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 1,
+                                    "expectedPods": 1, "observedGeneration": 1})
+    cluster.eventually(lambda: (cluster.get(budget).get("status") or {}).get("disruptionsAllowed") == 0,
+                       message="the budget to allow no disruption")
+    return node
+
+
 def namespace_behind_an_unavailable_apiservice(fake, name: str) -> None:
     """Fake only (on a real cluster it would stop every namespace deletion): namespace `name` deleted while
     APIService v1beta1.metrics.k8s.io has no backend."""

@@ -10,6 +10,7 @@ import yaml
 
 from kfin.core import catalog
 from tests.runner import kfin
+from tests.scenario import node_a_budget_stops
 
 SCHEMA = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
 
@@ -100,19 +101,7 @@ def test_a_karpenter_node_names_the_pod_and_the_budget_that_stop_its_drain(clust
     """A Node Karpenter is terminating (karpenter.sh/termination), a Pod on it covered by a PodDisruptionBudget
     with maxUnavailable 0 (no disruption allowed, whatever the Pods' health: the disruption controller computes 0
     on a real cluster, the test writes it on the fake), and one free Pod."""
-    node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {
-        "name": cluster.name("karp"), "finalizers": ["karpenter.sh/termination"]}})
-    for name, app in (("db-0", "db"), ("web-0", "web")):
-        cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
-                        "spec": {"nodeName": node["metadata"]["name"],
-                                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})
-    budget = cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
-                             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}}})
-    if cluster.is_fake:
-        cluster.set_status(budget, {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 1,
-                                    "expectedPods": 1, "observedGeneration": 1})
-    cluster.eventually(lambda: (cluster.get(budget).get("status") or {}).get("disruptionsAllowed") == 0,
-                       message="the budget to allow no disruption")
+    node = node_a_budget_stops(cluster)
     cluster.delete(node)
     report = json.loads(kfin("explain", "node", node["metadata"]["name"], "-o", "json",
                              "--kubeconfig", str(cluster.kubeconfig)).stdout)

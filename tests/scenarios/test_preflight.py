@@ -7,6 +7,7 @@ import pytest
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
+from tests.scenario import node_a_budget_stops
 from tests.scenarios.test_stuck import claim_and_user
 
 
@@ -35,6 +36,30 @@ def deleted(report):
     return {(d["kind"], d["name"]) for d in report["wouldDelete"]}
 
 
+def widget_operator(cluster, group: str, namespace: str, cluster_wide: bool) -> None:
+    """Namespace `namespace` with the Widget operator's ServiceAccount, its right to update Widgets (in its own
+    namespace, or everywhere through a suffixed ClusterRole) and its Deployment (never running: no such image)."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    cluster.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": "operator", "namespace": namespace}})
+    role_kind, binding_kind = ("ClusterRole", "ClusterRoleBinding") if cluster_wide else ("Role", "RoleBinding")
+    where = {"name": cluster.name("widgets")} if cluster_wide else {"name": "operator", "namespace": namespace}
+    cluster.create({"apiVersion": rbac, "kind": role_kind, "metadata": where,
+                    "rules": [{"apiGroups": [group], "resources": ["widgets"],
+                               "verbs": ["get", "list", "watch", "update", "patch"]}]})
+    cluster.create({"apiVersion": rbac, "kind": binding_kind, "metadata": where,
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": where["name"]},
+                    "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": namespace}]})
+    labels = {"app": "widget-operator"}
+    cluster.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "widget-operator", "namespace": namespace},
+                    "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"serviceAccountName": "operator",
+                                 "containers": [{"name": "c", "image": "registry.invalid/widget-operator:none"}]}}}})
+
+
 @pytest.mark.controllers
 def test_a_namespace_that_holds_its_own_operator(cluster):
     """The operator's Deployment and the rights to update its Widgets live in the namespace being deleted: the
@@ -42,21 +67,7 @@ def test_a_namespace_that_holds_its_own_operator(cluster):
     preflight says so, and the plan deletes the Widget first."""
     group = cluster.widget_crd()
     ns = cluster.name("team")
-    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "operator", "namespace": ns}})
-    rbac = "rbac.authorization.k8s.io/v1"
-    cluster.create({"apiVersion": rbac, "kind": "Role", "metadata": {"name": "operator", "namespace": ns},
-                    "rules": [{"apiGroups": [group], "resources": ["widgets"], "verbs": ["get", "list", "update"]}]})
-    cluster.create({"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": "operator", "namespace": ns},
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "operator"},
-                    "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": ns}]})
-    labels = {"app": "widget-operator"}
-    cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "widget-operator",
-                                                                               "namespace": ns},
-                    "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
-                        "metadata": {"labels": labels},
-                        "spec": {"serviceAccountName": "operator",
-                                 "containers": [{"name": "c", "image": "registry.invalid/widget-operator:none"}]}}}})
+    widget_operator(cluster, group, ns, cluster_wide=False)
     cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
                     "metadata": {"name": "w1", "namespace": ns, "finalizers": [f"{group}/cleanup"]}})
 
@@ -142,19 +153,7 @@ def test_a_namespace_that_an_unavailable_apiservice_would_stop(cluster):
 def test_a_node_whose_drain_a_budget_would_stop(cluster):
     """Karpenter's termination finalizer drains the node first: a Pod covered by a budget that allows no
     disruption would stop it. preflight lists the Pods the deletion evicts and names the budget."""
-    node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {
-        "name": cluster.name("karp"), "finalizers": ["karpenter.sh/termination"]}})
-    for name, app in (("db-0", "db"), ("web-0", "web")):
-        cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
-                        "spec": {"nodeName": node["metadata"]["name"],
-                                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})
-    budget = cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
-                             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}}})
-    if cluster.is_fake:
-        cluster.set_status(budget, {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 1,
-                                    "expectedPods": 1, "observedGeneration": 1})
-    cluster.eventually(lambda: (cluster.get(budget).get("status") or {}).get("disruptionsAllowed") == 0,
-                       message="the budget to allow no disruption")
+    node = node_a_budget_stops(cluster)
 
     report = preflight(cluster, "node", node["metadata"]["name"])
     assert deleted(report) == {("Pod", "db-0"), ("Pod", "web-0")}
@@ -218,23 +217,7 @@ def test_an_operator_uninstalled_before_its_custom_resources(cluster, deleting):
     its plan deletes the Widget first; deleting in the wrong order really leaves the Widget stuck."""
     group = cluster.widget_crd()
     ops = cluster.name("ops")
-    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ops}})
-    cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "operator", "namespace": ops}})
-    rbac = "rbac.authorization.k8s.io/v1"
-    role = cluster.create({"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": cluster.name("widgets")},
-                           "rules": [{"apiGroups": [group], "resources": ["widgets"],
-                                      "verbs": ["get", "list", "watch", "update", "patch"]}]})
-    cluster.create({"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": cluster.name("widgets")},
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                "name": role["metadata"]["name"]},
-                    "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": ops}]})
-    labels = {"app": "widget-operator"}
-    cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "widget-operator",
-                                                                               "namespace": ops},
-                    "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
-                        "metadata": {"labels": labels},
-                        "spec": {"serviceAccountName": "operator",
-                                 "containers": [{"name": "c", "image": "registry.invalid/widget-operator:none"}]}}}})
+    widget_operator(cluster, group, ops, cluster_wide=True)
     widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
                              "metadata": {"name": "w1", "finalizers": [f"{group}/cleanup"]}})
 
