@@ -98,3 +98,77 @@ def test_a_scan_with_a_simple_kubeconfig_never_imports_the_kubernetes_package(fa
     done = subprocess.run([sys.executable, "-c", code, str(fake_kubeconfig)], capture_output=True, text=True)
     assert done.stderr.strip().splitlines()[-1] == "False", done.stderr
     assert "held" in done.stdout and "example.com/x" in done.stdout
+
+
+# ----- hostile kubeconfigs (issue 27): every field read by its type, bounded, before anything connects -----
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(12))
+
+
+@pytest.mark.parametrize("user, cluster, context, says", [
+    ({"token": "abc"}, {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": "false"}, None,
+     'clusters["c"].cluster.insecure-skip-tls-verify must be a boolean (true or false), not the string "false"'),
+    ({"token": "abc"}, {"server": 6443}, None, 'clusters["c"].cluster.server must be a string, not int 6443'),
+    ({"token": "abc\r\nX-Injected: 1"}, None, None, 'users["u"].user.token holds a line break'),
+    ({"token": "tok\u2713en"}, None, None, 'users["u"].user.token holds a line break, a control character or a '
+                                           "character outside Latin-1"),
+    ({"token": 12345}, None, None, 'users["u"].user.token must be a string, not int 12345'),
+    ({"exec": {"command": "kubelogin", "args": ["get-token", 7]}}, None, None,
+     'users["u"].user.exec.args must be a list of strings'),
+    ({"exec": {"command": "kubelogin", "env": [{"name": "A", "value": 1}]}}, None, None,
+     'users["u"].user.exec.env[0].value must be a string, not int 1'),
+    ({"token": "abc"}, None, {"cluster": "c", "user": "u", "namespace": 5},
+     'contexts["main"].context.namespace must be a string, not int 5'),
+])
+def test_a_field_of_the_wrong_type_is_a_kubeconfig_error_naming_it(tmp_path, user, cluster, context, says):
+    """YAML is loose and Python truthy: a string "false" would turn TLS verification off. kubectl's decoder is
+    strict; so is kfin, before any connection (exit 3, one line, the field named)."""
+    from tests.runner import kfin
+
+    path = write(tmp_path, user, cluster, context)
+    result = kfin("stuck", "--kubeconfig", str(path))
+    assert result.code == 3, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: kubeconfig {path}: ") and says in line
+    assert "\r" not in result.stderr and "X-Injected" not in result.stderr
+
+
+@pytest.mark.parametrize("content, says", [
+    (BOMB, "YAML aliases: refused"),
+    ("a: " + "[" * 20000 + "]" * 20000, "kubeconfig"),
+    ("clusters: [", "is not valid YAML"),
+    ("- just\n- a list\n", "is not a map of clusters, users and contexts"),
+])
+def test_a_kubeconfig_that_is_not_one_is_refused_in_bounded_time(tmp_path, content, says):
+    from tests.runner import kfin
+
+    path = tmp_path / "kubeconfig"
+    path.write_text(content)
+    result = kfin("stuck", "--kubeconfig", str(path))
+    assert result.code == 3, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: ") and says in line
+
+
+def test_a_kubeconfig_of_gigabytes_is_not_read_whole(tmp_path, monkeypatch):
+    from kfin.api import kubeconfig_types
+    from kfin.errors import ConfigError
+
+    path = tmp_path / "kubeconfig"
+    path.write_text("clusters: []\n" + "#" * 2048)
+    monkeypatch.setattr(kubeconfig_types, "MAX_BYTES", 1024)
+    with pytest.raises(ConfigError, match="is larger than"):
+        kubeconfig_types.check_kubeconfig([str(path)])
+
+
+@pytest.mark.parametrize("user, cluster", [
+    ({"token": "abc"}, {"server": "https://api.example:6443", "insecure-skip-tls-verify": True}),
+    ({"exec": {"command": "kubelogin", "args": ["get-token"], "env": [{"name": "A", "value": "b"}],
+               "apiVersion": "client.authentication.k8s.io/v1", "provideClusterInfo": False}}, None),
+    ({"client-certificate-data": CERT, "client-key-data": KEY, "as-groups": ["ops"]}, None),
+])
+def test_well_typed_kubeconfigs_pass(tmp_path, user, cluster):
+    from kfin.api.kubeconfig_types import check_kubeconfig
+
+    check_kubeconfig([str(write(tmp_path, user, cluster))])

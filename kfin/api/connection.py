@@ -20,6 +20,7 @@ from urllib.parse import urlencode, urlsplit
 
 from kfin import __version__
 from kfin.api.kubeconfig import load_static
+from kfin.api.kubeconfig_types import check_kubeconfig
 from kfin.api.paths import api_path, group_version_path, resource_path
 from kfin.api.shapes import ShapeError, check_dict, check_object, check_page
 from kfin.api.target import Target
@@ -56,6 +57,7 @@ def context_names(kubeconfig: str | None) -> list[str]:
     existing = [p for p in _kubeconfig_paths(kubeconfig) if Path(p).expanduser().is_file()]
     if not existing:
         raise ConfigError("no kubeconfig found: set KUBECONFIG or pass --kubeconfig")
+    check_kubeconfig(existing)
     try:
         contexts, _ = config.list_kube_config_contexts(config_file=os.pathsep.join(existing))
     except Exception as error:
@@ -79,6 +81,7 @@ class Kube:
     def connect(cls, target: Target = Target()) -> Kube:
         paths = _kubeconfig_paths(target.kubeconfig)
         existing = [p for p in paths if Path(p).expanduser().is_file()]
+        check_kubeconfig(existing)
         if existing and (not target.kubeconfig or existing == paths):
             static = load_static(existing, target.context)
             if static is not None:

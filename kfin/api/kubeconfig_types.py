@@ -1,0 +1,174 @@
+"""Every kubeconfig field read by its type before anything uses it, as kubectl's strict decoder does.
+
+YAML is loose: `insecure-skip-tls-verify: "false"` is a string, and a string is true in Python (and in the
+kubernetes package, which reads the field with `not value`): verification would be turned off silently.
+A number where a string belongs, a token with a line break (a header that splits), an alias bomb, a file
+of gigabytes: each is one line naming the file and the field, exit 3, before any connection is made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kfin.errors import ConfigError
+
+MAX_BYTES = 16 * 1024 * 1024  # far above any real kubeconfig (certificates inline included)
+MAX_ALIASES = 100  # kubeconfigs written by tools never use YAML aliases; a "billion laughs" uses many
+
+STRING, BOOLEAN, STRINGS, MAPPING, LIST = (
+    "a string",
+    "a boolean (true or false)",
+    "a list of strings",
+    "a map",
+    "a list",
+)
+
+CLUSTER_FIELDS = {
+    "server": STRING,
+    "certificate-authority": STRING,
+    "certificate-authority-data": STRING,
+    "insecure-skip-tls-verify": BOOLEAN,
+    "tls-server-name": STRING,
+    "proxy-url": STRING,
+    "disable-compression": BOOLEAN,
+    "extensions": LIST,
+}
+USER_FIELDS = {
+    "token": STRING,
+    "tokenFile": STRING,
+    "client-certificate": STRING,
+    "client-certificate-data": STRING,
+    "client-key": STRING,
+    "client-key-data": STRING,
+    "username": STRING,
+    "password": STRING,
+    "as": STRING,
+    "as-uid": STRING,
+    "as-groups": STRINGS,
+    "exec": MAPPING,
+    "auth-provider": MAPPING,
+    "extensions": LIST,
+}
+EXEC_FIELDS = {
+    "command": STRING,
+    "args": STRINGS,
+    "env": LIST,
+    "apiVersion": STRING,
+    "installHint": STRING,
+    "provideClusterInfo": BOOLEAN,
+    "interactiveMode": STRING,
+}
+CONTEXT_FIELDS = {"cluster": STRING, "user": STRING, "namespace": STRING, "extensions": LIST}
+# Values that end up in an HTTP header or a command line: a line break or a control character would split
+# or smuggle one, and http.client refuses anything beyond Latin-1 with a traceback.
+HEADER_VALUES = {"token", "username", "password", "as", "as-uid"}
+
+
+def _fits(value: Any, expected: str) -> bool:
+    if expected == STRING:
+        return isinstance(value, str)
+    if expected == BOOLEAN:
+        return isinstance(value, bool)
+    if expected == STRINGS:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if expected == MAPPING:
+        return isinstance(value, dict)
+    return isinstance(value, list)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return f'the string "{value[:40]!s}"' if value.isprintable() else "a string"
+    return f"{type(value).__name__} {str(value)[:40]}" if isinstance(value, int | float) else type(value).__name__
+
+
+def _check_fields(where: str, entry: Any, fields: dict[str, str]) -> None:
+    if entry is None:
+        return
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be a map, not {_shown(entry)}")
+    for key, value in entry.items():
+        expected = fields.get(key)
+        if expected is None or value is None:
+            continue  # unknown fields are the loaders' business; null is "not set"
+        if not _fits(value, expected):
+            raise ConfigError(f"{where}.{key} must be {expected}, not {_shown(value)}")
+        if key in HEADER_VALUES and not _header_safe(value):
+            raise ConfigError(
+                f"{where}.{key} holds a line break, a control character or a character outside Latin-1: it "
+                "cannot be sent in an HTTP header"
+            )
+
+
+def _header_safe(text: str) -> bool:
+    return all(" " <= c <= "\xff" and c != "\x7f" for c in text)
+
+
+def _named_list(where: str, value: Any, inner: str, fields: dict[str, str]) -> None:
+    if value is None:
+        return
+    if not isinstance(value, list):
+        raise ConfigError(f"{where} must be a list, not {_shown(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise ConfigError(f"{where}[{index}] must be a map, not {_shown(item)}")
+        name = item.get("name")
+        if not isinstance(name, str):
+            raise ConfigError(f"{where}[{index}].name must be a string, not {_shown(name)}")
+        here = f'{where}["{name}"].{inner}' if name.isprintable() else f"{where}[{index}].{inner}"
+        body = item.get(inner)
+        _check_fields(here, body, fields)
+        if inner == "user" and isinstance(body, dict):
+            _check_fields(f"{here}.exec", body.get("exec"), EXEC_FIELDS)
+            for position, pair in enumerate((body.get("exec") or {}).get("env") or []):
+                _check_fields(f"{here}.exec.env[{position}]", pair, {"name": STRING, "value": STRING})
+
+
+def load_document(path: Path) -> Any:
+    """The YAML of one kubeconfig, bounded in size and in aliases; ConfigError when it cannot be read."""
+    import yaml
+
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"cannot read kubeconfig {path}: {error.strerror or error}") from None
+    if len(raw) > MAX_BYTES:
+        raise ConfigError(f"kubeconfig {path} is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a kubeconfig")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        aliases = (  # an alias needs an anchor (&) and a reference (*); base64 and PEM have neither
+            sum(1 for event in yaml.parse(raw, Loader=loader) if isinstance(event, yaml.AliasEvent))
+            if b"&" in raw and b"*" in raw
+            else 0
+        )
+        if aliases > MAX_ALIASES:
+            raise ConfigError(f"kubeconfig {path} uses {aliases} YAML aliases: refused (a kubeconfig needs none)")
+        return yaml.load(raw, Loader=loader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        at = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(f"kubeconfig {path} is not valid YAML{at}") from None
+    except RecursionError:
+        raise ConfigError(f"kubeconfig {path} is nested too deeply") from None
+
+
+def check_kubeconfig(paths: list[str]) -> None:
+    """Read every kubeconfig file by its types; raise ConfigError (exit 3) naming the file and field."""
+    for text in paths:
+        path = Path(text).expanduser()
+        document = load_document(path)
+        if document is None:
+            continue
+        if not isinstance(document, dict):
+            raise ConfigError(f"kubeconfig {path} is not a map of clusters, users and contexts")
+        current = document.get("current-context")
+        if current is not None and not isinstance(current, str):
+            raise ConfigError(f"kubeconfig {path}: current-context must be a string, not {_shown(current)}")
+        try:
+            _named_list("clusters", document.get("clusters"), "cluster", CLUSTER_FIELDS)
+            _named_list("users", document.get("users"), "user", USER_FIELDS)
+            _named_list("contexts", document.get("contexts"), "context", CONTEXT_FIELDS)
+        except ConfigError as error:
+            raise ConfigError(f"kubeconfig {path}: {error}") from None
