@@ -126,3 +126,31 @@ def test_a_ghost_is_not_reported_gone(fake, fake_kubeconfig, tmp_path, monkeypat
     [record] = [json.loads(line) for line in audit.read_text().splitlines()]
     assert record["result"] == "failed" and record["finalizersAfter"] == ["example.com/hold"]
     assert api.get("/api/v1/namespaces/doomed/configmaps/left")["metadata"]["finalizers"] == ["example.com/hold"]
+
+
+@pytest.mark.parametrize("body", [
+    {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "InternalError", "message": "etcd down"},
+    {"kind": "Status", "apiVersion": "v1", "items": []},
+], ids=["failure", "with-items"])
+def test_a_status_answered_with_200_is_a_failure_not_an_empty_list(fake, fake_kubeconfig, body):
+    """Issue 27: a list answered 200 with a Status body was read as empty: "No stuck objects found", exit 0."""
+    fake.faults.append(Fault(path="^/api/v1/configmaps$", body=json.dumps(body).encode()))
+    result = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.PARTIAL, result
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    assert [(f["what"], f["target"]) for f in report["failures"]] == [("list", "configmaps")]
+    assert "answered a Status" in result.stderr
+    table = kfin("stuck", "-A", "--kubeconfig", str(fake_kubeconfig))
+    assert table.code == ExitCode.PARTIAL and "No stuck objects found" not in table.stdout + table.stderr
+    assert "the scan is incomplete" in table.stderr
+
+
+def test_a_continue_token_that_comes_back_is_a_failure_not_an_endless_list(fake, fake_kubeconfig):
+    """Issue 27: a server that answers the same continue token forever would be paged forever."""
+    page = {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"continue": "again"}, "items": []}
+    fake.faults.append(Fault(path="^/api/v1/configmaps$", body=json.dumps(page).encode()))
+    result = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.PARTIAL, result
+    assert "a continue token it gave before" in result.stderr
+    assert sum(1 for r in fake.requests if r.path == "/api/v1/configmaps") == 2

@@ -65,6 +65,10 @@ def context_names(kubeconfig: str | None) -> list[str]:
     return [c["name"] for c in contexts or []]
 
 
+# At 500 items a page, 10 million objects: a server paging beyond is not a real one, or not one to read whole.
+MAX_PAGES = 20_000
+
+
 class Kube:
     """A connection to one API server (one kubeconfig context)."""
 
@@ -457,13 +461,20 @@ class Kube:
         """Pages are fetched by as many threads as list at once, but parsed (and reduced) one at a time:
         parsing holds the GIL anyway, and so only one page is ever held parsed, not one per thread, which is
         most of a large scan's memory (issue 17)."""
-        token = None
+        token, tokens = None, set[str]()
         while True:
             _, _, data = self.send("GET", path, {"limit": limit, "continue": token}, accept=accept, what=what)
             with _PARSING:
                 page = check_page(self._json(path, data), f"GET {path}")
                 del data
                 token = (page.get("metadata") or {}).get("continue")
+                if token and (token in tokens or len(tokens) >= MAX_PAGES):  # a list that would never end
+                    raise ShapeError(
+                        f"GET {path} answered a continue token it gave before: the list would never end"
+                        if token in tokens
+                        else f"GET {path} answered more than {MAX_PAGES} pages: refused"
+                    )
+                tokens.add(str(token))
                 out = reduce(page) if reduce else page
                 del page
             yield out

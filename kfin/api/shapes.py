@@ -290,10 +290,14 @@ def check_page(page: Any, where: str) -> dict:
     """One page of a list: an object with `items` (a list, or null when empty) of well-formed objects."""
     if not isinstance(page, dict):
         raise ShapeError(f"{where} answered {type_name(page)} where a list was expected")
+    if page.get("kind") == "Status":  # an error whatever the HTTP code: never an empty list
+        reason, message = page.get("reason"), page.get("message")
+        said = ": ".join(str(v)[:200] for v in (reason, message) if isinstance(v, str) and v) or "no reason given"
+        raise ShapeError(f"{where} answered a Status ({said}) where a list was expected")
     items = page.get("items")
     if items is not None and not isinstance(items, list):
         raise ShapeError(f"{where} answered a list whose items are {type_name(items)}")
-    if "items" not in page and page.get("kind") != "Status":
+    if "items" not in page:
         raise ShapeError(f"{where} answered an object without items where a list was expected")
     list_meta = page.get("metadata")
     if list_meta is not None and (

@@ -129,7 +129,15 @@ def stuck(
     else:
         scopes = {inv.namespace for inv in inventories}
         where = f"in namespace {scopes.pop()}" if len(scopes) == 1 and None not in scopes else "in the cluster"
-        print(f"No stuck objects found {where}.", file=sys.stderr)
+        unread = sum(len(inv.failures) for inv in inventories)
+        if unread:  # never an all-clear that is not one
+            print(
+                f"No stuck objects among what kfin could read {where}; {unread} could not be read (see the "
+                "warnings above): the scan is incomplete.",
+                file=sys.stderr,
+            )
+        else:
+            print(f"No stuck objects found {where}.", file=sys.stderr)
     if rows and exit_code:
         raise typer.Exit(ExitCode.FOUND)
     if not all(inv.complete for inv in inventories):
