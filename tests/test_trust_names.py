@@ -120,3 +120,28 @@ def test_any_name_reaches_only_the_named_object_and_never_a_secret(stage, fake_k
     assert held["metadata"]["finalizers"] == ["example.com/hold"]
     assert json.dumps(stage.cluster.find(stage.cluster.types[("", "secrets")], "team", "token")["data"]) == \
         json.dumps({"password": SECRET_VALUE})
+
+
+@pytest.mark.parametrize("field, value", [
+    ("name", ".."), ("name", "."), ("name", "%2e%2e"), ("name", "pods/../../secrets"), ("name", "pods\n"),
+    ("name", "Secrets"), ("name", "a" * 254), ("kind", "Pod\x1b[31m"), ("kind", "1Pod"),
+])
+def test_discovery_names_are_checked_as_the_api_server_names_them(field, value):
+    """Issue 27: a name from discovery becomes a path segment; an aggregated API could name a resource "..".
+    Legacy and aggregated discovery alike refuse what the API server never serves."""
+    from kfin.api.resources import parse_resource_list
+    from kfin.api.shapes import ShapeError
+
+    entry = {"name": "widgets", "kind": "Widget", "namespaced": True, "verbs": ["get", "list"]}
+    entry[field] = value
+    with pytest.raises(ShapeError, match="which the API server never serves"):
+        parse_resource_list("example.com", "v1", {"resources": [entry]})
+
+
+def test_discovery_names_kubernetes_serves_pass():
+    from kfin.api.resources import parse_resource_list
+
+    doc = {"resources": [{"name": n, "kind": k, "namespaced": True, "verbs": ["get", "list"]} for n, k in (
+        ("pods", "Pod"), ("pods/log", "Pod"), ("customresourcedefinitions", "CustomResourceDefinition"),
+        ("my-widgets", "My-Widget"))]}
+    assert [t.resource for t in parse_resource_list("example.com", "v1", doc)] == ["pods", "customresourcedefinitions", "my-widgets"]

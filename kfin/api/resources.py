@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from kfin.api.shapes import ShapeError
 from kfin.errors import NotFoundError
 from kfin.model import ResourceType
+from kfin.names import quoted
+
+DISCOVERY_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+KIND_NAME = re.compile(r"[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?")  # CRDs: a DNS-1035 label once lower-cased
 
 
 def _resource_type(
@@ -34,6 +39,17 @@ def _resource_type(
         or not isinstance(singular or "", str)
     ):
         raise ShapeError(f"{where} answered a malformed resource entry ({str(name)[:60]})")
+    # What becomes a path segment is checked as the API server names them (a DNS subdomain for a group, DNS
+    # labels for a version and a resource, a kind of letters and digits): an aggregated API naming a resource
+    # ".." or "%2e%2e" never turns into a request for something else.
+    for text, pattern, what in (
+        (group, DISCOVERY_NAME, "group"),
+        (version, DISCOVERY_NAME, "version"),
+        *((part, DISCOVERY_NAME, "resource") for part in name.split("/")),
+        (kind, KIND_NAME, "kind"),
+    ):
+        if (text or what != "group") and (len(text) > 253 or not pattern.fullmatch(text)):
+            raise ShapeError(f"{where} answered a {what} named {quoted(text)}, which the API server never serves")
     return ResourceType(
         group,
         version,
