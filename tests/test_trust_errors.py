@@ -165,3 +165,46 @@ def test_ctrl_c_during_a_bulk_removal_says_what_was_done(fake, fake_kubeconfig, 
     assert "done 1, failed 0, not started 0" in stderr
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(r["object"]["name"], r["result"]) for r in records] == [("one", "removed"), ("two", "interrupted")]
+
+
+def kubeconfig_for(tmp_path, server: str) -> Path:
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "main",
+              "clusters": [{"name": "c", "cluster": {"server": server}}], "users": [{"name": "u", "user": {"token": "t"}}],
+              "contexts": [{"name": "main", "context": {"cluster": "c", "user": "u"}}]}
+    path = tmp_path / "kubeconfig-hostile"
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_is_an_error_never_a_success(fake, fake_kubeconfig, status):
+    """Issue 27: the API server never redirects; a 3xx was read as success (its body as the answer)."""
+    fake.faults.append(Fault(path="^/version$", status=status, body=json.dumps({"gitVersion": "v9.9.9"}).encode()))
+    result = kfin("version", "--kubeconfig", str(fake_kubeconfig))
+    assert f"answered {status} (a redirect): kfin follows no redirects" in one_error_line(result, ExitCode.API)
+    assert "v9.9.9" not in result.stdout
+
+
+def test_a_silent_server_is_bounded_without_request_timeout(fake, fake_kubeconfig, monkeypatch):
+    """Issue 27: without --request-timeout a server that accepts and never answers hung kfin forever; now each
+    silence is bounded (120 s by default; shortened here)."""
+    from kfin.api import connection
+
+    monkeypatch.setattr(connection, "DEFAULT_READ_TIMEOUT", 0.5)
+    fake.faults.append(Fault(path="^/version$", delay=3))
+    started = time.monotonic()
+    result = kfin("version", "--kubeconfig", str(fake_kubeconfig))
+    assert time.monotonic() - started < 2.5
+    assert "did not answer in time" in one_error_line(result, ExitCode.UNREACHABLE)
+
+
+def test_a_password_in_the_server_url_is_never_printed(tmp_path):
+    result = kfin("stuck", "--kubeconfig", str(kubeconfig_for(tmp_path, "http://admin:s3cret@127.0.0.1:1")))
+    line = one_error_line(result, ExitCode.UNREACHABLE)
+    assert "s3cret" not in line and "admin" not in line and "http://<redacted>@127.0.0.1:1" in line
+
+
+@pytest.mark.parametrize("server", ["https://10.0.0.1:6443/?watch=true", "https://10.0.0.1:6443/#frag"])
+def test_a_server_url_with_a_query_or_fragment_is_a_kubeconfig_error(tmp_path, server):
+    line = one_error_line(kfin("stuck", "--kubeconfig", str(kubeconfig_for(tmp_path, server))), ExitCode.CONFIG)
+    assert "has a query or a fragment" in line

@@ -26,7 +26,8 @@ from kfin.api.shapes import ShapeError, check_dict, check_object, check_page
 from kfin.api.target import Target
 from kfin.errors import APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError, UnreachableError
 from kfin.model import ResourceType
-from kfin.names import check_namespace
+from kfin.names import check_namespace, quoted
+from kfin.util.text import redact_url
 
 # (verb, resource, namespace) of a request, for the message of a 403
 What = tuple[str, str, str | None]
@@ -65,6 +66,9 @@ def context_names(kubeconfig: str | None) -> list[str]:
     return [c["name"] for c in contexts or []]
 
 
+# Without --request-timeout, a connection (TLS handshake included) and each silence of the server are still
+# bounded: kubectl's dial timeout, and more than any real server stays silent while it answers.
+DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT = 30.0, 120.0
 # At 500 items a page, 10 million objects: a server paging beyond is not a real one, or not one to read whole.
 MAX_PAGES = 20_000
 
@@ -77,6 +81,7 @@ class Kube:
         self._api = transport
         self.context = context
         self.server = server
+        self.shown = redact_url(server)  # how messages name it: never with a password in it
         self.namespace = namespace
         self.timeout = timeout
 
@@ -161,11 +166,18 @@ class Kube:
         try:
             url = urlsplit(host)
             usable = url.scheme in ("http", "https") and bool(url.hostname)
+            extra = url.query or url.fragment or "?" in host or "#" in host
         except ValueError:
-            usable = False
+            usable, extra = False, False
         if not usable:
             raise ConfigError(
-                f'context "{context}" names no usable server (server: "{host}"): it must be an http:// or https:// URL'
+                f"context {quoted(context)} names no usable server (server: {quoted(redact_url(host))}): it must be "
+                "an http:// or https:// URL"
+            )
+        if extra:  # every request path is appended to it: a query or fragment would swallow them
+            raise ConfigError(
+                f"context {quoted(context)}: its server URL {quoted(redact_url(host))} has a query or a fragment; "
+                "a server URL is a scheme, a host and an optional path"
             )
         for attribute, what in (
             ("ssl_ca_cert", "certificate-authority"),
@@ -258,7 +270,9 @@ class Kube:
                     retries=False,
                     redirect=False,
                     preload_content=False,
-                    timeout=urllib3.Timeout(connect=left, read=left) if left else None,
+                    timeout=urllib3.Timeout(connect=left, read=left)
+                    if left
+                    else urllib3.Timeout(connect=DEFAULT_CONNECT_TIMEOUT, read=DEFAULT_READ_TIMEOUT),
                 )
                 payload = _read_body(response, deadline)
             except _DeadlinePassedError:
@@ -285,6 +299,8 @@ class Kube:
                 raise self._connection_error(error) from None
             if response.status >= 400:
                 raise self._api_error(response.status, response.reason, payload, what)
+            if response.status >= 300 and response.status != 304:  # 304: an ETag kfin sent still matches
+                raise self._redirect_error(response.status, response.headers.get("Location"))
             return response.status, response.headers, payload
 
     def _headers(self, accept: str, extra: dict | None = None) -> dict:
@@ -305,7 +321,7 @@ class Kube:
         try:
             return json.loads(data)
         except ValueError:
-            raise APIError(f"the API server at {self.server} answered {path} with something that is not JSON") from None
+            raise APIError(f"the API server at {self.shown} answered {path} with something that is not JSON") from None
 
     def _connection_error(self, reason: BaseException) -> KfinError:
         from urllib3.exceptions import MaxRetryError, NewConnectionError, SSLError
@@ -316,14 +332,20 @@ class Kube:
         text = str(reason)
         if isinstance(reason, NewConnectionError):  # a subclass of the timeout errors, but not one
             return UnreachableError(
-                f"cannot reach the API server at {self.server} (context {self.context}): {_short(text)}"
+                f"cannot reach the API server at {self.shown} (context {self.context}): {_short(text)}"
             )
         if isinstance(reason, SSLError) or "SSL" in text or "certificate" in text:
-            return AuthError(f"TLS handshake with {self.server} failed (context {self.context}): {_short(text)}")
+            return AuthError(f"TLS handshake with {self.shown} failed (context {self.context}): {_short(text)}")
         if isinstance(reason, (Urllib3Timeout, TimeoutError)) or "timed out" in text:
-            return UnreachableError(f"the API server at {self.server} did not answer in time (context {self.context})")
-        return UnreachableError(
-            f"cannot reach the API server at {self.server} (context {self.context}): {_short(text)}"
+            return UnreachableError(f"the API server at {self.shown} did not answer in time (context {self.context})")
+        return UnreachableError(f"cannot reach the API server at {self.shown} (context {self.context}): {_short(text)}")
+
+    def _redirect_error(self, code: int, location: str | None) -> KfinError:
+        """A 3xx: the API server never redirects; following one could send the credentials elsewhere."""
+        to = f" to {quoted(redact_url(location))}" if location else ""
+        return APIError(
+            f"the API server at {self.shown} answered {code} (a redirect{to}): kfin follows no "
+            "redirects; check the server URL of context " + quoted(self.context)
         )
 
     def _api_error(self, code: int, reason: str, body: bytes, what: What | None) -> KfinError:
@@ -331,7 +353,7 @@ class Kube:
         message = status.get("message") or (body or b"").decode(errors="replace").strip() or reason
         if code == 401:
             return AuthError(
-                f"the API server at {self.server} rejected the credentials of context {self.context} "
+                f"the API server at {self.shown} rejected the credentials of context {self.context} "
                 "(401 Unauthorized): log in again or check the kubeconfig user"
             )
         if code == 403:
@@ -356,7 +378,7 @@ class Kube:
 
     # ----- the calls kfin makes --------------------------------------------------------------------
     def server_version(self) -> dict:
-        return check_dict(self.request("GET", "/version"), f"GET /version of {self.server}")
+        return check_dict(self.request("GET", "/version"), f"GET /version of {self.shown}")
 
     def whoami(self) -> str:
         """The user as the API server sees it (SelfSubjectReview), for the audit log."""
@@ -484,7 +506,7 @@ class Kube:
     def api_groups(self) -> list[tuple[str, list[str], str]]:
         """(group, versions, preferred version) of every API group, from legacy /apis: one cheap request
         that also names the groups whose APIService has no backend (aggregated discovery leaves them out)."""
-        where = f"GET /apis of {self.server}"
+        where = f"GET /apis of {self.shown}"
         groups = check_dict(self.request("GET", "/apis", what=("get", "/apis", None)), where).get("groups")
         if not isinstance(groups, list):
             raise ShapeError(f"{where} answered without a list of groups")
@@ -525,7 +547,7 @@ class Kube:
         )
         if status == 304:
             return None, etag
-        document = check_dict(self._json(path, data), f"GET {path} of {self.server}")
+        document = check_dict(self._json(path, data), f"GET {path} of {self.shown}")
         if document.get("kind") != "APIGroupDiscoveryList":
             return document, None
         return document, headers.get("ETag")
@@ -533,7 +555,7 @@ class Kube:
     def resource_list(self, group: str, version: str) -> dict:
         """Legacy discovery of one group version (/api/v1 or /apis/GROUP/VERSION)."""
         path = group_version_path(group, version)
-        return check_dict(self.request("GET", path, what=("get", path, None)), f"GET {path} of {self.server}")
+        return check_dict(self.request("GET", path, what=("get", path, None)), f"GET {path} of {self.shown}")
 
     def watch(
         self, path: str, query: dict, timeout_seconds: int, accept: str = METADATA_ACCEPT, what: What | None = None
@@ -563,6 +585,8 @@ class Kube:
         try:
             if response.status >= 400:
                 raise self._api_error(response.status, response.reason, response.read(), what)
+            if response.status >= 300:
+                raise self._redirect_error(response.status, response.headers.get("Location"))
             pending = b""
             try:
                 for chunk in response.stream(1 << 16):

@@ -102,8 +102,8 @@ def _resources(
     kube: Kube, groups: list[tuple[str, list[str], str]], core_doc: dict, apis_doc: dict
 ) -> tuple[list[ResourceType], list[Failure]]:
     """Core first, then groups in the server's priority order (earlier types win a tie, as in kubectl)."""
-    core = aggregated_versions(core_doc, f"GET /api of {kube.server}", core=True)
-    aggregated = aggregated_versions(apis_doc, f"GET /apis of {kube.server}")
+    core = aggregated_versions(core_doc, f"GET /api of {kube.shown}", core=True)
+    aggregated = aggregated_versions(apis_doc, f"GET /apis of {kube.shown}")
     wanted = [("", "v1")] + [(group, preferred) for group, _, preferred in groups]
     found: dict[tuple[str, str], list[ResourceType] | KfinError] = {}
     legacy = []
@@ -130,7 +130,7 @@ def _resources(
         raise core_types  # without the core group there is no scan to speak of
     if not any(r.resource == "namespaces" for r in core_types):
         raise ShapeError(
-            f"discovery of {kube.server} lists no namespaces: it does not answer as a Kubernetes API server"
+            f"discovery of {kube.shown} lists no namespaces: it does not answer as a Kubernetes API server"
         )
     resources, failures = [], []
     for group, version in wanted:

@@ -75,7 +75,7 @@ def live(
         failures + list_failures,
         datetime.now(UTC),
         kube.context,
-        kube.server,
+        kube.shown,  # a snapshot is shared: never a password in it
         namespace,
         detailed,
         dict(left_out.dropped) if left_out else {},

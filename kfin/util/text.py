@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit, urlunsplit
 
 # Control characters but tab and newline, and lone surrogates (bytes that were not UTF-8).
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -24,3 +25,15 @@ def printable(value: object, one_line: bool = False) -> str:
 def one_line(message: str) -> str:
     """An error message on one line, safe to print."""
     return printable(" ".join(part.strip() for part in str(message).splitlines() if part.strip()))
+
+
+def redact_url(url: str) -> str:
+    """A URL fit for a message: a password (or a whole user-info part) in it is never printed."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<a malformed URL>"
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc="<redacted>@" + host))
