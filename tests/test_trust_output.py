@@ -105,3 +105,32 @@ def test_odd_kubeconfigs_are_one_line_and_exit_3(tmp_path, capfd, cluster, user,
     assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], result.stderr
     stray = capfd.readouterr()  # nothing written around kfin's own streams (logging, warnings)
     assert "ERROR:root" not in stray.err + stray.out and "Warning" not in stray.err
+
+
+@pytest.mark.parametrize("fmt", ["dot", "mermaid", "graphml", "json"])
+@pytest.mark.parametrize("namespace", ["team-a", "shop"])
+def test_graph_exports_carry_no_control_characters_and_graphml_is_xml(tmp_path, fmt, namespace):
+    """Issue 27: DOT, Mermaid and GraphML carried escape sequences and carriage returns raw; the GraphML was not
+    even well-formed XML."""
+    import xml.etree.ElementTree as ElementTree
+
+    result = kfin("graph", "namespace", namespace, "-o", fmt, "--from-snapshot", str(hostile_snapshot(tmp_path)))
+    assert result.code in (ExitCode.OK, ExitCode.PARTIAL), result
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", result.stdout)
+    if fmt == "graphml":
+        ElementTree.fromstring(result.stdout.encode())
+    if fmt == "json":
+        json.loads(result.stdout)
+    assert "\\x1b" in result.stdout or "\\u001b" in result.stdout  # shown, not dropped
+
+
+def test_the_server_version_is_shown_never_sent(fake, fake_kubeconfig):
+    from tests.fakeapi import Fault
+
+    fake.faults.append(Fault(path="^/version$", body=json.dumps({"gitVersion": "v1.36\x1b[2J\r\x07"}).encode()))
+    result = kfin("version", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == 0, result
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", result.stdout)
+    assert "v1.36\\x1b[2J\\x0d\\x07" in result.stdout
+    fake.faults.append(Fault(path="^/version$", body=json.dumps({"gitVersion": {"not": "a string"}}).encode()))
+    assert kfin("version", "--kubeconfig", str(fake_kubeconfig)).code == 0

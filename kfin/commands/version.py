@@ -9,6 +9,7 @@ from kfin.api.connection import Kube
 from kfin.commands.about import client_version
 from kfin.commands.flags import ContextOpt, KubeconfigOpt, OutputOpt, TimeoutOpt, check_output, merged
 from kfin.render import data
+from kfin.util.text import printable
 
 
 def version(
@@ -30,11 +31,13 @@ def version(
         "kfinVersion": __version__,
         "clientVersion": client_version(),
         "context": kube.context,
-        "server": kube.server,
-        "serverVersion": server.get("gitVersion", ""),
+        "server": kube.shown,
+        "serverVersion": git_version if isinstance(git_version := server.get("gitVersion"), str) else "",
     }
-    if fmt == "table":
+    if fmt == "table":  # the server's words, and the kubeconfig's: never raw control characters on a terminal
         typer.echo(f"kfin: {__version__} (kubernetes client {facts['clientVersion']})")
-        typer.echo(f"Server: {facts['serverVersion']} at {kube.server} (context {kube.context})")
+        typer.echo(
+            printable(f"Server: {facts['serverVersion']} at {kube.shown} (context {kube.context})", one_line=True)
+        )
     else:
         data.dump(facts, fmt)

@@ -122,10 +122,11 @@ def _scalar_graph(graph: nx.DiGraph) -> nx.DiGraph:
     flat = nx.DiGraph()
     for node, data in graph.nodes(data=True):
         flat.add_node(
-            node, **{k: (",".join(v) if isinstance(v, list) else "" if v is None else v) for k, v in data.items()}
+            _xml_safe(node),
+            **{k: _xml_safe(",".join(v) if isinstance(v, list) else "" if v is None else v) for k, v in data.items()},
         )
     for a, b, data in graph.edges(data=True):
-        flat.add_edge(a, b, **{k: ("" if v is None else v) for k, v in data.items()})
+        flat.add_edge(_xml_safe(a), _xml_safe(b), **{k: _xml_safe("" if v is None else v) for k, v in data.items()})
     return flat
 
 
@@ -164,8 +165,14 @@ def to_graphml(graph: nx.DiGraph) -> str:
     return "\n".join(nx.generate_graphml(_scalar_graph(graph))) + "\n"
 
 
+def _xml_safe(value: Any) -> Any:
+    """Cluster text fit for XML 1.0 (which has no way to write most control characters) and for a terminal
+    that shows the file: control characters as \\xNN, like every other output."""
+    return printable(value, one_line=True) if isinstance(value, str) else value
+
+
 def _dot_quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + printable(text, one_line=True).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def to_dot(graph: nx.DiGraph) -> str:
@@ -197,9 +204,9 @@ def to_mermaid(graph: nx.DiGraph) -> str:
     lines = ["graph LR"]
     for node in sorted(graph.nodes):
         data = graph.nodes[node]
-        text = label(graph, node).replace('"', "#quot;")
+        text = printable(label(graph, node), one_line=True).replace('"', "#quot;")
         if data.get("finalizers"):
-            text += "<br/>" + ", ".join(data["finalizers"]).replace('"', "#quot;")
+            text += "<br/>" + printable(", ".join(data["finalizers"]), one_line=True).replace('"', "#quot;")
         lines.append(f'  {ids[node]}["{text}"]')
     for a, b, data in sorted(graph.edges(data=True)):
         if data.get("blocking"):
