@@ -121,8 +121,10 @@ def test_a_ghost_is_not_reported_gone(fake, fake_kubeconfig, tmp_path, monkeypat
     result = kfin("remove", "cm", "left", "-n", "doomed", "--finalizer", "example.com/hold", "--confirm", "--force",
                   "--kubeconfig", str(fake_kubeconfig))
     assert result.code == ExitCode.API, result
-    assert "failed" in result.stdout and 'namespace "doomed" no longer exists' in result.stdout
-    assert "already gone" not in result.stdout
+    # a failed removal is an error line on stderr (issue 27), not a line of data
+    assert any(line.startswith("error: failed: ConfigMap/doomed/left: ") for line in result.stderr.splitlines())
+    assert 'namespace "doomed" no longer exists' in result.stderr
+    assert "already gone" not in result.stdout + result.stderr
     [record] = [json.loads(line) for line in audit.read_text().splitlines()]
     assert record["result"] == "failed" and record["finalizersAfter"] == ["example.com/hold"]
     assert api.get("/api/v1/namespaces/doomed/configmaps/left")["metadata"]["finalizers"] == ["example.com/hold"]

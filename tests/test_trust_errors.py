@@ -208,3 +208,35 @@ def test_a_password_in_the_server_url_is_never_printed(tmp_path):
 def test_a_server_url_with_a_query_or_fragment_is_a_kubeconfig_error(tmp_path, server):
     line = one_error_line(kfin("stuck", "--kubeconfig", str(kubeconfig_for(tmp_path, server))), ExitCode.CONFIG)
     assert "has a query or a fragment" in line
+
+
+@pytest.mark.parametrize("fault, result, removed", [
+    (Fault(path="^/api/v1/namespaces/default/configmaps/held$", method="PATCH", status=500, applied=True),
+     "removed", ["example.com/x"]),
+    (Fault(path="^/api/v1/namespaces/default/configmaps/held$", method="PATCH", drop=True, applied=True),
+     "removed", ["example.com/x"]),
+    (Fault(path="^/api/v1/namespaces/default/configmaps/held$", method="PATCH", body=b"<html>proxy</html>",
+           applied=True), "removed", ["example.com/x"]),
+    (Fault(path="^/api/v1/namespaces/default/configmaps/held$", method="PATCH", status=503), "failed", []),
+], ids=["500-after-the-write", "dropped-after-the-write", "junk-after-the-write", "503-before-the-write"])
+def test_the_audit_log_records_what_really_changed_when_an_answer_is_lost(fake, fake_kubeconfig, tmp_path, fault,
+                                                                         result, removed):
+    """Issue 27: when the PATCH went through but its answer was lost, the record said `removed: []`. kfin now
+    reads the object again and records what the server really holds."""
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces/default/configmaps", {"metadata": {
+        "name": "held", "finalizers": ["example.com/x", "example.com/y"]}})
+    api.delete("/api/v1/namespaces/default/configmaps/held")
+    fake.faults.append(fault)
+    log = tmp_path / "audit.jsonl"
+    outcome = kfin("remove", "cm", "held", "--finalizer", "example.com/x", "--confirm", "--audit-log", str(log),
+                   "--kubeconfig", str(fake_kubeconfig))
+    [record] = [json.loads(line) for line in log.read_text().splitlines()]
+    really = api.get("/api/v1/namespaces/default/configmaps/held")["metadata"]["finalizers"]
+    assert (record["result"], record["removed"], record["finalizersAfter"]) == (result, removed, really)
+    assert [f for f in record["finalizersBefore"] if f not in really] == removed  # the record equals the server
+    assert outcome.code == (ExitCode.OK if result == "removed" else ExitCode.API), outcome
+    assert "Traceback" not in outcome.stderr
+    if result == "failed":
+        assert outcome.stderr.splitlines()[0].startswith("error: failed: ConfigMap/default/held: ")
+        assert "nothing was removed" in outcome.stderr

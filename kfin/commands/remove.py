@@ -216,7 +216,10 @@ def remove_one(
         )
         raise
     recorded = _record(audit_record(kube, user, plan_, outcome, choices.force), log_path)
-    say(f"{outcome.result}: {obj.ref}: {outcome.message}")
+    if outcome.result in OK_RESULTS:
+        say(f"{outcome.result}: {obj.ref}: {outcome.message}")
+    else:  # a removal that did not happen (or may not have) is an error, said as every error is
+        print(f"error: {one_line(f'{outcome.result}: {obj.ref}: {outcome.message}')}", file=sys.stderr)
     if recorded:
         print(f"recorded in {log_path}", file=sys.stderr)
     if not (outcome.result in OK_RESULTS and recorded):

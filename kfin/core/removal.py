@@ -25,7 +25,7 @@ from kfin.core.causes import Finding, Verdict, explain_object
 from kfin.core.causes.pods import GRACEFUL_DELETION
 from kfin.core.causes.registry import control_plane_owned
 from kfin.core.facts import ClusterFacts
-from kfin.errors import APIError, NotFoundError
+from kfin.errors import APIError, KfinError, NotFoundError, UnreachableError
 from kfin.model import KubeObject, format_time
 
 MAX_ATTEMPTS = 5
@@ -59,7 +59,7 @@ class Plan:
 
 @dataclass
 class Outcome:
-    result: str  # removed, gone, unchanged, refused, failed, dry-run
+    result: str  # removed, gone, unchanged, refused, failed, unknown (an answer lost, no read after), dry-run
     message: str
     removed: list[str] = field(default_factory=list)
     before: list[str] = field(default_factory=list)
@@ -223,6 +223,11 @@ class Remover:
                 continue
             except NotFoundError as error:
                 return self._not_found(outcome, obj, wanted, error)
+            except (UnreachableError, APIError) as error:
+                if dry_run or (isinstance(error, APIError) and 400 <= error.status < 500):
+                    raise  # refused outright: nothing changed, and the error says why
+                # The answer was lost (dropped, timed out, 5xx, junk): the write may have been applied.
+                return self._lost(outcome, obj, meta_wanted + spec_wanted, error)
             if dry_run:
                 outcome.result, outcome.message = "dry-run", "the API server accepted the change (dryRun=All)"
                 outcome.removed = meta_wanted + spec_wanted
@@ -282,6 +287,35 @@ class Remover:
         else:
             outcome.message = (
                 f"nothing was removed: the write answered 404 ({error.message}) but the object is still there"
+            )
+        return outcome
+
+    def _lost(self, outcome: Outcome, obj: KubeObject, attempted: list[str], error: KfinError) -> Outcome:
+        """After a write whose answer is not a clean success: read the object again and record what really
+        changed, never `removed: []` for a change the server may have made."""
+        try:
+            after = self._read(obj)
+        except KfinError as unread:
+            outcome.result, outcome.after = "unknown", None
+            outcome.message = (
+                f"the answer to the write was lost ({error.message}) and the object could not be read again "
+                f"({unread.message}): whether {', '.join(attempted)} was removed is unknown; kfin explain shows it"
+            )
+            return outcome
+        if after is None or (after.get("metadata") or {}).get("uid") != obj.uid:
+            outcome.result, outcome.after, outcome.removed = "gone", None, list(attempted)
+            outcome.message = f"the answer to the write was lost ({error.message}); read again: the object is gone"
+            return outcome
+        again = KubeObject(obj.type, after)
+        outcome.after = again.finalizers + again.spec_finalizers
+        outcome.removed = [f for f in attempted if f not in outcome.after]
+        if outcome.removed == attempted:
+            outcome.result = "removed"
+            outcome.message = f"the answer to the write was lost ({error.message}); read again: removed"
+        else:
+            outcome.result = "failed"
+            outcome.message = f"{error.message}; read again: " + (
+                f"only {', '.join(outcome.removed)} removed" if outcome.removed else "nothing was removed"
             )
         return outcome
 
@@ -375,7 +409,7 @@ def audit_record(kube: Kube, user: str, plan_: Plan, outcome: Outcome, forced: b
         "time": format_time(datetime.now(UTC)),
         "kfinVersion": __version__,
         "context": kube.context,
-        "server": kube.server,
+        "server": kube.shown,  # an audit log is read by others: never a password in it
         "user": user,
         "object": {
             "apiVersion": o.type.api_version,

@@ -40,6 +40,7 @@ class Fault:
     body: object = None
     trickle: float = 0.0  # seconds between bytes of the body
     times: int | None = None  # None: every matching request
+    applied: bool = False  # the request is carried out first, then its answer is replaced (an answer lost)
 
 
 @dataclass
@@ -820,6 +821,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.fake.requests.append(log)
         fault = self.fake.fault_for(self.command, path)
         if fault is not None:
+            if fault.applied:
+                try:
+                    self.fake.handle(self.command, path, query, self.headers, body, log)
+                except st.APIError:
+                    pass
             if fault.delay:
                 time.sleep(fault.delay)
             if fault.drop:
