@@ -156,3 +156,27 @@ def test_a_continue_token_that_comes_back_is_a_failure_not_an_endless_list(fake,
     assert result.code == ExitCode.PARTIAL, result
     assert "a continue token it gave before" in result.stderr
     assert sum(1 for r in fake.requests if r.path == "/api/v1/configmaps") == 2
+
+
+def test_json_nested_too_deeply_is_a_failure_never_an_internal_error(fake, fake_kubeconfig, tmp_path):
+    """Issue 27: json's decoder recurses; a server (or a snapshot) nesting arrays 100,000 deep gave exit 70."""
+    fake.faults.append(Fault(path="^/api/v1/configmaps$", body=b"[" * 100_000 + b"]" * 100_000))
+    result = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.PARTIAL, result
+    assert "nested too deeply" in result.stderr and "Traceback" not in result.stderr
+    snapshot = tmp_path / "deep.json"
+    snapshot.write_text('{"apiVersion": "kfin.dev/v1", "kind": "Snapshot", "objects": [' + "[" * 100_000
+                        + "]" * 100_000 + "]}")
+    offline = kfin("stuck", "-A", "--from-snapshot", str(snapshot))
+    assert offline.code == ExitCode.USAGE and offline.stderr == f"error: {snapshot} is nested too deeply to be a snapshot\n"
+
+
+def test_an_answer_larger_than_the_cap_is_a_failure_not_a_memory_blowup(fake, fake_kubeconfig, monkeypatch):
+    """Issue 27: no limit on an answer's size (an endless chunked list, a decompression bomb). The cap is
+    counted after decompression; KFIN_MAX_ANSWER_MB sets it (256 by default; 1 here)."""
+    monkeypatch.setenv("KFIN_MAX_ANSWER_MB", "1")
+    page = {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {}, "items": [], "padding": "x" * (2 << 20)}
+    fake.faults.append(Fault(path="^/api/v1/configmaps$", body=json.dumps(page).encode()))
+    result = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.PARTIAL, result
+    assert "an answer larger than 1 MiB: refused" in result.stderr

@@ -322,6 +322,8 @@ class Kube:
             return json.loads(data)
         except ValueError:
             raise APIError(f"the API server at {self.shown} answered {path} with something that is not JSON") from None
+        except RecursionError:  # json's decoder recurses: no real answer nests this deep
+            raise APIError(f"the API server at {self.shown} answered {path} with JSON nested too deeply") from None
 
     def _connection_error(self, reason: BaseException) -> KfinError:
         from urllib3.exceptions import MaxRetryError, NewConnectionError, SSLError
@@ -594,9 +596,14 @@ class Kube:
                     while b"\n" in pending:
                         line, pending = pending.split(b"\n", 1)
                         if line.strip():
-                            event = json.loads(line)
+                            try:
+                                event = json.loads(line)
+                            except (ValueError, RecursionError):
+                                raise ShapeError(f"the watch of {path} sent a line that is not a JSON event") from None
                             if isinstance(event, dict):
                                 yield event
+                    if len(pending) > max_answer_bytes():
+                        raise ShapeError(f"the watch of {path} sent an event larger than {max_answer_bytes()} bytes")
             except (urllib3.exceptions.HTTPError, OSError):  # the stream broke: the caller watches again
                 return
             except ValueError:
@@ -665,9 +672,19 @@ class _DeadlinePassedError(Exception):
     """--request-timeout ran out while the answer was still arriving."""
 
 
+def max_answer_bytes() -> int:
+    """The largest answer kfin reads (256 MiB; KFIN_MAX_ANSWER_MB sets it): a page of 500 objects is a few MiB,
+    an endless chunked answer or a decompression bomb never ends."""
+    try:
+        megabytes = int(os.environ.get("KFIN_MAX_ANSWER_MB", "256"))
+    except ValueError:
+        megabytes = 256
+    return max(megabytes, 1) << 20
+
+
 def _read_body(response: Any, deadline: float | None) -> bytes:
     """The whole body, each socket wait limited to the time left before `deadline`."""
-    chunks = []
+    chunks, size, limit = [], 0, max_answer_bytes()
     try:
         while True:
             if deadline is not None:
@@ -677,10 +694,15 @@ def _read_body(response: Any, deadline: float | None) -> bytes:
                 sock = getattr(getattr(response, "connection", None), "sock", None)
                 if sock is not None:
                     sock.settimeout(left)
-            chunk = response.read1(1 << 16)
+            chunk = response.read1(1 << 16)  # decompressed: a gzip bomb is counted as what it becomes
             if not chunk:
                 break
             chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise ShapeError(
+                    f"an answer larger than {limit // (1 << 20)} MiB: refused (set KFIN_MAX_ANSWER_MB to allow more)"
+                )
     except BaseException:
         response.close()  # the connection is in an unknown state: never back to the pool
         raise
@@ -697,7 +719,7 @@ def _is_tls(error: BaseException) -> bool:
 def _status_body(body: bytes | None) -> dict:
     try:
         parsed = json.loads(body) if body else {}
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return {}
     return parsed if isinstance(parsed, dict) and parsed.get("kind") == "Status" else {}
 

@@ -121,6 +121,8 @@ def load(path: str) -> Inventory:
             raise UsageError(f"cannot read snapshot {path}: {error.strerror or error}") from None
         except (ValueError, UnicodeDecodeError) as error:
             raise UsageError(f"{path} is not JSON: {error}") from None
+        except RecursionError:  # json's decoder recurses: a hostile file nests arrays by the hundred thousand
+            raise UsageError(f"{path} is nested too deeply to be a snapshot") from None
 
 
 STREAMED = frozenset({"items", "objects"})
