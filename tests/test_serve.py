@@ -239,3 +239,38 @@ def test_kfin_serve_stops_at_once_in_the_middle_of_a_scan(fake, fake_kubeconfig,
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_the_exporter_under_abuse_lets_idle_clients_go_and_serves_the_rest(fake, fake_kubeconfig, monkeypatch,
+                                                                            capsys):
+    """Issue 27: a client that hangs up mid-request logged a traceback; idle connections each kept a thread
+    forever. Now: a silent client is let go after the idle timeout, at most MAX_CONNECTIONS are served at once
+    (the rest are closed at once), and a client going away leaves nothing in the log."""
+    from kfin.serve import exporter as module
+
+    monkeypatch.setattr(module, "IDLE_TIMEOUT", 0.5)
+    monkeypatch.setattr(module, "MAX_CONNECTIONS", 3)
+    served = Served(fake, fake_kubeconfig)
+    thread = threading.Thread(target=served.server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    port = served.server.server_port
+    try:
+        silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]  # every slot taken, idle
+        time.sleep(0.2)
+        extra = socket.create_connection(("127.0.0.1", port))
+        extra.settimeout(2)
+        assert extra.recv(1) == b""  # closed at once: no thread for it
+        extra.close()
+        for sock in silent:  # let go after the idle timeout
+            sock.settimeout(3)
+            assert sock.recv(1) == b""
+            sock.close()
+        half = socket.create_connection(("127.0.0.1", port))  # hangs up in the middle of a request
+        half.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        half.close()
+        time.sleep(0.2)
+        assert served.get("/healthz")[0] == 200  # slots are given back: still serving
+        assert "Traceback" not in capsys.readouterr().err
+    finally:
+        served.server.shutdown()
+        served.server.server_close()

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from kfin.errors import KfinError, UsageError
 from kfin.render import metrics
@@ -106,9 +107,41 @@ def parse_listen(text: str) -> tuple[str, int]:
     return (host.strip("[]") or "0.0.0.0"), int(port)
 
 
+# As well-kept HTTP servers do: a client has this long to send its request (and an idle keep-alive connection
+# is closed after it), and at most this many connections are served at once; more are closed at once.
+IDLE_TIMEOUT = 10.0
+MAX_CONNECTIONS = 64
+
+
+class BoundedHTTPServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with a bounded number of connections, and quiet about clients that go away."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)  # every slot busy: this client tries again later
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hangs up or stalls mid-request is its own business: no traceback in the log
+
+
 def http_server(exporter: Exporter, host: str, port: int) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = IDLE_TIMEOUT  # socket timeout: a silent or idle client is let go
 
         def log_message(self, *args):  # one line per scrape would drown the scan log
             pass
@@ -136,10 +169,9 @@ def http_server(exporter: Exporter, host: str, port: int) -> ThreadingHTTPServer
         do_HEAD = do_GET  # noqa: N815  (http.server's name for HEAD's handler)
 
     try:
-        server = ThreadingHTTPServer((host, port), Handler)
+        server = BoundedHTTPServer((host, port), Handler)
     except OSError as error:
         raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-    server.daemon_threads = True
     return server
 
 
