@@ -75,6 +75,13 @@ def test_any_malformed_snapshot_is_a_clear_error_never_a_crash(tmp_path, path, v
      "apiVersion"),
     ({"apiVersion": "v1", "kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "p", "ownerReferences": {}}}]},
      "ownerReferences"),
+    # issue 27: a deletionTimestamp that is not a time was shown as Terminating for "0s"
+    ({"apiVersion": "v1", "kind": "List", "items": [{"kind": "Pod", "metadata": {
+        "name": "p", "deletionTimestamp": "yesterday", "finalizers": ["a.io/x"]}}]},
+     "metadata.deletionTimestamp is a string, not an RFC 3339 time"),
+    ({"apiVersion": "v1", "kind": "List", "items": [{"kind": "Pod", "metadata": {
+        "name": "p", "deletionTimestamp": "2026-13-45T00:00:00Z", "finalizers": ["a.io/x"]}}]},
+     "metadata.deletionTimestamp is a string, not an RFC 3339 time"),
 ])
 def test_a_malformed_item_is_named(tmp_path, document, says):
     file = tmp_path / "bad.json"

@@ -6,7 +6,9 @@ Only the fields kfin uses are checked, with the types the API server gives them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from kfin.errors import APIError
@@ -41,7 +43,7 @@ METADATA_FIELDS = {
     "namespace": (lambda v: isinstance(v, str), "a string"),
     "uid": (lambda v: isinstance(v, str), "a string"),
     "resourceVersion": (lambda v: isinstance(v, str), "a string"),
-    "deletionTimestamp": (lambda v: v is None or isinstance(v, str), "a string"),
+    "deletionTimestamp": (lambda v: v is None or (isinstance(v, str) and is_time(v)), "an RFC 3339 time"),
     "creationTimestamp": (lambda v: v is None or isinstance(v, str), "a string"),
     "deletionGracePeriodSeconds": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)), "a number"),
     "finalizers": (lambda v: v is None or _is_str_list(v), "a list of strings"),
@@ -98,6 +100,9 @@ def _well_formed(meta: dict) -> bool:
         value = get(key)
         if value is not None and type(value) is not kind:
             return False
+    deleting = get("deletionTimestamp")
+    if deleting is not None and not is_time(deleting):  # else shown as Terminating for "0s"
+        return False
     finalizers = get("finalizers")
     if finalizers is not None and (type(finalizers) is not list or any(type(f) is not str for f in finalizers)):
         return False
@@ -113,6 +118,20 @@ def _well_formed(meta: dict) -> bool:
                 and type(ref.get("uid", "")) is str
             ):
                 return False
+    return True
+
+
+RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)")
+
+
+def is_time(value: str) -> bool:
+    """An RFC 3339 time as the API server writes it (Time, or MicroTime with fractions), and a real date."""
+    if not RFC3339.fullmatch(value):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
     return True
 
 
