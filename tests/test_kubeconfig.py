@@ -172,3 +172,21 @@ def test_well_typed_kubeconfigs_pass(tmp_path, user, cluster):
     from kfin.api.kubeconfig_types import check_kubeconfig
 
     check_kubeconfig([str(write(tmp_path, user, cluster))])
+
+
+def test_an_unknown_auth_provider_is_a_kubeconfig_problem_not_a_credentials_failure(tmp_path):
+    """Issue 27: the kubernetes package ignores an auth provider it does not know and sends no credentials; the
+    401 that follows was reported as a credentials failure (exit 5). It is the kubeconfig's (exit 3)."""
+    from tests.runner import kfin
+
+    path = write(tmp_path, {"auth-provider": {"name": "weird", "config": {}}},
+                 {"server": "https://127.0.0.1:1"})
+    result = kfin("stuck", "--kubeconfig", str(path))
+    assert result.code == 3, result
+    assert result.stderr == ('error: context "main": its user names auth provider "weird", which kfin does not know '
+                             "(oidc, gcp, azure): use an exec credential plugin\n")
+    other = write(tmp_path, {"token": "t"}, {"server": "https://127.0.0.1:1"}, name="other")
+    config = json.loads(other.read_text())  # the same provider on a user no context uses: not kfin's business
+    config["users"].append({"name": "unused", "user": {"auth-provider": {"name": "weird"}}})
+    other.write_text(json.dumps(config))
+    assert kfin("stuck", "--kubeconfig", str(other)).code == 4  # on to the (unreachable) server

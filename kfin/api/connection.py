@@ -90,7 +90,7 @@ class Kube:
     def connect(cls, target: Target = Target()) -> Kube:
         paths = _kubeconfig_paths(target.kubeconfig)
         existing = [p for p in paths if Path(p).expanduser().is_file()]
-        check_kubeconfig(existing)
+        check_kubeconfig(existing, target.context)
         if existing and (not target.kubeconfig or existing == paths):
             static = load_static(existing, target.context)
             if static is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kfin.errors import ConfigError
+from kfin.names import quoted
 
 MAX_BYTES = 16 * 1024 * 1024  # far above any real kubeconfig (certificates inline included)
 MAX_ALIASES = 100  # kubeconfigs written by tools never use YAML aliases; a "billion laughs" uses many
@@ -154,8 +155,37 @@ def load_document(path: Path) -> Any:
         raise ConfigError(f"kubeconfig {path} is nested too deeply") from None
 
 
-def check_kubeconfig(paths: list[str]) -> None:
+# What the kubernetes package can run; kubectl itself knows only oidc since 1.26 (gcp and azure moved to exec
+# plugins). Any other name is ignored by the package: the request would go without credentials, and the 401
+# would be blamed on the credentials instead of the kubeconfig.
+AUTH_PROVIDERS = ("oidc", "gcp", "azure")
+
+
+def check_kubeconfig(paths: list[str], context: str | None = None) -> None:
     """Read every kubeconfig file by its types; raise ConfigError (exit 3) naming the file and field."""
+    documents = _typed_documents(paths)
+    current = context or next((d.get("current-context") for d in documents if d.get("current-context")), None)
+    # merged as kubectl merges several files: the first file that names an entry wins
+    entries: dict[tuple[str, str], dict] = {}
+    for document in documents:
+        for section, inner in (("contexts", "context"), ("users", "user")):
+            for item in document.get(section) or []:
+                entries.setdefault((section, item["name"]), item.get(inner) or {})
+    chosen = entries.get(("contexts", current)) if isinstance(current, str) else None
+    user_name = (chosen or {}).get("user")
+    user = entries.get(("users", user_name)) if isinstance(user_name, str) else None
+    provider = (user or {}).get("auth-provider")
+    if provider is not None:
+        name = provider.get("name")
+        if name not in AUTH_PROVIDERS:
+            raise ConfigError(
+                f"context {quoted(str(current))}: its user names auth provider {quoted(str(name))}, which kfin "
+                f"does not know ({', '.join(AUTH_PROVIDERS)}): use an exec credential plugin"
+            )
+
+
+def _typed_documents(paths: list[str]) -> list[dict]:
+    out = []
     for text in paths:
         path = Path(text).expanduser()
         document = load_document(path)
@@ -172,3 +202,5 @@ def check_kubeconfig(paths: list[str]) -> None:
             _named_list("contexts", document.get("contexts"), "context", CONTEXT_FIELDS)
         except ConfigError as error:
             raise ConfigError(f"kubeconfig {path}: {error}") from None
+        out.append(document)
+    return out
