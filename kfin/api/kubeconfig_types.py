@@ -94,7 +94,9 @@ def _check_fields(where: str, entry: Any, fields: dict[str, str]) -> None:
         if expected is None or value is None:
             continue  # unknown fields are the loaders' business; null is "not set"
         if not _fits(value, expected):
-            raise ConfigError(f"{where}.{key} must be {expected}, not {_shown(value)}")
+            secret = key in HEADER_VALUES or key.endswith("-data")  # a credential is never printed
+            shown = f"a value of type {type(value).__name__}" if secret else _shown(value)
+            raise ConfigError(f"{where}.{key} must be {expected}, not {shown}")
         if key in HEADER_VALUES and not _header_safe(value):
             raise ConfigError(
                 f"{where}.{key} holds a line break, a control character or a character outside Latin-1: it "
