@@ -43,21 +43,8 @@ def build(
     graph = nx.DiGraph()
     by_uid = {o.uid: o for o in objects if o.uid}
     for obj in objects:
-        since = obj.deletion_requested_at
         graph.add_node(
-            node_id(obj),
-            kind=obj.type.kind,
-            group=obj.type.group,
-            apiVersion=obj.type.api_version,
-            namespace=obj.namespace,
-            name=obj.name,
-            uid=obj.uid,
-            missing=False,
-            terminating=obj.terminating,
-            finalizers=obj.finalizers + obj.spec_finalizers,
-            terminatingSeconds=int((observed_at - since).total_seconds()) if since and observed_at else None,
-            namespaced=obj.type.namespaced,
-            blocker=blocker(obj) if blocker and obj.terminating else None,
+            node_id(obj), **_object_attributes(obj, observed_at, blocker(obj) if blocker and obj.terminating else None)
         )
     for obj in objects:
         for ref in obj.owner_references:
@@ -104,26 +91,53 @@ def build(
     return graph
 
 
+def _object_attributes(obj: KubeObject, observed_at: datetime | None, blocker: str | None) -> dict:
+    """A graph node's attributes for an object read from the cluster."""
+    since = obj.deletion_requested_at
+    return {
+        "kind": obj.type.kind,
+        "group": obj.type.group,
+        "apiVersion": obj.type.api_version,
+        "namespace": obj.namespace,
+        "name": obj.name,
+        "uid": obj.uid,
+        "missing": False,
+        "terminating": obj.terminating,
+        "finalizers": obj.finalizers + obj.spec_finalizers,
+        "terminatingSeconds": int((observed_at - since).total_seconds()) if since and observed_at else None,
+        "namespaced": obj.type.namespaced,
+        "blocker": blocker,
+    }
+
+
 def _object_node(graph: nx.DiGraph, obj: KubeObject, observed_at: datetime | None) -> str:
     node = node_id(obj)
     if node not in graph:
-        since = obj.deletion_requested_at
-        graph.add_node(
-            node,
-            kind=obj.type.kind,
-            group=obj.type.group,
-            apiVersion=obj.type.api_version,
-            namespace=obj.namespace,
-            name=obj.name,
-            uid=obj.uid,
-            missing=False,
-            terminating=obj.terminating,
-            finalizers=obj.finalizers + obj.spec_finalizers,
-            terminatingSeconds=int((observed_at - since).total_seconds()) if since and observed_at else None,
-            namespaced=obj.type.namespaced,
-            blocker=None,
-        )
+        graph.add_node(node, **_object_attributes(obj, observed_at, None))
     return node
+
+
+def _add_unread_node(
+    graph: nx.DiGraph, node: str, kind: str, name: str, namespace: str = "", missing: bool = False
+) -> None:
+    """A node for something kfin did not read as an object (a controller, a kubelet, a holder known by its
+    description): left out of the ownerReferences graph."""
+    graph.add_node(
+        node,
+        kind=kind,
+        group="",
+        apiVersion="",
+        namespace=namespace,
+        name=name,
+        uid="",
+        missing=missing,
+        terminating=False,
+        finalizers=[],
+        terminatingSeconds=None,
+        namespaced=None,
+        blocker=None,
+        actor=True,
+    )
 
 
 def add_blocking(graph: nx.DiGraph, chain: Chain, observed_at: datetime | None = None) -> None:
@@ -135,22 +149,7 @@ def add_blocking(graph: nx.DiGraph, chain: Chain, observed_at: datetime | None =
     for node, data in chain.graph.nodes(data=True):
         if data.get("actor"):
             ids[node] = f"actor:{data['label']}"
-            graph.add_node(
-                ids[node],
-                kind="Actor",
-                group="",
-                apiVersion="",
-                namespace="",
-                name=data["label"],
-                uid="",
-                missing=False,
-                terminating=False,
-                finalizers=[],
-                terminatingSeconds=None,
-                namespaced=None,
-                blocker=None,
-                actor=True,
-            )
+            _add_unread_node(graph, ids[node], "Actor", data["label"])
         else:
             ids[node] = _object_node(graph, data["object"], observed_at)
         attrs = graph.nodes[ids[node]]
@@ -190,22 +189,10 @@ def add_holders(graph: nx.DiGraph, obj: KubeObject, holders: list[Holding], obse
             node = f"holder:{holder.text}"
             kind, _, rest = holder.text.partition(" ")
             namespace, _, name = rest.rpartition("/")
-            graph.add_node(
-                node,
-                kind=kind if rest else "Holder",
-                group="",
-                apiVersion="",
-                namespace=namespace,
-                name=name if rest else holder.text,
-                uid="",
-                missing=holder.missing,
-                terminating=False,
-                finalizers=[],
-                terminatingSeconds=None,
-                namespaced=None,
-                blocker=None,
-                actor=True,  # not an object kfin read: left out of the ownerReferences graph
-            )
+            if rest:
+                _add_unread_node(graph, node, kind, name, namespace, holder.missing)
+            else:
+                _add_unread_node(graph, node, "Holder", holder.text, missing=holder.missing)
         if not graph.has_edge(source, node):
             graph.add_edge(
                 source,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kfin.api.scan import MANAGERS
-from kfin.core.catalog import CatalogEntry, Controller
+from kfin.core.catalog import CatalogEntry, Controller, field_names
 from kfin.core.causes import custom
 from kfin.core.causes.custom import RBAC_READS
 from kfin.core.causes.registry import (
@@ -55,20 +55,10 @@ def _at(node: object, path: object) -> object:
 
 def _describe(template: str, item: object) -> str:
     out = template
-    for name in _fields(template):
+    for name in field_names(template):
         value = item if name == "value" else _at(item, name)
         out = out.replace("{" + name + "}", "" if value is None else str(value))
     return " ".join(out.split()).replace(" /", " ").strip()
-
-
-def _fields(template: str) -> list[str]:
-    names, rest = [], template
-    while "{" in rest and "}" in rest:
-        start = rest.index("{")
-        end = rest.index("}", start)
-        names.append(rest[start + 1 : end])
-        rest = rest[end + 1 :]
-    return names
 
 
 def holdings(ctx: Context, entry: CatalogEntry) -> list[Holding] | None:
