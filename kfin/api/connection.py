@@ -90,9 +90,9 @@ class Kube:
     def connect(cls, target: Target = Target()) -> Kube:
         paths = _kubeconfig_paths(target.kubeconfig)
         existing = [p for p in paths if Path(p).expanduser().is_file()]
-        check_kubeconfig(existing, target.context)
+        documents = check_kubeconfig(existing, target.context)
         if existing and (not target.kubeconfig or existing == paths):
-            static = load_static(existing, target.context)
+            static = load_static(existing, target.context, documents[0] if len(documents) == 1 else None)
             if static is not None:
                 configuration, context, namespace = static
                 return cls._make(configuration, context, namespace, target.request_timeout)

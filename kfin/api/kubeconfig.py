@@ -69,18 +69,23 @@ def _data_file(data: str) -> str:
     return path
 
 
-def load_static(paths: list[str], context: str | None) -> tuple[StaticConfiguration, str, str] | None:
-    """(configuration, context name, namespace) when the kubeconfig is simple enough, else None."""
+def load_static(
+    paths: list[str], context: str | None, document: dict | None = None
+) -> tuple[StaticConfiguration, str, str] | None:
+    """(configuration, context name, namespace) when the kubeconfig is simple enough, else None. `document`:
+    the file's YAML already read (kfin.api.kubeconfig_types), else it is read here."""
     if len(paths) != 1 or any(os.environ.get(v) for v in PROXY_VARIABLES):
         return None
     path = Path(paths[0]).expanduser()
-    try:
-        import yaml
+    config: Any = document
+    if config is None:
+        try:
+            import yaml
 
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        config = yaml.load(path.read_text(), Loader=loader)
-    except Exception:  # unreadable or not YAML: the package says what is wrong
-        return None
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+            config = yaml.load(path.read_text(), Loader=loader)
+        except Exception:  # unreadable or not YAML: the package says what is wrong
+            return None
     if not isinstance(config, dict):
         return None
     name = context or config.get("current-context")

@@ -163,8 +163,9 @@ def load_document(path: Path) -> Any:
 AUTH_PROVIDERS = ("oidc", "gcp", "azure")
 
 
-def check_kubeconfig(paths: list[str], context: str | None = None) -> None:
-    """Read every kubeconfig file by its types; raise ConfigError (exit 3) naming the file and field."""
+def check_kubeconfig(paths: list[str], context: str | None = None) -> list[dict]:
+    """Read every kubeconfig file by its types; raise ConfigError (exit 3) naming the file and field. Returns
+    the documents read (an empty file left out), so that nothing parses them again."""
     documents = _typed_documents(paths)
     current = context or next((d.get("current-context") for d in documents if d.get("current-context")), None)
     # merged as kubectl merges several files: the first file that names an entry wins
@@ -184,6 +185,7 @@ def check_kubeconfig(paths: list[str], context: str | None = None) -> None:
                 f"context {quoted(str(current))}: its user names auth provider {quoted(str(name))}, which kfin "
                 f"does not know ({', '.join(AUTH_PROVIDERS)}): use an exec credential plugin"
             )
+    return documents
 
 
 def _typed_documents(paths: list[str]) -> list[dict]:
