@@ -19,7 +19,7 @@ from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import Catalog
 from kfin.core.causes import explain_object
 from kfin.core.causes.conversion import conversion_step, failing_conversions
-from kfin.core.causes.custom import find_grants, workloads_of_grant
+from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
 from kfin.core.causes.ecosystem import find_controller, holdings
 from kfin.core.causes.namespace import unavailable_apiservices
 from kfin.core.causes.registry import Context, Verdict, control_plane_owned, controller_manager, family
@@ -294,17 +294,10 @@ def _controllers(ctx: Context) -> list[tuple[KubeObject, bool]] | None:
         if grant.subject_kind != "ServiceAccount":
             return None  # a User or Group (kube-controller-manager): kfin cannot tell where it runs
         pods, _, _ = workloads_of_grant(ctx, grant)
-        out += [(p, _ready(p)) for p in pods]
+        out += [(p, is_ready(p)) for p in pods]
         if not pods:
             out += [(w, False) for w in _idle_workloads(ctx, grant.namespace, grant.service_account)]
     return out
-
-
-def _ready(pod: KubeObject) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.raw.get("status") or {}).get("conditions") or []
-    )
 
 
 def _idle_workloads(ctx: Context, namespace: str, account: str) -> list[KubeObject]:

@@ -21,6 +21,7 @@ from kfin.core.causes.registry import (
     Finding,
     Link,
     Verdict,
+    condition,
     explains,
     kfin_remove_command,
 )
@@ -114,11 +115,9 @@ def workload_account(workload: KubeObject) -> str:
     return str(template.get("serviceAccountName") or "default")
 
 
-def _is_ready(pod: KubeObject) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.raw.get("status") or {}).get("conditions") or []
-    )
+def is_ready(pod: KubeObject) -> bool:
+    """The Pod's Ready condition is True."""
+    return condition(pod, "Ready").get("status") == "True"
 
 
 def _trouble(pod: KubeObject) -> str:
@@ -314,14 +313,14 @@ def custom(ctx: Context) -> Finding:
         pods, idle, notes = workloads_of_grant(ctx, grant)
         pods_all += pods
         idle_all += idle
-        ready = [p for p in pods if _is_ready(p)]
+        ready = [p for p in pods if is_ready(p)]
         detail = "; ".join(idle + notes) if not pods else f"{len(ready)} of {len(pods)} Pods Ready"
         story.append(
             f"the {grant.role} grants update on {obj.type.qualified} to ServiceAccount "
             f"{grant.namespace}/{grant.service_account}: {detail}"
         )
     evidence += story
-    healthy = [p for p in pods_all if _is_ready(p)]
+    healthy = [p for p in pods_all if is_ready(p)]
     if healthy:
         found = ctx.finding(
             f"its controller is running ({', '.join(f'Pod {p.namespace}/{p.name}' for p in healthy[:3])}"

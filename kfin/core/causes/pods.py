@@ -10,6 +10,7 @@ from kfin.core.causes.registry import (
     Finding,
     Link,
     Verdict,
+    condition,
     controller_manager,
     explains_deletion,
 )
@@ -98,9 +99,7 @@ def graceful_deletion(ctx: Context) -> Finding:
         )
         found.summary = default
         return found
-    ready: dict = next(
-        (c for c in (node.raw.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {}
-    )
+    ready = condition(node, "Ready")
     if ready.get("status") != "True":
         since = ready.get("lastTransitionTime") or "an unknown time"
         marked = any(

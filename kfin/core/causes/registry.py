@@ -276,6 +276,18 @@ def family(finalizer: str) -> Family:
     return Family("unknown", "unknown: not a domain-qualified name, so no owner can be told", "unknown")
 
 
+def condition(obj: KubeObject, kind: str) -> dict:
+    """The object's status condition of that type ({} when it has none)."""
+    return next(
+        (
+            c
+            for c in (obj.raw.get("status") or {}).get("conditions") or []
+            if isinstance(c, dict) and c.get("type") == kind
+        ),
+        {},
+    )
+
+
 def kfin_remove_command(obj: KubeObject, finalizer: str) -> str:
     """The exact `kfin remove` line that removes one finalizer of an object (with --force for the control
     plane's: kfin refuses those without it)."""

@@ -13,6 +13,7 @@ from kfin.core.causes.registry import (
     Finding,
     Link,
     Verdict,
+    condition,
     explains,
     kfin_remove_command,
     waiting_on_controller_manager,
@@ -371,9 +372,7 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
     if node_gone:
         evidence.append(f"its node {node_name} does not exist: the volume can no longer be unmounted there")
     elif node is not None:
-        ready: dict = next(
-            (c for c in (node.raw.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {}
-        )
+        ready = condition(node, "Ready")
         evidence.append(f"its node {node_name} is {'Ready' if ready.get('status') == 'True' else 'not Ready'}")
     drivers = facts.objects("storage.k8s.io", "csidrivers")
     if drivers is not None:
