@@ -19,8 +19,9 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from kfin import __version__
+from kfin.api.exec_credential import bounded_provider
 from kfin.api.kubeconfig import load_static
-from kfin.api.kubeconfig_types import check_kubeconfig
+from kfin.api.kubeconfig_types import check_kubeconfig, header_safe
 from kfin.api.paths import api_path, group_version_path, resource_path
 from kfin.api.shapes import ShapeError, check_dict, check_object, check_page
 from kfin.api.target import Target
@@ -101,8 +102,12 @@ class Kube:
     @classmethod
     def _connect_with_client(cls, target: Target, paths: list[str], existing: list[str]) -> Kube:
         from kubernetes import client, config
+        from kubernetes.config import kube_config
         from kubernetes.config.config_exception import ConfigException
+        from kubernetes.config.exec_provider import ExecProvider
 
+        # the package looks its ExecProvider up when it runs a plugin (at load and at each refresh)
+        kube_config.ExecProvider = bounded_provider(ExecProvider, target.request_timeout)  # type: ignore[misc]
         configuration = client.Configuration()
         if target.kubeconfig and not existing:
             raise ConfigError(f"kubeconfig {target.kubeconfig} does not exist")
@@ -210,7 +215,9 @@ class Kube:
             pool = urllib3.ProxyManager(proxy_url=configuration.proxy, **pool_args)
         else:
             pool = urllib3.PoolManager(**pool_args)
-        return cls(_Transport(configuration, pool), context, configuration.host.rstrip("/"), namespace, timeout)
+        return cls(
+            _Transport(configuration, pool, context), context, configuration.host.rstrip("/"), namespace, timeout
+        )
 
     # ----- requests --------------------------------------------------------------------------------
     # Dropped connections are retried within the deadline: a refused port at most once, a lost answer
@@ -631,8 +638,8 @@ class _Transport:
     # are refreshed by that hook 5 minutes early, so asking it every few seconds loses nothing.
     AUTH_REFRESH_SECONDS = 5.0
 
-    def __init__(self, configuration: Any, pool: Any):
-        self.configuration, self.pool = configuration, pool
+    def __init__(self, configuration: Any, pool: Any, context: str):
+        self.configuration, self.pool, self.context = configuration, pool, context
         self._auth: dict | None = None
         self._auth_at = 0.0
         self._auth_lock = threading.Lock()
@@ -644,7 +651,14 @@ class _Transport:
                 headers = {}
                 for setting in self.configuration.auth_settings().values():
                     if setting.get("in") == "header" and setting.get("value"):
-                        headers[setting["key"]] = setting["value"]
+                        # a token file ends with a line break more often than not: kubectl trims it too
+                        value = str(setting["value"]).strip()
+                        if not header_safe(value):  # from a token file or a plugin; never printed
+                            raise ConfigError(
+                                f"the credentials of context {quoted(self.context)} hold a line break, a control "
+                                "character or a character outside Latin-1: they cannot be sent in an HTTP header"
+                            )
+                        headers[setting["key"]] = value
                 self._auth, self._auth_at = headers, now
             return dict(self._auth)
 

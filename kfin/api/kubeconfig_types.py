@@ -8,6 +8,7 @@ of gigabytes: each is one line naming the file and the field, exit 3, before any
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from kfin.errors import ConfigError
 from kfin.names import quoted
 
 MAX_BYTES = 16 * 1024 * 1024  # far above any real kubeconfig (certificates inline included)
+MAX_TOKEN_FILE = 1024 * 1024  # a bearer token is a few KiB; /dev/zero or a FIFO is not a token file
 MAX_ALIASES = 100  # kubeconfigs written by tools never use YAML aliases; a "billion laughs" uses many
 
 STRING, BOOLEAN, STRINGS, MAPPING, LIST = (
@@ -97,14 +99,14 @@ def _check_fields(where: str, entry: Any, fields: dict[str, str]) -> None:
             secret = key in HEADER_VALUES or key.endswith("-data")  # a credential is never printed
             shown = f"a value of type {type(value).__name__}" if secret else _shown(value)
             raise ConfigError(f"{where}.{key} must be {expected}, not {shown}")
-        if key in HEADER_VALUES and not _header_safe(value):
+        if key in HEADER_VALUES and not header_safe(value):
             raise ConfigError(
                 f"{where}.{key} holds a line break, a control character or a character outside Latin-1: it "
                 "cannot be sent in an HTTP header"
             )
 
 
-def _header_safe(text: str) -> bool:
+def header_safe(text: str) -> bool:
     return all(" " <= c <= "\xff" and c != "\x7f" for c in text)
 
 
@@ -167,16 +169,18 @@ def check_kubeconfig(paths: list[str], context: str | None = None) -> list[dict]
     """Read every kubeconfig file by its types; raise ConfigError (exit 3) naming the file and field. Returns
     the documents read (an empty file left out), so that nothing parses them again."""
     documents = _typed_documents(paths)
-    current = context or next((d.get("current-context") for d in documents if d.get("current-context")), None)
+    current = context or next((d.get("current-context") for d, _ in documents if d.get("current-context")), None)
     # merged as kubectl merges several files: the first file that names an entry wins
-    entries: dict[tuple[str, str], dict] = {}
-    for document in documents:
+    entries: dict[tuple[str, str], tuple[dict, Path | None]] = {}
+    for document, origin in documents:
         for section, inner in (("contexts", "context"), ("users", "user")):
             for item in document.get(section) or []:
-                entries.setdefault((section, item["name"]), item.get(inner) or {})
-    chosen = entries.get(("contexts", current)) if isinstance(current, str) else None
-    user_name = (chosen or {}).get("user")
-    user = entries.get(("users", user_name)) if isinstance(user_name, str) else None
+                entries.setdefault((section, item["name"]), (item.get(inner) or {}, origin))
+    chosen, _ = entries.get(("contexts", current), ({}, None)) if isinstance(current, str) else ({}, None)
+    user_name = chosen.get("user")
+    user, source = entries.get(("users", user_name), ({}, None)) if isinstance(user_name, str) else ({}, None)
+    if user.get("tokenFile") and source is not None:
+        _check_token_file(source.parent / Path(user["tokenFile"]).expanduser(), str(current))
     provider = (user or {}).get("auth-provider")
     if provider is not None:
         name = provider.get("name")
@@ -185,10 +189,24 @@ def check_kubeconfig(paths: list[str], context: str | None = None) -> list[dict]
                 f"context {quoted(str(current))}: its user names auth provider {quoted(str(name))}, which kfin "
                 f"does not know ({', '.join(AUTH_PROVIDERS)}): use an exec credential plugin"
             )
-    return documents
+    return [document for document, _ in documents]
 
 
-def _typed_documents(paths: list[str]) -> list[dict]:
+def _check_token_file(path: Path, context: str) -> None:
+    """A tokenFile is read whole by the package, and again at each refresh: it must be a small regular file."""
+    try:
+        facts = path.stat()
+    except OSError as error:
+        raise ConfigError(f"context {quoted(context)}: its tokenFile {path} cannot be read: {error.strerror}") from None
+    if not stat.S_ISREG(facts.st_mode):
+        raise ConfigError(f"context {quoted(context)}: its tokenFile {path} is not a regular file")
+    if facts.st_size > MAX_TOKEN_FILE:
+        raise ConfigError(
+            f"context {quoted(context)}: its tokenFile {path} is larger than {MAX_TOKEN_FILE // 1024} KiB: not a token"
+        )
+
+
+def _typed_documents(paths: list[str]) -> list[tuple[dict, Path]]:
     out = []
     for text in paths:
         path = Path(text).expanduser()
@@ -206,5 +224,5 @@ def _typed_documents(paths: list[str]) -> list[dict]:
             _named_list("contexts", document.get("contexts"), "context", CONTEXT_FIELDS)
         except ConfigError as error:
             raise ConfigError(f"kubeconfig {path}: {error}") from None
-        out.append(document)
+        out.append((document, path))
     return out
