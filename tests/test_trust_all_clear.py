@@ -180,3 +180,19 @@ def test_an_answer_larger_than_the_cap_is_a_failure_not_a_memory_blowup(fake, fa
     result = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
     assert result.code == ExitCode.PARTIAL, result
     assert "an answer larger than 1 MiB: refused" in result.stderr
+
+
+def test_a_decompression_bomb_is_refused_by_what_it_inflates_to(fake, fake_kubeconfig, monkeypatch):
+    """Issue 27: a few KiB of gzip that inflate to 64 MiB. The cap counts decompressed bytes, so the answer is
+    refused after about 1 MiB is inflated, whatever Content-Encoding the server chose to send."""
+    import gzip
+
+    monkeypatch.setenv("KFIN_MAX_ANSWER_MB", "1")
+    inflated = b'{"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {}, "items": [], "padding": "' \
+        + b"x" * (64 << 20) + b'"}'
+    bomb = gzip.compress(inflated, compresslevel=9)
+    assert len(bomb) < 200 * 1024
+    fake.faults.append(Fault(path="^/api/v1/configmaps$", body=bomb, headers={"Content-Encoding": "gzip"}))
+    result = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.PARTIAL, result
+    assert "an answer larger than 1 MiB: refused" in result.stderr and "Traceback" not in result.stderr

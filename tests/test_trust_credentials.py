@@ -2,6 +2,7 @@
 and checked before they become a header: a kubeconfig problem is one line and exit 3, never a hang or a
 traceback. Exec plugins follow client-go's ExecCredential contract (k8s.io/client-go/plugin/pkg/client/auth/exec)."""
 
+import copy
 import json
 import os
 import sys
@@ -9,6 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kfin.api import exec_credential
 from kfin.errors import ExitCode
@@ -153,3 +156,62 @@ def test_a_token_file_with_a_line_break_inside_is_refused_and_never_printed(fake
     assert result.stderr == ('error: the credentials of context "main" hold a line break, a control character or a '
                              "character outside Latin-1: they cannot be sent in an HTTP header\n")
     assert not fake.requests
+
+
+# ----- any kubeconfig --------------------------------------------------------------------------------------
+SECRET = "s3cret-token-kfin"
+VALID = {"apiVersion": "v1", "kind": "Config", "current-context": "main",
+         "clusters": [{"name": "c", "cluster": {"server": "SERVER", "insecure-skip-tls-verify": False,
+                                                "tls-server-name": "kubernetes"}}],
+         "users": [{"name": "u", "user": {"token": SECRET, "username": "ann", "as": "bob", "as-groups": ["g"]}}],
+         "contexts": [{"name": "main", "context": {"cluster": "c", "user": "u", "namespace": "team"}}]}
+TEXT_JUNK = st.text(st.sampled_from(["a", "-", ".", "/", ":", "\r", "\n", "\x00", "\x1b", "é", "ü", "💥", " "]),
+                    max_size=6)
+VALUE_JUNK = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=True), TEXT_JUNK,
+                       st.just([]), st.just({}), st.just(["a", 1]), st.just({"name": 5}), st.just("false"),
+                       st.just("https://h/?q=1"), st.just("http://user:" + SECRET + "@127.0.0.1:1"))
+
+
+def config_paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from config_paths(child, prefix + (key,))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from config_paths(child, prefix + (index,))
+
+
+CONFIG_PATHS = [p for p in config_paths(VALID) if p]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(changes=st.lists(st.tuples(st.sampled_from(CONFIG_PATHS), st.one_of(VALUE_JUNK, st.just("<delete>"))),
+                        min_size=1, max_size=3))
+def test_any_kubeconfig_is_used_or_refused_in_one_line_and_never_leaks_the_token(fake, tmp_path, changes):
+    document = json.loads(json.dumps(VALID).replace("SERVER", fake.url))
+    for path, value in changes:
+        node = document
+        try:
+            for step in path[:-1]:
+                node = node[step]
+            if value == "<delete>":
+                del node[path[-1]]
+            elif isinstance(value, str) and SECRET in value and path[-1] != "server":
+                node[path[-1]] = "http://user:pw@127.0.0.1:1"  # a password is secret in a server URL only
+            else:
+                node[path[-1]] = copy.deepcopy(value)  # st.just's values are shared between examples
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier change removed or replaced the parent
+    file = tmp_path / "kubeconfig"
+    file.write_text(json.dumps(document))
+    started = time.monotonic()
+    result = kfin("stuck", "-n", "default", "--kubeconfig", str(file), "--request-timeout", "5s")
+    assert time.monotonic() - started < 10
+    assert result.code in {ExitCode.OK, ExitCode.USAGE, ExitCode.CONFIG, ExitCode.UNREACHABLE, ExitCode.AUTH,
+                           ExitCode.FORBIDDEN, ExitCode.PARTIAL}, result
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) <= 1 and (result.code == ExitCode.OK or errors), result
+    assert SECRET not in result.stdout + result.stderr
+    assert all(c == "\n" or c.isprintable() for c in result.stdout + result.stderr), result

@@ -240,3 +240,24 @@ def test_the_audit_log_records_what_really_changed_when_an_answer_is_lost(fake, 
     if result == "failed":
         assert outcome.stderr.splitlines()[0].startswith("error: failed: ConfigMap/default/held: ")
         assert "nothing was removed" in outcome.stderr
+
+
+def test_a_tls_handshake_that_never_completes_is_bounded_without_request_timeout(tmp_path, monkeypatch):
+    """Issue 27: a server that accepts the connection and never answers the TLS ClientHello. The handshake is
+    part of connecting: bounded by the connect timeout (30 s by default; shortened here)."""
+    import socket
+
+    from kfin.api import connection
+
+    monkeypatch.setattr(connection, "DEFAULT_CONNECT_TIMEOUT", 0.5)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # accepted by the kernel, never read
+    try:
+        server = f"https://127.0.0.1:{listener.getsockname()[1]}"
+        started = time.monotonic()
+        result = kfin("stuck", "-A", "--kubeconfig", str(kubeconfig_for(tmp_path, server)))
+        assert time.monotonic() - started < 5
+        assert "did not answer in time" in one_error_line(result, ExitCode.UNREACHABLE)
+    finally:
+        listener.close()

@@ -41,6 +41,7 @@ class Fault:
     trickle: float = 0.0  # seconds between bytes of the body
     times: int | None = None  # None: every matching request
     applied: bool = False  # the request is carried out first, then its answer is replaced (an answer lost)
+    headers: dict = field(default_factory=dict)  # sent with a `body` (Content-Encoding, say); bytes go as they are
 
 
 @dataclass
@@ -838,7 +839,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if fault.body is not None:
                 data = fault.body if isinstance(fault.body, bytes) else json.dumps(fault.body).encode()
-                self._send(fault.status or 200, "application/json", data.decode(errors="replace"), log, fault.trickle)
+                log.response_headers.update(fault.headers)
+                self._send(fault.status or 200, "application/json", data, log, fault.trickle)
                 return
             if fault.status:
                 self._send(fault.status, "application/json", st.internal_error("injected fault").body
@@ -871,7 +873,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _send(self, code, content_type, answer, log, trickle: float = 0.0):
-        if isinstance(answer, str):
+        if isinstance(answer, bytes):
+            data = answer
+        elif isinstance(answer, str):
             data = answer.encode()
         else:
             with self.fake.cluster.lock:
