@@ -274,3 +274,17 @@ def test_the_exporter_under_abuse_lets_idle_clients_go_and_serves_the_rest(fake,
     finally:
         served.server.shutdown()
         served.server.server_close()
+
+
+def test_the_scan_log_shows_a_servers_message_as_one_printable_line(fake, fake_kubeconfig):
+    """Issue 27: the server's words reach the log of kfin serve; escape sequences and line breaks in them
+    never reach the terminal or the log collector raw."""
+    fake.faults.append(Fault(path="^/api$", status=400, body={
+        "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 400, "reason": "BadRequest",
+        "message": "no\x1b[2J\x1b]0;owned\x07\r\nfake: scan done in 0.01 s"}))
+    lines: list[str] = []
+    served = Served(fake, fake_kubeconfig)
+    served.exporter.log = lines.append
+    assert served.exporter.scan_once() is False
+    assert len(lines) == 1 and lines[0].startswith("scan failed: "), lines
+    assert lines[0].isprintable() and "\\x1b[2J" in lines[0], lines

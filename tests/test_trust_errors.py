@@ -242,6 +242,30 @@ def test_the_audit_log_records_what_really_changed_when_an_answer_is_lost(fake, 
         assert "nothing was removed" in outcome.stderr
 
 
+@pytest.mark.parametrize("fault", [
+    Fault(path="^/api/v1/namespaces/gone/finalize$", method="PUT", drop=True, applied=True, times=1),
+    Fault(path="^/api/v1/namespaces/gone/finalize$", method="PUT", status=500, applied=True, times=1),
+], ids=["dropped-after-the-write", "500-after-the-write"])
+def test_a_lost_answer_to_finalize_is_recorded_as_the_removal_it_was(fake, fake_kubeconfig, tmp_path, fault):
+    """Issue 27: the PUT /finalize went through and its answer was lost; the transport repeated it, the repeat
+    answered 404 (the namespace had gone because of the first), and the record said `removed: []`, "already
+    gone". Writes are never repeated now: kfin reads the namespace again and records its own removal."""
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": "gone"}})
+    api.create("/api/v1/namespaces/gone/configmaps", {"metadata": {"name": "held", "finalizers": ["example.com/x"]}})
+    api.delete("/api/v1/namespaces/gone")
+    fake.faults.append(fault)
+    log = tmp_path / "audit.jsonl"
+    outcome = kfin("remove", "ns", "gone", "--finalizer", "kubernetes", "--force", "--confirm", "--audit-log",
+                   str(log), "--kubeconfig", str(fake_kubeconfig))
+    [record] = [json.loads(line) for line in log.read_text().splitlines()]
+    assert not api.exists("/api/v1/namespaces/gone")  # forced: gone, its ConfigMap left in storage
+    assert (record["result"], record["removed"], record["finalizersAfter"]) == ("gone", ["kubernetes"], None)
+    assert "the answer to the write was lost" in record["message"], record
+    assert len([r for r in fake.requests if r.method == "PUT"]) == 1  # never repeated
+    assert outcome.code == ExitCode.OK and "Traceback" not in outcome.stderr, outcome
+
+
 def test_a_tls_handshake_that_never_completes_is_bounded_without_request_timeout(tmp_path, monkeypatch):
     """Issue 27: a server that accepts the connection and never answers the TLS ClientHello. The handshake is
     part of connecting: bounded by the connect timeout (30 s by default; shortened here)."""

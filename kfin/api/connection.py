@@ -221,9 +221,11 @@ class Kube:
 
     # ----- requests --------------------------------------------------------------------------------
     # Dropped connections are retried within the deadline: a refused port at most once, a lost answer
-    # once for requests that are safe to repeat (never PATCH or POST).
+    # once for reads only. A write whose answer is lost may have been carried out: repeated, a PUT /finalize
+    # or a DELETE answers 404 or 409 for its own success, and the audit log would say "nothing removed". The
+    # caller reads the object again instead (kfin.core.removal).
     RETRY_CONNECT, RETRY_READ = 1, 1
-    IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+    SAFE_TO_REPEAT = frozenset({"GET", "HEAD"})
 
     def request(
         self,
@@ -295,7 +297,7 @@ class Kube:
                 limit = self.RETRY_CONNECT if step == "connect" else self.RETRY_READ
                 retry = (
                     tries[step] < limit
-                    and (step == "connect" or method in self.IDEMPOTENT)
+                    and (step == "connect" or method in self.SAFE_TO_REPEAT)
                     and not isinstance(error, urllib3.exceptions.TimeoutError)
                     and not _is_tls(error)
                 )
