@@ -5,9 +5,12 @@ import pty
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.fakeapi import Fault
 from tests.fakeapi.rawclient import RawClient
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_on_terminal(args, env_extra=None):
@@ -51,6 +54,78 @@ def test_no_colour_with_no_color(fake, fake_kubeconfig):
     stuck_configmap(fake)
     code, screen = run_on_terminal(["stuck", "--kubeconfig", str(fake_kubeconfig)], {"NO_COLOR": "1"})
     assert code == 0 and "held" in screen
-    table = screen[screen.index("NAMESPACE"):]
+    table = screen[screen.index("KIND"):]
     # NO_COLOR (no-color.org) forbids colour; emphasis such as bold may stay.
     assert not re.search(r"\x1b\[(?:\d+;)*(?:3[0-9]|9[0-7])m", table)
+
+
+def run_in_window(args, columns, rows=50):
+    """kfin on a pseudo-terminal of `columns`, measured by kfin itself (no $COLUMNS)."""
+    import fcntl
+    import struct
+    import termios
+
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env.update(TERM="xterm-256color", NO_COLOR="1")
+    process = subprocess.Popen([sys.executable, "-m", "kfin", *args], stdout=terminal, stderr=subprocess.DEVNULL,
+                               env=env, cwd=ROOT)
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    process.wait(timeout=60)
+    os.close(controller)
+    screen = re.sub(r"\x1b\[[0-9;]*m", "", b"".join(chunks).decode())
+    return process.returncode, screen.replace("\r\n", "\n").splitlines()
+
+
+NAMES = ["kubernetes.io/pvc-protection", "kubernetes.io/pv-protection", "service.kubernetes.io/load-balancer-cleanup",
+         "acme.io/database-cleanup", "data-postgres-0", "web-6d4b9c-q8w4n", "monitoring-old", "PersistentVolumeClaim",
+         "Database.acme.io"]
+
+
+def test_at_80_columns_every_name_and_finalizer_is_whole_and_the_verdict_shows():
+    """Issue 29: at exactly 80 columns names and finalizers broke mid-word ("kubernetes.i/o/pvc-protec/tion")."""
+    code, lines = run_in_window(["stuck", "-A", "--from-snapshot", "examples/stuck-cluster.json"], 80)
+    assert code == 8, lines  # the snapshot's failing APIService
+    assert lines[0].split() == ["NAMESPACE", "KIND", "NAME", "TERMINATING", "VERDICT"]
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    for name in NAMES:
+        assert any(name in line for line in lines), name
+    claim = next(i for i, line in enumerate(lines) if "data-postgres-0" in line)
+    assert lines[claim].split() == ["shop", "PersistentVolumeClaim", "data-postgres-0", "3d", "HOLDING"]
+    assert lines[claim + 1].strip() == "kubernetes.io/pvc-protection"
+    assert lines[claim + 2].strip().startswith("pvc-protection: in use by Pod shop/postgres-0")
+
+
+def test_at_120_columns_each_object_is_a_row_with_its_finalizers_whole():
+    code, lines = run_in_window(["stuck", "-A", "--from-snapshot", "examples/stuck-cluster.json"], 120)
+    assert lines[0].split() == ["NAMESPACE", "KIND", "NAME", "TERMINATING", "VERDICT", "FINALIZERS"]
+    assert all(len(line) <= 120 for line in lines), max(lines, key=len)
+    service = next(line for line in lines if " frontend " in line)
+    assert service.split() == ["shop", "Service", "frontend", "26h", "WAITING",
+                               "service.kubernetes.io/load-balancer-cleanup"]
+    for name in NAMES:
+        assert any(name in line for line in lines), name
+
+
+def test_on_a_phone_sized_terminal_each_object_is_a_block_wrapped_between_words():
+    code, lines = run_in_window(["stuck", "-A", "--from-snapshot", "examples/stuck-cluster.json"], 40)
+    assert all(len(line) <= 40 for line in lines), max(lines, key=len)
+    assert "NAME: data-postgres-0" in lines and "VERDICT: HOLDING" in lines
+    words = " ".join(lines).split()
+    assert "in use by Pod" in " ".join(words)  # wrapped between words, never inside one
+    assert "shop/postgres-0" in words or any("shop/postgres-0" in w for w in words)
+
+
+def test_with_one_namespace_there_is_no_namespace_column():
+    code, lines = run_in_window(["stuck", "-n", "shop", "--from-snapshot", "examples/stuck-cluster.json"], 120)
+    assert lines[0].split()[0] == "KIND" and "NAMESPACE" not in lines[0]

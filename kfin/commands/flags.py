@@ -200,6 +200,18 @@ def wait_seconds(text: str, flag: str = "--timeout") -> float:
     return seconds
 
 
+VERDICTS = ("HOLDING", "WAITING", "ORPHANED", "UNKNOWN", "BLOCKED")
+
+
+def verdicts(values: list[str] | None) -> set[str]:
+    """--verdict: repeated or comma-separated, any case."""
+    chosen = {part.strip().upper() for value in values or [] for part in value.split(",") if part.strip()}
+    unknown = sorted(chosen - set(VERDICTS))
+    if unknown:
+        raise UsageError(f'--verdict: unknown verdict "{unknown[0]}" (one of {", ".join(VERDICTS)})')
+    return chosen
+
+
 def duration_seconds(text: str, flag: str) -> float:
     """Any other duration flag (--older-than, --interval)."""
     try:

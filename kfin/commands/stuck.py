@@ -24,6 +24,7 @@ from kfin.commands.flags import (
     duration_seconds,
     merged,
     snapshot_flag,
+    verdicts,
 )
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.stuck import find_all, gating_webhooks, report, storage_problems
@@ -43,6 +44,12 @@ def stuck(
     ),
     older_than: str | None = typer.Option(
         None, "--older-than", metavar="DURATION", help="Only objects terminating for at least this long (10m, 2h)."
+    ),
+    verdict: list[str] | None = typer.Option(
+        None,
+        "--verdict",
+        metavar="VERDICT",
+        help="Only objects with this verdict: HOLDING, WAITING, ORPHANED, UNKNOWN or BLOCKED (repeat, or a,b).",
     ),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when anything is stuck (for cron and CI)."),
     refresh: RefreshOpt = False,
@@ -68,6 +75,8 @@ def stuck(
 
       kfin stuck -n team-a --kind pvc -o wide
 
+      kfin stuck -A --verdict orphaned
+
       kfin stuck --from-snapshot examples/stuck-cluster.json
     """
     started = time.monotonic()
@@ -83,6 +92,7 @@ def stuck(
     for text in kind or []:
         check_kind(text)  # before anything is read
     older = duration_seconds(older_than, "--older-than") if older_than else None
+    wanted = verdicts(verdict)
     contexts = (
         context_names(options.kubeconfig)
         if all_contexts
@@ -92,6 +102,8 @@ def stuck(
         contexts=contexts, from_snapshot=from_snapshot, refresh=refresh, concurrency=concurrency, chunk_size=chunk_size
     )
     rows, sources = find_all(scope, kind or (), finalizer, older, progress=progress_bar)
+    if wanted:
+        rows = [row for row in rows if row.verdict in wanted]
     inventories = [f.inventory for f in sources]
     for facts in sources:
         inv = facts.inventory
@@ -125,7 +137,11 @@ def stuck(
         for row in rows:
             say(f"{row.obj.type.name_prefix}/{row.obj.name}")
     elif rows:
-        tables.stuck_table(rows, wide=fmt == "wide", show_context=len(inventories) > 1)
+        # as kubectl: no NAMESPACE column when one namespace was asked for
+        one_namespace = all(inv.namespace for inv in inventories)
+        tables.stuck_table(
+            rows, wide=fmt == "wide", show_context=len(inventories) > 1, show_namespace=not one_namespace
+        )
     else:
         scopes = {inv.namespace for inv in inventories}
         where = f"in namespace {scopes.pop()}" if len(scopes) == 1 and None not in scopes else "in the cluster"

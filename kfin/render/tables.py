@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 from kfin.core.catalog import CatalogEntry
 from kfin.core.removal import Plan
 from kfin.core.stuck import StuckObject
-from kfin.render.terminal import NARROW_TABLE, console, print_table, text
+from kfin.render import layout
+from kfin.render.terminal import console, print_table, text
 from kfin.util.durations import format_age
 from kfin.util.text import printable
 
@@ -19,59 +20,90 @@ if TYPE_CHECKING:
 
 
 def stuck_table(
-    rows: Sequence[StuckObject], wide: bool = False, show_context: bool = False, out: Console | None = None
+    rows: Sequence[StuckObject],
+    wide: bool = False,
+    show_context: bool = False,
+    show_namespace: bool = True,
+    out: Console | None = None,
 ) -> None:
-    """kfin stuck's table: oldest first, the blocker's family in colour."""
-    from rich.table import Table
+    """kfin stuck's table: oldest first, the blocker's family in colour.
+
+    Laid out for the width: one line per object when it fits; else names whole and the finalizers and
+    blocker wrapped between words; else the blocker on the lines below its object; else a block per object.
+    """
     from rich.text import Text
 
     target = out or console()
-    headers = (["CONTEXT"] if show_context else []) + [
-        "NAMESPACE",
-        "KIND",
-        "NAME",
-        "TERMINATING FOR",
-        "FINALIZERS",
-        "BLOCKER",
-    ]
-    if wide:
-        headers += ["APIVERSION", "UID", "OWNERS", "GRACE"]
-    lines: list[list[Text]] = []
+    identity = (["CONTEXT"] if show_context else []) + (["NAMESPACE"] if show_namespace else [])
+    identity += ["KIND", "NAME", "TERMINATING", "VERDICT"]
+    extra = ["APIVERSION", "UID", "OWNERS", "GRACE"] if wide else []
+    cells: list[list[Text]] = []
+    blockers: list[Text] = []
     for row in rows:
         o = row.obj
         family, _, rest = printable(row.blocker).partition(":")
-        cells = ([row.context] if show_context else []) + [
-            o.namespace or "-",
-            o.type.kind_display,
-            o.name,
-            format_age(row.terminating_seconds),
-            ",".join(row.finalizers) or "<none>",
-            Text.assemble((family, "bold yellow"), ":" + rest) if rest else text(row.blocker),
-        ]
+        blockers.append(Text.assemble((family, "bold yellow"), ":" + rest) if rest else text(row.blocker))
+        values = ([row.context] if show_context else []) + ([o.namespace or "-"] if show_namespace else [])
+        values += [o.type.kind_display, o.name, format_age(row.terminating_seconds), row.verdict or "-"]
         if wide:
             grace = o.meta.get("deletionGracePeriodSeconds")
-            cells += [o.type.api_version, o.uid, str(len(o.owner_references)), "-" if grace is None else str(grace)]
-        lines.append([c if isinstance(c, Text) else text(c) for c in cells])
-    if target.width < NARROW_TABLE:
-        _blocks(headers, lines, target)
+            values += [o.type.api_version, o.uid, str(len(o.owner_references)), "-" if grace is None else str(grace)]
+        values.append(", ".join(row.finalizers) or "<none>")
+        cells.append([text(v) for v in values])
+    headers = identity + extra + ["FINALIZERS"]
+    finalizers = len(headers) - 1
+    width = target.width
+    laid = layout.table(
+        headers + ["BLOCKER"],
+        [c + [b] for c, b in zip(cells, blockers, strict=True)],
+        width,
+        flexible=[finalizers, finalizers + 1],
+        least={finalizers + 1: BLOCKER_LEAST},
+    )
+    if laid is not None:
+        _print_lines([laid[0], *(line for lines in laid[1] for line in lines)], target)
         return
-    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False, expand=False)
-    for header in headers:
-        table.add_column(header, overflow="fold")
-    for row_cells in lines:
-        table.add_row(*row_cells)
-    print_table(table, target)
+    # the blocker below its object, across the whole width; then the finalizers too
+    room = width - len(BELOW)
+    if room >= BLOCKER_LEAST:
+        laid = layout.table(headers, cells, width, flexible=[finalizers])
+        below = [[b] for b in blockers]
+        if laid is None:
+            laid = layout.table(headers[:-1], [c[:-1] for c in cells], width)
+            below = [[c[-1], b] for c, b in zip(cells, blockers, strict=True)]
+        if laid is not None:
+            printed = [laid[0]]
+            for lines, parts in zip(laid[1], below, strict=True):
+                printed += lines
+                printed += [Text(BELOW) + line for part in parts for line in layout.wrapped(part, room)]
+            _print_lines(printed, target)
+            return
+    _blocks(headers + ["BLOCKER"], [c + [b] for c, b in zip(cells, blockers, strict=True)], target)
+
+
+BLOCKER_LEAST = 30  # narrower, a blocker of a dozen words takes more lines than it is worth
+BELOW = "    "
+
+
+def _print_lines(lines: list[Text], target: Console) -> None:
+    for line in lines:
+        target.print(line, no_wrap=True, overflow="ignore", crop=False)
 
 
 def _blocks(headers: list[str], rows: list[list[Text]], target: Console) -> None:
-    """A narrow terminal: one block per row, a line per column, wrapped at the terminal's edge."""
+    """A narrow terminal: one block per row, a line per column, wrapped between words with a hanging indent."""
     from rich.text import Text
 
     for number, cells in enumerate(rows):
         if number:
             target.print()
         for header, cell in zip(headers, cells, strict=True):
-            target.print(Text.assemble((header, "bold"), ": ", cell), overflow="fold")
+            label = f"{header}: "
+            parts = layout.wrapped(cell, max(target.width - len(label), 10))
+            _print_lines(
+                [Text.assemble((header, "bold"), ": ", parts[0])] + [Text(" " * len(label)) + p for p in parts[1:]],
+                target,
+            )
 
 
 def plain_table(headers: list[str], rows: list[list[str]], out: Console | None = None) -> None:

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-# Below these widths a table or a panel folds every cell to a few characters: a plain layout reads better.
-NARROW_TABLE = 80
+# Below this width a panel folds every cell to a few characters: a plain layout reads better.
 NARROW_PANEL = 60
 MIN_WIDTH = 30  # narrower, every word would be broken: lines this long still wrap on the smallest terminal
 
