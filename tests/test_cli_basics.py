@@ -4,11 +4,14 @@ import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -145,3 +148,36 @@ def test_bad_flag_values_are_usage_errors(fake_kubeconfig):
     _one_line_error(kfin("version", "--kubeconfig", str(fake_kubeconfig), "--request-timeout", "soon"),
                     ExitCode.USAGE)
     assert kfin("version", "--no-such-flag").code == ExitCode.USAGE
+
+
+SNAPSHOT = ["--from-snapshot", "examples/stuck-cluster.json"]
+
+
+@pytest.mark.parametrize("command", [["explain", "-n", "shop"], ["preflight", "-n", "shop"], ["graph", "-n", "shop"]])
+def test_kubectls_type_slash_name_names_the_same_object(command, monkeypatch):
+    """Issue 29: `kfin explain pvc/data` was refused; kubectl users type TYPE/NAME without thinking."""
+    monkeypatch.chdir(ROOT)
+    kind, name = ("pvc", "data-postgres-0") if command[0] != "graph" else ("pod", "postgres-0")
+    slashed = kfin(*command, f"{kind}/{name}", *SNAPSHOT)
+    spaced = kfin(*command, kind, name, *SNAPSHOT)
+    assert slashed.code == spaced.code == ExitCode.PARTIAL and slashed.stdout == spaced.stdout != "", slashed
+
+
+def test_type_slash_name_with_a_name_again_is_a_usage_error(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = kfin("explain", "pvc/data-postgres-0", "data-postgres-0", "-n", "shop", *SNAPSHOT)
+    assert result.code == ExitCode.USAGE and result.stderr == (
+        "error: kfin explain: pvc/data-postgres-0 already names the object: give KIND/NAME or KIND NAME, not both\n")
+    assert kfin("explain", "pvc/", *SNAPSHOT).stderr == "error: kfin explain needs KIND NAME or KIND/NAME\n"
+
+
+def test_remove_and_wait_take_type_slash_name(fake, fake_kubeconfig):
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "held", "finalizers": ["example.com/x"]}})
+    api.delete("/api/v1/namespaces/default/configmaps/held")
+    planned = kfin("remove", "cm/held", "--finalizer", "example.com/x", "--kubeconfig", str(fake_kubeconfig))
+    assert planned.code == ExitCode.OK and "example.com/x" in planned.stdout, planned
+    waited = kfin("wait", "configmap/held", "--timeout", "1s", "--kubeconfig", str(fake_kubeconfig))
+    assert waited.code == ExitCode.FOUND and "ConfigMap/default/held is still there" in waited.stderr, waited

@@ -17,6 +17,7 @@ from kfin.commands.flags import (
     check_output,
     merged,
     snapshot_flag,
+    subject,
 )
 from kfin.core import audit
 from kfin.core.blocking import follow
@@ -25,7 +26,6 @@ from kfin.core.causes.registry import note_readded
 from kfin.core.lookup import load_target
 from kfin.core.stuck import is_stuck
 from kfin.errors import ExitCode, KfinError
-from kfin.names import check_kind, check_name
 from kfin.render import data, explanation
 from kfin.render.terminal import warn, warn_failures
 
@@ -33,7 +33,7 @@ from kfin.render.terminal import warn, warn_failures
 def explain(
     ctx: typer.Context,
     kind: KindArg,
-    name: NameArg,
+    name: NameArg = None,
     refresh: RefreshOpt = False,
     from_snapshot: str | None = snapshot_flag("Explain from a kfin snapshot instead of a live cluster."),
     kubeconfig: KubeconfigOpt = None,
@@ -56,8 +56,7 @@ def explain(
 
       kfin explain databases.acme.io orders -n team-a
     """
-    check_kind(kind)
-    check_name(name)
+    kind, name = subject(kind, name, "explain")
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )

@@ -13,7 +13,7 @@ import typer
 from kfin.api.target import Target
 from kfin.core.scope import Scope
 from kfin.errors import UsageError
-from kfin.names import check_namespace
+from kfin.names import check_kind, check_name, check_namespace
 from kfin.util.durations import parse_duration
 
 COMPLETION = "kfin.commands.completion"
@@ -100,16 +100,35 @@ RefreshOpt = Annotated[bool, typer.Option("--refresh", help="Rediscover the API 
 KindArg = Annotated[
     str,
     typer.Argument(
-        metavar="KIND", autocompletion=completer("kinds"), help="pvc, pv, namespace/ns, pod, or any kind or plural."
+        metavar="KIND[/NAME]",
+        autocompletion=completer("kinds"),
+        help="pvc, pv, ns, pod, or any kind or plural; or KIND/NAME, as kubectl's TYPE/NAME.",
     ),
 ]
-NameArg = Annotated[str, typer.Argument(metavar="NAME", autocompletion=completer("names"))]
+# absent with KIND/NAME
+NameArg = Annotated[str | None, typer.Argument(metavar="NAME", autocompletion=completer("names"))]
 # kfin remove's: absent with --all-stuck
 OptionalKindArg = Annotated[
     str | None,
-    typer.Argument(metavar="KIND", autocompletion=completer("kinds"), help="pvc, pv, ns, or any kind or plural."),
+    typer.Argument(
+        metavar="KIND[/NAME]",
+        autocompletion=completer("kinds"),
+        help="pvc, pv, ns, or any kind or plural; or KIND/NAME.",
+    ),
 ]
-OptionalNameArg = Annotated[str | None, typer.Argument(metavar="NAME", autocompletion=completer("names"))]
+
+
+def subject(kind: str | None, name: str | None, command: str) -> tuple[str, str]:
+    """KIND NAME or KIND/NAME (kubectl's TYPE/NAME), both checked as the API server would."""
+    if kind is not None and "/" in kind:
+        if name is not None:
+            raise UsageError(f"kfin {command}: {kind} already names the object: give KIND/NAME or KIND NAME, not both")
+        kind, _, name = kind.partition("/")
+    if not kind or not name:
+        raise UsageError(f"kfin {command} needs KIND NAME or KIND/NAME")
+    return check_kind(kind), check_name(name)
+
+
 KindsOpt = Annotated[
     list[str] | None,
     typer.Option(

@@ -19,23 +19,20 @@ from kfin.commands.flags import (
     check_output,
     merged,
     snapshot_flag,
+    subject,
 )
 from kfin.core import owners, subject_graph
 from kfin.errors import ExitCode, UsageError
-from kfin.names import check_kind, check_name
+from kfin.names import check_kind
 from kfin.render import graph as drawn
 from kfin.render.terminal import warn_failures
 
 
 def parse_subject(words: list[str]) -> tuple[str, str]:
     """KIND NAME, KIND/NAME or namespace NAME, checked."""
-    if len(words) == 1 and "/" in words[0]:
-        kind, _, name = words[0].partition("/")
-    elif len(words) == 2:
-        kind, name = words
-    else:
+    if not 1 <= len(words) <= 2:
         raise UsageError("kfin graph needs KIND NAME, KIND/NAME or namespace NAME")
-    return check_kind(kind), check_name(name)
+    return subject(words[0], words[1] if len(words) == 2 else None, "graph")
 
 
 def graph(

@@ -16,10 +16,10 @@ from kfin.commands.flags import (
     check_output,
     merged,
     snapshot_flag,
+    subject,
 )
 from kfin.core.preflight import predict
 from kfin.errors import ExitCode
-from kfin.names import check_kind, check_name
 from kfin.render import data
 from kfin.render.preflight import preflight_report
 from kfin.render.terminal import warn_failures
@@ -28,7 +28,7 @@ from kfin.render.terminal import warn_failures
 def preflight(
     ctx: typer.Context,
     kind: KindArg,
-    name: NameArg,
+    name: NameArg = None,
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when something would be left stuck."),
     refresh: RefreshOpt = False,
     from_snapshot: str | None = snapshot_flag("Predict from a kfin snapshot instead of a live cluster."),
@@ -53,8 +53,7 @@ def preflight(
 
       kfin preflight node ip-10-0-1-7 --exit-code
     """
-    check_kind(kind)
-    check_name(name)
+    kind, name = subject(kind, name, "preflight")
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )

@@ -13,12 +13,13 @@ from kfin.commands.flags import (
     AuditLogOpt,
     ContextOpt,
     KubeconfigOpt,
+    NameArg,
     NamespaceOpt,
     OptionalKindArg,
-    OptionalNameArg,
     RefreshOpt,
     TimeoutOpt,
     merged,
+    subject,
     wait_seconds,
 )
 from kfin.commands.wait import follow_to_end
@@ -30,7 +31,6 @@ from kfin.core.scope import Scope
 from kfin.core.sources import gather
 from kfin.core.stuck import Filters, find_stuck
 from kfin.errors import ExitCode, KfinError, UsageError
-from kfin.names import check_kind, check_name
 from kfin.render.removal import print_plan, unrecorded
 from kfin.render.tables import removal_table
 from kfin.render.terminal import progress_bar, say, warn
@@ -55,7 +55,7 @@ class Choices:
 def remove(
     ctx: typer.Context,
     kind: OptionalKindArg = None,
-    name: OptionalNameArg = None,
+    name: NameArg = None,
     finalizer: list[str] | None = typer.Option(
         None,
         "--finalizer",
@@ -134,10 +134,9 @@ def remove(
         if kind or name:
             raise UsageError("--all-stuck takes no KIND NAME: it works on every stuck object in -n NS or -A")
         raise typer.Exit(remove_all_stuck(scope, choices, yes))
-    if kind is None or name is None:
-        raise UsageError("kfin remove needs KIND NAME (or --all-stuck)")
-    check_kind(kind)
-    check_name(name)
+    if kind is None:
+        raise UsageError("kfin remove needs KIND NAME or KIND/NAME (or --all-stuck)")
+    kind, name = subject(kind, name, "remove")
     raise typer.Exit(remove_one(scope, kind, name, choices, seconds if wait else None, recreate_namespace))
 
 

@@ -15,6 +15,7 @@ from kfin.commands.flags import (
     TimeoutFlag,
     TimeoutOpt,
     merged,
+    subject,
     wait_seconds,
 )
 from kfin.core.blocking import follow, root_summary
@@ -23,7 +24,6 @@ from kfin.core.lookup import live_target
 from kfin.core.scope import Scope
 from kfin.errors import ExitCode, NotFoundError
 from kfin.model import KubeObject
-from kfin.names import check_kind, check_name
 from kfin.render.terminal import say, warn
 from kfin.util.durations import format_age
 
@@ -61,7 +61,7 @@ def holder(scope: Scope, kind: str, name: str) -> str:
 def wait(
     ctx: typer.Context,
     kind: KindArg,
-    name: NameArg,
+    name: NameArg = None,
     timeout: TimeoutFlag = "5m",
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -74,8 +74,7 @@ def wait(
 
     Example: kfin wait ns team-a --timeout 10m
     """
-    check_kind(kind)
-    check_name(name)
+    kind, name = subject(kind, name, "wait")
     options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, request_timeout=request_timeout)
     seconds = wait_seconds(timeout)
     scope = options.scope()
