@@ -68,7 +68,8 @@ def test_options_before_the_command_work_too(fake_kubeconfig):
 
 def _one_line_error(result, code):
     assert result.code == code, (result.code, result.stderr)
-    assert result.stdout == ""
+    # `kfin version` prints its own version before it connects, as kubectl does (issue 29)
+    assert result.stdout in ("", kfin("version", "--client").stdout)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr
     return lines[0]
@@ -166,9 +167,10 @@ def test_kubectls_type_slash_name_names_the_same_object(command, monkeypatch):
 def test_type_slash_name_with_a_name_again_is_a_usage_error(monkeypatch):
     monkeypatch.chdir(ROOT)
     result = kfin("explain", "pvc/data-postgres-0", "data-postgres-0", "-n", "shop", *SNAPSHOT)
-    assert result.code == ExitCode.USAGE and result.stderr == (
-        "error: kfin explain: pvc/data-postgres-0 already names the object: give KIND/NAME or KIND NAME, not both\n")
-    assert kfin("explain", "pvc/", *SNAPSHOT).stderr == "error: kfin explain needs KIND NAME or KIND/NAME\n"
+    assert result.code == ExitCode.USAGE and result.stderr.startswith(
+        'error: invalid resource type "pvc/data-postgres-0"'), result
+    assert kfin("explain", "pvc", *SNAPSHOT).stderr == "error: kfin explain needs KIND NAME or KIND/NAME\n"
+    assert kfin("explain", "pvc/", *SNAPSHOT).stderr.startswith('error: invalid name "": ')
 
 
 def test_remove_and_wait_take_type_slash_name(fake, fake_kubeconfig):
@@ -181,3 +183,31 @@ def test_remove_and_wait_take_type_slash_name(fake, fake_kubeconfig):
     assert planned.code == ExitCode.OK and "example.com/x" in planned.stdout, planned
     waited = kfin("wait", "configmap/held", "--timeout", "1s", "--kubeconfig", str(fake_kubeconfig))
     assert waited.code == ExitCode.FOUND and "ConfigMap/default/held is still there" in waited.stderr, waited
+
+
+def test_a_snapshot_written_to_stdout_is_read_from_stdin(fake, fake_kubeconfig):
+    """Issue 29: `snapshot -f -` wrote stdout but `--from-snapshot -` did not read stdin."""
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "held", "finalizers": ["example.com/x"]}})
+    api.delete("/api/v1/namespaces/default/configmaps/held")
+    written = subprocess.run([sys.executable, "-m", "kfin", "snapshot", "-A", "-f", "-", "--kubeconfig",
+                              str(fake_kubeconfig)], capture_output=True, cwd=ROOT, timeout=60)
+    assert written.returncode == 0, written.stderr
+    read = subprocess.run([sys.executable, "-m", "kfin", "explain", "cm/held", "-n", "default", "-o", "json",
+                           "--from-snapshot", "-"], input=written.stdout, capture_output=True, cwd=ROOT, timeout=60)
+    assert read.returncode == 0, read.stderr
+    assert [f["finalizer"] for f in json.loads(read.stdout)["findings"]] == ["example.com/x"]
+    junk = subprocess.run([sys.executable, "-m", "kfin", "stuck", "--from-snapshot", "-"], input=b"{",
+                          capture_output=True, cwd=ROOT, timeout=60)
+    assert junk.returncode == ExitCode.USAGE and junk.stderr.decode().startswith("error: standard input is not JSON")
+
+
+def test_version_shows_kfins_own_first_and_client_needs_no_server(tmp_path):
+    """Issue 29: `kfin version` failed outright when the server was down; there was no --client."""
+    assert kfin("version", "--client", "--kubeconfig", str(tmp_path / "none")).stdout.startswith("kfin: ")
+    down = kfin("version", "--kubeconfig", str(tmp_path / "none"))
+    assert down.code == ExitCode.CONFIG and down.stdout.startswith("kfin: ") and down.stderr.startswith("error:")
+    as_json = kfin("version", "-o", "json", "--kubeconfig", str(tmp_path / "none"))
+    assert json.loads(as_json.stdout)["kfinVersion"] and as_json.code == ExitCode.CONFIG

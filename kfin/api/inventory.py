@@ -112,17 +112,33 @@ def save_snapshot(inventory: Inventory, path: str) -> None:
 
 def load(path: str) -> Inventory:
     """A kfin snapshot, or a kubectl `List` (kubectl get ... -o json), read item by item: each is reduced to
-    what kfin keeps (ThinObjects for most) before the next is parsed, so memory stays below the file's size."""
+    what kfin keeps (ThinObjects for most) before the next is parsed, so memory stays below the file's size.
+    `-` is standard input (`kfin snapshot -f - | kfin stuck --from-snapshot -`), read once per run."""
+    if path == "-":
+        if "-" not in _STDIN:
+            _STDIN["-"] = _load_from(sys.stdin, "standard input")
+        return _STDIN["-"]
+    try:
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed below, after the read it guards
+    except OSError as error:
+        raise UsageError(f"cannot read snapshot {path}: {error.strerror or error}") from None
+    with handle:
+        return _load_from(handle, path)
+
+
+_STDIN: dict[str, Inventory] = {}  # standard input can be read only once; a command may load twice
+
+
+def _load_from(handle: TextIO, shown: str) -> Inventory:
     with paused_gc():
         try:
-            with open(path, encoding="utf-8") as handle:
-                return _load(handle, path)
+            return _load(handle, shown)
         except OSError as error:
-            raise UsageError(f"cannot read snapshot {path}: {error.strerror or error}") from None
+            raise UsageError(f"cannot read snapshot {shown}: {error.strerror or error}") from None
         except (ValueError, UnicodeDecodeError) as error:
-            raise UsageError(f"{path} is not JSON: {error}") from None
+            raise UsageError(f"{shown} is not JSON: {error}") from None
         except RecursionError:  # json's decoder recurses: a hostile file nests arrays by the hundred thousand
-            raise UsageError(f"{path} is nested too deeply to be a snapshot") from None
+            raise UsageError(f"{shown} is nested too deeply to be a snapshot") from None
 
 
 STREAMED = frozenset({"items", "objects"})

@@ -120,11 +120,9 @@ OptionalKindArg = Annotated[
 
 def subject(kind: str | None, name: str | None, command: str) -> tuple[str, str]:
     """KIND NAME or KIND/NAME (kubectl's TYPE/NAME), both checked as the API server would."""
-    if kind is not None and "/" in kind:
-        if name is not None:
-            raise UsageError(f"kfin {command}: {kind} already names the object: give KIND/NAME or KIND NAME, not both")
+    if kind is not None and name is None and "/" in kind:  # with a NAME as well, a slash is an invalid kind
         kind, _, name = kind.partition("/")
-    if not kind or not name:
+    if kind is None or name is None:
         raise UsageError(f"kfin {command} needs KIND NAME or KIND/NAME")
     return check_kind(kind), check_name(name)
 
@@ -147,7 +145,7 @@ TimeoutFlag = Annotated[str, typer.Option("--timeout", metavar="DURATION", help=
 
 def snapshot_flag(help_text: str) -> Any:
     """--from-snapshot FILE, with the command's own help."""
-    return typer.Option(None, "--from-snapshot", metavar="FILE", help=help_text)
+    return typer.Option(None, "--from-snapshot", metavar="FILE", help=f"{help_text} - reads standard input.")
 
 
 MAX_REQUEST_TIMEOUT_SECONDS = 86400  # longer is a typo, and too long for the socket layer to represent

@@ -8,12 +8,14 @@ from kfin import __version__
 from kfin.api.connection import Kube
 from kfin.commands.about import client_version
 from kfin.commands.flags import ContextOpt, KubeconfigOpt, OutputOpt, TimeoutOpt, check_output, merged
+from kfin.errors import KfinError
 from kfin.render import data
 from kfin.util.text import printable
 
 
 def version(
     ctx: typer.Context,
+    client: bool = typer.Option(False, "--client", help="Only kfin's own version: no kubeconfig, no server."),
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = None,
@@ -21,21 +23,32 @@ def version(
 ) -> None:
     """Show kfin's version and the API server's.
 
+    As kubectl's: kfin's own version first, so that it shows even when the server cannot be reached.
+
     Example: kfin version --context prod -o json
     """
     options = merged(ctx, kubeconfig=kubeconfig, context=context, output=output, request_timeout=request_timeout)
     fmt = check_output(options, ("table", "json", "yaml"))
-    kube = Kube.connect(options.target())
-    server = kube.server_version()
-    facts = {
-        "kfinVersion": __version__,
-        "clientVersion": client_version(),
-        "context": kube.context,
-        "server": kube.shown,
-        "serverVersion": git_version if isinstance(git_version := server.get("gitVersion"), str) else "",
-    }
-    if fmt == "table":  # the server's words, and the kubeconfig's: never raw control characters on a terminal
+    facts: dict[str, str] = {"kfinVersion": __version__, "clientVersion": client_version()}
+    if fmt == "table":
         typer.echo(f"kfin: {__version__} (kubernetes client {facts['clientVersion']})")
+    if client:
+        if fmt != "table":
+            data.dump(facts, fmt)
+        return
+    try:
+        kube = Kube.connect(options.target())
+        server = kube.server_version()
+    except KfinError:
+        if fmt != "table":  # what is known, then the error and its exit code
+            data.dump(facts, fmt)
+        raise
+    facts.update(
+        context=kube.context,
+        server=kube.shown,
+        serverVersion=git_version if isinstance(git_version := server.get("gitVersion"), str) else "",
+    )
+    if fmt == "table":  # the server's words, and the kubeconfig's: never raw control characters on a terminal
         typer.echo(
             printable(f"Server: {facts['serverVersion']} at {kube.shown} (context {kube.context})", one_line=True)
         )
