@@ -63,7 +63,7 @@ def test_any_columns_setting_gives_readable_output(monkeypatch, columns):
     assert result.code == ExitCode.PARTIAL, result
     flat = " ".join(result.stdout.split())
     # every value is there in full, not folded away to a column of two characters
-    assert "stop what uses the claim: delete the Pods; the finalizer then goes by itself" in flat, result.stdout
+    assert "stop what uses the claim: delete Pod shop/postgres-0; the finalizer then goes by itself" in flat, result.stdout
     assert "Safe fix" in flat and "Risk if forced" in flat
 
 

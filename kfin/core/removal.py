@@ -142,10 +142,11 @@ def plan(
             patterns
         )
     elif not patterns and not any(c.selected for c in choices):
+        # the safe fix first: forcing is the last resort, named last
+        fixes = [f"{f.fix} ({f.finalizer or f.family} is {f.verdict.value})" for f in findings]
         refused = (
-            "no finalizer is ORPHANED (name one with --finalizer; a HOLDING, UNKNOWN or BLOCKED one, or the control "
-            "plane's, also needs --force)"
-        )
+            "no finalizer is safe to remove. Safe fix: " + "; ".join(dict.fromkeys(fixes)) if fixes else "no finalizer"
+        ) + ". Only if that cannot be done: --finalizer NAME --force"
     return Plan(obj, choices, refused)
 
 

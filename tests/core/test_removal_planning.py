@@ -41,7 +41,10 @@ def test_a_holding_finalizer_named_explicitly_is_refused_with_its_safe_fix_unles
 
 def test_nothing_is_selected_by_default_when_something_still_holds():
     claim, findings = held_claim()
-    assert plan(claim, findings, None, force=False, allow_live=False).refused.startswith("no finalizer is ORPHANED")
+    refused = plan(claim, findings, None, force=False, allow_live=False).refused
+    # the safe fix leads; forcing comes last (issue 29)
+    assert refused.startswith("no finalizer is safe to remove. Safe fix: stop what uses the claim: delete Pod shop/db-0")
+    assert refused.endswith("Only if that cannot be done: --finalizer NAME --force")
 
 
 def test_a_live_object_is_refused_unless_allowed():

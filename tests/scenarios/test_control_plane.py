@@ -36,7 +36,7 @@ def stuck_item(cluster, name):
 def refuses_by_default_and_without_force(cluster, kind, name, finalizer, *namespace):
     """Neither the default selection, nor --all-stuck, nor a named finalizer without --force removes it."""
     by_default = run(cluster, "remove", kind, name, *namespace, "--confirm")
-    assert by_default.code == ExitCode.REFUSED and "no finalizer is ORPHANED" in by_default.stderr
+    assert by_default.code == ExitCode.REFUSED and "no finalizer is safe to remove. Safe fix: " in by_default.stderr
     named = run(cluster, "remove", kind, name, *namespace, "--finalizer", finalizer, "--confirm")
     assert named.code == ExitCode.REFUSED and "refused" in named.stderr
     bulk = run(cluster, "remove", "--all-stuck", "-A")  # a dry run: a real cluster's other objects stay as they are

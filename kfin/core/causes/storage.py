@@ -46,6 +46,9 @@ def _pod_step(pod: KubeObject) -> str:
     )
 
 
+FIX_NAMES = 5  # the Pods a fix names; JSON's condition and evidence name them all
+
+
 @explains(
     "pvc-protection",
     Entry(
@@ -90,9 +93,11 @@ def pvc_protection(ctx: Context) -> Finding:
                 if r.get("controller")
             }
         )
+        named = [f"{p.namespace}/{p.name}" for p in users[:FIX_NAMES]]
+        others = f" and {len(users) - FIX_NAMES} more" if len(users) > FIX_NAMES else ""
         fix = (
-            "stop what uses the claim: delete the Pods"
-            + (f" or scale down their owners ({', '.join(owners)})" if owners else "")
+            f"stop what uses the claim: delete Pod{'s' if len(users) > 1 else ''} {', '.join(named)}{others}"
+            + (f" (or scale down {', '.join(owners)}, which would recreate them)" if owners else "")
             + "; the finalizer then goes by itself"
         )
         found = ctx.finding(
