@@ -38,3 +38,25 @@ def test_the_example_holds_no_secret_data_nor_container_specs():
     for obj in snapshot["objects"]:
         assert "data" not in obj and "stringData" not in obj
         assert "containers" not in json.dumps(obj.get("spec", {}))
+
+
+def test_a_live_namespace_is_quiet_no_red_verdict_no_risk():
+    """Issue 29: `kfin explain ns shop` on an Active namespace showed a red HOLDING panel with "Risk if forced"
+    for the finalizer every namespace carries."""
+    result = kfin("explain", "ns", "shop", "--from-snapshot", str(EXAMPLE))
+    assert result.stdout.splitlines()[:2] == ["Namespace/shop  not being deleted",
+                                              "Nothing is stuck. Its finalizers act only once it is deleted:"]
+    assert "HOLDING" not in result.stdout and "Risk if forced" not in result.stdout
+    assert "What deleting it would leave stuck: kfin preflight namespace shop" in result.stdout
+    as_json = json.loads(kfin("explain", "ns", "shop", "-o", "json", "--from-snapshot", str(EXAMPLE)).stdout)
+    assert [f["finalizer"] for f in as_json["findings"]] == ["kubernetes"]  # the data is all still there
+
+
+def test_a_graceful_deletion_panel_is_titled_by_its_family():
+    result = kfin("explain", "pod", "web-6d4b9c-q8w4n", "-n", "shop", "--from-snapshot", str(EXAMPLE))
+    assert result.stdout.splitlines()[1].startswith("╭─ graceful deletion (no finalizer)  WAITING ─")
+
+
+def test_every_blocking_dependent_is_named():
+    text = kfin("stuck", "-A", "--from-snapshot", str(EXAMPLE)).stdout
+    assert "waiting for 2 blocking dependents (Pod/shop/web-6d4b9c-q8w4n, Pod/shop/web-6d4b9c-x2k9p)" in text

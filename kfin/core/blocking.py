@@ -199,6 +199,7 @@ def follow(obj: KubeObject, facts: ClusterFacts) -> Chain:
                     type=link.kind,
                     why=link.why,
                     step=link.step,
+                    fallback=link.fallback,
                     verdict=finding.verdict.value,
                     finalizer=finding.finalizer,
                 )
@@ -226,6 +227,11 @@ def _steps(chain: Chain) -> list[Step]:
     for root in chain.roots:
         into = [d for _, _, d in graph.in_edges(root, data=True)]
         action = next((d["step"] for d in into if d.get("step")), None)
+        fallbacks = list(dict.fromkeys(d["fallback"] for d in into if d.get("fallback")))
+        if action and fallbacks:  # every object's last resort, not only the first one's
+            action += f"; only if {'it lingers' if len(fallbacks) == 1 else 'they linger'} after that: " + "; ".join(
+                fallbacks
+            )
         data = graph.nodes[root]
         if action is None:
             if root == chain.start and not data["stuck"]:

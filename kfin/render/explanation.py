@@ -38,6 +38,9 @@ def explanation_panels(explanation: Explanation, out: Console | None = None) -> 
         f"Terminating for {format_age(explanation.terminating_seconds or 0)}" if o.terminating else "not being deleted"
     )
     target.print(Text.assemble((printable(o.ref), "bold"), f"  {state}"))
+    if not o.terminating and explanation.findings:
+        _live(explanation, target)
+        return
     if not explanation.findings:
         target.print("No finalizers: nothing holds it." if o.terminating else "No finalizers.")
     for finding in explanation.findings:
@@ -52,8 +55,10 @@ def explanation_panels(explanation: Explanation, out: Console | None = None) -> 
         )
         if finding.remove_command:
             rows.append(("Command", finding.remove_command))
+        # a cause without a finalizer (a Pod's graceful deletion) is named by its family
+        name = finding.finalizer or f"{finding.family} (no finalizer)"
         title = Text.assemble(
-            (printable(finding.finalizer), "bold"), "  ", (finding.verdict.value, VERDICT_STYLE[finding.verdict.value])
+            (printable(name), "bold"), "  ", (finding.verdict.value, VERDICT_STYLE[finding.verdict.value])
         )
         if finding.location == "spec.finalizers":
             title.append("  (spec.finalizers)")
@@ -68,6 +73,25 @@ def explanation_panels(explanation: Explanation, out: Console | None = None) -> 
         for label, value in rows:
             grid.add_row(label, text(value))
         target.print(Panel(grid, title=title, title_align="left", expand=True))
+
+
+def _live(explanation: Explanation, target: Console) -> None:
+    """A live object: its finalizers are what every such object carries, not alarms (no verdict, no risk)."""
+    from rich.text import Text
+
+    o = explanation.obj
+    target.print("Nothing is stuck. Its finalizers act only once it is deleted:")
+    for finding in explanation.findings:
+        where = "  (spec.finalizers)" if finding.location == "spec.finalizers" else ""
+        target.print(
+            Text.assemble(
+                "  ", (printable(finding.finalizer), "bold"), where, f": {finding.family}: protects {finding.protects}"
+            )
+        )
+        target.print(Text(f"    removed by {finding.controller}"))
+    kind = o.type.name_prefix
+    where = f" -n {o.namespace}" if o.namespace else ""
+    target.print(Text(printable(f"What deleting it would leave stuck: kfin preflight {kind} {o.name}{where}")))
 
 
 def warning_events(events: list[dict], now: datetime, out: Console | None = None) -> None:

@@ -37,3 +37,9 @@ def redact_url(url: str) -> str:
         return url
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc="<redacted>@" + host))
+
+
+def first_few(names: list[str], limit: int = 3) -> str:
+    """`a, b, c and 4 more`: every culprit counted, the first few named (JSON carries them all)."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")

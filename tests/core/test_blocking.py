@@ -56,3 +56,21 @@ def test_one_node_id_for_every_graph():
     without = obj("cm", "a", "shop", uid="")
     assert node_id(with_uid) == "1234"
     assert node_id(without) == "configmaps/shop/a"
+
+
+def test_every_culprit_is_named_in_the_plan_not_only_the_first():
+    """Issue 29: two Pods of a ReplicaSet on a lost node; the plan's last resort force-deleted only the first,
+    and the blocker line named one of the two."""
+    from kfin.core.causes import explain_object
+
+    replicas = obj("rs.apps", "web-1", "shop", finalizers=("foregroundDeletion",), deleting_for=DELETING)
+    pods = [pod(f"web-1-{s}", "shop", owners=(replicas,), node_name="node-9", deleting_for=DELETING,
+                grace_seconds=30) for s in "ab"]
+    known = facts(replicas, *pods, node("node-9", ready=False), lease())
+    [finding] = explain_object(replicas, known).findings
+    assert finding.summary == "waiting for 2 blocking dependents (Pod/shop/web-1-a, Pod/shop/web-1-b)"
+    [step] = follow(replicas, known).steps
+    assert step.action.startswith("kubectl taint nodes node-9 node.kubernetes.io/out-of-service")
+    assert step.action.index("taint") < step.action.index("only if they linger after that: ")
+    for name in ("web-1-a", "web-1-b"):
+        assert f"kubectl delete pod -n shop {name} --grace-period=0 --force" in step.action

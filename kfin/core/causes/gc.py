@@ -14,6 +14,7 @@ from kfin.core.causes.registry import (
     waiting_on_controller_manager,
 )
 from kfin.model import KubeObject
+from kfin.util.text import first_few
 
 MAX_DEPTH = 4
 
@@ -74,7 +75,8 @@ def foreground(ctx: Context) -> Finding:
         )
         direct = ctx.facts.blocking_dependents(ctx.obj.uid)
         found.summary = (
-            f"waiting for {len(direct)} blocking dependent{'s' if len(direct) != 1 else ''} ({direct[0].ref})"
+            f"waiting for {len(direct)} blocking dependent{'s' if len(direct) != 1 else ''} "
+            f"({first_few([d.ref for d in direct])})"
         )
         found.links = [
             Link(

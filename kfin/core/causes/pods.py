@@ -131,7 +131,8 @@ def graceful_deletion(ctx: Context) -> Finding:
                 f"node {node_name} is not Ready since {since}",
                 target=node,
                 step=f"{_taint(node_name)} once it is shut down (Kubernetes then deletes its Pods and "
-                f"detaches their volumes); only if the Pod lingers after that: {_force(pod)}",
+                "detaches their volumes)",
+                fallback=_force(pod),
             )
         )
         return found

@@ -53,6 +53,9 @@ class Link:
     target: KubeObject | None = None
     actor: str | None = None
     step: str | None = None  # the least risky action that removes this link, when its end is a root cause
+    # the last resort for this link's own object if the step is not enough (a Pod force-deleted): several
+    # links into one root share its step, and the plan names every one of their last resorts
+    fallback: str | None = None
     # For a gate (a cause in front of every finalizer): the family the object's line then names, and the
     # risk of the step, put before each finalizer's own.
     family: str | None = None
@@ -69,6 +72,7 @@ class Link:
             "why": self.why,
             "actor": self.actor,
             "step": self.step,
+            "fallback": self.fallback,
             "object": None if self.target is None else self.target.ref,
         }
 

@@ -20,6 +20,7 @@ from kfin.core.causes.registry import (
 )
 from kfin.core.facts import pod_claims
 from kfin.model import KubeObject
+from kfin.util.text import first_few
 
 
 def _volume_of(ctx: Context, claim: KubeObject) -> KubeObject | None:
@@ -93,10 +94,9 @@ def pvc_protection(ctx: Context) -> Finding:
                 if r.get("controller")
             }
         )
-        named = [f"{p.namespace}/{p.name}" for p in users[:FIX_NAMES]]
-        others = f" and {len(users) - FIX_NAMES} more" if len(users) > FIX_NAMES else ""
+        named = first_few([f"{p.namespace}/{p.name}" for p in users], FIX_NAMES)
         fix = (
-            f"stop what uses the claim: delete Pod{'s' if len(users) > 1 else ''} {', '.join(named)}{others}"
+            f"stop what uses the claim: delete Pod{'s' if len(users) > 1 else ''} {named}"
             + (f" (or scale down {', '.join(owners)}, which would recreate them)" if owners else "")
             + "; the finalizer then goes by itself"
         )
