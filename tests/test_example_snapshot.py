@@ -60,3 +60,12 @@ def test_a_graceful_deletion_panel_is_titled_by_its_family():
 def test_every_blocking_dependent_is_named():
     text = kfin("stuck", "-A", "--from-snapshot", str(EXAMPLE)).stdout
     assert "waiting for 2 blocking dependents (Pod/shop/web-6d4b9c-q8w4n, Pod/shop/web-6d4b9c-x2k9p)" in text
+
+
+def test_the_graph_of_a_pod_shows_what_it_holds_and_the_pod_once():
+    """Issue 29: `graph pod postgres-0` printed the Pod twice and left out the claim it holds."""
+    lines = kfin("graph", "pod/postgres-0", "-n", "shop", "--from-snapshot", str(EXAMPLE)).stdout.splitlines()
+    assert lines[0] == "graph of Pod/shop/postgres-0"
+    assert sum(line.endswith("Pod/shop/postgres-0") for line in lines[1:]) == 1, lines
+    assert any("bound-claim PersistentVolumeClaim/shop/data-postgres-0" in line for line in lines), lines
+    assert lines[-1].endswith("used-by-pod Pod/shop/postgres-0")

@@ -124,6 +124,15 @@ def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> Subj
     full = owners.build(objects, facts.inventory.observed_at, facts.listed_kinds(), blocker_of(facts))
     focus = node_id(match[0])
     drawn = owners.lineage(full, focus)
-    return SubjectGraph(
-        drawn if owners_only else with_blocking(drawn, objects, facts), owners.label(full, focus), focus, facts
-    )
+    if not owners_only:  # and what it holds: the stuck objects whose blocking chain passes through it
+        held = [node_id(o) for o in objects if o.terminating and node_id(o) != focus and holds(o, focus, facts)]
+        drawn = full.subgraph(set(drawn.nodes) | {n for n in held if n in full}).copy()
+    title = f"graph of {owners.label(full, focus)}"  # the tree's heading; the object itself is in the tree
+    return SubjectGraph(drawn if owners_only else with_blocking(drawn, objects, facts), title, focus, facts)
+
+
+def holds(obj: KubeObject, focus: str, facts: Facts) -> bool:
+    """Whether `focus` is on the blocking chain of the stuck object `obj`."""
+    if (obj.type.group, obj.type.resource) == NAMESPACES:
+        obj = facts.find("", "namespaces", "", obj.name, full=True) or obj
+    return focus in follow(obj, facts).graph
