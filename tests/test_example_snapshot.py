@@ -69,3 +69,29 @@ def test_the_graph_of_a_pod_shows_what_it_holds_and_the_pod_once():
     assert sum(line.endswith("Pod/shop/postgres-0") for line in lines[1:]) == 1, lines
     assert any("bound-claim PersistentVolumeClaim/shop/data-postgres-0" in line for line in lines), lines
     assert lines[-1].endswith("used-by-pod Pod/shop/postgres-0")
+
+
+def test_an_unrelated_failing_group_is_a_warning_before_the_answer_not_exit_8():
+    """Issue 29: the snapshot's unavailable metrics.k8s.io turned every exit into 8, so that
+    `kfin graph ... -o dot > f && dot ...` stopped; and explain printed its warnings after the answer."""
+    claim = kfin("explain", "pvc/data-postgres-0", "-n", "shop", "--from-snapshot", str(EXAMPLE))
+    assert claim.code == ExitCode.OK, claim
+    assert claim.stderr.startswith("warning: discovery of metrics.k8s.io/v1beta1 failed") and claim.stderr.rstrip(
+        "\n").endswith("(unrelated to what was asked: the answer is complete)")
+    drawn = kfin("graph", "pod/postgres-0", "-n", "shop", "-o", "dot", "--from-snapshot", str(EXAMPLE))
+    assert drawn.code == ExitCode.OK and drawn.stdout.startswith("digraph")
+    # where it can hide part of the answer, it still makes the result partial
+    for command in (["explain", "ns", "team-a"], ["graph", "namespace", "shop"], ["stuck", "-A"],
+                    ["preflight", "ns", "shop"]):
+        result = kfin(*command, "--from-snapshot", str(EXAMPLE))
+        assert result.code == ExitCode.PARTIAL, (command, result)
+        assert "(unrelated" not in result.stderr
+
+
+def test_explain_warns_before_its_answer(monkeypatch):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "kfin", "explain", "ns", "team-a", "--from-snapshot", str(EXAMPLE)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert done.stdout.startswith("warning: discovery of metrics.k8s.io/v1beta1 failed"), done.stdout[:200]

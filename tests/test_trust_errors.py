@@ -112,7 +112,7 @@ def test_a_reader_that_goes_away_costs_neither_the_warnings_nor_the_exit_code():
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     process.stdout.close()  # `| head -0`: gone before kfin writes
     stderr = process.stderr.read().decode()
-    assert process.wait(timeout=30) == ExitCode.PARTIAL, stderr
+    assert process.wait(timeout=30) == ExitCode.OK, stderr  # metrics.k8s.io does not bear on a claim
     assert stderr.startswith("warning: discovery of metrics.k8s.io/v1beta1 failed") and "Traceback" not in stderr
 
 

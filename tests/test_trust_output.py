@@ -60,7 +60,7 @@ def test_any_columns_setting_gives_readable_output(monkeypatch, columns):
     monkeypatch.setenv("COLUMNS", columns)
     monkeypatch.setenv("NO_COLOR", "1")
     result = kfin("explain", "pvc", "data-postgres-0", "-n", "shop", "--from-snapshot", str(EXAMPLE))
-    assert result.code == ExitCode.PARTIAL, result
+    assert result.code == ExitCode.OK, result  # the snapshot's failing metrics.k8s.io does not bear on a claim
     flat = " ".join(result.stdout.split())
     # every value is there in full, not folded away to a column of two characters
     assert "stop what uses the claim: delete Pod shop/postgres-0; the finalizer then goes by itself" in flat, result.stdout

@@ -20,6 +20,7 @@ from kfin.commands.flags import (
     subject,
 )
 from kfin.core import audit
+from kfin.core.bearing import split
 from kfin.core.blocking import follow
 from kfin.core.causes import explain_cached
 from kfin.core.causes.registry import note_readded
@@ -69,6 +70,8 @@ def explain(
         warn(f"the audit log could not be read ({error.message}): kfin cannot tell what it removed before")
     chain = follow(obj, facts) if is_stuck(obj, facts) else None
     events = facts.warnings_about(obj)
+    bearing, unrelated = split(facts.inventory.failures, obj)
+    warn_failures(bearing, unrelated=unrelated)  # before the answer, as every command
     if fmt == "table":
         explanation.explanation_panels(found)
         if events:
@@ -80,6 +83,5 @@ def explain(
         document.update(chain.to_dict() if chain else {"chain": None, "plan": None})
         document["events"] = events
         data.dump(document, fmt)
-    warn_failures(facts.inventory.failures)
-    if facts.inventory.failures:
+    if bearing:
         raise typer.Exit(ExitCode.PARTIAL)

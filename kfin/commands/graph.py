@@ -22,6 +22,7 @@ from kfin.commands.flags import (
     subject,
 )
 from kfin.core import owners, subject_graph
+from kfin.core.bearing import split
 from kfin.errors import ExitCode, UsageError
 from kfin.names import check_kind
 from kfin.render import graph as drawn
@@ -81,10 +82,11 @@ def graph(
         catalog = Catalog(facts.inventory.resources + builtin_resources())
         kinds = {catalog.find(k).kind.lower() for k in kind}
     shown = owners.restrict(subject.graph, kinds, only_stuck)
-    warn_failures(facts.inventory.failures)
+    bearing, unrelated = split(facts.inventory.failures, subject.subject)
+    warn_failures(bearing, unrelated=unrelated)
     if fmt == "tree":
         drawn.tree_screen(shown, depth, subject.title, subject.focus)
     else:
         sys.stdout.write(drawn.export(shown, fmt))
-    if facts.inventory.failures:
+    if bearing:
         raise typer.Exit(ExitCode.PARTIAL)

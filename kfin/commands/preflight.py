@@ -59,11 +59,11 @@ def preflight(
     )
     fmt = check_output(options, ("table", "json", "yaml"))
     result, facts = predict(options.scope(from_snapshot=from_snapshot, refresh=refresh), kind, name)
+    warn_failures(facts.inventory.failures)  # a deletion reaches every type: each failure bears on it
     if fmt == "table":
         preflight_report(result)
     else:
         data.dump(result.to_dict(), fmt)
-    warn_failures(facts.inventory.failures)
     if exit_code and not result.clean:
         raise typer.Exit(ExitCode.FOUND)
     if facts.inventory.failures:

@@ -31,6 +31,7 @@ class SubjectGraph:
     title: str
     focus: str | None  # the object's node; None for a namespace
     facts: Facts
+    subject: KubeObject | None = None  # the object drawn; None for a namespace
 
 
 def blocker_of(facts: Facts) -> Callable[[KubeObject], str]:
@@ -128,7 +129,7 @@ def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> Subj
         held = [node_id(o) for o in objects if o.terminating and node_id(o) != focus and holds(o, focus, facts)]
         drawn = full.subgraph(set(drawn.nodes) | {n for n in held if n in full}).copy()
     title = f"graph of {owners.label(full, focus)}"  # the tree's heading; the object itself is in the tree
-    return SubjectGraph(drawn if owners_only else with_blocking(drawn, objects, facts), title, focus, facts)
+    return SubjectGraph(drawn if owners_only else with_blocking(drawn, objects, facts), title, focus, facts, match[0])
 
 
 def holds(obj: KubeObject, focus: str, facts: Facts) -> bool:

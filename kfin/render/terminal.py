@@ -109,10 +109,12 @@ def warn(message: str) -> None:
     print(f"warning: {one_line(message)}", file=sys.stderr)
 
 
-def warn_failures(failures: Iterable[Failure], prefix: str = "") -> None:
-    """A warning for each thing that could not be read."""
+def warn_failures(failures: Iterable[Failure], prefix: str = "", unrelated: Iterable[Failure] = ()) -> None:
+    """A warning for each thing that could not be read; `unrelated`: those that cannot change the answer."""
     for failure in failures:
         warn(prefix + failure.line())
+    for failure in unrelated:
+        warn(prefix + failure.line() + " (unrelated to what was asked: the answer is complete)")
 
 
 def say(message: str, err: bool = False) -> None:
