@@ -39,6 +39,11 @@ def test_kinds_in_every_kubectl_form():
     assert catalog.find("events.events.k8s.io").group == "events.k8s.io"
     with pytest.raises(NotFoundError, match="did you mean persistentvolumeclaims"):
         catalog.find("persistentvolumeclaimz")
+    # issue 29: two swapped letters matched persistentvolumes (pv is nearer by difflib's measure)
+    with pytest.raises(NotFoundError, match=r"did you mean persistentvolumeclaims\?"):
+        catalog.find("pcv")
+    with pytest.raises(NotFoundError, match=r"did you mean deployments.apps\?"):
+        catalog.find("delpoyment")
 
 
 def test_builtin_kinds_match_discovery(fake_kubeconfig):

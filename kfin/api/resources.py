@@ -172,7 +172,9 @@ class Catalog:
         for r in reversed(self.resources):  # earlier types win
             for name in self._names(r) | {r.qualified}:
                 plural_of[name] = r.qualified
-        close = difflib.get_close_matches(wanted, sorted(plural_of), n=1, cutoff=0.75)
+        # the commonest typo, two letters swapped (pcv), before what difflib finds nearest (which is pv)
+        swapped = [name for name in sorted(plural_of) if _transposed(wanted, name)]
+        close = swapped or difflib.get_close_matches(wanted, sorted(plural_of), n=1, cutoff=0.75)
         return f" (did you mean {plural_of[close[0]]}?)" if close else ""
 
     def for_kind(self, api_version: str, kind: str) -> ResourceType | None:
@@ -181,3 +183,16 @@ class Catalog:
             if r.group == group and r.kind == kind:
                 return r
         return None
+
+
+def _transposed(typed: str, name: str) -> bool:
+    """Whether `typed` is `name` with two neighbouring letters swapped."""
+    if len(typed) != len(name) or typed == name:
+        return False
+    differ = [i for i, (a, b) in enumerate(zip(typed, name, strict=True)) if a != b]
+    return (
+        len(differ) == 2
+        and differ[1] == differ[0] + 1
+        and typed[differ[0]] == name[differ[1]]
+        and (typed[differ[1]] == name[differ[0]])
+    )
