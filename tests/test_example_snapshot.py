@@ -95,3 +95,30 @@ def test_explain_warns_before_its_answer(monkeypatch):
     done = subprocess.run([sys.executable, "-m", "kfin", "explain", "ns", "team-a", "--from-snapshot", str(EXAMPLE)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     assert done.stdout.startswith("warning: discovery of metrics.k8s.io/v1beta1 failed"), done.stdout[:200]
+
+
+def test_dot_has_real_line_breaks_a_legend_and_marked_root_causes():
+    """Issue 29: DOT labels showed a literal `\\n`; no legend, root causes not marked, edge directions unexplained."""
+    import shutil
+    import subprocess
+
+    dot = kfin("graph", "namespace", "shop", "-o", "dot", "--from-snapshot", str(EXAMPLE)).stdout
+    assert "\\\\n" not in dot  # an escaped backslash: Graphviz would print `\n`
+    assert '[label="PersistentVolumeClaim/shop/data-postgres-0\\nkubernetes.io/pvc-protection"' in dot
+    assert "subgraph cluster_legend {" in dot and 'label="waits for"' in dot and 'label="owns"' in dot
+    root = next(line for line in dot.splitlines() if '"Node/ip-10-0-2-44' in line and "[label=" in line)
+    assert "root cause" in root and "peripheries=2" in root
+    if shutil.which("dot"):  # Graphviz itself reads it (installed by .ci/run)
+        drawn = subprocess.run(["dot", "-Tsvg"], input=dot, capture_output=True, text=True, timeout=60)
+        assert drawn.returncode == 0 and "<svg" in drawn.stdout and "\\n" not in drawn.stdout.replace("\n", "")
+
+
+def test_mermaid_marks_root_causes_and_warns_beyond_renderers_limits(monkeypatch):
+    from kfin.render import graph
+
+    shown = kfin("graph", "namespace", "shop", "-o", "mermaid", "--from-snapshot", str(EXAMPLE))
+    assert "root cause" in shown.stdout and "classDef root" in shown.stdout and "Mermaid" not in shown.stderr
+    monkeypatch.setattr(graph, "MERMAID_MAX_EDGES", 3)
+    large = kfin("graph", "namespace", "shop", "-o", "mermaid", "--from-snapshot", str(EXAMPLE))
+    assert large.stdout == shown.stdout
+    assert "renderers with Mermaid's default limits (50000 characters, 3 edges) refuse it" in large.stderr

@@ -26,7 +26,7 @@ from kfin.core.bearing import split
 from kfin.errors import ExitCode, UsageError
 from kfin.names import check_kind
 from kfin.render import graph as drawn
-from kfin.render.terminal import warn_failures
+from kfin.render.terminal import warn, warn_failures
 
 
 def parse_subject(words: list[str]) -> tuple[str, str]:
@@ -87,6 +87,10 @@ def graph(
     if fmt == "tree":
         drawn.tree_screen(shown, depth, subject.title, subject.focus)
     else:
-        sys.stdout.write(drawn.export(shown, fmt))
+        exported = drawn.export(shown, fmt)
+        too_large = drawn.mermaid_too_large(exported, shown) if fmt == "mermaid" else None
+        if too_large:
+            warn(too_large)
+        sys.stdout.write(exported)
     if bearing:
         raise typer.Exit(ExitCode.PARTIAL)

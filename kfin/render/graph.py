@@ -171,20 +171,55 @@ def _xml_safe(value: Any) -> Any:
     return printable(value, one_line=True) if isinstance(value, str) else value
 
 
-def _dot_quote(text: str) -> str:
-    return '"' + printable(text, one_line=True).replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _dot_quote(*lines: str) -> str:
+    """A DOT string of one or more lines: each escaped, joined by DOT's line break (never a literal `\\n`)."""
+    return '"' + "\\n".join(printable(t, one_line=True).replace("\\", "\\\\").replace('"', '\\"') for t in lines) + '"'
+
+
+def root_causes(graph: nx.DiGraph) -> set[str]:
+    """Where blocking chains end: a node something waits for that waits for nothing itself."""
+    into = {b for _, b, d in graph.edges(data=True) if d.get("blocking")}
+    waits = {a for a, _, d in graph.edges(data=True) if d.get("blocking")}
+    return into - waits
+
+
+# What each mark means, drawn beside the graph (`A -> B` reads "A owns B" or "A waits for B").
+DOT_LEGEND = [
+    "  subgraph cluster_legend {",
+    '    label="legend"; fontname="Helvetica"; style="rounded"; color="gray";',
+    '    node [shape=plaintext, fontname="Helvetica"];',
+    '    legend_owner [label="owner"]; legend_dependent [label="dependent"];',
+    '    legend_owner -> legend_dependent [label="owns"];',
+    '    legend_stuck [label="Terminating", shape=box, color="red"];',
+    '    legend_root [label="root cause", shape=box, color="red", peripheries=2, style="bold"];',
+    '    legend_stuck -> legend_root [color="red", penwidth=2, label="waits for"];',
+    '    legend_finalized [label="object with an operator\'s finalizer"]; legend_target [label="what it cleans up"];',
+    '    legend_finalized -> legend_target [style="dotted", label="cleans-up / requires"];',
+    "  }",
+]
 
 
 def to_dot(graph: nx.DiGraph) -> str:
-    lines = ["digraph owners {", "  rankdir=LR;", '  node [shape=box, fontname="Helvetica"];']
+    lines = [
+        "digraph owners {",
+        "  rankdir=LR;",
+        '  node [shape=box, fontname="Helvetica"];',
+        '  edge [fontname="Helvetica"];',
+        *DOT_LEGEND,
+    ]
+    roots = root_causes(graph)
     for node, data in sorted(graph.nodes(data=True)):
         style = []
         if data.get("terminating"):
             style.append('color="red"')
+        if node in roots:
+            style += ['color="red"', "peripheries=2", 'style="bold"']
         if data.get("missing"):
             style.append('style="dashed"')
-        text = label(graph, node) + ("\\n" + ", ".join(data["finalizers"]) if data.get("finalizers") else "")
-        lines.append(f"  {_dot_quote(node)} [label={_dot_quote(text)}{', ' if style else ''}{', '.join(style)}];")
+        text = [label(graph, node)] + ([", ".join(data["finalizers"])] if data.get("finalizers") else [])
+        if node in roots:
+            text.append("root cause")
+        lines.append(f"  {_dot_quote(node)} [label={_dot_quote(*text)}{', ' if style else ''}{', '.join(style)}];")
     for a, b, data in sorted(graph.edges(data=True)):
         attrs = []
         if data.get("blocking"):
@@ -199,14 +234,37 @@ def to_dot(graph: nx.DiGraph) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Mermaid's defaults (mermaid.js.org/config/schema-docs/config.html): beyond them renderers refuse the diagram.
+MERMAID_MAX_TEXT, MERMAID_MAX_EDGES = 50_000, 500
+
+
+def mermaid_too_large(text: str, graph: nx.DiGraph) -> str | None:
+    """Why renderers with Mermaid's default limits will refuse this diagram, or None."""
+    edges = graph.number_of_edges()
+    if len(text) <= MERMAID_MAX_TEXT and edges <= MERMAID_MAX_EDGES:
+        return None
+    return (
+        f"the Mermaid diagram has {len(text)} characters and {edges} edges: renderers with Mermaid's default limits "
+        f"({MERMAID_MAX_TEXT} characters, {MERMAID_MAX_EDGES} edges) refuse it; narrow it (--only-stuck, --kind, "
+        "--depth) or use -o dot"
+    )
+
+
 def to_mermaid(graph: nx.DiGraph) -> str:
     ids = {node: f"n{i}" for i, node in enumerate(sorted(graph.nodes))}
-    lines = ["graph LR"]
+    roots = root_causes(graph)
+    lines = [
+        "graph LR",
+        "  %% A --> B: A owns B. A ==> B (red): A is Terminating and waits for B. Thick red border: a root cause.",
+        "  %% A -.-> B: what an operator's finalizer on A cleans up or requires.",
+    ]
     for node in sorted(graph.nodes):
         data = graph.nodes[node]
         text = printable(label(graph, node), one_line=True).replace('"', "#quot;")
         if data.get("finalizers"):
             text += "<br/>" + printable(", ".join(data["finalizers"]), one_line=True).replace('"', "#quot;")
+        if node in roots:
+            text += "<br/>root cause"
         lines.append(f'  {ids[node]}["{text}"]')
     for a, b, data in sorted(graph.edges(data=True)):
         if data.get("blocking"):
@@ -220,8 +278,9 @@ def to_mermaid(graph: nx.DiGraph) -> str:
             lines.append(f"  {ids[a]} --> {ids[b]}")
     lines.append("  classDef terminating fill:#fdd,stroke:#c00;")
     lines.append("  classDef missing stroke-dasharray: 5 5;")
-    for kind in ("terminating", "missing"):
-        members = [ids[n] for n in sorted(graph.nodes) if graph.nodes[n].get(kind)]
+    lines.append("  classDef root stroke:#c00,stroke-width:4px;")
+    for kind in ("terminating", "missing", "root"):
+        members = [ids[n] for n in sorted(graph.nodes) if (n in roots if kind == "root" else graph.nodes[n].get(kind))]
         if members:
             lines.append(f"  class {','.join(members)} {kind};")
     return "\n".join(lines) + "\n"
