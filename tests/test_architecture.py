@@ -31,7 +31,7 @@ MAY_IMPORT = {
     "entry": {"base", "commands"},
 }
 # Imported inside a function only where start-up needs it: heavy packages, never kfin's own modules.
-LAZY_ALLOWED = {"networkx", "rich", "kubernetes", "yaml", "urllib3", "ssl", "importlib.metadata", "cel", "jsonschema"}
+LAZY_ALLOWED = {"networkx", "rich", "kubernetes", "yaml", "urllib3", "ssl", "importlib.metadata", "cel", "jsonschema", "jsonpath_ng"}
 PATH_LITERAL = re.compile(r"^/apis?(/|$)")
 
 

@@ -71,7 +71,8 @@ OutputOpt = Annotated[
         "--output",
         "-o",
         metavar="FORMAT",
-        help="Output format: table, wide, json, yaml (and name, prometheus, where listed).",
+        help="Output format: table, wide, json, yaml (and name, prometheus, jsonpath=..., custom-columns=..., "
+        "where listed).",
     ),
 ]
 TimeoutOpt = Annotated[
@@ -260,9 +261,15 @@ def merged(
     return replace(base, **{k: v for k, v in given.items() if v is not None})
 
 
+TEMPLATES = ("jsonpath=", "custom-columns=")  # -o FORMAT=ARGUMENT, as kubectl's
+
+
 def check_output(options: Options, allowed: tuple[str, ...]) -> str:
-    """The -o value (the first allowed one by default); any other is a usage error."""
+    """The -o value (the first allowed one by default); any other is a usage error. A template format
+    (jsonpath=..., custom-columns=...) is allowed where `allowed` names its prefix."""
     output = options.output or allowed[0]
+    if any(output.startswith(t) and t in allowed for t in TEMPLATES):
+        return output
     if output not in allowed:
         raise UsageError(f'--output "{output}" is not supported here (use one of: {", ".join(allowed)})')
     return output

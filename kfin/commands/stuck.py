@@ -27,13 +27,14 @@ from kfin.commands.flags import (
     verdicts,
 )
 from kfin.core.causes.unreadable import list_failure_causes
+from kfin.core.selectors import selector
 from kfin.core.stuck import find_all, gating_webhooks, report, storage_problems
 from kfin.errors import ExitCode
 from kfin.names import check_kind
-from kfin.render import data, metrics, tables
+from kfin.render import data, metrics, tables, templates
 from kfin.render.terminal import progress_bar, say, warn, warn_failures
 
-FORMATS = ("table", "wide", "json", "yaml", "name", "prometheus")
+FORMATS = ("table", "wide", "json", "yaml", "name", "prometheus", "jsonpath=", "custom-columns=")
 
 
 def stuck(
@@ -51,6 +52,16 @@ def stuck(
         metavar="VERDICT",
         help="Only objects with this verdict: HOLDING, WAITING, ORPHANED, UNKNOWN or BLOCKED (repeat, or a,b).",
     ),
+    label_selector: str | None = typer.Option(
+        None, "--selector", "-l", metavar="SELECTOR", help="Only stuck objects whose labels match (kubectl's -l)."
+    ),
+    field_selector: str | None = typer.Option(
+        None, "--field-selector", metavar="SELECTOR", help="Only stuck objects with metadata.name or .namespace so."
+    ),
+    sort_by: str | None = typer.Option(
+        None, "--sort-by", metavar="JSONPATH", help="Sort by a field of the JSON item (.metadata.name, .verdict...)."
+    ),
+    no_headers: bool = typer.Option(False, "--no-headers", help="Tables without their header line."),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when anything is stuck (for cron and CI)."),
     refresh: RefreshOpt = False,
     from_snapshot: str | None = snapshot_flag("Read a kfin snapshot or `kubectl get -o json` output."),
@@ -77,6 +88,10 @@ def stuck(
 
       kfin stuck -A --verdict orphaned
 
+      kfin stuck -A -l app=postgres --sort-by .terminatingSeconds
+
+      kfin stuck -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}{"\\n"}{end}'
+
       kfin stuck --from-snapshot examples/stuck-cluster.json
     """
     started = time.monotonic()
@@ -93,6 +108,8 @@ def stuck(
         check_kind(text)  # before anything is read
     older = duration_seconds(older_than, "--older-than") if older_than else None
     wanted = verdicts(verdict)
+    chosen = selector(label_selector, field_selector)
+    ordering = templates.sort_key(sort_by) if sort_by else None
     contexts = (
         context_names(options.kubeconfig)
         if all_contexts
@@ -104,6 +121,10 @@ def stuck(
     rows, sources = find_all(scope, kind or (), finalizer, older, progress=progress_bar)
     if wanted:
         rows = [row for row in rows if row.verdict in wanted]
+    if chosen is not None:  # on what was found, never on kfin's lists: see kfin.core.selectors
+        rows = [row for row in rows if chosen.matches(row.obj)]
+    if ordering is not None:
+        rows.sort(key=lambda row: ordering(row.to_dict()))
     inventories = [f.inventory for f in sources]
     for facts in sources:
         inv = facts.inventory
@@ -133,6 +154,11 @@ def stuck(
             ),
             fmt,
         )
+    elif fmt.startswith("jsonpath="):
+        sys.stdout.write(templates.jsonpath(fmt.partition("=")[2], report(rows, inventories)))
+    elif fmt.startswith("custom-columns="):
+        headers, cells = templates.custom_columns(fmt.partition("=")[2], [row.to_dict() for row in rows])
+        tables.plain_table(headers, cells, no_headers=no_headers)
     elif fmt == "name":
         for row in rows:
             say(f"{row.obj.type.name_prefix}/{row.obj.name}")
@@ -140,7 +166,11 @@ def stuck(
         # as kubectl: no NAMESPACE column when one namespace was asked for
         one_namespace = all(inv.namespace for inv in inventories)
         tables.stuck_table(
-            rows, wide=fmt == "wide", show_context=len(inventories) > 1, show_namespace=not one_namespace
+            rows,
+            wide=fmt == "wide",
+            show_context=len(inventories) > 1,
+            show_namespace=not one_namespace,
+            no_headers=no_headers,
         )
     else:
         scopes = {inv.namespace for inv in inventories}

@@ -45,6 +45,20 @@ class StuckObject:
             {
                 "apiVersion": o.type.api_version,
                 "kind": o.type.kind,
+                # as kubectl's items: `-o jsonpath={.items[*].metadata.name}` and --sort-by read it
+                "metadata": {
+                    k: meta[k]
+                    for k in (
+                        "name",
+                        "namespace",
+                        "uid",
+                        "labels",
+                        "creationTimestamp",
+                        "deletionTimestamp",
+                        "finalizers",
+                    )
+                    if k in meta
+                },
                 "group": o.type.group,
                 "resource": o.type.resource,
                 "namespace": o.namespace or None,
@@ -65,6 +79,9 @@ class StuckObject:
         if self.conditions:
             out["conditions"] = self.conditions
         return out
+
+
+ITEM_METADATA = ("name", "namespace", "uid", "labels", "creationTimestamp", "deletionTimestamp", "finalizers")
 
 
 @dataclass

@@ -25,6 +25,7 @@ def stuck_table(
     show_context: bool = False,
     show_namespace: bool = True,
     out: Console | None = None,
+    no_headers: bool = False,
 ) -> None:
     """kfin stuck's table: oldest first, the blocker's family in colour.
 
@@ -61,7 +62,7 @@ def stuck_table(
         least={finalizers + 1: BLOCKER_LEAST},
     )
     if laid is not None:
-        _print_lines([laid[0], *(line for lines in laid[1] for line in lines)], target)
+        _print_lines(([] if no_headers else [laid[0]]) + [line for lines in laid[1] for line in lines], target)
         return
     # the blocker below its object, across the whole width; then the finalizers too
     room = width - len(BELOW)
@@ -72,7 +73,7 @@ def stuck_table(
             laid = layout.table(headers[:-1], [c[:-1] for c in cells], width)
             below = [[c[-1], b] for c, b in zip(cells, blockers, strict=True)]
         if laid is not None:
-            printed = [laid[0]]
+            printed = [] if no_headers else [laid[0]]
             for lines, parts in zip(laid[1], below, strict=True):
                 printed += lines
                 printed += [Text(BELOW) + line for part in parts for line in layout.wrapped(part, room)]
@@ -106,11 +107,13 @@ def _blocks(headers: list[str], rows: list[list[Text]], target: Console) -> None
             )
 
 
-def plain_table(headers: list[str], rows: list[list[str]], out: Console | None = None) -> None:
+def plain_table(
+    headers: list[str], rows: list[list[str]], out: Console | None = None, no_headers: bool = False
+) -> None:
     """Headers and rows of cluster data, as kubectl prints a table."""
     from rich.table import Table
 
-    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
+    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False, show_header=not no_headers)
     for header in headers:
         table.add_column(header, overflow="fold")
     for row in rows:

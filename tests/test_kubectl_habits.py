@@ -1,0 +1,73 @@
+"""Issue 29: what kubectl users type without thinking, on `kfin stuck` with the shipped snapshot: -l and
+--field-selector (kubectl's grammar, apimachinery's labels and fields packages), --sort-by, --no-headers,
+-o jsonpath= and -o custom-columns=."""
+
+from pathlib import Path
+
+import pytest
+
+from kfin.core.selectors import label_selector
+from kfin.errors import ExitCode
+from tests.runner import kfin
+
+EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "stuck-cluster.json")
+
+
+def names(*args):
+    result = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "-o", "name", *args)
+    assert result.code == ExitCode.PARTIAL, result  # the snapshot's failing metrics.k8s.io
+    return result.stdout.split()
+
+
+@pytest.mark.parametrize("selector, expected", [
+    ("app=web", ["pod/web-6d4b9c-q8w4n", "pod/web-6d4b9c-x2k9p"]),
+    ("app in (web, db)", ["pod/web-6d4b9c-q8w4n", "pod/web-6d4b9c-x2k9p"]),
+    ("kubernetes.io/metadata.name", ["namespace/team-a", "namespace/monitoring-old"]),
+    ("app=web,app!=web", []),
+])
+def test_a_label_selector_chooses_stuck_objects(selector, expected):
+    assert names("-l", selector) == expected
+
+
+def test_label_selector_semantics_are_the_api_servers():
+    """An object without the label meets !=, notin and !key (labels.Requirement.Matches)."""
+    assert label_selector("app!=web")({}) and label_selector("app notin (web)")({}) and label_selector("!app")({})
+    assert not label_selector("app in (web)")({}) and not label_selector("app")({})
+    assert label_selector("tier=db,app")({"tier": "db", "app": "x"}) and not label_selector("tier==db")({"tier": "x"})
+
+
+def test_a_field_selector_on_name_and_namespace():
+    assert names("--field-selector", "metadata.namespace=team-a") == ["database.acme.io/orders"]
+    assert names("--field-selector", "metadata.name=web") == ["deployment.apps/web"]
+    refused = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "--field-selector", "spec.nodeName=x")
+    assert refused.code == ExitCode.USAGE and "field label not supported" in refused.stderr
+    junk = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "-l", "a b")
+    assert junk.code == ExitCode.USAGE and junk.stderr.startswith("error: -l: cannot parse 'a b'")
+
+
+def test_the_selection_never_changes_a_verdict():
+    """Chosen among what was found: the claim's Pod (unlabelled) still holds it."""
+    shown = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "--field-selector", "metadata.name=data-postgres-0")
+    assert "HOLDING" in shown.stdout and "in use by Pod shop/postgres-0" in shown.stdout
+
+
+def test_sort_by_a_json_path_and_no_headers():
+    rows = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "--sort-by", ".metadata.name", "--no-headers").stdout
+    first = [line.split()[2] for line in rows.splitlines()]
+    assert first == sorted(first) and "NAMESPACE" not in rows
+    newest = names("--sort-by", "{.terminatingSeconds}")
+    assert newest[-1] == "persistentvolumeclaim/data-postgres-0" == names()[0]  # ascending, as kubectl's
+
+
+def test_jsonpath_and_custom_columns_as_kubectl_prints_them():
+    result = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "--field-selector", "metadata.namespace=shop",
+                  "-o", 'jsonpath={range .items[*]}{.metadata.name}={.verdict}{"\\n"}{end}')
+    assert result.stdout.splitlines()[:2] == ["data-postgres-0=HOLDING", "frontend=WAITING"]
+    flat = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "-l", "app", "-o", "jsonpath={.items[*].metadata.name}")
+    assert flat.stdout == "web-6d4b9c-q8w4n web-6d4b9c-x2k9p"
+    columns = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "-l", "app",
+                   "-o", "custom-columns=NAME:.metadata.name,NODE:.rootCauses[0].object")
+    assert columns.stdout.splitlines() == ["NAME              NODE", "web-6d4b9c-q8w4n  Node/ip-10-0-2-44",
+                                           "web-6d4b9c-x2k9p  Node/ip-10-0-2-44"]
+    bad = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "-o", "custom-columns=NAME")
+    assert bad.code == ExitCode.USAGE and "is not HEADER:.json.path" in bad.stderr
