@@ -71,3 +71,22 @@ def test_jsonpath_and_custom_columns_as_kubectl_prints_them():
                                            "web-6d4b9c-x2k9p  Node/ip-10-0-2-44"]
     bad = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "-o", "custom-columns=NAME")
     assert bad.code == ExitCode.USAGE and "is not HEADER:.json.path" in bad.stderr
+
+
+def test_v6_traces_each_request_and_v8_masks_the_credentials(fake, fake_kubeconfig):
+    """kubectl's -v=6 / -v=8, before or after the command."""
+    quiet = kfin("stuck", "-A", "--kubeconfig", str(fake_kubeconfig))
+    assert " kfin] GET " not in quiet.stderr
+    fake.requests.clear()
+    traced = kfin("-v=6", "stuck", "-A", "--kubeconfig", str(fake_kubeconfig))
+    lines = [line for line in traced.stderr.splitlines() if " kfin] " in line]
+    assert traced.code == ExitCode.OK and traced.stdout == quiet.stdout
+    assert any(line.endswith("milliseconds") and f" GET {fake.url}/api/v1/namespaces" in line and " 200 OK in "
+               in line for line in lines), lines
+    assert len(lines) == len(fake.requests)  # one line per request, none left out
+    detailed = kfin("stuck", "-A", "--kubeconfig", str(fake_kubeconfig), "-v", "8")
+    assert "Authorization: <masked>" in detailed.stderr and "admin-token" not in detailed.stderr
+    assert "Response Body: {" in detailed.stderr
+    bad = kfin("stuck", "--v=loud")
+    assert bad.code == ExitCode.USAGE and bad.stderr.startswith('error: -v: "loud" is not a level')
+    assert kfin("stuck", "--verdict", "ORPHANED", "--kubeconfig", str(fake_kubeconfig)).code == ExitCode.OK

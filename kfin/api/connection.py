@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from kfin import __version__
+from kfin.api import trace
 from kfin.api.exec_credential import bounded_provider
 from kfin.api.kubeconfig import load_static
 from kfin.api.kubeconfig_types import check_kubeconfig, header_safe
@@ -269,6 +270,7 @@ class Kube:
         url = self.server + path + (("?" + urlencode(params)) if params else "")
         tries = {"connect": 0, "read": 0}
         while True:
+            started = time.monotonic()
             left = self._left(deadline)
             try:
                 response = self._api.pool.request(
@@ -284,6 +286,7 @@ class Kube:
                     else urllib3.Timeout(connect=DEFAULT_CONNECT_TIMEOUT, read=DEFAULT_READ_TIMEOUT),
                 )
                 payload = _read_body(response, deadline)
+                trace.request(method, url, response.status, response.reason or "", started, sent, payload)
             except _DeadlinePassedError:
                 raise self._connection_error(TimeoutError("timed out")) from None
             except (urllib3.exceptions.HTTPError, OSError) as error:
@@ -582,17 +585,15 @@ class Kube:
         }
         headers = self._headers(accept)
         wait = urllib3.Timeout(connect=self.timeout or 30, read=timeout_seconds + 15)
+        url = self.server + path + "?" + urlencode(params)
+        started = time.monotonic()
         try:
             response = self._api.pool.request(
-                "GET",
-                self.server + path + "?" + urlencode(params),
-                headers=headers,
-                preload_content=False,
-                retries=False,
-                timeout=wait,
+                "GET", url, headers=headers, preload_content=False, retries=False, timeout=wait
             )
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise self._connection_error(error) from None
+        trace.request("WATCH", url, response.status, response.reason or "", started, headers, b"")
         try:
             if response.status >= 400:
                 raise self._api_error(response.status, response.reason, response.read(), what)

@@ -11,6 +11,7 @@ import difflib
 import importlib
 import io
 import os
+import re
 import shlex
 import sys
 import threading
@@ -27,6 +28,7 @@ except ImportError:  # older Typer releases use Click itself
     from click import exceptions as click_exceptions  # type: ignore[import-not-found,no-redef,unused-ignore]
     from click import utils as click_utils  # type: ignore[import-not-found,no-redef,unused-ignore]
 
+from kfin.api import trace
 from kfin.commands.about import print_version
 from kfin.commands.flags import (
     AllNamespacesOpt,
@@ -169,7 +171,8 @@ def root(
 ) -> None:
     """Find out why Kubernetes objects are stuck in Terminating, and unstick them safely.
 
-    Connection flags (--kubeconfig, --context, -n, -A, -o, --request-timeout) work before or after the command.
+    Connection flags (--kubeconfig, --context, -n, -A, -o, --request-timeout) work before or after the command,
+    and so does -v=6 (a line per request on stderr) or -v=8 (with headers, credentials masked, and answers).
     """
     ctx.obj = Options(
         kubeconfig,
@@ -182,6 +185,32 @@ def root(
     )
 
 
+def verbosity(argv: list[str]) -> tuple[list[str], int]:
+    """kubectl's -v=N (also -vN, -v N, --v=N, --v N), anywhere before `--`: taken out, its level returned."""
+    out: list[str] = []
+    level, at = 0, 0
+    while at < len(argv):
+        word = argv[at]
+        if word == "--":
+            out += argv[at:]
+            break
+        value = None
+        if word in ("-v", "--v") and at + 1 < len(argv):
+            value, at = argv[at + 1], at + 1
+        elif word.startswith(("-v=", "--v=")):
+            value = word.partition("=")[2]
+        elif re.fullmatch(r"-v\d+", word):
+            value = word[2:]
+        if value is None:
+            out.append(word)
+        elif value.isdigit() and int(value) <= 10:
+            level = int(value)
+        else:
+            raise UsageError(f'-v: "{value}" is not a level from 0 to 10 (kubectl\'s -v=6 shows each request)')
+        at += 1
+    return out, level
+
+
 def _prog_name() -> str:
     return "kubectl kfin" if os.path.basename(sys.argv[0]).startswith("kubectl-kfin") else "kfin"
 
@@ -192,6 +221,8 @@ def main(argv: list[str] | None = None) -> None:
     sys.stdout = QuietPipe(stdout)  # a reader that goes away (| head) must not cost the warnings
     code: Any = ExitCode.OK
     try:
+        argv, level = verbosity(list(sys.argv[1:] if argv is None else argv))
+        trace.set_level(level)
         with paused_gc(freeze_after=False):  # a command is one short batch of work: see kfin/util/gcpause.py
             code = app(args=argv, prog_name=_prog_name(), standalone_mode=False)
         if code == ExitCode.INTERRUPTED:  # Typer turns Ctrl-C into Exit(130)

@@ -1,0 +1,39 @@
+"""kubectl's -v: at 6 and above a line per request (method, URL, status, time), at 8 and above the request
+headers (credentials masked) and the first KiB of each answer. On stderr, made printable; a password in the
+server URL is never shown."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime
+
+from kfin.util.text import printable, redact_url
+
+LEVEL = 0  # set once per run by the command line (kfin.commands.app)
+BODY_SHOWN = 1024
+SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie"}
+
+
+def set_level(level: int) -> None:
+    global LEVEL
+    LEVEL = level
+
+
+def request(method: str, url: str, status: int, reason: str, started: float, headers: dict, body: bytes) -> None:
+    if LEVEL < 6:
+        return
+    took = (time.monotonic() - started) * 1000
+    stamp = datetime.now().strftime("I%m%d %H:%M:%S.%f")
+    line = f"{stamp} kfin] {method} {redact_url(url)} {status} {reason} in {took:.0f} milliseconds"
+    print(printable(line, one_line=True), file=sys.stderr)
+    if LEVEL < 8:
+        return
+    for name, value in headers.items():
+        shown = "<masked>" if name.lower() in SECRET_HEADERS else value
+        title = "-".join(part.capitalize() for part in name.split("-"))
+        print(printable(f"{stamp} kfin]     {title}: {shown}", one_line=True), file=sys.stderr)
+    if body:
+        more = f" ... ({len(body)} bytes)" if len(body) > BODY_SHOWN else ""
+        text = body[:BODY_SHOWN].decode(errors="replace")
+        print(printable(f"{stamp} kfin] Response Body: {text}{more}", one_line=True), file=sys.stderr)
