@@ -22,21 +22,45 @@ def test_readme_starts_with_the_install_and_test_commands_ci_runs():
 
 
 def console_examples():
-    """($ kfin ... --from-snapshot examples/..., the output shown) pairs from README's console blocks."""
+    """(command, the output shown, the exit code shown) of README's console blocks that read the shipped
+    snapshot. `COLUMNS=N kfin ...` is run as on a terminal N columns wide; a following `$ echo $?` shows the
+    exit code; warnings (stderr) come first, as on a terminal."""
     for block in re.findall(r"```console\n(.*?)```", README, re.S):
-        for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
-            command, _, output = chunk.partition("\n")
+        chunks = [c.partition("\n") for c in re.split(r"^\$ ", block, flags=re.M)[1:]]
+        for at, (command, _, output) in enumerate(chunks):
             if "--from-snapshot examples/" in command:
-                yield command, output.rstrip("\n")
+                following = chunks[at + 1] if at + 1 < len(chunks) else None
+                code = int(following[2].strip()) if following and following[0].strip() == "echo $?" else None
+                yield command, output.rstrip("\n"), code
 
 
-@pytest.mark.parametrize("command, shown", list(console_examples()), ids=lambda v: v[:60] if isinstance(v, str) else v)
-def test_readme_example_output_is_real(command, shown, monkeypatch):
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize("command, shown, code", list(console_examples()),
+                         ids=lambda v: v[:60] if isinstance(v, str) else v)
+def test_readme_example_output_is_real_at_its_stated_width(command, shown, code, monkeypatch):
+    """Issue 29: every example byte-checked at the width it states (README examples were 110 columns)."""
     monkeypatch.chdir(ROOT)
-    monkeypatch.setenv("COLUMNS", "110")
     args = shlex.split(command)
+    width = None
+    if args[0].startswith("COLUMNS="):
+        width = args.pop(0).partition("=")[2]
+        monkeypatch.setenv("COLUMNS", width)
+        monkeypatch.setenv("NO_COLOR", "1")
     assert args[0] == "kfin"
-    result = kfin(*args[1:])
-    printed = (result.stderr if shown.startswith("warning:") else "") + result.stdout
+    result = kfin(*args[1:], tty=width is not None)
+    printed = ANSI.sub("", (result.stderr if shown.startswith("warning:") else "") + result.stdout)
     expected = [line.rstrip() for line in shown.splitlines()]
     assert [line.rstrip() for line in printed.rstrip("\n").splitlines()] == expected
+    if width:  # warnings are one line each, for grep: the terminal wraps them
+        drawn = [line for line in expected if not line.startswith("warning: ")]
+        assert all(len(line) <= int(width) for line in drawn), "wider than the width it states"
+    if code is not None:
+        assert result.code == code
+
+
+def test_every_example_of_the_snapshot_states_its_width_and_exit_code():
+    examples = list(console_examples())
+    assert examples and all(c.startswith("COLUMNS=80 kfin ") for c, _, _ in examples)
+    assert all(code is not None for _, _, code in examples)

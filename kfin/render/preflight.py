@@ -25,8 +25,8 @@ def preflight_report(result: Preflight) -> None:
     say("")
     say("Plan, in order (kfin preflight deletes nothing; the steps are yours):")
     for number, step in enumerate(result.plan, 1):
-        say(f"  {number}. {step.action}")
-        say(f"     {step.why}")
+        say(f"  {number}. {step.action}", hanging=5)
+        say(f"     {step.why}", hanging=5)
     sys.stdout.flush()
 
 

@@ -10,7 +10,7 @@ from kfin.core.catalog import CatalogEntry
 from kfin.core.removal import Plan
 from kfin.core.stuck import StuckObject
 from kfin.render import layout
-from kfin.render.terminal import console, print_table, text
+from kfin.render.terminal import console, text
 from kfin.util.durations import format_age
 from kfin.util.text import printable
 
@@ -110,15 +110,15 @@ def _blocks(headers: list[str], rows: list[list[Text]], target: Console) -> None
 def plain_table(
     headers: list[str], rows: list[list[str]], out: Console | None = None, no_headers: bool = False
 ) -> None:
-    """Headers and rows of cluster data, as kubectl prints a table."""
-    from rich.table import Table
-
-    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False, show_header=not no_headers)
-    for header in headers:
-        table.add_column(header, overflow="fold")
-    for row in rows:
-        table.add_row(*[text(cell) for cell in row])
-    print_table(table, out)
+    """Headers and rows of cluster data, as kubectl prints a table; laid out for the width as kfin stuck's
+    (cells wrapped between words, a block per row when even that does not fit)."""
+    target = out or console()
+    cells = [[text(cell) for cell in row] for row in rows]
+    laid = layout.table(headers, cells, target.width, flexible=range(len(headers)))
+    if laid is None:
+        _blocks(headers, cells, target)
+        return
+    _print_lines(([] if no_headers else [laid[0]]) + [line for lines in laid[1] for line in lines], target)
 
 
 def removal_table(plans: Iterable[Plan], out: Console | None = None) -> None:

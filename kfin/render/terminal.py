@@ -11,11 +11,11 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 from kfin.model import Failure
+from kfin.render.layout import spans
 from kfin.util.text import one_line, printable
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
 # Below this width a panel folds every cell to a few characters: a plain layout reads better.
@@ -54,17 +54,6 @@ def console(stderr: bool = False, piped_width: int = 100_000) -> Console:
         width = columns_setting() or shutil.get_terminal_size((100, 25)).columns
         return Console(file=stream, highlight=False, width=max(width, MIN_WIDTH))
     return Console(file=stream, highlight=False, width=max(piped_width, MIN_WIDTH), no_color=True, color_system=None)
-
-
-def print_table(table: Table, out: Console | None = None) -> None:
-    """Print a rich table; off a terminal, without the padding rich leaves at line ends."""
-    target = out or console()
-    if target.is_terminal:
-        target.print(table)
-        return
-    with target.capture() as captured:
-        target.print(table)
-    target.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
 
 
 class QuietPipe:
@@ -117,9 +106,18 @@ def warn_failures(failures: Iterable[Failure], prefix: str = "", unrelated: Iter
         warn(prefix + failure.line() + " (unrelated to what was asked: the answer is complete)")
 
 
-def say(message: str, err: bool = False) -> None:
-    """A line of kfin's own text around cluster data (which is made printable)."""
-    print(printable(message), file=sys.stderr if err else sys.stdout)
+def say(message: str, err: bool = False, hanging: int = 0) -> None:
+    """A line of kfin's own text around cluster data (which is made printable). On a terminal it wraps at
+    the terminal's width between words, continued `hanging` columns in; a pipe gets it on one line."""
+    stream = sys.stderr if err else sys.stdout
+    shown = printable(message)
+    width = console(stderr=err).width if stream.isatty() else 0
+    if width and len(shown) > width:
+        first = spans(shown, width)[0]
+        rest = shown[first[1] :].lstrip()
+        lines = [shown[slice(*first)]] + [" " * hanging + rest[a:b] for a, b in spans(rest, width - hanging)]
+        shown = "\n".join(lines)
+    print(shown, file=stream)
 
 
 @contextmanager
