@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kfin.errors import ExitCode
 from tests.fakeapi.rawclient import RawClient
 from tests.runner import kfin
 
@@ -140,3 +141,46 @@ def test_the_bash_script_completes_in_bash(tmp_path):
     done = subprocess.run([bash, "--norc", "-c", script], capture_output=True, text=True, timeout=30,
                           env=dict(os.environ, PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}"))
     assert done.stdout.split() == ["stuck"]
+
+
+def test_a_partial_discovery_is_cached_with_its_failures_and_kinds_still_complete(fake, fake_kubeconfig):
+    """Issue 29: a scan with one failing API group never cached its discovery: kinds did not complete, and
+    every run rediscovered everything. Now the cache keeps what failed, and only that is asked again."""
+    api = RawClient(fake.url, "admin-token")
+    api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "metadata": {"name": "widgets.example.com"}, "spec": {
+            "group": "example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": True, "storage": True}]}})
+    api.create("/apis/apiregistration.k8s.io/v1/apiservices", {"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {
+        "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
+        "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
+    scan = ("stuck", "-A", "--kubeconfig", str(fake_kubeconfig))
+    assert kfin(*scan).code == ExitCode.PARTIAL
+    env = {"KUBECONFIG": str(fake_kubeconfig)}
+    assert complete("kfin explain wid", env) == ["widgets.example.com"]
+    fake.requests.clear()
+    again = kfin(*scan)
+    assert again.code == ExitCode.PARTIAL and "discovery of metrics.k8s.io/v1beta1 failed" in again.stderr
+    aggregated = [r.status for r in fake.requests if r.path in ("/api", "/apis") and "apidiscovery" in r.accept]
+    assert aggregated == [304, 304]  # the cache is current
+    group_versions = [r.path for r in fake.requests if r.path.startswith("/apis/") and r.path.count("/") == 3]
+    assert group_versions == ["/apis/metrics.k8s.io/v1beta1"]  # only what failed is asked again
+    api.send("DELETE", "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io")
+    assert kfin(*scan).code == ExitCode.OK  # the documents changed: discovered afresh, complete
+    assert kfin(*scan).code == ExitCode.OK
+
+
+def test_output_formats_and_graph_subjects_complete(fake, fake_kubeconfig):
+    """Issue 29: `-o <TAB>` and `graph <TAB>` offered file names."""
+    assert complete("kfin stuck -o ") == ["table", "wide", "json", "yaml", "name", "prometheus", "jsonpath=",
+                                          "custom-columns="]
+    assert complete("kfin graph namespace shop -o m") == ["mermaid"]
+    assert complete("kfin explain -o y") == ["yaml"]
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "held"}})
+    env = {"KUBECONFIG": str(fake_kubeconfig)}
+    assert complete("kfin graph names", env) == ["namespace", "namespaces"]
+    assert "configmaps" in complete("kfin graph config", env)
+    assert complete("kfin graph cm he", env) == ["held"]
+    assert complete("kfin graph cm/he", env) == ["cm/held"]
+    assert complete("kfin graph namespace kube-p", env) == ["kube-public"]

@@ -24,6 +24,9 @@ from kfin.errors import ForbiddenError, KfinError, UnreachableError
 from kfin.model import Failure, ResourceType
 from kfin.util.parallel import ordered
 
+# "group/version", or "v1" for the core group: what a cached discovery failure names
+DISCOVERY_TARGET = re.compile(r"(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[a-z0-9]{1,63}")
+
 
 def cache_root() -> Path:
     return Path(os.environ.get("KFIN_CACHE_DIR") or Path("~/.kube/cache/kfin").expanduser())
@@ -53,6 +56,8 @@ def read_cache(path: Path) -> dict | None:
             or not isinstance(cached.get("etags"), dict)
             or not isinstance(cached.get("resources"), list)
             or any(resource_problem(r) for r in cached["resources"])
+            or not isinstance(cached.setdefault("failed", []), list)
+            or any(not isinstance(t, str) or DISCOVERY_TARGET.fullmatch(t) is None for t in cached["failed"])
         ):
             return None
         cached["types"] = [ResourceType.from_dict(r) for r in cached["resources"]]
@@ -76,15 +81,17 @@ def discover(kube: Kube, refresh: bool = False) -> tuple[list[ResourceType], lis
     etags = cached["etags"] if cached and cached["groupVersions"] == group_versions else {}
     core_doc, core_etag = kube.aggregated_discovery("/api", etags.get("/api"))
     apis_doc, apis_etag = kube.aggregated_discovery("/apis", etags.get("/apis"))
-    if core_doc is None and apis_doc is None and cached is not None:
-        return cached["types"], []  # both unchanged since the cache was written
+    if core_doc is None and apis_doc is None and cached is not None:  # both unchanged since it was written
+        if not cached["failed"]:
+            return cached["types"], []
+        return _retry_failed(kube, path, cached)
     if core_doc is None:  # only one of them changed: the other's document is needed too
         core_doc, core_etag = kube.aggregated_discovery("/api", None)
     if apis_doc is None:
         apis_doc, apis_etag = kube.aggregated_discovery("/apis", None)
     assert core_doc is not None and apis_doc is not None  # asked again without an ETag: never 304
     resources, failures = _resources(kube, groups, core_doc, apis_doc)
-    if not failures and core_etag and apis_etag:  # a partial discovery is not cached: retried next time
+    if core_etag and apis_etag:  # a partial one too, with what failed: only that is asked again next time
         _save(
             path,
             {
@@ -93,9 +100,34 @@ def discover(kube: Kube, refresh: bool = False) -> tuple[list[ResourceType], lis
                 "groupVersions": group_versions,
                 "etags": {"/api": core_etag, "/apis": apis_etag},
                 "resources": [r.to_dict() for r in resources],
+                "failed": [f.target for f in failures],
             },
         )
     return resources, failures
+
+
+def _retry_failed(kube: Kube, path: Path, cached: dict) -> tuple[list[ResourceType], list[Failure]]:
+    """The cached types, and the group versions that failed last time asked again (one request each): those
+    that answer now join the cache; the others are reported again, and completion still has every other kind."""
+
+    def fetch(target: str) -> tuple[str, list[ResourceType] | KfinError]:
+        group, _, version = target.rpartition("/")
+        try:
+            return target, parse_resource_list(group, version, kube.resource_list(group, version))
+        except KfinError as error:
+            return target, error
+
+    types, failures, still = list(cached["types"]), [], []
+    for target, result in ordered(fetch, cached["failed"], 8):
+        if isinstance(result, KfinError):
+            failures.append(failure_of("discovery", target, result))
+            still.append(target)
+        else:
+            types += result
+    if still != cached["failed"]:
+        kept = {k: cached[k] for k in ("savedAt", "server", "groupVersions", "etags")}
+        _save(path, dict(kept, resources=[r.to_dict() for r in types], failed=still))
+    return types, failures
 
 
 def _resources(

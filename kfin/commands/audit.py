@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from kfin.commands.flags import OutputOpt, check_output, merged
+from kfin.commands.outputs import OUTPUTS
 from kfin.core import audit as audit_log_file
 from kfin.errors import ExitCode
 from kfin.render import data
@@ -24,7 +25,7 @@ def audit(
 
     Example: kfin audit -o json
     """
-    fmt = check_output(merged(ctx, output=output), ("table", "json", "yaml"))
+    fmt = check_output(merged(ctx, output=output), OUTPUTS["audit"])
     path = Path(audit_log) if audit_log else audit_log_file.default_path()
     log = audit_log_file.read(path)
     for number, why in log.bad_lines:

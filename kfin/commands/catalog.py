@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from kfin.commands.flags import OutputOpt, check_output, merged
+from kfin.commands.outputs import OUTPUTS
 from kfin.core import catalog as finalizer_catalog
 from kfin.render import data
 from kfin.render.tables import catalog_table
@@ -34,7 +35,7 @@ def listing(ctx: typer.Context, output: OutputOpt = None) -> None:
     if ctx.invoked_subcommand is not None:
         return
     options = merged(ctx, output=output)
-    fmt = check_output(options, ("table", "json", "yaml"))
+    fmt = check_output(options, OUTPUTS["catalog"])
     finalizer_catalog.use_files(options.catalogs)
     entries = finalizer_catalog.entries()
     if fmt == "table":

@@ -19,6 +19,7 @@ from kfin.api.connection import Kube
 from kfin.api.discovery import cached_resources
 from kfin.api.resources import Catalog
 from kfin.api.target import Target
+from kfin.commands.outputs import OUTPUTS
 from kfin.model import ResourceType
 from kfin.names import path_segment_problem
 
@@ -104,10 +105,7 @@ def names(ctx: typer.Context, incomplete: str) -> list[str]:
     kind = _param(ctx, "kind")
     if not kind:
         return kinds(ctx, incomplete)
-    rtype = Catalog(_resources(ctx)).find(kind)
-    _, namespace = _server_and_namespace(ctx)
-    kube = _kube(ctx)
-    return _candidates(kube.first_page(rtype, namespace if rtype.namespaced else None))
+    return _names_of(ctx, kind)
 
 
 @_safe
@@ -127,3 +125,32 @@ def _candidates(page: dict) -> list[str]:
 def contexts(ctx: typer.Context, incomplete: str) -> list[str]:
     config, _ = _kubeconfig(ctx)
     return sorted(c.get("name", "") for c in config["contexts"])
+
+
+@_safe
+def outputs(ctx: typer.Context, incomplete: str) -> list[str]:
+    """The -o formats of the command being typed (every command's before one is named)."""
+    command = ctx.command.name if ctx.command is not None else None
+    if command in OUTPUTS:
+        return list(OUTPUTS[command])
+    return sorted({f for formats in OUTPUTS.values() for f in formats})
+
+
+@_safe
+def subjects(ctx: typer.Context, incomplete: str) -> list[str]:
+    """kfin graph's KIND NAME | KIND/NAME | namespace NAME: a kind first, then a name of that kind."""
+    typed = [w for w in (_param(ctx, "target") or []) if w]
+    if not typed:
+        if "/" in incomplete:
+            kind = incomplete.partition("/")[0]
+            return [f"{kind}/{name}" for name in _names_of(ctx, kind)]
+        return ["namespace", *kinds(ctx, incomplete)]
+    if len(typed) == 1 and "/" not in typed[0]:
+        return _names_of(ctx, typed[0])
+    return []
+
+
+def _names_of(ctx: typer.Context, kind: str) -> list[str]:
+    rtype = Catalog(_resources(ctx)).find(kind)
+    _, namespace = _server_and_namespace(ctx)
+    return _candidates(_kube(ctx).first_page(rtype, namespace if rtype.namespaced else None))

@@ -19,6 +19,7 @@ from kfin.commands.flags import (
     snapshot_flag,
     subject,
 )
+from kfin.commands.outputs import OUTPUTS
 from kfin.core import audit
 from kfin.core.bearing import split
 from kfin.core.blocking import follow
@@ -61,7 +62,7 @@ def explain(
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
-    fmt = check_output(options, ("table", "json", "yaml"))
+    fmt = check_output(options, OUTPUTS["explain"])
     obj, facts = load_target(options.scope(from_snapshot=from_snapshot, refresh=refresh), kind, name)
     found = explain_cached(obj, facts)
     try:  # what kfin removed before and is back: who adds it back

@@ -71,6 +71,7 @@ OutputOpt = Annotated[
         "--output",
         "-o",
         metavar="FORMAT",
+        autocompletion=completer("outputs"),
         help="Output format: table, wide, json, yaml (and name, prometheus, jsonpath=..., custom-columns=..., "
         "where listed).",
     ),

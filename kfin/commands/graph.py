@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -17,16 +18,23 @@ from kfin.commands.flags import (
     RefreshOpt,
     TimeoutOpt,
     check_output,
+    completer,
     merged,
     snapshot_flag,
     subject,
 )
+from kfin.commands.outputs import OUTPUTS
 from kfin.core import owners, subject_graph
 from kfin.core.bearing import split
 from kfin.errors import ExitCode, UsageError
 from kfin.names import check_kind
 from kfin.render import graph as drawn
 from kfin.render.terminal import warn, warn_failures
+
+SubjectArg = Annotated[
+    list[str],
+    typer.Argument(metavar="KIND NAME | KIND/NAME | namespace NAME", autocompletion=completer("subjects")),
+]
 
 
 def parse_subject(words: list[str]) -> tuple[str, str]:
@@ -38,7 +46,7 @@ def parse_subject(words: list[str]) -> tuple[str, str]:
 
 def graph(
     ctx: typer.Context,
-    target: list[str] = typer.Argument(..., metavar="KIND NAME | KIND/NAME | namespace NAME"),
+    target: SubjectArg,
     depth: int | None = typer.Option(None, "--depth", min=1, help="Draw the tree this many levels deep."),
     kind: KindsOpt = None,
     only_stuck: bool = typer.Option(False, "--only-stuck", help="Only stuck objects and their blocking chains."),
@@ -69,7 +77,7 @@ def graph(
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
-    fmt = check_output(options, drawn.FORMATS)
+    fmt = check_output(options, OUTPUTS["graph"])
     for text in kind or []:
         check_kind(text)
     subject_kind, subject_name = parse_subject(target)

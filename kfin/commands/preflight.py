@@ -18,6 +18,7 @@ from kfin.commands.flags import (
     snapshot_flag,
     subject,
 )
+from kfin.commands.outputs import OUTPUTS
 from kfin.core.preflight import predict
 from kfin.errors import ExitCode
 from kfin.render import data
@@ -57,7 +58,7 @@ def preflight(
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
-    fmt = check_output(options, ("table", "json", "yaml"))
+    fmt = check_output(options, OUTPUTS["preflight"])
     result, facts = predict(options.scope(from_snapshot=from_snapshot, refresh=refresh), kind, name)
     warn_failures(facts.inventory.failures)  # a deletion reaches every type: each failure bears on it
     if fmt == "table":

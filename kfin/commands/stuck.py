@@ -26,6 +26,7 @@ from kfin.commands.flags import (
     snapshot_flag,
     verdicts,
 )
+from kfin.commands.outputs import OUTPUTS
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.selectors import selector
 from kfin.core.stuck import find_all, gating_webhooks, report, storage_problems
@@ -33,8 +34,6 @@ from kfin.errors import ExitCode
 from kfin.names import check_kind
 from kfin.render import data, metrics, tables, templates
 from kfin.render.terminal import progress_bar, say, warn, warn_failures
-
-FORMATS = ("table", "wide", "json", "yaml", "name", "prometheus", "jsonpath=", "custom-columns=")
 
 
 def stuck(
@@ -103,7 +102,7 @@ def stuck(
         output=output,
         request_timeout=request_timeout,
     )
-    fmt = check_output(options, FORMATS)
+    fmt = check_output(options, OUTPUTS["stuck"])
     for text in kind or []:
         check_kind(text)  # before anything is read
     older = duration_seconds(older_than, "--older-than") if older_than else None

@@ -8,6 +8,7 @@ from kfin import __version__
 from kfin.api.connection import Kube
 from kfin.commands.about import client_version
 from kfin.commands.flags import ContextOpt, KubeconfigOpt, OutputOpt, TimeoutOpt, check_output, merged
+from kfin.commands.outputs import OUTPUTS
 from kfin.errors import KfinError
 from kfin.render import data
 from kfin.util.text import printable
@@ -28,7 +29,7 @@ def version(
     Example: kfin version --context prod -o json
     """
     options = merged(ctx, kubeconfig=kubeconfig, context=context, output=output, request_timeout=request_timeout)
-    fmt = check_output(options, ("table", "json", "yaml"))
+    fmt = check_output(options, OUTPUTS["version"])
     facts: dict[str, str] = {"kfinVersion": __version__, "clientVersion": client_version()}
     if fmt == "table":
         typer.echo(f"kfin: {__version__} (kubernetes client {facts['clientVersion']})")

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.tree import Tree
 
-FORMATS = ("tree", "json", "dot", "mermaid", "graphml")
 # Above this many nodes even a terminal gets the plain tree: Rich lays out each line (~80 µs a node).
 RICH_TREE_MAX = 2000
 
