@@ -122,3 +122,26 @@ def test_mermaid_marks_root_causes_and_warns_beyond_renderers_limits(monkeypatch
     large = kfin("graph", "namespace", "shop", "-o", "mermaid", "--from-snapshot", str(EXAMPLE))
     assert large.stdout == shown.stdout
     assert "renderers with Mermaid's default limits (50000 characters, 3 edges) refuse it" in large.stderr
+
+
+def test_graph_draws_svg_and_png_with_graphviz_or_names_the_package(monkeypatch, tmp_path):
+    """Issue 28: pictures of the graph, drawn by Graphviz's dot when it is installed."""
+    import shutil
+    import subprocess
+    import sys
+    from xml.etree import ElementTree
+
+    if shutil.which("dot"):
+        svg = kfin("graph", "namespace", "shop", "-o", "svg", "--from-snapshot", str(EXAMPLE))
+        assert svg.code == ExitCode.PARTIAL, svg  # the namespace's content: the failing group bears on it
+        tree = ElementTree.fromstring(svg.stdout)
+        texts = {t.text for t in tree.iter("{http://www.w3.org/2000/svg}text")}
+        assert "Pod/shop/postgres-0" in texts and "root cause" in texts and "legend" in texts
+        png = subprocess.run([sys.executable, "-m", "kfin", "graph", "pod/postgres-0", "-n", "shop", "-o", "png",
+                              "--from-snapshot", str(EXAMPLE)], capture_output=True, timeout=60,
+                             cwd=EXAMPLE.parents[1])
+        assert png.returncode == ExitCode.OK and png.stdout.startswith(b"\x89PNG\r\n\x1a\n"), png.stderr
+    monkeypatch.setenv("PATH", str(tmp_path))  # no dot here
+    missing = kfin("graph", "namespace", "shop", "-o", "svg", "--from-snapshot", str(EXAMPLE))
+    assert missing.code == ExitCode.USAGE and missing.stdout == ""
+    assert "Graphviz's dot, which is not installed (Debian and Ubuntu: apt install graphviz" in missing.stderr

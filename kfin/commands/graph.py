@@ -94,6 +94,15 @@ def graph(
     warn_failures(bearing, unrelated=unrelated)
     if fmt == "tree":
         drawn.tree_screen(shown, depth, subject.title, subject.focus)
+    elif fmt in drawn.PICTURES:
+        if fmt == "png" and sys.stdout.isatty():
+            raise UsageError("-o png writes an image: redirect it to a file (kfin graph ... -o png > graph.png)")
+        image = drawn.picture(shown, fmt)
+        if fmt == "svg":  # text: it goes wherever stdout goes
+            sys.stdout.write(image.decode())
+        else:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(image)
     else:
         exported = drawn.export(shown, fmt)
         too_large = drawn.mermaid_too_large(exported, shown) if fmt == "mermaid" else None

@@ -4,14 +4,17 @@ DOT, Mermaid, GraphML)."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kfin.core.owners import blocking_chain, label, labels, problems, roots
+from kfin.errors import UsageError
 from kfin.render.terminal import console, markup_safe
 from kfin.util.durations import format_age
-from kfin.util.text import printable
+from kfin.util.text import one_line, printable
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -283,6 +286,30 @@ def to_mermaid(graph: nx.DiGraph) -> str:
         if members:
             lines.append(f"  class {','.join(members)} {kind};")
     return "\n".join(lines) + "\n"
+
+
+PICTURES = ("svg", "png")
+DOT_TIMEOUT_SECONDS = 120  # Graphviz lays out thousands of nodes in seconds; beyond, something is wrong
+
+
+def picture(graph: nx.DiGraph, fmt: str) -> bytes:
+    """The graph drawn by Graphviz's `dot` (its DOT, legend included) as SVG or PNG."""
+    dot = shutil.which("dot")
+    if dot is None:
+        raise UsageError(
+            f"-o {fmt} draws with Graphviz's dot, which is not installed (Debian and Ubuntu: apt install graphviz; "
+            "Fedora: dnf install graphviz; macOS: brew install graphviz); -o dot writes what it would draw"
+        )
+    try:
+        done = subprocess.run(
+            [dot, f"-T{fmt}"], input=to_dot(graph).encode(), capture_output=True, timeout=DOT_TIMEOUT_SECONDS
+        )
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"Graphviz's dot did not finish within {DOT_TIMEOUT_SECONDS} s: narrow the graph") from None
+    if done.returncode != 0:
+        said = one_line(done.stderr.decode(errors="replace"))[:300]
+        raise UsageError(f"Graphviz's dot failed ({done.returncode}): {said}")
+    return done.stdout
 
 
 def export(graph: nx.DiGraph, fmt: str) -> str:
