@@ -12,10 +12,12 @@ Series and their cardinality:
 
 from __future__ import annotations
 
+import platform
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kfin import __version__
 from kfin.core.stuck import StuckObject
 from kfin.model import Inventory
 from kfin.util.text import printable
@@ -133,6 +135,26 @@ def stuck_families(
             for r in shown
         ],
     )
+    deleted = Family(
+        "kfin_stuck_object_deletion_timestamp_seconds",
+        "gauge",
+        "When the deletion of each object of kfin_stuck_object_info was requested (its deletionTimestamp, Unix "
+        "time): a timestamp rather than an age, as Prometheus advises; time() - it is how long it has waited.",
+        [
+            (
+                {
+                    "context": r.context,
+                    "namespace": r.obj.namespace,
+                    "group": r.obj.type.group,
+                    "kind": r.obj.type.kind,
+                    "name": r.obj.name,
+                },
+                round(moment.timestamp()),
+            )
+            for r in shown
+            if (moment := r.obj.deletion_timestamp) is not None
+        ],
+    )
     omitted = Family(
         "kfin_stuck_object_info_omitted",
         "gauge",
@@ -156,7 +178,13 @@ def stuck_families(
         "1 when every listable type of the context could be read.",
         [({"context": inv.context}, inv.complete) for inv in inventories],
     )
-    out = [objects, seconds, info, ages, omitted, failed, scanned]
+    build = Family(
+        "kfin_build_info",
+        "gauge",
+        "kfin's version and the Python it runs on. Always 1.",
+        [({"version": __version__, "python": platform.python_version()}, 1)],
+    )
+    out = [objects, seconds, info, ages, deleted, omitted, failed, scanned, build]
     if duration is not None:
         out.append(
             Family(
