@@ -80,6 +80,10 @@ COMMANDS = {
         "kfin.commands.preflight",
         "What a deletion would leave stuck, and the order that avoids it; nothing is deleted.",
     ),
+    "report": Command(
+        "kfin.commands.report",
+        "One HTML page of what is stuck and why, with the graph drawn inline, for an incident ticket.",
+    ),
     "snapshot": Command(
         "kfin.commands.snapshot",
         "Save what kfin's commands need into one JSON file, to read later with --from-snapshot.",

@@ -11,4 +11,5 @@ OUTPUTS: dict[str, tuple[str, ...]] = {
     "version": PLAIN,
     "audit": PLAIN,
     "catalog": PLAIN,
+    "report": ("html",),
 }

@@ -1,0 +1,48 @@
+"""What `kfin report` puts on one page: every stuck object of a scope, its explanation, its blocking chain
+and plan, and the blocking graph of them all. The same answers as stuck, explain and graph."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kfin.core.blocking import Chain, follow
+from kfin.core.causes import Explanation, explain_cached
+from kfin.core.facts import Facts
+from kfin.core.owners import add_blocking
+from kfin.core.scope import Scope
+from kfin.core.stuck import StuckObject, find_all, is_stuck
+from kfin.model import Inventory
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+@dataclass
+class Entry:
+    row: StuckObject
+    explanation: Explanation
+    chain: Chain | None
+
+
+@dataclass
+class Report:
+    entries: list[Entry]
+    graph: nx.DiGraph  # the blocking chains of every stuck object, joined
+    inventories: list[Inventory]
+
+
+def build(scope: Scope) -> Report:
+    import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
+
+    rows, sources = find_all(scope)
+    facts_of: dict[str, Facts] = {f.inventory.context: f for f in sources}
+    graph = nx.DiGraph()
+    entries = []
+    for row in rows:
+        facts = facts_of.get(row.context, sources[0])
+        chain = follow(row.obj, facts) if is_stuck(row.obj, facts) else None
+        if chain is not None:
+            add_blocking(graph, chain, facts.inventory.observed_at)
+        entries.append(Entry(row, explain_cached(row.obj, facts), chain))
+    return Report(entries, graph, [f.inventory for f in sources])

@@ -1,0 +1,110 @@
+"""`kfin report -o html`: one self-contained page for an incident ticket. No script, no network: the graph is
+Graphviz's SVG inline (a text tree without Graphviz), every piece of cluster data escaped as HTML."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+from datetime import UTC, datetime
+
+from kfin import __version__
+from kfin.core.report import Entry, Report
+from kfin.render.graph import picture, plain_tree
+from kfin.util.durations import format_age
+from kfin.util.text import printable
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:80em;padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1.05em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;
+vertical-align:top}th{background:#f4f4f4}code,pre{font:13px ui-monospace,monospace}pre{background:#f8f8f8;
+padding:.5em;overflow:auto}.HOLDING,.BLOCKED{color:#b00}.WAITING{color:#a60}.ORPHANED{color:#808}
+.UNKNOWN{color:#555}.graph svg{max-width:100%;height:auto}.warn{color:#a60}
+"""
+
+
+def _e(value: object) -> str:
+    """Cluster data in HTML: control characters shown, markup escaped."""
+    return html.escape(printable(value))
+
+
+def _verdict(value: str | None) -> str:
+    shown = value or "-"
+    return f'<span class="{_e(shown)}">{_e(shown)}</span>'
+
+
+def _graph(report: Report) -> str:
+    if report.graph.number_of_nodes() == 0:
+        return "<p>Nothing is stuck: no blocking graph.</p>"
+    if shutil.which("dot"):
+        svg = picture(report.graph, "svg").decode()
+        svg = re.sub(r"^.*?(<svg\b)", r"\1", svg, count=1, flags=re.S)  # no XML prolog or DOCTYPE inline
+        return f'<div class="graph" id="graph">{svg}</div>'
+    return f'<pre id="graph">{_e(plain_tree(report.graph))}</pre><p>(Install Graphviz to draw it.)</p>'
+
+
+def _entry(number: int, entry: Entry) -> str:
+    o, row = entry.row.obj, entry.row
+    parts = [f'<h3 id="o{number}">{_e(o.ref)} — Terminating for {_e(format_age(row.terminating_seconds))}</h3>']
+    for f in entry.explanation.findings:
+        rows = [
+            ("Verdict", _verdict(f.verdict.value)),
+            ("Family", _e(f"{f.family}: protects {f.protects}")),
+            ("Removed by", _e(f.controller)),
+            ("Now", _e(f.condition) + "".join(f"<br>– {_e(line)}" for line in f.evidence)),
+            ("Safe fix", _e(f.fix)),
+            ("Risk if forced", _e(f.risk)),
+        ] + ([("Command", f"<code>{_e(f.remove_command)}</code>")] if f.remove_command else [])
+        title = f.finalizer or f"{f.family} (no finalizer)"
+        parts.append(f"<table><caption><code>{_e(title)}</code></caption>")
+        parts += [f"<tr><th>{label}</th><td>{value}</td></tr>" for label, value in rows]
+        parts.append("</table>")
+    if entry.chain is not None and entry.chain.steps:
+        parts.append("<p><b>Plan, in order</b> (kfin runs only <code>kfin remove</code>):</p><ol>")
+        parts += [f"<li><code>{_e(s.action)}</code><br>{_e(s.resolves)}: {_e(s.why)}</li>" for s in entry.chain.steps]
+        parts.append("</ol>")
+        if entry.chain.afterwards:
+            parts.append("<p>Then, by themselves:</p><ul>")
+            parts += [f"<li>{_e(line)}</li>" for line in entry.chain.afterwards]
+            parts.append("</ul>")
+    return "\n".join(parts)
+
+
+def page(report: Report, title: str) -> str:
+    observed = report.inventories[0].observed_at if report.inventories else datetime.now(UTC)
+    failures = [(inv.context, f) for inv in report.inventories for f in inv.failures]
+    head = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        'img-src data:">',
+        f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f"<p>Observed {_e(observed.strftime('%Y-%m-%d %H:%M:%S UTC'))} by kfin {_e(__version__)}; "
+        + ", ".join(f"context <code>{_e(inv.context or '-')}</code>" for inv in report.inventories)
+        + ".</p>",
+    ]
+    if failures:
+        head.append('<p class="warn" id="incomplete"><b>Incomplete:</b> kfin could not read:</p><ul class="warn">')
+        head += [f"<li>{_e(context + ': ' if context else '')}{_e(f.line())}</li>" for context, f in failures]
+        head.append("</ul>")
+    if not report.entries:
+        head.append("<p>No stuck objects among what kfin read.</p>" if failures else "<p>No stuck objects.</p>")
+    table = [
+        '<h2>Stuck objects</h2><table id="stuck"><tr><th>Namespace</th><th>Kind</th><th>Name</th>'
+        "<th>Terminating</th><th>Verdict</th><th>Finalizers</th><th>Blocker</th></tr>"
+    ]
+    for number, entry in enumerate(report.entries):
+        row, o = entry.row, entry.row.obj
+        table.append(
+            f"<tr><td>{_e(o.namespace or '-')}</td><td>{_e(o.type.kind_display)}</td>"
+            f'<td><a href="#o{number}">{_e(o.name)}</a></td><td>{_e(format_age(row.terminating_seconds))}</td>'
+            f"<td>{_verdict(row.verdict)}</td><td>{_e(', '.join(row.finalizers) or '<none>')}</td>"
+            f"<td>{_e(row.blocker)}</td></tr>"
+        )
+    table.append("</table>")
+    body = table if report.entries else []
+    body += ["<h2>What blocks what</h2>", _graph(report)]
+    body += ["<h2>Each stuck object</h2>", *(_entry(n, e) for n, e in enumerate(report.entries))]
+    return "\n".join(head + body + ["</body></html>", ""])
