@@ -36,8 +36,10 @@ def report(
     output: OutputOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """One HTML page for an incident ticket: every stuck object, its explanation, chain and plan, and the
-    blocking graph drawn inline. Self-contained: no script, nothing fetched.
+    """One HTML page of what is stuck and why, with the graph drawn inline, for an incident ticket.
+
+    Every stuck object, its explanation, chain and plan, and the blocking graph of them all. Self-contained:
+    no script, nothing fetched.
 
     Example: kfin report -n shop -o html > shop-stuck.html
     """
