@@ -90,3 +90,40 @@ def test_v6_traces_each_request_and_v8_masks_the_credentials(fake, fake_kubeconf
     bad = kfin("stuck", "--v=loud")
     assert bad.code == ExitCode.USAGE and bad.stderr.startswith('error: -v: "loud" is not a level')
     assert kfin("stuck", "--verdict", "ORPHANED", "--kubeconfig", str(fake_kubeconfig)).code == ExitCode.OK
+
+
+def test_watch_prints_a_line_per_change_on_a_pipe_until_ctrl_c(fake, fake_kubeconfig):
+    """Issue 28: `kfin stuck --watch`, like `kubectl get -w`: on a pipe one line per change; Ctrl-C ends it
+    (exit 0, as stopping a watch is how it ends)."""
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.fakeapi.rawclient import RawClient
+
+    process = subprocess.Popen([sys.executable, "-m", "kfin", "stuck", "-w", "--interval", "0.3",
+                                "--kubeconfig", str(fake_kubeconfig)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def next_line(timeout=20.0):
+        ready, _, _ = select.select([process.stdout], [], [], timeout)
+        assert ready, "no line in time"
+        return process.stdout.readline().rstrip("\n")
+
+    try:
+        time.sleep(1.0)  # a scan or two with nothing stuck: no line
+        api = RawClient(fake.url, "admin-token")
+        api.create("/api/v1/namespaces/default/configmaps", {"metadata": {
+            "name": "held", "finalizers": ["example.com/x"]}})
+        api.delete("/api/v1/namespaces/default/configmaps/held")
+        added = next_line()
+        assert added.startswith("ADDED    ConfigMap/default/held  ") and "example.com/x" in added, added
+        api.json_patch("/api/v1/namespaces/default/configmaps/held",
+                       [{"op": "remove", "path": "/metadata/finalizers"}])
+        assert next_line().startswith("DELETED  ConfigMap/default/held  ")
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=15)
+    assert process.returncode == 0 and "Traceback" not in stderr, stderr

@@ -8,6 +8,7 @@ import time
 import typer
 
 from kfin.api.connection import context_names
+from kfin.commands import live
 from kfin.commands.flags import (
     AllNamespacesOpt,
     ChunkSizeOpt,
@@ -29,8 +30,9 @@ from kfin.commands.flags import (
 from kfin.commands.outputs import OUTPUTS
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.selectors import selector
-from kfin.core.stuck import find_all, gating_webhooks, report, storage_problems
-from kfin.errors import ExitCode
+from kfin.core.stuck import StuckObject, find_all, gating_webhooks, report, storage_problems
+from kfin.errors import ExitCode, UsageError
+from kfin.model import Failure
 from kfin.names import check_kind
 from kfin.render import data, metrics, tables, templates
 from kfin.render.terminal import progress_bar, say, warn, warn_failures
@@ -61,6 +63,10 @@ def stuck(
         None, "--sort-by", metavar="JSONPATH", help="Sort by a field of the JSON item (.metadata.name, .verdict...)."
     ),
     no_headers: bool = typer.Option(False, "--no-headers", help="Tables without their header line."),
+    watch: bool = typer.Option(
+        False, "--watch", "-w", help="Keep watching: redraw as objects get stuck, change or go (Ctrl-C stops)."
+    ),
+    interval: str = typer.Option("10s", "--interval", metavar="DURATION", help="-w: time between rescans."),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when anything is stuck (for cron and CI)."),
     refresh: RefreshOpt = False,
     from_snapshot: str | None = snapshot_flag("Read a kfin snapshot or `kubectl get -o json` output."),
@@ -117,6 +123,21 @@ def stuck(
     scope = options.scope(
         contexts=contexts, from_snapshot=from_snapshot, refresh=refresh, concurrency=concurrency, chunk_size=chunk_size
     )
+    if watch:
+        every = duration_seconds(interval, "--interval")
+        if every < 0.2:
+            raise UsageError("--interval must be at least 0.2s")
+        if fmt not in ("table", "wide", "name"):
+            raise UsageError("--watch shows a table (or, on a pipe, a line per change); not -o " + fmt)
+
+        def scan() -> tuple[list[StuckObject], list[Failure]]:
+            found, sources = find_all(scope, kind or (), finalizer, older)
+            kept = [r for r in found if not wanted or r.verdict in wanted]
+            kept = [r for r in kept if chosen is None or chosen.matches(r.obj)]
+            return kept, [failure for f in sources for failure in f.inventory.failures]
+
+        live.follow(scan, every, wide=fmt == "wide")
+        return
     rows, sources = find_all(scope, kind or (), finalizer, older, progress=progress_bar)
     if wanted:
         rows = [row for row in rows if row.verdict in wanted]

@@ -265,3 +265,22 @@ def gating_webhooks(rows: list[StuckObject], sources: list[Facts]) -> dict[str, 
         for why in whys:
             found[why] = found.get(why, 0) + 1
     return found
+
+
+def row_key(row: StuckObject) -> tuple:
+    return (row.context, row.obj.type.group, row.obj.type.resource, row.obj.namespace, row.obj.name, row.obj.uid)
+
+
+def changes(before: dict[tuple, StuckObject], after: list[StuckObject]) -> list[tuple[str, StuckObject]]:
+    """(ADDED | MODIFIED | DELETED, row) between two scans, as kubectl -w names them: MODIFIED when the
+    verdict, the blocker or the finalizers changed."""
+    now = {row_key(r): r for r in after}
+    out: list[tuple[str, StuckObject]] = []
+    for key, row in now.items():
+        old = before.get(key)
+        if old is None:
+            out.append(("ADDED", row))
+        elif (old.verdict, old.blocker, old.finalizers) != (row.verdict, row.blocker, row.finalizers):
+            out.append(("MODIFIED", row))
+    out += [("DELETED", row) for key, row in before.items() if key not in now]
+    return out

@@ -74,3 +74,19 @@ def test_the_preview_names_the_request_with_its_percent_encoded_path():
     preview = requests_preview(chosen)
     assert preview[0] == "PATCH /apis/example.com/v1/namespaces/shop/widgets/w1 (application/json-patch+json)"
     assert '"path": "/metadata/finalizers/0"' in preview[1] and "finalizers/1" not in preview[1]
+
+
+def test_changes_between_two_scans_are_named_as_kubectl_w_names_them():
+    """kfin stuck --watch: ADDED, MODIFIED (verdict, blocker or finalizers changed), DELETED."""
+    from dataclasses import replace
+
+    from kfin.core.stuck import StuckObject, changes, row_key
+
+    claim, _ = held_claim()
+    row = StuckObject(claim, 60.0, ["kubernetes.io/pvc-protection"], ["pvc-protection"], "pvc-protection: in use",
+                      verdict="HOLDING")
+    assert [e for e, _ in changes({}, [row])] == ["ADDED"]
+    before = {row_key(row): row}
+    assert changes(before, [replace(row, terminating_seconds=120.0)]) == []  # only older: no change
+    assert [e for e, _ in changes(before, [replace(row, verdict="WAITING")])] == ["MODIFIED"]
+    assert [e for e, _ in changes(before, [])] == ["DELETED"]

@@ -1,0 +1,64 @@
+"""`kfin stuck --watch`: the stuck objects as they change, until Ctrl-C, like `kubectl get -w`.
+
+It rescans every --interval and shows what changed: on a terminal the table redrawn, on a pipe one line per
+change (ADDED, MODIFIED, DELETED). Rescans, not watches: a watch per type, with its re-lists and bookmarks,
+is the machinery `kfin serve` is to get (issue 26); a rescan reads metadata only, as every scan does.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from kfin.core.stuck import StuckObject, changes, row_key
+from kfin.errors import KfinError
+from kfin.model import Failure
+from kfin.render import tables
+from kfin.render.terminal import console, say, warn
+
+
+def follow(scan: Callable[[], tuple[list[StuckObject], list[Failure]]], every: float, wide: bool = False) -> None:
+    """Until Ctrl-C (then exit 0: stopping a watch is how it ends). A failing rescan is a warning, and the
+    last answer stays on screen; what could not be read is warned of when it changes."""
+    terminal = sys.stdout.isatty()
+    seen: dict[tuple, StuckObject] = {}
+    unread: list[str] = []
+    first = True
+    try:
+        while True:
+            try:
+                rows, failures = scan()
+            except KfinError as error:
+                warn(f"rescan failed: {error.message} (kept the last answer; trying again in {every:g}s)")
+                time.sleep(every)
+                continue
+            lines = [f.line() for f in failures]
+            if lines != unread:
+                for line in lines:
+                    warn(line)
+                unread = lines
+            changed = changes(seen, rows)
+            if terminal and (changed or first):
+                _redraw(rows, every, wide, partial=bool(lines))
+            elif not terminal:
+                for event, row in changed:
+                    say(f"{event:<9}{row.obj.ref}  {row.verdict or '-'}  {row.blocker}")
+                sys.stdout.flush()
+            seen = {row_key(r): r for r in rows}
+            first = False
+            time.sleep(every)
+    except KeyboardInterrupt:
+        return
+
+
+def _redraw(rows: list[StuckObject], every: float, wide: bool, partial: bool) -> None:
+    screen = console()
+    screen.clear()
+    stamp = datetime.now().strftime("%H:%M:%S")
+    say(f"kfin stuck --watch: {len(rows)} stuck at {stamp}; rescanning every {every:g}s (Ctrl-C stops)")
+    if rows:
+        tables.stuck_table(rows, wide=wide, out=screen)
+    else:  # never an all-clear that is not one
+        say("No stuck objects among what kfin could read (see the warnings)." if partial else "No stuck objects.")
