@@ -13,14 +13,8 @@ from tests.fakeapi.rawclient import RawClient
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_on_terminal(args, env_extra=None):
-    """Run kfin with stdout and stderr on a pseudo-terminal; returns everything it wrote there."""
-    controller, terminal = pty.openpty()
-    env = dict(os.environ, COLUMNS="200", TERM="xterm-256color", **(env_extra or {}))
-    if "NO_COLOR" not in (env_extra or {}):
-        env.pop("NO_COLOR", None)
-    process = subprocess.Popen([sys.executable, "-m", "kfin", *args], stdout=terminal, stderr=terminal, env=env)
-    os.close(terminal)
+def read_to_end(controller: int, process) -> bytes:
+    """Everything written on the pseudo-terminal until the program ends (then it is closed)."""
     chunks = []
     while True:
         try:
@@ -32,7 +26,19 @@ def run_on_terminal(args, env_extra=None):
         chunks.append(chunk)
     process.wait(timeout=60)
     os.close(controller)
-    return process.returncode, b"".join(chunks).decode(errors="replace")
+    return b"".join(chunks)
+
+
+def run_on_terminal(args, env_extra=None):
+    """Run kfin with stdout and stderr on a pseudo-terminal; returns everything it wrote there."""
+    controller, terminal = pty.openpty()
+    env = dict(os.environ, COLUMNS="200", TERM="xterm-256color", **(env_extra or {}))
+    if "NO_COLOR" not in (env_extra or {}):
+        env.pop("NO_COLOR", None)
+    process = subprocess.Popen([sys.executable, "-m", "kfin", *args], stdout=terminal, stderr=terminal, env=env)
+    os.close(terminal)
+    written = read_to_end(controller, process)
+    return process.returncode, written.decode(errors="replace")
 
 
 def stuck_configmap(fake):
@@ -72,18 +78,8 @@ def run_in_window(args, columns, rows=50):
     process = subprocess.Popen([sys.executable, "-m", "kfin", *args], stdout=terminal, stderr=subprocess.DEVNULL,
                                env=env, cwd=ROOT)
     os.close(terminal)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(controller, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    process.wait(timeout=60)
-    os.close(controller)
-    screen = re.sub(r"\x1b\[[0-9;]*m", "", b"".join(chunks).decode())
+    written = read_to_end(controller, process)
+    screen = re.sub(r"\x1b\[[0-9;]*m", "", written.decode())
     return process.returncode, screen.replace("\r\n", "\n").splitlines()
 
 

@@ -17,6 +17,7 @@ from kfin.api import exec_credential
 from kfin.errors import ExitCode
 from tests.fakeapi.server import ADMIN_TOKEN
 from tests.runner import kfin
+from tests.test_trust_input import paths
 
 PLUGIN = """
 import json, os, sys, time
@@ -172,17 +173,7 @@ VALUE_JUNK = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.floats(a
                        st.just("https://h/?q=1"), st.just("http://user:" + SECRET + "@127.0.0.1:1"))
 
 
-def config_paths(value, prefix=()):
-    yield prefix
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from config_paths(child, prefix + (key,))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            yield from config_paths(child, prefix + (index,))
-
-
-CONFIG_PATHS = [p for p in config_paths(VALID) if p]
+CONFIG_PATHS = [p for p in paths(VALID) if p]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
