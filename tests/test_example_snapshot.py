@@ -78,6 +78,11 @@ def test_an_unrelated_failing_group_is_a_warning_before_the_answer_not_exit_8():
     assert claim.code == ExitCode.OK, claim
     assert claim.stderr.startswith("warning: discovery of metrics.k8s.io/v1beta1 failed") and claim.stderr.rstrip(
         "\n").endswith("(unrelated to what was asked: the answer is complete)")
+    as_json = json.loads(kfin("explain", "pvc/data-postgres-0", "-n", "shop", "-o", "json", "--from-snapshot",
+                              str(EXAMPLE)).stdout)
+    assert as_json["complete"] is True and as_json["failures"][0]["target"] == "metrics.k8s.io/v1beta1"
+    namespace = json.loads(kfin("explain", "ns", "team-a", "-o", "json", "--from-snapshot", str(EXAMPLE)).stdout)
+    assert namespace["complete"] is False
     drawn = kfin("graph", "pod/postgres-0", "-n", "shop", "-o", "dot", "--from-snapshot", str(EXAMPLE))
     assert drawn.code == ExitCode.OK and drawn.stdout.startswith("digraph")
     # where it can hide part of the answer, it still makes the result partial

@@ -83,6 +83,7 @@ def explain(
         document = found.to_dict(facts)
         document.update(chain.to_dict() if chain else {"chain": None, "plan": None})
         document["events"] = events
+        document["complete"] = not bearing  # a failure unrelated to this object leaves the answer whole
         data.dump(document, fmt)
     if bearing:
         raise typer.Exit(ExitCode.PARTIAL)
