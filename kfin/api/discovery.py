@@ -125,7 +125,7 @@ def _retry_failed(kube: Kube, path: Path, cached: dict) -> tuple[list[ResourceTy
         else:
             types += result
     if still != cached["failed"]:
-        kept = {k: cached[k] for k in ("savedAt", "server", "groupVersions", "etags")}
+        kept = {k: cached.get(k) for k in ("savedAt", "server", "groupVersions", "etags")}
         _save(path, dict(kept, resources=[r.to_dict() for r in types], failed=still))
     return types, failures
 
