@@ -35,17 +35,18 @@ def follow(scan: Callable[[], tuple[list[StuckObject], list[Failure]]], every: f
                 time.sleep(every)
                 continue
             lines = [f.line() for f in failures]
-            if lines != unread:
-                for line in lines:
-                    warn(line)
-                unread = lines
             changed = changes(seen, rows)
-            if terminal and (changed or first):
+            redrawn = terminal and bool(changed or first)
+            if redrawn:
                 _redraw(rows, every, wide, partial=bool(lines))
             elif not terminal:
                 for event, row in changed:
                     say(f"{event:<9}{row.obj.ref}  {row.verdict or '-'}  {row.blocker}")
                 sys.stdout.flush()
+            if lines != unread or (redrawn and lines):  # a redraw clears the screen: say them again
+                for line in lines:
+                    warn(line)
+                unread = lines
             seen = {row_key(r): r for r in rows}
             first = False
             time.sleep(every)
