@@ -115,6 +115,11 @@ def stuck(
     wanted = verdicts(verdict)
     chosen = selector(label_selector, field_selector)
     ordering = templates.sort_key(sort_by) if sort_by else None
+
+    def shown(found: list[StuckObject]) -> list[StuckObject]:
+        """--verdict and the selectors, on what was found, never on kfin's lists: see kfin.core.selectors."""
+        return [r for r in found if (not wanted or r.verdict in wanted) and (chosen is None or chosen.matches(r.obj))]
+
     contexts = (
         context_names(options.kubeconfig)
         if all_contexts
@@ -132,17 +137,12 @@ def stuck(
 
         def scan() -> tuple[list[StuckObject], list[Failure]]:
             found, sources = find_all(scope, kind or (), finalizer, older)
-            kept = [r for r in found if not wanted or r.verdict in wanted]
-            kept = [r for r in kept if chosen is None or chosen.matches(r.obj)]
-            return kept, [failure for f in sources for failure in f.inventory.failures]
+            return shown(found), [failure for f in sources for failure in f.inventory.failures]
 
         live.follow(scan, every, wide=fmt == "wide")
         return
-    rows, sources = find_all(scope, kind or (), finalizer, older, progress=progress_bar)
-    if wanted:
-        rows = [row for row in rows if row.verdict in wanted]
-    if chosen is not None:  # on what was found, never on kfin's lists: see kfin.core.selectors
-        rows = [row for row in rows if chosen.matches(row.obj)]
+    found, sources = find_all(scope, kind or (), finalizer, older, progress=progress_bar)
+    rows = shown(found)
     if ordering is not None:
         rows.sort(key=lambda row: ordering(row.to_dict()))
     inventories = [f.inventory for f in sources]
