@@ -61,8 +61,7 @@ def with_blocking(graph: nx.DiGraph, objects: list[KubeObject], facts: Facts) ->
     drawn = set(graph.nodes)
     for obj in objects:
         if obj.terminating and node_id(obj) in drawn:
-            if (obj.type.group, obj.type.resource) == NAMESPACES:  # drawn from metadata: its cause needs it whole
-                obj = facts.find("", "namespaces", "", obj.name, full=True) or obj
+            obj = _whole(obj, facts)
             owners.add_blocking(graph, follow(obj, facts), facts.inventory.observed_at)
             owners.add_holders(graph, obj, catalog_holders(obj, facts), facts.inventory.observed_at)
     return graph
@@ -134,6 +133,11 @@ def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> Subj
 
 def holds(obj: KubeObject, focus: str, facts: Facts) -> bool:
     """Whether `focus` is on the blocking chain of the stuck object `obj`."""
+    return focus in follow(_whole(obj, facts), facts).graph
+
+
+def _whole(obj: KubeObject, facts: Facts) -> KubeObject:
+    """A namespace is drawn from its metadata; the cause that follows it needs it whole (its conditions)."""
     if (obj.type.group, obj.type.resource) == NAMESPACES:
-        obj = facts.find("", "namespaces", "", obj.name, full=True) or obj
-    return focus in follow(obj, facts).graph
+        return facts.find("", "namespaces", "", obj.name, full=True) or obj
+    return obj
