@@ -26,6 +26,7 @@ from kfin.util.gcpause import paused_gc
 from kfin.util.parallel import completed
 
 NAMESPACES = ("", "namespaces")
+CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 # What explanations need of the few kinds read as full objects, and nothing more: a snapshot never holds

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kfin.api.scan import NAMESPACES
+from kfin.api.scan import CRDS, NAMESPACES
 from kfin.model import Failure, KubeObject
-
-CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 
 def bears_on(failure: Failure, obj: KubeObject) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import Catalog
+from kfin.api.scan import CRDS, NAMESPACES
 from kfin.core.causes import explain_object
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
@@ -31,7 +32,7 @@ from kfin.errors import NotFoundError, UsageError
 from kfin.model import KubeObject
 
 FIRST = "first"  # _survives' step for an object to delete before the target, while its controller runs
-NAMESPACES, CRDS, NODES = ("", "namespaces"), ("apiextensions.k8s.io", "customresourcedefinitions"), ("", "nodes")
+NODES = ("", "nodes")
 
 
 @dataclass
