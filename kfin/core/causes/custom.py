@@ -115,6 +115,15 @@ def workload_account(workload: KubeObject) -> str:
     return str(template.get("serviceAccountName") or "default")
 
 
+def readiness(workload: KubeObject) -> tuple[int, int]:
+    """(ready, wanted) Pods of a Deployment, StatefulSet or DaemonSet (a DaemonSet wants what it has, at least 1)."""
+    status = workload.raw.get("status") or {}
+    if workload.type.resource == "daemonsets":
+        ready = status.get("numberReady") or 0
+        return ready, max(ready, 1)
+    return status.get("readyReplicas") or 0, (workload.raw.get("spec") or {}).get("replicas", 1)
+
+
 def is_ready(pod: KubeObject) -> bool:
     """The Pod's Ready condition is True."""
     return condition(pod, "Ready").get("status") == "True"
@@ -170,10 +179,7 @@ def workloads_of_manager(facts: ClusterFacts, manager: str) -> list[tuple[KubeOb
             account = (((w.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("serviceAccountName")
             if manager not in (w.name, (w.meta.get("labels") or {}).get("app.kubernetes.io/name"), account):
                 continue
-            status = w.raw.get("status") or {}
-            ready = status.get("numberReady" if resource == "daemonsets" else "readyReplicas") or 0
-            wanted = (w.raw.get("spec") or {}).get("replicas", 1) if resource != "daemonsets" else max(ready, 1)
-            found.append((w, ready, wanted))
+            found.append((w, *readiness(w)))
     return found if readable else None
 
 

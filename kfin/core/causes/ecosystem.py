@@ -245,10 +245,7 @@ def find_controller(facts: ClusterFacts, controller: Controller) -> list[tuple[K
                     or custom.workload_account(w) in controller.service_accounts
                 ):
                     continue
-                status = w.raw.get("status") or {}
-                ready = status.get("numberReady" if resource == "daemonsets" else "readyReplicas") or 0
-                wanted = (w.raw.get("spec") or {}).get("replicas", 1) if resource != "daemonsets" else max(ready, 1)
-                found.append((w, ready, wanted))
+                found.append((w, *custom.readiness(w)))
     return found if readable else None
 
 
