@@ -6,12 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kfin.core.blocking import Chain, follow
 from kfin.core.causes import Explanation, explain_cached
 from kfin.core.facts import Facts
 from kfin.core.owners import add_blocking
 from kfin.core.scope import Scope
-from kfin.core.stuck import StuckObject, find_all, is_stuck
+from kfin.core.stuck import StuckObject, find_all
 from kfin.model import Inventory
 
 if TYPE_CHECKING:
@@ -20,9 +19,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Entry:
-    row: StuckObject
+    row: StuckObject  # its chain is row.chain
     explanation: Explanation
-    chain: Chain | None
 
 
 @dataclass
@@ -39,10 +37,9 @@ def build(scope: Scope) -> Report:
     facts_of: dict[str, Facts] = {f.inventory.context: f for f in sources}
     graph = nx.DiGraph()
     entries = []
-    for row in rows:
+    for row in rows:  # each row's chain was followed by the scan: drawn here, not followed again
         facts = facts_of.get(row.context, sources[0])
-        chain = follow(row.obj, facts) if is_stuck(row.obj, facts) else None
-        if chain is not None:
-            add_blocking(graph, chain, facts.inventory.observed_at)
-        entries.append(Entry(row, explain_cached(row.obj, facts), chain))
+        if row.chain is not None:
+            add_blocking(graph, row.chain, facts.inventory.observed_at)
+        entries.append(Entry(row, explain_cached(row.obj, facts)))
     return Report(entries, graph, [f.inventory for f in sources])

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import Catalog
-from kfin.core.blocking import follow, root_summary
+from kfin.core.blocking import Chain, follow, root_summary
 from kfin.core.causes import blocker_line, explain_cached, family, main_finding, reads_for
 from kfin.core.causes.ghosts import missing_namespace
 from kfin.core.facts import ClusterFacts, Facts
@@ -31,6 +31,7 @@ class StuckObject:
     root_causes: list[dict] = field(default_factory=list)
     verdict: str | None = None  # of the finding that speaks for it (causes.main_finding)
     family: str | None = None  # that finding's family
+    chain: Chain | None = field(default=None, repr=False, compare=False)  # its blocking chain, as followed here
 
     @property
     def root_cause(self) -> str:
@@ -139,6 +140,7 @@ def find_stuck(
                 chain.root_causes(),
                 main.verdict.value if main else None,
                 main.family if main else None,
+                chain,
             )
         )
     rows.sort(key=lambda r: (-r.terminating_seconds, r.obj.namespace, r.obj.type.kind_display, r.obj.name))

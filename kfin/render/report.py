@@ -60,13 +60,14 @@ def _entry(number: int, entry: Entry) -> str:
         parts.append(f"<table><caption><code>{_e(title)}</code></caption>")
         parts += [f"<tr><th>{label}</th><td>{value}</td></tr>" for label, value in rows]
         parts.append("</table>")
-    if entry.chain is not None and entry.chain.steps:
+    chain = row.chain
+    if chain is not None and chain.steps:
         parts.append("<p><b>Plan, in order</b> (kfin runs only <code>kfin remove</code>):</p><ol>")
-        parts += [f"<li><code>{_e(s.action)}</code><br>{_e(s.resolves)}: {_e(s.why)}</li>" for s in entry.chain.steps]
+        parts += [f"<li><code>{_e(s.action)}</code><br>{_e(s.resolves)}: {_e(s.why)}</li>" for s in chain.steps]
         parts.append("</ol>")
-        if entry.chain.afterwards:
+        if chain.afterwards:
             parts.append("<p>Then, by themselves:</p><ul>")
-            parts += [f"<li>{_e(line)}</li>" for line in entry.chain.afterwards]
+            parts += [f"<li>{_e(line)}</li>" for line in chain.afterwards]
             parts.append("</ul>")
     return "\n".join(parts)
 
