@@ -184,11 +184,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_kfin_serve_runs_until_sigterm(fake, fake_kubeconfig, tmp_path):
+@pytest.mark.parametrize("mode, said", [([], "watching, read-only"), (["--rescan"], "scanning every 1s, read-only")])
+def test_kfin_serve_runs_until_sigterm(mode, said, fake, fake_kubeconfig, tmp_path):
     stuck_configmap(fake)
     port = _free_port()
     process = subprocess.Popen([sys.executable, "-m", "kfin", "serve", "--kubeconfig", str(fake_kubeconfig),
-                                "--listen", f"127.0.0.1:{port}", "--interval", "1s"], cwd=ROOT,
+                                "--listen", f"127.0.0.1:{port}", "--interval", "1s", *mode], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "KFIN_CACHE_DIR": str(tmp_path / "cache")})
     try:
@@ -202,7 +203,7 @@ def test_kfin_serve_runs_until_sigterm(fake, fake_kubeconfig, tmp_path):
         assert "kfin_stuck_objects{" in text
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
-        assert "scanning every 1s, read-only" in process.stderr.read()
+        assert said in process.stderr.read()
     finally:
         if process.poll() is None:
             process.kill()

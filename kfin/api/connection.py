@@ -479,27 +479,45 @@ class Kube:
         )
 
     def list_metadata_pages(
-        self, path: str, limit: int = 500, what: What | None = None, reduce: Callable[[dict], Any] | None = None
+        self,
+        path: str,
+        limit: int = 500,
+        what: What | None = None,
+        reduce: Callable[[dict], Any] | None = None,
+        query: dict | None = None,
     ) -> Iterator:
         """Every page of a metadata-only list (an empty list answers `items: null`); `reduce(page)` is
         yielded instead of a page when given (see _pages)."""
-        return self._pages(path, limit, METADATA_LIST_ACCEPT, what, reduce)
+        return self._pages(path, limit, METADATA_LIST_ACCEPT, what, reduce, query)
 
     def list_pages(
-        self, path: str, limit: int = 500, what: What | None = None, reduce: Callable[[dict], Any] | None = None
+        self,
+        path: str,
+        limit: int = 500,
+        what: What | None = None,
+        reduce: Callable[[dict], Any] | None = None,
+        query: dict | None = None,
     ) -> Iterator:
         """Every page of a list of full objects."""
-        return self._pages(path, limit, JSON, what, reduce)
+        return self._pages(path, limit, JSON, what, reduce, query)
 
     def _pages(
-        self, path: str, limit: int, accept: str, what: What | None, reduce: Callable[[dict], Any] | None = None
+        self,
+        path: str,
+        limit: int,
+        accept: str,
+        what: What | None,
+        reduce: Callable[[dict], Any] | None = None,
+        query: dict | None = None,
     ) -> Iterator:
         """Pages are fetched by as many threads as list at once, but parsed (and reduced) one at a time:
         parsing holds the GIL anyway, and so only one page is ever held parsed, not one per thread, which is
         most of a large scan's memory (issue 17)."""
         token, tokens = None, set[str]()
         while True:
-            _, _, data = self.send("GET", path, {"limit": limit, "continue": token}, accept=accept, what=what)
+            _, _, data = self.send(
+                "GET", path, dict(query or {}, limit=limit, **{"continue": token}), accept=accept, what=what
+            )
             with _PARSING:
                 page = check_page(self._json(path, data), f"GET {path}")
                 del data

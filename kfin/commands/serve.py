@@ -1,4 +1,4 @@
-"""`kfin serve`: scan periodically (read-only) and serve the result to Prometheus."""
+"""`kfin serve`: keep the stuck objects current from watches (read-only) and serve them to Prometheus."""
 
 from __future__ import annotations
 
@@ -24,10 +24,13 @@ from kfin.commands.flags import (
     merged,
 )
 from kfin.core.stuck import StuckObject, find_all
-from kfin.errors import ExitCode, UsageError
+from kfin.core.watching import Watched
+from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.model import Inventory
 from kfin.render.terminal import progress_bar
 from kfin.serve import exporter
+
+DEBOUNCE = 0.2  # seconds: changes that come together are answered together
 
 
 def _log(message: str) -> None:
@@ -39,7 +42,16 @@ def serve(
     listen: str = typer.Option(
         ":9847", "--listen", metavar="ADDR", help="Where to serve /metrics, /healthz and /readyz (HOST:PORT or :PORT)."
     ),
-    interval: str = typer.Option("60s", "--interval", metavar="DURATION", help="Time between scans (30s, 5m)."),
+    interval: str = typer.Option(
+        "60s",
+        "--interval",
+        metavar="DURATION",
+        help="While something is stuck, how often explanations read again what is not watched (30s, 5m); "
+        "with --rescan, the time between scans.",
+    ),
+    rescan: bool = typer.Option(
+        False, "--rescan", help="Scan the whole cluster every --interval instead of watching (where watches break)."
+    ),
     max_info_series: MaxInfoSeriesOpt = 500,
     concurrency: ConcurrencyOpt = 16,
     chunk_size: ChunkSizeOpt = 500,
@@ -48,10 +60,12 @@ def serve(
     namespace: NamespaceOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """Scan periodically (read-only) and serve the result to Prometheus.
+    """Keep the stuck objects current from watches (read-only) and serve them to Prometheus.
 
-    Uses the in-cluster service account when run in a Pod, else the kubeconfig. Scans the whole cluster
-    unless -n is given. The last good result is served while a scan fails (see kfin_result_age_seconds).
+    Lists each type once, then watches it, as informers do: a new stuck object shows on /metrics within
+    seconds, and at steady state kfin holds a watch per type and lists nothing. Uses the in-cluster service
+    account when run in a Pod, else the kubeconfig. Covers the whole cluster unless -n is given. The last
+    good result is served while the answer cannot be worked out (see kfin_result_age_seconds).
 
     Example: kfin serve --listen :9847 --interval 60s
     """
@@ -68,17 +82,47 @@ def serve(
     # A configuration that cannot work is an error now; a cluster that does not answer is retried each scan.
     Kube.connect(options.target())
 
-    def scan() -> tuple[list[StuckObject], list[Inventory]]:
-        rows, sources = find_all(scope, progress=progress_bar)
-        return rows, [facts.inventory for facts in sources]
-
-    served = exporter.Exporter(scan, max_info_series, log=_log)
-    server = exporter.http_server(served, host, port)
-    _log(f"kfin serve: scanning every {interval}, read-only; metrics on http://{host}:{server.server_port}/metrics")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):  # a Pod's stop, or Ctrl-C: finish the answer in hand, then go
         signal.signal(sig, lambda *_: stop.set())
-    exporter.run(served, server, every, stop)
+    if rescan:
+
+        def scan() -> tuple[list[StuckObject], list[Inventory]]:
+            rows, sources = find_all(scope, progress=progress_bar)
+            return rows, [facts.inventory for facts in sources]
+
+        served = exporter.Exporter(scan, max_info_series, log=_log)
+        server = exporter.http_server(served, host, port)
+        _log(f"kfin serve: scanning every {interval}, read-only; metrics on http://{host}:{server.server_port}/metrics")
+        exporter.run(served, server, every, stop)
+    else:
+        watched = Watched(scope, every)
+        seen = [0, 0]  # the version the answer served was worked out from; how many it found stuck
+
+        def answer() -> tuple[list[StuckObject], list[Inventory]]:
+            while not watched.wait_synced(1.0):
+                if stop.is_set():
+                    raise KfinError("stopped before every type was listed")
+            seen[0] = watched.version()
+            rows, sources = watched.answer()
+            seen[1] = len(rows)
+            return rows, [facts.inventory for facts in sources]
+
+        def due() -> bool:
+            now = watched.wait(seen[0], stuck=seen[1] > 0)
+            if now == seen[0]:
+                return False
+            time.sleep(DEBOUNCE)  # a namespace's deletion is hundreds of events: one answer for the burst
+            return True
+
+        served = exporter.Exporter(answer, max_info_series, log=_log, requests=watched.requests)
+        server = exporter.http_server(served, host, port)
+        _log(f"kfin serve: watching, read-only; metrics on http://{host}:{server.server_port}/metrics")
+        watched.start()
+        try:
+            exporter.run(served, server, every, stop, due)
+        finally:
+            watched.stop()
     _log("kfin serve: stopped")
     if threading.active_count() > 1:  # a scan in flight: it only reads, so its requests are left, not awaited
         sys.stderr.flush()

@@ -65,9 +65,7 @@ def gather(
             return one(context)
         except KfinError as error:  # one unreachable cluster must not hide the others
             errors[context] = error
-            return Facts(
-                Inventory([], [], [Failure("context", context, type(error).__name__, error.message)], context=context)
-            )
+            return unread_context(context, error)
 
     results = ordered(attempt, contexts, min(8, len(contexts)))
     if len(errors) == len(contexts):  # nothing was read: an error, not a partial result
@@ -75,3 +73,8 @@ def gather(
         first.message = "no context could be read: " + "; ".join(f"{c}: {errors[c].message}" for c in contexts)
         raise first
     return results
+
+
+def unread_context(context: str, error: KfinError) -> Facts:
+    """What is known of a context that could not be read: only that, and why."""
+    return Facts(Inventory([], [], [Failure("context", context, type(error).__name__, error.message)], context=context))

@@ -252,9 +252,14 @@ def find_all(
     and what `kfin serve` exposes at each scan."""
     sources = gather(scope, lean=True, progress=progress)
     filters = Filters(resolve_kinds(kinds, [f.inventory for f in sources]), finalizer, older)
-    rows = [row for facts in sources for row in find_stuck(facts.inventory, filters, facts)]
-    rows.sort(key=lambda r: (-r.terminating_seconds, r.context, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
-    return rows, sources
+    return oldest_first([row for facts in sources for row in find_stuck(facts.inventory, filters, facts)]), sources
+
+
+def oldest_first(rows: list[StuckObject]) -> list[StuckObject]:
+    """The rows of several contexts in one order: longest stuck first."""
+    return sorted(
+        rows, key=lambda r: (-r.terminating_seconds, r.context, r.obj.namespace, r.obj.type.kind_display, r.obj.name)
+    )
 
 
 def gating_webhooks(rows: list[StuckObject], sources: list[Facts]) -> dict[str, int]:

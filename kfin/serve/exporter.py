@@ -1,8 +1,8 @@
-"""`kfin serve`: scan periodically, read-only, and serve the result to Prometheus.
+"""`kfin serve`: keep the stuck objects current, read-only, and serve the result to Prometheus.
 
-One thread scans every interval; the HTTP server answers from the last good result, so a scrape never
-waits for a scan and a failed scan never empties /metrics (kfin_result_age_seconds says how old it is).
-Each scan's objects are dropped before the next: memory stays that of one scan.
+One thread works the answer out: after each change its watches see (kfin.core.watching), or, with
+--rescan, by a scan every interval. The HTTP server answers from the last good result, so a scrape never
+waits for an answer and a failed one never empties /metrics (kfin_result_age_seconds says how old it is).
 
     /metrics   the exposition (kfin.render.metrics), plus kfin serve's own series
     /healthz   200 while the process serves
@@ -38,12 +38,15 @@ class Exporter:
         scan: Callable[[], tuple[list, list]],
         max_info: int = metrics.DEFAULT_MAX_INFO,
         log: Callable[[str], None] = print,
+        requests: Callable[[], tuple[int, int]] | None = None,
     ):
-        self._scan, self.max_info, self.log = scan, max_info, log
+        """`requests`: (lists, watches) asked so far, when the answer comes from watches."""
+        self._scan, self.max_info, self.log, self._requests = scan, max_info, log, requests
         self._lock = threading.Lock()
         self.result: Result | None = None
         self.scans = self.errors = 0
         self.last_ok = False
+        self._said: tuple | None = None  # (stuck, partial) last logged by a watching exporter
 
     def scan_once(self) -> bool:
         started = time.monotonic()
@@ -52,7 +55,7 @@ class Exporter:
             text = metrics.exposition(
                 metrics.stuck_families(rows, inventories, time.monotonic() - started, time.time(), self.max_info)
             )
-            partial = not all(inv.complete for inv in inventories)
+            partial, stuck = not all(inv.complete for inv in inventories), len(rows)
             del rows, inventories
         except Exception as error:
             message = error.message if isinstance(error, KfinError) else f"internal error in kfin: {error!r}"
@@ -61,14 +64,17 @@ class Exporter:
             self.log(f"scan failed: {one_line(message)} (serving the last good result)")
             return False
         finally:
-            gc.unfreeze()  # nothing of a scan outlives it: collect what cycles it left
-            gc.collect()
+            if self._requests is None:  # nothing of a scan outlives it: collect what cycles it left
+                gc.unfreeze()
+                gc.collect()
         with self._lock:
             self.result, self.scans, self.last_ok = Result(text, time.time()), self.scans + 1, True
-        self.log(
-            f"scan done in {time.monotonic() - started:.2f} s"
-            + (" (partial: see kfin_scan_failures)" if partial else "")
-        )
+        note = " (partial: see kfin_scan_failures)" if partial else ""
+        if self._requests is None:
+            self.log(f"scan done in {time.monotonic() - started:.2f} s{note}")
+        elif self._said != (stuck, partial):  # answers follow every change: only news is logged
+            self.log(f"{stuck} stuck{note}")
+            self._said = (stuck, partial)
         return True
 
     def ready(self) -> bool:
@@ -87,6 +93,17 @@ class Exporter:
             ),
             metrics.Family("kfin_last_scan_success", "gauge", "1 when the last scan succeeded.", [({}, ok)]),
         ]
+        if self._requests is not None:
+            lists, watches = self._requests()
+            own += [
+                metrics.Family(
+                    "kfin_list_requests_total",
+                    "counter",
+                    "Lists asked of the API server (one per type, then on 410).",
+                    [({}, lists)],
+                ),
+                metrics.Family("kfin_watch_requests_total", "counter", "Watches started.", [({}, watches)]),
+            ]
         if result is not None:
             own.append(
                 metrics.Family(
@@ -175,19 +192,30 @@ def http_server(exporter: Exporter, host: str, port: int) -> ThreadingHTTPServer
     return server
 
 
-def run(exporter: Exporter, server: ThreadingHTTPServer, interval: float, stop: threading.Event) -> None:
-    """Serve until `stop` is set; scan now, then every `interval` seconds (measured from each start). Scans
-    run in a thread of their own, so that a stop (SIGTERM) ends the process at once, not after a scan of a
-    large cluster: a scan only reads, there is nothing to finish."""
+def run(
+    exporter: Exporter,
+    server: ThreadingHTTPServer,
+    interval: float,
+    stop: threading.Event,
+    due: Callable[[], bool] | None = None,
+) -> None:
+    """Serve until `stop` is set, working the answer out now and then whenever `due()` says so (it waits a
+    second at most), or, without `due`, every `interval` seconds (measured from each start). The answer is
+    worked out in a thread of its own, so that a stop (SIGTERM) ends the process at once, not after a scan of
+    a large cluster: kfin only reads, there is nothing to finish."""
 
-    def scans() -> None:
+    def answers() -> None:
         while not stop.is_set():
             started = time.monotonic()
             exporter.scan_once()
-            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+            if due is None:
+                stop.wait(max(0.0, interval - (time.monotonic() - started)))
+            else:
+                while not stop.is_set() and not due():
+                    pass
 
     threading.Thread(target=server.serve_forever, args=(0.2,), daemon=True, name="kfin-http").start()
-    threading.Thread(target=scans, daemon=True, name="kfin-scan").start()
+    threading.Thread(target=answers, daemon=True, name="kfin-answer").start()
     try:
         while not stop.wait(1.0):  # a timed wait: signal handlers run in this thread between waits
             pass

@@ -1,7 +1,9 @@
 """HTTP front of the fake kube-apiserver: routing, content negotiation, auth, faults and the request log."""
 
 import base64
+import bisect
 import hashlib
+import itertools
 import json
 import re
 import secrets
@@ -718,15 +720,19 @@ class Watch:
     """A watch of one type (in one namespace, with selectors) from a resourceVersion: what happened after
     it, replayed from the cluster's history, then each change as it comes, until timeoutSeconds.
     A resourceVersion older than the compacted window gets one ERROR event, 410 Expired (capture 29 of
-    causes). Bookmarks are not sent (a server may leave them out)."""
+    causes). With allowWatchBookmarks, a BOOKMARK carrying the current resourceVersion is sent every
+    BOOKMARK_EVERY seconds, as kube-apiserver's watch cache does (staging/src/k8s.io/apiserver/pkg/storage/
+    cacher: defaultBookmarkFrequency is a minute)."""
 
-    LONGEST = 60.0  # the fake's cap on timeoutSeconds, so that a forgotten watch ends
+    LONGEST = 60.0  # the fake's cap on timeoutSeconds, so that a forgotten watch ends (a bench may raise it)
+    BOOKMARK_EVERY = 60.0
 
     def __init__(self, cluster, rt, namespace, query, metadata_only):
         self.cluster, self.rt, self.namespace, self.metadata_only = cluster, rt, namespace, metadata_only
         self.labels = (query.get("labelSelector") or [""])[0]
         self.fields = (query.get("fieldSelector") or [""])[0]
         self.timeout = min(float((query.get("timeoutSeconds") or [self.LONGEST])[0]), self.LONGEST)
+        self.bookmarks = (query.get("allowWatchBookmarks") or [""])[0] == "true"
         start = (query.get("resourceVersion") or [""])[0]
         with cluster.lock:
             self.start = int(start) if start.isdigit() and start != "0" else int(cluster.current_rv)
@@ -754,20 +760,36 @@ class Watch:
             return
         deadline = time.monotonic() + self.timeout
         position = self.start
+        bookmark_due = time.monotonic() + self.BOOKMARK_EVERY
         while True:
             with self.cluster.changed:
-                due = [(rv, kind, obj) for rv, kind, key, obj in self.cluster.history
-                       if rv > position and self._wanted(key, obj)]
-                if self.cluster.history:
-                    position = max(position, self.cluster.history[-1][0])
+                history = self.cluster.history
+                # the history is in resourceVersion order: only its tail is new (bisect, not a scan of it all)
+                first = bisect.bisect_right(history, position, key=lambda entry: entry[0])
+                due = [(rv, kind, obj) for rv, kind, key, obj in itertools.islice(history, first, None)
+                       if self._wanted(key, obj)]
+                if history:
+                    position = max(position, history[-1][0])
                 if not due:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        return
-                    self.cluster.changed.wait(min(left, 0.5))
-                    continue
-                lines = [self._event(kind, obj) for _, kind, obj in due]
+                    if self.bookmarks and time.monotonic() >= bookmark_due:
+                        bookmark_due = time.monotonic() + self.BOOKMARK_EVERY
+                        lines = [self._bookmark(position)]
+                    else:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            return
+                        self.cluster.changed.wait(min(left, 0.5, max(0.01, bookmark_due - time.monotonic())))
+                        continue
+                else:
+                    lines = [self._event(kind, obj) for _, kind, obj in due]
             yield from lines
+
+    def _bookmark(self, version) -> bytes:
+        """An object of the watched kind with nothing but its resourceVersion, as kube-apiserver sends."""
+        obj = {"kind": "PartialObjectMetadata" if self.metadata_only else self.rt.kind,
+               "apiVersion": "meta.k8s.io/v1" if self.metadata_only else self.rt.api_version,
+               "metadata": {"resourceVersion": str(version)}}
+        return json.dumps({"type": "BOOKMARK", "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
 def svc_key():

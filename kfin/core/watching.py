@@ -1,0 +1,114 @@
+"""The stuck objects kept current from watches, for `kfin serve` and `kfin stuck --watch`.
+
+Each context's types are listed once and then watched (kfin.api.informer). The answer is the one a scan
+gives (kfin.core.stuck.find_stuck over the same lean inventory), worked out again from memory only when a
+change kfin can see arrives, and every `refresh` seconds while something is stuck: an explanation also
+reads what kfin does not keep (a claim's Pods, RBAC, Leases, Events), and those are read again then.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from kfin.api.connection import Kube
+from kfin.api.informer import Informers
+from kfin.api.inventory import STUCK_FULL
+from kfin.api.target import Target
+from kfin.core import catalog
+from kfin.core.facts import Facts
+from kfin.core.scope import Scope
+from kfin.core.sources import unread_context
+from kfin.core.stuck import Filters, StuckObject, find_stuck, oldest_first
+from kfin.errors import KfinError
+
+
+class Watched:
+    """The informers of every context of a scope, and the stuck objects they show."""
+
+    def __init__(self, scope: Scope, refresh: float):
+        if scope.from_snapshot:
+            raise KfinError("a snapshot cannot be watched: --watch and kfin serve read a live cluster")
+        catalog.use_files(scope.catalogs)
+        self.refresh = refresh
+        self.changes = threading.Condition()  # every context's informers notify it
+        self.sources: list[tuple[str, Kube | None, Informers | None, KfinError | None]] = []
+        names: list[str | None] = list(scope.contexts) or [scope.target.context]
+        for name in names:
+            try:
+                kube = Kube.connect(Target(scope.target.kubeconfig, name, scope.target.request_timeout))
+            except KfinError as error:
+                if len(names) == 1:
+                    raise
+                self.sources.append((name or "", None, None, error))  # the others are still watched
+                continue
+            informers = Informers(
+                kube,
+                scope.namespace_of(kube.namespace),
+                STUCK_FULL,
+                page_size=scope.chunk_size,
+                relist=refresh,
+                changes=self.changes,
+            )
+            self.sources.append((kube.context, kube, informers, None))
+
+    def start(self) -> None:
+        for _, _, informers, _ in self.sources:
+            if informers is not None:
+                informers.start()
+
+    def stop(self) -> None:
+        for _, _, informers, _ in self.sources:
+            if informers is not None:
+                informers.stop()
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return all(
+            informers.wait_synced(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            for _, _, informers, _ in self.sources
+            if informers is not None
+        )
+
+    def version(self) -> int:
+        return sum(informers.version for _, _, informers, _ in self.sources if informers is not None)
+
+    def wait(self, since: int, stuck: bool, most: float = 1.0) -> int:
+        """The version once a change kfin can see arrived, after `refresh` seconds while something is stuck
+        (`stuck`), or after `most` seconds (so that the caller may look at its stop flag), whichever is first.
+        Returns `since` when nothing is due yet."""
+        due = time.monotonic() + (self.refresh if stuck else float("inf"))
+        with self.changes:
+            self.changes.wait_for(lambda: self.version() != since, min(most, max(0.0, due - time.monotonic())))
+        now = self.version()
+        if now == since and time.monotonic() >= due:
+            return now + 1  # not a change: the refresh of what explanations read on demand
+        return now
+
+    def answer(self, filters: Filters = Filters()) -> tuple[list[StuckObject], list[Facts]]:
+        """(stuck rows of every context, oldest first; the Facts they came from), as kfin.core.stuck.find_all."""
+        rows: list[StuckObject] = []
+        sources: list[Facts] = []
+        failed: list[KfinError] = []
+        for context, kube, informers, error in self.sources:
+            if informers is not None:
+                try:
+                    inventory = informers.inventory()
+                except KfinError as failure:
+                    error = failure
+                else:
+                    facts = Facts(inventory, kube, informers.page_size)
+                    rows += find_stuck(inventory, filters, facts)
+                    sources.append(facts)
+                    continue
+            assert error is not None
+            failed.append(error)
+            sources.append(unread_context(context, error))
+        if len(failed) == len(self.sources):  # nothing is known: an error, not an empty answer
+            raise failed[0]
+        return oldest_first(rows), sources
+
+    def requests(self) -> tuple[int, int]:
+        """(lists, watches) asked so far in every context."""
+        counts = [i.requests() for _, _, i, _ in self.sources if i is not None]
+        return sum(c[0] for c in counts), sum(c[1] for c in counts)
