@@ -1,8 +1,9 @@
 """`kfin stuck --watch`: the stuck objects as they change, until Ctrl-C, like `kubectl get -w`.
 
-It rescans every --interval and shows what changed: on a terminal the table redrawn, on a pipe one line per
-change (ADDED, MODIFIED, DELETED). Rescans, not watches: a watch per type, with its re-lists and bookmarks,
-is the machinery `kfin serve` is to get (issue 26); a rescan reads metadata only, as every scan does.
+Every type is listed once and then watched (kfin.core.watching, the machinery of `kfin serve`): the answer is
+worked out again as soon as a change kfin can see arrives, and every --interval while something is stuck.
+What changed is shown: on a terminal the table redrawn, on a pipe one line per change (ADDED, MODIFIED,
+DELETED).
 """
 
 from __future__ import annotations
@@ -19,9 +20,15 @@ from kfin.render import tables
 from kfin.render.terminal import console, say, warn
 
 
-def follow(scan: Callable[[], tuple[list[StuckObject], list[Failure]]], every: float, wide: bool = False) -> None:
-    """Until Ctrl-C (then exit 0: stopping a watch is how it ends). A failing rescan is a warning, and the
-    last answer stays on screen; what could not be read is warned of when it changes."""
+def follow(
+    scan: Callable[[], tuple[list[StuckObject], list[Failure]]],
+    next_due: Callable[[bool], None],
+    every: float,
+    wide: bool = False,
+) -> None:
+    """Until Ctrl-C (then exit 0: stopping a watch is how it ends). `next_due(stuck)` returns when the next
+    answer is due. A failing answer is a warning, and the last one stays on screen; what could not be read is
+    warned of when it changes."""
     terminal = sys.stdout.isatty()
     seen: dict[tuple, StuckObject] = {}
     unread: list[str] = []
@@ -31,7 +38,7 @@ def follow(scan: Callable[[], tuple[list[StuckObject], list[Failure]]], every: f
             try:
                 rows, failures = scan()
             except KfinError as error:
-                warn(f"rescan failed: {error.message} (kept the last answer; trying again in {every:g}s)")
+                warn(f"cannot answer: {error.message} (kept the last answer; trying again in {every:g}s)")
                 time.sleep(every)
                 continue
             lines = [f.line() for f in failures]
@@ -49,7 +56,7 @@ def follow(scan: Callable[[], tuple[list[StuckObject], list[Failure]]], every: f
                 unread = lines
             seen = {row_key(r): r for r in rows}
             first = False
-            time.sleep(every)
+            next_due(bool(rows))
     except KeyboardInterrupt:
         return
 
@@ -58,7 +65,7 @@ def _redraw(rows: list[StuckObject], every: float, wide: bool, partial: bool) ->
     screen = console()
     screen.clear()
     stamp = datetime.now().strftime("%H:%M:%S")
-    say(f"kfin stuck --watch: {len(rows)} stuck at {stamp}; rescanning every {every:g}s (Ctrl-C stops)")
+    say(f"kfin stuck --watch: {len(rows)} stuck at {stamp}; watching (Ctrl-C stops)")
     if rows:
         tables.stuck_table(rows, wide=wide, out=screen)
     else:  # never an all-clear that is not one

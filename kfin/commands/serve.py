@@ -24,13 +24,11 @@ from kfin.commands.flags import (
     merged,
 )
 from kfin.core.stuck import StuckObject, find_all
-from kfin.core.watching import Watched
+from kfin.core.watching import DEBOUNCE, Watched
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.model import Inventory
 from kfin.render.terminal import progress_bar
 from kfin.serve import exporter
-
-DEBOUNCE = 0.2  # seconds: changes that come together are answered together
 
 
 def _log(message: str) -> None:
@@ -112,7 +110,7 @@ def serve(
             now = watched.wait(seen[0], stuck=seen[1] > 0)
             if now == seen[0]:
                 return False
-            time.sleep(DEBOUNCE)  # a namespace's deletion is hundreds of events: one answer for the burst
+            time.sleep(DEBOUNCE)
             return True
 
         served = exporter.Exporter(answer, max_info_series, log=_log, requests=watched.requests)

@@ -31,6 +31,7 @@ from kfin.commands.outputs import OUTPUTS
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.selectors import selector
 from kfin.core.stuck import StuckObject, find_all, gating_webhooks, report, storage_problems
+from kfin.core.watching import DEBOUNCE, Watched
 from kfin.errors import ExitCode, UsageError
 from kfin.model import Failure
 from kfin.names import check_kind
@@ -66,7 +67,12 @@ def stuck(
     watch: bool = typer.Option(
         False, "--watch", "-w", help="Keep watching: redraw as objects get stuck, change or go (Ctrl-C stops)."
     ),
-    interval: str = typer.Option("10s", "--interval", metavar="DURATION", help="-w: time between rescans."),
+    interval: str = typer.Option(
+        "10s",
+        "--interval",
+        metavar="DURATION",
+        help="-w: while something is stuck, how often explanations read again what is not watched.",
+    ),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when anything is stuck (for cron and CI)."),
     refresh: RefreshOpt = False,
     from_snapshot: str | None = snapshot_flag("Read a kfin snapshot or `kubectl get -o json` output."),
@@ -135,11 +141,26 @@ def stuck(
         if fmt not in ("table", "wide", "name"):
             raise UsageError("--watch shows a table (or, on a pipe, a line per change); not -o " + fmt)
 
+        watched = Watched(scope, every)
+        seen = [0]
+
         def scan() -> tuple[list[StuckObject], list[Failure]]:
-            found, sources = find_all(scope, kind or (), finalizer, older)
+            while not watched.wait_synced(1.0):
+                pass
+            seen[0] = watched.version()
+            found, sources = watched.answer(kind or (), finalizer, older)
             return shown(found), [failure for f in sources for failure in f.inventory.failures]
 
-        live.follow(scan, every, wide=fmt == "wide")
+        def next_due(stuck: bool) -> None:
+            while watched.wait(seen[0], stuck) == seen[0]:
+                pass
+            time.sleep(DEBOUNCE)
+
+        watched.start()
+        try:
+            live.follow(scan, next_due, every, wide=fmt == "wide")
+        finally:
+            watched.stop()
         return
     found, sources = find_all(scope, kind or (), finalizer, older, progress=progress_bar)
     rows = shown(found)

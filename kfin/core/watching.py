@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 
 from kfin.api.connection import Kube
 from kfin.api.informer import Informers
@@ -19,8 +20,10 @@ from kfin.core import catalog
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.core.sources import unread_context
-from kfin.core.stuck import Filters, StuckObject, find_stuck, oldest_first
-from kfin.errors import KfinError
+from kfin.core.stuck import Filters, StuckObject, find_stuck, oldest_first, resolve_kinds
+from kfin.errors import KfinError, UsageError
+
+DEBOUNCE = 0.2  # seconds: changes that come together (a namespace's deletion) are answered together
 
 
 class Watched:
@@ -28,7 +31,7 @@ class Watched:
 
     def __init__(self, scope: Scope, refresh: float):
         if scope.from_snapshot:
-            raise KfinError("a snapshot cannot be watched: --watch and kfin serve read a live cluster")
+            raise UsageError("a snapshot cannot be watched: --watch and kfin serve read a live cluster")
         catalog.use_files(scope.catalogs)
         self.refresh = refresh
         self.changes = threading.Condition()  # every context's informers notify it
@@ -85,20 +88,22 @@ class Watched:
             return now + 1  # not a change: the refresh of what explanations read on demand
         return now
 
-    def answer(self, filters: Filters = Filters()) -> tuple[list[StuckObject], list[Facts]]:
-        """(stuck rows of every context, oldest first; the Facts they came from), as kfin.core.stuck.find_all."""
-        rows: list[StuckObject] = []
+    def answer(
+        self, kinds: Iterable[str] = (), finalizer: str | None = None, older: float | None = None
+    ) -> tuple[list[StuckObject], list[Facts]]:
+        """(stuck rows of every context, oldest first; the Facts they came from), as kfin.core.stuck.find_all
+        answers from a scan."""
+        known: list[Facts] = []
         sources: list[Facts] = []
         failed: list[KfinError] = []
         for context, kube, informers, error in self.sources:
             if informers is not None:
                 try:
-                    inventory = informers.inventory()
+                    facts = Facts(informers.inventory(), kube, informers.page_size)
                 except KfinError as failure:
                     error = failure
                 else:
-                    facts = Facts(inventory, kube, informers.page_size)
-                    rows += find_stuck(inventory, filters, facts)
+                    known.append(facts)
                     sources.append(facts)
                     continue
             assert error is not None
@@ -106,7 +111,8 @@ class Watched:
             sources.append(unread_context(context, error))
         if len(failed) == len(self.sources):  # nothing is known: an error, not an empty answer
             raise failed[0]
-        return oldest_first(rows), sources
+        filters = Filters(resolve_kinds(kinds, [f.inventory for f in known]), finalizer, older)
+        return oldest_first([row for facts in known for row in find_stuck(facts.inventory, filters, facts)]), sources
 
     def requests(self) -> tuple[int, int]:
         """(lists, watches) asked so far in every context."""
