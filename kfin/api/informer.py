@@ -105,9 +105,12 @@ class Informer:
             found = (self._keep(item) for item in page.get("items") or [])
             return [obj for obj in found if obj is not None]
 
-        pages = (self.kube.list_pages if self.full else self.kube.list_metadata_pages)(
-            self.path, self.page_size, what=what, reduce=kept, query=self._query()
-        )
+        if self.full:
+            pages = self.kube.list_pages(self.path, self.page_size, what=what, reduce=kept, query=self._query())
+        else:
+            pages = self.kube.list_metadata_pages(
+                self.path, self.page_size, what=what, reduce=kept, query=self._query(), light=True
+            )
         fresh = {(o.namespace, o.name): o for objects in pages for o in objects}
         self.lists += 1
         for key in [k for k in self.objects if k not in fresh]:

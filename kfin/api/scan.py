@@ -356,9 +356,11 @@ def read_objects(
         found = (to_object(r, item, full, lean) for item in page.get("items") or [])
         return [obj for obj in found if obj is not None]
 
-    pages = (kube.list_pages if full else kube.list_metadata_pages)(
-        resource_path(r, namespace), page_size, what=what, reduce=kept
-    )
+    path = resource_path(r, namespace)
+    if full:
+        pages = kube.list_pages(path, page_size, what=what, reduce=kept)
+    else:
+        pages = kube.list_metadata_pages(path, page_size, what=what, reduce=kept, light=lean is not None)
     return [obj for objects in pages for obj in objects]
 
 

@@ -71,7 +71,9 @@ COMMANDS = {
     "wait": Command(
         "kfin.commands.wait", "Follow a deletion until the object is gone (a watch), showing what remains."
     ),
-    "serve": Command("kfin.commands.serve", "Scan periodically (read-only) and serve the result to Prometheus."),
+    "serve": Command(
+        "kfin.commands.serve", "Keep the stuck objects current from watches (read-only) and serve them to Prometheus."
+    ),
     "audit": Command("kfin.commands.audit", "List the finalizer removals kfin applied, from its audit log."),
     "catalog": Command(
         "kfin.commands.catalog", "The catalog of ecosystem finalizers kfin knows: list it, or check a file of your own."

@@ -83,6 +83,7 @@ class AggregatedAPI:
     version: str
     resources: list
     supports_metadata: bool = True  # some aggregated servers cannot answer PartialObjectMetadata
+    supports_protobuf: bool = True  # nor protobuf (then JSON, the next type kfin accepts)
 
 
 def now_rfc3339(offset: float = 0.0) -> str:

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from . import fields, rbac
 from . import status as st
 from . import policies, webhooks
+from . import protobuf as pb
 from .cluster import CATALOG, AggregatedAPI, Cluster, ResourceType, storage_key
 from .controllers import Controllers
 from .patch import PatchError, apply_json_patch, apply_merge_patch
@@ -44,6 +45,7 @@ class Fault:
     times: int | None = None  # None: every matching request
     applied: bool = False  # the request is carried out first, then its answer is replaced (an answer lost)
     headers: dict = field(default_factory=dict)  # sent with a `body` (Content-Encoding, say); bytes go as they are
+    content_type: str = "application/json"  # of a `body`
 
 
 @dataclass
@@ -58,6 +60,7 @@ class LoggedRequest:
     raw_path: str = ""  # as sent, percent-encoded; `path` is decoded, as Go's URL.Path
     response_headers: dict = field(default_factory=dict)
     metadata_only: bool = False
+    protobuf: bool = False  # answered as a protobuf metadata list
     response_bytes: int = 0
     resource: str = ""
     verb: str = ""
@@ -231,12 +234,14 @@ class FakeAPIServer:
             self.controllers.run()
             return self.cluster.find(rt, created["metadata"].get("namespace", ""), created["metadata"]["name"]) or created
 
-    def add_aggregated_backend(self, group: str, version: str, resources: list[dict], supports_metadata: bool = True):
+    def add_aggregated_backend(self, group: str, version: str, resources: list[dict], supports_metadata: bool = True,
+                               supports_protobuf: bool = True):
         """Make an aggregated API available, as a running metrics-server would (resources: discovery entries)."""
         types = [ResourceType(group, version, r["name"], r["kind"], r.get("namespaced", True),
                               r.get("verbs", ["get", "list"]), origin="aggregated") for r in resources]
         with self.cluster.lock:
-            self.cluster.aggregated_backends[f"{group}/{version}"] = AggregatedAPI(group, version, types, supports_metadata)
+            self.cluster.aggregated_backends[f"{group}/{version}"] = AggregatedAPI(group, version, types, supports_metadata,
+                                                                                      supports_protobuf)
             for svc in self.cluster.list(self.cluster.types[("apiregistration.k8s.io", "apiservices")], None):
                 self.cluster.events.append(("updated", svc_key(), "", svc["metadata"]["name"]))
             self.controllers.run()
@@ -386,6 +391,8 @@ class FakeAPIServer:
             if self.cluster.warnings:
                 log.response_headers["Warning"] = ", ".join(self.cluster.warnings)
             self.controllers.run()
+            if isinstance(answer, Encoded):
+                return code, answer.content_type, answer.data
             return code, "application/json", answer
 
     def _admit_namespace(self, verb, rt, route):
@@ -626,6 +633,22 @@ class FakeAPIServer:
         raise st.unsupported_media_type("application/json-patch+json, application/merge-patch+json, "
                                         "application/apply-patch+yaml")
 
+    def _wants_protobuf(self, rt, accept) -> bool:
+        """Whether the first media type the fake can serve is a protobuf metadata list: kube-apiserver serves
+        one for built-in and custom resources alike; an aggregated server may not (`supports_protobuf`)."""
+        for media, params in accept:
+            if media == pb.CONTENT_TYPE:
+                wanted = (params.get("as"), params.get("g"), params.get("v")) == META_LIST
+                if wanted and self._metadata_supported(rt) and self._protobuf_supported(rt):
+                    return True
+            elif media in ("application/json", "*/*", "application/*"):
+                return False
+        return False
+
+    def _protobuf_supported(self, rt):
+        backend = self.cluster.aggregated_backends.get(rt.api_version)
+        return rt.origin != "aggregated" or backend is None or backend.supports_protobuf
+
     def _metadata_supported(self, rt):
         backend = self.cluster.aggregated_backends.get(rt.api_version)
         return rt.origin != "aggregated" or backend is None or backend.supports_metadata
@@ -652,8 +675,9 @@ class FakeAPIServer:
 
     def _list(self, rt, ns, query, accept, log):
         c = self.cluster
-        metadata_only = self._negotiate(rt, accept, META_LIST)
-        log.metadata_only = metadata_only
+        protobuf = self._wants_protobuf(rt, accept)
+        metadata_only = protobuf or self._negotiate(rt, accept, META_LIST)
+        log.metadata_only, log.protobuf = metadata_only, protobuf
         label_selector = (query.get("labelSelector") or [""])[0]
         field_selector = (query.get("fieldSelector") or [""])[0]
         # Continue keys are relative to the list's own prefix, as the real server's are: "/name" within a
@@ -677,6 +701,8 @@ class FakeAPIServer:
             list_meta["continue"] = _encode_continue(c.current_rv, last[len(prefix):])
             if not label_selector and not field_selector:  # the real server leaves it out with selectors
                 list_meta["remainingItemCount"] = rest
+        if protobuf:
+            return Encoded(pb.metadata_list(items, list_meta), pb.CONTENT_TYPE)
         if metadata_only:
             return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
                     "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
@@ -714,6 +740,13 @@ class FakeAPIServer:
         return {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "metadata": {"name": name,
                 "namespace": ns, "creationTimestamp": None}, "spec": (payload or {}).get("spec", {}),
                 "status": {"token": token, "expirationTimestamp": self.cluster.now()}}
+
+
+@dataclass
+class Encoded:
+    """An answer already encoded (protobuf), with its media type."""
+    data: bytes
+    content_type: str
 
 
 class Watch:
@@ -862,7 +895,7 @@ class _Handler(BaseHTTPRequestHandler):
             if fault.body is not None:
                 data = fault.body if isinstance(fault.body, bytes) else json.dumps(fault.body).encode()
                 log.response_headers.update(fault.headers)
-                self._send(fault.status or 200, "application/json", data, log, fault.trickle)
+                self._send(fault.status or 200, fault.content_type, data, log, fault.trickle)
                 return
             if fault.status:
                 self._send(fault.status, "application/json", st.internal_error("injected fault").body

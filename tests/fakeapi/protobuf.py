@@ -1,0 +1,58 @@
+"""The fake's protobuf answers: metadata lists encoded with kfin's messages (kfin/api/proto/metadata.proto),
+framed as kube-apiserver frames them: the magic "k8s\\0", then a runtime.Unknown whose raw is the
+PartialObjectMetadataList (k8s.io/apimachinery/pkg/runtime/serializer/protobuf). Fields kfin does not declare
+(selfLink, a managedFields entry's operation and time) are left out, so these answers are a little smaller
+than a real server's."""
+
+import json
+from datetime import datetime
+
+from kfin.api.proto import metadata_pb2
+
+MAGIC = b"k8s\x00"
+CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
+
+
+def _seconds(text: str) -> int:
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+
+
+def _meta(meta: dict, out) -> None:
+    for key in ("name", "generateName", "namespace", "uid", "resourceVersion"):
+        if meta.get(key):
+            setattr(out, key, str(meta[key]))
+    if meta.get("generation") is not None:
+        out.generation = int(meta["generation"])
+    for key in ("creationTimestamp", "deletionTimestamp"):
+        if meta.get(key):
+            getattr(out, key).seconds = _seconds(meta[key])
+    if meta.get("deletionGracePeriodSeconds") is not None:
+        out.deletionGracePeriodSeconds = int(meta["deletionGracePeriodSeconds"])
+    out.labels.update(meta.get("labels") or {})
+    out.annotations.update(meta.get("annotations") or {})
+    for ref in meta.get("ownerReferences") or []:
+        owner = out.ownerReferences.add(apiVersion=ref.get("apiVersion", ""), kind=ref.get("kind", ""),
+                                        name=ref.get("name", ""), uid=ref.get("uid", ""))
+        for flag in ("controller", "blockOwnerDeletion"):
+            if ref.get(flag) is not None:
+                setattr(owner, flag, bool(ref[flag]))
+    out.finalizers.extend(meta.get("finalizers") or [])
+    for entry in meta.get("managedFields") or []:
+        managed = out.managedFields.add(manager=entry.get("manager", ""))
+        if entry.get("fieldsV1") is not None:
+            managed.fieldsV1.Raw = json.dumps(entry["fieldsV1"], separators=(",", ":")).encode()
+
+
+def metadata_list(items: list[dict], list_meta: dict) -> bytes:
+    listed = metadata_pb2.PartialObjectMetadataList()
+    if list_meta.get("resourceVersion"):
+        listed.metadata.resourceVersion = str(list_meta["resourceVersion"])
+    if list_meta.get("continue"):
+        setattr(listed.metadata, "continue", list_meta["continue"])
+    if list_meta.get("remainingItemCount") is not None:
+        listed.metadata.remainingItemCount = int(list_meta["remainingItemCount"])
+    for obj in items:
+        _meta(obj["metadata"], listed.items.add().metadata)
+    envelope = metadata_pb2.Unknown(raw=listed.SerializeToString())
+    envelope.typeMeta.apiVersion, envelope.typeMeta.kind = "meta.k8s.io/v1", "PartialObjectMetadataList"
+    return MAGIC + envelope.SerializeToString()

@@ -1,0 +1,116 @@
+"""Metadata lists read as protobuf (kfin.api.protobuf): what kube-apiserver serves for built-in and custom
+resources alike (PartialObjectMetadataList, as the garbage collector lists), JSON where a server does not,
+and the same answer either way. tests/fakeapi encodes with the same messages, framed as kube-apiserver
+frames them (the "k8s\\0" magic and a runtime.Unknown: k8s.io/apimachinery runtime/serializer/protobuf)."""
+
+import json
+
+import pytest
+
+from kfin.api import protobuf
+from kfin.api.proto import metadata_pb2
+from kfin.api.shapes import ShapeError
+from kfin.errors import ExitCode
+from tests.fakeapi import Fault
+from tests.fakeapi import protobuf as fake_protobuf
+from tests.fakeapi.rawclient import RawClient
+from tests.runner import kfin
+
+META = {
+    "name": "db", "namespace": "shop", "uid": "u-1", "resourceVersion": "42", "generation": 3,
+    "creationTimestamp": "2026-01-02T03:04:05Z", "deletionTimestamp": "2026-01-02T04:00:00Z",
+    "deletionGracePeriodSeconds": 0, "labels": {"app": "db"}, "annotations": {"note": "x"},
+    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "u-0",
+                         "controller": True, "blockOwnerDeletion": False}],
+    "finalizers": ["example.com/backup"],
+    "managedFields": [{"manager": "backup-operator", "fieldsV1": {"f:metadata": {"f:finalizers": {
+        'v:"example.com/backup"': {}}}}}],
+}
+
+
+def test_a_protobuf_list_reads_as_the_json_list_would():
+    data = fake_protobuf.metadata_list([{"metadata": META}], {"resourceVersion": "50", "continue": "next"})
+    page = protobuf.metadata_list(data, "GET /api/v1/pods")
+    assert page["metadata"] == {"resourceVersion": "50", "continue": "next"}
+    assert page["items"] == [{"metadata": META}]
+
+
+def test_a_light_read_gives_only_what_a_lean_scan_keeps_of_objects_nobody_deletes():
+    plain = {k: v for k, v in META.items() if k not in ("deletionTimestamp", "finalizers", "managedFields")}
+    data = fake_protobuf.metadata_list([{"metadata": plain}, {"metadata": META}], {})
+    light, whole = protobuf.metadata_list(data, "GET /api/v1/pods", light=True)["items"]
+    assert light["metadata"] == {k: plain[k] for k in ("name", "namespace", "uid", "ownerReferences")}
+    assert whole["metadata"] == META  # being deleted: everything, the finalizer's manager included
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"\x00\x01", "without the Kubernetes magic prefix"),
+    (b"k8s\x00\xff\xff\xff", "cannot decode"),
+    (fake_protobuf.MAGIC + metadata_pb2.Unknown(raw=b"\x12\x05\x0a\x03\x0a\x01\xff").SerializeToString(),
+     "cannot decode"),  # a name that is not UTF-8
+])
+def test_a_protobuf_answer_kfin_cannot_read_is_a_shape_error(data, message):
+    with pytest.raises(ShapeError, match=message):
+        protobuf.metadata_list(data, "GET /api/v1/pods")
+
+
+def test_a_scan_lists_metadata_as_protobuf_and_finds_what_json_finds(fake, fake_kubeconfig, monkeypatch):
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": "shop"}})
+    api.create("/api/v1/namespaces/shop/configmaps", {"metadata": {"name": "held", "finalizers": ["example.com/x"]}})
+    api.delete("/api/v1/namespaces/shop/configmaps/held")
+    as_protobuf = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
+    lists = [r for r in fake.requests if r.metadata_only and r.method == "GET" and "watch" not in r.query]
+    assert lists and all(r.protobuf for r in lists), [r.path for r in lists if not r.protobuf]
+    monkeypatch.setenv("KFIN_LIST_ENCODING", "json")
+    fake.requests.clear()
+    as_json = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
+    assert not any(r.protobuf for r in fake.requests)
+    assert as_protobuf.code == as_json.code == ExitCode.OK
+    first, second = json.loads(as_protobuf.stdout), json.loads(as_json.stdout)
+    for report in (first, second):
+        report.pop("observedAt")
+        for item in report["items"]:
+            item.pop("terminatingSeconds")
+    assert first == second and first["items"][0]["name"] == "held"
+
+
+def test_a_snapshot_is_the_same_read_as_protobuf_or_json(fake, fake_kubeconfig, monkeypatch, tmp_path):
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": "shop", "labels": {"team": "a"}}})
+    api.create("/api/v1/namespaces/shop/configmaps", {"metadata": {"name": "c", "annotations": {"a": "b"}}})
+    assert kfin("snapshot", "-f", str(tmp_path / "pb.json"), "--kubeconfig", str(fake_kubeconfig)).code == 0
+    monkeypatch.setenv("KFIN_LIST_ENCODING", "json")
+    assert kfin("snapshot", "-f", str(tmp_path / "js.json"), "--kubeconfig", str(fake_kubeconfig)).code == 0
+    pb, js = (json.loads((tmp_path / f).read_text()) for f in ("pb.json", "js.json"))
+    pb.pop("observedAt"), js.pop("observedAt")
+    assert pb == js
+
+
+def test_an_aggregated_api_without_protobuf_is_read_as_json(fake, fake_kubeconfig):
+    fake.add_aggregated_backend("metrics.k8s.io", "v1beta1", [
+        {"name": "nodes", "kind": "NodeMetrics", "namespaced": False, "verbs": ["get", "list"]}],
+        supports_protobuf=False)
+    api = RawClient(fake.url, "admin-token")
+    api.create("/apis/apiregistration.k8s.io/v1/apiservices", {"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {
+        "group": "metrics.k8s.io", "version": "v1beta1", "service": {"namespace": "kube-system", "name": "m"}}})
+    result = kfin("stuck", "-A", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.OK, result.stderr
+    [nodes] = [r for r in fake.requests if r.path == "/apis/metrics.k8s.io/v1beta1/nodes"]
+    assert nodes.status == 200 and nodes.metadata_only and not nodes.protobuf
+    assert any(r.protobuf for r in fake.requests)  # the others stay protobuf
+
+
+def test_a_server_that_refuses_the_protobuf_offer_is_asked_for_json(fake, fake_kubeconfig):
+    fake.faults.append(Fault(path="/api/v1/configmaps$", status=406, times=1))
+    result = kfin("stuck", "-A", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.OK, result.stderr
+    asked = [r for r in fake.requests if r.path == "/api/v1/configmaps"]
+    assert [r.status for r in asked] == [406, 200] and "protobuf" not in asked[1].accept
+
+
+def test_a_corrupt_protobuf_list_is_one_line_and_a_partial_scan(fake, fake_kubeconfig):
+    fake.faults.append(Fault(path="/api/v1/configmaps$", body=b"k8s\x00\xff\xff", content_type=protobuf.CONTENT_TYPE))
+    result = kfin("stuck", "-A", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.PARTIAL and "Traceback" not in result.stderr
+    assert "answered a protobuf list kfin cannot decode" in result.stderr
