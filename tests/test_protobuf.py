@@ -37,6 +37,7 @@ def test_a_protobuf_list_reads_as_the_json_list_would():
 
 def test_a_light_read_gives_only_what_a_lean_scan_keeps_of_objects_nobody_deletes():
     plain = {k: v for k, v in META.items() if k not in ("deletionTimestamp", "finalizers", "managedFields")}
+    plain.update(uid="u-2", resourceVersion="43")
     data = fake_protobuf.metadata_list([{"metadata": plain}, {"metadata": META}], {})
     light, whole = protobuf.metadata_list(data, "GET /api/v1/pods", light=True)["items"]
     assert light["metadata"] == {k: plain[k] for k in ("name", "namespace", "uid", "ownerReferences")}

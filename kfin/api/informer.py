@@ -62,8 +62,11 @@ class Informer:
         *,
         page_size: int = 500,
         relist: float = 60.0,
+        listed: Callable[[], None] | None = None,
     ):
+        """`listed`: called after the first list (CRDs and APIServices: a kind may have come meanwhile)."""
         self.kube, self.rtype, self.full, self.changed = kube, rtype, full, changed
+        self.on_first_list = listed
         self.page_size, self.relist = page_size, relist
         self.namespace = namespace if rtype.namespaced else None
         # in one namespace's scope, only the Namespace itself of the cluster-scoped types
@@ -117,7 +120,10 @@ class Informer:
             self._set(key, None)
         for key, obj in fresh.items():
             self._set(key, obj)
+        first = not self.listed
         self.version, self.synced, self.listed = versions[0] if versions else "", True, True
+        if first and self.on_first_list is not None:
+            self.on_first_list()
 
     def watch(self) -> None:
         """One watch, from the last version seen, until the server ends it (or the type is stopped)."""
@@ -247,11 +253,16 @@ class Informers:
                     self._changed,
                     page_size=self.page_size,
                     relist=self.relist,
+                    # between discovery and this first list, a kind may have come: discovery is asked again
+                    listed=self._rediscover.set if (rtype.group, rtype.resource) in (CRDS, APISERVICES) else None,
                 )
                 self.informers[rtype] = informer
                 threading.Thread(target=informer.run, daemon=True, name=f"kfin-watch-{rtype.qualified}").start()
-        self.resources, self.discovery_failures, self.error = resources, failures, None
-        self._changed(None, None, None)
+        news = (resources, failures) != (self.resources, self.discovery_failures) or self.error is not None
+        with self.changes:  # the version moves before the types show: whoever sees them sees the change too
+            self.version += news
+            self.resources, self.discovery_failures, self.error = resources, failures, None
+            self.changes.notify_all()
 
     def _keep_discovering(self) -> None:
         backoff, due = BACKOFF_FIRST, True
@@ -278,8 +289,8 @@ class Informers:
     def _changed(self, informer: Informer | None, old: KubeObject | None, new: KubeObject | None) -> None:
         if informer is not None and (old is not None or new is not None):
             key = (informer.rtype.group, informer.rtype.resource)
-            if key in (CRDS, APISERVICES) and (old is None or new is None):
-                self._rediscover.set()  # a kind may have come or gone
+            if key in (CRDS, APISERVICES) and (old is None or new is None) and informer.listed:
+                self._rediscover.set()  # a kind may have come or gone (not at the first list: discovery is new)
             if not any(self._counts(o) for o in (old, new) if o is not None):
                 return
         with self.changes:
