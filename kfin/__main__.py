@@ -2,4 +2,5 @@
 
 from kfin.commands.app import main
 
-main()
+if __name__ == "__main__":  # not when a worker process imports this module again (spawn)
+    main()

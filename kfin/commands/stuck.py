@@ -29,8 +29,9 @@ from kfin.commands.flags import (
 )
 from kfin.commands.outputs import OUTPUTS
 from kfin.core.causes.unreadable import list_failure_causes
+from kfin.core.fleet import find_all_contexts
 from kfin.core.selectors import selector
-from kfin.core.stuck import StuckObject, find_all, gating_webhooks, report, storage_problems
+from kfin.core.stuck import StuckObject, gating_webhooks, report, storage_problems
 from kfin.core.watching import DEBOUNCE, Watched
 from kfin.errors import ExitCode, UsageError
 from kfin.model import Failure
@@ -162,7 +163,7 @@ def stuck(
         finally:
             watched.stop()
         return
-    found, sources = find_all(scope, kind or (), finalizer, older, progress=progress_bar)
+    found, sources = find_all_contexts(scope, kind or (), finalizer, older, progress=progress_bar)
     rows = shown(found)
     if ordering is not None:
         rows.sort(key=lambda row: ordering(row.to_dict()))

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 from kfin.core.causes import Explanation, explain_cached
 from kfin.core.facts import Facts
+from kfin.core.fleet import find_all_contexts
 from kfin.core.owners import add_blocking
 from kfin.core.scope import Scope
-from kfin.core.stuck import StuckObject, find_all
+from kfin.core.stuck import StuckObject
 from kfin.model import Inventory
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ class Report:
 def build(scope: Scope) -> Report:
     import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
 
-    rows, sources = find_all(scope)
+    rows, sources = find_all_contexts(scope)
     facts_of: dict[str, Facts] = {f.inventory.context: f for f in sources}
     graph = nx.DiGraph()
     entries = []

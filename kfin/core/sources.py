@@ -25,11 +25,16 @@ def no_progress(label: str) -> AbstractContextManager[Progress | None]:
 
 
 def gather(
-    scope: Scope, full: set | None = None, lean: bool = False, progress: ProgressFactory = no_progress
+    scope: Scope,
+    full: set | None = None,
+    lean: bool = False,
+    progress: ProgressFactory = no_progress,
+    failed: dict[str, KfinError] | None = None,
 ) -> list[Facts]:
     """What is known of each context (or of the snapshot), scanned in parallel. Live Facts keep their
     connection, so that analysis may read the few whole objects it needs. `lean`: keep only what finding
-    stuck objects needs (kfin.api.scan.Lean), for commands that report stuck objects and nothing else."""
+    stuck objects needs (kfin.api.scan.Lean), for commands that report stuck objects and nothing else.
+    `failed`: filled with the contexts that could not be read, instead of an error when none could."""
     catalog.use_files(scope.catalogs)
     target, contexts = scope.target, list(scope.contexts)
     if scope.from_snapshot:
@@ -58,7 +63,7 @@ def gather(
 
     if len(contexts) <= 1:
         return [one(contexts[0] if contexts else target.context)]
-    errors: dict[str, KfinError] = {}
+    errors: dict[str, KfinError] = {} if failed is None else failed
 
     def attempt(context: str) -> Facts:
         try:
@@ -68,11 +73,17 @@ def gather(
             return unread_context(context, error)
 
     results = ordered(attempt, contexts, min(8, len(contexts)))
-    if len(errors) == len(contexts):  # nothing was read: an error, not a partial result
-        first = errors[contexts[0]]
-        first.message = "no context could be read: " + "; ".join(f"{c}: {errors[c].message}" for c in contexts)
-        raise first
+    if failed is None and len(errors) == len(contexts):
+        raise nothing_read(contexts, errors)
     return results
+
+
+def nothing_read(contexts: list[str], errors: dict[str, KfinError]) -> KfinError:
+    """Every context failed: an error, not a partial result (the first one's kind, every one's message)."""
+    first = errors[contexts[0]]
+    first.message = "no context could be read: " + "; ".join(f"{c}: {errors[c].message}" for c in contexts)
+    first.args = (first.message,)
+    return first
 
 
 def unread_context(context: str, error: KfinError) -> Facts:

@@ -14,7 +14,7 @@ from kfin.core.causes.ghosts import missing_namespace
 from kfin.core.facts import ClusterFacts, Facts
 from kfin.core.scope import Scope
 from kfin.core.sources import ProgressFactory, gather, no_progress
-from kfin.errors import NotFoundError
+from kfin.errors import KfinError, NotFoundError
 from kfin.model import Inventory, KubeObject, format_time
 from kfin.names import check_kind
 
@@ -247,10 +247,11 @@ def find_all(
     finalizer: str | None = None,
     older: float | None = None,
     progress: ProgressFactory = no_progress,
+    failed: dict[str, KfinError] | None = None,
 ) -> tuple[list[StuckObject], list[Facts]]:
     """(stuck rows of every context, oldest first; the Facts they came from): what `kfin stuck` prints
-    and what `kfin serve` exposes at each scan."""
-    sources = gather(scope, lean=True, progress=progress)
+    and what `kfin serve --rescan` exposes at each scan. `failed`: as gather's."""
+    sources = gather(scope, lean=True, progress=progress, failed=failed)
     filters = Filters(resolve_kinds(kinds, [f.inventory for f in sources]), finalizer, older)
     return oldest_first([row for facts in sources for row in find_stuck(facts.inventory, filters, facts)]), sources
 

@@ -1,0 +1,94 @@
+"""Fleets (kfin.core.fleet): many contexts scanned in parallel processes, merged in the parent, one failing
+context reported without stopping the others, and the same answer as one process gives."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kfin.api.target import Target
+from kfin.core import fleet
+from kfin.core.scope import Scope
+from kfin.core.stuck import find_all
+from kfin.errors import ExitCode, UnreachableError
+from tests.fakeapi import FakeAPIServer
+from tests.fakeapi.rawclient import RawClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def four_clusters(tmp_path):
+    """Four fake clusters, each with a stuck ConfigMap named after it, and a fifth context nobody answers."""
+    servers = [FakeAPIServer().start() for _ in range(4)]
+    config = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": [],
+              "current-context": "c0"}
+    for number, server in enumerate(servers):
+        api = RawClient(server.url, "admin-token")
+        api.create("/api/v1/namespaces/default/configmaps",
+                   {"metadata": {"name": f"held-{number}", "finalizers": ["example.com/b"]}})
+        api.delete(f"/api/v1/namespaces/default/configmaps/held-{number}")
+        own = json.loads(server.kubeconfig(tmp_path / f"k{number}").read_text())
+        config["clusters"].append({"name": f"c{number}", "cluster": own["clusters"][0]["cluster"]})
+        config["users"].append({"name": f"c{number}", "user": own["users"][0]["user"]})
+        config["contexts"].append({"name": f"c{number}", "context": {"cluster": f"c{number}", "user": f"c{number}"}})
+    config["clusters"].append({"name": "gone", "cluster": {"server": "https://127.0.0.1:9"}})
+    config["contexts"].append({"name": "gone", "context": {"cluster": "gone", "user": "c0"}})
+    path = tmp_path / "fleet"
+    path.write_text(json.dumps(config))
+    yield path
+    for server in servers:
+        server.stop()
+
+
+def test_contexts_are_scanned_in_processes_with_the_answer_of_one_process(four_clusters, monkeypatch):
+    scope = Scope(Target(str(four_clusters), request_timeout=5), all_namespaces=True,
+                  contexts=("c0", "c1", "c2", "c3", "gone"))
+    pools = []
+
+    class CountingPool(fleet.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    monkeypatch.setattr(fleet, "ProcessPoolExecutor", CountingPool)
+    monkeypatch.setattr(fleet, "workers_for", lambda contexts: 2)
+    rows, sources = fleet.find_all_contexts(scope)
+    assert len(pools) == 1
+    one_process, _ = find_all(scope)
+    # (the order of rows stuck for the same time depends on each context's moment of scan: compared sorted)
+    assert sorted((r.context, r.obj.ref, r.blocker, r.verdict) for r in rows) == \
+           sorted((r.context, r.obj.ref, r.blocker, r.verdict) for r in one_process)
+    assert {r.context for r in rows} == {"c0", "c1", "c2", "c3"}
+    assert [f.inventory.context for f in sources] == ["c0", "c1", "c2", "c3", "gone"]
+    [gone] = sources[-1].inventory.failures
+    assert gone.what == "context" and gone.reason == "UnreachableError"
+    assert all(f.kube is not None for f in sources[:4])  # connected again for what a command reads next
+
+
+def test_a_fleet_where_nothing_answers_is_an_error(tmp_path, monkeypatch):
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "a",
+              "clusters": [{"name": n, "cluster": {"server": "https://127.0.0.1:9"}} for n in "abcd"],
+              "users": [{"name": "u", "user": {"token": "t"}}],
+              "contexts": [{"name": n, "context": {"cluster": n, "user": "u"}} for n in "abcd"]}
+    (tmp_path / "k").write_text(json.dumps(config))
+    monkeypatch.setattr(fleet, "workers_for", lambda contexts: 2)
+    scope = Scope(Target(str(tmp_path / "k"), request_timeout=5), all_namespaces=True, contexts=tuple("abcd"))
+    with pytest.raises(UnreachableError, match="no context could be read: a: .*; d: "):
+        fleet.find_all_contexts(scope)
+
+
+def test_kfin_stuck_all_contexts_from_the_command_line(four_clusters, tmp_path):
+    """As a user runs it: a separate process, which forks its workers."""
+    result = subprocess.run([sys.executable, "-m", "kfin", "stuck", "--all-contexts", "-o", "json",
+                             "--kubeconfig", str(four_clusters), "--request-timeout", "5s"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "KFIN_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.returncode == ExitCode.PARTIAL, result.stderr
+    report = json.loads(result.stdout)
+    assert sorted((i["context"], i["name"]) for i in report["items"]) == [
+        ("c0", "held-0"), ("c1", "held-1"), ("c2", "held-2"), ("c3", "held-3")]
+    assert [f["context"] for f in report["failures"]] == ["gone"] and "Traceback" not in result.stderr
