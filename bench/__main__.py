@@ -2,7 +2,9 @@
 
     python -m bench                         # tests/fakeapi, N = 1,000, 10,000 and 50,000
     python -m bench --kubeconfig K --context C   # a real cluster (objects in kfin-bench-* namespaces)
-    python -m bench --sizes 200 --crds 3 --repeat 1 --startup-runs 1 --list-objects 2000 --fleet 2   # smoke run
+    python -m bench --sizes 200 --crds 3 --repeat 1 --startup-runs 1 --list-objects 2000 --fleet 2 \
+        --serve-seconds 10   # smoke run
+    python -m bench --sizes 50000 --tools floor,kfin --serve-seconds 0 --soak 3600   # an hour's soak of serve
 
 The report (Markdown) goes to stdout, progress to stderr; --record FILE puts it into FILE between
 its results markers (bench/RESULTS.md), --json FILE keeps the raw figures.
@@ -34,7 +36,7 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,50000", help="object counts, comma-separated")
     parser.add_argument("--crds", type=int, default=20, help="generated CRDs (besides 5 built-in kinds)")
-    parser.add_argument("--tools", default="floor,kfin,kubectl,naive", help="which scans to run")
+    parser.add_argument("--tools", default="floor,floor-pb,kfin,kfin-json,kubectl,naive", help="which scans to run")
     parser.add_argument("--list-objects", type=int, default=300_000,
                         help="items of the kubectl List read with --from-snapshot (0: skip)")
     parser.add_argument("--fleet", type=int, default=20, help="contexts of the --all-contexts run (0: skip)")
@@ -45,6 +47,12 @@ def parse_args(argv):
     parser.add_argument("--repeat-large", type=int, default=1,
                         help="runs of each scan above 50,000 objects (each takes minutes for the kubectl recipe)")
     parser.add_argument("--startup-runs", type=int, default=10, help="timed starts of each start-up command")
+    parser.add_argument("--serve-seconds", type=float, default=120,
+                        help="steady-state window of kfin serve, by watch and by rescan (0: skip; fake only)")
+    parser.add_argument("--serve-interval", type=int, default=30, help="kfin serve --interval in that run")
+    parser.add_argument("--serve-every", type=float, default=10, help="seconds between new stuck objects then")
+    parser.add_argument("--soak", type=float, default=0, help="seconds of kfin serve (by watch) under churn, "
+                                                             "its RSS sampled each minute (0: skip; fake only)")
     parser.add_argument("--kubeconfig", help="benchmark a real cluster instead of tests/fakeapi")
     parser.add_argument("--context", help="the kubeconfig context (with --kubeconfig)")
     parser.add_argument("--keep", action="store_true", help="leave the loaded objects on the server")
@@ -168,6 +176,22 @@ def main(argv=None) -> int:
                 progress(f"  graph: {figures['nodes']} nodes, {sum(figures['seconds'].values()):.2f} s")
                 results["graph"].append(figures)
         results["types"]["listable"] = len(_listable_types(server))
+        if (args.serve_seconds or args.soak) and not args.kubeconfig:
+            from bench import serve
+            if args.serve_seconds:
+                progress(f"kfin serve at {max(args.sizes):,} objects: {args.serve_seconds:g} s by watch, "
+                         f"then by rescan every {args.serve_interval} s")
+                results["serve"] = dict(serve.measure(server, args.serve_seconds, args.serve_interval,
+                                                      args.serve_every, workdir), size=max(args.sizes))
+                for mode in ("watch", "rescan"):
+                    row = results["serve"][mode]
+                    progress(f"  {mode}: {row['requests_per_hour']:,} requests/h, {row['cpu_s_per_hour']} CPU s/h, "
+                             f"to /metrics in {row['latencies']}")
+            if args.soak:
+                progress(f"soak: kfin serve by watch for {args.soak:g} s")
+                results["soak"] = dict(serve.soak(server, args.soak, args.serve_interval, workdir),
+                                       size=max(args.sizes))
+                progress(f"  RSS {results['soak']['rss_mb']}")
         if args.list_objects:
             progress(f"kubectl List of {args.list_objects:,} items, read with --from-snapshot")
             results["list_file"] = listfile.measure_list(workdir, args.list_objects)

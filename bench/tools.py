@@ -56,13 +56,15 @@ def _ours(kind: str, namespace: str | None, name: str, out: set) -> None:
 
 
 class Kfin(Tool):
-    def __init__(self):
-        super().__init__("kfin", "kfin stuck -A -o json")
+    def __init__(self, name: str = "kfin", encoding: str = "protobuf"):
+        super().__init__(name, "kfin stuck -A -o json" + (f" (KFIN_LIST_ENCODING={encoding})"
+                                                          if encoding != "protobuf" else ""))
+        self.encoding = encoding
 
     def command(self, kubeconfig, context, cache):
         argv = kfin_command() + [
             "stuck", "-A", "-o", "json", "--kubeconfig", str(kubeconfig), "--context", context]
-        return argv, {**base_environment(), "KFIN_CACHE_DIR": str(cache)}
+        return argv, {**base_environment(), "KFIN_CACHE_DIR": str(cache), "KFIN_LIST_ENCODING": self.encoding}
 
     def terminating(self, stdout):
         out: set = set()
@@ -117,16 +119,19 @@ class NaiveLoop(Tool):
 
 
 class BareFetch(Tool):
-    def __init__(self):
-        super().__init__("floor", "bare fetch: every list fetched in parallel, bodies read, nothing kept "
-                                  "(bench/bare_fetch.py)", finds=False)
+    def __init__(self, name: str = "floor", protobuf: bool = False):
+        super().__init__(name, "bare fetch: every list fetched in parallel, bodies read, nothing kept "
+                               f"(bench/bare_fetch.py{' --protobuf' if protobuf else ''})", finds=False)
+        self.protobuf = protobuf
 
     def command(self, kubeconfig, context, cache):
-        return ([sys.executable, "-m", "bench.bare_fetch", str(kubeconfig), context],
+        return ([sys.executable, "-m", "bench.bare_fetch", str(kubeconfig), context]
+                + (["--protobuf"] if self.protobuf else []),
                 {**base_environment(), "KFIN_CACHE_DIR": str(cache), "PYTHONPATH": str(HERE.parent)})
 
     def terminating(self, stdout):
         return set()
 
 
-TOOLS = {t.name: t for t in (BareFetch(), Kfin(), KubectlRecipe(), NaiveLoop())}
+TOOLS = {t.name: t for t in (BareFetch(), BareFetch("floor-pb", protobuf=True), Kfin(), Kfin("kfin-json", "json"),
+                               KubectlRecipe(), NaiveLoop())}

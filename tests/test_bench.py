@@ -63,12 +63,14 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
     figures = tmp_path / "figures.json"
     done = subprocess.run([sys.executable, "-m", "bench", "--sizes", "200", "--crds", "3", "--repeat", "1",
                            "--startup-runs", "1", "--list-objects", "2000", "--fleet", "2", "--fleet-size", "100",
+                           "--serve-seconds", "9", "--serve-every", "3", "--serve-interval", "4",
                            "--json", str(figures)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(figures.read_text())
     ran = {row["tool"] for row in results["scan"]}
-    assert ran | set(results["skipped"]) == {"floor", "kfin", "kubectl", "naive"} and {"floor", "kfin", "naive"} <= ran
+    assert ran | set(results["skipped"]) == {"floor", "floor-pb", "kfin", "kfin-json", "kubectl", "naive"}
+    assert {"floor", "floor-pb", "kfin", "kfin-json", "naive"} <= ran
     for row in results["scan"]:
         assert row["found"] == row["expected"] > 0 and row["extra"] == 0 and not row.get("note"), row
         assert row["requests"] > 0 and row["bytes"] > 0 and row["wall"] > 0
@@ -79,6 +81,12 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
     assert listing["found"] == listing["expected"] > 0 and listing["file_bytes"] > 2000 * 500
     assert results["fleet"]["contexts"] == 2 and results["fleet"]["wall"] > 0
     assert {r["command"] for r in results["startup"]} >= {"kfin --help", "kfin --version", "python -c pass"}
+    watch, rescan = results["serve"]["watch"], results["serve"]["rescan"]
+    assert watch["latencies"] and rescan["requests"] > 0 and watch["cpu_s"] >= 0
+    # at steady state a watching kfin lists nothing but the types that cannot be watched (componentstatuses has
+    # no watch verb), and reads nothing again: what explanations read is watched too
+    assert all(path.endswith("/componentstatuses") for path in watch["get_paths"]), watch["get_paths"]
+    assert "### kfin serve at steady state" in done.stdout
     assert "### Full scan" in done.stdout and "### Targets" in done.stdout and "wall × floor" in done.stdout
 
 

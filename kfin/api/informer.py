@@ -211,9 +211,13 @@ class Informers:
         page_size: int = 500,
         relist: float = 60.0,
         changes: threading.Condition | None = None,
+        explaining: Iterable[tuple[str, str]] = (),
     ):
-        """`changes`: notified at each change; several Informers (one per context) may share one."""
+        """`full`: the kinds kept whole (reduced); of those, `explaining` are kept only to explain other objects
+        (RBAC, webhooks, workloads): their changes count only while something is being deleted.
+        `changes`: notified at each change; several Informers (one per context) may share one."""
         self.kube, self.namespace, self.full = kube, namespace, set(full)
+        self.explaining = set(explaining)
         self.page_size, self.relist = page_size, relist
         self.informers: dict[ResourceType, Informer] = {}
         self.resources: list[ResourceType] = []
@@ -302,6 +306,8 @@ class Informers:
         finalizers, or of a kind explanations read), it is content of a Terminating namespace, or it
         depends on an object being deleted."""
         if not isinstance(obj, ThinObject):
+            if (obj.type.group, obj.type.resource) in self.explaining and not obj.terminating and not obj.finalizers:
+                return bool(self._hot_uids)  # a Role or a Deployment only explains what is being deleted
             return True
         return obj.namespace in self._hot_namespaces or not self._hot_uids.isdisjoint(obj.owner_uids())
 

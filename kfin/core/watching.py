@@ -25,6 +25,28 @@ from kfin.errors import KfinError, UsageError
 
 DEBOUNCE = 0.2  # seconds: changes that come together (a namespace's deletion) are answered together
 
+# Kept whole by the watches, besides what a scan keeps whole (STUCK_FULL): the kinds explanations read (RBAC for
+# who removes a finalizer, webhooks and policies that gate it, the workloads that run controllers, APIServices
+# and CRDs), so that an answer reads nothing again. Not Pods, Nodes, Leases or EndpointSlices: many, or
+# rewritten every few seconds by their controllers; those are read when an explanation needs them.
+EXPLAINING = frozenset(
+    {
+        ("apps", "deployments"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        ("rbac.authorization.k8s.io", "clusterrolebindings"),
+        ("rbac.authorization.k8s.io", "roles"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+        ("apiregistration.k8s.io", "apiservices"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+    }
+)
+
 
 class Watched:
     """The informers of every context of a scope, and the stuck objects they show."""
@@ -48,10 +70,11 @@ class Watched:
             informers = Informers(
                 kube,
                 scope.namespace_of(kube.namespace),
-                STUCK_FULL,
+                STUCK_FULL | EXPLAINING,
                 page_size=scope.chunk_size,
                 relist=refresh,
                 changes=self.changes,
+                explaining=EXPLAINING,
             )
             self.sources.append((kube.context, kube, informers, None))
 

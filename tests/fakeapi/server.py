@@ -58,6 +58,7 @@ class LoggedRequest:
     user: str
     status: int = 0
     raw_path: str = ""  # as sent, percent-encoded; `path` is decoded, as Go's URL.Path
+    agent: str = ""  # User-Agent
     response_headers: dict = field(default_factory=dict)
     metadata_only: bool = False
     protobuf: bool = False  # answered as a protobuf metadata list
@@ -873,7 +874,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         log = LoggedRequest(self.command, path, query, self.headers.get("Accept", ""),
-                            self.headers.get("Content-Type", ""), "", raw_path=split.path)
+                            self.headers.get("Content-Type", ""), "", raw_path=split.path,
+                            agent=self.headers.get("User-Agent", ""))
         self.fake.requests.append(log)
         fault = self.fake.fault_for(self.command, path)
         if fault is not None:
