@@ -146,7 +146,7 @@ def test_a_type_that_cannot_be_watched_is_listed_every_interval(fake, fake_kubec
         assert eventually(lambda: one.lists >= 3, 5)
         assert one.watches == 0
     finally:
-        one.stopped.set()
+        one.stop()
 
 
 def test_a_new_crd_kind_is_watched_as_soon_as_it_is_created(fake, fake_kubeconfig):
@@ -231,3 +231,11 @@ def test_the_fake_sends_bookmarks_when_asked(fake, fake_kubeconfig, monkeypatch)
     kube = Kube.connect(Target(str(fake_kubeconfig)))
     events = [e["type"] for e in kube.watch("/api/v1/configmaps", {}, 1)]
     assert "BOOKMARK" in events
+
+
+def test_stopping_ends_every_watch_at_once(fake, fake_kubeconfig):
+    """A stop (SIGTERM, Ctrl-C, the end of a test) does not wait for watches to time out."""
+    informers = watching(fake_kubeconfig)
+    assert eventually(lambda: any(t.name.startswith("kfin-watch-") for t in threading.enumerate()))
+    informers.stop()
+    assert eventually(lambda: not any(t.name.startswith("kfin-watch-") for t in threading.enumerate()), 3)

@@ -605,10 +605,18 @@ class Kube:
         return check_dict(self.request("GET", path, what=("get", path, None)), f"GET {path} of {self.shown}")
 
     def watch(
-        self, path: str, query: dict, timeout_seconds: int, accept: str = METADATA_ACCEPT, what: What | None = None
+        self,
+        path: str,
+        query: dict,
+        timeout_seconds: int,
+        accept: str = METADATA_ACCEPT,
+        what: What | None = None,
+        opened: Callable[[Any], None] | None = None,
     ) -> Iterator[dict]:
         """The events of one watch (dicts), until the server ends it after `timeout_seconds`; bookmarks
-        asked for. An ERROR event (410 Expired) is yielded like the others: the caller lists again."""
+        asked for. An ERROR event (410 Expired) is yielded like the others: the caller lists again.
+        `opened(response)`: given the response once it is open, so that another thread may end the watch
+        at once (response.shutdown())."""
         import urllib3
 
         params = {
@@ -627,6 +635,8 @@ class Kube:
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise self._connection_error(error) from None
         trace.request("WATCH", url, response.status, response.reason or "", started, headers, b"")
+        if opened is not None:
+            opened(response)
         try:
             if response.status >= 400:
                 raise self._api_error(response.status, response.reason, response.read(), what)

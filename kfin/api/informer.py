@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from typing import Any
 
 from kfin.api.connection import JSON, METADATA_ACCEPT, Kube
 from kfin.api.discovery import discover, failure_of
@@ -80,6 +81,20 @@ class Informer:
         self.lists = self.watches = 0
         self.stopped = threading.Event()
         self.watchable = "watch" in rtype.verbs
+        self._response: Any = None  # of the watch in progress
+
+    def stop(self) -> None:
+        """At once: the watch in progress is ended, not waited out."""
+        self.stopped.set()
+        self._end(self._response)
+
+    @staticmethod
+    def _end(response: Any) -> None:
+        try:
+            if response is not None:
+                response.shutdown()
+        except (ValueError, RuntimeError, OSError):
+            pass  # that watch has ended already
 
     # ----- what is known -----------------------------------------------------------------------------
     def _keep(self, item: dict) -> KubeObject | None:
@@ -135,6 +150,7 @@ class Informer:
             seconds,
             accept=JSON if self.full else METADATA_ACCEPT,
             what=("watch", self.rtype.qualified, self.namespace),
+            opened=self._opened,
         )
         for event in events:
             if self.stopped.is_set():
@@ -155,6 +171,11 @@ class Informer:
                 self._set(key, None)
             elif kind in ("ADDED", "MODIFIED"):
                 self._set(key, self._keep(obj))
+
+    def _opened(self, response: Any) -> None:
+        self._response = response
+        if self.stopped.is_set():  # stopped while it was being opened
+            self._end(response)
 
     def run(self) -> None:
         """List, then watch for as long as the informer is not stopped; back off after a failure."""
@@ -240,13 +261,13 @@ class Informers:
         self._stop.set()
         self._rediscover.set()
         for informer in list(self.informers.values()):
-            informer.stopped.set()
+            informer.stop()
 
     def _discover(self) -> None:
         resources, failures = discover(self.kube, refresh=True)
         wanted = [r for r in resources if self.namespace is None or r.namespaced or (r.group, r.resource) == NAMESPACES]
         for rtype in [r for r in self.informers if r not in wanted]:
-            self.informers.pop(rtype).stopped.set()
+            self.informers.pop(rtype).stop()
         for rtype in wanted:
             if rtype not in self.informers and not self._stop.is_set():
                 informer = Informer(
