@@ -50,6 +50,8 @@ def parse_args(argv):
     parser.add_argument("--serve-seconds", type=float, default=120,
                         help="steady-state window of kfin serve, by watch and by rescan (0: skip; fake only)")
     parser.add_argument("--serve-interval", type=int, default=30, help="kfin serve --interval in that run")
+    parser.add_argument("--serve-at", type=int, default=50_000,
+                        help="measure kfin serve once this many objects are loaded (the largest size up to it)")
     parser.add_argument("--serve-every", type=float, default=10, help="seconds between new stuck objects then")
     parser.add_argument("--soak", type=float, default=0, help="seconds of kfin serve (by watch) under churn, "
                                                              "its RSS sampled each minute (0: skip; fake only)")
@@ -141,6 +143,24 @@ def startup(runs: int) -> list[dict]:
     return rows
 
 
+def serve_here(args, server, workdir: Path, size: int, results: dict) -> None:
+    """kfin serve by watch against a rescan, and the soak, at this size (tests/fakeapi only)."""
+    from bench import serve
+    if args.serve_seconds:
+        progress(f"kfin serve at {size:,} objects: {args.serve_seconds:g} s by watch, "
+                 f"then by rescan every {args.serve_interval} s")
+        results["serve"] = dict(serve.measure(server, args.serve_seconds, args.serve_interval,
+                                              args.serve_every, workdir), size=size)
+        for mode in ("watch", "rescan"):
+            row = results["serve"][mode]
+            progress(f"  {mode}: {row['requests_per_hour']:,} requests/h, {row['cpu_s_per_hour']} CPU s/h, "
+                     f"to /metrics in {row['latencies']}")
+    if args.soak:
+        progress(f"soak: kfin serve by watch for {args.soak:g} s")
+        results["soak"] = dict(serve.soak(server, args.soak, args.serve_interval, workdir), size=size)
+        progress(f"  RSS {results['soak']['rss_mb']}")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     tools = [TOOLS[name] for name in args.tools]
@@ -152,6 +172,8 @@ def main(argv=None) -> int:
     results["server"] = server.describe()
     results["types"] = {"populated": len(object_types(args.crds)), "crds": args.crds}
     loader = Loader(server.kube, args.crds, log=progress)
+    measured = [n for n in args.sizes if n <= args.serve_at] or args.sizes[:1]
+    serve_size = max(measured) if (args.serve_seconds or args.soak) and not args.kubeconfig else None
     try:
         progress(f"server: {results['server']}")
         loader.prepare()
@@ -175,23 +197,9 @@ def main(argv=None) -> int:
                 figures = graph_once(server, workdir, size)
                 progress(f"  graph: {figures['nodes']} nodes, {sum(figures['seconds'].values()):.2f} s")
                 results["graph"].append(figures)
+            if size == serve_size:
+                serve_here(args, server, workdir, size, results)
         results["types"]["listable"] = len(_listable_types(server))
-        if (args.serve_seconds or args.soak) and not args.kubeconfig:
-            from bench import serve
-            if args.serve_seconds:
-                progress(f"kfin serve at {max(args.sizes):,} objects: {args.serve_seconds:g} s by watch, "
-                         f"then by rescan every {args.serve_interval} s")
-                results["serve"] = dict(serve.measure(server, args.serve_seconds, args.serve_interval,
-                                                      args.serve_every, workdir), size=max(args.sizes))
-                for mode in ("watch", "rescan"):
-                    row = results["serve"][mode]
-                    progress(f"  {mode}: {row['requests_per_hour']:,} requests/h, {row['cpu_s_per_hour']} CPU s/h, "
-                             f"to /metrics in {row['latencies']}")
-            if args.soak:
-                progress(f"soak: kfin serve by watch for {args.soak:g} s")
-                results["soak"] = dict(serve.soak(server, args.soak, args.serve_interval, workdir),
-                                       size=max(args.sizes))
-                progress(f"  RSS {results['soak']['rss_mb']}")
         if args.list_objects:
             progress(f"kubectl List of {args.list_objects:,} items, read with --from-snapshot")
             results["list_file"] = listfile.measure_list(workdir, args.list_objects)

@@ -27,7 +27,10 @@ def kfin_command() -> list[str]:
 
 
 def base_environment() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    # Bytecode is written and used, as for any installed tool (pip compiles it at install): a machine set to
+    # PYTHONDONTWRITEBYTECODE would otherwise compile every module of every tool at every run.
+    drop = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env["NO_COLOR"] = "1"
     return env
 

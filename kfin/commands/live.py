@@ -22,11 +22,11 @@ from kfin.render.terminal import console, say, warn
 
 def follow(
     scan: Callable[[], tuple[list[StuckObject], list[Failure]]],
-    next_due: Callable[[bool], None],
+    next_due: Callable[[], None],
     every: float,
     wide: bool = False,
 ) -> None:
-    """Until Ctrl-C (then exit 0: stopping a watch is how it ends). `next_due(stuck)` returns when the next
+    """Until Ctrl-C (then exit 0: stopping a watch is how it ends). `next_due()` returns when the next
     answer is due. A failing answer is a warning, and the last one stays on screen; what could not be read is
     warned of when it changes."""
     terminal = sys.stdout.isatty()
@@ -56,7 +56,7 @@ def follow(
                 unread = lines
             seen = {row_key(r): r for r in rows}
             first = False
-            next_due(bool(rows))
+            next_due()
     except KeyboardInterrupt:
         return
 

@@ -95,7 +95,7 @@ def serve(
         exporter.run(served, server, every, stop)
     else:
         watched = Watched(scope, every)
-        seen = [0, 0]  # the version the answer served was worked out from; how many it found stuck
+        seen = [0]  # the version the answer served was worked out from
 
         def answer() -> tuple[list[StuckObject], list[Inventory]]:
             while not watched.wait_synced(1.0):
@@ -103,11 +103,10 @@ def serve(
                     raise KfinError("stopped before every type was listed")
             seen[0] = watched.version()
             rows, sources = watched.answer()
-            seen[1] = len(rows)
             return rows, [facts.inventory for facts in sources]
 
         def due() -> bool:
-            now = watched.wait(seen[0], stuck=seen[1] > 0)
+            now = watched.wait(seen[0])
             if now == seen[0]:
                 return False
             time.sleep(DEBOUNCE)

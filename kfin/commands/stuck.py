@@ -152,8 +152,8 @@ def stuck(
             found, sources = watched.answer(kind or (), finalizer, older)
             return shown(found), [failure for f in sources for failure in f.inventory.failures]
 
-        def next_due(stuck: bool) -> None:
-            while watched.wait(seen[0], stuck) == seen[0]:
+        def next_due() -> None:
+            while watched.wait(seen[0]) == seen[0]:
                 pass
             time.sleep(DEBOUNCE)
 

@@ -80,6 +80,7 @@ class Facts:
         self._index: dict | None = None  # see _by_type
         self._namespaces_read: Counter = Counter()  # (group, resource) -> namespaces read one by one
         self.memo: dict = {}  # what analyses worked out from these facts (explanations), kept for reuse
+        self.reads = 0  # reads from the API server on demand: an answer that made none is current from watches
 
     # ----- types -----------------------------------------------------------------------------------
     def resource(self, group: str, resource: str) -> ResourceType | None:
@@ -159,6 +160,7 @@ class Facts:
     def _fetch(self, rtype: ResourceType, namespace: str | None, full: bool) -> list[KubeObject] | KfinError:
         """The network half of a read (safe in a worker thread); _apply_all merges it (in the caller's)."""
         assert self.kube is not None  # only live facts read
+        self.reads += 1
         try:
             return read_objects(self.kube, rtype, namespace, self.chunk_size, full=full)
         except KfinError as error:
@@ -278,6 +280,7 @@ class Facts:
             return [o for o in self.inventory.objects if wanted(o)]
         if self.kube is None:
             return None
+        self.reads += 1
         found, failures = scan(self.kube, types, namespace, page_size=self.chunk_size)
         inv, listed_types = self.inventory, set(types)
 
@@ -327,6 +330,7 @@ class Facts:
         (a snapshot holds none)."""
         if self.kube is None or not obj.namespace:
             return None
+        self.reads += 1
         return warning_events(self.kube, obj.namespace, obj.type.kind, obj.name, obj.uid, most)
 
     def whole(self, obj: KubeObject) -> dict | None:
@@ -339,6 +343,7 @@ class Facts:
             return obj.raw if set(obj.raw) - {"apiVersion", "kind", "metadata", MANAGERS} else None
         key = ("whole", obj.type.group, obj.type.resource, obj.namespace, obj.name)
         if key not in self.memo:
+            self.reads += 1
             try:
                 self.memo[key] = self.kube.read_object(obj.type, obj.namespace or None, obj.name)
             except KfinError:

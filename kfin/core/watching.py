@@ -2,8 +2,8 @@
 
 Each context's types are listed once and then watched (kfin.api.informer). The answer is the one a scan
 gives (kfin.core.stuck.find_stuck over the same lean inventory), worked out again from memory only when a
-change kfin can see arrives, and every `refresh` seconds while something is stuck: an explanation also
-reads what kfin does not keep (a claim's Pods, RBAC, Leases, Events), and those are read again then.
+change kfin can see arrives; and, when the last answer read something the watches do not keep (a claim's Pods,
+Nodes, Leases, Events), every `refresh` seconds, when those are read again.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ class Watched:
         catalog.use_files(scope.catalogs)
         self.refresh = refresh
         self.changes = threading.Condition()  # every context's informers notify it
+        self._answered, self._read_on_demand = 0.0, False  # when the last answer was worked out; if it read
         self.sources: list[tuple[str, Kube | None, Informers | None, KfinError | None]] = []
         names: list[str | None] = list(scope.contexts) or [scope.target.context]
         for name in names:
@@ -99,11 +100,11 @@ class Watched:
     def version(self) -> int:
         return sum(informers.version for _, _, informers, _ in self.sources if informers is not None)
 
-    def wait(self, since: int, stuck: bool, most: float = 1.0) -> int:
-        """The version once a change kfin can see arrived, after `refresh` seconds while something is stuck
-        (`stuck`), or after `most` seconds (so that the caller may look at its stop flag), whichever is first.
+    def wait(self, since: int, most: float = 1.0) -> int:
+        """The version once a change kfin can see arrived, after `refresh` seconds when the last answer read
+        on demand, or after `most` seconds (so that the caller may look at its stop flag), whichever is first.
         Returns `since` when nothing is due yet."""
-        due = time.monotonic() + (self.refresh if stuck else float("inf"))
+        due = self._answered + self.refresh if self._read_on_demand else float("inf")
         with self.changes:
             self.changes.wait_for(lambda: self.version() != since, min(most, max(0.0, due - time.monotonic())))
         now = self.version()
@@ -135,7 +136,9 @@ class Watched:
         if len(failed) == len(self.sources):  # nothing is known: an error, not an empty answer
             raise failed[0]
         filters = Filters(resolve_kinds(kinds, [f.inventory for f in known]), finalizer, older)
-        return oldest_first([row for facts in known for row in find_stuck(facts.inventory, filters, facts)]), sources
+        rows = [row for facts in known for row in find_stuck(facts.inventory, filters, facts)]
+        self._answered, self._read_on_demand = time.monotonic(), any(f.reads for f in known)
+        return oldest_first(rows), sources
 
     def requests(self) -> tuple[int, int]:
         """(lists, watches) asked so far in every context."""
