@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +48,8 @@ def parse_args(argv):
     parser.add_argument("--repeat-large", type=int, default=1,
                         help="runs of each scan above 50,000 objects (each takes minutes for the kubectl recipe)")
     parser.add_argument("--startup-runs", type=int, default=10, help="timed starts of each start-up command")
+    parser.add_argument("--decode-items", type=int, default=50_000,
+                        help="items of the decoder comparison: JSON, protobuf (upb), a hand decoder (0: skip)")
     parser.add_argument("--serve-seconds", type=float, default=120,
                         help="steady-state window of kfin serve, by watch and by rescan (0: skip; fake only)")
     parser.add_argument("--serve-interval", type=int, default=30, help="kfin serve --interval in that run")
@@ -205,6 +208,12 @@ def main(argv=None) -> int:
             results["list_file"] = listfile.measure_list(workdir, args.list_objects)
             progress(f"  {results['list_file']['file_bytes'] / 2**20:.0f} MB file: "
                      f"{results['list_file']['peak_rss_mb']:.0f} MB RSS, {results['list_file']['wall']:.2f} s")
+        if args.decode_items:
+            progress(f"decoding {args.decode_items:,} items: JSON, protobuf, hand decoder")
+            ran = subprocess.run([sys.executable, "-m", "bench.decoders", str(args.decode_items)],
+                                 capture_output=True, text=True, env=base_environment())
+            results["decoders"] = json.loads(ran.stdout)
+            progress(f"  {results['decoders']}")
         if args.fleet and not args.kubeconfig:
             progress(f"fleet of {args.fleet} clusters")
             fleet = Fleet(workdir, args.fleet, args.fleet_size, min(args.crds, 3), log=progress)

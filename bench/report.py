@@ -206,6 +206,18 @@ def markdown(results: dict) -> str:
                       ["contexts", "wall s", "one context s", "ratio"],
                       [[fleet["contexts"], f"{fleet['wall']:.2f}", f"{fleet['one']:.2f}",
                         f"{fleet['wall'] / fleet['one']:.1f}×"]])]
+    decoders = results.get("decoders")
+    if decoders:
+        parts += [f"### Reading {decoders['items']:,} listed items (one process, pages of 500; bench/decoders.py)",
+                  "JSON is json.loads; protobuf is kfin's reading (the protobuf package's C runtime, objects "
+                  "nobody deletes read light); the hand decoder walks the wire format in Python and decodes "
+                  "only what a lean scan keeps.",
+                  _table(["reading", "MB", "seconds", "× JSON"],
+                         [[name, f"{decoders['bytes_' + ('json' if name == 'JSON' else 'protobuf')] / 1e6:.1f}",
+                           f"{decoders['seconds_' + key]:.3f}",
+                           f"{decoders['seconds_' + key] / decoders['seconds_json']:.2f}×"]
+                          for name, key in (("JSON", "json"), ("protobuf (upb)", "protobuf"),
+                                            ("hand decoder (Python)", "hand"))])]
     serve = results.get("serve")
     if serve:
         parts += [f"### kfin serve at steady state, {serve['size']:,} objects: by watch against a rescan every "

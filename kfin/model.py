@@ -138,6 +138,9 @@ class ThinObject(KubeObject):
         """`owners`: owner_tuples() of its metadata (an OwnedObject keeps owner uids only, see there)."""
         self.type, self._name, self._namespace, self._uid, self._owners = rtype, name, namespace, uid, owners
 
+    def __reduce__(self) -> tuple:  # pickled by what it keeps (a fleet's worker sends it to the parent)
+        return (type(self), (self.type, self._name, self._namespace, self._uid, self._owners))
+
     @property
     def raw(self) -> dict:  # type: ignore[override]  # read-only here: made up from the few fields kept
         return {"apiVersion": self.type.api_version, "kind": self.type.kind, "metadata": self.meta}
@@ -208,6 +211,9 @@ class OwnedObject(ThinObject):
         blockOwnerDeletion: true."""
         super().__init__(rtype, name, namespace, uid, owners)
         self._blocking = blocking
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.type, self._name, self._namespace, self._uid, self._owners, self._blocking))
 
     def _uids(self) -> tuple:
         return (self._owners,) if isinstance(self._owners, str) else self._owners

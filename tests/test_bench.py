@@ -64,6 +64,7 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
     done = subprocess.run([sys.executable, "-m", "bench", "--sizes", "200", "--crds", "3", "--repeat", "1",
                            "--startup-runs", "1", "--list-objects", "2000", "--fleet", "2", "--fleet-size", "100",
                            "--serve-seconds", "9", "--serve-every", "3", "--serve-interval", "4",
+                           "--decode-items", "1000",
                            "--json", str(figures)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -87,6 +88,9 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
     # no watch verb), and reads nothing again: what explanations read is watched too
     assert all(path.endswith("/componentstatuses") for path in watch["get_paths"]), watch["get_paths"]
     assert "### kfin serve at steady state" in done.stdout
+    decoders = results["decoders"]
+    assert decoders["items"] == 1000 and decoders["bytes_protobuf"] < decoders["bytes_json"]
+    assert all(decoders[f"seconds_{name}"] > 0 for name in ("json", "protobuf", "hand"))
     assert "### Full scan" in done.stdout and "### Targets" in done.stdout and "wall × floor" in done.stdout
 
 

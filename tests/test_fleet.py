@@ -28,8 +28,12 @@ def four_clusters(tmp_path):
               "current-context": "c0"}
     for number, server in enumerate(servers):
         api = RawClient(server.url, "admin-token")
-        api.create("/api/v1/namespaces/default/configmaps",
-                   {"metadata": {"name": f"held-{number}", "finalizers": ["example.com/b"]}})
+        held = api.create("/api/v1/namespaces/default/configmaps",
+                          {"metadata": {"name": f"held-{number}", "finalizers": ["example.com/b"]}})
+        # its dependent: a lean scan keeps it thin (an OwnedObject), and a worker sends it to the parent
+        api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "child", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": held["metadata"]["name"],
+             "uid": held["metadata"]["uid"]}]}})
         api.delete(f"/api/v1/namespaces/default/configmaps/held-{number}")
         own = json.loads(server.kubeconfig(tmp_path / f"k{number}").read_text())
         config["clusters"].append({"name": f"c{number}", "cluster": own["clusters"][0]["cluster"]})
@@ -67,6 +71,7 @@ def test_contexts_are_scanned_in_processes_with_the_answer_of_one_process(four_c
     [gone] = sources[-1].inventory.failures
     assert gone.what == "context" and gone.reason == "UnreachableError"
     assert all(f.kube is not None for f in sources[:4])  # connected again for what a command reads next
+    assert all(any(o.name == "child" for o in f.inventory.objects) for f in sources[:4])
 
 
 def test_a_fleet_where_nothing_answers_is_an_error(tmp_path, monkeypatch):

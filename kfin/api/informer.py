@@ -367,6 +367,10 @@ class Informers:
                 failures.append(informer.failure)
             elif not informer.listed:
                 failures.append(Failure("list", _target(informer.rtype, self.namespace), "Pending", "not listed yet"))
+        if informers and all(i.failure is not None for i in informers):  # nothing at all: no answer, an error
+            first = informers[0].failure
+            assert first is not None
+            raise APIError(f"no type could be read: {first.line()}", 0, first.reason)
         self._hot_namespaces = {
             o.name for o in objects if o.terminating and (o.type.group, o.type.resource) == NAMESPACES
         }

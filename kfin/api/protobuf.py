@@ -97,9 +97,20 @@ def metadata_list(data: bytes, where: str, light: bool = False) -> dict:
     """A PartialObjectMetadataList answer as the dict its JSON form would give (items' metadata only)."""
     if not data.startswith(MAGIC):
         raise ShapeError(f"{where} answered protobuf without the Kubernetes magic prefix")
+    whole = metadata_pb2.PartialObjectMetadata
     try:
         envelope = metadata_pb2.Unknown.FromString(data[len(MAGIC) :])
-        listed = metadata_pb2.PartialObjectMetadataList.FromString(envelope.raw)
+        listed: Any = metadata_pb2.PartialObjectMetadataListLight if light else metadata_pb2.PartialObjectMetadataList
+        listed = listed.FromString(envelope.raw)
+        if light:  # the objects a lean scan keeps whole are read again, whole, from their own bytes
+            metas = [
+                whole.FromString(item.SerializeToString()).metadata
+                if item.metadata.HasField("deletionTimestamp") or item.metadata.finalizers
+                else item.metadata
+                for item in listed.items
+            ]
+        else:
+            metas = [item.metadata for item in listed.items]
     except DecodeError:  # text that is not UTF-8 included (proto3 strings are checked as they are decoded)
         raise ShapeError(f"{where} answered a protobuf list kfin cannot decode") from None
     if envelope.typeMeta.kind and envelope.typeMeta.kind != "PartialObjectMetadataList":
@@ -110,5 +121,5 @@ def metadata_list(data: bytes, where: str, light: bool = False) -> dict:
     token = getattr(listed.metadata, "continue")  # a keyword in Python
     if token:
         list_meta["continue"] = token
-    items = [{"metadata": metadata(item.metadata, light)} for item in listed.items]
+    items = [{"metadata": metadata(meta, light)} for meta in metas]
     return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "items": items}

@@ -44,8 +44,8 @@ def serve(
         "60s",
         "--interval",
         metavar="DURATION",
-        help="While something is stuck, how often explanations read again what is not watched (30s, 5m); "
-        "with --rescan, the time between scans.",
+        help="How often an answer that read what is not watched (Pods, Nodes) is worked out again, and types "
+        "that cannot be watched listed (30s, 5m); with --rescan, the time between scans.",
     ),
     rescan: bool = typer.Option(
         False, "--rescan", help="Scan the whole cluster every --interval instead of watching (where watches break)."
@@ -108,6 +108,7 @@ def serve(
         def due() -> bool:
             now = watched.wait(seen[0])
             if now == seen[0]:
+                served.confirm()  # nothing changed: the answer served is current (kfin_result_age_seconds)
                 return False
             time.sleep(DEBOUNCE)
             return True

@@ -72,7 +72,7 @@ def stuck(
         "10s",
         "--interval",
         metavar="DURATION",
-        help="-w: while something is stuck, how often explanations read again what is not watched.",
+        help="-w: how often an answer that read what is not watched (Pods, Nodes) is worked out again.",
     ),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when anything is stuck (for cron and CI)."),
     refresh: RefreshOpt = False,

@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 
 from kfin.api.connection import Kube
@@ -64,6 +65,21 @@ def find_all_contexts(
     workers = workers_for(len(contexts))
     if workers < 2 or scope.from_snapshot:
         return find_all(scope, kinds, finalizer, older, progress)
+    try:
+        return _in_processes(scope, contexts, workers, tuple(kinds), finalizer, older, progress)
+    except BrokenProcessPool:  # a worker died (killed, out of memory): the contexts are scanned here instead
+        return find_all(scope, kinds, finalizer, older, progress)
+
+
+def _in_processes(
+    scope: Scope,
+    contexts: list[str],
+    workers: int,
+    kinds: tuple[str, ...],
+    finalizer: str | None,
+    older: float | None,
+    progress: ProgressFactory,
+) -> tuple[list[StuckObject], list[Facts]]:
     shares = [contexts[n::workers] for n in range(workers)]
     rows: list[StuckObject] = []
     by_context: dict[str, Facts] = {}
@@ -71,8 +87,7 @@ def find_all_contexts(
     pool = ProcessPoolExecutor(workers, mp_context=_context())
     try:
         futures = [
-            pool.submit(_scan_share, replace(scope, contexts=tuple(share)), tuple(kinds), finalizer, older)
-            for share in shares
+            pool.submit(_scan_share, replace(scope, contexts=tuple(share)), kinds, finalizer, older) for share in shares
         ]
         with progress(f"scanning {len(contexts)} contexts in {workers} processes") as report:
             done = 0

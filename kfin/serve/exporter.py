@@ -77,6 +77,13 @@ class Exporter:
             self._said = (stuck, partial)
         return True
 
+    def confirm(self) -> None:
+        """The result served is still current (nothing changed since it was worked out): its age starts
+        again, as a watching kfin answers again only after a change."""
+        with self._lock:
+            if self.result is not None and self.last_ok:
+                self.result.finished_at = time.time()
+
     def ready(self) -> bool:
         return self.result is not None
 

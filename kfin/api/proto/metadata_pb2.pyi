@@ -132,3 +132,33 @@ class PartialObjectMetadataList(_message.Message):
     metadata: ListMeta
     items: _containers.RepeatedCompositeFieldContainer[PartialObjectMetadata]
     def __init__(self, metadata: _Optional[_Union[ListMeta, _Mapping]] = ..., items: _Optional[_Iterable[_Union[PartialObjectMetadata, _Mapping]]] = ...) -> None: ...
+
+class ObjectMetaLight(_message.Message):
+    __slots__ = ("name", "namespace", "uid", "deletionTimestamp", "ownerReferences", "finalizers")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    DELETIONTIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    OWNERREFERENCES_FIELD_NUMBER: _ClassVar[int]
+    FINALIZERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace: str
+    uid: str
+    deletionTimestamp: Time
+    ownerReferences: _containers.RepeatedCompositeFieldContainer[OwnerReference]
+    finalizers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., deletionTimestamp: _Optional[_Union[Time, _Mapping]] = ..., ownerReferences: _Optional[_Iterable[_Union[OwnerReference, _Mapping]]] = ..., finalizers: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PartialObjectMetadataLight(_message.Message):
+    __slots__ = ("metadata",)
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMetaLight
+    def __init__(self, metadata: _Optional[_Union[ObjectMetaLight, _Mapping]] = ...) -> None: ...
+
+class PartialObjectMetadataListLight(_message.Message):
+    __slots__ = ("metadata", "items")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ListMeta
+    items: _containers.RepeatedCompositeFieldContainer[PartialObjectMetadataLight]
+    def __init__(self, metadata: _Optional[_Union[ListMeta, _Mapping]] = ..., items: _Optional[_Iterable[_Union[PartialObjectMetadataLight, _Mapping]]] = ...) -> None: ...
