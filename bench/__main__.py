@@ -50,12 +50,12 @@ def parse_args(argv):
     parser.add_argument("--startup-runs", type=int, default=10, help="timed starts of each start-up command")
     parser.add_argument("--decode-items", type=int, default=50_000,
                         help="items of the decoder comparison: JSON, protobuf (upb), a hand decoder (0: skip)")
-    parser.add_argument("--serve-seconds", type=float, default=120,
+    parser.add_argument("--serve-seconds", type=float, default=300,
                         help="steady-state window of kfin serve, by watch and by rescan (0: skip; fake only)")
     parser.add_argument("--serve-interval", type=int, default=30, help="kfin serve --interval in that run")
     parser.add_argument("--serve-at", type=int, default=50_000,
                         help="measure kfin serve once this many objects are loaded (the largest size up to it)")
-    parser.add_argument("--serve-every", type=float, default=10, help="seconds between new stuck objects then")
+    parser.add_argument("--serve-every", type=float, default=60, help="seconds between new stuck objects then")
     parser.add_argument("--soak", type=float, default=0, help="seconds of kfin serve (by watch) under churn, "
                                                              "its RSS sampled each minute (0: skip; fake only)")
     parser.add_argument("--kubeconfig", help="benchmark a real cluster instead of tests/fakeapi")

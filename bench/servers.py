@@ -32,6 +32,12 @@ class FakeServer:
         from tests.fakeapi import FakeAPIServer
         from tests.fakeapi.tls import self_signed
 
+        from tests.fakeapi.server import Watch
+
+        # kube-apiserver keeps a watch open for the timeoutSeconds the client asks (apiserver's
+        # endpoints/handlers/get.go; minRequestTimeout only when none is asked): the fake's one-minute cap,
+        # which ends forgotten watches in tests, would make kfin serve watch again every minute here.
+        Watch.LONGEST = 3600.0
         # Over HTTPS like a real server (kubectl sends no token over plain HTTP).
         self.fake = FakeAPIServer().start(tls=self_signed(workdir))
         self.kubeconfig = self.fake.kubeconfig(workdir / "fake-kubeconfig")

@@ -239,3 +239,17 @@ def test_stopping_ends_every_watch_at_once(fake, fake_kubeconfig):
     assert eventually(lambda: any(t.name.startswith("kfin-watch-") for t in threading.enumerate()))
     informers.stop()
     assert eventually(lambda: not any(t.name.startswith("kfin-watch-") for t in threading.enumerate()), 3)
+
+
+def test_a_silent_watch_is_taken_as_lost_and_started_again(fake, fake_kubeconfig, monkeypatch):
+    """A connection that dies without a word (a NAT that forgot it) must not hold the watch forever: past
+    WATCH_IDLE seconds without a byte (a healthy server sends a bookmark a minute), it is started again."""
+    monkeypatch.setattr(informer_module, "WATCH_IDLE", 0.5)
+    informers = watching(fake_kubeconfig)
+    try:
+        configmaps = next(i for r, i in informers.informers.items() if r.resource == "configmaps")
+        started = configmaps.watches
+        assert eventually(lambda: configmaps.watches >= started + 3, 5)
+        assert not informers.inventory().failures  # a quiet watch is no failure
+    finally:
+        informers.stop()

@@ -612,11 +612,13 @@ class Kube:
         accept: str = METADATA_ACCEPT,
         what: What | None = None,
         opened: Callable[[Any], None] | None = None,
+        idle: float | None = None,
     ) -> Iterator[dict]:
         """The events of one watch (dicts), until the server ends it after `timeout_seconds`; bookmarks
         asked for. An ERROR event (410 Expired) is yielded like the others: the caller lists again.
         `opened(response)`: given the response once it is open, so that another thread may end the watch
-        at once (response.shutdown())."""
+        at once (response.shutdown()). `idle`: seconds without a byte after which the watch is taken as lost
+        (ended, for the caller to start again); by default the watch's own length and 15 s."""
         import urllib3
 
         params = {
@@ -625,7 +627,7 @@ class Kube:
             if v is not None
         }
         headers = self._headers(accept)
-        wait = urllib3.Timeout(connect=self.timeout or 30, read=timeout_seconds + 15)
+        wait = urllib3.Timeout(connect=self.timeout or 30, read=idle or timeout_seconds + 15)
         url = self.server + path + "?" + urlencode(params)
         started = time.monotonic()
         try:

@@ -27,9 +27,12 @@ from kfin.api.scan import CRDS, NAMESPACES, Lean, to_object
 from kfin.errors import APIError, ForbiddenError, KfinError
 from kfin.model import Failure, Inventory, KubeObject, ResourceType, ThinObject
 
-# As client-go's reflector: each watch asks for a random 5 to 10 minutes, so that watches do not all end at
-# once; the server's bookmarks (about one a minute from kube-apiserver's watch cache) keep the version fresh.
-WATCH_SECONDS = (300, 600)
+# Each watch asks for a random 30 to 60 minutes, what kube-apiserver gives a watch that asks for nothing
+# (--min-request-timeout 1800 s, times 1 to 2), so that watches do not all end at once and a steady state
+# costs a few requests an hour. A watch silent for WATCH_IDLE seconds is taken as lost and started again:
+# the server's bookmarks (about one a minute from kube-apiserver's watch cache) keep a healthy one talking.
+WATCH_SECONDS = (1800, 3600)
+WATCH_IDLE = 300.0
 BACKOFF_FIRST, BACKOFF_MOST = 1.0, 60.0
 APISERVICES = ("apiregistration.k8s.io", "apiservices")
 KEEP_ALL = Lean(for_file=True)  # every object kept, thin unless it has finalizers or is being deleted
@@ -151,6 +154,7 @@ class Informer:
             accept=JSON if self.full else METADATA_ACCEPT,
             what=("watch", self.rtype.qualified, self.namespace),
             opened=self._opened,
+            idle=WATCH_IDLE,
         )
         for event in events:
             if self.stopped.is_set():
