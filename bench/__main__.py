@@ -153,7 +153,7 @@ def serve_here(args, server, workdir: Path, size: int, results: dict) -> None:
         progress(f"kfin serve at {size:,} objects: {args.serve_seconds:g} s by watch, "
                  f"then by rescan every {args.serve_interval} s")
         results["serve"] = dict(serve.measure(server, args.serve_seconds, args.serve_interval,
-                                              args.serve_every, workdir), size=size)
+                                              args.serve_every, workdir), size=size, every=args.serve_every)
         for mode in ("watch", "rescan"):
             row = results["serve"][mode]
             progress(f"  {mode}: {row['requests_per_hour']:,} requests/h, {row['cpu_s_per_hour']} CPU s/h, "

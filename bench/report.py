@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 START, END = "<!-- bench:results:start -->", "<!-- bench:results:end -->"
+FLOORS = ("floor", "floor-pb")  # they fetch and find nothing
 NAMES = {"floor": "bare fetch (floor)", "floor-pb": "bare fetch, protobuf (floor)", "kfin": "kfin stuck -A -o json",
          "kfin-json": "kfin stuck -A -o json, JSON lists", "kubectl": "kubectl recipe", "naive": "naive Python loop"}
 
@@ -177,11 +178,12 @@ def markdown(results: dict) -> str:
                      "" if floor is None or r["tool"] == "floor" else f"{floor:.2f}×", f"{r['requests']:,}",
                      f"{r['bytes'] / 1e6:.1f}", f"{r['peak_rss_mb']:.0f}",
                      "" if floor_rss is None or r["tool"] == "floor" else f"{floor_rss:.1f}×",
-                     "" if r["tool"] == "floor" else f"{r['found']}/{r['expected']}",
-                     "" if r["tool"] in ("kfin", "floor") or speed is None else f"{speed:.1f}×"])
+                     "" if r["tool"] in FLOORS else f"{r['found']}/{r['expected']}",
+                     "" if r["tool"] in ("kfin", *FLOORS) or speed is None else f"{speed:.1f}×"])
     parts += ["### Full scan (cold: a fresh discovery cache each run)",
-              "The floor fetches every list kfin makes, in parallel, and parses nothing (bench/bare_fetch.py); "
-              "× floor is each figure over the floor's, at the same size.",
+              "The floor fetches every list kfin makes, in parallel, as JSON, and parses nothing "
+              "(bench/bare_fetch.py; the protobuf floor asks as kfin does); × floor is each figure over the "
+              "JSON floor's, at the same size.",
               _table(["objects", "tool", "wall s (median)", "min–max s", "wall × floor", "requests", "MB received",
                       "peak RSS MB", "RSS × floor", "Terminating found", "kfin faster by"], rows)]
     notes = [f"- {NAMES[r['tool']]} at {r['size']:,}: {r['note']}" for r in results["scan"] if r.get("note")]
@@ -223,7 +225,8 @@ def markdown(results: dict) -> str:
         parts += [f"### kfin serve at steady state, {serve['size']:,} objects: by watch against a rescan every "
                   f"{serve['watch']['interval']} s",
                   "Measured over the same window after /readyz, with a change every second that kfin does not "
-                  "read and a new stuck object every few seconds (bench/serve.py); per hour from the window.",
+                  f"read and a new stuck object every {serve.get('every', '?')} s, removed once seen "
+                  "(bench/serve.py); per hour from the window.",
                   _table(["mode", "window s", "ready after s", "requests", "lists and reads", "requests/h",
                           "CPU s", "CPU s/h", "to /metrics s (each new stuck object)", "RSS MB"],
                          [[m["mode"], m["seconds"], m["ready_s"], m["requests"], m["gets_not_watches"],
