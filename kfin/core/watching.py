@@ -57,7 +57,7 @@ class Watched:
         catalog.use_files(scope.catalogs)
         self.refresh = refresh
         self.changes = threading.Condition()  # every context's informers notify it
-        self._answered, self._read_on_demand = 0.0, False  # when the last answer was worked out; if it read
+        self._answered, self._read_on_demand = 0.0, False  # the last answer: when, and whether it read on demand
         self.sources: list[tuple[str, Kube | None, Informers | None, KfinError | None]] = []
         names: list[str | None] = list(scope.contexts) or [scope.target.context]
         for name in names:
