@@ -1,7 +1,8 @@
 """`kfin stuck --watch`: the stuck objects as they change, until Ctrl-C, like `kubectl get -w`.
 
 Every type is listed once and then watched (kfin.core.watching, the machinery of `kfin serve`): the answer is
-worked out again as soon as a change kfin can see arrives, and every --interval while something is stuck.
+worked out again as soon as a change kfin can see arrives, and every --interval when the last answer read
+what the watches do not keep.
 What changed is shown: on a terminal the table redrawn, on a pipe one line per change (ADDED, MODIFIED,
 DELETED).
 """
