@@ -24,7 +24,7 @@ from kfin.commands.flags import (
     merged,
 )
 from kfin.core.stuck import StuckObject, find_all
-from kfin.core.watching import DEBOUNCE, Watched
+from kfin.core.watching import Watched
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.model import Inventory
 from kfin.render.terminal import progress_bar
@@ -95,23 +95,19 @@ def serve(
         exporter.run(served, server, every, stop)
     else:
         watched = Watched(scope, every)
-        seen = [0]  # the version the answer served was worked out from
 
         def answer() -> tuple[list[StuckObject], list[Inventory]]:
             while not watched.wait_synced(1.0):
                 if stop.is_set():
                     raise KfinError("stopped before every type was listed")
-            seen[0] = watched.version()
             rows, sources = watched.answer()
             return rows, [facts.inventory for facts in sources]
 
         def due() -> bool:
-            now = watched.wait(seen[0])
-            if now == seen[0]:
-                served.confirm()  # nothing changed: the answer served is current (kfin_result_age_seconds)
-                return False
-            time.sleep(DEBOUNCE)
-            return True
+            if watched.due():
+                return True
+            served.confirm()  # nothing changed: the answer served is current (kfin_result_age_seconds)
+            return False
 
         served = exporter.Exporter(answer, max_info_series, log=_log, requests=watched.requests)
         server = exporter.http_server(served, host, port)

@@ -32,7 +32,7 @@ from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.fleet import find_all_contexts
 from kfin.core.selectors import selector
 from kfin.core.stuck import StuckObject, gating_webhooks, report, storage_problems
-from kfin.core.watching import DEBOUNCE, Watched
+from kfin.core.watching import Watched
 from kfin.errors import ExitCode, UsageError
 from kfin.model import Failure
 from kfin.names import check_kind
@@ -143,19 +143,16 @@ def stuck(
             raise UsageError("--watch shows a table (or, on a pipe, a line per change); not -o " + fmt)
 
         watched = Watched(scope, every)
-        seen = [0]
 
         def scan() -> tuple[list[StuckObject], list[Failure]]:
             while not watched.wait_synced(1.0):
                 pass
-            seen[0] = watched.version()
             found, sources = watched.answer(kind or (), finalizer, older)
             return shown(found), [failure for f in sources for failure in f.inventory.failures]
 
         def next_due() -> None:
-            while watched.wait(seen[0]) == seen[0]:
+            while not watched.due():
                 pass
-            time.sleep(DEBOUNCE)
 
         watched.start()
         try:

@@ -252,8 +252,16 @@ def find_all(
     """(stuck rows of every context, oldest first; the Facts they came from): what `kfin stuck` prints
     and what `kfin serve --rescan` exposes at each scan. `failed`: as gather's."""
     sources = gather(scope, lean=True, progress=progress, failed=failed)
+    return stuck_in(sources, kinds, finalizer, older), sources
+
+
+def stuck_in(
+    sources: list[Facts], kinds: Iterable[str] = (), finalizer: str | None = None, older: float | None = None
+) -> list[StuckObject]:
+    """The stuck rows of every context's Facts, oldest first, with --kind, --finalizer and --older-than:
+    from a scan (find_all) or from watches (kfin.core.watching) alike."""
     filters = Filters(resolve_kinds(kinds, [f.inventory for f in sources]), finalizer, older)
-    return oldest_first([row for facts in sources for row in find_stuck(facts.inventory, filters, facts)]), sources
+    return oldest_first([row for facts in sources for row in find_stuck(facts.inventory, filters, facts)])
 
 
 def oldest_first(rows: list[StuckObject]) -> list[StuckObject]:

@@ -20,7 +20,7 @@ from kfin.core import catalog
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.core.sources import unread_context
-from kfin.core.stuck import Filters, StuckObject, find_stuck, oldest_first, resolve_kinds
+from kfin.core.stuck import StuckObject, stuck_in
 from kfin.errors import KfinError, UsageError
 
 DEBOUNCE = 0.2  # seconds: changes that come together (a namespace's deletion) are answered together
@@ -58,6 +58,7 @@ class Watched:
         self.refresh = refresh
         self.changes = threading.Condition()  # every context's informers notify it
         self._answered, self._read_on_demand = 0.0, False  # the last answer: when, and whether it read on demand
+        self._seen = 0  # the version the last answer was worked out from
         self.sources: list[tuple[str, Kube | None, Informers | None, KfinError | None]] = []
         names: list[str | None] = list(scope.contexts) or [scope.target.context]
         for name in names:
@@ -100,6 +101,15 @@ class Watched:
     def version(self) -> int:
         return sum(informers.version for _, _, informers, _ in self.sources if informers is not None)
 
+    def due(self, most: float = 1.0) -> bool:
+        """Whether a new answer is due: after a change kfin can see (and DEBOUNCE more, so that a burst is
+        answered once) or the refresh; False after `most` seconds without either, so that the caller may look
+        at its stop flag."""
+        if self.wait(self._seen, most) == self._seen:
+            return False
+        time.sleep(DEBOUNCE)
+        return True
+
     def wait(self, since: int, most: float = 1.0) -> int:
         """The version once a change kfin can see arrived, after `refresh` seconds when the last answer read
         on demand, or after `most` seconds (so that the caller may look at its stop flag), whichever is first.
@@ -117,6 +127,7 @@ class Watched:
     ) -> tuple[list[StuckObject], list[Facts]]:
         """(stuck rows of every context, oldest first; the Facts they came from), as kfin.core.stuck.find_all
         answers from a scan."""
+        self._seen = self.version()  # before anything is read: a change meanwhile makes the next answer due
         known: list[Facts] = []
         sources: list[Facts] = []
         failed: list[KfinError] = []
@@ -135,10 +146,9 @@ class Watched:
             sources.append(unread_context(context, error))
         if len(failed) == len(self.sources):  # nothing is known: an error, not an empty answer
             raise failed[0]
-        filters = Filters(resolve_kinds(kinds, [f.inventory for f in known]), finalizer, older)
-        rows = [row for facts in known for row in find_stuck(facts.inventory, filters, facts)]
+        rows = stuck_in(sources, kinds, finalizer, older)
         self._answered, self._read_on_demand = time.monotonic(), any(f.reads for f in known)
-        return oldest_first(rows), sources
+        return rows, sources
 
     def requests(self) -> tuple[int, int]:
         """(lists, watches) asked so far in every context."""
