@@ -118,6 +118,7 @@ class Cluster:
         # window of revisions; older revisions are compacted away (a watch from before answers 410).
         self.history: collections.deque = collections.deque(maxlen=20_000)
         self.changed = threading.Condition(self.lock)
+        self.stopped = False  # the server stopped: its watches end
         self.compacted_rv = 0
         self.clock_offset = 0.0  # seconds added to "now" (tests age objects with it)
         self._rv = 200

@@ -196,6 +196,9 @@ class FakeAPIServer:
         return self
 
     def stop(self):
+        with self.cluster.changed:  # its watches end too, as a real server's do when it stops
+            self.cluster.stopped = True
+            self.cluster.changed.notify_all()
         if self._httpd:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -810,7 +813,7 @@ class Watch:
                         lines = [self._bookmark(position)]
                     else:
                         left = deadline - time.monotonic()
-                        if left <= 0:
+                        if left <= 0 or self.cluster.stopped:
                             return
                         self.cluster.changed.wait(min(left, 0.5, max(0.01, bookmark_due - time.monotonic())))
                         continue
