@@ -89,6 +89,7 @@ def use_files(paths: Iterable[str]) -> None:
     global _loaded
     _extra_files[:] = [Path(p) for p in paths]
     _loaded = None
+    _matched.clear()
 
 
 def user_dir() -> Path:
@@ -174,8 +175,17 @@ def entries() -> list[CatalogEntry]:
     return _loaded
 
 
+_matched: dict[str, CatalogEntry | None] = {}  # finalizer -> its entry, for the catalog loaded
+
+
 def match(finalizer: str) -> CatalogEntry | None:
-    return next((entry for entry in entries() if entry.matches(finalizer)), None)
+    """The first entry whose patterns match the finalizer. Kept per name: a watching serve explains the same
+    few finalizers at every answer, and each is matched against every pattern of every entry."""
+    if _loaded is None:
+        _matched.clear()
+    if finalizer not in _matched:
+        _matched[finalizer] = next((entry for entry in entries() if entry.matches(finalizer)), None)
+    return _matched[finalizer]
 
 
 def _keep_holder_fields(entry: CatalogEntry) -> None:

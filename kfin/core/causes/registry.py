@@ -258,9 +258,24 @@ def control_plane_owned(finalizer: str) -> bool:
     return any(fnmatch.fnmatchcase(finalizer, pattern) for pattern in CONTROL_PLANE_PATTERNS)
 
 
+_families: dict[str, Family] = {}
+_families_from: list = [None, -1]  # the catalog entries and the number of registered names they were found with
+
+
 def family(finalizer: str) -> Family:
     """The cause a finalizer belongs to: a catalog entry, else the control plane's (by its domain), custom
-    (domain-qualified) or unknown."""
+    (domain-qualified) or unknown. Kept per name while the catalog and the causes stay the same: a scan or a
+    watching serve asks it for the same few names at every stuck object."""
+    loaded = catalog.entries()
+    if _families_from[0] is not loaded or _families_from[1] != len(CATALOG):
+        _families.clear()
+        _families_from[:] = [loaded, len(CATALOG)]
+    if finalizer not in _families:
+        _families[finalizer] = _family(finalizer)
+    return _families[finalizer]
+
+
+def _family(finalizer: str) -> Family:
     for entry, name in CATALOG:
         if fnmatch.fnmatchcase(finalizer, entry.pattern):
             return Family(name, entry.protects, entry.owner)
