@@ -11,7 +11,9 @@ workload, and no running workload of the field manager that added the finalizer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kfin.api.scan import MANAGERS
 from kfin.core.causes.registry import (
@@ -60,22 +62,63 @@ def _grants_write(rule: dict, group: str, resource: str, by_name_only: bool = Fa
 
 
 def find_grants(ctx: Context) -> list[Grant] | None:
-    facts, obj = ctx.facts, ctx.obj
+    """Who RBAC lets update or patch the object's type in its namespace: through ClusterRoleBindings, then
+    RoleBindings there. Each part is worked out once per type (and namespace) for the same facts: a scan
+    asks for every stuck object, and RBAC holds thousands of rules."""
+    obj = ctx.obj
     group, resource = obj.type.group, obj.type.resource
-    cluster_roles = facts.objects(RBAC, "clusterroles", full=True)
-    cluster_bindings = facts.objects(RBAC, "clusterrolebindings", full=True)
-    if cluster_roles is None or cluster_bindings is None:
+    cluster = _memo(ctx.facts, ("grants", group, resource), lambda: _cluster_grants(ctx.facts, group, resource))
+    if cluster is None:
         return None
-    by_name = {r.name: r for r in cluster_roles}
-    bindings = [(b, by_name.get(str((b.raw.get("roleRef") or {}).get("name"))), "") for b in cluster_bindings]
+    local: list[Grant] = []
     if obj.namespace:
-        roles = facts.objects(RBAC, "roles", obj.namespace, full=True) or []
-        role_names = {r.name: r for r in roles}
-        for b in facts.objects(RBAC, "rolebindings", obj.namespace, full=True) or []:
-            ref = b.raw.get("roleRef") or {}
-            named = str(ref.get("name"))
-            role = by_name.get(named) if ref.get("kind") == "ClusterRole" else role_names.get(named)
-            bindings.append((b, role, obj.namespace))
+        local = _memo(
+            ctx.facts,
+            ("grants", group, resource, obj.namespace),
+            lambda: _namespace_grants(ctx.facts, group, resource, obj.namespace),
+        )
+    return list(dict.fromkeys(cluster + local))
+
+
+def _memo(facts: ClusterFacts, key: tuple, work: Callable[[], Any]) -> Any:
+    if key not in facts.memo:
+        facts.memo[key] = work()  # a read on demand meanwhile clears the memo: this is what was read
+    return facts.memo[key]
+
+
+def _cluster_roles(facts: ClusterFacts) -> dict[str, KubeObject] | None:
+    roles = _memo(facts, ("clusterroles",), lambda: facts.objects(RBAC, "clusterroles", full=True))
+    return None if roles is None else _memo(facts, ("clusterroles by name",), lambda: {r.name: r for r in roles})
+
+
+def _cluster_grants(facts: ClusterFacts, group: str, resource: str) -> list[Grant] | None:
+    by_name = _cluster_roles(facts)
+    cluster_bindings = facts.objects(RBAC, "clusterrolebindings", full=True)
+    if by_name is None or cluster_bindings is None:
+        return None
+    bindings = [(b, by_name.get(str((b.raw.get("roleRef") or {}).get("name"))), "") for b in cluster_bindings]
+    return _granted(bindings, group, resource)
+
+
+def _namespace_grants(facts: ClusterFacts, group: str, resource: str, namespace: str) -> list[Grant]:
+    bindings = _memo(facts, ("rolebindings", namespace), lambda: _role_bindings(facts, namespace))
+    return _granted(bindings, group, resource) if bindings else []
+
+
+def _role_bindings(facts: ClusterFacts, namespace: str) -> list[tuple[KubeObject, KubeObject | None, str]]:
+    """A namespace's RoleBindings with the Role or ClusterRole each names."""
+    by_name = _cluster_roles(facts) or {}
+    role_names = {r.name: r for r in facts.objects(RBAC, "roles", namespace, full=True) or []}
+    bindings = []
+    for b in facts.objects(RBAC, "rolebindings", namespace, full=True) or []:
+        ref = b.raw.get("roleRef") or {}
+        named = str(ref.get("name"))
+        role = by_name.get(named) if ref.get("kind") == "ClusterRole" else role_names.get(named)
+        bindings.append((b, role, namespace))
+    return bindings
+
+
+def _granted(bindings: list[tuple[KubeObject, KubeObject | None, str]], group: str, resource: str) -> list[Grant]:
     grants = []
     for binding, role, namespace in bindings:
         if role is None or role.name in DEFAULT_ROLES:
@@ -90,7 +133,7 @@ def find_grants(ctx: Context) -> list[Grant] | None:
                 grants.append(Grant(label, subject.get("namespace") or namespace, name))
             elif kind in ("User", "Group") and name:
                 grants.append(Grant(label, "", name, kind))
-    return list(dict.fromkeys(grants))
+    return grants
 
 
 def _rbac_read(ctx: Context) -> str:
