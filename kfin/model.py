@@ -306,6 +306,8 @@ class Inventory:
     detailed: set = field(default_factory=set)
     # (group, resource, namespace) -> objects a lean scan counted but did not keep (kfin.api.scan.Lean)
     dropped: dict = field(default_factory=dict)
+    # the same objects by (group, resource), when the source holds them so (informers), or None
+    by_type: dict | None = field(default=None, compare=False, repr=False)
 
     @property
     def complete(self) -> bool:

@@ -364,9 +364,12 @@ class Informers:
             raise self.error
         informers = list(self.informers.values())
         objects: list[KubeObject] = []
+        by_type: dict[tuple[str, str], list[KubeObject]] = {}
         failures = list(self.discovery_failures)
         for informer in informers:
-            objects.extend(informer.objects.values())
+            found = list(informer.objects.values())  # at once: its thread changes them meanwhile
+            objects.extend(found)
+            by_type.setdefault((informer.rtype.group, informer.rtype.resource), []).extend(found)
             if informer.failure is not None:
                 failures.append(informer.failure)
             elif not informer.listed:
@@ -375,10 +378,9 @@ class Informers:
             first = informers[0].failure
             assert first is not None
             raise APIError(f"no type could be read: {first.line()}", 0, first.reason)
-        self._hot_namespaces = {
-            o.name for o in objects if o.terminating and (o.type.group, o.type.resource) == NAMESPACES
-        }
-        self._hot_uids = {o.uid for o in objects if o.terminating and o.uid}
+        deleted = [o for o in objects if not isinstance(o, ThinObject) and o.terminating]  # never a thin one
+        self._hot_namespaces = {o.name for o in deleted if (o.type.group, o.type.resource) == NAMESPACES}
+        self._hot_uids = {o.uid for o in deleted if o.uid}
         detailed = {
             (i.rtype.group, i.rtype.resource, i.namespace or "")
             for i in informers
@@ -393,6 +395,7 @@ class Informers:
             self.kube.shown,
             self.namespace,
             detailed,
+            by_type=by_type,
         )
 
     def requests(self) -> tuple[int, int]:

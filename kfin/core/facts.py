@@ -78,13 +78,20 @@ class Facts:
         self._dropped_types = {(g, r) for g, r, _ in self._dropped}
         self._blocking: dict[str, list[KubeObject]] | None = None
         self._index: dict | None = None  # see _by_type
+        # the inventory's objects by type, until a read on demand changes them (see _of_type)
+        self._grouped: dict[tuple[str, str], list[KubeObject]] | None = inventory.by_type
+        self._types: dict[tuple[str, str], ResourceType] | None = None  # see resource
         self._namespaces_read: Counter = Counter()  # (group, resource) -> namespaces read one by one
         self.memo: dict = {}  # what analyses worked out from these facts (explanations), kept for reuse
         self.reads = 0  # reads from the API server on demand: an answer that made none is current from watches
 
     # ----- types -----------------------------------------------------------------------------------
     def resource(self, group: str, resource: str) -> ResourceType | None:
-        return next((r for r in self.inventory.resources if r.group == group and r.resource == resource), None)
+        if self._types is None:  # the first of each, as a search of the list in discovery's order would find
+            self._types = {}
+            for r in self.inventory.resources:
+                self._types.setdefault((r.group, r.resource), r)
+        return self._types.get((group, resource))
 
     def type_of_kind(self, api_version: str, kind: str) -> ResourceType | None:
         return self.catalog.for_kind(api_version, kind)
@@ -131,7 +138,7 @@ class Facts:
                 self._namespaces_read[(group, resource)] += 1
             if key in self.unreadable or (widen and (group, resource, "") in self.unreadable):
                 return None
-        by_namespace = self._by_type().get((group, resource), {})
+        by_namespace = self._of_type(group, resource)
         if ns:
             return list(by_namespace.get(ns, ()))
         return [o for found in by_namespace.values() for o in found]
@@ -140,14 +147,33 @@ class Facts:
         """{(group, resource): {namespace: [objects]}}, built once and kept up to date by reads: causes ask
         for one type in one namespace many times, and a cluster holds hundreds of thousands of objects."""
         if self._index is None:
+            self._grouped = None  # the whole index is wanted: the grouping is no longer needed
             index: dict = {}
-            for o in self.inventory.objects:
-                index.setdefault((o.type.group, o.type.resource), {}).setdefault(o.namespace, []).append(o)
+            rtype, namespace, bucket = None, None, []
+            for o in self.inventory.objects:  # in runs of one type and namespace, as lists and informers give them
+                if o.type is not rtype or o.namespace != namespace:
+                    rtype, namespace = o.type, o.namespace
+                    bucket = index.setdefault((rtype.group, rtype.resource), {}).setdefault(namespace, [])
+                bucket.append(o)
             self._index = index
         return self._index
 
+    def _of_type(self, group: str, resource: str) -> dict[str, list[KubeObject]]:
+        """{namespace: [objects]} of one type. From an inventory already grouped by type (informers), only the
+        types asked for are indexed: an answer of a watching serve asks for a few of a cluster's types."""
+        if self._grouped is None:
+            return self._by_type().get((group, resource), {})
+        if self._index is None:
+            self._index = {}
+        if (group, resource) not in self._index:
+            by_namespace: dict[str, list[KubeObject]] = {}
+            for o in self._grouped.get((group, resource), ()):
+                by_namespace.setdefault(o.namespace, []).append(o)
+            self._index[(group, resource)] = by_namespace
+        return self._index[(group, resource)]
+
     def _forget_indexes(self) -> None:
-        self._index = self._blocking = None
+        self._index = self._blocking = self._grouped = None
         self.memo.clear()
 
     def find(self, group: str, resource: str, namespace: str, name: str, *, full: bool = False) -> KubeObject | None:
@@ -230,6 +256,8 @@ class Facts:
         """Put what was read again of some types (each everywhere or in one namespace) in place of what was
         known: one pass over every object for the whole batch (prefetch applies its reads together), and
         the indexes updated rather than rebuilt."""
+        if self._grouped is not None:  # what is read replaces objects: from here on, one index of them all
+            self._forget_indexes()
         inv, index = self.inventory, self._by_type()
         old: list[KubeObject] = []
         for rtype, namespace, fresh in reads:
@@ -240,6 +268,7 @@ class Facts:
                 by_namespace.setdefault(obj.namespace, []).append(obj)
         gone = {id(o) for o in old}
         inv.objects = [o for o in inv.objects if id(o) not in gone] + [o for _, _, fresh in reads for o in fresh]
+        inv.by_type = None  # no longer the same objects
         if self._blocking is not None:  # the same objects read again: same owners, new instances
             newer = {o.uid: o for _, _, fresh in reads for o in fresh if o.uid}
             for dependents in self._blocking.values():
@@ -292,6 +321,7 @@ class Facts:
             )
 
         inv.objects = [o for o in inv.objects if not replaced(o)] + [o for o in found if replaced(o)]
+        inv.by_type = None  # no longer the same objects
         inv.failures.extend(failures)
         failed = {f.target for f in failures}
         self._listed |= {
