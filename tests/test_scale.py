@@ -112,6 +112,36 @@ def test_what_a_lean_scan_left_out_is_read_again_when_an_explanation_asks(popula
     assert not isinstance(facts.find("", "configmaps", "active", "owned"), ThinObject)
 
 
+def test_objects_grouped_by_type_are_indexed_as_asked_and_a_read_in_one_namespace_keeps_the_others(populated):
+    """Informers hand their objects over by type, so that an answer indexes only the types it asks for. A read
+    on demand replaces one type's objects in one namespace: those of every other namespace stay known."""
+    def grouped():
+        found = inventory.live(populated, None)
+        by_type = {}
+        for o in found.objects:
+            by_type.setdefault((o.type.group, o.type.resource), []).append(o)
+        found.by_type = by_type
+        return found
+
+    def names(objects):
+        return sorted((o.namespace, o.name) for o in objects)
+
+    plain = Facts(inventory.live(populated, None), populated)
+    facts = Facts(grouped(), populated)
+    for ns in ("active", "leaving", None):
+        assert names(facts.objects("", "configmaps", ns)) == names(plain.objects("", "configmaps", ns))
+    assert names(facts.objects("", "namespaces")) == names(plain.objects("", "namespaces"))
+
+    before = names(plain.objects("", "configmaps", "leaving"))
+    assert {("leaving", "left"), ("leaving", "plain")} <= set(before)
+    facts = Facts(grouped(), populated)
+    assert facts.objects("", "namespaces")  # one type indexed, ConfigMaps not yet
+    read_whole = facts.objects("", "configmaps", "active", full=True)  # not kept whole: read from the server
+    assert not any(isinstance(o, ThinObject) for o in read_whole) and facts.inventory.by_type is None
+    assert names(facts.objects("", "configmaps", "leaving")) == before
+    assert names(facts.objects("", "namespaces")) == names(plain.objects("", "namespaces"))
+
+
 def test_stuck_reports_the_same_from_a_lean_scan_and_from_a_snapshot(populated, fake_kubeconfig, tmp_path):
     live = json.loads(kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig)).stdout)
     kfin("snapshot", "-A", "-f", str(tmp_path / "snap.json"), "--kubeconfig", str(fake_kubeconfig))
