@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
@@ -79,3 +81,14 @@ def test_a_broken_user_catalog_stops_commands_with_one_line(tmp_path, monkeypatc
     result = kfin("stuck", "-A", "--from-snapshot", SNAPSHOT)
     assert result.code == ExitCode.USAGE and result.stderr.startswith("error: catalog ")
     assert "x.yaml: entries[0]" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab*?[]!-./", max_size=8), st.text(alphabet="ab*?[]!-./", max_size=8))
+def test_finalizer_patterns_match_as_fnmatch_does(name, pattern):
+    """Plain names are compared as strings (no regular expression compiled); wildcards still as fnmatch."""
+    import fnmatch
+
+    from kfin.util.globs import glob_match
+
+    assert glob_match(name, pattern) == fnmatch.fnmatchcase(name, pattern)

@@ -88,15 +88,16 @@ def test_several_files_proxies_and_unknown_contexts_are_left_to_the_package(tmp_
     assert load_static([str(one)], None) is None
 
 
-def test_a_scan_with_a_simple_kubeconfig_never_imports_the_kubernetes_package(fake, fake_kubeconfig):
+def test_a_scan_with_a_simple_kubeconfig_never_imports_the_kubernetes_package_nor_pydantic(fake, fake_kubeconfig):
+    """Each costs a fifth of a small cluster's scan in start-up alone (bench/RESULTS.md, start-up)."""
     configmaps = fake.cluster.types[("", "configmaps")]
     fake.apply({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "held", "namespace": "default", "finalizers": ["example.com/x"]}})
     fake.cluster.delete(configmaps, fake.cluster.find(configmaps, "default", "held"), None, None)
     code = ("import sys\nfrom kfin.commands.app import main\ntry:\n main(['stuck', '-A', '--kubeconfig', sys.argv[1]])\n"
-            "except SystemExit: pass\nprint('kubernetes' in sys.modules, file=sys.stderr)")
+            "except SystemExit: pass\nprint('kubernetes' in sys.modules, 'pydantic' in sys.modules, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code, str(fake_kubeconfig)], capture_output=True, text=True)
-    assert done.stderr.strip().splitlines()[-1] == "False", done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "False False", done.stderr
     assert "held" in done.stdout and "example.com/x" in done.stdout
 
 

@@ -5,7 +5,6 @@ its holders lives in kfin.core.causes.ecosystem."""
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 from collections.abc import Iterable
@@ -15,6 +14,7 @@ from typing import Any
 
 from kfin.api.scan import keep_fields
 from kfin.errors import UsageError
+from kfin.util.globs import glob_match
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SHIPPED = DATA / "catalog.yaml"
@@ -53,7 +53,7 @@ class CatalogEntry:
     source: str = ""
 
     def matches(self, finalizer: str) -> bool:
-        return any(fnmatch.fnmatchcase(finalizer, pattern) for pattern in self.finalizers)
+        return any(glob_match(finalizer, pattern) for pattern in self.finalizers)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -10,7 +10,6 @@ resourceVersion guards it). After each write kfin reads again and reports the re
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import random
 import time
@@ -27,6 +26,7 @@ from kfin.core.causes.registry import control_plane_owned
 from kfin.core.facts import ClusterFacts
 from kfin.errors import APIError, KfinError, NotFoundError, UnreachableError
 from kfin.model import KubeObject, format_time
+from kfin.util.globs import glob_match
 
 MAX_ATTEMPTS = 5
 # Waits after a lost race, as client-go's DefaultBackoff (10 ms growing 5-fold, jittered): a busy
@@ -69,7 +69,7 @@ class Outcome:
 
 
 def matches(finalizer: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(finalizer, p) for p in patterns)
+    return any(glob_match(finalizer, p) for p in patterns)
 
 
 FORCE_DELETION = GRACEFUL_DELETION  # a Pod's cause without a finalizer: removed by a forced DELETE

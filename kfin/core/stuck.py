@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -17,6 +16,7 @@ from kfin.core.sources import ProgressFactory, gather, no_progress
 from kfin.errors import KfinError, NotFoundError
 from kfin.model import Inventory, KubeObject, ThinObject, format_time
 from kfin.names import check_kind
+from kfin.util.globs import glob_match
 
 
 @dataclass
@@ -190,7 +190,7 @@ def storage_problems(inventory: Inventory) -> list[dict]:
 def matches(finalizer: str, pattern: str) -> bool:
     """--finalizer PATTERN: a glob (example.com/*) or a plain substring."""
     if any(c in pattern for c in "*?["):
-        return fnmatch.fnmatchcase(finalizer, pattern)
+        return glob_match(finalizer, pattern)
     return pattern in finalizer
 
 

@@ -11,7 +11,6 @@ the same Finding, so they cannot disagree; adding a cause touches one module.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -22,6 +21,7 @@ from kfin.core.catalog import CatalogEntry
 from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject, parse_time
 from kfin.util.durations import format_age
+from kfin.util.globs import glob_match
 
 QUALIFIED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
@@ -255,7 +255,7 @@ def control_plane_owned(finalizer: str) -> bool:
     """Whether the finalizer's name says it belongs to Kubernetes (kubernetes, *.k8s.io/*, *kubernetes.io/*,
     and the garbage collector's own): kube-controller-manager, kube-apiserver or a named sidecar removes it,
     including ones a newer release adds that kfin does not know."""
-    return any(fnmatch.fnmatchcase(finalizer, pattern) for pattern in CONTROL_PLANE_PATTERNS)
+    return any(glob_match(finalizer, pattern) for pattern in CONTROL_PLANE_PATTERNS)
 
 
 _families: dict[str, Family] = {}
@@ -277,7 +277,7 @@ def family(finalizer: str) -> Family:
 
 def _family(finalizer: str) -> Family:
     for entry, name in CATALOG:
-        if fnmatch.fnmatchcase(finalizer, entry.pattern):
+        if glob_match(finalizer, entry.pattern):
             return Family(name, entry.protects, entry.owner)
     known = catalog.match(finalizer)
     if known is not None:
