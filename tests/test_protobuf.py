@@ -55,6 +55,14 @@ def test_a_protobuf_answer_kfin_cannot_read_is_a_shape_error(data, message):
         protobuf.metadata_list(data, "GET /api/v1/pods")
 
 
+def test_a_protobuf_item_without_a_name_is_a_shape_error_as_in_json():
+    """The messages type every field, so a protobuf page skips the JSON shape check; a name can still be empty."""
+    data = fake_protobuf.metadata_list([{"metadata": META}, {"metadata": dict(META, name="", uid="u-9")}], {})
+    for light in (False, True):
+        with pytest.raises(ShapeError, match="item 2 is malformed: metadata.name is missing"):
+            protobuf.metadata_list(data, "GET /api/v1/pods", light=light)
+
+
 def test_a_scan_lists_metadata_as_protobuf_and_finds_what_json_finds(fake, fake_kubeconfig, monkeypatch):
     api = RawClient(fake.url, "admin-token")
     api.create("/api/v1/namespaces", {"metadata": {"name": "shop"}})

@@ -531,8 +531,8 @@ class Kube:
                 accept = METADATA_LIST_ACCEPT  # a server that refuses the protobuf offer outright: JSON from now
                 continue
             with _PARSING:
-                if protobuf.is_protobuf(headers.get("Content-Type")):
-                    page = check_page(protobuf.metadata_list(data, f"GET {path}", light), f"GET {path}")
+                if protobuf.is_protobuf(headers.get("Content-Type")):  # its messages type every field: no check_page
+                    page = protobuf.metadata_list(data, f"GET {path}", light)
                 else:
                     page = check_page(self._json(path, data), f"GET {path}")
                 del data

@@ -115,6 +115,9 @@ def metadata_list(data: bytes, where: str, light: bool = False) -> dict:
         raise ShapeError(f"{where} answered a protobuf list kfin cannot decode") from None
     if envelope.typeMeta.kind and envelope.typeMeta.kind != "PartialObjectMetadataList":
         raise ShapeError(f"{where} answered a protobuf {envelope.typeMeta.kind[:60]!r}, not a metadata list")
+    for number, meta in enumerate(metas, 1):  # the one thing the messages' types leave open (shapes.check_page)
+        if not meta.name:
+            raise ShapeError(f"{where} answered a list whose item {number} is malformed: metadata.name is missing")
     list_meta: dict = {}
     if listed.metadata.resourceVersion:
         list_meta["resourceVersion"] = listed.metadata.resourceVersion
