@@ -63,6 +63,48 @@ def test_a_protobuf_item_without_a_name_is_a_shape_error_as_in_json():
             protobuf.metadata_list(data, "GET /api/v1/pods", light=light)
 
 
+@pytest.mark.parametrize("lean", ["scan", "file"])
+def test_objects_kept_straight_from_protobuf_messages_are_those_kept_from_their_metadata(lean):
+    """A lean read makes what it keeps of objects nobody deletes from the messages, without metadata dicts
+    (Lean.keep_parts); the same objects as Lean.keep makes from the dicts of the same page."""
+    from functools import partial
+
+    from kfin.api.scan import Lean, to_object
+    from kfin.model import ResourceType, ThinObject
+
+    rtype = ResourceType("", "v1", "pods", "Pod", True)
+    owners = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u-rs", "controller": True,
+               "blockOwnerDeletion": False}, {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "u-cm",
+                                              "blockOwnerDeletion": True}]
+    metas = [{"name": "alone", "namespace": "shop", "uid": "u-1"},
+             {"name": "owned", "namespace": "shop", "uid": "u-2", "ownerReferences": owners[:1]},
+             {"name": "twice", "namespace": "gone", "uid": "u-3", "ownerReferences": owners},
+             {"name": "sep\x1fname", "namespace": "shop", "uid": "u-4", "ownerReferences": owners[1:]},
+             META]
+    data = fake_protobuf.metadata_list([{"metadata": m} for m in metas], {})
+
+    def made(**options):
+        return Lean(**options) if lean == "scan" else Lean(for_file=True)
+
+    def seen(objects):
+        return sorted((type(o).__name__, o.name, o.namespace, o.uid, tuple(o.owner_uids()),
+                       tuple(o.owner_uids(blocking=True)), tuple(map(str, o.owner_references))) for o in objects)
+
+    for whole in ({"gone"}, None):
+        by_dicts, by_messages = made(whole_namespaces=whole), made(whole_namespaces=whole)
+        page = protobuf.metadata_list(data, "GET /api/v1/pods", light=True)
+        from_dicts = [o for o in (to_object(rtype, item, False, by_dicts) for item in page["items"]) if o]
+        page = protobuf.metadata_list(data, "GET /api/v1/pods", True, partial(by_messages.keep_parts, rtype))
+        assert [i["metadata"]["name"] for i in page["items"]] == ["db"]  # being deleted: kept whole, as a dict
+        from_messages = [to_object(rtype, page["items"][0], False, by_messages), *page["kept"]]
+        assert seen(from_messages) == seen(from_dicts)
+        assert by_messages.dropped == by_dicts.dropped
+        if lean == "scan":  # objects kept only as owner edges: the same dependents come back
+            assert seen(by_messages.edges.dependents_of({"u-rs", "u-cm"})) == \
+                seen(by_dicts.edges.dependents_of({"u-rs", "u-cm"}))
+        assert any(isinstance(o, ThinObject) for o in from_messages)
+
+
 def test_a_scan_lists_metadata_as_protobuf_and_finds_what_json_finds(fake, fake_kubeconfig, monkeypatch):
     api = RawClient(fake.url, "admin-token")
     api.create("/api/v1/namespaces", {"metadata": {"name": "shop"}})

@@ -487,14 +487,14 @@ class Kube:
         what: What | None = None,
         reduce: Callable[[dict], Any] | None = None,
         query: dict | None = None,
-        light: bool = False,
+        keep: protobuf.Keep | None = None,
     ) -> Iterator:
         """Every page of a metadata-only list (an empty list answers `items: null`); `reduce(page)` is
         yielded instead of a page when given (see _pages). Asked as protobuf first (kfin.api.protobuf);
-        `light`: of objects neither being deleted nor with finalizers, a protobuf page gives only name,
-        namespace, uid and owners (what a lean scan keeps of them)."""
+        `keep`: of a protobuf page, objects neither being deleted nor with finalizers are made by it from their
+        name, namespace, uid and owners (what a lean scan keeps of them) and come in the page's "kept"."""
         accept = PROTOBUF_METADATA_LIST_ACCEPT if protobuf.wanted() else METADATA_LIST_ACCEPT
-        return self._pages(path, limit, accept, what, reduce, query, light)
+        return self._pages(path, limit, accept, what, reduce, query, keep)
 
     def list_pages(
         self,
@@ -515,7 +515,7 @@ class Kube:
         what: What | None,
         reduce: Callable[[dict], Any] | None = None,
         query: dict | None = None,
-        light: bool = False,
+        keep: protobuf.Keep | None = None,
     ) -> Iterator:
         """Pages are fetched by as many threads as list at once, but parsed (and reduced) one at a time:
         parsing holds the GIL anyway, and so only one page is ever held parsed, not one per thread, which is
@@ -532,7 +532,7 @@ class Kube:
                 continue
             with _PARSING:
                 if protobuf.is_protobuf(headers.get("Content-Type")):  # its messages type every field: no check_page
-                    page = protobuf.metadata_list(data, f"GET {path}", light)
+                    page = protobuf.metadata_list(data, f"GET {path}", keep is not None, keep)
                 else:
                     page = check_page(self._json(path, data), f"GET {path}")
                 del data

@@ -103,6 +103,9 @@ class Informer:
     def _keep(self, item: dict) -> KubeObject | None:
         return to_object(self.rtype, item, self.full, KEEP_ALL)
 
+    def _keep_parts(self, name: str, namespace: str, uid: str, owners: tuple) -> KubeObject | None:
+        return KEEP_ALL.keep_parts(self.rtype, name, namespace, uid, owners)
+
     def _query(self) -> dict:
         return {"fieldSelector": f"metadata.name={self.only_name}"} if self.only_name else {}
 
@@ -124,13 +127,13 @@ class Informer:
         def kept(page: dict) -> list[KubeObject]:
             versions.append(str((page.get("metadata") or {}).get("resourceVersion") or ""))
             found = (self._keep(item) for item in page.get("items") or [])
-            return [obj for obj in found if obj is not None]
+            return [obj for obj in found if obj is not None] + page.get("kept", [])
 
         if self.full:
             pages = self.kube.list_pages(self.path, self.page_size, what=what, reduce=kept, query=self._query())
         else:
             pages = self.kube.list_metadata_pages(
-                self.path, self.page_size, what=what, reduce=kept, query=self._query(), light=True
+                self.path, self.page_size, what=what, reduce=kept, query=self._query(), keep=self._keep_parts
             )
         fresh = {(o.namespace, o.name): o for objects in pages for o in objects}
         self.lists += 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -93,8 +94,29 @@ def metadata(meta: Any, light: bool) -> dict:
     return out
 
 
-def metadata_list(data: bytes, where: str, light: bool = False) -> dict:
-    """A PartialObjectMetadataList answer as the dict its JSON form would give (items' metadata only)."""
+# What a lean read keeps of an object neither being deleted nor with finalizers, made from its fields: (name,
+# namespace, uid, owners as kfin.model.owner_tuples gives them) -> the object kept, or None (kfin.api.scan.Lean)
+Keep = Callable[[str, str, str, tuple], Any]
+
+
+def _owners(meta: Any) -> tuple:
+    return tuple(
+        (
+            r.apiVersion,
+            r.kind,
+            r.name,
+            r.uid,
+            r.controller if r.HasField("controller") else None,
+            r.blockOwnerDeletion if r.HasField("blockOwnerDeletion") else None,
+        )
+        for r in meta.ownerReferences
+    )
+
+
+def metadata_list(data: bytes, where: str, light: bool = False, keep: Keep | None = None) -> dict:
+    """A PartialObjectMetadataList answer as the dict its JSON form would give (items' metadata only).
+    `keep` (with `light`): objects neither being deleted nor with finalizers are made by it straight from the
+    messages, with no metadata dict, and come in the page's "kept" (what it kept), not in its items."""
     if not data.startswith(MAGIC):
         raise ShapeError(f"{where} answered protobuf without the Kubernetes magic prefix")
     whole = metadata_pb2.PartialObjectMetadata
@@ -124,5 +146,15 @@ def metadata_list(data: bytes, where: str, light: bool = False) -> dict:
     token = getattr(listed.metadata, "continue")  # a keyword in Python
     if token:
         list_meta["continue"] = token
-    items = [{"metadata": metadata(meta, light)} for meta in metas]
-    return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "items": items}
+    page = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta}
+    if light and keep is not None:
+        kept, items = [], []
+        for meta in metas:
+            if meta.HasField("deletionTimestamp") or meta.finalizers:
+                items.append({"metadata": metadata(meta, light)})
+                continue
+            obj = keep(meta.name, meta.namespace, meta.uid, _owners(meta) if meta.ownerReferences else ())
+            if obj is not None:
+                kept.append(obj)
+        return dict(page, items=items, kept=kept)
+    return dict(page, items=[{"metadata": metadata(meta, light)} for meta in metas])

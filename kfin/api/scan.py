@@ -18,8 +18,6 @@ from kfin.model import (
     OwnedObject,
     ResourceType,
     ThinObject,
-    owned_object,
-    owner_edge,
     owner_tuples,
 )
 from kfin.util.gcpause import paused_gc
@@ -312,18 +310,28 @@ class Lean:
         self.edges = OwnerEdges()
 
     def keep(self, r: ResourceType, meta: dict) -> KubeObject | None:
-        namespace = sys.intern(meta.get("namespace") or "")
+        return self.keep_parts(
+            r, meta.get("name") or "", meta.get("namespace") or "", meta.get("uid") or "", owner_tuples(meta)
+        )
+
+    def keep_parts(self, r: ResourceType, name: str, namespace: str, uid: str, owners: tuple) -> KubeObject | None:
+        """keep, from the fields themselves (a protobuf page gives them without a metadata dict); `owners`:
+        kfin.model.owner_tuples."""
+        namespace = sys.intern(namespace)
         if self.for_file:
-            return ThinObject(
-                r, meta.get("name") or "", namespace, meta.get("uid") or "", owner_tuples(meta, sys.intern)
-            )
+            owners = tuple((sys.intern(a), sys.intern(k), *rest) for a, k, *rest in owners)
+            return ThinObject(r, name, namespace, uid, owners)
         whole = self.whole_namespaces is None or namespace in self.whole_namespaces
-        edge = owner_edge(meta)
-        if edge is not None:
-            if whole or not self.edges.add(r, namespace, meta.get("name") or "", meta.get("uid") or "", *edge):
-                return owned_object(r, meta, namespace, edge)
+        if owners:
+            uids = [owner[3] for owner in owners]
+            blocking = 0
+            for at, owner in enumerate(owners):
+                if owner[5]:
+                    blocking |= 1 << at
+            if whole or not self.edges.add(r, namespace, name, uid, uids, blocking):
+                return OwnedObject(r, name, namespace, uid, uids[0] if len(uids) == 1 else tuple(uids), blocking)
         elif whole:
-            return ThinObject(r, meta.get("name") or "", namespace, meta.get("uid") or "")
+            return ThinObject(r, name, namespace, uid)
         self.dropped[(r.group, r.resource, namespace if r.namespaced else "")] += 1
         return None
 
@@ -354,13 +362,14 @@ def read_objects(
 
     def kept(page: dict) -> list[KubeObject]:
         found = (to_object(r, item, full, lean) for item in page.get("items") or [])
-        return [obj for obj in found if obj is not None]
+        return [obj for obj in found if obj is not None] + page.get("kept", [])
 
     path = resource_path(r, namespace)
     if full:
         pages = kube.list_pages(path, page_size, what=what, reduce=kept)
     else:
-        pages = kube.list_metadata_pages(path, page_size, what=what, reduce=kept, light=lean is not None)
+        keep = partial(lean.keep_parts, r) if lean is not None else None
+        pages = kube.list_metadata_pages(path, page_size, what=what, reduce=kept, keep=keep)
     return [obj for objects in pages for obj in objects]
 
 
