@@ -56,18 +56,25 @@ def _kubeconfig_paths(explicit: str | None) -> list[str]:
 
 
 def context_names(kubeconfig: str | None) -> list[str]:
-    """Every context of the kubeconfig (for --all-contexts)."""
-    from kubernetes import config
-
+    """Every context of the kubeconfig (for --all-contexts), in the order kubectl merges them: the first file
+    that names a context wins. Read by kfin's own typed reading, not the kubernetes package (0.3 s to import)."""
     existing = [p for p in _kubeconfig_paths(kubeconfig) if Path(p).expanduser().is_file()]
     if not existing:
         raise ConfigError("no kubeconfig found: set KUBECONFIG or pass --kubeconfig")
-    check_kubeconfig(existing)
-    try:
-        contexts, _ = config.list_kube_config_contexts(config_file=os.pathsep.join(existing))
-    except Exception as error:
-        raise ConfigError(f"cannot read kubeconfig {', '.join(existing)}: {error}") from None
-    return [c["name"] for c in contexts or []]
+    names: dict[str, None] = {}
+    for document in check_kubeconfig(existing):
+        names.update((entry["name"], None) for entry in document.get("contexts") or [])
+    if not names:
+        raise ConfigError(f"kubeconfig {', '.join(existing)} has no contexts")
+    return list(names)
+
+
+def load_transport() -> None:
+    """Import what requests go through (urllib3, ssl: ~80 ms) now, in a process about to fork workers that
+    would each import it again."""
+    import ssl  # noqa: F401
+
+    import urllib3  # noqa: F401
 
 
 # Without --request-timeout, a connection (TLS handshake included) and each silence of the server are still

@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 
-from kfin.api.connection import Kube
+from kfin.api.connection import Kube, load_transport
 from kfin.api.target import Target
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
@@ -84,7 +84,10 @@ def _in_processes(
     rows: list[StuckObject] = []
     by_context: dict[str, Facts] = {}
     errors: dict[str, KfinError] = {}
-    pool = ProcessPoolExecutor(workers, mp_context=_context())
+    start = _context()
+    if start.get_start_method() == "fork":
+        load_transport()
+    pool = ProcessPoolExecutor(workers, mp_context=start)
     try:
         futures = [
             pool.submit(_scan_share, replace(scope, contexts=tuple(share)), kinds, finalizer, older) for share in shares
