@@ -191,3 +191,20 @@ def test_an_unknown_auth_provider_is_a_kubeconfig_problem_not_a_credentials_fail
     config["users"].append({"name": "unused", "user": {"auth-provider": {"name": "weird"}}})
     other.write_text(json.dumps(config))
     assert kfin("stuck", "--kubeconfig", str(other)).code == 4  # on to the (unreachable) server
+
+
+def test_a_kubeconfig_is_parsed_once_per_content_and_again_when_it_changes(tmp_path, monkeypatch):
+    """A fleet connects to each of its contexts through one file: it is parsed once (bench/RESULTS.md, fleet), and
+    a file that changed is read as it is now."""
+    from kfin.api import kubeconfig_types
+    from kfin.api.connection import Kube
+    from kfin.api.target import Target
+
+    parsed = []
+    real = kubeconfig_types._parse
+    monkeypatch.setattr(kubeconfig_types, "_parse", lambda path, raw: parsed.append(path) or real(path, raw))
+    path = write(tmp_path, {"token": "abc"})
+    servers = {Kube.connect(Target(str(path), name)).server for name in ("main", "other", "main")}
+    assert servers == {"https://10.0.0.1:6443"} and len(parsed) == 1
+    path.write_text(path.read_text().replace("10.0.0.1", "10.0.0.2"))  # same size, same inode
+    assert Kube.connect(Target(str(path), "main")).server == "https://10.0.0.2:6443" and len(parsed) == 2

@@ -130,10 +130,14 @@ def _named_list(where: str, value: Any, inner: str, fields: dict[str, str]) -> N
                 _check_fields(f"{here}.exec.env[{position}]", pair, {"name": STRING, "value": STRING})
 
 
+# Documents already parsed, by their bytes: a fleet connects to each of its contexts through the same file
+# (twenty parses of a twenty-context file were a tenth of its scan), and forked workers inherit them. Callers
+# only read the documents.
+_parsed: dict[bytes, Any] = {}
+
+
 def load_document(path: Path) -> Any:
     """The YAML of one kubeconfig, bounded in size and in aliases; ConfigError when it cannot be read."""
-    import yaml
-
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_BYTES + 1)
@@ -141,6 +145,17 @@ def load_document(path: Path) -> Any:
         raise ConfigError(f"cannot read kubeconfig {path}: {error.strerror or error}") from None
     if len(raw) > MAX_BYTES:
         raise ConfigError(f"kubeconfig {path} is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a kubeconfig")
+    if raw not in _parsed:
+        if len(_parsed) >= 16:
+            _parsed.clear()
+        _parsed[raw] = _parse(path, raw)
+    return _parsed[raw]
+
+
+def _parse(path: Path, raw: bytes) -> Any:
+    """YAML, with its aliases counted before they are expanded."""
+    import yaml
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         aliases = (  # an alias needs an anchor (&) and a reference (*); base64 and PEM have neither
