@@ -8,6 +8,7 @@ fleet's scan over that of one context's.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -53,19 +54,32 @@ class Fleet:
         return {"apiVersion": "v1", "kind": "Config", "clusters": clusters, "users": users, "contexts": contexts,
                 "current-context": contexts[0]["name"]}
 
+    def _servers_cpu(self) -> float:
+        """CPU seconds the fakes have used so far (Linux: /proc/PID/stat, utime and stime in clock ticks)."""
+        ticks = 0
+        for process in self.processes:
+            fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def measure(self, repeat: int) -> dict:
-        def timed(extra: list[str]) -> float:
-            walls = []
+        """The median run of one context and of the fleet, each with kfin's CPU seconds (its workers included)
+        and the fakes': on this one machine they share the cores, which a real fleet's API servers do not."""
+        def timed(extra: list[str]) -> dict:
+            runs = []
             for _ in range(repeat):
                 cache = Path(tempfile.mkdtemp(prefix="fleet-cache-", dir=self.workdir))
+                before = self._servers_cpu()
                 ran = measure.run(kfin_command() + ["stuck", "-o", "json", "--kubeconfig", str(self.kubeconfig)] + extra,
                                   {**base_environment(), "KFIN_CACHE_DIR": str(cache)})
                 if ran.exit_code not in (0, 8):
                     raise SystemExit(f"kfin stuck {' '.join(extra)} failed with exit code {ran.exit_code}")
-                walls.append(ran.wall)
-            return sorted(walls)[len(walls) // 2]
-        one = timed(["-A", "--context", "cluster-00"])
-        return {"contexts": len(self.processes), "one": one, "wall": timed(["-A", "--all-contexts"])}
+                runs.append({"wall": ran.wall, "kfin_cpu": ran.cpu, "servers_cpu": self._servers_cpu() - before})
+            return sorted(runs, key=lambda r: r["wall"])[len(runs) // 2]
+        one, fleet = timed(["-A", "--context", "cluster-00"]), timed(["-A", "--all-contexts"])
+        return {"contexts": len(self.processes), "cores": len(os.sched_getaffinity(0)), "one": one["wall"],
+                "one_kfin_cpu": one["kfin_cpu"], "one_servers_cpu": one["servers_cpu"], "wall": fleet["wall"],
+                "kfin_cpu": fleet["kfin_cpu"], "servers_cpu": fleet["servers_cpu"]}
 
     def close(self) -> None:
         for process in self.processes:

@@ -1,4 +1,4 @@
-"""Running one command as a child process: wall time, peak RSS (of it and everything it started)."""
+"""Running one command as a child process: wall time, peak RSS and CPU time (of it and everything it started)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ class ProcessRun:
     wall: float  # seconds, measured by the launcher around the command alone
     peak_rss_mb: float  # the largest resident set of the command or of any process it waited for
     exit_code: int
+    cpu: float = 0.0  # user and system seconds, of it and of the processes it waited for
 
 
 def run(command: list[str] | str, env: dict, stdout: Path | None = None, stderr: Path | None = None) -> ProcessRun:
@@ -42,7 +43,7 @@ def run(command: list[str] | str, env: dict, stdout: Path | None = None, stderr:
     if child.returncode != 0 or not text:
         raise RuntimeError(f"the measuring launcher failed (exit {child.returncode}) for {command!r}")
     figures = json.loads(text)
-    return ProcessRun(figures["wall"], figures["peak_rss_kb"] / 1024, figures["exit_code"])
+    return ProcessRun(figures["wall"], figures["peak_rss_kb"] / 1024, figures["exit_code"], figures["cpu"])
 
 
 def repeated(command: list[str], env: dict, times: int) -> list[float]:

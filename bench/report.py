@@ -204,10 +204,7 @@ def markdown(results: dict) -> str:
     fleet = results.get("fleet")
     if fleet:
         parts += [f"### Fleet: kfin stuck -A --all-contexts over {fleet['contexts']} clusters of "
-                  f"{fleet['size']:,} objects (each its own tests/fakeapi process)", _table(
-                      ["contexts", "wall s", "one context s", "ratio"],
-                      [[fleet["contexts"], f"{fleet['wall']:.2f}", f"{fleet['one']:.2f}",
-                        f"{fleet['wall'] / fleet['one']:.1f}×"]])]
+                  f"{fleet['size']:,} objects (each its own tests/fakeapi process)", *_fleet_table(fleet)]
     decoders = results.get("decoders")
     if decoders:
         parts += [f"### Reading {decoders['items']:,} listed items (one process, pages of 500; bench/decoders.py)",
@@ -273,3 +270,20 @@ def record(path: Path, text: str) -> None:
 
 if __name__ == "__main__":
     sys.exit("run python -m bench")
+
+
+def _fleet_table(fleet: dict) -> list[str]:
+    """The fleet's wall against one context's, and whose CPU filled the cores (older results have no CPU)."""
+    if "kfin_cpu" not in fleet:
+        return [_table(["contexts", "wall s", "one context s", "ratio"],
+                       [[fleet["contexts"], f"{fleet['wall']:.2f}", f"{fleet['one']:.2f}",
+                         f"{fleet['wall'] / fleet['one']:.1f}×"]])]
+    cores = fleet["cores"]
+    rows = [[label, f"{wall:.2f}", f"{kfin:.2f}", f"{servers:.2f}", f"{(kfin + servers) / (cores * wall):.0%}"]
+            for label, wall, kfin, servers in (
+                ("one context", fleet["one"], fleet["one_kfin_cpu"], fleet["one_servers_cpu"]),
+                (f"{fleet['contexts']} contexts", fleet["wall"], fleet["kfin_cpu"], fleet["servers_cpu"]))]
+    return [f"Wall {fleet['wall'] / fleet['one']:.1f}× one context's. CPU is user and system seconds: kfin's "
+            f"(its workers included) and the fake API servers' (on a real fleet, other machines'); busy is both "
+            f"over the {cores} cores' time during the wall.",
+            _table(["run", "wall s", "kfin CPU s", "API servers' CPU s", "cores busy"], rows)]

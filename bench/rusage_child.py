@@ -1,4 +1,4 @@
-"""Run a command; write its wall time and peak RSS as JSON to a file descriptor.
+"""Run a command; write its wall time, peak RSS and CPU time as JSON to a file descriptor.
 
     python -S bench/rusage_child.py FD COMMAND ARG...     or     ... FD --shell 'PIPELINE'
 
@@ -22,8 +22,9 @@ def main() -> None:
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     with os.fdopen(report_fd, "w") as report:
-        json.dump({"wall": wall, "peak_rss_kb": usage.ru_maxrss, "exit_code": os.waitstatus_to_exitcode(status)},
-                  report)
+        # CPU: user and system, of the command and of every process it waited for (forked workers included)
+        json.dump({"wall": wall, "peak_rss_kb": usage.ru_maxrss, "cpu": usage.ru_utime + usage.ru_stime,
+                   "exit_code": os.waitstatus_to_exitcode(status)}, report)
 
 
 if __name__ == "__main__":
