@@ -47,7 +47,7 @@ def parse_args(argv):
     parser.add_argument("--repeat", type=int, default=3, help="runs of each scan (the median is reported)")
     parser.add_argument("--repeat-large", type=int, default=1,
                         help="runs of each scan above 50,000 objects (each takes minutes for the kubectl recipe)")
-    parser.add_argument("--startup-runs", type=int, default=10, help="timed starts of each start-up command")
+    parser.add_argument("--startup-runs", type=int, default=10, help="timed starts of each start-up command (0: skip)")
     parser.add_argument("--decode-items", type=int, default=50_000,
                         help="items of the decoder comparison: JSON, protobuf (upb), a hand decoder (0: skip)")
     parser.add_argument("--serve-seconds", type=float, default=300,
@@ -222,8 +222,9 @@ def main(argv=None) -> int:
             finally:
                 fleet.close()
             progress(f"  {results['fleet']['wall']:.2f} s for {args.fleet}, {results['fleet']['one']:.2f} s for one")
-        progress("start-up")
-        results["startup"] = startup(args.startup_runs)
+        if args.startup_runs:
+            progress("start-up")
+            results["startup"] = startup(args.startup_runs)
     finally:
         if not args.keep and server.needs_cleanup:
             progress("removing the benchmark's objects")
