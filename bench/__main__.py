@@ -42,6 +42,9 @@ def parse_args(argv):
                         help="items of the kubectl List read with --from-snapshot (0: skip)")
     parser.add_argument("--fleet", type=int, default=20, help="contexts of the --all-contexts run (0: skip)")
     parser.add_argument("--fleet-size", type=int, default=1000, help="objects in each cluster of the fleet")
+    parser.add_argument("--fleet-latencies", default="0,0.02",
+                        help="seconds each fake of the fleet waits before it answers, comma-separated: a fleet each "
+                             "(0: on this machine; 0.02: as clusters a network away)")
     parser.add_argument("--graph-max", type=int, default=50_000,
                         help="build the whole owner graph only up to this many objects")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each scan (the median is reported)")
@@ -66,6 +69,7 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     args.sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    args.fleet_latencies = [float(t) for t in args.fleet_latencies.split(",") if t.strip()]
     unknown = [t for t in args.tools if t not in TOOLS]
     if unknown or "kfin" not in args.tools:
         parser.error(f"--tools takes kfin plus any of {', '.join(TOOLS)}")
@@ -215,13 +219,16 @@ def main(argv=None) -> int:
             results["decoders"] = json.loads(ran.stdout)
             progress(f"  {results['decoders']}")
         if args.fleet and not args.kubeconfig:
-            progress(f"fleet of {args.fleet} clusters")
-            fleet = Fleet(workdir, args.fleet, args.fleet_size, min(args.crds, 3), log=progress)
-            try:
-                results["fleet"] = dict(fleet.measure(args.repeat), size=args.fleet_size)
-            finally:
-                fleet.close()
-            progress(f"  {results['fleet']['wall']:.2f} s for {args.fleet}, {results['fleet']['one']:.2f} s for one")
+            results["fleets"] = []
+            for latency in args.fleet_latencies:
+                progress(f"fleet of {args.fleet} clusters, {latency * 1000:g} ms a request")
+                fleet = Fleet(workdir, args.fleet, args.fleet_size, min(args.crds, 3), latency, log=progress)
+                try:
+                    figures = dict(fleet.measure(args.repeat), size=args.fleet_size, latency=latency)
+                finally:
+                    fleet.close()
+                results["fleets"].append(figures)
+                progress(f"  {figures['wall']:.2f} s for {args.fleet}, {figures['one']:.2f} s for one")
         if args.startup_runs:
             progress("start-up")
             results["startup"] = startup(args.startup_runs)

@@ -23,12 +23,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class Fleet:
-    def __init__(self, workdir: Path, clusters: int, size: int, crds: int, log=print):
+    def __init__(self, workdir: Path, clusters: int, size: int, crds: int, latency: float = 0.0, log=print):
+        """`latency`: seconds each fake waits before it answers a request, as a cluster across a network would
+        (the waiting costs no CPU, which a real fleet's servers do not take from this machine either)."""
         self.workdir, self.processes, self.configs = workdir, [], []
         for number in range(clusters):
-            path = workdir / f"cluster-{number:02d}.kubeconfig"
-            process = subprocess.Popen([sys.executable, "-m", "tests.fakeapi", "--kubeconfig", str(path), "--tls"],
-                                       cwd=ROOT, stdout=subprocess.PIPE, text=True)
+            path = workdir / f"cluster-{number:02d}-{latency:g}.kubeconfig"
+            process = subprocess.Popen([sys.executable, "-m", "tests.fakeapi", "--kubeconfig", str(path), "--tls",
+                                        "--latency", str(latency)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
             process.stdout.readline()  # its URL: it listens
             self.processes.append(process)
             self.configs.append(json.loads(path.read_text()))
@@ -37,10 +39,11 @@ class Fleet:
             loader = Loader(connect(str(path), "fake"), crds, log=lambda *_: None)
             loader.prepare()
             loader.grow(size)
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            list(pool.map(load, [workdir / f"cluster-{n:02d}.kubeconfig" for n in range(clusters)]))
+        # each cluster loaded by a thread of its own when requests wait (the wait costs no CPU)
+        with ThreadPoolExecutor(max_workers=clusters if latency else 4) as pool:
+            list(pool.map(load, [workdir / f"cluster-{n:02d}-{latency:g}.kubeconfig" for n in range(clusters)]))
         log(f"fleet: {clusters} clusters of {size} objects")
-        self.kubeconfig = workdir / "fleet.kubeconfig"
+        self.kubeconfig = workdir / f"fleet-{latency:g}.kubeconfig"
         self.kubeconfig.write_text(json.dumps(self._merged()))
 
     def _merged(self) -> dict:

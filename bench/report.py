@@ -105,9 +105,8 @@ def targets(results: dict) -> list[tuple[str, str, bool | None]]:
         first, last = soak["rss_mb"][0], soak["rss_mb"][-1]
         out.append((f"kfin serve RSS flat (±10%) over {soak['seconds'] / 60:.0f} min of churn",
                     f"{first:.0f} → {last:.0f} MB (max {max(soak['rss_mb']):.0f})", abs(last - first) <= 0.1 * first))
-    fleet = results.get("fleet")
-    if fleet:
-        out.append((f"{fleet['contexts']} contexts (--all-contexts) ≤ 2.5 × one context",
+    for fleet in _fleets(results):
+        out.append((f"{fleet['contexts']} contexts (--all-contexts) ≤ 2.5 × one context{_where(fleet)}",
                     f"{fleet['wall']:.2f} s against {fleet['one']:.2f} s ({fleet['wall'] / fleet['one']:.1f}×)",
                     fleet["wall"] <= 2.5 * fleet["one"]))
     listing = results.get("list_file")
@@ -201,10 +200,10 @@ def markdown(results: dict) -> str:
             [[f"{listing['objects']:,}", f"{listing['file_bytes'] / 2**20:.0f}", f"{listing['wall']:.2f}",
               f"{listing['peak_rss_mb']:.0f}", f"{listing['peak_rss_mb'] / (listing['file_bytes'] / 2**20):.2f}",
               f"{listing['found']}/{listing['expected']}"]])]
-    fleet = results.get("fleet")
-    if fleet:
+    for fleet in _fleets(results):
         parts += [f"### Fleet: kfin stuck -A --all-contexts over {fleet['contexts']} clusters of "
-                  f"{fleet['size']:,} objects (each its own tests/fakeapi process)", *_fleet_table(fleet)]
+                  f"{fleet['size']:,} objects (each its own tests/fakeapi process){_where(fleet)}",
+                  *_fleet_table(fleet)]
     decoders = results.get("decoders")
     if decoders:
         parts += [f"### Reading {decoders['items']:,} listed items (one process, pages of 500; bench/decoders.py)",
@@ -270,6 +269,16 @@ def record(path: Path, text: str) -> None:
 
 if __name__ == "__main__":
     sys.exit("run python -m bench")
+
+
+def _fleets(results: dict) -> list[dict]:
+    """The fleets measured (older results: one, on this machine)."""
+    return results.get("fleets") or ([results["fleet"]] if results.get("fleet") else [])
+
+
+def _where(fleet: dict) -> str:
+    latency = fleet.get("latency") or 0
+    return f", each request answered after {latency * 1000:g} ms as across a network" if latency else ""
 
 
 def _fleet_table(fleet: dict) -> list[str]:

@@ -63,6 +63,7 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
     figures = tmp_path / "figures.json"
     done = subprocess.run([sys.executable, "-m", "bench", "--sizes", "200", "--crds", "3", "--repeat", "1",
                            "--startup-runs", "1", "--list-objects", "2000", "--fleet", "2", "--fleet-size", "100",
+                           "--fleet-latencies", "0,0.01",
                            "--serve-seconds", "9", "--serve-every", "3", "--serve-interval", "4",
                            "--decode-items", "1000",
                            "--json", str(figures)],
@@ -80,7 +81,9 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
     assert results["graph"][0]["nodes"] >= 200 and results["graph"][0]["seconds"]["json"] > 0
     listing = results["list_file"]
     assert listing["found"] == listing["expected"] > 0 and listing["file_bytes"] > 2000 * 500
-    fleet = results["fleet"]
+    near, far = results["fleets"]
+    assert near["latency"] == 0 and far["latency"] == 0.01 and far["one"] > near["one"]
+    fleet = near
     assert fleet["contexts"] == 2 and fleet["wall"] > 0
     # whose CPU fills the cores: kfin's (its forked workers included) and the fake API servers'
     assert fleet["kfin_cpu"] > 0 and fleet["servers_cpu"] > 0 and fleet["one_kfin_cpu"] > 0

@@ -16,6 +16,8 @@ def main():
     parser.add_argument("--kubeconfig", required=True, type=Path, help="where to write the admin kubeconfig")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tls", action="store_true", help="serve HTTPS (kubectl sends no token over HTTP)")
+    parser.add_argument("--latency", type=float, default=0.0,
+                        help="seconds each request waits before it is served, as across a network")
     args = parser.parse_args()
     tls = None
     if args.tls:
@@ -23,7 +25,9 @@ def main():
 
         from tests.fakeapi.tls import self_signed
         tls = self_signed(Path(tempfile.mkdtemp(prefix="fakeapi-tls-")))
-    fake = FakeAPIServer().start(args.port, tls=tls)
+    fake = FakeAPIServer()
+    fake.latency = args.latency
+    fake.start(args.port, tls=tls)
     fake.kubeconfig(args.kubeconfig)
     print(fake.url, flush=True)
     stop = threading.Event()

@@ -167,6 +167,9 @@ class FakeAPIServer:
         # Called as hook(method, path) before a write is applied, under the cluster lock: a test's
         # stand-in for another client writing between kfin's read and its write.
         self.before_write: list = []
+        # Seconds each request waits before it is served: the round trip to a server across a network (the
+        # bench's fleets; every test leaves it at 0).
+        self.latency = 0.0
         self.tokens = {ADMIN_TOKEN: rbac.User("admin", ["system:masters", "system:authenticated"], "admin-uid"),
                        VIEWER_TOKEN: rbac.User("viewer", ["system:authenticated"], "viewer-uid")}
         self._httpd = None
@@ -871,6 +874,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _serve(self):
+        if self.fake.latency:
+            time.sleep(self.fake.latency)
         split = urlsplit(self.path)
         query = parse_qs(split.query)
         path = unquote(split.path)  # routed decoded, as Go's URL.Path: a%2Fb is two segments (capture 33 of causes)
