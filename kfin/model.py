@@ -42,8 +42,18 @@ class ResourceType:
         return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+        # by hand: dataclasses.asdict deep-copies field by field, a tenth of a small cluster's discovery
+        return {
+            "group": self.group,
+            "version": self.version,
+            "resource": self.resource,
+            "kind": self.kind,
+            "namespaced": self.namespaced,
+            "verbs": list(self.verbs),
+            "short_names": list(self.short_names),
+            "singular": self.singular,
+            "categories": list(self.categories),
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> ResourceType:

@@ -15,7 +15,9 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kfin.api.connection import Kube
 from kfin.api.resources import aggregated_versions, parse_aggregated, parse_resource_list
@@ -76,11 +78,24 @@ def discover(kube: Kube, refresh: bool = False) -> tuple[list[ResourceType], lis
     """Resource types of the server behind `kube`, current as of now; `refresh` ignores the cache."""
     path = cache_file(kube.server)
     cached = None if refresh else read_cache(path)
-    groups = kube.api_groups()
+    etags = cached["etags"] if cached else {}
+    # the three at once (one round trip, not three); the ETags count only if the groups are still the same
+    answers = ordered(
+        _attempt,
+        [
+            kube.api_groups,
+            lambda: kube.aggregated_discovery("/api", etags.get("/api")),
+            lambda: kube.aggregated_discovery("/apis", etags.get("/apis")),
+        ],
+        3,
+    )
+    for _, error in answers:
+        if error is not None:
+            raise error
+    groups, (core_doc, core_etag), (apis_doc, apis_etag) = (answer for answer, _ in answers)
     group_versions = sorted(f"{g}/{v}" for g, versions, _ in groups for v in versions)
-    etags = cached["etags"] if cached and cached["groupVersions"] == group_versions else {}
-    core_doc, core_etag = kube.aggregated_discovery("/api", etags.get("/api"))
-    apis_doc, apis_etag = kube.aggregated_discovery("/apis", etags.get("/apis"))
+    if cached is not None and cached["groupVersions"] != group_versions:
+        cached = None  # a 304 below is then asked again, without its ETag
     if core_doc is None and apis_doc is None and cached is not None:  # both unchanged since it was written
         if not cached["failed"]:
             return cached["types"], []
@@ -104,6 +119,14 @@ def discover(kube: Kube, refresh: bool = False) -> tuple[list[ResourceType], lis
             },
         )
     return resources, failures
+
+
+def _attempt(call: Callable[[], Any]) -> tuple[Any, KfinError | None]:
+    """(answer, None) or (None, the error): each of several requests at once, the errors raised in order."""
+    try:
+        return call(), None
+    except KfinError as error:
+        return None, error
 
 
 def _retry_failed(kube: Kube, path: Path, cached: dict) -> tuple[list[ResourceType], list[Failure]]:
