@@ -46,7 +46,7 @@ class ClusterFacts(Protocol):
     def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None: ...
     def whole(self, obj: KubeObject) -> dict | None: ...
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None: ...
-    def prefetch(self, wanted: set[tuple[str, str, str | None]], concurrency: int = 8) -> None: ...
+    def prefetch(self, wanted: set[tuple[str, str, str | None, bool]], concurrency: int = 8) -> None: ...
 
 
 # After this many namespaces read one by one for the same type, a cluster-wide scan's facts read that type
@@ -218,17 +218,19 @@ class Facts:
             self._replace(done)
         self.memo.clear()
 
-    def prefetch(self, wanted: set[tuple[str, str, str | None]], concurrency: int = 8) -> None:
-        """Read whole, in parallel, what explanations are about to ask for one by one ((group, resource,
-        namespace or None), as causes declare it: kfin.core.causes.reads_for): a few round trips at once instead
-        of one after another. What is already known, or not served, is skipped."""
+    def prefetch(self, wanted: set[tuple[str, str, str | None, bool]], concurrency: int = 8) -> None:
+        """Read in parallel what explanations are about to ask for one by one ((group, resource, namespace or
+        None, whole or metadata only), as causes declare it: kfin.core.causes.reads_for): a few round trips at
+        once instead of one after another. What is already known, or not served, is skipped."""
         if self.kube is None:
             return
         by_type: dict[tuple, set] = {}
-        for group, resource, namespace in wanted:
-            by_type.setdefault((group, resource), set()).add(namespace)
+        for group, resource, namespace, full in wanted:
+            by_type.setdefault((group, resource, full), set()).add(namespace)
         tasks = []
-        for (group, resource), namespaces in sorted(by_type.items()):
+        for (group, resource, full), namespaces in sorted(by_type.items()):
+            if not full and (group, resource, True) in by_type:
+                continue  # read whole anyway
             rtype = self.resource(group, resource)
             if rtype is None:
                 continue
@@ -239,18 +241,19 @@ class Facts:
             ):
                 namespaces = {None}
             tasks += [
-                (rtype, ns)
+                (rtype, ns, full)
                 for ns in sorted(namespaces, key=str)
-                if not self._known((group, resource, (ns or "") if rtype.namespaced else ""), True)
+                if not self._known((group, resource, (ns or "") if rtype.namespaced else ""), full)
                 and (group, resource, ns or "") not in self.unreadable
             ]
+        if not tasks:
+            return  # all known: what was worked out from it (memo) still holds
         fetched = [
-            (rtype, namespace, future.result())
-            for (rtype, namespace), future in completed(
-                lambda task: self._fetch(task[0], task[1], True), tasks, concurrency
-            )
+            (task, future.result())
+            for task, future in completed(lambda task: self._fetch(task[0], task[1], task[2]), tasks, concurrency)
         ]
-        self._apply_all(fetched, True)
+        for full in (True, False):
+            self._apply_all([(rtype, ns, result) for (rtype, ns, whole), result in fetched if whole is full], full)
 
     def _replace(self, reads: list[tuple[ResourceType, str | None, list[KubeObject]]]) -> None:
         """Put what was read again of some types (each everywhere or in one namespace) in place of what was

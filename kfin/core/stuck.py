@@ -17,6 +17,7 @@ from kfin.errors import KfinError, NotFoundError
 from kfin.model import Inventory, KubeObject, ThinObject, format_time
 from kfin.names import check_kind
 from kfin.util.globs import glob_match
+from kfin.util.parallel import ordered
 
 
 @dataclass
@@ -267,7 +268,11 @@ def stuck_in(
     """The stuck rows of every context's Facts, oldest first, with --kind, --finalizer and --older-than:
     from a scan (find_all) or from watches (kfin.core.watching) alike."""
     filters = Filters(resolve_kinds(kinds, [f.inventory for f in sources]), finalizer, older)
-    return oldest_first([row for facts in sources for row in find_stuck(facts.inventory, filters, facts)])
+    if len(sources) == 1:
+        return oldest_first(find_stuck(sources[0].inventory, filters, sources[0]))
+    # contexts side by side: what their explanations read waits on several API servers at once
+    found = ordered(lambda facts: find_stuck(facts.inventory, filters, facts), sources, min(8, len(sources)))
+    return oldest_first([row for rows in found for row in rows])
 
 
 def oldest_first(rows: list[StuckObject]) -> list[StuckObject]:

@@ -19,6 +19,7 @@ from kfin.api.scan import MANAGERS
 from kfin.core.causes.registry import (
     EVERYWHERE,
     OBJECT_NAMESPACE,
+    WORKLOADS,
     Context,
     Finding,
     Link,
@@ -215,7 +216,8 @@ def workloads_of_manager(facts: ClusterFacts, manager: str) -> list[tuple[KubeOb
     """(workload, ready, wanted) of the Deployments, StatefulSets and DaemonSets named like a field manager
     (or labelled app.kubernetes.io/name with it), in any namespace; None when none of them can be read."""
     found, readable = [], False
-    for group, resource in (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets")):
+    facts.prefetch({(group, resource, None, True) for group, resource in WORKLOADS})  # one round trip, not three
+    for group, resource in WORKLOADS:
         workloads = facts.objects(group, resource, None, full=True)
         readable = readable or workloads is not None
         for w in workloads or []:
@@ -321,9 +323,11 @@ RBAC_READS = (
     (RBAC, "roles", OBJECT_NAMESPACE),
     (RBAC, "rolebindings", OBJECT_NAMESPACE),
 )
+# the names of the CustomResourceDefinitions (is the custom resource's own still there?)
+CRD_NAMES = ("apiextensions.k8s.io", "customresourcedefinitions", EVERYWHERE, False)
 
 
-@explains("custom", reads=RBAC_READS)
+@explains("custom", reads=(*RBAC_READS, CRD_NAMES))
 def custom(ctx: Context) -> Finding:
     obj, facts = ctx.obj, ctx.facts
     risk = (

@@ -159,9 +159,10 @@ CATALOG: list[tuple[Entry, str]] = []  # (entry, cause name), in registration or
 DELETION_CAUSES: list[tuple[str, Callable[[KubeObject], bool], str, str]] = []
 
 
-# What a cause reads whole, declared with it, so that a scan fetches it for all stuck objects at once, in
-# parallel, before explaining them one by one: (group, resource, where), where EVERYWHERE (every namespace,
-# or a cluster-scoped kind), OBJECT_NAMESPACE (the explained object's), or a namespace's name.
+# What a cause reads, declared with it, so that a scan fetches it for all stuck objects at once, in parallel,
+# before explaining them one by one: (group, resource, where) read whole, or (group, resource, where, False)
+# names and metadata only, where EVERYWHERE (every namespace, or a cluster-scoped kind), OBJECT_NAMESPACE (the explained
+# object's), or a namespace's name.
 EVERYWHERE, OBJECT_NAMESPACE = "*", "."
 READS: dict[str, tuple] = {}
 WORKLOADS = (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"))
@@ -187,7 +188,7 @@ CONTROLLER_MANAGER_LEASE = ("coordination.k8s.io", "leases", "kube-system")
 
 
 def explains(name: str, *entries: Entry, reads: tuple = ()) -> Callable[[Explainer], Explainer]:
-    """Register a cause: its explainer, the finalizer names it covers, and what it reads whole."""
+    """Register a cause: its explainer, the finalizer names it covers, and what it reads."""
 
     def register(fn: Explainer) -> Explainer:
         EXPLAINERS[name] = fn
@@ -229,8 +230,8 @@ def explains_deletion(
     return register
 
 
-def reads_for(obj: KubeObject) -> set[tuple[str, str, str | None]]:
-    """(group, resource, namespace or None for everywhere) of what explaining `obj` reads whole, as its
+def reads_for(obj: KubeObject) -> set[tuple[str, str, str | None, bool]]:
+    """(group, resource, namespace or None for everywhere, whole) of what explaining `obj` reads, as its
     causes declare it."""
     families = [family(f) for f in obj.finalizers + obj.spec_finalizers]
     names = ["ecosystem" if fam.entry else fam.name for fam in families]
@@ -241,9 +242,9 @@ def reads_for(obj: KubeObject) -> set[tuple[str, str, str | None]]:
     if obj.finalizers:
         declared += GATE_READS
     out = set()
-    for group, resource, where in declared:
+    for group, resource, where, *whole in declared:
         namespace = None if where == EVERYWHERE else (obj.namespace or None) if where == OBJECT_NAMESPACE else where
-        out.add((group, resource, namespace))
+        out.add((group, resource, namespace, whole[0] if whole else True))
     return out
 
 

@@ -1,0 +1,70 @@
+"""Requests that do not wait on each other's answers go out together: against a cluster across a network each
+round trip costs its latency (bench/RESULTS.md, the fleet 20 ms away). Each test holds the requests at a
+barrier that opens only when all of them are in flight at once: sent one after another, it breaks."""
+
+import threading
+from pathlib import Path
+
+from kfin.api import discovery, inventory
+from kfin.api.connection import Kube
+from kfin.api.target import Target
+from kfin.core import stuck
+from kfin.core.facts import Facts
+from kfin.core.stuck import find_stuck, stuck_in
+from tests.test_scale import populated  # noqa: F401 (a fixture)
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "stuck-cluster.json"
+
+
+def test_discovery_asks_for_its_three_documents_at_once(fake, fake_kubeconfig, monkeypatch):
+    """The groups (legacy /apis) and both aggregated documents: one round trip for every command, not three."""
+    barrier = threading.Barrier(3, timeout=5)
+    groups, aggregated = Kube.api_groups, Kube.aggregated_discovery
+
+    def held_groups(self):
+        barrier.wait()
+        return groups(self)
+
+    def held_aggregated(self, path, etag):
+        barrier.wait()
+        return aggregated(self, path, etag)
+
+    monkeypatch.setattr(Kube, "api_groups", held_groups)
+    monkeypatch.setattr(Kube, "aggregated_discovery", held_aggregated)
+    types, failures = discovery.discover(Kube.connect(Target(str(fake_kubeconfig))), refresh=True)
+    assert ("", "configmaps") in {(t.group, t.resource) for t in types} and failures == []
+
+
+def test_the_contexts_of_a_fleet_are_explained_side_by_side(monkeypatch):
+    """What explanations read of one context then waits beside another's, not after it."""
+    barrier = threading.Barrier(2, timeout=5)
+
+    def explained(inventory, filters, facts):
+        barrier.wait()
+        return find_stuck(inventory, filters, facts)
+
+    sources = [Facts(inventory.load(str(EXAMPLE))) for _ in range(2)]
+    alone = stuck_in(sources[:1])
+    monkeypatch.setattr(stuck, "find_stuck", explained)
+    rows = stuck_in(sources)
+    assert len(rows) == 2 * len(alone) > 0
+
+
+def test_the_workloads_where_a_field_manager_is_looked_for_are_read_at_once(populated, fake, monkeypatch):  # noqa: F811
+    """Deployments, StatefulSets and DaemonSets everywhere, when RBAC names no controller of a finalizer whose
+    field manager is known: one round trip, not three."""
+    lean = inventory.live(populated, None, lean=True)
+    facts = Facts(lean, populated)
+    barrier = threading.Barrier(3, timeout=5)
+    fetch = facts._fetch
+
+    def fetched(rtype, namespace, full):
+        if rtype.group == "apps":
+            barrier.wait()
+        return fetch(rtype, namespace, full)
+
+    monkeypatch.setattr(facts, "_fetch", fetched)
+    fake.requests.clear()
+    find_stuck(lean, facts=facts)
+    read = [r.path for r in fake.requests if r.path.startswith("/apis/apps/")]
+    assert sorted(read) == ["/apis/apps/v1/daemonsets", "/apis/apps/v1/deployments", "/apis/apps/v1/statefulsets"]
