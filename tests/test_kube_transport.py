@@ -60,3 +60,31 @@ def test_a_server_over_tls_is_trusted_through_the_kubeconfig_ca_and_only_through
     refused = kfin("stuck", "-A", "--kubeconfig", str(untrusted))
     assert refused.code == ExitCode.AUTH
     assert refused.stderr.startswith("error: TLS handshake with https://127.0.0.1:") and "\n" not in refused.stderr.strip()
+
+
+def test_every_connection_to_a_server_shares_one_tls_context_its_ca_loaded_once(tls_fake, tmp_path, monkeypatch):
+    """urllib3 loads the CA again for each new connection unless it is given a context: a third of a
+    connection's CPU, and a scan opens a dozen connections per server (bench/RESULTS.md, fleet)."""
+    import ssl
+
+    loaded = []
+    real = ssl.SSLContext.load_verify_locations
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations",
+                        lambda self, *args, **kwargs: loaded.append(1) or real(self, *args, **kwargs))
+    kube = Kube.connect(Target(str(tls_fake.kubeconfig(tmp_path / "kubeconfig"))))
+    for _ in range(5):
+        kube._api.pool.clear()  # the next request opens a new connection
+        assert kube.request("GET", "/version")["major"] == "1"
+    assert len(loaded) == 1
+
+
+def test_a_certificate_authority_that_is_no_certificate_is_a_kubeconfig_error(tls_fake, tmp_path):
+    config = json.loads(tls_fake.kubeconfig(tmp_path / "kubeconfig").read_text())
+    del config["clusters"][0]["cluster"]["certificate-authority-data"]
+    (tmp_path / "ca.pem").write_text("not a certificate\n")
+    config["clusters"][0]["cluster"]["certificate-authority"] = str(tmp_path / "ca.pem")
+    (tmp_path / "bad").write_text(json.dumps(config))
+    refused = kfin("stuck", "-A", "--kubeconfig", str(tmp_path / "bad"))
+    assert refused.code == ExitCode.CONFIG, refused
+    assert refused.stderr.startswith('error: context "') and "its certificate-authority cannot be used" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1

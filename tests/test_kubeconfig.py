@@ -203,7 +203,7 @@ def test_a_kubeconfig_is_parsed_once_per_content_and_again_when_it_changes(tmp_p
     parsed = []
     real = kubeconfig_types._parse
     monkeypatch.setattr(kubeconfig_types, "_parse", lambda path, raw: parsed.append(path) or real(path, raw))
-    path = write(tmp_path, {"token": "abc"})
+    path = write(tmp_path, {"token": "abc"}, {"server": "https://10.0.0.1:6443", "insecure-skip-tls-verify": True})
     servers = {Kube.connect(Target(str(path), name)).server for name in ("main", "other", "main")}
     assert servers == {"https://10.0.0.1:6443"} and len(parsed) == 1
     path.write_text(path.read_text().replace("10.0.0.1", "10.0.0.2"))  # same size, same inode

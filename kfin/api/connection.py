@@ -205,15 +205,11 @@ class Kube:
 
         pool_args = {
             "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
-            "ca_certs": configuration.ssl_ca_cert,
-            "cert_file": configuration.cert_file,
-            "key_file": configuration.key_file,
+            "ssl_context": _tls_context(configuration, context),
             "maxsize": 32,
             # A short retry for dropped connections on idempotent requests; a refused port still fails fast.
             "retries": urllib3.Retry(total=2, connect=1, read=1, status=0, backoff_factor=0.1),
         }
-        if getattr(configuration, "ca_cert_data", None):
-            pool_args["ca_cert_data"] = configuration.ca_cert_data
         if getattr(configuration, "tls_server_name", None):
             pool_args["server_hostname"] = configuration.tls_server_name
         if configuration.assert_hostname is not None:
@@ -777,6 +773,34 @@ def _read_body(response: Any, deadline: float | None) -> bytes:
         raise
     response.release_conn()
     return b"".join(chunks)
+
+
+def _tls_context(configuration: Any, context: str) -> Any:
+    """One SSLContext for every connection to the server, its CA and client certificate loaded once: urllib3
+    loads them again for each new connection otherwise, a third of a connection's CPU (bench/RESULTS.md)."""
+    import ssl
+
+    from urllib3.util import create_urllib3_context
+
+    tls = create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE)
+    ca_file, ca_data = configuration.ssl_ca_cert, getattr(configuration, "ca_cert_data", None)
+    try:
+        if ca_file or ca_data:
+            tls.load_verify_locations(cafile=ca_file, cadata=ca_data)
+        elif configuration.verify_ssl:
+            tls.load_default_certs()
+    except (ssl.SSLError, OSError, ValueError) as error:
+        raise ConfigError(
+            f"context {quoted(context)}: its certificate-authority cannot be used: {_short(str(error))}"
+        ) from None
+    try:
+        if configuration.cert_file:
+            tls.load_cert_chain(configuration.cert_file, configuration.key_file)
+    except (ssl.SSLError, OSError, ValueError) as error:
+        raise ConfigError(
+            f"context {quoted(context)}: its client-certificate and client-key cannot be used: {_short(str(error))}"
+        ) from None
+    return tls
 
 
 def _is_tls(error: BaseException) -> bool:
