@@ -132,8 +132,9 @@ def _named_list(where: str, value: Any, inner: str, fields: dict[str, str]) -> N
 
 # Documents already parsed, by their bytes: a fleet connects to each of its contexts through the same file
 # (twenty parses of a twenty-context file were a tenth of its scan), and forked workers inherit them. Callers
-# only read the documents.
+# only read the documents. Kubeconfigs are kilobytes: a file over a MiB is parsed each time, not kept.
 _parsed: dict[bytes, Any] = {}
+KEPT_PARSED, KEPT_BYTES = 16, 1024 * 1024
 
 
 def load_document(path: Path) -> Any:
@@ -145,8 +146,10 @@ def load_document(path: Path) -> Any:
         raise ConfigError(f"cannot read kubeconfig {path}: {error.strerror or error}") from None
     if len(raw) > MAX_BYTES:
         raise ConfigError(f"kubeconfig {path} is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a kubeconfig")
+    if len(raw) > KEPT_BYTES:
+        return _parse(path, raw)
     if raw not in _parsed:
-        if len(_parsed) >= 16:
+        if len(_parsed) >= KEPT_PARSED:
             _parsed.clear()
         _parsed[raw] = _parse(path, raw)
     return _parsed[raw]

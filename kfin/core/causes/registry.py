@@ -161,8 +161,8 @@ DELETION_CAUSES: list[tuple[str, Callable[[KubeObject], bool], str, str]] = []
 
 # What a cause reads, declared with it, so that a scan fetches it for all stuck objects at once, in parallel,
 # before explaining them one by one: (group, resource, where) read whole, or (group, resource, where, False)
-# names and metadata only, where EVERYWHERE (every namespace, or a cluster-scoped kind), OBJECT_NAMESPACE (the explained
-# object's), or a namespace's name.
+# names and metadata only, where EVERYWHERE (every namespace, or a cluster-scoped kind), OBJECT_NAMESPACE
+# (the explained object's), or a namespace's name.
 EVERYWHERE, OBJECT_NAMESPACE = "*", "."
 READS: dict[str, tuple] = {}
 WORKLOADS = (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"))
