@@ -89,10 +89,10 @@ def discover(kube: Kube, refresh: bool = False) -> tuple[list[ResourceType], lis
         ],
         3,
     )
-    for _, error in answers:
-        if error is not None:
-            raise error
-    groups, (core_doc, core_etag), (apis_doc, apis_etag) = (answer for answer, _ in answers)
+    for answer in answers:
+        if isinstance(answer, KfinError):
+            raise answer
+    groups, (core_doc, core_etag), (apis_doc, apis_etag) = answers
     group_versions = sorted(f"{g}/{v}" for g, versions, _ in groups for v in versions)
     if cached is not None and cached["groupVersions"] != group_versions:
         cached = None  # a 304 below is then asked again, without its ETag
@@ -121,27 +121,26 @@ def discover(kube: Kube, refresh: bool = False) -> tuple[list[ResourceType], lis
     return resources, failures
 
 
-def _attempt(call: Callable[[], Any]) -> tuple[Any, KfinError | None]:
-    """(answer, None) or (None, the error): each of several requests at once, the errors raised in order."""
+def _attempt(call: Callable[[], Any]) -> Any:
+    """The answer of one of several requests made at once, or its error (KfinError), for the caller to
+    raise or report in the requests' order."""
     try:
-        return call(), None
+        return call()
     except KfinError as error:
-        return None, error
+        return error
 
 
 def _retry_failed(kube: Kube, path: Path, cached: dict) -> tuple[list[ResourceType], list[Failure]]:
     """The cached types, and the group versions that failed last time asked again (one request each): those
     that answer now join the cache; the others are reported again, and completion still has every other kind."""
 
-    def fetch(target: str) -> tuple[str, list[ResourceType] | KfinError]:
+    def fetch(target: str) -> list[ResourceType]:
         group, _, version = target.rpartition("/")
-        try:
-            return target, parse_resource_list(group, version, kube.resource_list(group, version))
-        except KfinError as error:
-            return target, error
+        return parse_resource_list(group, version, kube.resource_list(group, version))
 
     types, failures, still = list(cached["types"]), [], []
-    for target, result in ordered(fetch, cached["failed"], 8):
+    answers = ordered(lambda target: _attempt(lambda: fetch(target)), cached["failed"], 8)
+    for target, result in zip(cached["failed"], answers, strict=True):
         if isinstance(result, KfinError):
             failures.append(failure_of("discovery", target, result))
             still.append(target)

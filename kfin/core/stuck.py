@@ -268,8 +268,6 @@ def stuck_in(
     """The stuck rows of every context's Facts, oldest first, with --kind, --finalizer and --older-than:
     from a scan (find_all) or from watches (kfin.core.watching) alike."""
     filters = Filters(resolve_kinds(kinds, [f.inventory for f in sources]), finalizer, older)
-    if len(sources) == 1:
-        return oldest_first(find_stuck(sources[0].inventory, filters, sources[0]))
     # contexts side by side: what their explanations read waits on several API servers at once
     found = ordered(lambda facts: find_stuck(facts.inventory, filters, facts), sources, min(8, len(sources)))
     return oldest_first([row for rows in found for row in rows])
