@@ -27,8 +27,8 @@ class Fleet:
         """`latency`: seconds each fake waits before it answers a request, as a cluster across a network would
         (the waiting costs no CPU, which a real fleet's servers do not take from this machine either)."""
         self.workdir, self.processes, self.configs = workdir, [], []
-        for number in range(clusters):
-            path = workdir / f"cluster-{number:02d}-{latency:g}.kubeconfig"
+        paths = [workdir / f"cluster-{number:02d}-{latency:g}.kubeconfig" for number in range(clusters)]
+        for path in paths:
             process = subprocess.Popen([sys.executable, "-m", "tests.fakeapi", "--kubeconfig", str(path), "--tls",
                                         "--latency", str(latency)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
             process.stdout.readline()  # its URL: it listens
@@ -41,7 +41,7 @@ class Fleet:
             loader.grow(size)
         # each cluster loaded by a thread of its own when requests wait (the wait costs no CPU)
         with ThreadPoolExecutor(max_workers=clusters if latency else 4) as pool:
-            list(pool.map(load, [workdir / f"cluster-{n:02d}-{latency:g}.kubeconfig" for n in range(clusters)]))
+            list(pool.map(load, paths))
         log(f"fleet: {clusters} clusters of {size} objects")
         self.kubeconfig = workdir / f"fleet-{latency:g}.kubeconfig"
         self.kubeconfig.write_text(json.dumps(self._merged()))

@@ -105,7 +105,7 @@ def targets(results: dict) -> list[tuple[str, str, bool | None]]:
         first, last = soak["rss_mb"][0], soak["rss_mb"][-1]
         out.append((f"kfin serve RSS flat (±10%) over {soak['seconds'] / 60:.0f} min of churn",
                     f"{first:.0f} → {last:.0f} MB (max {max(soak['rss_mb']):.0f})", abs(last - first) <= 0.1 * first))
-    for fleet in _fleets(results):
+    for fleet in results.get("fleets", []):
         out.append((f"{fleet['contexts']} contexts (--all-contexts) ≤ 2.5 × one context{_where(fleet)}",
                     f"{fleet['wall']:.2f} s against {fleet['one']:.2f} s ({fleet['wall'] / fleet['one']:.1f}×)",
                     fleet["wall"] <= 2.5 * fleet["one"]))
@@ -200,7 +200,7 @@ def markdown(results: dict) -> str:
             [[f"{listing['objects']:,}", f"{listing['file_bytes'] / 2**20:.0f}", f"{listing['wall']:.2f}",
               f"{listing['peak_rss_mb']:.0f}", f"{listing['peak_rss_mb'] / (listing['file_bytes'] / 2**20):.2f}",
               f"{listing['found']}/{listing['expected']}"]])]
-    for fleet in _fleets(results):
+    for fleet in results.get("fleets", []):
         parts += [f"### Fleet: kfin stuck -A --all-contexts over {fleet['contexts']} clusters of "
                   f"{fleet['size']:,} objects (each its own tests/fakeapi process){_where(fleet)}",
                   *_fleet_table(fleet)]
@@ -267,26 +267,13 @@ def record(path: Path, text: str) -> None:
     path.write_text(new)
 
 
-if __name__ == "__main__":
-    sys.exit("run python -m bench")
-
-
-def _fleets(results: dict) -> list[dict]:
-    """The fleets measured (older results: one, on this machine)."""
-    return results.get("fleets") or ([results["fleet"]] if results.get("fleet") else [])
-
-
 def _where(fleet: dict) -> str:
     latency = fleet.get("latency") or 0
     return f", each request answered after {latency * 1000:g} ms as across a network" if latency else ""
 
 
 def _fleet_table(fleet: dict) -> list[str]:
-    """The fleet's wall against one context's, and whose CPU filled the cores (older results have no CPU)."""
-    if "kfin_cpu" not in fleet:
-        return [_table(["contexts", "wall s", "one context s", "ratio"],
-                       [[fleet["contexts"], f"{fleet['wall']:.2f}", f"{fleet['one']:.2f}",
-                         f"{fleet['wall'] / fleet['one']:.1f}×"]])]
+    """The fleet's wall against one context's, and whose CPU filled the cores."""
     cores = fleet["cores"]
     rows = [[label, f"{wall:.2f}", f"{kfin:.2f}", f"{servers:.2f}", f"{(kfin + servers) / (cores * wall):.0%}"]
             for label, wall, kfin, servers in (
@@ -296,3 +283,8 @@ def _fleet_table(fleet: dict) -> list[str]:
             f"(its workers included) and the fake API servers' (on a real fleet, other machines'); busy is both "
             f"over the {cores} cores' time during the wall.",
             _table(["run", "wall s", "kfin CPU s", "API servers' CPU s", "cores busy"], rows)]
+
+
+if __name__ == "__main__":
+    sys.exit("run python -m bench")
+
