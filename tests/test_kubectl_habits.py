@@ -137,3 +137,30 @@ def test_watch_prints_a_line_per_change_on_a_pipe_until_ctrl_c(fake, fake_kubeco
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=15)
     assert process.returncode == 0 and "Traceback" not in stderr, stderr
+
+
+def test_a_traced_request_is_written_whole_so_parallel_requests_never_share_a_line(monkeypatch):
+    """-v 6 and 8 trace requests answered at once on several threads: each request's lines go out in one
+    write (print's separate write of the newline let two threads' lines run together)."""
+    import io
+    import time
+
+    from kfin.api import trace
+
+    writes: list[str] = []
+
+    class Recording(io.StringIO):
+        def write(self, text):
+            writes.append(text)
+            return len(text)
+
+    monkeypatch.setattr("sys.stderr", Recording())
+    for level in (6, 8):
+        monkeypatch.setattr(trace, "LEVEL", level)
+        writes.clear()
+        trace.request("GET", "https://h/api/v1/pods", 200, "OK", time.monotonic(),
+                      {"Accept": "application/json", "Authorization": "Bearer x"}, b'{"kind":"PodList"}')
+        assert len(writes) == 1 and writes[0].endswith("\n"), writes
+        lines = writes[0].splitlines()
+        assert all(line.startswith("I") and line.count(" kfin] ") == 1 for line in lines), lines
+        assert len(lines) == (1 if level == 6 else 4)

@@ -5,6 +5,7 @@ server URL is never shown."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from datetime import datetime
 
@@ -13,6 +14,7 @@ from kfin.util.text import printable, redact_url
 LEVEL = 0  # set once per run by the command line (kfin.commands.app)
 BODY_SHOWN = 1024
 SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie"}
+_WRITING = threading.Lock()
 
 
 def set_level(level: int) -> None:
@@ -25,15 +27,17 @@ def request(method: str, url: str, status: int, reason: str, started: float, hea
         return
     took = (time.monotonic() - started) * 1000
     stamp = datetime.now().strftime("I%m%d %H:%M:%S.%f")
-    line = f"{stamp} kfin] {method} {redact_url(url)} {status} {reason} in {took:.0f} milliseconds"
-    print(printable(line, one_line=True), file=sys.stderr)
-    if LEVEL < 8:
-        return
-    for name, value in headers.items():
-        shown = "<masked>" if name.lower() in SECRET_HEADERS else value
-        title = "-".join(part.capitalize() for part in name.split("-"))
-        print(printable(f"{stamp} kfin]     {title}: {shown}", one_line=True), file=sys.stderr)
-    if body:
-        more = f" ... ({len(body)} bytes)" if len(body) > BODY_SHOWN else ""
-        text = body[:BODY_SHOWN].decode(errors="replace")
-        print(printable(f"{stamp} kfin] Response Body: {text}{more}", one_line=True), file=sys.stderr)
+    lines = [f"{stamp} kfin] {method} {redact_url(url)} {status} {reason} in {took:.0f} milliseconds"]
+    if LEVEL >= 8:
+        for name, value in headers.items():
+            shown = "<masked>" if name.lower() in SECRET_HEADERS else value
+            title = "-".join(part.capitalize() for part in name.split("-"))
+            lines.append(f"{stamp} kfin]     {title}: {shown}")
+        if body:
+            more = f" ... ({len(body)} bytes)" if len(body) > BODY_SHOWN else ""
+            text = body[:BODY_SHOWN].decode(errors="replace")
+            lines.append(f"{stamp} kfin] Response Body: {text}{more}")
+    # one write per request, under a lock: requests answered at once on several threads never share a line
+    block = "".join(printable(line, one_line=True) + "\n" for line in lines)
+    with _WRITING:
+        sys.stderr.write(block)
