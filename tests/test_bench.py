@@ -35,7 +35,7 @@ def test_the_loader_leaves_its_objects_terminating_and_takes_everything_away(fak
     loader.prepare()
     loader.grow(150)
     loader.grow(300)  # grows, does not start again
-    objects = [o for key, store in fake.cluster.objects.items() if key != ("events.k8s.io", "events")  # mirrored
+    objects = [o for key, store in fake.cluster.objects.items() if key != ("events.k8s.io", "events")  # core's, again
                for o in store.values() if o["metadata"].get("namespace", "").startswith(NAMESPACE_PREFIX)
                and o["metadata"]["name"] != "kube-root-ca.crt" and o["kind"] != "ServiceAccount"
                or o["kind"] == "ServiceAccount" and o["metadata"]["name"] != "default"

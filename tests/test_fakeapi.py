@@ -371,3 +371,43 @@ def test_a_watch_streams_changes_as_they_come_and_expires_old_versions(api, fake
     code, answer = api.send("GET", "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1")
     event = answer if isinstance(answer, dict) else json.loads(answer.splitlines()[0])  # one line: parsed as JSON
     assert code == 200 and event["type"] == "ERROR" and event["object"]["code"] == 410
+
+
+def test_both_events_apis_serve_one_stored_event(api, fake):
+    """kube-apiserver serves events.k8s.io/v1 Events from core v1's storage (pkg/registry/events/rest builds
+    pkg/registry/core/event/storage; captures 25-26 of causes show one uid under both): one object, in each
+    API's shape, whichever API writes it, deleted from both at once."""
+    import threading
+    import urllib.request
+
+    core, v1 = "/api/v1/namespaces/default/events", "/apis/events.k8s.io/v1/namespaces/default/events"
+    created = api.create(core, {"metadata": {"name": "e1", "finalizers": ["example.com/keep"]}, "reason": "Held",
+                                "message": "kept", "type": "Warning", "involvedObject": {"kind": "ConfigMap",
+                                                                                        "name": "a"}})
+    seen = api.get(f"{v1}/e1")
+    assert seen["kind"] == "Event" and seen["apiVersion"] == "events.k8s.io/v1"
+    assert seen["metadata"]["uid"] == created["metadata"]["uid"]
+    assert seen["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert (seen["note"], seen["regarding"]["name"]) == ("kept", "a") and "message" not in seen
+    start = api.get(v1)["metadata"]["resourceVersion"]
+    lines = []
+
+    def watch():  # on events.k8s.io, while everything is written through core v1
+        request = urllib.request.Request(fake.url + f"{v1}?watch=1&resourceVersion={start}&timeoutSeconds=2",
+                                         headers={"Authorization": "Bearer admin-token"})
+        with urllib.request.urlopen(request) as response:
+            lines.extend(json.loads(line) for line in response if line.strip())
+    reader = threading.Thread(target=watch)
+    reader.start()
+    time.sleep(0.3)
+    api.delete(f"{v1}/e1")
+    assert api.get(f"{core}/e1")["metadata"]["deletionTimestamp"]
+    code, _ = api.json_patch(f"{core}/e1", [{"op": "remove", "path": "/metadata/finalizers"}])
+    assert code == 200 and not api.exists(f"{core}/e1") and not api.exists(f"{v1}/e1")
+    reader.join(5)
+    assert [(e["type"], bool(e["object"]["metadata"].get("deletionTimestamp"))) for e in lines] == [
+        ("MODIFIED", True), ("DELETED", True)]
+    made_as_v1 = api.create(v1, {"metadata": {"name": "e2"}, "reason": "R", "note": "n", "type": "Normal",
+                                 "regarding": {"kind": "Pod", "name": "p"}, "eventTime": None})
+    as_core = api.get(f"{core}/e2")
+    assert as_core["metadata"]["uid"] == made_as_v1["metadata"]["uid"] and as_core["message"] == "n"

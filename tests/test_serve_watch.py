@@ -253,3 +253,22 @@ def test_a_silent_watch_is_taken_as_lost_and_started_again(fake, fake_kubeconfig
         assert not informers.inventory().failures  # a quiet watch is no failure
     finally:
         informers.stop()
+
+
+def test_events_are_watched_once_though_two_apis_serve_them(fake, fake_kubeconfig):
+    """events.k8s.io/v1 serves core v1's Events (one storage in kube-apiserver): one watch on a cluster's
+    busiest type, not two streams of the same changes; a stuck Event shows once."""
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces/default/events", {"metadata": {"name": "held", "finalizers": ["example.com/k"]},
+                                                     "involvedObject": {"kind": "Pod", "name": "p"}})
+    informers = watching(fake_kubeconfig)
+    try:
+        assert {(r.group, r.resource) for r in informers.informers} >= {("", "events")}
+        assert ("events.k8s.io", "events") not in {(r.group, r.resource) for r in informers.informers}
+        since = informers.version
+        api.delete("/api/v1/namespaces/default/events/held")
+        assert informers.wait(since, 5) != since
+        assert eventually(lambda: [o.name for o in informers.inventory().objects if o.terminating] == ["held"])
+        assert not [r for r in list(fake.requests) if r.path.startswith("/apis/events.k8s.io/")]
+    finally:
+        informers.stop()

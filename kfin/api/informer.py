@@ -23,6 +23,7 @@ from typing import Any
 from kfin.api.connection import JSON, METADATA_ACCEPT, Kube
 from kfin.api.discovery import discover, failure_of
 from kfin.api.paths import resource_path
+from kfin.api.resources import one_per_storage
 from kfin.api.scan import CRDS, NAMESPACES, Lean, to_object
 from kfin.errors import APIError, ForbiddenError, KfinError
 from kfin.model import Failure, Inventory, KubeObject, ResourceType, ThinObject
@@ -271,7 +272,8 @@ class Informers:
             informer.stop()
 
     def _discover(self) -> None:
-        resources, failures = discover(self.kube, refresh=True)
+        served, failures = discover(self.kube, refresh=True)
+        resources = one_per_storage(served)  # one watch for events, not two on the same objects
         wanted = [r for r in resources if self.namespace is None or r.namespaced or (r.group, r.resource) == NAMESPACES]
         for rtype in [r for r in self.informers if r not in wanted]:
             self.informers.pop(rtype).stop()

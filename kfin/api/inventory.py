@@ -13,7 +13,7 @@ from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
 from kfin.api.discovery import discover
 from kfin.api.jsonstream import members
-from kfin.api.resources import Catalog
+from kfin.api.resources import Catalog, one_per_storage
 from kfin.api.scan import NAMESPACES, REDUCED_FIELDS, Lean, scan, to_object
 from kfin.api.shapes import object_problem, resource_problem, type_name
 from kfin.errors import UsageError
@@ -40,7 +40,8 @@ def live(
     lean: bool = False,
 ) -> Inventory:
     """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean)."""
-    resources, failures = discover(kube, refresh)
+    served, failures = discover(kube, refresh)
+    resources = one_per_storage(served)  # events.k8s.io's Events are core's: read once
     left_out = Lean() if lean else None
     wide = []
     if namespace is not None and full == SNAPSHOT_FULL:

@@ -13,6 +13,21 @@ from kfin.names import quoted
 
 DISCOVERY_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 KIND_NAME = re.compile(r"[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?")  # CRDs: a DNS-1035 label once lower-cased
+# (group, resource) served from another's storage -> that other: the same objects, same uids, under two APIs.
+# kube-apiserver builds events.k8s.io's Events on core v1's event storage (pkg/registry/events/rest). A scan
+# or a watch reads them once, under the first (often a cluster's largest list, and its busiest watch).
+SAME_STORAGE = {("events.k8s.io", "events"): ("", "events")}
+
+
+def stored_as(group: str, resource: str) -> tuple[str, str]:
+    """The (group, resource) under which a scan reads the objects of this one."""
+    return SAME_STORAGE.get((group, resource), (group, resource))
+
+
+def one_per_storage(resources: list[ResourceType]) -> list[ResourceType]:
+    """The types to scan or watch: those another served type stores left out (they are that type's objects)."""
+    served = {(r.group, r.resource) for r in resources}
+    return [r for r in resources if SAME_STORAGE.get((r.group, r.resource)) not in served]
 
 
 def _resource_type(

@@ -14,7 +14,7 @@ from typing import Protocol
 from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of
 from kfin.api.events import warning_events
-from kfin.api.resources import Catalog
+from kfin.api.resources import Catalog, stored_as
 from kfin.api.scan import MANAGERS, read_objects, scan
 from kfin.errors import KfinError
 from kfin.model import Failure, Inventory, KubeObject, ResourceType
@@ -124,6 +124,7 @@ class Facts:
         self, group: str, resource: str, namespace: str | None = None, *, full: bool = False
     ) -> list[KubeObject] | None:
         """Objects of a type (in one namespace, or everywhere with None); None when unknowable."""
+        group, resource = stored_as(group, resource)  # Events of events.k8s.io are core's, read once
         rtype = self.resource(group, resource)
         if rtype is None:
             return None if self.kube is None else []  # a live server without the type has none of it

@@ -9,7 +9,7 @@ from kfin.api import inventory
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
 from kfin.api.discovery import discover
-from kfin.api.resources import Catalog
+from kfin.api.resources import Catalog, stored_as
 from kfin.api.scan import REDUCED_FIELDS, reduce_object, slim_metadata, with_managers
 from kfin.core import catalog
 from kfin.core.facts import Facts
@@ -26,11 +26,11 @@ def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     inv = inventory.load(scope.from_snapshot)
     rtype = Catalog(inv.resources + builtin_resources()).find(kind)
     namespace = scope.namespace
+    stored = stored_as(rtype.group, rtype.resource)
     matches = [
         o
         for o in inv.objects
-        if o.type.group == rtype.group
-        and o.type.resource == rtype.resource
+        if (o.type.group, o.type.resource) == stored
         and o.name == name
         and (not rtype.namespaced or not namespace or o.namespace == namespace)
     ]

@@ -37,6 +37,16 @@ METADATA_ORDER = ["name", "generateName", "namespace", "selfLink", "uid", "resou
                   "ownerReferences", "finalizers", "managedFields"]
 GRACEFUL_DEFAULT_SECONDS = 30
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
+# One storage, two APIs: kube-apiserver serves events.k8s.io/v1 Events from core v1's storage
+# (pkg/registry/events/rest/storage_events.go builds pkg/registry/core/event/storage): one object, one uid and
+# resourceVersion under both, each in its API's shape (captures 25-26 of causes).
+EVENTS, EVENTS_V1 = ("", "events"), ("events.k8s.io", "events")
+# (core v1 field, events.k8s.io/v1 field)
+EVENT_FIELDS = (("involvedObject", "regarding"), ("message", "note"), ("source", "deprecatedSource"),
+                ("firstTimestamp", "deprecatedFirstTimestamp"), ("lastTimestamp", "deprecatedLastTimestamp"),
+                ("count", "deprecatedCount"), ("reportingComponent", "reportingController"),
+                ("reportingInstance", "reportingInstance"), ("eventTime", "eventTime"), ("reason", "reason"),
+                ("type", "type"), ("action", "action"), ("related", "related"), ("series", "series"))
 DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 STANDARD_FINALIZERS = {"kubernetes", "orphan", "foregroundDeletion"}
@@ -348,6 +358,28 @@ class Cluster:
         self.by_uid[meta["uid"]] = (rt.group, rt.name) + key
         for ref in meta.get("ownerReferences", []):
             self.dependents.setdefault(ref.get("uid", ""), set()).add(meta["uid"])
+        twin = self._event_twin(rt, obj)
+        if twin is not None:
+            other, shown = twin
+            if key not in self.objects[other.key]:
+                self._order.pop(other.key, None)
+            self.objects[other.key][key] = shown
+            self._record("ADDED" if previous is None else "MODIFIED", other, shown)
+
+    def _event_twin(self, rt: ResourceType, obj: dict) -> tuple[ResourceType, dict] | None:
+        """An Event as the other events API shows it (the same stored object), or None for other kinds."""
+        core = rt.key == EVENTS
+        other = self.types.get(EVENTS_V1 if core else EVENTS) if rt.key in (EVENTS, EVENTS_V1) else None
+        if other is None:
+            return None
+        shown = {"kind": other.kind, "apiVersion": other.api_version, "metadata": copy.deepcopy(obj["metadata"])}
+        for old, new in EVENT_FIELDS:
+            source, target = (old, new) if core else (new, old)
+            if obj.get(source) is not None:
+                shown[target] = copy.deepcopy(obj[source])
+        if core and "reportingController" not in shown and (obj.get("source") or {}).get("component"):
+            shown["reportingController"] = obj["source"]["component"]
+        return other, shown
 
     def _record(self, kind: str, rt: ResourceType, obj: dict):
         if len(self.history) == self.history.maxlen:
@@ -497,3 +529,7 @@ class Cluster:
             rv = self.next_rv()
             self._record("DELETED", rt, dict(stored, metadata=dict(stored["metadata"], resourceVersion=rv)))
             self.events.append(("removed", rt.key, key[0], key[1], stored))
+            twin = self._event_twin(rt, stored)
+            if twin is not None and self.objects[twin[0].key].pop(key, None) is not None:
+                self._order.pop(twin[0].key, None)
+                self._record("DELETED", twin[0], dict(twin[1], metadata=dict(twin[1]["metadata"], resourceVersion=rv)))

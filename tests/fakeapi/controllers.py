@@ -39,7 +39,6 @@ APISERVICES = ("apiregistration.k8s.io", "apiservices")
 NODES = ("", "nodes")
 SERVICES = ("", "services")
 EVENTS = ("", "events")
-EVENTS_V1 = ("events.k8s.io", "events")
 SLICES = ("discovery.k8s.io", "endpointslices")
 SERVICE_CIDRS = ("networking.k8s.io", "servicecidrs")
 IP_ADDRESSES = ("networking.k8s.io", "ipaddresses")
@@ -382,8 +381,7 @@ class Controllers:
     # ----- events ----------------------------------------------------------------------------------
     def record_event(self, obj: dict, event_type: str, reason: str, message: str, component: str,
                      with_identity: bool = True):
-        """An Event about `obj`, as a controller records it; the fake stores it under both events APIs
-        (the real server keeps one object and converts)."""
+        """An Event about `obj`, as a controller records it (one object, which both events APIs show)."""
         c = self.c
         meta = obj["metadata"]
         now = c.now()
@@ -396,41 +394,10 @@ class Controllers:
         # client-go names an Event after its object and the time in nanoseconds, in hex: they list in order
         name = f"{meta['name']}.{int((time.time() + c.clock_offset) * 1e9):x}"
         namespace = meta.get("namespace") or "default"
-        core = c.create(c.types[EVENTS], namespace, {"metadata": {"name": name}, "involvedObject": involved,
+        return c.create(c.types[EVENTS], namespace, {"metadata": {"name": name}, "involvedObject": involved,
                         "reason": reason, "message": message, "source": {"component": component},
                         "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": event_type,
                         "eventTime": None, "reportingComponent": component, "reportingInstance": ""})
-        events_v1 = c.types.get(EVENTS_V1)
-        if events_v1 is not None:
-            c.create(events_v1, namespace, {
-                "metadata": {"name": name}, "eventTime": None, "reportingController": component, "reason": reason,
-                "regarding": involved, "note": message, "type": event_type,
-                "deprecatedSource": {"component": component}, "deprecatedFirstTimestamp": now,
-                "deprecatedLastTimestamp": now, "deprecatedCount": 1})
-        return core
-
-    def mirror_event(self, key, event: dict):
-        """An Event created through one events API is the other's too (the real server stores it once)."""
-        c = self.c
-        core = key == EVENTS
-        other = c.types.get(EVENTS_V1 if core else EVENTS)
-        meta = event["metadata"]
-        if other is None or c.find(other, meta.get("namespace", ""), meta["name"]) is not None:
-            return
-        if core:
-            body = {"metadata": {"name": meta["name"]}, "eventTime": event.get("eventTime"),
-                    "reportingController": event.get("reportingComponent") or (event.get("source") or {}).get("component"),
-                    "reason": event.get("reason"), "regarding": event.get("involvedObject"), "note": event.get("message"),
-                    "type": event.get("type"), "deprecatedSource": event.get("source"),
-                    "deprecatedFirstTimestamp": event.get("firstTimestamp"),
-                    "deprecatedLastTimestamp": event.get("lastTimestamp"), "deprecatedCount": event.get("count")}
-        else:
-            body = {"metadata": {"name": meta["name"]}, "involvedObject": event.get("regarding"),
-                    "reason": event.get("reason"), "message": event.get("note"), "type": event.get("type"),
-                    "source": event.get("deprecatedSource"), "firstTimestamp": event.get("deprecatedFirstTimestamp"),
-                    "lastTimestamp": event.get("deprecatedLastTimestamp"), "count": event.get("deprecatedCount"),
-                    "eventTime": event.get("eventTime"), "reportingComponent": event.get("reportingController")}
-        c.create(other, meta.get("namespace"), {k: v for k, v in body.items() if v is not None})
 
     # ----- nodes and their Pods --------------------------------------------------------------------
     def _seconds_since(self, stamp: str | None) -> float:

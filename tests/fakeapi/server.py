@@ -565,8 +565,6 @@ class FakeAPIServer:
             if not isinstance(payload, dict):
                 raise st.bad_request("the body of the request is empty")
             created = c.create(rt, ns, payload, dry_run)
-            if rt.key in (("", "events"), ("events.k8s.io", "events")) and not dry_run:
-                self.controllers.mirror_event(rt.key, created)
             return 201, self._managed(rt, None, created, query, headers, "", dry_run)
         if verb == "update":
             self._require_json(headers)

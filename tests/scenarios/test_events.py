@@ -30,3 +30,27 @@ def test_explain_shows_the_objects_recent_warnings(cluster):
     table = kfin(*base).stdout
     assert "Recent warnings" in table and "(3x)  CleanupFailed: the cloud API answered 403 deleting bucket b-17" in table
     assert "all good" not in table
+
+
+def test_a_stuck_event_is_one_object_listed_once(cluster):
+    """events.k8s.io/v1 serves core v1's Events (one storage in kube-apiserver: pkg/registry/events/rest): a
+    stuck Event is one row, found by either API's name, and a scan lists Events once, not twice (a busy
+    cluster's largest list)."""
+    cm = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "watched"}})
+    made = cluster.create({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "watched.held",
+                                                                              "finalizers": ["example.com/keep"]},
+                           "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": "watched",
+                                              "namespace": cluster.namespace, "uid": cm["metadata"]["uid"]},
+                           "reason": "Held", "message": "kept", "type": "Normal"})
+    cluster.delete(made)
+    base = ("stuck", "-n", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig), "-o", "json")
+    if cluster.is_fake:
+        cluster.fake.requests.clear()
+    rows = json.loads(kfin(*base).stdout)["items"]
+    assert [(r["kind"], r["apiVersion"], r["metadata"]["name"]) for r in rows] == [("Event", "v1", "watched.held")]
+    if cluster.is_fake:
+        lists = [r.path for r in cluster.fake.requests if r.path.endswith("/events")]
+        assert lists == [f"/api/v1/namespaces/{cluster.namespace}/events"]
+    for kind in ("events", "events.events.k8s.io", "Event.v1.events.k8s.io"):
+        found = json.loads(kfin(*base, "--kind", kind).stdout)["items"]
+        assert [r["metadata"]["uid"] for r in found] == [made["metadata"]["uid"]], kind
