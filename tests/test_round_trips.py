@@ -9,6 +9,7 @@ from kfin.api import discovery, inventory
 from kfin.api.connection import Kube
 from kfin.api.target import Target
 from kfin.core import stuck
+from kfin.core.causes.registry import explain_cached
 from kfin.core.facts import Facts
 from kfin.core.stuck import find_stuck, stuck_in
 from tests.test_scale import populated  # noqa: F401 (a fixture)
@@ -68,3 +69,35 @@ def test_the_workloads_where_a_field_manager_is_looked_for_are_read_at_once(popu
     find_stuck(lean, facts=facts)
     read = [r.path for r in fake.requests if r.path.startswith("/apis/apps/")]
     assert sorted(read) == ["/apis/apps/v1/daemonsets", "/apis/apps/v1/deployments", "/apis/apps/v1/statefulsets"]
+
+
+def test_a_lean_scan_keeps_the_crds_that_explanations_ask_about(fake, fake_kubeconfig):
+    """Whether a stuck custom resource's CRD is still there comes from the scan's own list of CRDs (kept thin
+    however many there are): explaining reads no CRD list again."""
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    for plural in ("widgets", "gadgets"):  # one with a stuck object, one without
+        api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": plural[:-1], "kind": plural[:-1].title()},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                         "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    path = "/apis/example.com/v1/namespaces/default/widgets"
+    api.create(path, {"apiVersion": "example.com/v1", "kind": "Widget",
+                      "metadata": {"name": "w1", "finalizers": ["example.com/cleanup"]}})
+    api.delete(f"{path}/w1")
+    try:
+        kube = Kube.connect(Target(str(fake_kubeconfig)))
+        lean = inventory.live(kube, None, lean=True, refresh=True)
+        fake.requests.clear()
+        facts = Facts(lean, kube)
+        rows = find_stuck(lean, facts=facts)
+        assert [r.obj.name for r in rows] == ["w1"]
+        evidence = [line for f in explain_cached(rows[0].obj, facts).findings for line in f.evidence]
+        assert "CustomResourceDefinition widgets.example.com exists" in evidence
+        assert not [r for r in fake.requests if "customresourcedefinitions" in r.path]
+    finally:
+        api.json_patch(f"{path}/w1", [{"op": "remove", "path": "/metadata/finalizers"}])

@@ -294,10 +294,10 @@ class Lean:
     Objects that are not being deleted and carry no finalizer are not kept as objects: those with owners
     become rows of OwnerEdges (their dependents of Terminating objects come back as OwnedObjects after the
     scan), those without owners are only counted; except in the namespaces whose content an explanation
-    lists (Terminating ones), where they are kept thin. What stays is what the report and the blocking
-    graph need: Terminating objects, objects with finalizers, the owner edges that lead to them, and the
-    whole kinds explanations read. Facts read a left-out (type, namespace) again, on demand, if an
-    explanation asks.
+    lists (Terminating ones), and CRDs (a few hundred at most), which are kept thin. What stays is what the
+    report and the blocking graph need: Terminating objects, objects with finalizers, the owner edges that
+    lead to them, and the whole kinds explanations read. Facts read a left-out (type, namespace) again, on
+    demand, if an explanation asks.
 
     `for_file`: a file cannot be read again, so nothing is left out and owners keep kind and name (the
     graph names them): ThinObjects.
@@ -321,7 +321,8 @@ class Lean:
         if self.for_file:
             owners = tuple((sys.intern(a), sys.intern(k), *rest) for a, k, *rest in owners)
             return ThinObject(r, name, namespace, uid, owners)
-        whole = self.whole_namespaces is None or namespace in self.whole_namespaces
+        # every CRD is kept (thin): explanations ask whether a custom resource's CRD is still there
+        whole = self.whole_namespaces is None or namespace in self.whole_namespaces or (r.group, r.resource) == CRDS
         if owners:
             uids = [owner[3] for owner in owners]
             blocking = 0
