@@ -94,8 +94,12 @@ def test_owner_edges_pack_rows_and_give_back_the_dependents_of_what_is_deleted()
         assert edges.add(rtype, "ns", f"pod-{i}", f"uid-{i}", [f"uid-{i // 10}"] if i >= 10 else ["rs"], 1)
     assert not edges.add(rtype, "ns", "a/b", "uid-x", ["rs"], 1)  # cannot be packed: kept as an object
     assert not edges.add(rtype, "ns", "pod-y", "uid-y", ["a,b"], 1)
+    assert not edges.add(rtype, "ns", "pod-z", "uid-z", ["rs", "a/b"], 3)
+    assert not edges.add(rtype, "ns", "pod-w", "uid/w", ["rs"], 1)
+    assert edges.add(rtype, "ns", "pod-two", "uid-two", ["uid-3", "uid-4"], 2)
     found = {o.name: o for o in edges.dependents_of({"uid-3"}, depth=2)}
-    assert set(found) == {f"pod-{i}" for i in range(30, 40)} | {f"pod-{i}" for i in range(300, 400)}
+    assert set(found) == {f"pod-{i}" for i in range(30, 40)} | {f"pod-{i}" for i in range(300, 400)} | {"pod-two"}
+    assert found["pod-two"].owner_uids() == ["uid-3", "uid-4"] and found["pod-two"].owner_uids(blocking=True) == ["uid-4"]
     assert found["pod-31"].owner_uids(blocking=True) == ["uid-3"] and found["pod-31"].namespace == "ns"
     assert edges.dependents_of(set()) == []
 

@@ -99,17 +99,20 @@ def metadata(meta: Any, light: bool) -> dict:
 Keep = Callable[[str, str, str, tuple], Any]
 
 
-def _owners(meta: Any) -> tuple:
+def _owners(refs: Any) -> tuple:
+    """An object's ownerReferences as kfin.model.owner_tuples gives them."""
     return tuple(
-        (
-            r.apiVersion,
-            r.kind,
-            r.name,
-            r.uid,
-            r.controller if r.HasField("controller") else None,
-            r.blockOwnerDeletion if r.HasField("blockOwnerDeletion") else None,
-        )
-        for r in meta.ownerReferences
+        [
+            (
+                r.apiVersion,
+                r.kind,
+                r.name,
+                r.uid,
+                r.controller if r.HasField("controller") else None,
+                r.blockOwnerDeletion if r.HasField("blockOwnerDeletion") else None,
+            )
+            for r in refs
+        ]
     )
 
 
@@ -119,27 +122,14 @@ def metadata_list(data: bytes, where: str, light: bool = False, keep: Keep | Non
     messages, with no metadata dict, and come in the page's "kept" (what it kept), not in its items."""
     if not data.startswith(MAGIC):
         raise ShapeError(f"{where} answered protobuf without the Kubernetes magic prefix")
-    whole = metadata_pb2.PartialObjectMetadata
     try:
         envelope = metadata_pb2.Unknown.FromString(data[len(MAGIC) :])
         listed: Any = metadata_pb2.PartialObjectMetadataListLight if light else metadata_pb2.PartialObjectMetadataList
         listed = listed.FromString(envelope.raw)
-        if light:  # the objects a lean scan keeps whole are read again, whole, from their own bytes
-            metas = [
-                whole.FromString(item.SerializeToString()).metadata
-                if item.metadata.HasField("deletionTimestamp") or item.metadata.finalizers
-                else item.metadata
-                for item in listed.items
-            ]
-        else:
-            metas = [item.metadata for item in listed.items]
     except DecodeError:  # text that is not UTF-8 included (proto3 strings are checked as they are decoded)
         raise ShapeError(f"{where} answered a protobuf list kfin cannot decode") from None
     if envelope.typeMeta.kind and envelope.typeMeta.kind != "PartialObjectMetadataList":
         raise ShapeError(f"{where} answered a protobuf {envelope.typeMeta.kind[:60]!r}, not a metadata list")
-    for number, meta in enumerate(metas, 1):  # the one thing the messages' types leave open (shapes.check_page)
-        if not meta.name:
-            raise ShapeError(f"{where} answered a list whose item {number} is malformed: metadata.name is missing")
     list_meta: dict = {}
     if listed.metadata.resourceVersion:
         list_meta["resourceVersion"] = listed.metadata.resourceVersion
@@ -147,14 +137,28 @@ def metadata_list(data: bytes, where: str, light: bool = False, keep: Keep | Non
     if token:
         list_meta["continue"] = token
     page = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta}
-    if light and keep is not None:
-        kept, items = [], []
-        for meta in metas:
-            if meta.HasField("deletionTimestamp") or meta.finalizers:
-                items.append({"metadata": metadata(meta, light)})
-                continue
-            obj = keep(meta.name, meta.namespace, meta.uid, _owners(meta) if meta.ownerReferences else ())
+    # one pass over the items (each field read once: every read of a message's field makes a Python object)
+    items, kept = [], []
+    for number, item in enumerate(listed.items, 1):
+        meta = item.metadata
+        name = meta.name
+        if not name:  # the one thing the messages' types leave open (shapes.check_page)
+            raise ShapeError(f"{where} answered a list whose item {number} is malformed: metadata.name is missing")
+        if not light:
+            items.append({"metadata": metadata(meta, False)})
+        elif meta.HasField("deletionTimestamp") or meta.finalizers:  # read again, whole, from its own bytes
+            try:
+                meta = metadata_pb2.PartialObjectMetadata.FromString(item.SerializeToString()).metadata
+            except DecodeError:
+                raise ShapeError(f"{where} answered a protobuf list kfin cannot decode") from None
+            items.append({"metadata": metadata(meta, True)})
+        elif keep is None:
+            items.append({"metadata": metadata(meta, True)})
+        else:
+            refs = meta.ownerReferences
+            obj = keep(name, meta.namespace, meta.uid, _owners(refs) if refs else ())
             if obj is not None:
                 kept.append(obj)
+    if light and keep is not None:
         return dict(page, items=items, kept=kept)
-    return dict(page, items=[{"metadata": metadata(meta, light)} for meta in metas])
+    return dict(page, items=items)

@@ -225,15 +225,15 @@ class OwnerEdges:
 
     def add(self, rtype: ResourceType, namespace: str, name: str, uid: str, owners: list[str], mask: int) -> bool:
         """False when the row cannot be packed (a separator in it, or more than 8 owners)."""
-        sep = self.SEPARATOR
-        if len(owners) > 8 or sep in name or sep in uid or any(sep in o or "," in o for o in owners):
-            return False
+        sep, joined = self.SEPARATOR, ",".join(owners)
+        if len(owners) > 8 or sep in name or sep in uid or sep in joined or joined.count(",") != len(owners) - 1:
+            return False  # (a comma in an owner's uid shows as one comma too many)
         types, namespaces, names, uids, owner_uids, masks = self._open
         types.append(rtype)
         namespaces.append(namespace)
         names.append(name)
         uids.append(uid)
-        owner_uids.append(",".join(owners))
+        owner_uids.append(joined)
         masks.append(mask)
         if len(names) >= self.CHUNK:
             self._close()
@@ -326,9 +326,12 @@ class Lean:
         if owners:
             uids = [owner[3] for owner in owners]
             blocking = 0
-            for at, owner in enumerate(owners):
-                if owner[5]:
-                    blocking |= 1 << at
+            if len(owners) == 1:  # most objects: one owner
+                blocking = 1 if owners[0][5] else 0
+            else:
+                for at, owner in enumerate(owners):
+                    if owner[5]:
+                        blocking |= 1 << at
             if whole or not self.edges.add(r, namespace, name, uid, uids, blocking):
                 return OwnedObject(r, name, namespace, uid, uids[0] if len(uids) == 1 else tuple(uids), blocking)
         elif whole:
