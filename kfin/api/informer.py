@@ -78,6 +78,10 @@ class Informer:
         self.only_name = namespace if namespace is not None and (rtype.group, rtype.resource) == NAMESPACES else None
         self.path = resource_path(rtype, self.namespace)
         self.objects: dict[Key, KubeObject] = {}
+        # of those, the ones that are not ThinObjects (being deleted, with finalizers, or read whole): what an
+        # answer walks, without passing over every thin object each time
+        self.kept: dict[Key, KubeObject] = {}
+        self.lock = threading.Lock()  # objects and kept change together: an answer copies both at once
         self.version = ""
         self.synced = False  # listed, and current since (False again when it must be listed again)
         self.listed = False  # listed at least once: its objects are known
@@ -111,9 +115,14 @@ class Informer:
         return {"fieldSelector": f"metadata.name={self.only_name}"} if self.only_name else {}
 
     def _set(self, key: Key, new: KubeObject | None) -> None:
-        old = self.objects.pop(key, None) if new is None else self.objects.get(key)
-        if new is not None:
-            self.objects[key] = new
+        with self.lock:
+            old = self.objects.pop(key, None) if new is None else self.objects.get(key)
+            if new is not None:
+                self.objects[key] = new
+            if new is None or isinstance(new, ThinObject):
+                self.kept.pop(key, None)
+            else:
+                self.kept[key] = new
         if (old is None) != (new is None) or (
             old is not None and new is not None and _comparable(old) != _comparable(new)
         ):
@@ -371,8 +380,11 @@ class Informers:
         objects: list[KubeObject] = []
         by_type: dict[tuple[str, str], list[KubeObject]] = {}
         failures = list(self.discovery_failures)
+        kept: list[KubeObject] = []
         for informer in informers:
-            found = list(informer.objects.values())  # at once: its thread changes them meanwhile
+            with informer.lock:  # its thread changes them meanwhile
+                found = list(informer.objects.values())
+                kept.extend(informer.kept.values())
             objects.extend(found)
             by_type.setdefault((informer.rtype.group, informer.rtype.resource), []).extend(found)
             if informer.failure is not None:
@@ -383,7 +395,7 @@ class Informers:
             first = informers[0].failure
             assert first is not None
             raise APIError(f"no type could be read: {first.line()}", 0, first.reason)
-        deleted = [o for o in objects if not isinstance(o, ThinObject) and o.terminating]  # never a thin one
+        deleted = [o for o in kept if o.terminating]  # never a thin one
         self._hot_namespaces = {o.name for o in deleted if (o.type.group, o.type.resource) == NAMESPACES}
         self._hot_uids = {o.uid for o in deleted if o.uid}
         detailed = {
@@ -401,6 +413,7 @@ class Informers:
             self.namespace,
             detailed,
             by_type=by_type,
+            kept=kept,
         )
 
     def requests(self) -> tuple[int, int]:

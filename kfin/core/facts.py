@@ -272,7 +272,7 @@ class Facts:
                 by_namespace.setdefault(obj.namespace, []).append(obj)
         gone = {id(o) for o in old}
         inv.objects = [o for o in inv.objects if id(o) not in gone] + [o for _, _, fresh in reads for o in fresh]
-        inv.by_type = None  # no longer the same objects
+        inv.by_type = inv.kept = None  # no longer the same objects
         if self._blocking is not None:  # the same objects read again: same owners, new instances
             newer = {o.uid: o for _, _, fresh in reads for o in fresh if o.uid}
             for dependents in self._blocking.values():
@@ -325,7 +325,7 @@ class Facts:
             )
 
         inv.objects = [o for o in inv.objects if not replaced(o)] + [o for o in found if replaced(o)]
-        inv.by_type = None  # no longer the same objects
+        inv.by_type = inv.kept = None  # no longer the same objects
         inv.failures.extend(failures)
         failed = {f.target for f in failures}
         self._listed |= {

@@ -14,7 +14,7 @@ from kfin.core.facts import ClusterFacts, Facts
 from kfin.core.scope import Scope
 from kfin.core.sources import ProgressFactory, gather, no_progress
 from kfin.errors import KfinError, NotFoundError
-from kfin.model import Inventory, KubeObject, ThinObject, format_time
+from kfin.model import Inventory, KubeObject, format_time
 from kfin.names import check_kind
 from kfin.util.globs import glob_match
 from kfin.util.parallel import ordered
@@ -104,12 +104,9 @@ def find_stuck(
 
     # Thin objects are neither being deleted nor holding finalizers (kfin.model.ThinObject): most of a large
     # cluster, passed over at once
-    def kept() -> list[KubeObject]:
-        return [obj for obj in inventory.objects if not isinstance(obj, ThinObject)]
-
     if facts.kube is not None:  # what the explanations below will read whole, fetched in parallel first
-        facts.prefetch({read for obj in kept() if obj.terminating for read in reads_for(obj)})
-    for obj in kept():  # as they are after the prefetch
+        facts.prefetch({read for obj in inventory.kept_objects() if obj.terminating for read in reads_for(obj)})
+    for obj in inventory.kept_objects():  # as they are after the prefetch
         # a ghost (its namespace forced away) is listed only by a cluster-wide scan: one namespace's does not
         # read every namespace to tell
         if not obj.terminating and (scope is not None or not is_ghost(obj, facts)):
