@@ -272,3 +272,39 @@ def test_events_are_watched_once_though_two_apis_serve_them(fake, fake_kubeconfi
         assert not [r for r in list(fake.requests) if r.path.startswith("/apis/events.k8s.io/")]
     finally:
         informers.stop()
+
+
+def test_an_answer_walks_the_objects_that_are_not_thin_as_the_watches_keep_them(fake, fake_kubeconfig):
+    """Each informer keeps its objects that are not thin apart, as they gain and lose finalizers: an answer
+    walks those, not every thin object of the cluster; what a read on demand replaces is walked afresh."""
+    from kfin.core.facts import Facts
+    from kfin.model import ThinObject
+
+    api = RawClient(fake.url, "admin-token")
+    path = "/api/v1/namespaces/default/configmaps"
+    api.create(path, {"metadata": {"name": "plain"}})
+    api.create(path, {"metadata": {"name": "held", "finalizers": ["example.com/k"]}})
+    informers = watching(fake_kubeconfig)
+
+    def kept_configmaps():
+        inventory = informers.inventory()
+        walked = {o.name for o in inventory.kept_objects() if o.type.resource == "configmaps"}
+        assert walked == {o.name for o in inventory.objects
+                          if o.type.resource == "configmaps" and not isinstance(o, ThinObject)}
+        return walked
+
+    try:
+        assert informers.inventory().kept is not None and kept_configmaps() == {"held"}
+        api.merge_patch(f"{path}/plain", {"metadata": {"finalizers": ["example.com/k"]}})
+        assert eventually(lambda: kept_configmaps() == {"held", "plain"})
+        api.json_patch(f"{path}/held", [{"op": "remove", "path": "/metadata/finalizers"}])
+        assert eventually(lambda: kept_configmaps() == {"plain"})
+        api.delete(f"{path}/plain")  # Terminating, still held
+        assert eventually(lambda: [o.name for o in informers.inventory().kept_objects() if o.terminating] == ["plain"])
+        inventory = informers.inventory()
+        facts = Facts(inventory, informers.kube)
+        facts.objects("", "pods", "default", full=True)  # read on demand: the objects are replaced
+        assert inventory.kept is None and "plain" in {o.name for o in inventory.kept_objects()}
+    finally:
+        api.json_patch(f"{path}/plain", [{"op": "remove", "path": "/metadata/finalizers"}])
+        informers.stop()
