@@ -101,3 +101,23 @@ def test_a_lean_scan_keeps_the_crds_that_explanations_ask_about(fake, fake_kubec
         assert not [r for r in fake.requests if "customresourcedefinitions" in r.path]
     finally:
         api.json_patch(f"{path}/w1", [{"op": "remove", "path": "/metadata/finalizers"}])
+
+
+def test_the_workloads_of_a_field_manager_are_looked_for_once_per_manager(populated, monkeypatch):  # noqa: F811
+    """The stuck objects of one operator name the same field manager: its workloads are looked for once, not
+    once per object (every Deployment, StatefulSet and DaemonSet of the cluster, walked at each answer)."""
+    from kfin.core.causes import custom
+
+    lean = inventory.live(populated, None, lean=True)
+    facts = Facts(lean, populated)
+    walked, objects = [], facts.objects
+
+    def spied(group, resource, namespace=None, *, full=False):
+        if (group, resource) == ("apps", "deployments"):
+            walked.append(namespace)
+        return objects(group, resource, namespace, full=full)
+
+    monkeypatch.setattr(facts, "objects", spied)
+    rows = find_stuck(lean, facts=facts)
+    managers = {(r.obj.raw.get(custom.MANAGERS) or {}).get("example.com/hold") for r in rows} - {None}
+    assert len(rows) >= 3 and len(managers) == 1 and len(walked) == len(managers)

@@ -214,9 +214,14 @@ def workloads_of_grant(ctx: Context, grant: Grant) -> tuple[list[KubeObject], li
 
 def workloads_of_manager(facts: ClusterFacts, manager: str) -> list[tuple[KubeObject, int, int]] | None:
     """(workload, ready, wanted) of the Deployments, StatefulSets and DaemonSets named like a field manager
-    (or labelled app.kubernetes.io/name with it), in any namespace; None when none of them can be read."""
-    found, readable = [], False
+    (or labelled app.kubernetes.io/name with it), in any namespace; None when none of them can be read. Once per
+    manager for the same facts: the stuck objects of one operator name the same manager."""
     facts.prefetch({(group, resource, None, True) for group, resource in WORKLOADS})  # one round trip, not three
+    return _memo(facts, ("workloads of", manager), lambda: _workloads_named(facts, manager))
+
+
+def _workloads_named(facts: ClusterFacts, manager: str) -> list[tuple[KubeObject, int, int]] | None:
+    found, readable = [], False
     for group, resource in WORKLOADS:
         workloads = facts.objects(group, resource, None, full=True)
         readable = readable or workloads is not None
