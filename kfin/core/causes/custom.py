@@ -138,7 +138,11 @@ def _granted(bindings: list[tuple[KubeObject, KubeObject | None, str]], group: s
 
 
 def _rbac_read(ctx: Context) -> str:
-    """How much RBAC the verdict rests on, in words."""
+    """How much RBAC the verdict rests on, in words (once per namespace for the same facts)."""
+    return _memo(ctx.facts, ("rbac read", ctx.obj.namespace), lambda: _rbac_counted(ctx))
+
+
+def _rbac_counted(ctx: Context) -> str:
     counts = []
     for resource, where in (
         ("clusterroles", None),

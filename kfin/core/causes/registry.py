@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
+from functools import lru_cache
 
 from kfin.core import catalog
 from kfin.core.catalog import CatalogEntry
@@ -252,6 +253,7 @@ def reads_for(obj: KubeObject) -> set[tuple[str, str, str | None, bool]]:
 CONTROL_PLANE_PATTERNS = ("kubernetes", "k8s.io/*", "*.k8s.io/*", "*kubernetes.io/*", "foregroundDeletion", "orphan")
 
 
+@lru_cache(maxsize=4096)  # asked several times for each finalizer of each stuck object, at every answer
 def control_plane_owned(finalizer: str) -> bool:
     """Whether the finalizer's name says it belongs to Kubernetes (kubernetes, *.k8s.io/*, *kubernetes.io/*,
     and the garbage collector's own): kube-controller-manager, kube-apiserver or a named sidecar removes it,
