@@ -220,8 +220,10 @@ def workloads_of_manager(facts: ClusterFacts, manager: str) -> list[tuple[KubeOb
     """(workload, ready, wanted) of the Deployments, StatefulSets and DaemonSets named like a field manager
     (or labelled app.kubernetes.io/name with it), in any namespace; None when none of them can be read. Once per
     manager for the same facts: the stuck objects of one operator name the same manager."""
-    facts.prefetch({(group, resource, None, True) for group, resource in WORKLOADS})  # one round trip, not three
-    return _memo(facts, ("workloads of", manager), lambda: _workloads_named(facts, manager))
+    key = ("workloads of", manager)
+    if key not in facts.memo:
+        facts.prefetch({(group, resource, None, True) for group, resource in WORKLOADS})  # one round trip, not three
+    return _memo(facts, key, lambda: _workloads_named(facts, manager))
 
 
 def _workloads_named(facts: ClusterFacts, manager: str) -> list[tuple[KubeObject, int, int]] | None:
