@@ -321,7 +321,7 @@ class Inventory:
 
     def kept_objects(self) -> list[KubeObject]:
         """The objects that are not ThinObjects: all that can be stuck or be read whole (a watching answer holds
-        them apart; walking every thin object of a large cluster at each answer was a third of its CPU)."""
+        them apart, rather than walking every thin object of a large cluster at each answer)."""
         if self.kept is not None:
             return self.kept
         return [o for o in self.objects if not isinstance(o, ThinObject)]
