@@ -326,12 +326,9 @@ class Lean:
         if owners:
             uids = [owner[3] for owner in owners]
             blocking = 0
-            if len(owners) == 1:  # most objects: one owner
-                blocking = 1 if owners[0][5] else 0
-            else:
-                for at, owner in enumerate(owners):
-                    if owner[5]:
-                        blocking |= 1 << at
+            for at, owner in enumerate(owners):
+                if owner[5]:
+                    blocking |= 1 << at
             if whole or not self.edges.add(r, namespace, name, uid, uids, blocking):
                 return OwnedObject(r, name, namespace, uid, uids[0] if len(uids) == 1 else tuple(uids), blocking)
         elif whole:
