@@ -287,4 +287,3 @@ def _fleet_table(fleet: dict) -> list[str]:
 
 if __name__ == "__main__":
     sys.exit("run python -m bench")
-

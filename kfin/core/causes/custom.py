@@ -223,7 +223,8 @@ def workloads_of_manager(facts: ClusterFacts, manager: str) -> list[tuple[KubeOb
     key = ("workloads of", manager)
     if key not in facts.memo:
         facts.prefetch({(group, resource, None, True) for group, resource in WORKLOADS})  # one round trip, not three
-    return _memo(facts, key, lambda: _workloads_named(facts, manager))
+        facts.memo[key] = _workloads_named(facts, manager)
+    return facts.memo[key]
 
 
 def _workloads_named(facts: ClusterFacts, manager: str) -> list[tuple[KubeObject, int, int]] | None:
