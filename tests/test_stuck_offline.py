@@ -181,3 +181,44 @@ def test_several_contexts_add_a_context_column(fake, tmp_path):
         assert {i["context"] for i in json.loads(every.stdout)["items"]} == {"fake", "fake-viewer", "other"}
     finally:
         other.stop()
+
+
+def _event(api: str, **fields) -> dict:
+    meta = {"name": "watched.held", "namespace": "a", "uid": "e-1", "finalizers": ["example.com/keep"],
+            "deletionTimestamp": "2026-01-01T00:00:00Z"}
+    return {"apiVersion": api, "kind": "Event", "metadata": meta, **fields}
+
+
+CORE_EVENT = _event("v1", involvedObject={"kind": "ConfigMap", "name": "watched", "namespace": "a"}, reason="Held")
+EVENTS_V1_EVENT = _event("events.k8s.io/v1", regarding={"kind": "ConfigMap", "name": "watched", "namespace": "a"},
+                         reason="Held")
+
+
+def test_an_event_filed_under_both_apis_is_one_stuck_object(tmp_path):
+    """One Event is served by core v1 and events.k8s.io/v1 (one storage in kube-apiserver); a snapshot written
+    by an older kfin, or a kubectl List of both, holds it twice. It is one row, found by either API's name."""
+    resources = [{"group": "", "version": "v1", "resource": "events", "kind": "Event", "namespaced": True,
+                  "verbs": ["list"]},
+                 {"group": "events.k8s.io", "version": "v1", "resource": "events", "kind": "Event",
+                  "namespaced": True, "verbs": ["list"]}]
+    snapshot = tmp_path / "old-snapshot.json"
+    snapshot.write_text(json.dumps({"apiVersion": "kfin.dev/v1", "kind": "Snapshot", "resources": resources,
+                                    "objects": [CORE_EVENT, EVENTS_V1_EVENT]}))
+    listing = tmp_path / "list.json"
+    listing.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [EVENTS_V1_EVENT, CORE_EVENT]}))
+    for path in (snapshot, listing):
+        for kind in ((), ("--kind", "events"), ("--kind", "events.events.k8s.io")):
+            rows = json.loads(kfin("stuck", "--from-snapshot", str(path), *kind, "-o", "json").stdout)["items"]
+            assert [(r["apiVersion"], r["name"]) for r in rows] == [("v1", "watched.held")], (path.name, kind)
+        explained = kfin("explain", "events.events.k8s.io", "watched.held", "-n", "a", "--from-snapshot", str(path))
+        assert explained.code == 0 and "example.com/keep" in explained.stdout
+
+
+def test_an_event_only_under_events_k8s_io_is_found_by_either_name(tmp_path):
+    listing = tmp_path / "list.json"
+    listing.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [EVENTS_V1_EVENT]}))
+    for kind in ("events", "events.events.k8s.io"):
+        rows = json.loads(kfin("stuck", "--from-snapshot", str(listing), "--kind", kind, "-o", "json").stdout)
+        assert [(r["apiVersion"], r["name"]) for r in rows["items"]] == [("events.k8s.io/v1", "watched.held")]
+        explained = kfin("explain", kind, "watched.held", "-n", "a", "--from-snapshot", str(listing))
+        assert explained.code == 0 and "example.com/keep" in explained.stdout

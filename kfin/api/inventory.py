@@ -13,7 +13,7 @@ from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
 from kfin.api.discovery import discover
 from kfin.api.jsonstream import members
-from kfin.api.resources import Catalog, one_per_storage
+from kfin.api.resources import Catalog, one_object_per_storage, one_per_storage
 from kfin.api.scan import NAMESPACES, REDUCED_FIELDS, Lean, scan, to_object
 from kfin.api.shapes import object_problem, resource_problem, type_name
 from kfin.errors import UsageError
@@ -216,6 +216,7 @@ def _from_snapshot(document: dict, path: str, kept: list[KubeObject] | None = No
             raise _bad(path, f"detailed[{index}]", "each entry is [group, resource, namespace]")
         detailed.add(tuple(entry))
     objects = kept if kept is not None else _snapshot_objects(_entries(document, "objects", path), resources, path)
+    objects = one_object_per_storage(objects)  # an older kfin wrote each Event under both APIs
     return Inventory(
         resources,
         objects,
@@ -304,6 +305,7 @@ class _ListItems:
         waiting, self.kindless = self.kindless, []
         for index, item in waiting:
             self.add(index, item, list_kind)
+        self.objects = one_object_per_storage(self.objects)
         resources = list(dict.fromkeys(o.type for o in self.objects))
         # Items of a List are whole objects: the kinds explanations read are known in full where present.
         detailed = {(r.group, r.resource, "") for r in resources if (r.group, r.resource) in REDUCED_FIELDS}

@@ -8,7 +8,7 @@ from typing import Any
 
 from kfin.api.shapes import ShapeError
 from kfin.errors import NotFoundError
-from kfin.model import ResourceType
+from kfin.model import KubeObject, ResourceType
 from kfin.names import quoted
 
 DISCOVERY_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -28,6 +28,21 @@ def one_per_storage(resources: list[ResourceType]) -> list[ResourceType]:
     """The types to scan or watch: those another served type stores left out (they are that type's objects)."""
     served = {(r.group, r.resource) for r in resources}
     return [r for r in resources if SAME_STORAGE.get((r.group, r.resource)) not in served]
+
+
+def one_object_per_storage(objects: list[KubeObject]) -> list[KubeObject]:
+    """A file's objects without the twins of objects it also holds under the storing type: a snapshot of an
+    older kfin, or a kubectl List of both APIs, holds each Event twice (same namespace and name, one object)."""
+    twins = {(group, resource) for group, resource in SAME_STORAGE}
+    if not any((o.type.group, o.type.resource) in twins for o in objects):
+        return objects
+    stored = {(o.type.group, o.type.resource, o.namespace, o.name) for o in objects}
+    return [
+        o
+        for o in objects
+        if (o.type.group, o.type.resource) not in twins
+        or (*SAME_STORAGE[(o.type.group, o.type.resource)], o.namespace, o.name) not in stored
+    ]
 
 
 def _resource_type(

@@ -30,7 +30,7 @@ def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     matches = [
         o
         for o in inv.objects
-        if (o.type.group, o.type.resource) == stored
+        if stored_as(o.type.group, o.type.resource) == stored  # a file may hold Events under either API
         and o.name == name
         and (not rtype.namespaced or not namespace or o.namespace == namespace)
     ]

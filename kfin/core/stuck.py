@@ -117,7 +117,7 @@ def find_stuck(
             and not (obj.type.resource == "namespaces" and obj.type.group == "" and obj.name == scope)
         ):
             continue  # read to explain what is in scope, not to be listed
-        if filters.kinds is not None and (obj.type.group, obj.type.resource) not in filters.kinds:
+        if filters.kinds is not None and stored_as(obj.type.group, obj.type.resource) not in filters.kinds:
             continue
         names = obj.finalizers + obj.spec_finalizers
         if filters.finalizer and not any(matches(f, filters.finalizer) for f in names):
