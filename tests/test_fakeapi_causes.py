@@ -30,9 +30,10 @@ POD_FIELDS = ["metadata/name", "metadata/deletionGracePeriodSeconds", "spec/node
               "status/conditions/0/status"]
 EVENT_FIELDS = [f"items/{i}/{f}" for i in (0, 1) for f in (
     "metadata/namespace", "involvedObject/kind", "involvedObject/name", "reason", "message", "type",
-    "source/component", "count", "reportingComponent")]
+    "source/component", "count", "reportingComponent", "reportingInstance", "eventTime")]
 EVENT_V1_FIELDS = [f"items/{i}/{f}" for i in (0, 1) for f in (
-    "regarding/kind", "regarding/name", "reason", "note", "type", "reportingController", "deprecatedCount")]
+    "regarding/kind", "regarding/name", "reason", "note", "type", "reportingController", "deprecatedCount",
+    "reportingInstance", "eventTime")]
 MANAGED = ["metadata/finalizers", "metadata/managedFields/0/manager", "metadata/managedFields/0/operation",
            "metadata/managedFields/0/fieldsV1/f:metadata", "metadata/managedFields/1"]
 # Captures compared on some fields only: a controller was half-way, or the answer holds what varies

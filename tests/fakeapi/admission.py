@@ -3,6 +3,10 @@
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
 VAC_PROTECTION = "kubernetes.io/vac-protection"  # also the StorageObjectInUseProtection plugin's (1.34+)
+# Fields Go writes even when unset (no omitempty, or a struct: metav1.MicroTime's zero is null), in each events
+# API's view; the others are left out when empty. Captures 25-26 (causes/) show both views of one Event.
+EVENT_ALWAYS = {("", "events"): {"eventTime": None, "reportingComponent": "", "reportingInstance": ""},
+                ("events.k8s.io", "events"): {"eventTime": None}}
 
 
 WEBHOOK_DEFAULTS = {"failurePolicy": "Fail", "matchPolicy": "Equivalent", "namespaceSelector": dict,
@@ -17,6 +21,8 @@ def _add_finalizer(meta: dict, name: str):
 
 def admit_create(cluster, rt, obj: dict):
     meta = obj["metadata"]
+    for field, value in EVENT_ALWAYS.get(rt.key, {}).items():  # how Go writes an Event's unset fields
+        obj.setdefault(field, value)
     if rt.key == ("", "persistentvolumeclaims"):  # StorageObjectInUseProtection plugin
         _add_finalizer(meta, PVC_PROTECTION)
         obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import status as st
+from .admission import EVENT_ALWAYS
 
 CATALOG = json.loads(Path(__file__).with_name("builtin_resources.json").read_text())
 
@@ -375,10 +376,12 @@ class Cluster:
         shown = {"kind": other.kind, "apiVersion": other.api_version, "metadata": copy.deepcopy(obj["metadata"])}
         for old, new in EVENT_FIELDS:
             source, target = (old, new) if core else (new, old)
-            if obj.get(source) is not None:
+            if obj.get(source) not in (None, ""):
                 shown[target] = copy.deepcopy(obj[source])
         if core and "reportingController" not in shown and (obj.get("source") or {}).get("component"):
             shown["reportingController"] = obj["source"]["component"]
+        for field, value in EVENT_ALWAYS[other.key].items():
+            shown.setdefault(field, value)
         return other, shown
 
     def _record(self, kind: str, rt: ResourceType, obj: dict):

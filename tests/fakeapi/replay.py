@@ -21,17 +21,21 @@ def normalise(value, ignored=frozenset(IGNORED)):
 
 
 def pick(value, paths):
-    """Only the given /-separated paths of a JSON value (for captures taken mid-reconcile)."""
+    """Only the given /-separated paths of a JSON value (for captures taken mid-reconcile). A field left out
+    and a field written as null differ (ABSENT): Go writes some unset fields as null, omits others."""
     out = {}
     for path in paths:
         node = value
         for part in path.split("/"):
             if isinstance(node, list):
-                node = node[int(part)] if part.isdigit() and int(part) < len(node) else None
+                node = node[int(part)] if part.isdigit() and int(part) < len(node) else ABSENT
             else:
-                node = node.get(part) if isinstance(node, dict) else None
+                node = node.get(part, ABSENT) if isinstance(node, dict) else ABSENT
         out[path] = node
     return out
+
+
+ABSENT = "(absent)"
 
 
 class Replay:
