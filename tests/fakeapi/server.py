@@ -204,6 +204,7 @@ class FakeAPIServer:
             self.cluster.changed.notify_all()
         if self._httpd:
             self._httpd.shutdown()
+            self._httpd.close_connections()
             self._httpd.server_close()
             self._httpd = None
 
@@ -840,6 +841,26 @@ class _Listener(ThreadingHTTPServer):
     request_queue_size = socket.SOMAXCONN
     daemon_threads = True
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.open_connections: dict = {}  # socket -> the thread serving it
+        self.connections_lock = threading.Lock()
+
+    def close_connections(self, wait: float = 2.0):
+        """Hang up on every client and let their threads end, as a server that stops does (Go's Shutdown closes
+        idle keep-alive connections): a thread left waiting for a client's next request would outlive the fake
+        and free its memory whenever that client goes, in the middle of a later test."""
+        with self.connections_lock:
+            serving = dict(self.open_connections)
+        for connection in serving:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        deadline = time.monotonic() + wait
+        for thread in serving.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+
     def handle_error(self, request, client_address):
         """A client that hangs up (kfin interrupted, a deadline passed) is no error of the server's: a real
         one says nothing, and a traceback here would land in the output of kfin run in-process."""
@@ -856,6 +877,8 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
 
     def setup(self):
+        with self.server.connections_lock:
+            self.server.open_connections[self.request] = threading.current_thread()
         super().setup()
         self._broken = False
         if hasattr(self.request, "do_handshake"):
@@ -867,6 +890,13 @@ class _Handler(BaseHTTPRequestHandler):
     def handle(self):
         if not self._broken:
             super().handle()
+
+    def finish(self):
+        try:
+            super().finish()
+        finally:
+            with self.server.connections_lock:
+                self.server.open_connections.pop(self.request, None)
 
     def log_message(self, *args):  # quiet: the request log is in fake.requests
         pass
