@@ -115,3 +115,30 @@ def test_all_contexts_of_a_kubeconfig_without_contexts_is_a_kubeconfig_error(tmp
                              str(tmp_path / "k")], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == ExitCode.CONFIG, result.stderr
     assert result.stderr.strip() == f"error: kubeconfig {tmp_path / 'k'} has no contexts"
+
+
+def test_contexts_scanned_together_share_the_lists_in_flight(tmp_path):
+    """Each context of a fleet lists fewer types at once, so that more contexts go at once for the same
+    requests in flight: fewer connections, TLS handshakes and threads per context (bench/RESULTS.md, fleet).
+    Twelve contexts of one server 30 ms away: never more than the budget in flight, all of them at once."""
+    from kfin.core import sources
+
+    server = FakeAPIServer().start()
+    try:
+        own = json.loads(server.kubeconfig(tmp_path / "own").read_text())
+        names = [f"c{n}" for n in range(12)]
+        config = {**own, "contexts": [{"name": n, "context": own["contexts"][0]["context"]} for n in names],
+                  "current-context": "c0"}
+        (tmp_path / "fleet").write_text(json.dumps(config))
+        server.latency = 0.03
+        scope = Scope(Target(str(tmp_path / "fleet"), request_timeout=30), all_namespaces=True,
+                      contexts=tuple(names))
+        read = sources.gather(scope, lean=True)
+        at_once, per_context = sources.fleet_shares(12, scope.concurrency)
+        assert (at_once, per_context) == (12, 5)
+        assert all(not f.inventory.failures for f in read) and len(read) == 12
+        # twelve contexts at once, each listing five types at a time (more than eight contexts could)
+        assert 8 * per_context < server.most_in_flight <= 12 * per_context <= sources.LISTS_IN_FLIGHT, \
+            server.most_in_flight
+    finally:
+        server.stop()

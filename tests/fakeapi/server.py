@@ -168,8 +168,10 @@ class FakeAPIServer:
         # stand-in for another client writing between kfin's read and its write.
         self.before_write: list = []
         # Seconds each request waits before it is served: the round trip to a server across a network (the
-        # bench's fleets; every test leaves it at 0).
+        # bench's fleets, and a test of how many requests kfin keeps in flight; the others leave it at 0).
         self.latency = 0.0
+        self.in_flight = self.most_in_flight = 0  # requests being served now, and the most at once so far
+        self._flight_lock = threading.Lock()
         self.tokens = {ADMIN_TOKEN: rbac.User("admin", ["system:masters", "system:authenticated"], "admin-uid"),
                        VIEWER_TOKEN: rbac.User("viewer", ["system:authenticated"], "viewer-uid")}
         self._httpd = None
@@ -993,4 +995,14 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the client gave up
             self.close_connection = True
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+    def _serve_counted(self):
+        with self.fake._flight_lock:
+            self.fake.in_flight += 1
+            self.fake.most_in_flight = max(self.fake.most_in_flight, self.fake.in_flight)
+        try:
+            self._serve()
+        finally:
+            with self.fake._flight_lock:
+                self.fake.in_flight -= 1
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve_counted
