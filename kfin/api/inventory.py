@@ -22,8 +22,20 @@ from kfin.util.gcpause import paused_gc
 
 SNAPSHOT_KIND = "Snapshot"
 SNAPSHOT_API_VERSION = "kfin.dev/v1"
-# `stuck` reads namespaces whole: their spec.finalizers and status conditions say what holds them.
-STUCK_FULL = {("", "namespaces"), ("", "persistentvolumeclaims"), ("", "persistentvolumes")}
+# `stuck` reads namespaces whole: their spec.finalizers and status conditions say what holds them. And the
+# admission configuration, which every stuck object's explanation reads (a webhook or policy that fails closed
+# gates its finalizers' removal: kfin.core.causes.webhooks, policies): a few small objects, read once whole
+# instead of as metadata and then again.
+ADMISSION = "admissionregistration.k8s.io"
+STUCK_FULL = {
+    ("", "namespaces"),
+    ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"),
+    (ADMISSION, "validatingwebhookconfigurations"),
+    (ADMISSION, "mutatingwebhookconfigurations"),
+    (ADMISSION, "validatingadmissionpolicies"),
+    (ADMISSION, "validatingadmissionpolicybindings"),
+}
 SNAPSHOT_FULL = set(REDUCED_FIELDS)
 FAILURE_FIELDS = ("what", "target", "reason", "message")
 

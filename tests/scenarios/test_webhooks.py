@@ -44,6 +44,13 @@ def test_a_webhook_failing_closed_blocks_every_finalizer_and_is_the_root_cause(c
     stuck = kfin("stuck", *base, "-o", "json")
     [item] = json.loads(stuck.stdout)["items"]
     assert item["blocker"].startswith("custom: example.com/hold cannot be removed: webhook gate.kfin.test")
+    if cluster.is_fake:  # a cluster-wide scan lists the admission configuration once, whole: not again to explain
+        cluster.fake.requests.clear()
+        everywhere = json.loads(kfin("stuck", "-A", "--kubeconfig", str(cluster.kubeconfig), "-o", "json").stdout)
+        assert [i["blocker"] for i in everywhere["items"]] == [item["blocker"]]
+        for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations",
+                     "validatingadmissionpolicies", "validatingadmissionpolicybindings"):
+            assert [r.accept for r in cluster.fake.requests if r.path.endswith(f"/{kind}")] == ["application/json"], kind
     assert len(json.loads(stuck.stdout)["webhooks"]) == 1 and "(1 stuck object gated)" in stuck.stderr
     refused = kfin("remove", "cm", "gated", *base, "--finalizer", "example.com/hold", "--confirm")
     assert refused.code == ExitCode.REFUSED and "it cannot be removed now: webhook gate.kfin.test" in refused.stderr
