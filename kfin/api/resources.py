@@ -33,14 +33,13 @@ def one_per_storage(resources: list[ResourceType]) -> list[ResourceType]:
 def one_object_per_storage(objects: list[KubeObject]) -> list[KubeObject]:
     """A file's objects without the twins of objects it also holds under the storing type: a snapshot of an
     older kfin, or a kubectl List of both APIs, holds each Event twice (same namespace and name, one object)."""
-    twins = {(group, resource) for group, resource in SAME_STORAGE}
-    if not any((o.type.group, o.type.resource) in twins for o in objects):
+    if not any((o.type.group, o.type.resource) in SAME_STORAGE for o in objects):
         return objects
     stored = {(o.type.group, o.type.resource, o.namespace, o.name) for o in objects}
     return [
         o
         for o in objects
-        if (o.type.group, o.type.resource) not in twins
+        if (o.type.group, o.type.resource) not in SAME_STORAGE
         or (*SAME_STORAGE[(o.type.group, o.type.resource)], o.namespace, o.name) not in stored
     ]
 
