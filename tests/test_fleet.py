@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kfin.api.target import Target
-from kfin.core import fleet
+from kfin.core import fleet, sources
 from kfin.core.scope import Scope
 from kfin.core.stuck import find_all
 from kfin.errors import ExitCode, UnreachableError
@@ -121,8 +121,6 @@ def test_contexts_scanned_together_share_the_lists_in_flight(tmp_path):
     """Each context of a fleet lists fewer types at once, so that more contexts go at once for the same
     requests in flight: fewer connections, TLS handshakes and threads per context (bench/RESULTS.md, fleet).
     Twelve contexts of one server 30 ms away: never more than the budget in flight, all of them at once."""
-    from kfin.core import sources
-
     server = FakeAPIServer().start()
     try:
         own = json.loads(server.kubeconfig(tmp_path / "own").read_text())
