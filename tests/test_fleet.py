@@ -140,3 +140,38 @@ def test_contexts_scanned_together_share_the_lists_in_flight(tmp_path):
             server.most_in_flight
     finally:
         server.stop()
+
+
+COUNTING_PLUGIN = """
+import json, sys
+with open(sys.argv[1], "a") as runs:
+    runs.write(sys.argv[2] + "\\n")
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                  "status": {"token": "admin-token"}}))
+"""
+
+
+def test_a_fleet_runs_each_contexts_exec_plugin_once(fake, tmp_path):
+    """A cloud fleet's contexts get their credentials from exec plugins (aws eks get-token, gke-gcloud-auth-plugin:
+    about a second each). Each runs once, in the worker that scans its context; the parent connects again only
+    for what a command reads afterwards, which `kfin stuck` does not when nothing it needs is missing."""
+    plugin, runs = tmp_path / "plugin.py", tmp_path / "runs"
+    plugin.write_text(COUNTING_PLUGIN)
+    names = [f"c{n}" for n in range(4)]
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c0",
+              "clusters": [{"name": "fake", "cluster": {"server": fake.url}}],
+              "users": [{"name": n, "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
+                                                      "command": sys.executable, "args": [str(plugin), str(runs), n],
+                                                      "interactiveMode": "Never"}}} for n in names],
+              "contexts": [{"name": n, "context": {"cluster": "fake", "user": n}} for n in names]}
+    (tmp_path / "fleet").write_text(json.dumps(config))
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "held", "finalizers": ["example.com/b"]}})
+    api.delete("/api/v1/namespaces/default/configmaps/held")
+    result = subprocess.run([sys.executable, "-m", "kfin", "stuck", "--all-contexts", "-o", "json",
+                             "--kubeconfig", str(tmp_path / "fleet")], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "KFIN_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert sorted((i["context"], i["name"]) for i in json.loads(result.stdout)["items"]) == [
+        (n, "held") for n in names]
+    assert sorted(runs.read_text().split()) == names

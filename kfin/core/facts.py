@@ -8,7 +8,9 @@ says "could not check" instead of guessing.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import Protocol
 
 from kfin.api.connection import Kube
@@ -61,7 +63,8 @@ class Facts:
         """`scanned`: the inventory holds every object of its types and scope (a scan or a snapshot);
         False for an inventory that starts empty and is filled on demand (kfin explain)."""
         self.inventory = inventory
-        self.kube = kube
+        self._kube = kube
+        self._connect: Callable[[], Kube] | None = None  # see connect_when_needed
         self.chunk_size = chunk_size
         self.catalog = Catalog(inventory.resources)
         self.unreadable: dict[tuple, Failure] = {}
@@ -84,6 +87,26 @@ class Facts:
         self._namespaces_read: Counter = Counter()  # (group, resource) -> namespaces read one by one
         self.memo: dict = {}  # what analyses worked out from these facts (explanations), kept for reuse
         self.reads = 0  # reads from the API server on demand: an answer that made none is current from watches
+
+    @property
+    def kube(self) -> Kube | None:
+        """The connection to the cluster; None for a snapshot."""
+        if self._kube is None and self._connect is not None:
+            with self._connecting:
+                if self._kube is None:
+                    self._kube = self._connect()
+                    self._connect = None
+        return self._kube
+
+    @kube.setter
+    def kube(self, kube: Kube | None) -> None:
+        self._kube = kube
+
+    def connect_when_needed(self, connect: Callable[[], Kube]) -> None:
+        """Connect with `connect` only when something is read or the connection is asked for: a fleet's Facts
+        come back from their worker process without one, and connecting again runs the context's exec
+        credential plugin again (seconds each on a cloud fleet) though most commands read nothing more."""
+        self._connect, self._connecting = connect, threading.Lock()
 
     # ----- types -----------------------------------------------------------------------------------
     def resource(self, group: str, resource: str) -> ResourceType | None:

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
+from functools import partial
 
 from kfin.api.connection import Kube, load_transport
 from kfin.api.target import Target
@@ -108,8 +109,7 @@ def _in_processes(
         raise nothing_read(contexts, errors)
     sources = [by_context[c] for c in contexts if c in by_context]
     for facts in sources:
-        if facts.inventory.context not in errors:  # for what a command reads afterwards (culprits, webhooks)
-            facts.kube = Kube.connect(
-                Target(scope.target.kubeconfig, facts.inventory.context, scope.target.request_timeout)
-            )
+        if facts.inventory.context not in errors:  # for what a command may read afterwards (culprits, webhooks)
+            target = Target(scope.target.kubeconfig, facts.inventory.context, scope.target.request_timeout)
+            facts.connect_when_needed(partial(Kube.connect, target))
     return oldest_first(rows), sources
