@@ -162,6 +162,32 @@ def test_the_exporter_serves_metrics_health_and_readiness(fake, fake_kubeconfig)
         served.server.server_close()
 
 
+def test_a_watching_exporters_result_age_restarts_while_its_answer_still_holds():
+    """kfin serve by watch answers again only after a change: while nothing changed, the answer served is
+    current, and kfin_result_age_seconds says so when scraped; after a change not yet answered, or while an
+    answer is being worked out, the age of the one served shows."""
+    holds, ages = [True], []
+
+    def age() -> float:
+        return samples(served.exposition(), "kfin_result_age_seconds")[0][1]
+
+    def answer():
+        if served.ready():
+            ages.append(age())  # asked while the next answer is being worked out
+        return [], []
+
+    served = Exporter(answer, log=lambda _: None, requests=lambda: (0, 0), current=lambda: holds[0])
+    assert served.scan_once()
+    served.result.finished_at -= 100
+    assert age() < 1  # nothing changed since it was worked out
+    holds[0] = False
+    served.result.finished_at -= 100
+    assert age() >= 100  # a change not answered yet
+    holds[0] = True
+    assert served.scan_once() and ages[-1] >= 100  # the answer in progress is not the one served
+    assert age() < 1
+
+
 def test_memory_does_not_grow_from_scan_to_scan(fake, fake_kubeconfig):
     stuck_configmap(fake)
     served = Served(fake, fake_kubeconfig)

@@ -11,6 +11,7 @@ import threading
 import time
 import urllib.request
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -224,6 +225,53 @@ def test_kfin_serve_shows_a_new_stuck_object_within_seconds_and_lists_nothing_at
         finally:
             if process.poll() is None:
                 process.kill()
+
+
+def _context_switches(pid: int) -> int:
+    """How often the threads of a process have gone to sleep or been preempted so far (Linux)."""
+    total = 0
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        try:
+            lines = status.read_text().splitlines()
+        except OSError:  # a thread that ended meanwhile
+            continue
+        total += sum(int(line.split()[1]) for line in lines if line.split(":")[0].endswith("ctxt_switches"))
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts context switches in /proc (Linux)")
+def test_kfin_serve_by_watch_sleeps_while_nothing_changes(fake, fake_kubeconfig, tmp_path):
+    """At steady state, with nothing changing, no thread of kfin serve wakes: the HTTP server, the answer loop
+    and the wait for a stop signal block until something happens. They used to wake about seven times a
+    second (polls of 0.2 s and 1 s), most of serve's CPU at steady state (bench/RESULTS.md). Its answer stays
+    current all the while, and a SIGTERM still stops it at once."""
+    stuck_configmap(fake)
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "kfin", "serve", "--kubeconfig", str(fake_kubeconfig),
+                                "--listen", f"127.0.0.1:{port}", "--interval", "60s"], cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "KFIN_CACHE_DIR": str(tmp_path / "cache")})
+
+    def metrics_text():
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+                return answer.read().decode()
+        except OSError:
+            return ""
+
+    try:
+        assert eventually(lambda: samples(metrics_text(), "kfin_last_scan_success") == [({}, 1.0)], 30)
+        time.sleep(1)  # the scrapes' connection threads end
+        before = _context_switches(process.pid)
+        time.sleep(3)
+        woken = _context_switches(process.pid) - before
+        assert woken <= 3, f"kfin serve woke {woken} times in 3 s with nothing changing"
+        assert samples(metrics_text(), "kfin_result_age_seconds")[0][1] < 1  # still current
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=5) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
 
 
 def test_the_fake_sends_bookmarks_when_asked(fake, fake_kubeconfig, monkeypatch):

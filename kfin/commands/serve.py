@@ -103,13 +103,12 @@ def serve(
             rows, sources = watched.answer()
             return rows, [facts.inventory for facts in sources]
 
-        def due() -> bool:
-            if watched.due():
-                return True
-            served.confirm()  # nothing changed: the answer served is current (kfin_result_age_seconds)
-            return False
+        def due() -> bool:  # no time limit: idle, nothing wakes until a change, the refresh or the stop
+            return watched.due(None)
 
-        served = exporter.Exporter(answer, max_info_series, log=_log, requests=watched.requests)
+        served = exporter.Exporter(
+            answer, max_info_series, log=_log, requests=watched.requests, current=watched.current
+        )
         server = exporter.http_server(served, host, port)
         _log(f"kfin serve: watching, read-only; metrics on http://{host}:{server.server_port}/metrics")
         watched.start()

@@ -59,6 +59,7 @@ class Watched:
         self.changes = threading.Condition()  # every context's informers notify it
         self._answered, self._read_on_demand = 0.0, False  # the last answer: when, and whether it read on demand
         self._seen = 0  # the version the last answer was worked out from
+        self._stopped = False  # wakes a waiter at once: see stop()
         self.sources: list[tuple[str, Kube | None, Informers | None, KfinError | None]] = []
         names: list[str | None] = list(scope.contexts) or [scope.target.context]
         for name in names:
@@ -89,6 +90,9 @@ class Watched:
         for _, _, informers, _ in self.sources:
             if informers is not None:
                 informers.stop()
+        with self.changes:  # a waiter in due() that waits with no time limit looks at its stop flag now
+            self._stopped = True
+            self.changes.notify_all()
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -101,26 +105,39 @@ class Watched:
     def version(self) -> int:
         return sum(informers.version for _, _, informers, _ in self.sources if informers is not None)
 
-    def due(self, most: float = 1.0) -> bool:
+    def due(self, most: float | None = 1.0) -> bool:
         """Whether a new answer is due: after a change kfin can see (and DEBOUNCE more, so that a burst is
         answered once) or the refresh; False after `most` seconds without either, so that the caller may look
-        at its stop flag."""
+        at its stop flag (None: no time limit; stop() ends the wait)."""
         if self.wait(self._seen, most) == self._seen:
             return False
         time.sleep(DEBOUNCE)
         return True
 
-    def wait(self, since: int, most: float = 1.0) -> int:
+    def wait(self, since: int, most: float | None = 1.0) -> int:
         """The version once a change kfin can see arrived, after `refresh` seconds when the last answer read
-        on demand, or after `most` seconds (so that the caller may look at its stop flag), whichever is first.
-        Returns `since` when nothing is due yet."""
-        due = self._answered + self.refresh if self._read_on_demand else float("inf")
+        on demand, after `most` seconds (so that the caller may look at its stop flag), or at stop(),
+        whichever is first. Returns `since` when nothing is due yet."""
+        due = self._refresh_due()
+        limit = due - time.monotonic()
+        if most is not None:
+            limit = min(most, limit)
         with self.changes:
-            self.changes.wait_for(lambda: self.version() != since, min(most, max(0.0, due - time.monotonic())))
+            self.changes.wait_for(
+                lambda: self.version() != since or self._stopped, None if limit == float("inf") else max(0.0, limit)
+            )
         now = self.version()
         if now == since and time.monotonic() >= due:
             return now + 1  # not a change: the refresh of what explanations read on demand
         return now
+
+    def current(self) -> bool:
+        """Whether the last answer still holds: nothing kfin can see changed since it began, and no refresh
+        of what it read on demand is due (an exporter's result age starts again when it is scraped)."""
+        return self._answered > 0 and self.version() == self._seen and time.monotonic() < self._refresh_due()
+
+    def _refresh_due(self) -> float:
+        return self._answered + self.refresh if self._read_on_demand else float("inf")
 
     def answer(
         self, kinds: Iterable[str] = (), finalizer: str | None = None, older: float | None = None

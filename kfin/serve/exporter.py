@@ -12,6 +12,9 @@ waits for an answer and a failed one never empties /metrics (kfin_result_age_sec
 from __future__ import annotations
 
 import gc
+import selectors
+import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -39,17 +42,24 @@ class Exporter:
         max_info: int = metrics.DEFAULT_MAX_INFO,
         log: Callable[[str], None] = print,
         requests: Callable[[], tuple[int, int]] | None = None,
+        current: Callable[[], bool] | None = None,
     ):
-        """`requests`: (lists, watches) asked so far, when the answer comes from watches."""
+        """`requests`: (lists, watches) asked so far, when the answer comes from watches. `current`: whether
+        the last answer still holds (nothing changed since): then its age starts again when it is scraped, as
+        a watching kfin answers again only after a change."""
         self._scan, self.max_info, self.log, self._requests = scan, max_info, log, requests
+        self._current = current
         self._lock = threading.Lock()
         self.result: Result | None = None
         self.scans = self.errors = 0
         self.last_ok = False
+        self._answering = False  # an answer is being worked out: the one served is not known to hold
         self._said: tuple | None = None  # (stuck, partial) last logged by a watching exporter
 
     def scan_once(self) -> bool:
         started = time.monotonic()
+        with self._lock:
+            self._answering = True
         try:
             rows, inventories = self._scan()
             text = metrics.exposition(
@@ -61,6 +71,7 @@ class Exporter:
             message = error.message if isinstance(error, KfinError) else f"internal error in kfin: {error!r}"
             with self._lock:
                 self.scans, self.errors, self.last_ok = self.scans + 1, self.errors + 1, False
+                self._answering = False
             self.log(f"scan failed: {one_line(message)} (serving the last good result)")
             return False
         finally:
@@ -69,6 +80,7 @@ class Exporter:
                 gc.collect()
         with self._lock:
             self.result, self.scans, self.last_ok = Result(text, time.time()), self.scans + 1, True
+            self._answering = False
         note = " (partial: see kfin_scan_failures)" if partial else ""
         if self._requests is None:
             self.log(f"scan done in {time.monotonic() - started:.2f} s{note}")
@@ -77,19 +89,14 @@ class Exporter:
             self._said = (stuck, partial)
         return True
 
-    def confirm(self) -> None:
-        """The result served is still current (nothing changed since it was worked out): its age starts
-        again, as a watching kfin answers again only after a change."""
-        with self._lock:
-            if self.result is not None and self.last_ok:
-                self.result.finished_at = time.time()
-
     def ready(self) -> bool:
         return self.result is not None
 
     def exposition(self) -> str:
         with self._lock:
             result, scans, errors, ok = self.result, self.scans, self.errors, self.last_ok
+            if result is not None and ok and not self._answering and self._current is not None and self._current():
+                result.finished_at = time.time()
         own = [
             metrics.Family("kfin_scans_total", "counter", "Scans kfin serve has run.", [({}, scans)]),
             metrics.Family(
@@ -161,8 +168,42 @@ class BoundedHTTPServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that hangs up or stalls mid-request is its own business: no traceback in the log
 
+    def serve_until(self, stop: threading.Event) -> None:
+        """Serve in this thread until `stop` is set by a signal handler. Idle, it sleeps until a client
+        connects or a signal arrives (the signal wakeup fd), where serve_forever wakes every poll interval: a
+        watching kfin serve should cost nothing while nothing changes. Outside the main thread, where no
+        wakeup fd can be set, it looks at `stop` every second."""
+        main = threading.current_thread() is threading.main_thread()
+        wake, woken = socket.socketpair()
+        for end in (wake, woken):
+            end.setblocking(False)
+        previous = signal.set_wakeup_fd(wake.fileno(), warn_on_full_buffer=False) if main else -1
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(self, selectors.EVENT_READ)
+                selector.register(woken, selectors.EVENT_READ)
+                while not stop.is_set():
+                    for key, _ in selector.select(None if main else 1.0):
+                        if key.fileobj is woken:
+                            _drain(woken)  # the signal numbers: what matters is `stop`
+                        elif not stop.is_set():
+                            self.handle_request()  # accepts the client ready now; its thread serves it
+        finally:
+            if main:
+                signal.set_wakeup_fd(previous)
+            wake.close()
+            woken.close()
 
-def http_server(exporter: Exporter, host: str, port: int) -> ThreadingHTTPServer:
+
+def _drain(end: socket.socket) -> None:
+    try:
+        while end.recv(512):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def http_server(exporter: Exporter, host: str, port: int) -> BoundedHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         timeout = IDLE_TIMEOUT  # socket timeout: a silent or idle client is let go
@@ -201,15 +242,16 @@ def http_server(exporter: Exporter, host: str, port: int) -> ThreadingHTTPServer
 
 def run(
     exporter: Exporter,
-    server: ThreadingHTTPServer,
+    server: BoundedHTTPServer,
     interval: float,
     stop: threading.Event,
     due: Callable[[], bool] | None = None,
 ) -> None:
-    """Serve until `stop` is set, working the answer out now and then whenever `due()` says so (it waits a
-    second at most), or, without `due`, every `interval` seconds (measured from each start). The answer is
-    worked out in a thread of its own, so that a stop (SIGTERM) ends the process at once, not after a scan of
-    a large cluster: kfin only reads, there is nothing to finish."""
+    """Serve until `stop` is set (by a signal handler), working the answer out now and then whenever `due()`
+    says so (it may wait as long as nothing changes), or, without `due`, every `interval` seconds (measured from
+    each start). The answer is worked out in a thread of its own, so that a stop (SIGTERM) ends the process at
+    once, not after a scan of a large cluster: kfin only reads, there is nothing to finish. HTTP is served in
+    this thread."""
 
     def answers() -> None:
         while not stop.is_set():
@@ -221,11 +263,8 @@ def run(
                 while not stop.is_set() and not due():
                     pass
 
-    threading.Thread(target=server.serve_forever, args=(0.2,), daemon=True, name="kfin-http").start()
     threading.Thread(target=answers, daemon=True, name="kfin-answer").start()
     try:
-        while not stop.wait(1.0):  # a timed wait: signal handlers run in this thread between waits
-            pass
+        server.serve_until(stop)
     finally:
-        server.shutdown()
         server.server_close()
