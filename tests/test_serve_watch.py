@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -191,8 +192,10 @@ def test_the_watched_answer_is_the_scans_answer(fake, fake_kubeconfig):
         watched.stop()
 
 
-def test_kfin_serve_shows_a_new_stuck_object_within_seconds_and_lists_nothing_at_steady_state(fake, fake_kubeconfig,
-                                                                                               tmp_path):
+@contextmanager
+def serving(fake_kubeconfig, tmp_path):
+    """kfin serve by watch in a process of its own against the fake, once its first answer is on /metrics:
+    (the process, a function that scrapes /metrics). Stopped with SIGTERM at the end."""
     port = _free_port()
     process = subprocess.Popen([sys.executable, "-m", "kfin", "serve", "--kubeconfig", str(fake_kubeconfig),
                                 "--listen", f"127.0.0.1:{port}", "--interval", "60s"], cwd=ROOT,
@@ -208,6 +211,19 @@ def test_kfin_serve_shows_a_new_stuck_object_within_seconds_and_lists_nothing_at
 
     try:
         assert eventually(lambda: samples(metrics_text(), "kfin_last_scan_success") == [({}, 1.0)], 30)
+        yield process, metrics_text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def test_kfin_serve_shows_a_new_stuck_object_within_seconds_and_lists_nothing_at_steady_state(fake, fake_kubeconfig,
+                                                                                               tmp_path):
+    with serving(fake_kubeconfig, tmp_path) as (_, metrics_text):
         requests_before = len(fake.requests)
         stuck_configmap(fake, "shop", "new")
         changed = time.monotonic()
@@ -218,13 +234,6 @@ def test_kfin_serve_shows_a_new_stuck_object_within_seconds_and_lists_nothing_at
         assert [r.path for r in kfins if "watch" not in r.query] == []
         text = metrics_text()
         assert samples(text, "kfin_list_requests_total") and samples(text, "kfin_watch_requests_total")
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        finally:
-            if process.poll() is None:
-                process.kill()
 
 
 def _context_switches(pid: int) -> int:
@@ -243,24 +252,10 @@ def _context_switches(pid: int) -> int:
 def test_kfin_serve_by_watch_sleeps_while_nothing_changes(fake, fake_kubeconfig, tmp_path):
     """At steady state, with nothing changing, no thread of kfin serve wakes: the HTTP server, the answer loop
     and the wait for a stop signal block until something happens. They used to wake about seven times a
-    second (polls of 0.2 s and 1 s), most of serve's CPU at steady state (bench/RESULTS.md). Its answer stays
-    current all the while, and a SIGTERM still stops it at once."""
+    second (polls of 0.2 s and 1 s): a third of serve's CPU at steady state (bench/RESULTS.md). Its answer
+    stays current all the while, and a SIGTERM still stops it at once."""
     stuck_configmap(fake)
-    port = _free_port()
-    process = subprocess.Popen([sys.executable, "-m", "kfin", "serve", "--kubeconfig", str(fake_kubeconfig),
-                                "--listen", f"127.0.0.1:{port}", "--interval", "60s"], cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "KFIN_CACHE_DIR": str(tmp_path / "cache")})
-
-    def metrics_text():
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-                return answer.read().decode()
-        except OSError:
-            return ""
-
-    try:
-        assert eventually(lambda: samples(metrics_text(), "kfin_last_scan_success") == [({}, 1.0)], 30)
+    with serving(fake_kubeconfig, tmp_path) as (process, metrics_text):
         time.sleep(1)  # the scrapes' connection threads end
         before = _context_switches(process.pid)
         time.sleep(3)
@@ -269,9 +264,6 @@ def test_kfin_serve_by_watch_sleeps_while_nothing_changes(fake, fake_kubeconfig,
         assert samples(metrics_text(), "kfin_result_age_seconds")[0][1] < 1  # still current
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=5) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
 
 
 def test_the_fake_sends_bookmarks_when_asked(fake, fake_kubeconfig, monkeypatch):
