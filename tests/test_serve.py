@@ -188,6 +188,20 @@ def test_a_watching_exporters_result_age_restarts_while_its_answer_still_holds()
     assert age() < 1
 
 
+def test_the_exporters_server_never_waits_for_a_client_it_was_not_told_of():
+    """serve_until calls handle_request() once its selector saw a client; should that client be gone before it
+    is accepted, handle_request() must come back at once, not hold the serving thread (and a SIGTERM)
+    until someone else connects."""
+    server = http_server(Exporter(lambda: ([], []), log=lambda _: None), "127.0.0.1", 0)
+    try:
+        handling = threading.Thread(target=server.handle_request, daemon=True)
+        handling.start()
+        handling.join(5)
+        assert not handling.is_alive()
+    finally:
+        server.server_close()
+
+
 def test_memory_does_not_grow_from_scan_to_scan(fake, fake_kubeconfig):
     stuck_configmap(fake)
     served = Served(fake, fake_kubeconfig)

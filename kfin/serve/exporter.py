@@ -148,6 +148,9 @@ class BoundedHTTPServer(ThreadingHTTPServer):
     """ThreadingHTTPServer with a bounded number of connections, and quiet about clients that go away."""
 
     daemon_threads = True
+    # handle_request() is called once the selector of serve_until saw a client: it must not wait for another
+    # (a client gone before it was accepted would leave this thread, and a SIGTERM, waiting)
+    timeout = 0
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
