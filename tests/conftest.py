@@ -1,10 +1,14 @@
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tests.control_plane import ENV_ASSETS, EnvtestControlPlane, shared_assets
 from tests.fakeapi import FakeAPIServer
-from tests.scenario import ENV_ASSETS, ENV_KUBECONFIG, EnvtestControlPlane, ScenarioCluster, _kubeconfig_access, backends
+from tests.scenario import ENV_KUBECONFIG, ScenarioCluster, _kubeconfig_access, backends, envtest_absent
+
+ENVTEST: dict = {}  # what the session's real control plane did, for the summary line
 
 
 @pytest.fixture(autouse=True)
@@ -30,9 +34,19 @@ def fake_kubeconfig(fake, tmp_path):
 
 @pytest.fixture(scope="session")
 def envtest():
-    plane = EnvtestControlPlane(Path(os.environ[ENV_ASSETS])).start()
-    yield plane
-    plane.stop()
+    """The real control plane of the session, started at the first scenario that runs on it."""
+    if os.environ.get(ENV_ASSETS):
+        assets: Path | None = Path(os.environ[ENV_ASSETS])
+    else:
+        assets, why = shared_assets()
+        if assets is None:
+            raise RuntimeError(why)
+    plane = EnvtestControlPlane(assets).start()
+    ENVTEST["started_in"] = plane.started_in
+    try:
+        yield plane
+    finally:
+        plane.stop()
 
 
 @pytest.fixture(params=backends())
@@ -48,7 +62,7 @@ def cluster(request, tmp_path):
         scenario = ScenarioCluster(backend, url, token, tmp_path, tls=tls)
     else:
         plane = request.getfixturevalue("envtest")
-        scenario = ScenarioCluster(backend, plane.server, plane.ADMIN_TOKEN, tmp_path, tls={"insecure": True},
+        scenario = ScenarioCluster(backend, plane.server, plane.ADMIN_TOKEN, tmp_path, tls={"ca_file": plane.ca_file},
                                    has_controllers=plane.has_controller_manager)
     if request.node.get_closest_marker("controllers") and not scenario.has_controllers:
         pytest.skip("needs kube-controller-manager (not in KUBEBUILDER_ASSETS)")
@@ -62,3 +76,21 @@ def cluster(request, tmp_path):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "controllers: the scenario needs kube-controller-manager's controllers")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line on the real control plane tier: what its scenarios gave and how long it took to start, or why
+    it did not run."""
+    absent = envtest_absent()
+    if absent:
+        terminalreporter.write_line(f"real control plane tier (envtest) skipped: {absent}")
+        return
+    outcomes: Counter = Counter()
+    for key, reports in terminalreporter.stats.items():
+        for report in reports:
+            if "[envtest" in getattr(report, "nodeid", "") and (getattr(report, "when", "") == "call" or getattr(report, "outcome", "") in ("failed", "skipped")):
+                outcomes[key] += 1
+    if "started_in" in ENVTEST:
+        counts = ", ".join(f"{n} {key}" for key, n in sorted(outcomes.items()))
+        terminalreporter.write_line(f"real control plane tier (envtest): {counts}; ready in "
+                                    f"{ENVTEST['started_in']:.1f} s")

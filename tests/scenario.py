@@ -3,8 +3,9 @@
 Backends, chosen by the environment:
 - fakeapi (always): a fresh in-process fake per scenario.
 - kubeconfig (KFIN_TEST_KUBECONFIG=PATH): the cluster that kubeconfig's current context names.
-- envtest (KUBEBUILDER_ASSETS=DIR holding etcd and kube-apiserver, optionally kube-controller-manager):
-  a control plane started on 127.0.0.1 for the test session, as controller-runtime's envtest does.
+- envtest: a real control plane (etcd, kube-apiserver, kube-controller-manager: tests/control_plane.py) started
+  on 127.0.0.1 for the test session, from KUBEBUILDER_ASSETS=DIR, else from ../shared/control-plane beside the
+  checkout; KFIN_TEST_ENVTEST=0 leaves it out.
 
 On a real server each scenario works in a namespace of its own with a random name, names its
 cluster-scoped objects with the same random suffix, and removes all of it afterwards (finalizers its
@@ -17,24 +18,31 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
-import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from tests.control_plane import ENV_ASSETS, SHARED_CONTROL_PLANE
 from tests.fakeapi.rawclient import RawClient
 
 ENV_KUBECONFIG = "KFIN_TEST_KUBECONFIG"
-ENV_ASSETS = "KUBEBUILDER_ASSETS"
+ENV_ENVTEST = "KFIN_TEST_ENVTEST"  # "0": leave the real control plane out
+
+
+def envtest_absent() -> str:
+    """Why the real control plane tier does not run, or "" when it does."""
+    if os.environ.get(ENV_ENVTEST) == "0":
+        return f"{ENV_ENVTEST}=0"
+    if os.environ.get(ENV_ASSETS) or (SHARED_CONTROL_PLANE / "unpack.sh").exists():
+        return ""
+    return f"{SHARED_CONTROL_PLANE} not found and {ENV_ASSETS} not set"
 
 
 def backends() -> list[str]:
     names = ["fakeapi"]
     if os.environ.get(ENV_KUBECONFIG):
         names.append("kubeconfig")
-    if os.environ.get(ENV_ASSETS):
+    if not envtest_absent():
         names.append("envtest")
     return names
 
@@ -284,85 +292,6 @@ class ScenarioCluster:
                 self.api.delete(path, grace=0)
 
 
-class EnvtestControlPlane:
-    """etcd + kube-apiserver (+ kube-controller-manager when present) from KUBEBUILDER_ASSETS on 127.0.0.1."""
-
-    ADMIN_TOKEN = "kfin-envtest-admin"
-
-    def __init__(self, assets: Path):
-        self.assets = assets
-        self.dir = Path(tempfile.mkdtemp(prefix="kfin-envtest-"))
-        self.processes: list[subprocess.Popen] = []
-        self.server = ""
-
-    @property
-    def has_controller_manager(self) -> bool:
-        return (self.assets / "kube-controller-manager").exists()
-
-    def start(self) -> "EnvtestControlPlane":
-        for binary in ("etcd", "kube-apiserver"):
-            if not (self.assets / binary).exists():
-                raise RuntimeError(f"{ENV_ASSETS}={self.assets} has no {binary}")
-        etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
-        key = self.dir / "sa.key"
-        subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
-        subprocess.run(["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(self.dir / "sa.pub")], check=True,
-                       capture_output=True)
-        (self.dir / "tokens.csv").write_text(f'{self.ADMIN_TOKEN},admin,admin-uid,"system:masters"\n')
-        self._spawn("etcd", [str(self.assets / "etcd"), "--data-dir", str(self.dir / "etcd"),
-                             "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
-                             "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
-                             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
-                             "--unsafe-no-fsync"])
-        self._spawn("kube-apiserver", [
-            str(self.assets / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-            f"--cert-dir={self.dir / 'certs'}", f"--secure-port={api_port}", "--bind-address=127.0.0.1",
-            "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
-            f"--token-auth-file={self.dir / 'tokens.csv'}", "--service-account-issuer=https://kfin.envtest",
-            f"--service-account-key-file={self.dir / 'sa.pub'}",
-            f"--service-account-signing-key-file={key}", "--allow-privileged=true"])
-        self.server = f"https://127.0.0.1:{api_port}"
-        client = RawClient(self.server, self.ADMIN_TOKEN, insecure=True)
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if client.send("GET", "/api/v1/namespaces/default")[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"kube-apiserver did not become ready; see {self.dir}")
-            time.sleep(0.5)
-        if self.has_controller_manager:
-            kubeconfig = self.dir / "controller-manager.kubeconfig"
-            kubeconfig.write_text(json.dumps({
-                "apiVersion": "v1", "kind": "Config",
-                "clusters": [{"name": "envtest", "cluster": {"server": self.server, "insecure-skip-tls-verify": True}}],
-                "users": [{"name": "admin", "user": {"token": self.ADMIN_TOKEN}}],
-                "contexts": [{"name": "envtest", "context": {"cluster": "envtest", "user": "admin"}}],
-                "current-context": "envtest"}))
-            self._spawn("kube-controller-manager", [
-                str(self.assets / "kube-controller-manager"), f"--kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
-                "--leader-elect=false", "--controllers=*", f"--service-account-private-key-file={key}",
-                f"--root-ca-file={self.dir / 'certs' / 'apiserver.crt'}", "--use-service-account-credentials=false",
-                f"--secure-port={_free_port()}", "--bind-address=127.0.0.1"])
-        return self
-
-    def _spawn(self, name, argv):
-        log = open(self.dir / f"{name}.log", "wb")
-        self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
-
-    def stop(self):
-        for process in reversed(self.processes):
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 def node_a_budget_stops(cluster) -> dict:
     """A Node with Karpenter's termination finalizer, Pod db-0 on it covered by PodDisruptionBudget db with
     maxUnavailable 0 (no disruption allowed, whatever the Pods' health: the disruption controller computes 0 on
@@ -392,9 +321,3 @@ def namespace_behind_an_unavailable_apiservice(fake, name: str) -> None:
         "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
         "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
     api.delete(f"/api/v1/namespaces/{name}")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

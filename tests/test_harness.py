@@ -7,20 +7,44 @@ from pathlib import Path
 
 import pytest
 
+from tests import control_plane
+from tests.control_plane import EnvtestControlPlane
 from tests.fakeapi.rawclient import RawClient
-from tests.scenario import EnvtestControlPlane, backends
+from tests.scenario import backends, envtest_absent
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_backends_follow_the_environment(monkeypatch):
+def test_backends_follow_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("KFIN_TEST_KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBEBUILDER_ASSETS", raising=False)
+    monkeypatch.delenv("KFIN_TEST_ENVTEST", raising=False)
+    monkeypatch.setattr(control_plane, "SHARED_CONTROL_PLANE", tmp_path / "no-shared")
+    monkeypatch.setattr("tests.scenario.SHARED_CONTROL_PLANE", tmp_path / "no-shared")
     assert backends() == ["fakeapi"]
+    assert envtest_absent() == f"{tmp_path / 'no-shared'} not found and KUBEBUILDER_ASSETS not set"
     monkeypatch.setenv("KFIN_TEST_KUBECONFIG", "/some/kubeconfig")
     assert backends() == ["fakeapi", "kubeconfig"]
     monkeypatch.setenv("KUBEBUILDER_ASSETS", "/some/bin")
     assert backends() == ["fakeapi", "kubeconfig", "envtest"]
+    monkeypatch.setenv("KFIN_TEST_ENVTEST", "0")
+    assert backends() == ["fakeapi", "kubeconfig"]
+
+
+def test_the_shared_control_plane_is_the_default_real_tier(monkeypatch, tmp_path):
+    """Without KUBEBUILDER_ASSETS, ../shared/control-plane beside the checkout is the real tier (what .ci/run
+    relies on); its unpack.sh runs at the first scenario, and a failure says why."""
+    monkeypatch.delenv("KUBEBUILDER_ASSETS", raising=False)
+    monkeypatch.delenv("KFIN_TEST_ENVTEST", raising=False)
+    shared = tmp_path / "control-plane"
+    shared.mkdir()
+    (shared / "unpack.sh").write_text(f"echo {tmp_path / 'bin'}\n")
+    monkeypatch.setattr(control_plane, "SHARED_CONTROL_PLANE", shared)
+    monkeypatch.setattr("tests.scenario.SHARED_CONTROL_PLANE", shared)
+    assert backends() == ["fakeapi", "envtest"]
+    assert control_plane.shared_assets() == (tmp_path / "bin", "")
+    (shared / "unpack.sh").write_text("echo 'unpack.sh: no xz' >&2; exit 1\n")
+    assert control_plane.shared_assets() == (None, f"{shared / 'unpack.sh'} failed: unpack.sh: no xz")
 
 
 def test_envtest_without_binaries_says_what_is_missing(tmp_path):
@@ -37,6 +61,7 @@ def test_scenarios_run_on_a_cluster_behind_a_kubeconfig_and_clean_up(tmp_path):
         url = server.stdout.readline().strip()
         env = {k: v for k, v in os.environ.items() if k != "KUBEBUILDER_ASSETS"}
         env["KFIN_TEST_KUBECONFIG"] = str(kubeconfig)
+        env["KFIN_TEST_ENVTEST"] = "0"
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
                                "tests/scenarios/test_cluster_rules.py",
                                "tests/scenarios/test_stuck.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
