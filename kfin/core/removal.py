@@ -132,7 +132,10 @@ def plan(
             choice.warning = f"its controller is running and should remove it ({f.condition})"
         choices.append(choice)
     refused = None
-    if not obj.terminating and not allow_live:
+    ghost = next((f for f in findings if f.family == "ghost"), None)
+    if ghost is not None and not obj.terminating:  # live or not, nothing can be written to it before its namespace
+        refused = f"{ghost.condition}. Safe fix: {ghost.fix}"
+    elif not obj.terminating and not allow_live:
         refused = (
             "it is not being deleted: removing finalizers from a live object is almost never wanted "
             "(--allow-live to do it anyway)"
@@ -159,6 +162,18 @@ def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[d
     for index in sorted((i for i, f in enumerate(finalizers) if f in remove), reverse=True):
         ops.append({"op": "remove", "path": f"/metadata/finalizers/{index}"})
     return ops
+
+
+def _state_after_removal(obj: KubeObject) -> str:
+    """What a removal left, as read again: a live object (--allow-live) is not being deleted."""
+    left = ", ".join(obj.finalizers + obj.spec_finalizers)
+    if obj.terminating:
+        return f"removed; still Terminating with {left}" if left else "removed; the object is still being deleted"
+    return (
+        f"removed; the object is not being deleted (it keeps {left})"
+        if left
+        else "removed; the object is not being deleted: it stays"
+    )
 
 
 class Remover:
@@ -335,11 +350,7 @@ class Remover:
             outcome.result = "failed"
             outcome.message = f"the server answered OK but {', '.join(left)} is still there"
         else:
-            outcome.message = message or (
-                "removed; still Terminating with " + ", ".join(outcome.after)
-                if outcome.after
-                else "removed; the object is still being deleted"
-            )
+            outcome.message = message or _state_after_removal(again)
         return outcome
 
     def _patch_metadata(self, obj: KubeObject, remove: list[str], dry_run: bool) -> None:

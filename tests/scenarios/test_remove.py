@@ -92,6 +92,9 @@ def test_a_live_object_is_left_alone_unless_allowed(cluster):
     assert cluster.get(cm)["metadata"]["finalizers"] == ["example.com/a", "example.com/b"]
     allowed = remove(cluster, "configmap", "held", "--finalizer", "example.com/a", "--confirm", "--allow-live")
     assert allowed.code == 0 and cluster.get(cm)["metadata"]["finalizers"] == ["example.com/b"]
+    # the state read back is told as it is: a live object is not "still being deleted"
+    assert "removed; the object is not being deleted (it keeps example.com/b)" in allowed.stdout
+    assert "being deleted" not in allowed.stdout.replace("not being deleted", "")
 
 
 def test_a_holding_finalizer_is_refused_with_its_safe_fix_unless_forced(cluster, audit_log):
