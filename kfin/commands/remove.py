@@ -169,6 +169,17 @@ def remove_one(
         )
         obj, facts = live_target(scope, kind, name)  # no longer a ghost: explained afresh
         findings = explain_object(obj, facts).findings
+        if not obj.terminating and not choices.allow_live:
+            # forced before the namespace controller reached it: a live object again, deleted with the namespace
+            say(
+                f"error: refused to remove finalizers from {obj.ref}: it was never deleted (its namespace was "
+                "forced through /finalize before the namespace controller reached it), and now that namespace "
+                f"{obj.namespace} exists again it is a live object. Delete the namespace again (kubectl delete "
+                f"namespace {obj.namespace}) so that its content is deleted and its finalizers' controllers act, "
+                f"then kfin stuck -n {obj.namespace}",
+                err=True,
+            )
+            return ExitCode.REFUSED
     plan_ = plan(obj, findings, choices.patterns, choices.force, choices.allow_live, choices.node_lost_after)
     print_plan(plan_)
     if plan_.refused or plan_.blocked:

@@ -8,15 +8,39 @@ from tests.runner import kfin
 
 
 def ghost(cluster):
-    """Namespace <suffix>-ghost forced through /finalize with ConfigMap left-behind (a finalizer) in it."""
+    """Namespace <suffix>-ghost forced through /finalize with ConfigMap left-behind (a finalizer) in it: the forum
+    recipe, run once the namespace controller has deleted the content and the namespace waits on its finalizer.
+    (Forced at once, before the controller got there, a real server leaves the content never deleted: see
+    test_a_ghost_never_deleted_is_explained_and_its_namespace_recreated_on_request.)"""
     ns = cluster.name("ghost")
     cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": "left-behind", "namespace": ns, "finalizers": ["example.com/hold"]}})
     cluster.delete(f"/api/v1/namespaces/{ns}")
+    cluster.eventually(lambda: (cluster.get(f"/api/v1/namespaces/{ns}/configmaps/left-behind") or {})
+                       .get("metadata", {}).get("deletionTimestamp"), message="the namespace controller")
     namespace = cluster.get(f"/api/v1/namespaces/{ns}")
     namespace["spec"]["finalizers"] = []
     cluster.api.ok("PUT", f"/api/v1/namespaces/{ns}/finalize", namespace)
+    cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to go")
+    return ns
+
+
+def never_deleted_ghost(cluster):
+    """Namespace <suffix>-early whose spec.finalizers were emptied through /finalize before it was deleted, then
+    deleted twice (the first DELETE only marks a namespace; the second purges one with no finalizers left): the
+    namespace controller never ran, so ConfigMap left (a finalizer) was never deleted. The same on both tiers,
+    where a namespace forced right after its DELETE races the controller on a real server."""
+    ns = cluster.name("early")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "left", "namespace": ns, "finalizers": ["example.com/hold"]}})
+    namespace = cluster.get(f"/api/v1/namespaces/{ns}")
+    namespace["spec"]["finalizers"] = []
+    cluster.api.ok("PUT", f"/api/v1/namespaces/{ns}/finalize", namespace)
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    assert cluster.get(f"/api/v1/namespaces/{ns}")["status"]["phase"] == "Terminating"
+    cluster.delete(f"/api/v1/namespaces/{ns}")
     cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to go")
     return ns
 
@@ -45,26 +69,37 @@ def test_a_ghost_is_listed_explained_and_cleaned_up_on_request(cluster, tmp_path
     cluster.delete(f"/api/v1/namespaces/{ns}")
 
 
-def test_a_ghost_never_deleted_is_explained_with_its_plan_too(fake, fake_kubeconfig):
-    """On a real control plane the namespace controller may not have reached the content before /finalize
-    (envtest has none): the ghost is then not being deleted, and kfin explain must still give its chain and
-    plan (a real v1.36 server returned `plan: null` here before). Controllers stopped on the fake to get there."""
-    from tests.fakeapi.rawclient import RawClient
-
-    api = RawClient(fake.url, "admin-token")
-    api.create("/api/v1/namespaces", {"metadata": {"name": "gone"}})
-    api.create("/api/v1/namespaces/gone/configmaps", {"metadata": {"name": "left", "finalizers": ["example.com/hold"]}})
-    fake.stop_controllers()
-    api.delete("/api/v1/namespaces/gone")
-    namespace = api.ok("GET", "/api/v1/namespaces/gone")
-    namespace["spec"]["finalizers"] = []
-    api.ok("PUT", "/api/v1/namespaces/gone/finalize", namespace)
-    assert not api.exists("/api/v1/namespaces/gone")
-    left = api.ok("GET", "/api/v1/namespaces/gone/configmaps/left")
-    assert "deletionTimestamp" not in left["metadata"]  # never deleted: a ghost all the same
-    base = ("--kubeconfig", str(fake_kubeconfig))
-    [item] = json.loads(kfin("stuck", "-A", "-o", "json", *base).stdout)["items"]
+def test_a_ghost_never_deleted_is_explained_and_its_namespace_recreated_on_request(cluster, tmp_path, monkeypatch):
+    """A ghost that was never deleted is listed and explained with its chain and plan (a real v1.36 server returned
+    `plan: null` here before); kfin remove names --recreate-namespace, not --allow-live (a real server answered
+    "not being deleted ... --allow-live" before: issue 39); once its namespace exists again it is a live object,
+    which kfin leaves to the namespace's deletion, after which it is an ordinary stuck object kfin can unstick."""
+    monkeypatch.setenv("KFIN_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
+    ns = never_deleted_ghost(cluster)
+    path = f"/api/v1/namespaces/{ns}/configmaps/left"
+    assert "deletionTimestamp" not in cluster.get(path)["metadata"]  # never deleted: a ghost all the same
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+    [item] = [i for i in json.loads(kfin("stuck", "-A", "-o", "json", *base).stdout)["items"] if i["namespace"] == ns]
     assert item["name"] == "left" and item["blocker"].startswith("ghost: ")
-    report = json.loads(kfin("explain", "cm", "left", "-n", "gone", "-o", "json", *base).stdout)
+    report = json.loads(kfin("explain", "cm", "left", "-n", ns, "-o", "json", *base).stdout)
     assert report["findings"][0]["verdict"] == "BLOCKED"
-    assert report["plan"]["steps"][0]["action"].startswith("kubectl create namespace gone")
+    assert report["plan"]["steps"][0]["action"].startswith(f"kubectl create namespace {ns}")
+    refused = kfin("remove", "cm", "left", "-n", ns, "--finalizer", "example.com/hold", "--confirm", *base)
+    assert refused.code == ExitCode.REFUSED and "--recreate-namespace" in refused.stderr, refused.stderr
+    assert "--allow-live" not in refused.stderr
+    recreated = kfin("remove", "cm", "left", "-n", ns, "--finalizer", "example.com/hold", "--confirm",
+                     "--recreate-namespace", *base)
+    assert recreated.code == ExitCode.REFUSED, recreated
+    assert f"namespace {ns} created again" in recreated.stderr
+    assert "it was never deleted" in recreated.stderr and f"kubectl delete namespace {ns}" in recreated.stderr
+    assert cluster.get(path)["metadata"]["finalizers"] == ["example.com/hold"]  # nothing removed from a live object
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [r["result"] for r in records] == ["created"]
+
+    cluster.delete(f"/api/v1/namespaces/{ns}")  # as kfin said: the namespace controller deletes the content
+    cluster.eventually(lambda: (cluster.get(path) or {}).get("metadata", {}).get("deletionTimestamp"),
+                       message="the namespace controller")
+    cleaned = kfin("remove", "cm", "left", "-n", ns, "--finalizer", "example.com/hold", "--confirm", *base)
+    assert cleaned.code == ExitCode.OK, cleaned
+    cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to go")
+    assert cluster.get(path) is None
