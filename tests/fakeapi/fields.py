@@ -3,7 +3,8 @@
 A write by manager M takes M the ownership of every field it added or changed, and takes it from the
 other managers; a field that goes away leaves every manager. Finalizers are a set (`v:"NAME"`, so each
 finalizer names the manager that added it: captures 05-08 of causes), owner references a map keyed by
-uid (`k:{"uid":"..."}`), other lists are atomic. Simplifications: every nested map is marked with
+uid (`k:{"uid":"..."}`), other lists are atomic; an object whose managedFields are gone is no longer
+tracked (see `updated`). Simplifications: every nested map is marked with
 `"."` (the real server leaves that out for some typed structs), server-side apply is not modelled,
 and writes by the fake's own controllers are not recorded.
 """
@@ -69,7 +70,12 @@ def _tree(paths: set) -> dict:
 
 def updated(managed: list, old: dict | None, new: dict, manager: str, api_version: str, now: str,
             subresource: str = "") -> list:
-    """managedFields after `manager` wrote `new` in place of `old` (None: created)."""
+    """managedFields after `manager` wrote `new` in place of `old` (None: created). An update of an object that
+    has no managedFields records none: kube-apiserver stops tracking an object once its managedFields are
+    empty, until a server-side apply (skipNonAppliedManager, k8s.io/apimachinery/pkg/util/managedfields/
+    internal/skipnonapplied.go; seen on the real tier after kfin removed an object's only managed field)."""
+    if old is not None and not managed:
+        return []
     before = _leaves(fieldset(old, subresource)) if old else set()
     after = _leaves(fieldset(new, subresource))
     changed = {p for p in after if p not in before or _differs(old, new, p)}

@@ -453,8 +453,15 @@ def note_readded(explanation: Explanation, readded: dict[str, str], managers: di
         if when is None:
             continue
         manager = managers.get(finding.finalizer)
-        who = f'field manager "{manager}"' if manager else "a writer managedFields do not name"
-        finding.evidence.append(f"kfin removed it at {when} (audit log), and {who} added it back since")
+        if manager:
+            finding.evidence.append(
+                f'kfin removed it at {when} (audit log), and field manager "{manager}" added it back since'
+            )
+        else:  # kube-apiserver records no field manager of an object left with none (kfin's removal can do that)
+            finding.evidence.append(
+                f"kfin removed it at {when} (audit log), and a writer added it back since; managedFields do not "
+                "name that writer (the API server's audit log does)"
+            )
         finding.detail["readdedBy"] = manager
         finding.fix = (
             f"find out why {manager or 'its writer'} adds it back (its logs) before removing it again; " + finding.fix
