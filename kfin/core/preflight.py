@@ -159,14 +159,20 @@ def _deleted_with(facts: Facts, target: KubeObject) -> tuple[list[KubeObject], l
             [p for p in pods or [] if (p.raw.get("spec") or {}).get("nodeName") == target.name],
             [] if pods is not None else ["pods"],
         )
+    # dependents by ownerReferences, all the way down (the garbage collector's cascade): a namespaced owner's are
+    # in its namespace, a cluster-scoped owner's anywhere. Read first: a Deployment's ReplicaSet and Pods are not
+    # in the facts until something asks for them.
+    if facts.everything(target.namespace or None) is None:
+        return [], [f"what {target.ref} owns (the snapshot does not cover it)"]
+    failed = [f.target for f in facts.inventory.failures if f.what == "list"]
     out, queue, seen = [], [target], {target.uid}
-    while queue:  # dependents by ownerReferences, all the way down (the garbage collector's cascade)
+    while queue:
         for dependent in facts.dependents(queue.pop().uid):
             if dependent.uid not in seen:
                 seen.add(dependent.uid)
                 out.append(dependent)
                 queue.append(dependent)
-    return out, []
+    return out, failed
 
 
 def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, result: Preflight) -> None:
@@ -266,17 +272,30 @@ def _left_without_controller(facts: Facts, result: Preflight, gone_namespace: st
             key = (obj.type.group, obj.type.resource, finalizer)
             if key not in answers:
                 found = _controllers(Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer)))
-                answers[key] = found[0][0] if found and all(dies(w) for w, _ in found) else None
+                answers[key] = _workload(found[0][0], result) if found and all(dies(w) for w, _ in found) else None
             controller = answers[key]
             if controller is None:
                 continue
+            with_target = "" if controller.uid == result.target.uid else f" with {result.target.ref}"
             reason = (
-                f"its only controller {controller.type.kind} {controller.namespace}/{controller.name} is deleted with "
-                f"{result.target.ref}: nothing removes {finalizer} after"
+                f"its only controller {controller.type.kind} {controller.namespace}/{controller.name} is deleted"
+                f"{with_target}: nothing removes {finalizer} after"
                 + ("" if obj.terminating else f", so {obj.type.kind} {obj.name} sticks when it is deleted")
             )
             entry = Stuck(obj, finalizer, reason, "ORPHANED", _delete(obj), True)
             (result.stuck if obj.terminating else result.orphaned).append(entry)
+
+
+def _workload(obj: KubeObject, result: Preflight) -> KubeObject:
+    """What a deleted controller is known by: a Pod of a ReplicaSet of a Deployment deleted with it is named by
+    that Deployment (its owners, climbed while they are deleted too)."""
+    deleted = {o.uid: o for o in [result.target, *result.deleted]}
+    for _ in range(len(deleted)):
+        owner = next((deleted[uid] for uid in obj.owner_uids() if uid in deleted), None)
+        if owner is None:
+            break
+        obj = owner
+    return obj
 
 
 def _controllers(ctx: Context) -> list[tuple[KubeObject, bool]] | None:

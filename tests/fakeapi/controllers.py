@@ -10,6 +10,7 @@ both. Each controller follows the real one for what kfin observes:
   with NamespaceDeletionDiscoveryFailure while an aggregated API is unavailable (as captured);
 - pvc-protection (any scheduled Pod using the claim holds it, whatever its phase), pv-protection
   (a Bound volume is held), and a minimal volume binder;
+- the deployment, replicaset and statefulset controllers (a workload's Pods, Pending: tests/fakeapi/workloads.py);
 - CRD finalizer (instances are deleted before the CRD goes), APIService availability,
   kube-root-ca.crt publisher and the default ServiceAccount of each namespace;
 - node lifecycle (a node that stops posting status turns Ready Unknown after 50 s and gets the
@@ -29,6 +30,7 @@ from datetime import datetime, timezone
 
 from . import admission
 from .cluster import CRD_CLEANUP, AggregatedAPI, ResourceType
+from .workloads import WORKLOADS, WorkloadControllers
 
 NAMESPACES = ("", "namespaces")
 PODS = ("", "pods")
@@ -66,6 +68,7 @@ class Controllers:
         self._renewed = 0.0
         self._orphaned_since: dict[str, float] = {}  # Pod uid -> when the pod GC first saw its node missing
         self._evictions: set[str] = set()  # Pod uids the taint eviction controller has scheduled
+        self.workloads = WorkloadControllers(cluster)
 
     # ----- the loop --------------------------------------------------------------------------------
     def run(self):
@@ -136,6 +139,7 @@ class Controllers:
             if what == "removed":
                 self.pod_gone(obj)
             self.pod_changed(obj, gone=what == "removed")
+            self.workloads.changed(key, obj)
         elif key == SERVICES:
             if what == "removed":
                 self.release_address(obj)
@@ -150,6 +154,8 @@ class Controllers:
             self.check_vac_protection()
         elif key == RESOURCE_CLAIMS and what != "removed":
             self.check_resource_claim(obj)
+        elif key in WORKLOADS and what != "removed":
+            self.workloads.changed(key, obj)
         if key in (PVCS, PVS):
             self.check_vac_protection()
         if key == PODS:

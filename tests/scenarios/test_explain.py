@@ -292,30 +292,36 @@ def test_managed_fields_name_the_controller_when_rbac_cannot_be_read(cluster):
            "running (0/1 ready)" in f["condition"]
 
 
-def test_a_running_controller_forbidden_to_update_is_named_with_the_missing_grant(fake, fake_kubeconfig):
-    """Fake only: a Deployment reported ready, which a real cluster's deployment controller would rewrite.
-    The widget operator runs (the field manager that added the finalizer) but no RBAC lets it update widgets."""
-    from tests.fakeapi.rawclient import RawClient
+def running_deployment(cluster, name: str, service_account: str) -> dict:
+    """Deployment `name` (one replica, running as `service_account`) whose Pod is marked Running and Ready, as a
+    kubelet would: the replicaset and deployment controllers count it, on the fake as on a real control plane
+    (which has no kubelet). Returns the Deployment once it reports the replica ready."""
+    labels = {"app": name}
+    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/{service_account}") is None:
+        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": service_account}})
+    deployment = cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
+            "serviceAccountName": service_account, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}})
+    pods = f"/api/v1/namespaces/{cluster.namespace}/pods?labelSelector=app%3D{name}"
+    [pod] = cluster.eventually(lambda: cluster.api.get(pods)["items"], message="the Deployment's Pod")
+    cluster.set_status(dict(pod, apiVersion="v1", kind="Pod"),  # a list's items carry neither
+                       {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+    return cluster.eventually(lambda: (lambda d: d if (d.get("status") or {}).get("readyReplicas") == 1 else None)(
+        cluster.get(deployment)), message="the Deployment to count its ready Pod")
 
-    api = RawClient(fake.url, "admin-token")
-    group = "forbidden.example.com"
-    api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
-        "metadata": {"name": f"widgets.{group}"},
-        "spec": {"group": group, "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
-                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                     "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
-    deploy = api.create("/apis/apps/v1/namespaces/default/deployments", {
-        "metadata": {"name": "widget-operator"},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "w"}}, "template": {
-            "metadata": {"labels": {"app": "w"}},
-            "spec": {"serviceAccountName": "widget-operator", "containers": [{"name": "c", "image": "x"}]}}}})
-    api.ok("PUT", "/apis/apps/v1/namespaces/default/deployments/widget-operator/status",
-           dict(deploy, status={"replicas": 1, "readyReplicas": 1}))
-    api.ok("POST", f"/apis/{group}/v1/namespaces/default/widgets?fieldManager=widget-operator",
-           {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1", "finalizers": [f"{group}/x"]}})
-    api.delete(f"/apis/{group}/v1/namespaces/default/widgets/w1")
-    result = kfin("explain", f"widgets.{group}", "w1", "-n", "default", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
-    [f] = json.loads(result.stdout)["findings"]
+
+@pytest.mark.controllers
+def test_a_running_controller_forbidden_to_update_is_named_with_the_missing_grant(cluster):
+    """The widget operator runs (the field manager that added the finalizer) but no RBAC lets it update widgets."""
+    group = cluster.widget_crd()
+    running_deployment(cluster, "widget-operator", "widget-operator")
+    path = f"/apis/{group}/v1/namespaces/{cluster.namespace}/widgets"
+    cluster.api.ok("POST", f"{path}?fieldManager=widget-operator",
+                   {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1", "finalizers": [f"{group}/x"]}})
+    cluster.delete(f"{path}/w1")
+    [f] = explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace)["findings"]
     assert f["verdict"] == "WAITING" and f["controllerAlive"] is True
     assert f"forbidden to update widgets.{group}" in f["condition"]
-    assert f["fix"].startswith(f"grant ServiceAccount default/widget-operator update and patch on widgets.{group}")
+    assert f["fix"].startswith(f"grant ServiceAccount {cluster.namespace}/widget-operator update and patch on "
+                               f"widgets.{group}")
+    cluster.strip_finalizers(f"{path}/w1")
