@@ -45,6 +45,8 @@ def envtest():
     ENVTEST["started_in"] = plane.started_in
     try:
         yield plane
+        left = [path for scenario in plane.cleaning for path in scenario.finish()]
+        assert not left, f"scenarios left behind on the real control plane: {left}"
     finally:
         plane.stop()
 
@@ -70,6 +72,10 @@ def cluster(request, tmp_path):
         yield scenario
     finally:
         scenario.cleanup()
+        if backend == "envtest":  # a control plane of our own: its namespaces go while the next scenarios run
+            plane.cleaning.append(scenario)
+        else:  # somebody's cluster: nothing of ours is left when the scenario ends
+            scenario.finish()
         if server:
             server.stop()
 

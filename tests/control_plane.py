@@ -95,6 +95,7 @@ class EnvtestControlPlane:
         self.server = ""
         self.certificates: Certificates | None = None
         self.started_in = 0.0  # seconds from start() to ready
+        self.cleaning: list = []  # the scenarios whose cleanup has begun, finished before the plane stops
 
     @property
     def has_controller_manager(self) -> bool:

@@ -227,8 +227,11 @@ class ScenarioCluster:
 
     # ----- cleanup ---------------------------------------------------------------------------------
     def cleanup(self):
-        """Our namespace first (stripping the finalizers our objects still carry), then our cluster-scoped
-        objects, whose own finalizers are stripped only if their controllers do not finish in time."""
+        """Start removing what the scenario made, without waiting for it to go (finish() waits): what can block
+        deletions first, then our namespaces (each deleted, then its content's finalizers stripped and its Pods
+        forced), then our cluster-scoped objects, whose own finalizers finish() strips only if their
+        controllers do not finish in time. kube-controller-manager's namespace controller waits 5 s before it
+        acts on a deleted namespace: a real tier that waited here would spend most of its time waiting."""
         if self.is_fake:
             return
         # What can block every deletion in the cluster goes first: a webhook configuration whose backend
@@ -238,25 +241,47 @@ class ScenarioCluster:
                     "/validatingadmissionpolicybindings/", "/validatingadmissionpolicies/")
         for path in [p for p in reversed(self._cluster_scoped) if any(b in p for b in blocking)]:
             self.api.delete(path)
-        self._delete_namespace(self.namespace)
+        for namespace in self._namespaces():
+            self._begin_namespace_deletion(namespace)
         for path in reversed(self._cluster_scoped):
-            if path.startswith("/api/v1/namespaces/"):
-                self._delete_namespace(path.rsplit("/", 1)[1])
-            else:
+            if not path.startswith("/api/v1/namespaces/"):
                 self.api.delete(path)
+
+    def finish(self, timeout: float = 60) -> list[str]:
+        """Wait until what cleanup() started is gone, stripping the finalizers nothing else removes in time;
+        returns the paths still there after that."""
+        if self.is_fake:
+            return []
+        for namespace in self._namespaces():
+            self._delete_namespace(namespace, timeout)
         for path in reversed(self._cluster_scoped):
             if not self.eventually(lambda: not self.api.exists(path), timeout=20, raise_on_timeout=False):
                 self.strip_finalizers(path)
+        left = [f"/api/v1/namespaces/{n}" for n in self._namespaces()] + list(self._cluster_scoped)
+        return [path for path in left if self.eventually(lambda: not self.api.exists(path), timeout=10,
+                                                         raise_on_timeout=False) is False]
 
-    def _delete_namespace(self, namespace: str):
-        """Delete a namespace of ours, its content's finalizers stripped; a ghost's (forced through /finalize
-        with content left) is created again first, since writes to its content answer 404 until it exists."""
+    def _namespaces(self) -> list[str]:
+        return [self.namespace] + [p.rsplit("/", 1)[1] for p in reversed(self._cluster_scoped)
+                                   if p.startswith("/api/v1/namespaces/")]
+
+    def _begin_namespace_deletion(self, namespace: str):
+        """Delete a namespace of ours, then strip its content's finalizers and force its Pods (no kubelet confirms
+        them) once: nothing new can be created in a Terminating namespace. A ghost's namespace (forced through
+        /finalize with content left) is created again first, since writes to its content answer 404 until it
+        exists."""
         ns_path = f"/api/v1/namespaces/{namespace}"
         if not self.api.exists(ns_path) and self._content_with_finalizers(namespace):
             self.api.send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                          "metadata": {"name": namespace}})
         self.api.delete(ns_path)
-        deadline = time.monotonic() + 60
+        self._strip_namespace_content(namespace)
+
+    def _delete_namespace(self, namespace: str, timeout: float = 60):
+        """Wait for a namespace of ours to go, stripping what its content still holds meanwhile."""
+        ns_path = f"/api/v1/namespaces/{namespace}"
+        self._begin_namespace_deletion(namespace)
+        deadline = time.monotonic() + timeout
         while self.api.exists(ns_path) and time.monotonic() < deadline:
             self._strip_namespace_content(namespace)
             time.sleep(0.2)

@@ -180,7 +180,10 @@ def test_an_admission_policy_that_denies_the_removal_blocks_it_and_is_named(clus
 def test_a_conversion_webhook_that_cannot_be_called_is_the_root_cause_of_a_stuck_namespace(cluster):
     """A CRD stored in v1beta1, served first in v1, converting through a webhook whose Service is missing:
     the namespace controller cannot list its resources (nor can kfin), so the namespace never goes. Named as
-    the root cause on both (no capture: apiextensions-apiserver's webhook converter answers 500)."""
+    the root cause on both. A read of the object answers 500; an unpaginated list 429 "storage is
+    (re)initializing" (the watch cache cannot initialize: the real tier showed it, where this test waited for
+    a 500 from such a list), and so does the namespace controller's deletion of every other namespace: one
+    deleted at the same time, holding no Gadget, is held by the same root cause."""
     group = f"{cluster.suffix}.example.com"
     schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
     crd = cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -200,9 +203,20 @@ def test_a_conversion_webhook_that_cannot_be_called_is_the_root_cause_of_a_stuck
             "conversionReviewVersions": ["v1"],
             "clientConfig": {"service": {"namespace": cluster.namespace, "name": "gadget-converter",
                                          "path": "/convert"}}}}}})
-        cluster.eventually(lambda: cluster.api.send("GET", f"/apis/{group}/v1/namespaces/{ns}/gadgets")[0] == 500,
+        cluster.eventually(lambda: cluster.api.send("GET", f"/apis/{group}/v1/namespaces/{ns}/gadgets/g1")[0] == 500,
                            message="the conversion to fail")
+        code, answer = cluster.api.send("GET", f"/apis/{group}/v1/gadgets")
+        assert code == 429 and answer["message"].startswith(f"storage is (re)initializing: failed to list {group}/v1, "
+                                                            "Kind=Gadget: conversion webhook for ")
+        bystander = cluster.name("bystander")
+        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": bystander}})
         cluster.delete(f"/api/v1/namespaces/{ns}")
+        cluster.delete(f"/api/v1/namespaces/{bystander}")
+        for name in (ns, bystander):
+            cluster.eventually(lambda: any(
+                c["type"] == "NamespaceDeletionContentFailure" and c["status"] == "True"
+                for c in ((cluster.get(f"/api/v1/namespaces/{name}") or {}).get("status") or {}).get("conditions", [])),
+                message=f"the namespace controller to fail on {name}")
         why = (f"the conversion webhook of CustomResourceDefinition gadgets.{group} cannot be called: its Service "
                f"{cluster.namespace}/gadget-converter does not exist")
         scan = run(cluster, "stuck", "-A", "-o", "json")
@@ -217,5 +231,15 @@ def test_a_conversion_webhook_that_cannot_be_called_is_the_root_cause_of_a_stuck
             [f"CustomResourceDefinition.apiextensions.k8s.io/gadgets.{group}"]
         assert report["plan"]["steps"][0]["action"].startswith(
             f"restore the conversion webhook of CustomResourceDefinition gadgets.{group}")
+        [item] = [i for i in json.loads(scan.stdout)["items"] if i["name"] == bystander]
+        assert item["verdict"] == "HOLDING" and why in item["blocker"]
+        report = json.loads(run(cluster, "explain", "ns", bystander, "-o", "json").stdout)
+        [finding] = report["findings"]
+        assert finding["verdict"] == "HOLDING" and why in finding["condition"]
+        assert any(e.startswith("condition NamespaceDeletionContentFailure: Failed to delete all resource types, "
+                                f"1 remaining: storage is (re)initializing: failed to list {group}/v1, Kind=Gadget")
+                   for e in finding["evidence"]), finding["evidence"]
+        assert [link["object"] for link in finding["links"]] == \
+            [f"CustomResourceDefinition.apiextensions.k8s.io/gadgets.{group}"]
     finally:  # conversion back to None first, or nothing of this CRD can be deleted on a real cluster
         cluster.api.merge_patch(crd_path, {"spec": {"conversion": {"strategy": "None", "webhook": None}}})

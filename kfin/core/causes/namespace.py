@@ -19,6 +19,7 @@ from kfin.core.causes.registry import (
     waiting_on_controller_manager,
 )
 from kfin.core.causes.unreadable import list_failure_causes
+from kfin.model import KubeObject
 
 STALE_GROUP = re.compile(r"(\S+): stale GroupVersion discovery")
 
@@ -27,6 +28,18 @@ FINALIZE_RISK = (
     "to kubectl, still holding their finalizers, the cloud resources behind them never cleaned up, "
     "and back again if a namespace of the same name is created"
 )
+
+
+def _names_kind(message: str, crd: KubeObject) -> bool:
+    """Whether the namespace controller's failure names the CRD's kind ("... conversion webhook for GROUP/VERSION,
+    Kind=KIND failed", "failed to list GROUP/VERSION, Kind=KIND"): a conversion that cannot be called stops the
+    deletion of every namespace, also one that holds none of its objects, while the watch cache of its
+    resources cannot initialize (seen on a real v1.36 control plane)."""
+    spec = crd.raw.get("spec") or {}
+    kind, group = (spec.get("names") or {}).get("kind"), spec.get("group")
+    return bool(
+        message and kind and group and re.search(rf"\b{re.escape(group)}/\S+, Kind={re.escape(kind)}\b", message)
+    )
 
 
 def unavailable_apiservices(ctx: Context) -> list:
@@ -99,13 +112,15 @@ def namespace(ctx: Context) -> Finding:
             FINALIZE_RISK,
         )
     unlistable = list_failure_causes(facts)
+    failure = conditions.get("NamespaceDeletionContentFailure", {})
+    failed_content = failure.get("message", "") if failure.get("status") == "True" else ""
     converting = [
         (crd, why)
         for crd, why in failing_conversions(facts)
         if any(target == crd.name or target.startswith(crd.name + " ") for target in unlistable)
+        or _names_kind(failed_content, crd)
     ]
     if converting and ns.terminating:
-        failure = conditions.get("NamespaceDeletionContentFailure", {})
         found = ctx.finding(
             f"the namespace controller cannot list {', '.join(crd.name for crd, _ in converting)} to delete them: "
             + "; ".join(why for _, why in converting),
