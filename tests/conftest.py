@@ -82,6 +82,8 @@ def cluster(request, tmp_path):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "controllers: the scenario needs kube-controller-manager's controllers")
+    config.addinivalue_line("markers", "fake_only(why): a scenario that runs on tests/fakeapi only, and why a real "
+                                       "control plane cannot be made to show it")
 
 
 def pytest_terminal_summary(terminalreporter):

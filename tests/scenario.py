@@ -27,6 +27,10 @@ from tests.fakeapi.rawclient import RawClient
 
 ENV_KUBECONFIG = "KFIN_TEST_KUBECONFIG"
 ENV_ENVTEST = "KFIN_TEST_ENVTEST"  # "0": leave the real control plane out
+# Why a scenario runs on tests/fakeapi only (@pytest.mark.fake_only): what a real control plane cannot be made to
+# do on demand. kfin calls kube-controller-manager down once its lease is over a minute stale, and the real
+# tier's runs without leader election (../shared/control-plane/README.md), as some clusters do: no lease at all.
+KCM_DOWN = "kube-controller-manager down for minutes, its lease stale: the fake stops its controllers and ages the lease"
 
 
 def envtest_absent() -> str:
@@ -337,12 +341,30 @@ def node_a_budget_stops(cluster) -> dict:
     return node
 
 
-def namespace_behind_an_unavailable_apiservice(fake, name: str) -> None:
-    """Fake only (on a real cluster it would stop every namespace deletion): namespace `name` deleted while
-    APIService v1beta1.metrics.k8s.io has no backend."""
-    api = RawClient(fake.url, "admin-token")
-    api.create("/api/v1/namespaces", {"metadata": {"name": name}})
-    api.create("/apis/apiregistration.k8s.io/v1/apiservices", {"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {
-        "group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
-        "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
-    api.delete(f"/api/v1/namespaces/{name}")
+def unavailable_apiservice(cluster) -> tuple[str, str]:
+    """(name, group version) of an APIService whose Service does not exist, once it reports unavailable. On a real
+    control plane it stops every namespace deletion while it exists: its group is suffixed, and the cluster's
+    cleanup (which runs when the test fails too) deletes it before anything else."""
+    group = f"{cluster.suffix}.metrics.example.com"
+    service = cluster.create({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                              "metadata": {"name": f"v1beta1.{group}"},
+                              "spec": {"group": group, "version": "v1beta1", "groupPriorityMinimum": 100,
+                                       "versionPriority": 100, "insecureSkipTLSVerify": True,
+                                       "service": {"namespace": cluster.namespace, "name": "missing", "port": 443}}})
+    cluster.eventually(lambda: any(c.get("type") == "Available" and c.get("status") == "False"
+                                   for c in (cluster.get(service).get("status") or {}).get("conditions") or []),
+                       message="the APIService to be unavailable")
+    return service["metadata"]["name"], f"{group}/v1beta1"
+
+
+def namespace_behind_an_unavailable_apiservice(cluster) -> tuple[str, str, str]:
+    """(namespace, APIService, group version): a namespace deleted while an unavailable APIService stops the
+    namespace controller at discovery, once the controller says so."""
+    name, group_version = unavailable_apiservice(cluster)
+    ns = cluster.name("team")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    cluster.eventually(lambda: any(c.get("type") == "NamespaceDeletionDiscoveryFailure" and c.get("status") == "True"
+                                   for c in (cluster.get(f"/api/v1/namespaces/{ns}") or {}).get("status", {})
+                                   .get("conditions") or []), message="the namespace controller to stop")
+    return ns, name, group_version

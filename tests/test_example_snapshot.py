@@ -150,3 +150,15 @@ def test_graph_draws_svg_and_png_with_graphviz_or_names_the_package(monkeypatch,
     missing = kfin("graph", "namespace", "shop", "-o", "svg", "--from-snapshot", str(EXAMPLE))
     assert missing.code == ExitCode.USAGE and missing.stdout == ""
     assert "Graphviz's dot, which is not installed (Debian and Ubuntu: apt install graphviz" in missing.stderr
+
+
+def test_a_deployment_held_through_its_pods_by_a_node_that_stopped_reporting():
+    """The example cluster: Deployment -> ReplicaSet -> Pods -> the Node whose kubelet is gone (three links)."""
+    report = json.loads(kfin("explain", "deploy", "web", "-n", "shop", "--from-snapshot", str(EXAMPLE),
+                             "-o", "json").stdout)
+    assert {(e["from"].split("/")[0], e["type"], e["to"].split("/")[0]) for e in report["chain"]["edges"]} == {
+        ("Deployment.apps", "blocking-dependent", "ReplicaSet.apps"), ("ReplicaSet.apps", "blocking-dependent", "Pod"),
+        ("Pod", "kubelet", "Node")}
+    assert [r["object"] for r in report["chain"]["rootCauses"]] == ["Node/ip-10-0-2-44"]
+    assert report["plan"]["steps"][0]["action"].startswith(  # the safe path first (issue 23), force last
+        "kubectl taint nodes ip-10-0-2-44 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")

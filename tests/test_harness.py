@@ -77,3 +77,24 @@ def test_scenarios_run_on_a_cluster_behind_a_kubeconfig_and_clean_up(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_every_scenario_runs_on_both_tiers_or_says_why_not():
+    """A test in tests/scenarios that needs a cluster takes the `cluster` fixture (tests/fakeapi, and the real
+    control plane), or takes the fake and is marked fake_only with the reason a real one cannot be made to show it
+    (README: the tiers). Tests of a file (a snapshot) need neither."""
+    import ast
+
+    one_tier = {}
+    for path in sorted((ROOT / "tests" / "scenarios").glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
+                continue
+            arguments = {a.arg for a in node.args.args}
+            if not arguments & {"fake", "fake_kubeconfig"}:
+                continue
+            reasons = [d.args[0] for d in node.decorator_list if isinstance(d, ast.Call)
+                       and ast.unparse(d.func) == "pytest.mark.fake_only" and d.args]
+            assert reasons, f"{path.name}::{node.name} takes the fake, not `cluster`, and does not say why (fake_only)"
+            one_tier[node.name] = ast.unparse(reasons[0])
+    assert len(one_tier) == 4, one_tier  # the README's count of fake-only scenarios

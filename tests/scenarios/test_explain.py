@@ -6,7 +6,7 @@ import pytest
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
-from tests.scenario import namespace_behind_an_unavailable_apiservice
+from tests.scenario import KCM_DOWN, namespace_behind_an_unavailable_apiservice
 
 RBAC = "rbac.authorization.k8s.io/v1"
 
@@ -54,6 +54,7 @@ def test_a_claim_used_by_a_scheduled_pod_is_holding(cluster):
     assert "deletes the claim while Pods may still mount it" in f["risk"] and f["removeCommand"] is None
 
 
+@pytest.mark.fake_only(KCM_DOWN)
 def test_a_released_claim_waits_for_the_controller_and_is_orphaned_when_it_is_down(fake, fake_kubeconfig):
     from tests.fakeapi.rawclient import RawClient
 
@@ -199,15 +200,14 @@ def test_a_namespace_blocked_by_a_custom_resource_of_an_uninstalled_operator(clu
     cluster.strip_finalizers(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1")
 
 
-def test_a_namespace_blocked_by_an_unavailable_apiservice(fake, fake_kubeconfig):
-    """Fake only: on a real cluster such an APIService would block every namespace deletion."""
-    namespace_behind_an_unavailable_apiservice(fake, "team")
-    result = kfin("explain", "namespace", "team", "--kubeconfig", str(fake_kubeconfig), "-o", "json")
-    f = json.loads(result.stdout)["findings"][0]
+@pytest.mark.controllers
+def test_a_namespace_blocked_by_an_unavailable_apiservice(cluster):
+    ns, name, group_version = namespace_behind_an_unavailable_apiservice(cluster)
+    f = explain(cluster, "namespace", ns)["findings"][0]
     assert f["verdict"] == "HOLDING"
-    assert f["condition"].startswith("API discovery of metrics.k8s.io/v1beta1 fails")
-    assert "kubectl delete apiservice v1beta1.metrics.k8s.io" in f["fix"]
-    assert any("APIService v1beta1.metrics.k8s.io is unavailable (ServiceNotFound" in e for e in f["evidence"])
+    assert f["condition"].startswith(f"API discovery of {group_version} fails")
+    assert f"kubectl delete apiservice {name}" in f["fix"]
+    assert any(f"APIService {name} is unavailable (ServiceNotFound" in e for e in f["evidence"]), f["evidence"]
 
 
 @pytest.mark.controllers

@@ -7,7 +7,7 @@ import pytest
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
-from tests.scenario import node_a_budget_stops
+from tests.scenario import node_a_budget_stops, unavailable_apiservice
 from tests.scenarios.test_stuck import claim_and_user
 
 
@@ -122,16 +122,7 @@ def test_a_namespace_that_an_unavailable_apiservice_would_stop(cluster):
     names the APIService; after the deletion the namespace is really held, and explain names the same APIService.
     On a real control plane it stops every namespace deletion while it exists: the APIService is suffixed, and
     the cluster's cleanup (which runs when the test fails too) deletes it before anything else."""
-    group = f"{cluster.suffix}.metrics.example.com"
-    service = cluster.create({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-                              "metadata": {"name": f"v1beta1.{group}"},
-                              "spec": {"group": group, "version": "v1beta1", "groupPriorityMinimum": 100,
-                                       "versionPriority": 100, "insecureSkipTLSVerify": True,
-                                       "service": {"namespace": cluster.namespace, "name": "missing", "port": 443}}})
-    name = service["metadata"]["name"]
-    cluster.eventually(lambda: any(c.get("type") == "Available" and c.get("status") == "False"
-                                   for c in (cluster.get(service).get("status") or {}).get("conditions") or []),
-                       message="the APIService to be unavailable")
+    name, _ = unavailable_apiservice(cluster)
     ns = cluster.name("team")
     cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     result = kfin("preflight", "ns", ns, "-o", "json", "--exit-code", "--kubeconfig", str(cluster.kubeconfig))

@@ -6,6 +6,7 @@ import pytest
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
+from tests.scenario import KCM_DOWN
 
 
 @pytest.fixture(autouse=True)
@@ -136,6 +137,7 @@ def test_a_namespace_completes_once_its_content_is_unstuck(cluster):
     cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to complete")
 
 
+@pytest.mark.fake_only(KCM_DOWN)
 def test_finalize_a_namespace_whose_controller_is_down(fake, fake_kubeconfig, audit_log):
     from tests.fakeapi.rawclient import RawClient
 
@@ -163,21 +165,23 @@ def test_finalize_a_namespace_whose_controller_is_down(fake, fake_kubeconfig, au
     assert puts[0].body["kind"] == "Namespace" and puts[0].body["spec"]["finalizers"] == []
 
 
-def test_forced_finalize_reports_what_is_left_behind(fake, fake_kubeconfig):
+@pytest.mark.controllers
+def test_forced_finalize_reports_what_is_left_behind(cluster):
     """A namespace forced through /finalize disappears, its content stays: kfin says so, from a fresh read."""
-    from tests.fakeapi.rawclient import RawClient
-
-    api = RawClient(fake.url, "admin-token")
-    api.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
-    api.create("/api/v1/namespaces/team/configmaps", {"metadata": {"name": "held", "finalizers": ["example.com/x"]}})
-    api.delete("/api/v1/namespaces/team")
-    result = kfin("remove", "ns", "team", "--finalizer", "kubernetes", "--confirm", "--force",
-                  "--kubeconfig", str(fake_kubeconfig))
-    assert result.code == 0
+    ns = cluster.name("team")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "held", "namespace": ns, "finalizers": ["example.com/x"]}})
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    result = kfin("remove", "ns", ns, "--finalizer", "kubernetes", "--confirm", "--force",
+                  "--kubeconfig", str(cluster.kubeconfig))
+    assert result.code == 0, result.stderr
     assert "stay in etcd" in result.stderr  # the risk, named in the warning
-    assert not api.exists("/api/v1/namespaces/team") and api.exists("/api/v1/namespaces/team/configmaps/held")
+    cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to go")
+    assert cluster.get(f"/api/v1/namespaces/{ns}/configmaps/held") is not None
 
 
+@pytest.mark.fake_only("another write lands between kfin's read and its patch: only the fake can hold a request there")
 @pytest.mark.parametrize("writer", ["adds", "removes"])
 def test_a_write_between_read_and_patch_is_never_lost(fake, fake_kubeconfig, writer):
     """Another client changes the finalizers right before kfin's patch lands: the test op fails, kfin reads
@@ -210,17 +214,15 @@ def test_a_write_between_read_and_patch_is_never_lost(fake, fake_kubeconfig, wri
     assert len([r for r in fake.requests if r.method == "PATCH"]) == 2  # the failed guard, then the retry
 
 
-def test_concurrent_writers_never_lose_a_change(fake, fake_kubeconfig):
+def test_concurrent_writers_never_lose_a_change(cluster):
     """Many runs with a real concurrent client adding finalizers while kfin removes one."""
     import threading
 
-    from tests.fakeapi.rawclient import RawClient
-
-    api = RawClient(fake.url, "admin-token")
+    api = cluster.api
     for run in range(15):
         name = f"held-{run}"
-        path = f"/api/v1/namespaces/default/configmaps/{name}"
-        api.create("/api/v1/namespaces/default/configmaps", {"metadata": {
+        path = f"/api/v1/namespaces/{cluster.namespace}/configmaps/{name}"
+        api.create(f"/api/v1/namespaces/{cluster.namespace}/configmaps", {"metadata": {
             "name": name, "finalizers": ["example.com/a", "example.com/b"]}})
         added = []
 
@@ -237,7 +239,7 @@ def test_concurrent_writers_never_lose_a_change(fake, fake_kubeconfig):
         thread = threading.Thread(target=writer)
         thread.start()
         result = kfin("remove", "cm", name, "--finalizer", "example.com/a", "--confirm", "--allow-live",
-                      "--kubeconfig", str(fake_kubeconfig))
+                      "--kubeconfig", str(cluster.kubeconfig))
         thread.join()
         assert result.code == 0, result.stderr
         final = api.get(path)["metadata"]["finalizers"]
