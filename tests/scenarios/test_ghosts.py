@@ -103,3 +103,33 @@ def test_a_ghost_never_deleted_is_explained_and_its_namespace_recreated_on_reque
     assert cleaned.code == ExitCode.OK, cleaned
     cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to go")
     assert cluster.get(path) is None
+
+
+def test_a_namespace_finalized_before_its_deletion_waits_for_another_delete(cluster):
+    """The forum recipe run on a namespace before deleting it: its finalizers are gone, so the DELETE only marks it
+    Terminating, the namespace controller never acts on it, and kube-apiserver purges it only at another DELETE
+    (seen on the real tier, where kfin said "none: deletion should complete on its own"). kfin says what holds it,
+    and that its content goes first: purged now, the content would stay stored out of sight."""
+    ns = cluster.name("early")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "left", "namespace": ns}})
+    namespace = cluster.get(f"/api/v1/namespaces/{ns}")
+    namespace["spec"]["finalizers"] = []
+    cluster.api.ok("PUT", f"/api/v1/namespaces/{ns}/finalize", namespace)
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+    [finding] = json.loads(kfin("explain", "ns", ns, "-o", "json", *base).stdout)["findings"]
+    assert finding["verdict"] == "HOLDING" and "purges it only at another DELETE" in finding["condition"]
+    assert finding["fix"].startswith("delete what is left in it first (") and \
+        finding["fix"].endswith(f"kubectl delete namespace {ns} again; purged now, they would stay stored out of sight")
+    [row] = [i for i in json.loads(kfin("stuck", "-A", "-o", "json", *base).stdout)["items"] if i["name"] == ns]
+    assert row["verdict"] == "HOLDING" and "nothing deletes it until another DELETE" in row["blocker"]
+    kinds = ("configmaps", "serviceaccounts")  # ours, and what the control plane put there (kube-root-ca.crt, default)
+    for resource in kinds:
+        cluster.api.send("DELETE", f"/api/v1/namespaces/{ns}/{resource}")
+    cluster.eventually(lambda: not any(cluster.api.get(f"/api/v1/namespaces/{ns}/{r}")["items"] for r in kinds),
+                       message="the content to go")
+    [finding] = json.loads(kfin("explain", "ns", ns, "-o", "json", *base).stdout)["findings"]
+    assert finding["fix"] == f"kubectl delete namespace {ns} again: it is purged at once"
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    assert cluster.get(f"/api/v1/namespaces/{ns}") is None

@@ -15,6 +15,7 @@ from kfin.core.causes.registry import (
     Link,
     Verdict,
     explains,
+    explains_deletion,
     state_line,
     waiting_on_controller_manager,
 )
@@ -176,3 +177,49 @@ def namespace(ctx: Context) -> Finding:
     return waiting_on_controller_manager(
         ctx, "the namespace is empty", FINALIZE_RISK, (), "waiting for the namespace controller to finalize it"
     )
+
+
+def _unpurged(obj: KubeObject) -> bool:
+    """A Terminating namespace with no finalizer left in spec or metadata."""
+    return (obj.type.group, obj.type.resource) == ("", "namespaces") and not obj.spec_finalizers
+
+
+@explains_deletion(
+    "namespace purge",
+    _unpurged,
+    "a namespace until kube-apiserver purges it",
+    "kube-apiserver, at a DELETE",
+)
+def unpurged_namespace(ctx: Context) -> Finding:
+    """kube-apiserver's namespace storage purges a namespace at a DELETE once its finalizers are gone, or at the
+    /finalize that empties them; the first DELETE only marks it. A namespace whose spec.finalizers were emptied
+    (the forum recipe) before it was deleted stays Terminating with nothing left to act: the namespace controller
+    never deletes its content either (seen on a real v1.36 control plane)."""
+    ns, facts = ctx.obj, ctx.facts
+    content = facts.everything(ns.name)
+    remaining = [o for o in content or [] if o.namespace == ns.name and o.type.namespaced]
+    again = f"kubectl delete namespace {ns.name}"
+    if content is None:
+        fix = (
+            f"delete what is left in it first (kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 "
+            f"kubectl get -n {ns.name}: kfin could not list it), then {again} again"
+        )
+    elif remaining:
+        fix = (
+            f"delete what is left in it first ({len(remaining)} object{'s' if len(remaining) != 1 else ''}: kfin "
+            f"stuck -n {ns.name}), then {again} again; purged now, they would stay stored out of sight"
+        )
+    else:
+        fix = f"{again} again: it is purged at once"
+    found = ctx.finding(
+        "its finalizers were removed before it was deleted, so the namespace controller never acts on it and "
+        "kube-apiserver purges it only at another DELETE: nothing will delete it or its content",
+        Verdict.HOLDING,
+        fix,
+        FINALIZE_RISK if remaining or content is None else "none: an empty namespace",
+        [f"{len(remaining)} object{'s' if len(remaining) != 1 else ''} still in it, never deleted"]
+        if remaining
+        else [],
+    )
+    found.summary = "no finalizer left, but nothing deletes it until another DELETE"
+    return found
