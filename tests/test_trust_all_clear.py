@@ -196,3 +196,25 @@ def test_a_decompression_bomb_is_refused_by_what_it_inflates_to(fake, fake_kubec
     result = kfin("stuck", "-A", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
     assert result.code == ExitCode.PARTIAL, result
     assert "an answer larger than 1 MiB: refused" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["gone", "still-served"])
+def test_a_type_gone_between_discovery_and_its_list_holds_nothing(fake, fake_kubeconfig, served):
+    """A CRD deleted while kfin scans (helm uninstall beside it; seen on the real tier, where a scenario's CRD went
+    while the next one scanned): its list answers kube-apiserver's plain 404. When its group version no longer
+    serves it, it holds nothing and the scan is complete; when discovery still lists it (an aggregated API's
+    backend answering 404), the list failed."""
+    api = RawClient(fake.url, "admin-token")
+    widget_crd(api, "gadgets", "Gadget")
+    page_not_found = dict(status=404, body=b"404 page not found\n", content_type="text/plain; charset=utf-8")
+    fake.faults.append(Fault(path="^/apis/acme.io/v1/namespaces/default/gadgets$", **page_not_found))
+    if not served:
+        fake.faults.append(Fault(path="^/apis/acme.io/v1$", **page_not_found))
+    result = kfin("stuck", "-n", "default", "-o", "json", "--exit-code", "--kubeconfig", str(fake_kubeconfig))
+    report = json.loads(result.stdout)
+    if served:
+        assert result.code == ExitCode.PARTIAL and report["complete"] is False, result
+        assert [(f["what"], f["target"]) for f in report["failures"]] == [("list", "gadgets.acme.io in namespace default")]
+    else:
+        assert result.code == ExitCode.OK and report["complete"] is True and report["failures"] == [], result
+        assert "warning" not in result.stderr

@@ -22,7 +22,7 @@ from typing import Any
 from kfin.api.connection import Kube
 from kfin.api.resources import aggregated_versions, parse_aggregated, parse_resource_list
 from kfin.api.shapes import ShapeError, resource_problem
-from kfin.errors import ForbiddenError, KfinError, UnreachableError
+from kfin.errors import ForbiddenError, KfinError, NotFoundError, UnreachableError
 from kfin.model import Failure, ResourceType
 from kfin.util.parallel import ordered
 
@@ -46,6 +46,19 @@ def failure_of(what: str, target: str, error: KfinError) -> Failure:
     else:
         reason = getattr(error, "reason", "") or "Error"
     return Failure(what, target, reason, error.message)
+
+
+def no_longer_served(kube: Kube, rtype: ResourceType) -> bool:
+    """Whether a type discovery listed is gone since (its list answered 404): a CRD deleted while kfin scanned.
+    Its group version no longer exists, or no longer lists it; anything else (a 404 from an aggregated API's
+    backend, a failed discovery) is not taken for it."""
+    try:
+        served = parse_resource_list(rtype.group, rtype.version, kube.resource_list(rtype.group, rtype.version))
+    except NotFoundError:
+        return True
+    except KfinError:
+        return False
+    return not any(r.resource == rtype.resource for r in served)
 
 
 def read_cache(path: Path) -> dict | None:

@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any
 
 from kfin.api.connection import Kube
-from kfin.api.discovery import failure_of
+from kfin.api.discovery import failure_of, no_longer_served
 from kfin.api.paths import resource_path
 from kfin.errors import KfinError, NotFoundError
 from kfin.model import (
@@ -419,6 +419,8 @@ def scan(
         try:
             found = result()
         except KfinError as error:
+            if isinstance(error, NotFoundError) and no_longer_served(kube, r):
+                return []  # a type gone since discovery (a CRD deleted during the scan) holds nothing
             target = r.qualified + (f" in namespace {namespace}" if namespace and r.namespaced else "")
             failures.append(failure_of("list", target, error))
             return []

@@ -357,6 +357,8 @@ class FakeAPIServer:
             if discovery is not None:
                 return 200, "application/json", discovery
             route = self._route(parts)
+            if route.group and route.group not in self.cluster.group_versions:
+                raise st.page_not_found()
             rt = self.cluster.resolve(route.group, route.version, route.resource)
             gv = f"{route.group}/{route.version}"
             if gv in self.cluster.aggregated and gv not in self.cluster.aggregated_backends:
@@ -450,9 +452,9 @@ class FakeAPIServer:
             return {"kind": "APIResourceList", "groupVersion": "v1", "resources": c.discovery["v1"]}
         if parts == ["apis"]:
             return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [self._group(g) for g in c.group_order]}
+        if len(parts) in (2, 3) and parts[0] == "apis" and parts[1] not in c.group_versions:
+            raise st.page_not_found()
         if len(parts) == 2 and parts[0] == "apis":
-            if parts[1] not in c.group_versions:
-                raise st.unknown_resource()
             return {"kind": "APIGroup", "apiVersion": "v1", **self._group(parts[1])}
         if len(parts) == 3 and parts[0] == "apis":
             gv = f"{parts[1]}/{parts[2]}"

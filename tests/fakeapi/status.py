@@ -42,6 +42,12 @@ def not_found(group: str, resource: str, name: str) -> APIError:
                    _details(name, group, resource))
 
 
+def page_not_found() -> APIError:
+    """A path under /apis of a group the server does not serve: no handler at all, so Go's plain text (seen on
+    the real tier, as for a CRD deleted since discovery)."""
+    return APIError(404, "404 page not found\n", "text/plain; charset=utf-8")
+
+
 def unknown_resource() -> APIError:
     return failure(404, "NotFound", "the server could not find the requested resource", {})
 
