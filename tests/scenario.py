@@ -270,8 +270,8 @@ class ScenarioCluster:
                                    if p.startswith("/api/v1/namespaces/")]
 
     def _begin_namespace_deletion(self, namespace: str):
-        """Delete a namespace of ours, then strip its content's finalizers and force its Pods (no kubelet confirms
-        them) once: nothing new can be created in a Terminating namespace. A ghost's namespace (forced through
+        """Delete a namespace of ours, then strip its content's finalizers and delete it (its Pods forced: no
+        kubelet confirms them) once: nothing new can be created in a Terminating namespace. A ghost's namespace (forced through
         /finalize with content left) is created again first, since writes to its content answer 404 until it
         exists."""
         ns_path = f"/api/v1/namespaces/{namespace}"
@@ -279,7 +279,7 @@ class ScenarioCluster:
             self.api.send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                          "metadata": {"name": namespace}})
         self.api.delete(ns_path)
-        self._strip_namespace_content(namespace)
+        self._strip_namespace_content(namespace, delete=True)
 
     def _delete_namespace(self, namespace: str, timeout: float = 60):
         """Wait for a namespace of ours to go, stripping what its content still holds meanwhile."""
@@ -312,13 +312,17 @@ class ScenarioCluster:
                                   r["name"]))
         return found
 
-    def _strip_namespace_content(self, namespace: str):
-        """Remove the finalizers our own objects still carry, so that our namespace can go."""
+    def _strip_namespace_content(self, namespace: str, delete: bool = False):
+        """Remove the finalizers our own objects still carry, so that our namespace can go; `delete`: delete
+        each of them too, at once, rather than 5 s later with the namespace controller (a workload of ours must
+        not be found by the next scenario's kfin, which looks for controllers in every namespace)."""
         for path, item, resource in self._namespace_items(namespace):
             if item["metadata"].get("finalizers"):
                 self.strip_finalizers(path)
             if resource == "pods":  # our Pods name nodes that do not exist: no kubelet will confirm
                 self.api.delete(path, grace=0)
+            elif delete:
+                self.api.delete(path)
 
 
 def node_a_budget_stops(cluster) -> dict:
