@@ -218,3 +218,18 @@ def test_a_type_gone_between_discovery_and_its_list_holds_nothing(fake, fake_kub
     else:
         assert result.code == ExitCode.OK and report["complete"] is True and report["failures"] == [], result
         assert "warning" not in result.stderr
+
+
+def test_preflight_of_a_deployment_whose_pods_cannot_be_listed_says_so(fake, fake_kubeconfig):
+    """What a Deployment owns is read before it is predicted (its ReplicaSet and Pods): a list that fails there is
+    named in couldNotRead and makes the answer partial, never a silent all-clear."""
+    api = RawClient(fake.url, "admin-token")
+    api.create("/apis/apps/v1/namespaces/default/deployments", {"metadata": {"name": "web"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    fake.faults.append(Fault(path="^/api/v1/namespaces/default/pods$", status=500))
+    result = kfin("preflight", "deployment", "web", "-n", "default", "-o", "json", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.PARTIAL, result
+    report = json.loads(result.stdout)
+    assert "pods in namespace default" in report["couldNotRead"], report["couldNotRead"]
+    assert [d["kind"] for d in report["wouldDelete"]] == ["ReplicaSet"]  # its Pod could not be read

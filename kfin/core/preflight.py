@@ -164,7 +164,12 @@ def _deleted_with(facts: Facts, target: KubeObject) -> tuple[list[KubeObject], l
     # in the facts until something asks for them.
     if facts.everything(target.namespace or None) is None:
         return [], [f"what {target.ref} owns (the snapshot does not cover it)"]
-    failed = [f.target for f in facts.inventory.failures if f.what == "list"]
+    where = f" in namespace {target.namespace}"  # a namespaced owner's: its namespace's lists, and cluster-wide ones
+    failed = [
+        f.target
+        for f in facts.inventory.failures
+        if f.what == "list" and (not target.namespace or f.target.endswith(where) or " in namespace " not in f.target)
+    ]
     out, queue, seen = [], [target], {target.uid}
     while queue:
         for dependent in facts.dependents(queue.pop().uid):
