@@ -104,9 +104,3 @@ def test_finalizer_names_and_controller_references_are_validated(cluster):
         "apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "loose", "finalizers": ["cleanup"]}})
     assert code == 201 and answer["metadata"]["finalizers"] == ["cleanup"]
     cluster.strip_finalizers(f"/apis/{group}/v1/namespaces/{cluster.namespace}/widgets/loose")
-
-
-def test_deliberately_broken_on_the_real_tier(cluster):
-    """Issue 39: shown once, then reverted. The fake renews a kube-controller-manager leader Lease; the real
-    tier runs kube-controller-manager without leader election, so there is none: CI must fail here."""
-    assert cluster.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager")
