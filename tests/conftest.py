@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.control_plane import ENV_ASSETS, EnvtestControlPlane, shared_assets
+from tests.control_plane import EnvtestControlPlane, find_assets
 from tests.fakeapi import FakeAPIServer
 from tests.scenario import ENV_KUBECONFIG, ScenarioCluster, _kubeconfig_access, backends, envtest_absent
 
@@ -35,12 +35,9 @@ def fake_kubeconfig(fake, tmp_path):
 @pytest.fixture(scope="session")
 def envtest():
     """The real control plane of the session, started at the first scenario that runs on it."""
-    if os.environ.get(ENV_ASSETS):
-        assets: Path | None = Path(os.environ[ENV_ASSETS])
-    else:
-        assets, why = shared_assets()
-        if assets is None:
-            raise RuntimeError(why)
+    assets, why = find_assets()
+    if assets is None:
+        raise RuntimeError(why)
     plane = EnvtestControlPlane(assets).start()
     ENVTEST["started_in"] = plane.started_in
     try:
@@ -93,10 +90,11 @@ def pytest_terminal_summary(terminalreporter):
     if absent:
         terminalreporter.write_line(f"real control plane tier (envtest) skipped: {absent}")
         return
-    outcomes: Counter = Counter()
+    outcomes: Counter = Counter()  # a test's call, or the setup or teardown that failed or skipped it
     for key, reports in terminalreporter.stats.items():
         for report in reports:
-            if "[envtest" in getattr(report, "nodeid", "") and (getattr(report, "when", "") == "call" or getattr(report, "outcome", "") in ("failed", "skipped")):
+            when, outcome = getattr(report, "when", ""), getattr(report, "outcome", "")
+            if "[envtest" in getattr(report, "nodeid", "") and (when == "call" or outcome in ("failed", "skipped")):
                 outcomes[key] += 1
     if "started_in" in ENVTEST:
         counts = ", ".join(f"{n} {key}" for key, n in sorted(outcomes.items()))

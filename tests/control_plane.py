@@ -17,6 +17,7 @@ has rules (both show kube-controller-manager's controllers at work).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -145,7 +146,7 @@ class EnvtestControlPlane:
             "--allow-privileged=true"])
         self.server = f"https://127.0.0.1:{api_port}"
         admin = RawClient(self.server, self.ADMIN_TOKEN, ca_file=str(pki.ca))
-        self._wait(lambda: self._answers(admin, "/readyz"), "kube-apiserver to be ready (/readyz)")
+        self._wait(lambda: self._get(admin, "/readyz") is not None, "kube-apiserver to be ready (/readyz)")
         if not self.has_controller_manager:
             return
         kubeconfig = self.kubeconfig(self.dir / "controller-manager.kubeconfig", self.CONTROLLER_MANAGER_TOKEN,
@@ -158,7 +159,7 @@ class EnvtestControlPlane:
             f"--cluster-signing-cert-file={pki.ca}", f"--cluster-signing-key-file={pki.ca_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--allocate-node-cidrs=false",
             f"--secure-port={_free_port()}", "--bind-address=127.0.0.1"])
-        self._wait(lambda: self._answers(admin, "/api/v1/namespaces/default/serviceaccounts/default"),
+        self._wait(lambda: self._get(admin, "/api/v1/namespaces/default/serviceaccounts/default") is not None,
                    "the serviceaccount controller (ServiceAccount default/default)")
         self._wait(lambda: (self._get(admin, "/apis/rbac.authorization.k8s.io/v1/clusterroles/view") or {})
                    .get("rules"), "the clusterrole-aggregation controller (ClusterRole view with rules)")
@@ -179,24 +180,19 @@ class EnvtestControlPlane:
                 if process.poll() is not None:
                     raise RuntimeError(f"{name} exited with {process.returncode} while waiting for {what}: "
                                        f"{self._log_tail(name)}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}; logs in {self.dir}")
+            if time.monotonic() > deadline:  # the folder goes with stop(): the logs' last lines are told here
+                tails = "; ".join(f"{name}: {self._log_tail(name)}" for name in self.processes)
+                raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}: {tails}")
             time.sleep(0.2)
 
     @staticmethod
-    def _answers(client: RawClient, path: str) -> bool:
-        try:
-            return client.send("GET", path)[0] == 200
-        except OSError:
-            return False
-
-    @staticmethod
-    def _get(client: RawClient, path: str) -> dict | None:
+    def _get(client: RawClient, path: str):
+        """The answer to a GET when it is 200, else None (also while the server does not listen yet)."""
         try:
             code, answer = client.send("GET", path)
         except OSError:
             return None
-        return answer if code == 200 and isinstance(answer, dict) else None
+        return answer if code == 200 else None
 
     def _log_tail(self, name: str) -> str:
         lines = (self.dir / f"{name}.log").read_text(errors="replace").splitlines()
@@ -219,9 +215,12 @@ class EnvtestControlPlane:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def shared_assets() -> tuple[Path | None, str]:
-    """(the folder of the real control plane's binaries, "") from ../shared/control-plane, unpacked on first use;
-    (None, why not) when there is none beside the checkout or it cannot be unpacked."""
+def find_assets() -> tuple[Path | None, str]:
+    """(the folder of the real control plane's binaries, "") from KUBEBUILDER_ASSETS, else from
+    ../shared/control-plane, unpacked on first use; (None, why not) when there is none beside the checkout or it
+    cannot be unpacked."""
+    if os.environ.get(ENV_ASSETS):
+        return Path(os.environ[ENV_ASSETS]), ""
     unpack = SHARED_CONTROL_PLANE / "unpack.sh"
     if not unpack.exists():
         return None, f"{SHARED_CONTROL_PLANE} not found and {ENV_ASSETS} not set"
@@ -235,17 +234,19 @@ def main() -> None:
     """`python -m tests.control_plane --kubeconfig PATH`: start a control plane by hand (as a scenario would get
     it), write an admin kubeconfig, and stop it at Ctrl-C or SIGTERM."""
     import argparse
-    import os
     import signal
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
 
     parser = argparse.ArgumentParser(prog="python -m tests.control_plane", description=main.__doc__)
     parser.add_argument("--kubeconfig", required=True, type=Path)
     args = parser.parse_args()
-    assets, why = (Path(os.environ[ENV_ASSETS]), "") if os.environ.get(ENV_ASSETS) else shared_assets()
+    assets, why = find_assets()
     if assets is None:
         raise SystemExit(f"error: {why}")
     plane = EnvtestControlPlane(assets).start()
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    signal.signal(signal.SIGTERM, interrupt)
     try:
         plane.kubeconfig(args.kubeconfig.resolve(), plane.ADMIN_TOKEN, "admin")
         print(f"{plane.server} ready in {plane.started_in:.1f} s; kubeconfig {args.kubeconfig}", flush=True)

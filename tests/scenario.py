@@ -28,8 +28,8 @@ from tests.fakeapi.rawclient import RawClient
 ENV_KUBECONFIG = "KFIN_TEST_KUBECONFIG"
 ENV_ENVTEST = "KFIN_TEST_ENVTEST"  # "0": leave the real control plane out
 # Why a scenario runs on tests/fakeapi only (@pytest.mark.fake_only): what a real control plane cannot be made to
-# do on demand. kfin calls kube-controller-manager down once its lease is over a minute stale, and the real
-# tier's runs without leader election (../shared/control-plane/README.md), as some clusters do: no lease at all.
+# do on demand. kfin calls kube-controller-manager down once its lease is over a minute stale, and the real tier
+# runs it without leader election (../shared/control-plane/README.md), as some clusters do: no lease at all.
 KCM_DOWN = "kube-controller-manager down for minutes, its lease stale: the fake stops its controllers and ages the lease"
 
 
@@ -271,9 +271,9 @@ class ScenarioCluster:
 
     def _begin_namespace_deletion(self, namespace: str):
         """Delete a namespace of ours, then strip its content's finalizers and delete it (its Pods forced: no
-        kubelet confirms them) once: nothing new can be created in a Terminating namespace. A ghost's namespace (forced through
-        /finalize with content left) is created again first, since writes to its content answer 404 until it
-        exists."""
+        kubelet confirms them) once: nothing new can be created in a Terminating namespace. A ghost's namespace
+        (forced through /finalize with content left) is created again first, since writes to its content answer
+        404 until it exists."""
         ns_path = f"/api/v1/namespaces/{namespace}"
         if not self.api.exists(ns_path) and self._content_with_finalizers(namespace):
             self.api.send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",

@@ -42,9 +42,9 @@ def test_the_shared_control_plane_is_the_default_real_tier(monkeypatch, tmp_path
     monkeypatch.setattr(control_plane, "SHARED_CONTROL_PLANE", shared)
     monkeypatch.setattr("tests.scenario.SHARED_CONTROL_PLANE", shared)
     assert backends() == ["fakeapi", "envtest"]
-    assert control_plane.shared_assets() == (tmp_path / "bin", "")
+    assert control_plane.find_assets() == (tmp_path / "bin", "")
     (shared / "unpack.sh").write_text("echo 'unpack.sh: no xz' >&2; exit 1\n")
-    assert control_plane.shared_assets() == (None, f"{shared / 'unpack.sh'} failed: unpack.sh: no xz")
+    assert control_plane.find_assets() == (None, f"{shared / 'unpack.sh'} failed: unpack.sh: no xz")
 
 
 def test_envtest_without_binaries_says_what_is_missing(tmp_path):
