@@ -216,6 +216,15 @@ class Facts:
         except KfinError as error:
             return error
 
+    def _record(self, failures: list[Failure]) -> None:
+        """Keep each failed read once: a read asked for again (a namespace's content, by several causes) fails
+        again, and would be warned about as many times."""
+        seen = {(f.what, f.target) for f in self.inventory.failures}
+        for failure in failures:
+            if (failure.what, failure.target) not in seen:
+                seen.add((failure.what, failure.target))
+                self.inventory.failures.append(failure)
+
     def _apply_all(
         self, reads: list[tuple[ResourceType, str | None, list[KubeObject] | KfinError]], full: bool
     ) -> None:
@@ -225,7 +234,7 @@ class Facts:
             if isinstance(fresh, KfinError):
                 failure = failure_of("list", _target(rtype, namespace), fresh)
                 self.unreadable[key] = failure
-                self.inventory.failures.append(failure)
+                self._record([failure])
                 continue
             done.append((rtype, namespace, fresh))
             self._listed.add(key)
@@ -349,7 +358,7 @@ class Facts:
 
         inv.objects = [o for o in inv.objects if not replaced(o)] + [o for o in found if replaced(o)]
         inv.by_type = inv.kept = None  # no longer the same objects
-        inv.failures.extend(failures)
+        self._record(failures)
         failed = {f.target for f in failures}
         self._listed |= {
             (r.group, r.resource, scope if r.namespaced else "") for r in types if _target(r, namespace) not in failed
