@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kfin.core.causes import blocker_line, explain_cached
+from kfin.core.causes import Verdict, blocker_line, explain_cached, main_finding
 from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject
 
@@ -163,6 +163,7 @@ def follow(obj: KubeObject, facts: ClusterFacts) -> Chain:
         here = node_id(current)
         explanation = explain_cached(current, facts)
         verdicts = {f.verdict.value for f in explanation.findings}
+        main = main_finding(explanation)
         graph.add_node(
             here,
             label=current.ref,
@@ -170,6 +171,8 @@ def follow(obj: KubeObject, facts: ClusterFacts) -> Chain:
             object=current,
             line=blocker_line(explanation) if current.terminating else "not being deleted",
             verdict=next(iter(sorted(verdicts)), None),
+            # what to do where nothing deeper says it: waiting is the answer only where progress is expected
+            fix=main.fix if main is not None and main.verdict != Verdict.WAITING else None,
         )
         for finding in explanation.findings:
             for link in finding.links:
@@ -236,7 +239,12 @@ def _steps(chain: Chain) -> list[Step]:
         if action is None:
             if root == chain.start and not data["stuck"]:
                 continue
-            action = f"wait: {data['line']}" if data["stuck"] or data.get("actor") else f"deal with {data['label']}"
+            if data.get("fix") and data["stuck"]:
+                action = data["fix"]
+            elif data["stuck"] or data.get("actor"):
+                action = f"wait: {data['line']}"
+            else:
+                action = f"deal with {data['label']}"
         if action in done:
             continue
         done.add(action)

@@ -22,7 +22,7 @@ from kfin.core.causes import explain_object
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
 from kfin.core.causes.ecosystem import find_controller, holdings
-from kfin.core.causes.namespace import unavailable_apiservices
+from kfin.core.causes.namespace import rejected_deletes, unavailable_apiservices
 from kfin.core.causes.registry import Context, Verdict, control_plane_owned, controller_manager, family
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.facts import Facts
@@ -337,7 +337,8 @@ def _idle_workloads(ctx: Context, namespace: str, account: str) -> list[KubeObje
 
 def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> None:
     """What stops the namespace controller before it deletes anything (an unavailable APIService) or while it
-    deletes (a CRD whose conversion webhook cannot be called, for a type with objects here)."""
+    deletes (a webhook failing closed on DELETE of what is here; a CRD whose conversion webhook cannot be called,
+    for a type with objects here)."""
     ctx = Context(namespace, "kubernetes", "spec.finalizers", facts, family("kubernetes"))
     for service, why in unavailable_apiservices(ctx):
         result.stuck.append(
@@ -347,6 +348,13 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
                 f"{why}: the namespace controller stops before deleting anything",
                 "HOLDING",
                 f"kubectl delete apiservice {service.name} (if its server was uninstalled; else repair its backend)",
+            )
+        )
+    content = [o for o in facts.everything(namespace.name) or [] if o.namespace == namespace.name]
+    for rejection, why in rejected_deletes(facts, namespace, content, ""):
+        result.stuck.append(
+            Stuck(
+                namespace, "kubernetes", f"{why}: the namespace controller cannot delete it", "BLOCKED", rejection.step
             )
         )
     unlistable = list_failure_causes(facts)

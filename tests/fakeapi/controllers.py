@@ -28,7 +28,8 @@ import re
 import time
 from datetime import datetime, timezone
 
-from . import admission, conversion
+from . import admission, conversion, webhooks
+from . import status as st
 from .cluster import CRD_CLEANUP, AggregatedAPI, ResourceType
 from .workloads import WORKLOADS, WorkloadControllers
 
@@ -46,6 +47,8 @@ SERVICE_CIDRS = ("networking.k8s.io", "servicecidrs")
 IP_ADDRESSES = ("networking.k8s.io", "ipaddresses")
 VACS = ("storage.k8s.io", "volumeattributesclasses")
 RESOURCE_CLAIMS = ("resource.k8s.io", "resourceclaims")
+WEBHOOK_CONFIGURATIONS = (("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+                          ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"))
 SERVICE_CIDR_FINALIZER = "networking.k8s.io/service-cidr-finalizer"
 CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
 # kube-controller-manager's defaults: --node-monitor-grace-period (1.32+) and the pod GC's quarantine.
@@ -158,6 +161,8 @@ class Controllers:
             self.check_resource_claim(obj)
         elif key in WORKLOADS and what != "removed":
             self.workloads.changed(key, obj)
+        elif key in WEBHOOK_CONFIGURATIONS:
+            self.retry_namespaces()  # a webhook that rejected the namespace controller's deletions may be gone
         if key in (PVCS, PVS):
             self.check_vac_protection()
         if key == PODS:
@@ -328,10 +333,12 @@ class Controllers:
             return  # the real controller stops here: the APIService, not the content, is the blocker
         namespaced = [rt for rt in c.types.values() if rt.namespaced and "delete" in rt.verbs
                       and rt.origin != "aggregated"]
-        # a type whose deletecollection fails (a conversion webhook that cannot be called: conversion.py) is
-        # left as it is and counted nowhere, as the real controller collects its error and carries on
+        # a type whose deletecollection fails (a conversion webhook that cannot be called: conversion.py; an
+        # admission webhook failing closed on DELETE of one of its objects) is left as it is and counted nowhere,
+        # as the real controller collects its error and carries on
         failed = {rt.key: error for rt in namespaced
-                  if (error := conversion.namespace_deletion_error(c, rt, name)) is not None}
+                  if (error := conversion.namespace_deletion_error(c, rt, name) or _rejected_delete(c, rt, name))
+                  is not None}
         if delete_content:
             for rt in namespaced:
                 if rt.key in failed:
@@ -358,7 +365,7 @@ class Controllers:
         conditions = _ok_conditions()
         if failed:
             conditions["NamespaceDeletionContentFailure"] = ("True", "ContentDeletionFailed",
-                f"Failed to delete all resource types, {len(failed)} remaining: " + ", ".join(failed.values()))
+                f"Failed to delete all resource types, {len(failed)} remaining: " + _aggregate(list(failed.values())))
         if remaining:
             conditions["NamespaceContentRemaining"] = ("True", "SomeResourcesRemain",
                 "Some resources are remaining: " +
@@ -849,6 +856,23 @@ class Controllers:
         for ns in c.list(c.types[NAMESPACES], None):
             if ns["metadata"].get("deletionTimestamp"):
                 self.finalize_namespace(ns, delete_content=True)
+
+
+def _rejected_delete(c, rt, namespace: str) -> str | None:
+    """What an admission webhook answers the namespace controller's deletecollection of `rt` in `namespace`: it
+    is called for each object, and the first rejection fails the type (seen on the real tier: "Internal error
+    occurred: failed calling webhook ...")."""
+    for obj in c.list(rt, namespace):
+        try:
+            webhooks.admit(c, "DELETE", rt, namespace, "", obj["metadata"].get("labels") or {})
+        except st.APIError as error:
+            return error.body["message"]
+    return None
+
+
+def _aggregate(messages: list[str]) -> str:
+    """k8s.io/apimachinery/pkg/util/errors.NewAggregate(...).Error(): one error as it is, several in brackets."""
+    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
 
 
 def _ok_conditions(skip_discovery=False) -> dict:

@@ -8,7 +8,8 @@ request answers 500 `failed calling webhook` (captures 12-16 of causes), with Ig
 matchConditions are not evaluated (as if they matched). The webhook configurations themselves are
 never sent to a webhook, so that a broken one can always be deleted.
 
-Simplification: only requests to the API are admitted; the fake's controllers write around admission.
+The namespace controller's deletions of a namespace's content are admitted too (as DELETE, object by object:
+tests/fakeapi/controllers.py). Simplification: the fake's other controllers write around admission.
 """
 
 from . import status as st

@@ -4,6 +4,8 @@ cluster, and the cleanup deletes it before anything else."""
 
 import json
 
+import pytest
+
 from kfin.errors import ExitCode
 from tests.runner import kfin
 
@@ -77,3 +79,52 @@ def test_a_webhook_that_fails_open_or_does_not_match_is_no_cause(cluster):
                              "-o", "json").stdout)
     assert report["findings"][0]["verdict"] != "BLOCKED"
     cluster.api.delete(cluster.path_of(config))
+
+
+@pytest.mark.controllers
+def test_a_webhook_failing_closed_on_delete_holds_a_namespace_and_is_named(cluster):
+    """Issue 40: a webhook that rejects every DELETE of configmaps in a namespace (failurePolicy Fail, its Service
+    missing) rejects the namespace controller's deletions too: the namespace never goes (every namespace holds
+    kube-root-ca.crt). preflight predicts it, and explain names the configuration as the root cause, BLOCKED, where
+    kfin said "Nothing would be left stuck" and then "wait"."""
+    ns = cluster.name("guarded")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    config = cluster.create({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": cluster.name("deny-deletes")},
+        "webhooks": [{"name": "deletes.kfin.test", "failurePolicy": "Fail", "sideEffects": "None",
+                      "admissionReviewVersions": ["v1"], "timeoutSeconds": 2,
+                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                      "clientConfig": {"service": {"namespace": cluster.namespace, "name": "no-such-svc"}},
+                      "rules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                 "resources": ["configmaps"]}]}]})
+    name = config["metadata"]["name"]
+    why = (f"webhook deletes.kfin.test of ValidatingWebhookConfiguration {name} rejects every DELETE of configmaps in "
+           f"the namespace (failurePolicy Fail): its Service {cluster.namespace}/no-such-svc does not exist")
+    step = f"restore the backend of webhook deletes.kfin.test, or kubectl delete validatingwebhookconfiguration {name}"
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+    predicted = kfin("preflight", "ns", ns, "-o", "json", "--exit-code", *base)
+    assert predicted.code == ExitCode.FOUND, predicted
+    report = json.loads(predicted.stdout)
+    [gate] = [s for s in report["wouldBeStuck"] if s["object"]["kind"] == "Namespace"]
+    assert gate["verdict"] == "BLOCKED" and gate["reason"].startswith(why), gate
+    assert report["plan"][0]["action"].startswith(step)
+
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    cluster.eventually(lambda: 'failed calling webhook "deletes.kfin.test"' in next(
+        (c["message"] for c in (cluster.get(f"/api/v1/namespaces/{ns}") or {}).get("status", {}).get("conditions", [])
+         if c["type"] == "NamespaceDeletionContentFailure" and c["status"] == "True"), ""),
+        message="the namespace controller to fail")
+    explained = json.loads(kfin("explain", "ns", ns, "-o", "json", *base).stdout)
+    [finding] = explained["findings"]
+    assert finding["verdict"] == "BLOCKED" and finding["condition"].startswith(why), finding
+    assert any(e.startswith("condition NamespaceDeletionContentFailure: ") for e in finding["evidence"])
+    [root] = explained["chain"]["rootCauses"]
+    assert root["object"] == f"ValidatingWebhookConfiguration.admissionregistration.k8s.io/{name}"
+    assert explained["plan"]["steps"][0]["action"].startswith(step)
+    assert not [s for s in explained["plan"]["steps"] if s["action"].startswith("wait")]
+    [item] = [i for i in json.loads(kfin("stuck", "-A", "-o", "json", *base).stdout)["items"] if i["name"] == ns]
+    assert item["verdict"] == "BLOCKED"
+
+    cluster.api.delete(cluster.path_of(config))  # as the plan says: the namespace controller then carries on
+    cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to go")

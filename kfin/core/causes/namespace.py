@@ -20,7 +20,10 @@ from kfin.core.causes.registry import (
     waiting_on_controller_manager,
 )
 from kfin.core.causes.unreadable import list_failure_causes
-from kfin.model import KubeObject
+from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
+from kfin.core.causes.webhooks import Rejection, hook_named, rejecting_webhooks
+from kfin.core.facts import ClusterFacts
+from kfin.model import KubeObject, ResourceType
 
 STALE_GROUP = re.compile(r"(\S+): stale GroupVersion discovery")
 
@@ -41,6 +44,75 @@ def _names_kind(message: str, crd: KubeObject) -> bool:
     return bool(
         message and kind and group and re.search(rf"\b{re.escape(group)}/\S+, Kind={re.escape(kind)}\b", message)
     )
+
+
+def _unread_content(facts: ClusterFacts, namespace: str) -> list[str]:
+    """kfin's own failed lists that hide part of a namespace's content: of that namespace, or cluster-wide of a
+    namespaced type, each with the server's answer."""
+    namespaced = {r.qualified for r in facts.inventory.resources if r.namespaced}
+    return [
+        f"{f.target}: {f.message}"
+        for f in facts.inventory.failures
+        if f.what == "list" and (f.target.endswith(f" in namespace {namespace}") or f.target in namespaced)
+    ]
+
+
+def _unexplained(ctx: Context, remaining: list[KubeObject], unread: list[str], failed_content: str) -> Finding:
+    """A namespace being deleted whose content kfin could not read whole, or whose controller reports a failure
+    none of kfin's causes explains: never "empty", never "wait". UNKNOWN, with what was and was not found."""
+    ns = ctx.obj
+    kinds = Counter(o.type.qualified for o in remaining)
+    evidence = [f"kfin could not list {line}" for line in unread]
+    evidence += [f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []
+    evidence += [f"{kind}: {count} (none of it being deleted)" for kind, count in sorted(kinds.items())]
+    if failed_content:
+        condition = f"the namespace controller fails to delete its content: {failed_content}"
+        fix = (
+            "deal with what that failure names (kfin knows no cause for it); the namespace controller retries and "
+            "carries on once its deletions succeed"
+        )
+    else:
+        condition = f"kfin could not read all of its content ({'; '.join(unread)}): it may not be empty"
+        fix = (
+            f"read what kfin could not: kubectl get {' '.join(line.split(' ')[0] for line in unread)} -n {ns.name} "
+            "(an error there is what holds the namespace)"
+        )
+    found = ctx.finding(condition, Verdict.UNKNOWN, fix, FINALIZE_RISK, evidence)
+    found.summary = condition
+    return found
+
+
+FAILED_CALL = re.compile(r'failed calling webhook "([^"]+)"')
+
+
+def rejected_deletes(
+    facts: ClusterFacts, ns: KubeObject, remaining: list[KubeObject], failed_content: str
+) -> list[tuple[Rejection, str]]:
+    """(webhook, why) of each webhook failing closed that rejects the namespace controller's DELETE of what
+    remains in the namespace, by its rules and backend; and of each the controller's failure names ("failed
+    calling webhook NAME") that kfin cannot place by its rules (a backend that answers, but not in time)."""
+    by_type: dict[ResourceType, list[dict]] = {}
+    for obj in remaining:
+        by_type.setdefault(obj.type, []).append(obj.meta.get("labels") or {})
+    found: dict[tuple[str, str], tuple[Rejection, str]] = {}
+    for rtype, labels in by_type.items():
+        for r in rejecting_webhooks(facts, rtype, "DELETE", ns.name, labels):
+            key = (r.config.uid, r.hook)
+            if key in found:
+                continue
+            found[key] = (
+                r,
+                f"webhook {r.hook} of {r.config.type.kind} {r.config.name} rejects every DELETE of "
+                f"{rtype.qualified} in the namespace (failurePolicy Fail): {r.problem}{r.conditions}",
+            )
+    for name in FAILED_CALL.findall(failed_content):
+        config = hook_named(facts, name)
+        if config is None or any(r.hook == name for r, _ in found.values()):
+            continue
+        problem = "the namespace controller's DELETE failed calling it (condition NamespaceDeletionContentFailure)"
+        r = Rejection(config, name, problem, "")
+        found[(config.uid, name)] = (r, f"webhook {name} of {config.type.kind} {config.name}: {problem}")
+    return list(found.values())
 
 
 def unavailable_apiservices(ctx: Context) -> list:
@@ -137,10 +209,26 @@ def namespace(ctx: Context) -> Finding:
         ]
         return found
     remaining = [o for o in content if o.namespace == ns.name and o.type.namespaced]
+    rejections = rejected_deletes(facts, ns, remaining, failed_content) if ns.terminating else []
+    if rejections:
+        found = ctx.finding(
+            "; ".join(why for _, why in rejections) + ": the namespace controller cannot delete them",
+            Verdict.BLOCKED,
+            "; ".join(dict.fromkeys(r.step for r, _ in rejections)) + "; the namespace controller then carries on",
+            f"{WEBHOOK_RISK}; {FINALIZE_RISK}",
+            [why for _, why in rejections]
+            + ([f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []),
+        )
+        found.summary = f"{rejections[0][1]}, so the namespace controller cannot delete its content"
+        found.links = [Link("webhook", why, target=r.config, step=r.step, risk=WEBHOOK_RISK) for r, why in rejections]
+        return found
+    unread = _unread_content(facts, ns.name)
+    stuck = [o for o in remaining if o.terminating]
+    if ns.terminating and (unread or failed_content) and not stuck:
+        return _unexplained(ctx, remaining, unread, failed_content)
     if remaining:
         kinds = Counter(o.type.qualified for o in remaining)
         evidence = [f"{kind}: {count}" for kind, count in sorted(kinds.items())]
-        stuck = [o for o in remaining if o.terminating]
         evidence += [f"{o.ref} is stuck: {state_line(o, facts)}" for o in stuck[:10]]
         if len(stuck) > 10:
             evidence.append(f"... and {len(stuck) - 10} more stuck objects (kfin stuck -n {ns.name})")

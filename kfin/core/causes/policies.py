@@ -42,9 +42,9 @@ def _matches(resources: dict | None, obj: KubeObject, namespace_labels: dict) ->
     if not resources:
         return True
     rules = resources.get("resourceRules")
-    if rules is not None and not any(rule_matches(rule, obj) for rule in rules):
+    if rules is not None and not any(rule_matches(rule, obj.type) for rule in rules):
         return False
-    if any(rule_matches(rule, obj) for rule in resources.get("excludeResourceRules") or []):
+    if any(rule_matches(rule, obj.type) for rule in resources.get("excludeResourceRules") or []):
         return False
     if obj.namespace and not selector_matches(resources.get("namespaceSelector"), namespace_labels):
         return False

@@ -1,13 +1,16 @@
 """Admission webhooks that fail closed: a Validating- or MutatingWebhookConfiguration whose rules match an
-UPDATE of the object, with `failurePolicy: Fail` (the default) and a backend that cannot answer, rejects
-every finalizer removal, its own controller's included (captures 12-16 of causes). It is the root cause of
-every finalizer of the object, whatever each one protects."""
+operation, with `failurePolicy: Fail` (the default) and a backend that cannot answer, rejects every request it
+matches. On an UPDATE of the object it rejects every finalizer removal, its own controller's included
+(captures 12-16 of causes): the root cause of every finalizer of the object, whatever each one protects. On a
+DELETE it rejects the namespace controller's deletion of a namespace's content (kfin.core.causes.namespace)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kfin.core.causes.registry import EVERYWHERE, Link, gates
 from kfin.core.facts import ClusterFacts
-from kfin.model import KubeObject
+from kfin.model import KubeObject, ResourceType
 
 GROUP = "admissionregistration.k8s.io"
 KINDS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
@@ -17,17 +20,17 @@ def _has(values: list[str] | None, wanted: str) -> bool:
     return "*" in (values or []) or wanted in (values or [])
 
 
-def rule_matches(rule: dict, obj: KubeObject) -> bool:
-    """Does an admission rule match an UPDATE of the object itself (no subresource)?"""
+def rule_matches(rule: dict, rtype: ResourceType, operation: str = "UPDATE") -> bool:
+    """Does an admission rule match `operation` on objects of a type (the objects themselves, no subresource)?"""
     scope = rule.get("scope") or "*"
-    if scope != "*" and scope != ("Namespaced" if obj.type.namespaced else "Cluster"):
+    if scope != "*" and scope != ("Namespaced" if rtype.namespaced else "Cluster"):
         return False
     resources = rule.get("resources") or []
     return (
-        _has(rule.get("operations"), "UPDATE")
-        and _has(rule.get("apiGroups"), obj.type.group)
-        and _has(rule.get("apiVersions"), obj.type.version)
-        and ("*" in resources or obj.type.resource in resources)
+        _has(rule.get("operations"), operation)
+        and _has(rule.get("apiGroups"), rtype.group)
+        and _has(rule.get("apiVersions"), rtype.version)
+        and ("*" in resources or rtype.resource in resources)
     )
 
 
@@ -70,45 +73,81 @@ def backend_problem(hook: dict, facts: ClusterFacts) -> str | None:
     return None if ready else f"its Service {namespace}/{name} has no ready endpoints"
 
 
-@gates(
-    reads=((GROUP, "validatingwebhookconfigurations", EVERYWHERE), (GROUP, "mutatingwebhookconfigurations", EVERYWHERE))
-)
-def failing_webhooks(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
-    links = []
+@dataclass
+class Rejection:
+    """A webhook that rejects an operation on objects: its configuration, its name, why its backend cannot
+    answer."""
+
+    config: KubeObject
+    hook: str
+    problem: str
+    conditions: str  # " (its matchConditions were not evaluated)" or ""
+
+    @property
+    def step(self) -> str:
+        singular = self.config.type.kind.lower()
+        return (
+            f"restore the backend of webhook {self.hook}, or kubectl delete {singular} {self.config.name} if its "
+            "operator was uninstalled"
+        )
+
+
+def rejecting_webhooks(
+    facts: ClusterFacts, rtype: ResourceType, operation: str, namespace: str, labels: list[dict]
+) -> list[Rejection]:
+    """The webhooks failing closed whose rules match `operation` on objects of `rtype` in `namespace` with one of
+    the `labels` (an object selector matches an object's labels), and whose backend cannot answer."""
     namespace_labels: dict[str, str] = {}
-    if obj.namespace:
-        ns = (facts.namespaces_by_name() or {}).get(obj.namespace)
+    if namespace:
+        ns = (facts.namespaces_by_name() or {}).get(namespace)
         namespace_labels = (ns.meta.get("labels") or {}) if ns else {}
+    found = []
     for kind in KINDS:
         for config in facts.objects(GROUP, kind, full=True) or []:
             for hook in config.raw.get("webhooks") or []:
                 if (hook.get("failurePolicy") or "Fail") != "Fail":
                     continue
-                if not any(rule_matches(r, obj) for r in hook.get("rules") or []):
+                if not any(rule_matches(r, rtype, operation) for r in hook.get("rules") or []):
                     continue
-                if obj.namespace and not selector_matches(hook.get("namespaceSelector"), namespace_labels):
+                if namespace and not selector_matches(hook.get("namespaceSelector"), namespace_labels):
                     continue
-                if not selector_matches(hook.get("objectSelector"), obj.meta.get("labels") or {}):
+                if not any(selector_matches(hook.get("objectSelector"), each) for each in labels):
                     continue
                 problem = backend_problem(hook, facts)
                 if problem is None:
                     continue
                 conditions = " (its matchConditions were not evaluated)" if hook.get("matchConditions") else ""
-                singular = (
-                    "validatingwebhookconfiguration"
-                    if kind.startswith("validating")
-                    else "mutatingwebhookconfiguration"
-                )
-                links.append(
-                    Link(
-                        "webhook",
-                        f"webhook {hook.get('name')} of {config.type.kind} {config.name} "
-                        f"rejects every UPDATE of it (failurePolicy Fail): {problem}{conditions}",
-                        target=config,
-                        step=f"restore the backend of webhook {hook.get('name')}, or kubectl delete "
-                        f"{singular} {config.name} if its operator was uninstalled",
-                        risk="deleting the webhook configuration lifts the check it enforces for every "
-                        "matching request until its operator puts it back",
-                    )
-                )
-    return links
+                found.append(Rejection(config, str(hook.get("name")), problem, conditions))
+    return found
+
+
+def hook_named(facts: ClusterFacts, name: str) -> KubeObject | None:
+    """The webhook configuration that holds a webhook of this name (as an API server's error names it)."""
+    for kind in KINDS:
+        for config in facts.objects(GROUP, kind, full=True) or []:
+            if any(hook.get("name") == name for hook in config.raw.get("webhooks") or []):
+                return config
+    return None
+
+
+RISK = (
+    "deleting the webhook configuration lifts the check it enforces for every matching request until its operator "
+    "puts it back"
+)
+
+
+@gates(
+    reads=((GROUP, "validatingwebhookconfigurations", EVERYWHERE), (GROUP, "mutatingwebhookconfigurations", EVERYWHERE))
+)
+def failing_webhooks(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
+    return [
+        Link(
+            "webhook",
+            f"webhook {r.hook} of {r.config.type.kind} {r.config.name} rejects every UPDATE of it (failurePolicy "
+            f"Fail): {r.problem}{r.conditions}",
+            target=r.config,
+            step=r.step,
+            risk=RISK,
+        )
+        for r in rejecting_webhooks(facts, obj.type, "UPDATE", obj.namespace, [obj.meta.get("labels") or {}])
+    ]
