@@ -20,7 +20,7 @@ from kfin.commands.flags import (
 )
 from kfin.core.blocking import follow, root_summary
 from kfin.core.causes import blocker_line, explain_cached
-from kfin.core.lookup import live_target
+from kfin.core.lookup import MissingObjectError, live_target
 from kfin.core.scope import Scope
 from kfin.errors import ExitCode, NotFoundError
 from kfin.model import KubeObject
@@ -67,10 +67,18 @@ def wait(
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
     request_timeout: TimeoutOpt = None,
+    uid: str = typer.Option(
+        "",
+        "--uid",
+        metavar="UID",
+        help="Wait for the object of this uid: one already gone (or replaced by another of the same name) is "
+        "gone, exit 0. Without it, an object kfin cannot find is an error (exit 7), never 'gone'.",
+    ),
 ) -> None:
     """Follow a deletion until the object is gone (a watch), showing what remains.
 
-    Exit 0 once it is gone; exit 1 after --timeout, naming what still holds it.
+    Exit 0 once it is gone; exit 1 after --timeout, naming what still holds it; exit 7 when there is no
+    such object to wait for (a typo is never 'gone': pass --uid for one that may already be).
 
     Example: kfin wait ns team-a --timeout 10m
     """
@@ -80,8 +88,17 @@ def wait(
     scope = options.scope()
     try:
         obj, facts = live_target(scope, kind, name)
-    except NotFoundError:
-        say(f"{kind} {name} is gone")
+    except MissingObjectError as missing:  # an unknown kind is not caught: a typo, exit 7 with did-you-mean
+        if uid:  # it existed: the uid says so
+            say(f"{missing.ref} is gone")
+            return
+        where = f': namespace "{missing.namespace}" does not exist' if missing.namespace_absent else ""
+        raise NotFoundError(
+            f"{missing.message}{where}: nothing to wait for (a typo?). To wait for an object that may already "
+            f"be gone, name it by its uid: --uid UID"
+        ) from None
+    if uid and obj.uid != uid:
+        say(f"{obj.ref} of uid {uid} is gone (the one there now is another object: uid {obj.uid})")
         return
     if not obj.terminating:
         warn(f"{obj.ref} is not being deleted: waiting anyway")

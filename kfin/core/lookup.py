@@ -14,7 +14,7 @@ from kfin.api.scan import REDUCED_FIELDS, reduce_object, slim_metadata, with_man
 from kfin.core import catalog
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
-from kfin.errors import NotFoundError, UsageError
+from kfin.errors import KfinError, NotFoundError, UsageError
 from kfin.model import Inventory, KubeObject, ResourceType
 
 
@@ -47,6 +47,27 @@ def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     return matches[0], Facts(inv)
 
 
+class MissingObjectError(NotFoundError):
+    """The kind is known, but no object of that name is there (a typo of the kind is a plain NotFoundError)."""
+
+    def __init__(self, message: str, rtype: ResourceType, namespace: str | None, name: str, namespace_absent: bool):
+        super().__init__(message, rtype.resource, name)
+        self.rtype, self.namespace, self.namespace_absent = rtype, namespace, namespace_absent
+
+    @property
+    def ref(self) -> str:
+        return f"{self.rtype.kind_display}/{self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
+def _namespace_absent(kube: Kube, resources: list[ResourceType], namespace: str) -> bool:
+    """Whether the namespace is known not to exist (a GET of an object in a namespace that does not exist
+    answers 404 for the object alone); False when that cannot be read."""
+    try:
+        return kube.read_object_or_none(Catalog(resources).find("namespaces"), None, namespace) is None
+    except KfinError:
+        return False
+
+
 def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     """The object as the API server has it now (whole for the kinds explanations read whole), and Facts
     that start with it alone and read the rest on demand."""
@@ -61,7 +82,13 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
         raw = kube.read_object(rtype, namespace, name, metadata_only=not full)
     except NotFoundError:
         where = f' in namespace "{namespace}"' if namespace else ""
-        raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}') from None
+        raise MissingObjectError(
+            f'{rtype.qualified} "{name}" not found{where}',
+            rtype,
+            namespace,
+            name,
+            bool(namespace) and _namespace_absent(kube, resources, namespace or ""),
+        ) from None
     obj = KubeObject(
         rtype,
         with_managers(

@@ -94,5 +94,30 @@ def test_waiting_for_a_namespace_counts_its_content_down(cluster):
 def test_wait_and_remove_wait_refuse_bad_input(cluster):
     assert kfin("wait", "cm", "x", "--timeout", "0s", "--kubeconfig", str(cluster.kubeconfig)).code == ExitCode.USAGE
     assert kfin("remove", "cm", "x", "--wait", "--kubeconfig", str(cluster.kubeconfig)).code == ExitCode.USAGE
-    gone = kfin("wait", "cm", "never-was", "--kubeconfig", str(cluster.kubeconfig))
-    assert gone.code == ExitCode.OK and "is gone" in gone.stdout
+
+
+def test_wait_for_what_never_existed_is_an_error_not_gone(cluster):
+    """Issue 41: a typo (of the kind, the name or the namespace) printed 'is gone' and exited 0, so
+    `kfin wait X && next-step` went on. Only an object kfin saw, or one named by its uid, can be gone."""
+    base = ("--kubeconfig", str(cluster.kubeconfig), "--timeout", "5s")
+    kind = kfin("wait", "cmm", "nope", "-n", cluster.namespace, *base)
+    assert kind.code == ExitCode.NOT_FOUND and kind.stdout == "", kind
+    assert kind.stderr.startswith("error: ") and "did you mean configmaps?" in kind.stderr
+    name = kfin("wait", "cm", "never-was", "-n", cluster.namespace, *base)
+    assert name.code == ExitCode.NOT_FOUND and "is gone" not in name.stdout, name
+    assert f'configmaps "never-was" not found in namespace "{cluster.namespace}"' in name.stderr
+    assert "--uid" in name.stderr
+    namespace = kfin("wait", "cm", "never-was", "-n", f"{cluster.namespace}-nope", *base)
+    assert namespace.code == ExitCode.NOT_FOUND and "is gone" not in namespace.stdout, namespace
+    assert f'namespace "{cluster.namespace}-nope" does not exist' in namespace.stderr
+    # with the uid it had, an object already gone is gone: nothing left to wait for
+    cm = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "short-lived"}})
+    uid = cm["metadata"]["uid"]
+    cluster.delete(cm)
+    cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/short-lived") is None)
+    gone = kfin("wait", "cm", "short-lived", "-n", cluster.namespace, "--uid", uid, *base)
+    assert gone.code == ExitCode.OK and f"ConfigMap/{cluster.namespace}/short-lived is gone" in gone.stdout, gone
+    # one of the same name made since is another object: the one of that uid is gone
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "short-lived"}})
+    again = kfin("wait", "cm", "short-lived", "-n", cluster.namespace, "--uid", uid, *base)
+    assert again.code == ExitCode.OK and "is gone" in again.stdout, again
