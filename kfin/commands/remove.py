@@ -26,7 +26,7 @@ from kfin.commands.wait import follow_to_end
 from kfin.core import audit
 from kfin.core.causes import explain_object
 from kfin.core.lookup import fresh_facts, live_target
-from kfin.core.removal import Outcome, Plan, Remover, audit_record, plan, recreate_namespace
+from kfin.core.removal import FORCE_DELETION, Outcome, Plan, Remover, audit_record, plan, recreate_namespace
 from kfin.core.scope import Scope
 from kfin.core.sources import gather
 from kfin.core.stuck import Filters, find_stuck
@@ -253,6 +253,7 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool) -> int:
             choices.force,
             choices.allow_live,
             choices.node_lost_after,
+            bulk=True,
         )
         for r in rows
     ]
@@ -270,10 +271,16 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool) -> int:
             file=sys.stderr,
         )
         return ExitCode.REFUSED if refused else ExitCode.OK
-    if choices.confirm and not dry_run and sys.stdin.isatty() and not yes:
+    if choices.confirm and not dry_run and runnable and not yes:
+        # asked whatever stdin is: a pipe or a script that says nothing (or no) changes nothing
+        forced = sum(any(f.family == FORCE_DELETION for f in p.selected) for p in runnable)
         try:
-            answer = input(f"Remove finalizers from {len(runnable)} objects in context {kube.context}? [y/N] ")
-        except EOFError:
+            answer = input(
+                f"Change {len(runnable)} objects"
+                + (f" (force-deleting {forced} Pod{'s' if forced > 1 else ''})" if forced else "")
+                + f" in context {kube.context}? [y/N] "
+            )
+        except (EOFError, OSError):  # end of input, or none to read
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
             print("Nothing was changed.", file=sys.stderr)

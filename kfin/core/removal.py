@@ -26,6 +26,7 @@ from kfin.core.causes.registry import control_plane_owned
 from kfin.core.facts import ClusterFacts
 from kfin.errors import APIError, KfinError, NotFoundError, UnreachableError
 from kfin.model import KubeObject, format_time
+from kfin.util.durations import format_age
 from kfin.util.globs import glob_match
 
 MAX_ATTEMPTS = 5
@@ -75,23 +76,30 @@ def matches(finalizer: str, patterns: list[str]) -> bool:
 FORCE_DELETION = GRACEFUL_DELETION  # a Pod's cause without a finalizer: removed by a forced DELETE
 
 
-def _force_choice(f: Finding, force: bool, node_lost_after: float) -> Choice:
+def _force_choice(f: Finding, force: bool, node_lost_after: float, bulk: bool) -> Choice:
     """A Pod in graceful deletion may be force-deleted only when its node is gone, or has not reported for
-    `node_lost_after` seconds; otherwise only with --force."""
+    `node_lost_after` seconds; otherwise only with --force. A bulk removal force-deletes only with --force:
+    a node that stopped reporting may merely be cut off and still run the Pod, and marking it out of
+    service (the safe fix, first) lets Kubernetes delete its Pods and detach their volumes itself."""
     choice = Choice(f, True)
     node, lost = f.detail.get("node"), f.detail.get("nodeLostSeconds")
     if f.detail.get("nodeMissing"):
+        why, lost_long = f"its node {node} does not exist (the pod garbage collector deletes such Pods)", True
+    elif lost is not None and lost >= node_lost_after:
+        why, lost_long = f"its node {node} has not reported for {format_age(lost)} and may only be cut off", True
+    elif lost is not None:
+        why = f"its node {node} has been lost for {int(lost)} s only (--node-lost-after {int(node_lost_after)} s)"
+        lost_long = False
+    else:
+        why, lost_long = f"its kubelet may still answer: {f.condition}", False
+    if lost_long and not bulk:
+        if not f.detail.get("nodeMissing"):
+            choice.warning = f"its node {node} may only be cut off: {f.risk}"
         return choice
-    if lost is not None and lost >= node_lost_after:
-        choice.warning = f"its node {node} may only be cut off: {f.risk}"
-        return choice
-    why = (
-        f"its node {node} has been lost for {int(lost)} s only (--node-lost-after {int(node_lost_after)} s)"
-        if lost is not None
-        else f"its kubelet may still answer: {f.condition}"
-    )
     if force:
         choice.warning = f"forced although {why}. Risk: {f.risk}"
+    elif lost_long:
+        choice.refused = f"Safe fix: {f.fix}. A bulk removal force-deletes a Pod only with --force ({why})"
     else:
         choice.refused = f"{why}. Safe fix: {f.fix}"
     return choice
@@ -104,12 +112,14 @@ def plan(
     force: bool,
     allow_live: bool,
     node_lost_after: float = 300,
+    bulk: bool = False,
 ) -> Plan:
-    """Which finalizers to remove, and which are refused (with the reason and the safe fix)."""
+    """Which finalizers to remove, and which are refused (with the reason and the safe fix). `bulk`: for
+    --all-stuck, which force-deletes a Pod only with --force."""
     choices = []
     for f in findings:
         if f.family == FORCE_DELETION:  # --finalizer patterns name finalizers, never this
-            choices.append(Choice(f, False) if patterns else _force_choice(f, force, node_lost_after))
+            choices.append(Choice(f, False) if patterns else _force_choice(f, force, node_lost_after, bulk))
             continue
         if patterns:
             chosen = matches(f.finalizer, patterns)
@@ -438,7 +448,11 @@ def audit_record(kube: Kube, user: str, plan_: Plan, outcome: Outcome, forced: b
         "verdicts": {c.finding.finalizer: c.finding.verdict.value for c in plan_.choices},
         "forced": forced
         and any(
-            c.warning and c.finding.verdict.value in ("HOLDING", "UNKNOWN", "BLOCKED")
+            c.warning
+            and (
+                c.finding.verdict.value in ("HOLDING", "UNKNOWN", "BLOCKED")
+                or (c.finding.family == FORCE_DELETION and c.warning.startswith("forced although"))
+            )
             for c in plan_.choices
             if c.selected
         ),

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kfin.core.catalog import CatalogEntry
-from kfin.core.removal import Plan
+from kfin.core.removal import FORCE_DELETION, Plan
 from kfin.core.stuck import StuckObject
 from kfin.render import layout
 from kfin.render.terminal import console, text
@@ -130,10 +130,18 @@ def removal_table(plans: Iterable[Plan], out: Console | None = None) -> None:
             rows.append([o.namespace or "-", o.type.kind_display, o.name, "-", "-", f"refused: {p.refused}"])
             continue
         for c in p.choices:
-            action = (f"refused: {c.refused}" if c.refused else "remove") if c.selected else "keep"
-            rows.append(
-                [o.namespace or "-", o.type.kind_display, o.name, c.finding.finalizer, c.finding.verdict.value, action]
-            )
+            f = c.finding
+            forced = f.family == FORCE_DELETION
+            if not c.selected:
+                action = "keep"
+            elif c.refused:
+                action = f"refused: {c.refused}"
+            elif forced:  # no finalizer: the Pod goes with a DELETE of grace period 0, whose risk is said
+                action = f"force-delete: {c.warning or 'risk: ' + f.risk}"
+            else:
+                action = "remove"
+            name = f"({f.family})" if forced else f.finalizer
+            rows.append([o.namespace or "-", o.type.kind_display, o.name, name, f.verdict.value, action])
     plain_table(["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], rows, out)
 
 
