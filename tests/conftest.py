@@ -48,19 +48,55 @@ def envtest():
         plane.stop()
 
 
+# Alpha features of v1.36 some scenarios need (tests/scenarios/test_alpha_protections.py), off by default on
+# clusters and on the session's control plane: PodGroups (scheduling.k8s.io/v1alpha2, their podgroup-protection
+# finalizer) and the claims' Unused condition. The `gated_cluster` fixture runs those scenarios on a fake and a real
+# control plane with them enabled, started for the module that asks and stopped after it.
+ALPHA_GATES = ("GenericWorkload", "PersistentVolumeClaimUnusedSinceTime")
+ALPHA_APIS = ("scheduling.k8s.io/v1alpha2",)
+
+
+@pytest.fixture(scope="module")
+def envtest_gated():
+    """A real control plane of its own with ALPHA_GATES and ALPHA_APIS, for one module's scenarios."""
+    assets, why = find_assets()
+    if assets is None:
+        raise RuntimeError(why)
+    plane = EnvtestControlPlane(assets, feature_gates=ALPHA_GATES, runtime_config=ALPHA_APIS).start()
+    try:
+        yield plane
+        left = [path for scenario in plane.cleaning for path in scenario.finish()]
+        assert not left, f"scenarios left behind on the gated control plane: {left}"
+    finally:
+        plane.stop()
+
+
 @pytest.fixture(params=backends())
 def cluster(request, tmp_path):
     """A scenario cluster: tests/fakeapi, and also KFIN_TEST_KUBECONFIG's or KUBEBUILDER_ASSETS' when given."""
+    yield from _scenario(request, tmp_path, "envtest")
+
+
+@pytest.fixture(params=backends())
+def gated_cluster(request, tmp_path):
+    """A scenario cluster with ALPHA_GATES: the fake with them, and a real control plane started with them (a
+    cluster behind KFIN_TEST_KUBECONFIG is not: its scenarios are skipped there)."""
+    if request.param == "kubeconfig":
+        pytest.skip(f"needs the alpha features {', '.join(ALPHA_GATES)}, which a given cluster may not have")
+    yield from _scenario(request, tmp_path, "envtest_gated", ALPHA_GATES)
+
+
+def _scenario(request, tmp_path, plane_fixture: str, gates: tuple[str, ...] = ()):
     backend = request.param
     server = None
     if backend == "fakeapi":
-        server = FakeAPIServer().start()
+        server = FakeAPIServer(feature_gates=gates).start()
         scenario = ScenarioCluster(backend, server.url, "admin-token", tmp_path, fake=server)
     elif backend == "kubeconfig":
         url, token, tls = _kubeconfig_access(Path(os.environ[ENV_KUBECONFIG]))
         scenario = ScenarioCluster(backend, url, token, tmp_path, tls=tls)
     else:
-        plane = request.getfixturevalue("envtest")
+        plane = request.getfixturevalue(plane_fixture)
         scenario = ScenarioCluster(backend, plane.server, plane.ADMIN_TOKEN, tmp_path, tls={"ca_file": plane.ca_file},
                                    has_controllers=plane.has_controller_manager)
     if request.node.get_closest_marker("controllers") and not scenario.has_controllers:

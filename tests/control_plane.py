@@ -89,8 +89,11 @@ class EnvtestControlPlane:
     ADMIN_TOKEN = "kfin-envtest-admin"
     CONTROLLER_MANAGER_TOKEN = "kfin-envtest-controller-manager"
 
-    def __init__(self, assets: Path):
+    def __init__(self, assets: Path, feature_gates: tuple[str, ...] = (), runtime_config: tuple[str, ...] = ()):
+        """`feature_gates` (enabled in kube-apiserver and kube-controller-manager) and `runtime_config` (API
+        group versions kube-apiserver serves besides its defaults): for the alpha APIs a scenario needs."""
         self.assets = assets
+        self.feature_gates, self.runtime_config = feature_gates, runtime_config
         self.dir = Path(tempfile.mkdtemp(prefix="kfin-envtest-"))
         self.processes: dict[str, subprocess.Popen] = {}
         self.server = ""
@@ -143,7 +146,8 @@ class EnvtestControlPlane:
             "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             f"--proxy-client-cert-file={pki.proxy_client}", f"--proxy-client-key-file={pki.proxy_client_key}",
-            "--allow-privileged=true"])
+            "--allow-privileged=true", *self._gates(),
+            *([f"--runtime-config={','.join(f'{gv}=true' for gv in self.runtime_config)}"] if self.runtime_config else [])])
         self.server = f"https://127.0.0.1:{api_port}"
         admin = RawClient(self.server, self.ADMIN_TOKEN, ca_file=str(pki.ca))
         self._wait(lambda: self._get(admin, "/readyz") is not None, "kube-apiserver to be ready (/readyz)")
@@ -158,11 +162,14 @@ class EnvtestControlPlane:
             f"--service-account-private-key-file={pki.sa_key}", f"--root-ca-file={pki.ca}",
             f"--cluster-signing-cert-file={pki.ca}", f"--cluster-signing-key-file={pki.ca_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--allocate-node-cidrs=false",
-            f"--secure-port={_free_port()}", "--bind-address=127.0.0.1"])
+            f"--secure-port={_free_port()}", "--bind-address=127.0.0.1", *self._gates()])
         self._wait(lambda: self._get(admin, "/api/v1/namespaces/default/serviceaccounts/default") is not None,
                    "the serviceaccount controller (ServiceAccount default/default)")
         self._wait(lambda: (self._get(admin, "/apis/rbac.authorization.k8s.io/v1/clusterroles/view") or {})
                    .get("rules"), "the clusterrole-aggregation controller (ClusterRole view with rules)")
+
+    def _gates(self) -> list[str]:
+        return [f"--feature-gates={','.join(f'{gate}=true' for gate in self.feature_gates)}"] if self.feature_gates else []
 
     def kubeconfig(self, path: Path, token: str, user: str) -> Path:
         path.write_text(json.dumps({

@@ -17,13 +17,14 @@ SNAPSHOT = str(ROOT / "examples" / "stuck-cluster.json")
 
 def test_the_shipped_catalog_is_valid_and_every_entry_is_listed():
     checked = kfin("catalog", "check", str(ROOT / "kfin" / "data" / "catalog.yaml"))
-    assert checked.code == ExitCode.OK and "valid, 16 entries" in checked.stdout
+    assert checked.code == ExitCode.OK and "valid, 18 entries" in checked.stdout
     listed = json.loads(kfin("catalog", "-o", "json").stdout)
     names = [e["name"] for e in listed["entries"]]
-    assert len(names) == len(set(names)) == 16
+    assert len(names) == len(set(names)) == 18
     assert all(e["checkedAgainst"] and e["project"] and e["risk"] for e in listed["entries"])
     assert {"Argo CD", "Flux", "Crossplane", "cert-manager", "Karpenter", "Cluster API", "AWS Load Balancer Controller",
-            "Istio", "Longhorn", "Rook", "Rancher", "Velero"} <= {e["project"] for e in listed["entries"]}
+            "Istio", "Longhorn", "Rook", "Rancher", "Velero",
+            "Container Object Storage Interface (COSI, kubernetes-sigs/container-object-storage-interface)"} <= {e["project"] for e in listed["entries"]}
 
 
 def test_a_malformed_catalog_is_one_line_naming_the_file_and_the_field(tmp_path):

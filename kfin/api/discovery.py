@@ -206,6 +206,21 @@ def _resources(
             failures.append(failure_of("discovery", f"{group}/{version}" if group else version, result))
         else:
             resources += result
+    # A resource its group serves only in another version than the preferred one (an alpha API beside a stable
+    # one: scheduling.k8s.io/v1alpha2's PodGroups while v1 is preferred) is found as kubectl finds it, in the
+    # first version that serves it; from the aggregated document, which holds every version: no request more.
+    served = {(r.group, r.resource) for r in resources}
+    for group, versions, preferred in groups:
+        for version in versions:
+            entry = aggregated.get((group, version))
+            if version == preferred or entry is None or entry.get("freshness", "Current") != "Current":
+                continue
+            try:
+                more = [r for r in parse_aggregated(group, version, entry) if (r.group, r.resource) not in served]
+            except ShapeError:
+                continue  # the preferred version's types stand; this one adds nothing it cannot read
+            resources += more
+            served |= {(r.group, r.resource) for r in more}
     return resources, failures
 
 

@@ -40,6 +40,7 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
         "status.phase",
         "status.currentVolumeAttributesClassName",
         "status.modifyVolumeStatus",
+        "status.conditions",  # Unused (1.36+, PersistentVolumeClaimUnusedSinceTime): the server's word on its use
     ),
     ("", "persistentvolumes"): (
         "spec.claimRef",
@@ -54,6 +55,7 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
         "spec.nodeName",
         "spec.serviceAccountName",
         "spec.volumes",
+        "spec.schedulingGroup",  # the PodGroup it belongs to (1.36+, GenericWorkload)
         "status.phase",
         "status.conditions",
         "status.containerStatuses",

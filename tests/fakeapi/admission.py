@@ -3,6 +3,9 @@
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
 VAC_PROTECTION = "kubernetes.io/vac-protection"  # also the StorageObjectInUseProtection plugin's (1.34+)
+# The PodGroupProtection plugin's, on every PodGroup created while GenericWorkload is on (1.36,
+# plugin/pkg/admission/scheduling/podgroupprotection)
+PODGROUP_PROTECTION = "scheduling.k8s.io/podgroup-protection"
 # Fields Go writes even when unset (no omitempty, or a struct: metav1.MicroTime's zero is null), in each events
 # API's view; the others are left out when empty. Captures 25-26 (causes/) show both views of one Event.
 EVENT_ALWAYS = {("", "events"): {"eventTime": None, "reportingComponent": "", "reportingInstance": ""},
@@ -35,6 +38,10 @@ def admit_create(cluster, rt, obj: dict):
         obj["status"]["lastPhaseTransitionTime"] = cluster.now()
     elif rt.key == ("storage.k8s.io", "volumeattributesclasses"):
         _add_finalizer(meta, VAC_PROTECTION)
+    elif rt.key == ("scheduling.k8s.io", "podgroups"):
+        _add_finalizer(meta, PODGROUP_PROTECTION)
+        obj.setdefault("spec", {}).setdefault("disruptionMode", "Pod")
+        obj.setdefault("status", {})
     elif rt.key == ("", "namespaces"):
         meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
         obj["spec"] = {"finalizers": ["kubernetes"]}

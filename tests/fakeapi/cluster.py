@@ -145,6 +145,7 @@ class Cluster:
         self.discovery: dict[str, list] = {"v1": CATALOG["core"], **CATALOG["groupVersions"]}
         self.aggregated: dict[str, AggregatedAPI] = {}
         self.aggregated_backends: dict[str, AggregatedAPI] = {}  # group/version -> a running backend
+        self.feature_gates: frozenset[str] = frozenset()
         self._register_builtins()
 
     # ----- resource types -------------------------------------------------------------------------
@@ -163,6 +164,23 @@ class Cluster:
                                            has_generation=group in ("apps", "batch", "apiextensions.k8s.io",
                                                                    "admissionregistration.k8s.io")
                                            or e["name"] == "pods"))
+
+    def enable(self, gates) -> None:
+        """Alpha feature gates, as kube-apiserver's --feature-gates (and --runtime-config for their APIs)."""
+        self.feature_gates = frozenset(gates)
+        if "GenericWorkload" in self.feature_gates:  # discovery of scheduling.k8s.io/v1alpha2 on v1.36.2
+            verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+            podgroups = ResourceType("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, verbs,
+                                     singular="podgroup", subresources={"status"})
+            workloads = ResourceType("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True, verbs,
+                                     singular="workload")
+            for rt in (podgroups, workloads):
+                self.register(rt)
+            self.add_group_version("scheduling.k8s.io", "v1alpha2", [
+                podgroups.discovery_entry(),
+                {"name": "podgroups/status", "singularName": "", "namespaced": True, "kind": "PodGroup",
+                 "verbs": ["get", "patch", "update"]},
+                workloads.discovery_entry()])
 
     def register(self, rt: ResourceType):
         self.types[rt.key] = rt

@@ -47,6 +47,7 @@ SERVICE_CIDRS = ("networking.k8s.io", "servicecidrs")
 IP_ADDRESSES = ("networking.k8s.io", "ipaddresses")
 VACS = ("storage.k8s.io", "volumeattributesclasses")
 RESOURCE_CLAIMS = ("resource.k8s.io", "resourceclaims")
+PODGROUPS = ("scheduling.k8s.io", "podgroups")  # served with the GenericWorkload gate (1.36 alpha)
 WEBHOOK_CONFIGURATIONS = (("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
                           ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"))
 SERVICE_CIDR_FINALIZER = "networking.k8s.io/service-cidr-finalizer"
@@ -159,6 +160,8 @@ class Controllers:
             self.check_vac_protection()
         elif key == RESOURCE_CLAIMS and what != "removed":
             self.check_resource_claim(obj)
+        elif key == PODGROUPS and what != "removed":
+            self.check_podgroup(obj)
         elif key in WORKLOADS and what != "removed":
             self.workloads.changed(key, obj)
         elif key in WEBHOOK_CONFIGURATIONS:
@@ -168,6 +171,13 @@ class Controllers:
         if key == PODS:
             for claim in self._claims_reserved_for(obj):
                 self.check_resource_claim(claim)
+            group = ((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+            if group and PODGROUPS in c.types:
+                podgroup = c.find(c.types[PODGROUPS], namespace, group)
+                if podgroup is not None:
+                    self.check_podgroup(podgroup)
+        if key == PODS or (key == PVCS and what != "removed"):
+            self.update_unused_conditions(namespace)
         self.garbage_collect(what, obj)
         if namespace and what in ("removed", "updated", "deleting"):
             ns = c.find(c.types[NAMESPACES], "", namespace)
@@ -644,7 +654,56 @@ class Controllers:
                                      subresource="status")
             self._remove_finalizer(RESOURCE_CLAIMS, claim, CLAIM_FINALIZER)
 
+    def check_podgroup(self, podgroup: dict):
+        """The podgroup-protection controller: a deleted PodGroup loses its finalizer once no Pod of its namespace
+        that has not finished (phase other than Succeeded or Failed: Terminating Pods count) names it in
+        spec.schedulingGroup.podGroupName (pkg/controller/scheduling/podgroupprotection)."""
+        c = self.c
+        ns, name = podgroup["metadata"].get("namespace", ""), podgroup["metadata"]["name"]
+        current = c.find(c.types[PODGROUPS], ns, name)
+        if current is None or not current["metadata"].get("deletionTimestamp"):
+            return
+        for pod in c.list(c.types[PODS], ns):
+            if ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == name and \
+                    (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                return
+        self._remove_finalizer(PODGROUPS, current, admission.PODGROUP_PROTECTION)
+
     # ----- storage ---------------------------------------------------------------------------------
+    def update_unused_conditions(self, namespace: str):
+        """The pvc-protection controller's Unused condition (PersistentVolumeClaimUnusedSinceTime, alpha in 1.36):
+        False (PodUsingPVC) while a Pod that has not terminated names the claim, scheduled or not; True
+        (NoPodsUsingPVC) otherwise. A Pod counts as terminated when it finished, or when it is being deleted and
+        none of its containers runs (volumeutil.IsPodTerminated). Never updated on a claim being deleted (seen on
+        the real tier: the condition stays as it was when the deletion began)."""
+        c = self.c
+        if "PersistentVolumeClaimUnusedSinceTime" not in c.feature_gates or not namespace:
+            return
+        used = set()
+        for pod in c.list(c.types[PODS], namespace):
+            status = pod.get("status") or {}
+            running = any("running" in (s.get("state") or {}) for s in status.get("containerStatuses") or [])
+            finished = status.get("phase") in ("Succeeded", "Failed") or (
+                pod["metadata"].get("deletionTimestamp") and not running)
+            if not finished:
+                used |= pod_claims(pod)
+        for pvc in c.list(c.types[PVCS], namespace):
+            if pvc["metadata"].get("deletionTimestamp"):
+                continue
+            status = "False" if pvc["metadata"]["name"] in used else "True"
+            conditions = (pvc.get("status") or {}).get("conditions") or []
+            if any(k.get("type") == "Unused" and k.get("status") == status for k in conditions):
+                continue
+            wanted = {"type": "Unused", "status": status, "lastProbeTime": None, "lastTransitionTime": c.now(),
+                      "reason": "PodUsingPVC" if status == "False" else "NoPodsUsingPVC",
+                      "message": "A pod is currently referencing this PVC" if status == "False"
+                      else "No pods are currently referencing this PVC"}
+
+            def mark(o, wanted=wanted):
+                kept = [k for k in (o.setdefault("status", {}).get("conditions") or []) if k.get("type") != "Unused"]
+                o["status"]["conditions"] = [*kept, wanted]
+            self._update(PVCS, pvc, mark, subresource="status")
+
     def volume_gone(self, pv: dict):
         """A bound volume that went away (forced): its claim is Lost (capture 27)."""
         c = self.c

@@ -159,8 +159,11 @@ def _selector_matches(selector: str, values: dict) -> bool:
 class FakeAPIServer:
     """An in-process kube-apiserver for tests. `start()` it, then point a client at `kubeconfig()`."""
 
-    def __init__(self):
+    def __init__(self, feature_gates: tuple[str, ...] = ()):
+        """`feature_gates`: alpha features enabled as on the real tier's gated control plane (GenericWorkload
+        serves scheduling.k8s.io/v1alpha2, PersistentVolumeClaimUnusedSinceTime: the claims' Unused condition)."""
         self.cluster = Cluster()
+        self.cluster.enable(feature_gates)
         self.controllers = Controllers(self.cluster)
         self.faults: list[Fault] = []
         self.requests: list[LoggedRequest] = []

@@ -15,6 +15,7 @@ from kfin.core.causes import (  # noqa: F401  (they register)
     networking,
     pods,
     policies,
+    scheduling,
     snapshots,
     storage,
     webhooks,

@@ -50,6 +50,41 @@ def _pod_step(pod: KubeObject) -> str:
 FIX_NAMES = 5  # the Pods a fix names; JSON's condition and evidence name them all
 
 
+def unused_condition(
+    claim: KubeObject, users: list[KubeObject], unscheduled: list[KubeObject]
+) -> tuple[list[str], bool]:
+    """(evidence, disagrees) from the claim's `Unused` condition: the pvc-protection controller's own word on
+    whether a Pod uses the claim (PersistentVolumeClaimUnusedSinceTime, alpha in 1.36: True/NoPodsUsingPVC,
+    False/PodUsingPVC). It counts Pods that have not terminated, scheduled or not; the finalizer counts scheduled
+    Pods in any phase. And it is not updated once the claim is being deleted: on a Terminating claim it tells
+    what the controller saw before (pkg/controller/volume/pvcprotection)."""
+    said = condition(claim, "Unused")
+    if said.get("status") not in ("True", "False"):
+        return [], False
+    unused = said["status"] == "True"
+    reason, since = said.get("reason") or "no reason", said.get("lastTransitionTime") or "?"
+    text = f"condition Unused={said['status']} ({reason}) since {since}"
+    if claim.terminating:
+        text += ", set before the deletion (the controller stops updating it once the claim is being deleted)"
+    if unused and users:
+        first = users[0]
+        return [
+            f"{text}: the server says no Pod uses the claim, kfin sees Pod {first.namespace}/{first.name} "
+            f"({(first.raw.get('status') or {}).get('phase', '?')}{', Terminating' if first.terminating else ''}) "
+            "scheduled with it. They disagree: the condition leaves out finished Pods and Terminating Pods whose "
+            "containers stopped, the finalizer does not"
+        ], True
+    if not unused and not users:
+        if unscheduled:
+            names = ", ".join(f"{p.namespace}/{p.name}" for p in unscheduled[:3])
+            return [f"{text}: Pods not yet scheduled ({names}) count for the condition, not for the finalizer"], False
+        return [
+            f"{text}: the server said a Pod used the claim, kfin sees none scheduled with it. They disagree: "
+            "the condition may speak of a Pod gone since, or of one kfin cannot see"
+        ], True
+    return [f"{text}: the server agrees"], False
+
+
 @explains(
     "pvc-protection",
     Entry(
@@ -80,6 +115,13 @@ def pvc_protection(ctx: Context) -> Finding:
         f"Pod {p.namespace}/{p.name} references the claim but is not scheduled: it does not hold it"
         for p in unscheduled
     ]
+    whole = (  # a claim listed as metadata only has no status: its conditions are read then
+        claim
+        if isinstance(claim.raw.get("status"), dict)
+        else facts.find("", "persistentvolumeclaims", claim.namespace, claim.name, full=True) or claim
+    )
+    said, disagrees = unused_condition(whole, users, unscheduled)
+    evidence += said
     if users:
         described = [
             f"Pod {p.namespace}/{p.name} ({(p.raw.get('status') or {}).get('phase', '?')}, on node "
@@ -124,6 +166,15 @@ def pvc_protection(ctx: Context) -> Finding:
             for p in users
         ]
         return found
+    if disagrees:  # kfin's view against the server's own word: said, never settled
+        return waiting_on_controller_manager(
+            ctx,
+            "kfin sees no scheduled Pod using the claim, but its Unused condition says a Pod used it",
+            risk,
+            evidence,
+            "kfin sees no scheduled Pod using the claim (its Unused condition disagrees); kube-controller-manager "
+            "should release it",
+        )
     return waiting_on_controller_manager(
         ctx,
         "no scheduled Pod uses the claim any more",

@@ -3,7 +3,8 @@
 from datetime import timedelta
 
 from kfin.core.causes import Verdict, explain_object
-from tests.values import facts, lease, obj, pod
+from kfin.model import format_time
+from tests.values import NOW, facts, lease, obj, pod
 
 PVC = "kubernetes.io/pvc-protection"
 PV = "kubernetes.io/pv-protection"
@@ -74,3 +75,51 @@ def test_an_attachment_without_a_found_attacher_is_unknown_never_orphaned():
     [finding] = explain_object(va, facts(va, lease())).findings
     assert finding.verdict == Verdict.UNKNOWN
     assert "CSIDriver ebs.csi.aws.com is not registered" in finding.evidence
+
+
+def unused(status: str, reason: str, since: timedelta = timedelta(hours=2)):
+    """The Unused condition the pvc-protection controller writes (PersistentVolumeClaimUnusedSinceTime)."""
+    return {"type": "Unused", "status": status, "reason": reason,
+            "lastTransitionTime": format_time(NOW - since)}
+
+
+def claim_with(condition: dict):
+    pvc = claim()
+    pvc.raw["status"]["conditions"] = [condition]
+    return pvc
+
+
+def test_the_unused_condition_agreeing_is_evidence():
+    pvc = claim_with(unused("False", "PodUsingPVC"))
+    user = pod("db-0", "shop", claims=("data",))
+    [finding] = explain_object(pvc, facts(pvc, user, volume(), lease())).findings
+    assert finding.verdict == Verdict.HOLDING
+    [said] = [line for line in finding.evidence if "Unused" in line]
+    assert "Unused=False (PodUsingPVC)" in said and "set before the deletion" in said and "agrees" in said
+
+
+def test_a_scheduled_pod_the_unused_condition_leaves_out_still_holds_the_claim_and_kfin_says_they_disagree():
+    """A finished Pod (or a Terminating one whose containers stopped) is not a user for the condition: the
+    finalizer still counts it (podUsesPVC has no phase test for a persistentVolumeClaim volume)."""
+    pvc = claim_with(unused("True", "NoPodsUsingPVC"))
+    done = pod("db-0", "shop", claims=("data",), phase="Succeeded")
+    [finding] = explain_object(pvc, facts(pvc, done, volume(), lease())).findings
+    assert finding.verdict == Verdict.HOLDING and [link.target.name for link in finding.links] == ["db-0"]
+    [said] = [line for line in finding.evidence if "Unused" in line]
+    assert "no Pod uses the claim" in said and "disagree" in said and "shop/db-0 (Succeeded)" in said
+
+
+def test_an_unused_false_condition_without_a_scheduled_pod_is_a_disagreement_said_not_settled():
+    pvc = claim_with(unused("False", "PodUsingPVC"))
+    [finding] = explain_object(pvc, facts(pvc, volume(), lease())).findings
+    assert finding.verdict == Verdict.WAITING
+    assert "Unused condition says a Pod used it" in finding.condition and "disagrees" in (finding.summary or "")
+    assert any("disagree" in line and "gone since" in line for line in finding.evidence)
+
+
+def test_a_pod_not_yet_scheduled_explains_an_unused_false_condition():
+    pvc = claim_with(unused("False", "PodUsingPVC"))
+    pending = pod("db-0", "shop", claims=("data",), node_name=None, phase="Pending")
+    [finding] = explain_object(pvc, facts(pvc, pending, volume(), lease())).findings
+    assert finding.verdict == Verdict.WAITING and finding.condition == "no scheduled Pod uses the claim any more"
+    assert any("not yet scheduled (shop/db-0) count for the condition" in line for line in finding.evidence)
