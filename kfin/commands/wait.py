@@ -92,7 +92,7 @@ def wait(
         if uid:  # it existed: the uid says so
             say(f"{missing.ref} is gone")
             return
-        where = f': namespace "{missing.namespace}" does not exist' if missing.namespace_absent else ""
+        where = f': namespace "{missing.namespace}" does not exist' if missing.namespace_absent() else ""
         raise NotFoundError(
             f"{missing.message}{where}: nothing to wait for (a typo?). To wait for an object that may already "
             f"be gone, name it by its uid: --uid UID"

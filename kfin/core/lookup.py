@@ -50,22 +50,24 @@ def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
 class MissingObjectError(NotFoundError):
     """The kind is known, but no object of that name is there (a typo of the kind is a plain NotFoundError)."""
 
-    def __init__(self, message: str, rtype: ResourceType, namespace: str | None, name: str, namespace_absent: bool):
+    def __init__(self, message: str, rtype: ResourceType, namespace: str | None, name: str, kube: Kube):
         super().__init__(message, rtype.resource, name)
-        self.rtype, self.namespace, self.namespace_absent = rtype, namespace, namespace_absent
+        self.rtype, self.namespace, self.kube = rtype, namespace, kube
 
     @property
     def ref(self) -> str:
         return f"{self.rtype.kind_display}/{self.namespace + '/' if self.namespace else ''}{self.name}"
 
-
-def _namespace_absent(kube: Kube, resources: list[ResourceType], namespace: str) -> bool:
-    """Whether the namespace is known not to exist (a GET of an object in a namespace that does not exist
-    answers 404 for the object alone); False when that cannot be read."""
-    try:
-        return kube.read_object_or_none(Catalog(resources).find("namespaces"), None, namespace) is None
-    except KfinError:
-        return False
+    def namespace_absent(self) -> bool:
+        """Whether its namespace is known not to exist (a GET of an object in a namespace that does not
+        exist answers 404 for the object alone); False when that cannot be read. Asked only when wanted."""
+        if not self.namespace:
+            return False
+        namespaces = ResourceType("", "v1", "namespaces", "Namespace", False)
+        try:
+            return self.kube.read_object_or_none(namespaces, None, self.namespace) is None
+        except KfinError:
+            return False
 
 
 def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
@@ -87,7 +89,7 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
             rtype,
             namespace,
             name,
-            bool(namespace) and _namespace_absent(kube, resources, namespace or ""),
+            kube,
         ) from None
     obj = KubeObject(
         rtype,
