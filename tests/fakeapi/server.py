@@ -66,6 +66,7 @@ class LoggedRequest:
     resource: str = ""
     verb: str = ""
     body: object = None
+    dry_run: bool = False  # the server took it as a dry run (dryRun=All where it reads it)
 
 
 @dataclass
@@ -394,7 +395,6 @@ class FakeAPIServer:
             if method in ("PATCH", "PUT"):
                 for hook in list(self.before_write):
                     hook(method, path)
-            dry_run = "All" in query.get("dryRun", [])
             payload = None
             if body:
                 try:
@@ -402,6 +402,12 @@ class FakeAPIServer:
                 except ValueError:
                     raise st.bad_request("the body of the request could not be decoded as JSON")
             log.body = payload
+            dry_run = "All" in query.get("dryRun", [])
+            if method == "DELETE" and body:  # DeleteOptions come from the body alone when there is one: its
+                # query, dryRun=All included, is then not read (apiserver's handlers/delete.go; the real tier
+                # deleted a ConfigMap sent DELETE ?dryRun=All with {"propagationPolicy": "Background"})
+                dry_run = "All" in ((payload if isinstance(payload, dict) else {}).get("dryRun") or [])
+            log.dry_run = dry_run
             code, answer = self._execute(method, verb, rt, route, query, headers, payload, dry_run, user, log)
             if self.cluster.warnings:
                 log.response_headers["Warning"] = ", ".join(self.cluster.warnings)
@@ -574,11 +580,12 @@ class FakeAPIServer:
             return 200, self._managed(rt, old, new, query, headers, route.subresource, dry_run)
         if verb == "delete":
             options = payload if isinstance(payload, dict) else {}
-            propagation = options.get("propagationPolicy") or (query.get("propagationPolicy") or [None])[0]
+            propagation = options.get("propagationPolicy") or (
+                None if payload is not None else (query.get("propagationPolicy") or [None])[0])
             if options.get("orphanDependents") is True:
                 propagation = propagation or "Orphan"
             grace = options.get("gracePeriodSeconds")
-            if grace is None and query.get("gracePeriodSeconds"):
+            if grace is None and payload is None and query.get("gracePeriodSeconds"):
                 grace = int(query["gracePeriodSeconds"][0])
             obj = c.get(rt, ns, route.name)
             answer, gone = c.delete(rt, obj, propagation, grace, dry_run)
