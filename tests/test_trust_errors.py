@@ -285,3 +285,58 @@ def test_a_tls_handshake_that_never_completes_is_bounded_without_request_timeout
         assert "did not answer in time" in one_error_line(result, ExitCode.UNREACHABLE)
     finally:
         listener.close()
+
+
+class _NotKubernetes:
+    """Any other HTTP server a kubeconfig may point at: a static file server (HTML 404s), a login page (HTML 200s
+    to everything), a web application (JSON errors that are not a Kubernetes Status)."""
+
+    def __init__(self, kind, folder):
+        import functools
+        import http.server
+        import threading
+
+        class Answer(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                code, ctype, body = {
+                    "login page": (200, "text/html", b"<!DOCTYPE html><html><body>Sign in</body></html>"),
+                    "web app": (404, "application/json", b'{"timestamp": 1, "status": 404, "error": "Not Found"}'),
+                }[kind]
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        class Files(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        handler = functools.partial(Files, directory=str(folder)) if kind == "file server" else Answer
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("kind", ["file server", "login page", "web app"])
+def test_a_server_that_is_not_kubernetes_is_said_in_one_line(tmp_path, kind):
+    """Issue 41: a kubeconfig pointing at another HTTP server printed its HTML page as the error, exit 7 (as if an
+    object were not found); it is one line saying so, exit 9 (the README's 'answered something Kubernetes never
+    would')."""
+    (tmp_path / "www").mkdir()
+    other = _NotKubernetes(kind, tmp_path / "www")
+    try:
+        kubeconfig = str(kubeconfig_for(tmp_path, other.url))
+        for args in (["stuck", "-A"], ["explain", "cm", "x", "-n", "shop"], ["version"]):
+            line = one_error_line(kfin(*args, "--kubeconfig", kubeconfig), ExitCode.API)
+            assert f"the server at {other.url} does not answer like a Kubernetes API server" in line, line
+            assert "<" not in line and "timestamp" not in line and "check the server URL of context" in line
+    finally:
+        other.close()

@@ -338,6 +338,8 @@ class Kube:
         try:
             return json.loads(data)
         except ValueError:
+            if _html(data):
+                raise self._not_kubernetes(f"an HTML page for {path}") from None
             raise APIError(f"the API server at {self.shown} answered {path} with something that is not JSON") from None
         except RecursionError:  # json's decoder recurses: no real answer nests this deep
             raise APIError(f"the API server at {self.shown} answered {path} with JSON nested too deeply") from None
@@ -367,6 +369,13 @@ class Kube:
             "redirects; check the server URL of context " + quoted(self.context)
         )
 
+    def _not_kubernetes(self, answer: str) -> APIError:
+        """Another HTTP server than a Kubernetes API server: its page is no message for the user."""
+        return APIError(
+            f"the server at {self.shown} does not answer like a Kubernetes API server ({answer}): check the server "
+            f"URL of context {quoted(self.context)}"
+        )
+
     def _api_error(self, code: int, reason: str, body: bytes, what: What | None) -> KfinError:
         status = _status_body(body)
         message = status.get("message") or (body or b"").decode(errors="replace").strip() or reason
@@ -375,6 +384,10 @@ class Kube:
                 f"the API server at {self.shown} rejected the credentials of context {self.context} "
                 "(401 Unauthorized): log in again or check the kubeconfig user"
             )
+        if not status and (_html(body) or _json_document(body)):
+            # kube-apiserver's errors are a Status, or a line of plain text (Go's "404 page not found")
+            kind = "an HTML page" if _html(body) else "JSON that is not a Kubernetes Status"
+            return self._not_kubernetes(f"{code} {reason} with {kind}")
         if code == 403:
             verb, resource, namespace = what or ("", "", None)
             if verb:
@@ -818,6 +831,19 @@ def _status_body(body: bytes | None) -> dict:
     except (ValueError, TypeError, RecursionError):
         return {}
     return parsed if isinstance(parsed, dict) and parsed.get("kind") == "Status" else {}
+
+
+def _html(body: bytes | None) -> bool:
+    """An HTML (or XML) page: no answer of kube-apiserver starts with '<'."""
+    return (body or b"").lstrip()[:1] == b"<"
+
+
+def _json_document(body: bytes | None) -> bool:
+    """A JSON object or array (a Status is one too: the caller tells them apart)."""
+    try:
+        return isinstance(json.loads(body or b""), (dict, list))
+    except (ValueError, RecursionError):
+        return False
 
 
 def _short(text: str) -> str:
