@@ -68,6 +68,8 @@ class UsageError(KfinError):
 class APIError(KfinError):
     exit_code = ExitCode.API
 
-    def __init__(self, message: str, status: int = 0, reason: str = ""):
+    def __init__(self, message: str, status: int = 0, reason: str = "", causes: tuple[dict, ...] = ()):
+        """`causes`: the Status's details.causes ({reason, message, field}), which a StorageReadError fills with
+        the storage keys it could not read."""
         super().__init__(message)
-        self.status, self.reason = status, reason
+        self.status, self.reason, self.causes = status, reason, causes

@@ -282,14 +282,19 @@ class Failure:
 
     what: str  # "discovery", "list", "get"
     target: str  # group/version, or resource[.group] with namespace
-    reason: str  # Forbidden, ServiceUnavailable, Timeout, Unreachable, Error
+    reason: str  # Forbidden, ServiceUnavailable, Timeout, Unreachable, StorageReadError, Error
     message: str
+    keys: tuple[str, ...] = ()  # the storage keys the server could not read (a StorageReadError names them)
 
     def line(self) -> str:
         return f"{self.what} of {self.target} failed: {self.message}"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out["keys"] = list(self.keys)
+        if not self.keys:
+            del out["keys"]
+        return out
 
 
 @dataclass

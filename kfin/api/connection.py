@@ -406,7 +406,9 @@ class Kube:
             return APIError(
                 f"{message} (503): the APIService behind it has no available backend", code, "ServiceUnavailable"
             )
-        return APIError(f"{message} ({code} {status.get('reason') or reason})", code, status.get("reason", ""))
+        return APIError(
+            f"{message} ({code} {status.get('reason') or reason})", code, status.get("reason", ""), _causes(status)
+        )
 
     # ----- the calls kfin makes --------------------------------------------------------------------
     def server_version(self) -> dict:
@@ -844,6 +846,19 @@ def _json_document(body: bytes | None) -> bool:
         return isinstance(json.loads(body or b""), (dict, list))
     except (ValueError, RecursionError):
         return False
+
+
+def _causes(status: dict) -> tuple[dict, ...]:
+    """A Status's details.causes, those of the expected shape (strings only)."""
+    details = status.get("details")
+    causes = details.get("causes") if isinstance(details, dict) else None
+    if not isinstance(causes, list):
+        return ()
+    return tuple(
+        {k: v for k, v in cause.items() if k in ("reason", "message", "field") and isinstance(v, str)}
+        for cause in causes
+        if isinstance(cause, dict)
+    )
 
 
 def _short(text: str) -> str:

@@ -38,6 +38,12 @@ def cache_file(server: str) -> Path:
     return cache_root() / re.sub(r"[^A-Za-z0-9._-]", "_", server) / "discovery.json"
 
 
+# The reason kube-apiserver gives a read that found stored objects it cannot decode or decrypt, with the
+# AllowUnsafeMalformedObjectDeletion feature gate on (apimachinery's metav1.StatusReasonStoreReadError; without
+# the gate the decoder's bare error, no reason): seen on a real v1.36.2 control plane
+STORAGE_READ_ERROR = "StorageReadError"
+
+
 def failure_of(what: str, target: str, error: KfinError) -> Failure:
     if isinstance(error, ForbiddenError):
         reason = "Forbidden"
@@ -45,7 +51,10 @@ def failure_of(what: str, target: str, error: KfinError) -> Failure:
         reason = "Timeout" if "in time" in error.message else "Unreachable"
     else:
         reason = getattr(error, "reason", "") or "Error"
-    return Failure(what, target, reason, error.message)
+    keys: tuple[str, ...] = ()
+    if reason == STORAGE_READ_ERROR:  # details.causes[].field: each key that could not be read (KEP-3926)
+        keys = tuple(c["field"] for c in getattr(error, "causes", ()) if c.get("field"))
+    return Failure(what, target, reason, error.message, keys)
 
 
 def no_longer_served(kube: Kube, rtype: ResourceType) -> bool:

@@ -221,7 +221,10 @@ def _from_snapshot(document: dict, path: str, kept: list[KubeObject] | None = No
     for index, entry in enumerate(_entries(document, "failures", path)):
         if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in FAILURE_FIELDS):
             raise _bad(path, f"failures[{index}]", "a failure has string " + ", ".join(FAILURE_FIELDS))
-        failures.append(Failure(**{k: entry[k] for k in FAILURE_FIELDS}))
+        keys = entry.get("keys") or []
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise _bad(path, f"failures[{index}].keys", "a failure's keys are strings")
+        failures.append(Failure(**{k: entry[k] for k in FAILURE_FIELDS}, keys=tuple(keys)))
     detailed = set()
     for index, entry in enumerate(_entries(document, "detailed", path)):
         if not isinstance(entry, list) or len(entry) != 3 or not all(isinstance(v, str) for v in entry):

@@ -28,7 +28,7 @@ import re
 import time
 from datetime import datetime, timezone
 
-from . import admission, conversion, webhooks
+from . import admission, conversion, undecodable, webhooks
 from . import status as st
 from .cluster import CRD_CLEANUP, AggregatedAPI, ResourceType
 from .workloads import WORKLOADS, WorkloadControllers
@@ -344,10 +344,12 @@ class Controllers:
         namespaced = [rt for rt in c.types.values() if rt.namespaced and "delete" in rt.verbs
                       and rt.origin != "aggregated"]
         # a type whose deletecollection fails (a conversion webhook that cannot be called: conversion.py; an
-        # admission webhook failing closed on DELETE of one of its objects) is left as it is and counted nowhere,
+        # admission webhook failing closed on DELETE of one of its objects; an object that cannot be decoded:
+        # undecodable.py) is left as it is and counted nowhere,
         # as the real controller collects its error and carries on
         failed = {rt.key: error for rt in namespaced
-                  if (error := conversion.namespace_deletion_error(c, rt, name) or _rejected_delete(c, rt, name))
+                  if (error := conversion.namespace_deletion_error(c, rt, name)
+                      or undecodable.namespace_deletion_error(c, rt, name) or _rejected_delete(c, rt, name))
                   is not None}
         if delete_content:
             for rt in namespaced:

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from . import conversion, fields, rbac
+from . import conversion, fields, rbac, undecodable
 from . import status as st
 from . import policies, webhooks
 from . import protobuf as pb
@@ -392,6 +392,8 @@ class FakeAPIServer:
             self._admit_namespace(verb, rt, route)
             self._admit_webhooks(verb, rt, route, body)
             self._convert(verb, rt, route, query)
+            undecodable.check(self.cluster, verb, rt, route.namespace, route.name,  # what cannot be read from storage
+                              paginated=bool((query.get("limit") or [""])[0]))
             if method in ("PATCH", "PUT"):
                 for hook in list(self.before_write):
                     hook(method, path)

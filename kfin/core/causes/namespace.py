@@ -19,7 +19,7 @@ from kfin.core.causes.registry import (
     state_line,
     waiting_on_controller_manager,
 )
-from kfin.core.causes.unreadable import list_failure_causes
+from kfin.core.causes.unreadable import list_failure_causes, storage_finding, unreadable_content
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
 from kfin.core.causes.webhooks import Rejection, hook_named, rejecting_webhooks
 from kfin.core.facts import ClusterFacts
@@ -208,6 +208,9 @@ def namespace(ctx: Context) -> Finding:
             Link("conversion-failure", why, target=crd, step=conversion_step(crd)) for crd, why in converting
         ]
         return found
+    unreadable = unreadable_content(facts, ns.name, failed_content) if ns.terminating else []
+    if unreadable:  # objects kube-apiserver cannot read from storage: the controller can never delete them
+        return storage_finding(ctx, unreadable, failed_content, FINALIZE_RISK)
     remaining = [o for o in content if o.namespace == ns.name and o.type.namespaced]
     rejections = rejected_deletes(facts, ns, remaining, failed_content) if ns.terminating else []
     if rejections:
