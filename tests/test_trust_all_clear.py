@@ -42,7 +42,13 @@ def test_a_new_kind_in_a_known_group_version_is_scanned_at_once(fake, fake_kubec
 MALFORMED = [None, [1, 2, 3], "text", {"items": 5}, {"kind": "ConfigMapList"},
              {"items": [{"metadata": 5}]}, {"items": [{"metadata": {"name": "x", "finalizers": "a"}}]},
              {"items": [{"metadata": {"name": "x", "ownerReferences": [7]}}]},
-             {"items": [], "metadata": {"continue": 5}}]
+             {"items": [], "metadata": {"continue": 5}},
+             # issue 41: booleans as strings ("no" counted as a blocking owner) passed as well-formed
+             {"items": [{"metadata": {"name": "x", "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["a.io/x"],
+                                      "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o",
+                                                           "uid": "u", "blockOwnerDeletion": "no"}]}}]},
+             {"items": [{"metadata": {"name": "x", "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                                        "name": "o", "uid": "u", "controller": 1}]}}]}]
 
 
 @pytest.mark.parametrize("body", MALFORMED, ids=[json.dumps(b)[:30] for b in MALFORMED])

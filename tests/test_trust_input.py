@@ -75,6 +75,9 @@ def test_any_malformed_snapshot_is_a_clear_error_never_a_crash(tmp_path, path, v
      "apiVersion"),
     ({"apiVersion": "v1", "kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "p", "ownerReferences": {}}}]},
      "ownerReferences"),
+    ({"apiVersion": "v1", "kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "p", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u", "controller": "yes"}]}}]},
+     "metadata.ownerReferences is a list, not a list of owner references"),
     # issue 27: a deletionTimestamp that is not a time was shown as Terminating for "0s"
     ({"apiVersion": "v1", "kind": "List", "items": [{"kind": "Pod", "metadata": {
         "name": "p", "deletionTimestamp": "yesterday", "finalizers": ["a.io/x"]}}]},

@@ -57,11 +57,13 @@ METADATA_FIELDS = {
                 and all(
                     isinstance(r, dict)
                     and all(isinstance(r.get(k, ""), str) for k in ("apiVersion", "kind", "name", "uid"))
+                    and all(r.get(k) is None or isinstance(r[k], bool) for k in ("controller", "blockOwnerDeletion"))
                     for r in v
                 )
             )
         ),
-        "a list of owner references (objects with string apiVersion, kind, name and uid)",
+        "a list of owner references (objects with string apiVersion, kind, name and uid, and boolean controller "
+        "and blockOwnerDeletion)",
     ),
 }
 
@@ -116,6 +118,9 @@ def _well_formed(meta: dict) -> bool:
                 and type(ref.get("kind", "")) is str
                 and type(ref.get("name", "")) is str
                 and type(ref.get("uid", "")) is str
+                # booleans, as protobuf types them: "no" would count as true (a blocking owner)
+                and type(ref.get("controller", False)) is bool
+                and type(ref.get("blockOwnerDeletion", False)) is bool
             ):
                 return False
     return True
