@@ -92,6 +92,19 @@ def test_kfin_audit_shows_the_good_records_and_names_the_bad_lines(tmp_path):
     one_error_line(kfin("audit", "--audit-log", str(tmp_path)), ExitCode.USAGE)
 
 
+def test_kfin_audit_of_a_log_that_does_not_exist_is_an_error(tmp_path, monkeypatch):
+    """Issue 41: `kfin audit --audit-log /nonexistent` said 'No removals recorded' and exited 0."""
+    for output in ("table", "json"):
+        line = one_error_line(kfin("audit", "--audit-log", str(tmp_path / "nonexistent"), "-o", output),
+                              ExitCode.USAGE)
+        assert f"no audit log at {tmp_path / 'nonexistent'}" in line
+    # the default log is written at kfin's first change: before that, none were recorded
+    monkeypatch.delenv("KFIN_AUDIT_LOG", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    fresh = kfin("audit")
+    assert fresh.code == ExitCode.OK and "No removals recorded in" in fresh.stderr, fresh
+
+
 class EndOfInput(io.StringIO):
     def isatty(self):
         return True

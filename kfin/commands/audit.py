@@ -27,7 +27,7 @@ def audit(
     """
     fmt = check_output(merged(ctx, output=output), OUTPUTS["audit"])
     path = Path(audit_log) if audit_log else audit_log_file.default_path()
-    log = audit_log_file.read(path)
+    log = audit_log_file.read(path, named=bool(audit_log))
     for number, why in log.bad_lines:
         warn(f"{path} line {number} is not an audit record ({why}): skipped")
     if fmt != "table":

@@ -109,12 +109,16 @@ def _record_problem(record: object) -> str | None:
     return None
 
 
-def read(path: Path | None = None) -> AuditLog:
-    """Every well-formed record; the numbers of the lines that are not, with why."""
+def read(path: Path | None = None, named: bool = False) -> AuditLog:
+    """Every well-formed record; the numbers of the lines that are not, with why. A log `named` by the
+    user must exist: the default one is only written at the first change, but a path that is not there
+    is a mistake, never 'no removals recorded'."""
     path = path or default_path()
     try:
         data = path.read_bytes()
     except FileNotFoundError:
+        if named:
+            raise UsageError(f"no audit log at {path}: the file does not exist") from None
         return AuditLog()
     except OSError as error:
         raise UsageError(f"cannot read the audit log {path}: {error.strerror or error}") from None
