@@ -257,8 +257,10 @@ class Kube:
         content_type: str | None = None,
         what: What | None = None,
         headers: dict | None = None,
+        check: bool = True,
     ) -> tuple[int, Any, bytes]:
-        """(status, response headers, body bytes) of one request; an error status raises.
+        """(status, response headers, body bytes) of one request; an error status raises (unless `check` is
+        False: a dry run's rejection is its answer).
 
         --request-timeout is a deadline for the whole request, retries and a slowly trickled body
         included, as kubectl's: each wait on the socket gets only the time that is left.
@@ -314,9 +316,9 @@ class Kube:
                     time.sleep(0.1)
                     continue
                 raise self._connection_error(error) from None
-            if response.status >= 400:
+            if response.status >= 400 and (check or response.status == 401):  # a 401 is the credentials'
                 raise self._api_error(response.status, response.reason, payload, what)
-            if response.status >= 300 and response.status != 304:  # 304: an ETag kfin sent still matches
+            if 300 <= response.status < 400 and response.status != 304:  # 304: an ETag kfin sent still matches
                 raise self._redirect_error(response.status, response.headers.get("Location"))
             return response.status, response.headers, payload
 

@@ -99,6 +99,13 @@ MaxInfoSeriesOpt = Annotated[
     ),
 ]
 RefreshOpt = Annotated[bool, typer.Option("--refresh", help="Rediscover the API instead of using the cache.")]
+NoDryRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-dry-run",
+        help="Send no dry run (dryRun=All) of the writes a deletion still needs: answer from what kfin reads alone.",
+    ),
+]
 KindArg = Annotated[
     str,
     typer.Argument(
@@ -181,6 +188,7 @@ class Options:
         refresh: bool = False,
         concurrency: int = 16,
         chunk_size: int = 500,
+        dry_run: bool = False,
     ) -> Scope:
         return Scope(
             self.target(),
@@ -192,6 +200,7 @@ class Options:
             concurrency,
             chunk_size,
             self.catalogs,
+            dry_run,
         )
 
 

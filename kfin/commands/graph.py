@@ -14,6 +14,7 @@ from kfin.commands.flags import (
     KindsOpt,
     KubeconfigOpt,
     NamespaceOpt,
+    NoDryRunOpt,
     OutputOpt,
     RefreshOpt,
     TimeoutOpt,
@@ -55,6 +56,7 @@ def graph(
     ),
     from_snapshot: str | None = snapshot_flag("Draw from a kfin snapshot instead of a live cluster."),
     refresh: RefreshOpt = False,
+    no_dry_run: NoDryRunOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
@@ -81,9 +83,8 @@ def graph(
     for text in kind or []:
         check_kind(text)
     subject_kind, subject_name = parse_subject(target)
-    subject = subject_graph.build(
-        options.scope(from_snapshot=from_snapshot, refresh=refresh), subject_kind, subject_name, owners_only
-    )
+    scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
+    subject = subject_graph.build(scope, subject_kind, subject_name, owners_only)
     facts = subject.facts
     kinds = None
     if kind:

@@ -10,6 +10,7 @@ from kfin.commands.flags import (
     KubeconfigOpt,
     NameArg,
     NamespaceOpt,
+    NoDryRunOpt,
     OutputOpt,
     RefreshOpt,
     TimeoutOpt,
@@ -32,6 +33,7 @@ def preflight(
     name: NameArg = None,
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when something would be left stuck."),
     refresh: RefreshOpt = False,
+    no_dry_run: NoDryRunOpt = False,
     from_snapshot: str | None = snapshot_flag("Predict from a kfin snapshot instead of a live cluster."),
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -59,7 +61,8 @@ def preflight(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
     fmt = check_output(options, OUTPUTS["preflight"])
-    result, facts = predict(options.scope(from_snapshot=from_snapshot, refresh=refresh), kind, name)
+    scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
+    result, facts = predict(scope, kind, name)
     warn_failures(facts.inventory.failures)  # a deletion reaches every type: each failure bears on it
     if fmt == "table":
         preflight_report(result)

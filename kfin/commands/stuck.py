@@ -18,6 +18,7 @@ from kfin.commands.flags import (
     KubeconfigOpt,
     MaxInfoSeriesOpt,
     NamespaceOpt,
+    NoDryRunOpt,
     OutputOpt,
     RefreshOpt,
     TimeoutOpt,
@@ -76,6 +77,7 @@ def stuck(
     ),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when anything is stuck (for cron and CI)."),
     refresh: RefreshOpt = False,
+    no_dry_run: NoDryRunOpt = False,
     from_snapshot: str | None = snapshot_flag("Read a kfin snapshot or `kubectl get -o json` output."),
     context: ContextsOpt = None,
     all_contexts: bool = typer.Option(False, "--all-contexts", help="Scan every context of the kubeconfig."),
@@ -133,7 +135,12 @@ def stuck(
         else (context or ([options.context] if options.context else []))
     )
     scope = options.scope(
-        contexts=contexts, from_snapshot=from_snapshot, refresh=refresh, concurrency=concurrency, chunk_size=chunk_size
+        contexts=contexts,
+        from_snapshot=from_snapshot,
+        refresh=refresh,
+        concurrency=concurrency,
+        chunk_size=chunk_size,
+        dry_run=not no_dry_run,
     )
     if watch:
         every = duration_seconds(interval, "--interval")

@@ -15,6 +15,8 @@ from typing import Protocol
 
 from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of
+from kfin.api.dryrun import Answer, Write, may_impersonate
+from kfin.api.dryrun import send as send_dry_run
 from kfin.api.events import warning_events
 from kfin.api.resources import Catalog, stored_as
 from kfin.api.scan import MANAGERS, read_objects, scan
@@ -31,6 +33,7 @@ class ClusterFacts(Protocol):
     kube: Kube | None
     memo: dict
     unreadable: dict[tuple, Failure]  # (group, resource, namespace) that could not be read, and why
+    dry_runs_allowed: bool  # whether writes may be sent as dry runs (dryRun=All) to explain
 
     def resource(self, group: str, resource: str) -> ResourceType | None: ...
     def type_of_kind(self, api_version: str, kind: str) -> ResourceType | None: ...
@@ -49,8 +52,11 @@ class ClusterFacts(Protocol):
     def whole(self, obj: KubeObject) -> dict | None: ...
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None: ...
     def prefetch(self, wanted: set[tuple[str, str, str | None, bool]], concurrency: int = 8) -> None: ...
+    def dry_run(self, write: Write) -> Answer | None: ...
 
 
+# Dry runs one set of facts sends at most (kfin stuck -A over many namespaces): each explanation sends a few.
+MOST_DRY_RUNS = 40
 # After this many namespaces read one by one for the same type, a cluster-wide scan's facts read that type
 # once everywhere: explaining stuck objects in hundreds of namespaces costs a few lists, not hundreds.
 WIDEN_AFTER = 4
@@ -87,6 +93,11 @@ class Facts:
         self._namespaces_read: Counter = Counter()  # (group, resource) -> namespaces read one by one
         self.memo: dict = {}  # what analyses worked out from these facts (explanations), kept for reuse
         self.reads = 0  # reads from the API server on demand: an answer that made none is current from watches
+        # Writes sent as dry runs (kfin.core.causes.dryrun): only where a command allows it (not --no-dry-run),
+        # each answered once; who kfin's user may impersonate, asked once each.
+        self.dry_runs_allowed = False
+        self.dry_runs: dict[Write, Answer | None] = {}
+        self._impersonable: dict[str, bool] = {}
 
     @property
     def kube(self) -> Kube | None:
@@ -365,6 +376,27 @@ class Facts:
         }
         self._forget_indexes()
         return [o for o in inv.objects if wanted(o)]
+
+    # ----- dry runs --------------------------------------------------------------------------------
+    def dry_run(self, write: Write) -> Answer | None:
+        """The server's answer to `write` sent with dryRun=All (stored nowhere), as its actor when kfin's user may
+        impersonate it, else as kfin's user (the answer says which); once per write. None when no dry run is sent:
+        a snapshot, --no-dry-run, MOST_DRY_RUNS reached, or the server could not be reached."""
+        if write in self.dry_runs:
+            return self.dry_runs[write]
+        if not self.dry_runs_allowed or self.kube is None or len(self.dry_runs) >= MOST_DRY_RUNS:
+            return None
+        impersonate = False
+        if write.actor:
+            if write.actor not in self._impersonable:
+                self._impersonable[write.actor] = may_impersonate(self.kube, write.actor)
+            impersonate = self._impersonable[write.actor]
+        try:
+            answer: Answer | None = send_dry_run(self.kube, write, impersonate)
+        except KfinError:
+            answer = None
+        self.dry_runs[write] = answer
+        return answer
 
     # ----- derived ---------------------------------------------------------------------------------
     def blocking_dependents(self, uid: str) -> list[KubeObject]:

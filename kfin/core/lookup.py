@@ -113,7 +113,9 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
         namespace,
         {(rtype.group, rtype.resource, namespace or "")} if full else set(),
     )
-    return obj, Facts(inv, kube, scanned=False)
+    facts = Facts(inv, kube, scanned=False)
+    facts.dry_runs_allowed = scope.dry_run
+    return obj, facts
 
 
 def facts_on_demand(scope: Scope) -> Facts:
@@ -124,7 +126,9 @@ def facts_on_demand(scope: Scope) -> Facts:
     kube = Kube.connect(scope.target)
     resources, failures = discover(kube, scope.refresh)
     inv = Inventory(resources, [], list(failures), datetime.now(UTC), kube.context, kube.server, kube.namespace)
-    return Facts(inv, kube, scanned=False)
+    facts = Facts(inv, kube, scanned=False)
+    facts.dry_runs_allowed = scope.dry_run
+    return facts
 
 
 def fresh_facts(kube: Kube, resources: list[ResourceType]) -> Callable[[KubeObject], Facts]:

@@ -20,6 +20,9 @@ class Scope:
     concurrency: int = 16
     chunk_size: int = 500
     catalogs: tuple[str, ...] = ()  # --catalog FILE: read after the shipped catalog and the user's catalog.d
+    # send the writes a deletion still needs as dry runs (dryRun=All): explain, stuck, preflight and graph, unless
+    # --no-dry-run
+    dry_run: bool = False
 
     def namespace_of(self, context_namespace: str) -> str | None:
         """The namespace a scan covers: None for all of them, else -n or the context's."""

@@ -59,7 +59,9 @@ def gather(
                 chunk_size=scope.chunk_size,
                 lean=lean,
             )
-        return Facts(scanned, kube, scope.chunk_size)
+        facts = Facts(scanned, kube, scope.chunk_size)
+        facts.dry_runs_allowed = scope.dry_run
+        return facts
 
     if len(contexts) <= 1:
         return [one(contexts[0] if contexts else target.context)]

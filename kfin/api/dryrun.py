@@ -1,0 +1,139 @@
+"""Writes kfin sends only as dry runs (dryRun=All): the server admits them as it would the real write (RBAC,
+admission webhooks, ValidatingAdmissionPolicies, storage) and stores nothing. Sent as another user (the
+namespace controller's ServiceAccount, a finalizer's controller) with Impersonate-User when kfin's user may
+impersonate that user, which a SelfSubjectAccessReview tells beforehand.
+
+A ServiceAccount is impersonated by its user name alone: kube-apiserver then gives it the groups its token
+would carry (system:serviceaccounts, system:serviceaccounts:NAMESPACE, system:authenticated), and an
+Impersonate-Group header would need the right to impersonate groups as well
+(k8s.io/apiserver/pkg/endpoints/filters/impersonation.go).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from kfin.api.connection import JSON, Kube
+from kfin.api.kubeconfig_types import header_safe
+from kfin.api.paths import api_path, resource_path
+from kfin.errors import KfinError
+from kfin.model import ResourceType
+from kfin.names import check_name, check_namespace
+
+SERVICE_ACCOUNT = "system:serviceaccount:"
+NAMESPACE_CONTROLLER = "system:serviceaccount:kube-system:namespace-controller"
+GARBAGE_COLLECTOR = "system:serviceaccount:kube-system:generic-garbage-collector"
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write to send as a dry run: a DELETE with DeleteOptions, or a JSON Patch (guarded by `test` ops)."""
+
+    verb: str  # "delete" or "patch"
+    rtype: ResourceType
+    namespace: str | None
+    name: str
+    body: str  # DeleteOptions or the patch's operations, as JSON (hashable: answers are kept by Write)
+    actor: str | None = None  # the user who would send it; None: kfin's own user (the user's own DELETE)
+
+    @classmethod
+    def delete(
+        cls, rtype: ResourceType, namespace: str | None, name: str, options: dict, actor: str | None = None
+    ) -> Write:
+        return cls("delete", rtype, namespace, name, json.dumps(options, sort_keys=True), actor)
+
+    @classmethod
+    def patch(cls, rtype: ResourceType, namespace: str | None, name: str, ops: list, actor: str | None = None) -> Write:
+        return cls("patch", rtype, namespace, name, json.dumps(ops), actor)
+
+    @property
+    def shown(self) -> str:
+        """How evidence names it: DELETE configmaps/x in namespace y."""
+        where = f" in namespace {self.namespace}" if self.namespace and self.rtype.namespaced else ""
+        return f"{self.verb.upper()} {self.rtype.qualified}/{self.name}{where}"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the server answered a dry run: accepted (2xx), or its Status."""
+
+    code: int
+    reason: str  # the Status's reason: Forbidden, Invalid, InternalError, NotFound, Conflict...
+    message: str
+    sent_as: str | None  # the user it was sent as (impersonated); None: as kfin's user
+    details: dict  # the Status's details (name, kind, causes)
+
+    @property
+    def accepted(self) -> bool:
+        return 200 <= self.code < 300
+
+
+def split_service_account(user: str) -> tuple[str, str] | None:
+    """(namespace, name) of a ServiceAccount's user name, as kube-apiserver splits it; None for another user."""
+    if not user.startswith(SERVICE_ACCOUNT):
+        return None
+    namespace, _, name = user[len(SERVICE_ACCOUNT) :].partition(":")
+    return (namespace, name) if namespace and name and ":" not in name else None
+
+
+def may_impersonate(kube: Kube, user: str) -> bool:
+    """Whether kfin's user may impersonate `user` (a SelfSubjectAccessReview of verb impersonate on the
+    ServiceAccount, or on users for another name); False when the review cannot be had."""
+    account = split_service_account(user)
+    attributes: dict[str, Any] = {"verb": "impersonate", "resource": "serviceaccounts" if account else "users"}
+    if account:
+        attributes.update(namespace=account[0], name=account[1])
+    else:
+        attributes["name"] = user
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes},
+    }
+    path = api_path("apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews")
+    try:
+        answer = kube.request(  # a review stores nothing; dryRun=All all the same, as every write of a reading command
+            "POST", path, {"dryRun": "All"}, body=review, what=("create", "selfsubjectaccessreviews", None)
+        )
+    except KfinError:
+        return False
+    status = answer.get("status") if isinstance(answer, dict) else None
+    return isinstance(status, dict) and status.get("allowed") is True
+
+
+def send(kube: Kube, write: Write, impersonate: bool) -> Answer:
+    """The write with dryRun=All, as `write.actor` when `impersonate`; never stored. A failure to reach the
+    server raises, as any request."""
+    check_name(write.name)
+    if write.namespace:
+        check_namespace(write.namespace)
+    path = resource_path(write.rtype, write.namespace, write.name)
+    as_actor = impersonate and write.actor and header_safe(write.actor)  # a name from managedFields, in a header
+    headers = {"Impersonate-User": write.actor} if as_actor else None
+    method, content_type = ("DELETE", JSON) if write.verb == "delete" else ("PATCH", "application/json-patch+json")
+    body = json.loads(write.body)
+    if write.verb == "delete":  # a DELETE with a body takes its options from the body alone, dryRun included
+        body = dict(body, dryRun=["All"])
+    status, _, data = kube.send(
+        method,
+        path,
+        {"dryRun": "All"},
+        body=body,
+        content_type=content_type,
+        what=(write.verb, write.rtype.qualified, write.namespace),
+        headers=headers,
+        check=False,
+    )
+    sent_as = write.actor if headers else None
+    if 200 <= status < 300:
+        return Answer(status, "", "", sent_as, {})
+    try:
+        parsed = json.loads(data) if data else {}
+    except (ValueError, RecursionError):
+        parsed = {}
+    parsed = parsed if isinstance(parsed, dict) else {}
+    text = parsed.get("message") or data[:500].decode(errors="replace").strip()
+    details = parsed["details"] if isinstance(parsed.get("details"), dict) else {}
+    return Answer(status, str(parsed.get("reason") or ""), str(text), sent_as, details)

@@ -1,0 +1,241 @@
+"""Asking the server, as the actor who must act: where a deletion needs writes that have not happened (the
+namespace controller's DELETE of what remains in a namespace, the garbage collector's of an owner's dependents,
+a finalizer's controller's removal of it, the user's own DELETE), kfin sends the same write as a dry run
+(dryRun=All, stored nowhere: kfin.api.dryrun) and reads the answer. Admission webhooks, ValidatingAdmissionPolicies
+(whose CEL may look at who asks), RBAC and storage answer it as they would the real write; kfin's rules alone cannot
+see all of that. A rejection becomes a Refusal that names the object behind it and its fix.
+
+Sent as the actor (impersonated) when kfin's user may impersonate it, else as kfin's user: then only what answers
+everyone alike (a webhook that cannot be called, a storage error) is taken as the actor's answer; the rest is
+evidence only. A few dry runs per explanation (MOST_TYPES, MOST_DEPENDENTS), each answered once per scan
+(Facts.dry_run); none from a snapshot or with --no-dry-run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kfin.api.dryrun import GARBAGE_COLLECTOR, NAMESPACE_CONTROLLER, Answer, Write
+from kfin.core.causes.registry import Context, Finding, Link, Verdict
+from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
+from kfin.core.causes.webhooks import hook_named
+from kfin.core.facts import ClusterFacts
+from kfin.model import KubeObject
+
+MOST_TYPES = 4  # dry-run DELETEs of a namespace's content: of this many remaining types,
+MOST_PER_TYPE = 3  # this many objects each (a namespace is made with two ConfigMaps of the control plane's)
+MOST_DEPENDENTS = 3  # the garbage collector's DELETEs of an owner's blocking dependents
+POLICY_GROUP = "admissionregistration.k8s.io"
+DENIED_BY_HOOK = re.compile(r'admission webhook "([^"]+)" denied the request:?\s*(.*)', re.S)
+FAILED_HOOK = re.compile(r'failed calling webhook "([^"]+)"')
+DENIED_BY_POLICY = re.compile(
+    r"ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)' denied request:?\s*(.*)", re.S
+)
+STORAGE = re.compile(r"unable to transform|storage|decrypt|etcd", re.I)
+
+
+@dataclass
+class Refusal:
+    """A dry run the server rejected: what rejects it (in a sentence), the object behind it, and the fix."""
+
+    write: Write
+    answer: Answer
+    why: str
+    kind: str  # the link's kind: webhook, admission-policy, forbidden, storage, namespace-terminating, rejected
+    target: KubeObject | None
+    step: str
+    risk: str | None = None
+    as_actor: bool = True  # the answer is the actor's (sent as it, or one that answers everyone alike)
+
+    @property
+    def evidence(self) -> str:
+        return evidence(self.write, self.answer)
+
+    def link(self) -> Link:
+        return Link(self.kind, self.why, target=self.target, step=self.step, risk=self.risk, possible=not self.as_actor)
+
+
+def evidence(write: Write, answer: Answer) -> str:
+    """The dry run in a line: what was sent, as whom, and what the server answered."""
+    if answer.sent_as:
+        who = f"as {answer.sent_as} (impersonated)"
+    elif write.actor:
+        who = f"as kfin's user (it may not impersonate {write.actor})"
+    else:
+        who = "as kfin's user"
+    said = "accepted" if answer.accepted else f"{answer.code} {answer.reason}: {answer.message}".strip()
+    return f"dry run (dryRun=All) of {write.shown} {who}: {said}"
+
+
+def not_sent(facts: ClusterFacts) -> str:
+    """Why no dry run was sent, in a phrase."""
+    if facts.kube is None:
+        return "a snapshot has no server to ask: no dry run was sent"
+    if not facts.dry_runs_allowed:
+        return "no dry run was sent (--no-dry-run)"
+    return "no dry run was sent (the server could not be asked, or kfin's limit of dry runs per scan was reached)"
+
+
+def refusal(facts: ClusterFacts, write: Write) -> tuple[Answer | None, Refusal | None]:
+    """(the answer, its Refusal when the server rejected the write); (None, None) when no dry run was sent."""
+    answer = facts.dry_run(write)
+    if answer is None or answer.accepted:
+        return answer, None
+    return answer, _refusal(facts, write, answer)
+
+
+def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | None:
+    """What the rejection means, from the server's Status; None for an answer that says nothing of the write
+    (the object is gone, it changed since, the server was busy)."""
+    actor = write.actor or "you"
+    as_actor = answer.sent_as is not None or write.actor is None
+    message = answer.message
+    verb = "DELETE" if write.verb == "delete" else "removal of the finalizer"
+    failed = FAILED_HOOK.search(message)
+    denied = DENIED_BY_HOOK.search(message)
+    if failed or denied:
+        name = (failed or denied).group(1)  # type: ignore[union-attr]
+        config = hook_named(facts, name)
+        holder = f" of {config.type.kind} {config.name}" if config is not None else ""
+        if failed:  # the backend cannot be reached: it answers everyone alike
+            why = f"webhook {name}{holder} rejects the {verb} of {write.rtype.qualified} (failing closed): {message}"
+            step = f"restore the backend of webhook {name}" + (
+                f", or kubectl delete {config.type.kind.lower()} {config.name} if its operator was uninstalled"
+                if config is not None
+                else ""
+            )
+            return Refusal(write, answer, why, "webhook", config, step, WEBHOOK_RISK, True)
+        why = f"webhook {name}{holder} denies the {verb} of {write.rtype.qualified} by {actor}: {denied.group(2)}"  # type: ignore[union-attr]
+        step = f"change what webhook {name} enforces (its operator's configuration) so that it allows the {verb}" + (
+            f", or kubectl delete {config.type.kind.lower()} {config.name}" if config is not None else ""
+        )
+        return Refusal(write, answer, why, "webhook", config, step, WEBHOOK_RISK, as_actor)
+    policy_denial = DENIED_BY_POLICY.search(message)
+    if policy_denial:
+        policy_name, binding, said = policy_denial.groups()
+        policy = facts.find(POLICY_GROUP, "validatingadmissionpolicies", "", policy_name, full=True)
+        why = (
+            f"ValidatingAdmissionPolicy {policy_name} (binding {binding}) denies the {verb} of {write.rtype.qualified} "
+            f"by {actor}: {said}"
+        )
+        step = (
+            f"change ValidatingAdmissionPolicy {policy_name} (or its binding {binding}) so that it allows the {verb} "
+            f"by {actor}, or kubectl delete validatingadmissionpolicybinding {binding} if what it enforces is obsolete"
+        )
+        risk = "changing or unbinding the policy lifts what it enforces for every request it matches"
+        return Refusal(write, answer, why, "admission-policy", policy, step, risk, as_actor)
+    if answer.reason == "NamespaceTerminating" or "because it is being terminated" in message:
+        why = f"the {verb} would create content in a namespace being deleted: {message}"
+        return Refusal(write, answer, why, "namespace-terminating", None, "let the namespace go first", None, True)
+    if answer.code == 403:
+        if not as_actor:  # kfin's user may not do it: nothing said of the actor
+            return None
+        resource = write.rtype.qualified
+        where = f" in namespace {write.namespace}" if write.namespace else ""
+        why = f"{actor} may not {write.verb} {resource}{where} (RBAC): {message}"
+        step = f"grant {actor} {write.verb} on {resource}{where} (a Role or ClusterRole bound to it)"
+        return Refusal(write, answer, why, "forbidden", None, step, None, True)
+    if answer.code >= 500 and STORAGE.search(message):
+        why = f"the server cannot read {write.rtype.qualified}/{write.name} from its storage: {message}"
+        step = (
+            f"repair what the server cannot read ({write.rtype.qualified}/{write.name}: its encryption key, or etcd); "
+            "until then nothing deletes it"
+        )
+        return Refusal(write, answer, why, "storage", None, step, None, True)
+    if answer.code in (404, 409, 422, 429) or answer.code >= 500:
+        return None  # gone, changed since, or the server was busy: nothing about the write itself
+    why = f"the server rejects the {verb} of {write.rtype.qualified}/{write.name}: {message}"
+    return Refusal(write, answer, why, "rejected", None, f"deal with what the server says ({message})", None, as_actor)
+
+
+def content_deletions(facts: ClusterFacts, namespace: KubeObject, content: list[KubeObject]) -> list[Refusal]:
+    """The namespace controller's DELETE (propagationPolicy Background, as it sends it) of what remains, as the
+    controller: up to MOST_PER_TYPE objects not yet being deleted of each of MOST_TYPES types, newest first (what a
+    namespace is made with, its kube-root-ca.crt and default ServiceAccount, is the oldest), a type's first rejection
+    enough. What it cannot delete."""
+    by_type: dict = {}
+    for obj in content:
+        if obj.namespace == namespace.name and obj.type.namespaced and not obj.terminating:
+            by_type.setdefault(obj.type, []).append(obj)
+    out = []
+    for rtype, objects in list(by_type.items())[:MOST_TYPES]:
+        newest = sorted(objects, key=_age_order, reverse=True)
+        for obj in newest[:MOST_PER_TYPE]:
+            options = {"propagationPolicy": "Background"}
+            _, refused = refusal(facts, Write.delete(rtype, obj.namespace, obj.name, options, NAMESPACE_CONTROLLER))
+            if refused is not None:
+                out.append(refused)
+                break
+    return out
+
+
+def _age_order(obj: KubeObject) -> tuple:
+    """Newer last: by creation, then by resourceVersion (an etcd revision as kube-apiserver's storage gives it)
+    within the second a timestamp resolves."""
+    version = str(obj.meta.get("resourceVersion") or "")
+    return (str(obj.meta.get("creationTimestamp") or ""), int(version) if version.isdigit() else 0)
+
+
+def dependents_deletions(facts: ClusterFacts, dependents: list[KubeObject]) -> list[Refusal]:
+    """The garbage collector's DELETE of an owner's blocking dependents not yet being deleted (Foreground, as it
+    deletes the dependents of an owner deleted in the foreground), as the garbage collector."""
+    out = []
+    for obj in [d for d in dependents if not d.terminating][:MOST_DEPENDENTS]:
+        options = {"propagationPolicy": "Foreground"}
+        write = Write.delete(obj.type, obj.namespace or None, obj.name, options, GARBAGE_COLLECTOR)
+        _, refused = refusal(facts, write)
+        if refused is not None:
+            out.append(refused)
+    return out
+
+
+def finalizer_removal(facts: ClusterFacts, obj: KubeObject, finalizer: str, account: str) -> Refusal | None:
+    """Its controller's removal of the finalizer (a JSON Patch guarded by a `test` of the finalizers as read), as the
+    ServiceAccount `account` ("namespace/name") it runs as."""
+    if finalizer not in obj.finalizers:
+        return None
+    namespace, _, name = account.partition("/")
+    ops = [
+        {"op": "test", "path": "/metadata/finalizers", "value": obj.finalizers},
+        {"op": "remove", "path": f"/metadata/finalizers/{obj.finalizers.index(finalizer)}"},
+    ]
+    write = Write.patch(obj.type, obj.namespace or None, obj.name, ops, f"system:serviceaccount:{namespace}:{name}")
+    return refusal(facts, write)[1]
+
+
+def own_deletion(facts: ClusterFacts, obj: KubeObject) -> tuple[Answer | None, Refusal | None]:
+    """The user's own DELETE of the object (Background propagation, kubectl's default), as kfin's user."""
+    return refusal(facts, Write.delete(obj.type, obj.namespace or None, obj.name, {"propagationPolicy": "Background"}))
+
+
+def uncertain(why: str) -> bool:
+    """Whether a rule's answer only suspects (a policy kfin could not evaluate): a dry run's answer then speaks."""
+    return "may deny" in why or "could not evaluate" in why
+
+
+def blocked_content(
+    ctx: Context, content: list[KubeObject], failed_content: str, risk: str, predicted: list[str]
+) -> Finding | None:
+    """A Terminating namespace whose content the namespace controller cannot delete, by the dry runs of its DELETEs
+    as the controller: BLOCKED, naming what rejects them; None when none is rejected as the controller, or when
+    kfin's rules already proved what does (`predicted`: their answers)."""
+    if not ctx.obj.terminating or any(not uncertain(why) for why in predicted):
+        return None
+    refused = content_deletions(ctx.facts, ctx.obj, content)
+    blocking = [r for r in refused if r.as_actor]
+    if not blocking:
+        return None
+    evidence = [r.evidence for r in refused]
+    evidence += [f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []
+    found = ctx.finding(
+        "; ".join(r.why for r in blocking) + ": the namespace controller cannot delete them",
+        Verdict.BLOCKED,
+        "; ".join(dict.fromkeys(r.step for r in blocking)) + "; the namespace controller then carries on",
+        "; ".join(dict.fromkeys([r.risk for r in blocking if r.risk] + [risk])),
+        evidence,
+        controller="kube-controller-manager (namespace controller)",
+    )
+    found.summary = f"{blocking[0].why}, so the namespace controller cannot delete its content"
+    found.links = [r.link() for r in blocking]
+    return found
