@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kfin.commands.outputs import VERDICTS
+from kfin.core.causes import Verdict
 from kfin.errors import ExitCode
+from kfin.render.explanation import VERDICT_STYLE
 from tests.fakeapi.rawclient import RawClient
 from tests.runner import kfin
 
@@ -184,3 +187,11 @@ def test_output_formats_and_graph_subjects_complete(fake, fake_kubeconfig):
     assert complete("kfin graph cm he", env) == ["held"]
     assert complete("kfin graph cm/he", env) == ["cm/held"]
     assert complete("kfin graph namespace kube-p", env) == ["kube-public"]
+
+
+def test_verdicts_complete_and_are_every_verdict_kfin_gives():
+    """Issue 40: --verdict offers the verdicts (STALLED among them), in the case typed, after those given."""
+    assert set(VERDICTS) == {v.value for v in Verdict} == set(VERDICT_STYLE)
+    assert complete("kfin stuck --verdict ") == list(VERDICTS)
+    assert complete("kfin stuck --verdict st") == ["stalled"]
+    assert complete("kfin stuck -A --verdict WAITING,S") == ["WAITING,STALLED"]

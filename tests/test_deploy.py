@@ -91,7 +91,9 @@ def test_the_prometheus_rule_holds_the_same_alerts_as_the_rules_file_and_uses_on
     assert (rule["apiVersion"], rule["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
     assert rule["spec"] == plain
     alerts = {r["alert"]: r for group in plain["groups"] for r in group["rules"]}
-    assert {"KfinNamespaceStuckTerminating", "KfinOrphanedFinalizer", "KfinWebhookGatingDeletions"} <= set(alerts)
+    assert {"KfinNamespaceStuckTerminating", "KfinOrphanedFinalizer", "KfinWebhookGatingDeletions",
+            "KfinControllerStalled"} <= set(alerts)
+    assert 'verdict="STALLED"' in alerts["KfinControllerStalled"]["expr"]  # someone must act (issue 40)
     assert "3600" in alerts["KfinNamespaceStuckTerminating"]["expr"]  # a namespace Terminating for over an hour
     exposed = {f.name for f in metrics.stuck_families([], [], 0.1, 0.0)} | {
         "kfin_scans_total", "kfin_scan_errors_total", "kfin_last_scan_success", "kfin_result_age_seconds"}

@@ -125,3 +125,10 @@ def test_on_a_phone_sized_terminal_each_object_is_a_block_wrapped_between_words(
 def test_with_one_namespace_there_is_no_namespace_column():
     code, lines = run_in_window(["stuck", "-n", "shop", "--from-snapshot", "examples/stuck-cluster.json"], 120)
     assert lines[0].split()[0] == "KIND" and "NAMESPACE" not in lines[0]
+
+
+def test_the_verdict_column_is_in_its_verdicts_colour():
+    """Issue 40: the VERDICT column is read first; on a terminal each verdict has the colour `explain` gives it."""
+    _, screen = run_on_terminal(["stuck", "-A", "--from-snapshot", str(ROOT / "examples" / "stuck-cluster.json")])
+    assert re.search(r"\x1b\[1;31mHOLDING\x1b\[0m", screen), screen  # bold red: removing it breaks something
+    assert re.search(r"\x1b\[1;33mWAITING\x1b\[0m", screen), screen  # bold yellow: progress expected

@@ -19,7 +19,7 @@ from kfin.api.connection import Kube
 from kfin.api.discovery import cached_resources
 from kfin.api.resources import Catalog
 from kfin.api.target import Target
-from kfin.commands.outputs import OUTPUTS
+from kfin.commands.outputs import OUTPUTS, VERDICTS
 from kfin.model import ResourceType
 from kfin.names import path_segment_problem
 
@@ -119,6 +119,14 @@ def _candidates(page: dict) -> list[str]:
     sequences never reach the shell)."""
     names = [(item.get("metadata") or {}).get("name") for item in page.get("items") or [] if isinstance(item, dict)]
     return sorted(n for n in names if isinstance(n, str) and not path_segment_problem(n) and " " not in n)
+
+
+@_safe
+def verdicts(ctx: typer.Context, incomplete: str) -> list[str]:
+    """--verdict's values, in the case being typed, after those already given (a,b)."""
+    head, comma, last = incomplete.rpartition(",")
+    given = {v.strip().upper() for v in head.split(",")}
+    return [head + comma + (v.lower() if last.islower() else v) for v in VERDICTS if v not in given]
 
 
 @_safe

@@ -47,7 +47,7 @@ def explain(
     """Why each finalizer of an object is still there, and what is safe to do.
 
     For each finalizer: what it protects, which controller removes it, what holds it now
-    (HOLDING, WAITING or ORPHANED), the safe fix, the risk of forcing it, and the kfin remove
+    (HOLDING, WAITING, STALLED, ORPHANED...), the safe fix, the risk of forcing it, and the kfin remove
     command when removal is the right step.
 
     Examples:

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from kfin.api.target import Target
+from kfin.commands.outputs import VERDICTS
 from kfin.core.scope import Scope
 from kfin.errors import UsageError
 from kfin.names import check_kind, check_name, check_namespace
@@ -226,9 +227,6 @@ def wait_seconds(text: str, flag: str = "--timeout") -> float:
     if not 0 < seconds <= MAX_WAIT_SECONDS:
         raise UsageError(f'{flag}: "{text}" must be more than 0 and at most 7d')
     return seconds
-
-
-VERDICTS = ("HOLDING", "WAITING", "ORPHANED", "UNKNOWN", "BLOCKED")
 
 
 def verdicts(values: list[str] | None) -> set[str]:

@@ -1,4 +1,4 @@
-"""The -o formats of each command: what it accepts, and what Tab offers after -o."""
+"""The -o formats of each command, and --verdict's values: what each accepts, and what Tab offers."""
 
 from __future__ import annotations
 
@@ -13,3 +13,5 @@ OUTPUTS: dict[str, tuple[str, ...]] = {
     "catalog": PLAIN,
     "report": ("html",),
 }
+# kfin.core.causes.Verdict's values (tests/test_completion.py keeps them equal), without its import on every Tab
+VERDICTS = ("HOLDING", "WAITING", "STALLED", "ORPHANED", "UNKNOWN", "BLOCKED")

@@ -23,6 +23,7 @@ from kfin.commands.flags import (
     RefreshOpt,
     TimeoutOpt,
     check_output,
+    completer,
     duration_seconds,
     merged,
     snapshot_flag,
@@ -40,6 +41,8 @@ from kfin.names import check_kind
 from kfin.render import data, metrics, tables, templates
 from kfin.render.terminal import progress_bar, say, warn, warn_failures
 
+VERDICT_VALUES = completer("verdicts")  # what Tab offers after --verdict
+
 
 def stuck(
     ctx: typer.Context,
@@ -54,7 +57,9 @@ def stuck(
         None,
         "--verdict",
         metavar="VERDICT",
-        help="Only objects with this verdict: HOLDING, WAITING, ORPHANED, UNKNOWN or BLOCKED (repeat, or a,b).",
+        autocompletion=VERDICT_VALUES,
+        help="Only objects with this verdict: HOLDING, WAITING, STALLED, ORPHANED, UNKNOWN or BLOCKED (repeat, "
+        "or a,b).",
     ),
     label_selector: str | None = typer.Option(
         None, "--selector", "-l", metavar="SELECTOR", help="Only stuck objects whose labels match (kubectl's -l)."

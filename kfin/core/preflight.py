@@ -219,7 +219,7 @@ def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str
     if control_plane_owned(finalizer):
         alive, liveness = controller_manager(facts)
         if alive is False:
-            return f"{liveness}: nothing removes {finalizer}", "WAITING", "bring kube-controller-manager back first"
+            return f"{liveness}: nothing removes {finalizer}", "STALLED", "bring kube-controller-manager back first"
         return "", "", ""
     workloads = _controllers(ctx)
     if workloads is None:
@@ -249,7 +249,7 @@ def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str
     w = workloads[0][0]
     return (
         f"its controller {w.type.kind} {w.namespace}/{w.name} is not running",
-        "WAITING",
+        "STALLED",
         f"fix or scale up {w.type.kind} {w.namespace}/{w.name} first",
     )
 

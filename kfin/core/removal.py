@@ -140,6 +140,10 @@ def plan(
                 choice.refused = f"{why}{f.condition}. Safe fix: {f.fix}"
         elif chosen and f.verdict == Verdict.WAITING and f.controller_alive:
             choice.warning = f"its controller is running and should remove it ({f.condition})"
+        elif chosen and f.verdict == Verdict.STALLED:  # named by --finalizer: never chosen by default
+            choice.warning = (
+                f"its controller is there but cannot act ({f.condition}); once it can, it cleans up: {f.fix}"
+            )
         choices.append(choice)
     refused = None
     ghost = next((f for f in findings if f.family == "ghost"), None)

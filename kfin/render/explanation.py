@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 VERDICT_STYLE = {
     "HOLDING": "bold red",
     "WAITING": "bold yellow",
+    "STALLED": "bold dark_orange",
     "ORPHANED": "bold magenta",
     "UNKNOWN": "bold",
     "BLOCKED": "bold red",

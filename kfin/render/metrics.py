@@ -84,7 +84,7 @@ def stuck_families(
         "kfin_stuck_objects",
         "gauge",
         "Objects stuck in Terminating, by namespace, kind, the family of the finalizer or cause that "
-        "holds them, and kfin's verdict on it (HOLDING, WAITING, ORPHANED, BLOCKED, UNKNOWN).",
+        "holds them, and kfin's verdict on it (HOLDING, WAITING, STALLED, ORPHANED, BLOCKED, UNKNOWN).",
         [(dict(zip(names, key, strict=True)), count) for key, count in sorted(counts.items())],
     )
     seconds = Family(

@@ -19,7 +19,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:80em;padding:
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;
 vertical-align:top}th{background:#f4f4f4}code,pre{font:13px ui-monospace,monospace}pre{background:#f8f8f8;
-padding:.5em;overflow:auto}.HOLDING,.BLOCKED{color:#b00}.WAITING{color:#a60}.ORPHANED{color:#808}
+padding:.5em;overflow:auto}.HOLDING,.BLOCKED{color:#b00}.WAITING{color:#a60}.STALLED{color:#d40}.ORPHANED{color:#808}
 .UNKNOWN{color:#555}.graph svg{max-width:100%;height:auto}.warn{color:#a60}
 """
 

@@ -10,6 +10,7 @@ from kfin.core.catalog import CatalogEntry
 from kfin.core.removal import FORCE_DELETION, Plan
 from kfin.core.stuck import StuckObject
 from kfin.render import layout
+from kfin.render.explanation import VERDICT_STYLE
 from kfin.render.terminal import console, text
 from kfin.util.durations import format_age
 from kfin.util.text import printable
@@ -51,6 +52,8 @@ def stuck_table(
             values += [o.type.api_version, o.uid, str(len(o.owner_references)), "-" if grace is None else str(grace)]
         values.append(", ".join(row.finalizers) or "<none>")
         cells.append([text(v) for v in values])
+        if row.verdict in VERDICT_STYLE:  # the column read first: whether it resolves by itself, in colour
+            cells[-1][len(identity) - 1].stylize(VERDICT_STYLE[row.verdict])
     headers = identity + extra + ["FINALIZERS"]
     finalizers = len(headers) - 1
     width = target.width

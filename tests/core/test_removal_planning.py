@@ -3,6 +3,7 @@ the guarded patch it would send; on plain values, nothing is sent."""
 
 from datetime import timedelta
 
+from kfin.api.scan import MANAGERS
 from kfin.core.causes import Verdict, explain_object
 from kfin.core.removal import metadata_patch, plan, requests_preview
 from tests.values import custom_type, facts, lease, obj, pod
@@ -45,6 +46,35 @@ def test_nothing_is_selected_by_default_when_something_still_holds():
     # the safe fix leads; forcing comes last (issue 29)
     assert refused.startswith("no finalizer is safe to remove. Safe fix: stop what uses the claim: delete Pod shop/db-0")
     assert refused.endswith("Only if that cannot be done: --finalizer NAME --force")
+
+
+def stalled_widget():
+    """Its controller (the field manager that added the finalizer) is installed but scaled to zero."""
+    w = obj(WIDGETS, "w1", "shop", finalizers=("example.com/cleanup",), deleting_for=DELETING,
+            **{MANAGERS: {"example.com/cleanup": "widget-operator"}})
+    operator = obj("deploy.apps", "widget-operator", "operators", spec={"replicas": 0, "template": {"spec": {}}},
+                   status={})
+    return w, explain_object(w, facts(w, operator, extra_types=(WIDGETS,))).findings
+
+
+def test_a_stalled_finalizer_is_never_selected_by_default_and_named_it_is_removed_with_the_fix_as_warning():
+    """Issue 40: STALLED is not ORPHANED: its controller is there, and once fixed it cleans up. Neither a plain
+    remove nor --all-stuck selects it; named by --finalizer it goes (no --force: kfin knows what holds it),
+    with a warning naming what would let the controller clean up instead."""
+    w, findings = stalled_widget()
+    assert [f.verdict for f in findings] == [Verdict.STALLED]
+    default = plan(w, findings, None, force=False, allow_live=False)
+    assert not default.selected
+    assert default.refused.startswith("no finalizer is safe to remove. Safe fix: fix or scale up Deployment "
+                                      "operators/widget-operator")
+    assert "(example.com/cleanup is STALLED)" in default.refused
+    named = plan(w, findings, ["example.com/cleanup"], force=False, allow_live=False)
+    [choice] = named.choices
+    assert choice.selected and choice.refused is None and named.refused is None
+    assert choice.warning.startswith("its controller is there but cannot act (its controller Deployment "
+                                     "operators/widget-operator")
+    assert choice.warning.endswith("fix or scale up Deployment operators/widget-operator: running, it removes the "
+                                   "finalizer")
 
 
 def test_a_live_object_is_refused_unless_allowed():

@@ -60,7 +60,7 @@ def test_an_argo_cd_application_names_what_it_will_delete_and_its_controller_tha
     report = json.loads(kfin(*base, "explain", "application", "guestbook", "-n", cluster.namespace, "-o",
                              "json").stdout)
     [f] = report["findings"]
-    assert f["family"] == "argocd-application" and f["verdict"] == "WAITING" and f["controllerAlive"] is False
+    assert f["family"] == "argocd-application" and f["verdict"] == "STALLED" and f["controllerAlive"] is False
     assert "the Argo CD application controller is installed but not running (StatefulSet " in f["condition"]
     assert [h["what"] for h in f["holders"]] == ["Deployment guestbook/guestbook-ui", "Service guestbook/guestbook-ui"]
     assert f["risk"].startswith("removing it deletes the Application but leaves every resource it deployed running")

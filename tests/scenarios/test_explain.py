@@ -68,7 +68,7 @@ def test_a_released_claim_waits_for_the_controller_and_is_orphaned_when_it_is_do
     assert f["verdict"] == "WAITING" and f["controllerAlive"] is True and f["removeCommand"] is None
     fake.stop_controllers(seconds_ago=600)  # ... ten minutes ago: its lease is stale
     f = json.loads(kfin(*base).stdout)["findings"][0]
-    assert f["verdict"] == "WAITING" and f["controllerAlive"] is False
+    assert f["verdict"] == "STALLED" and f["controllerAlive"] is False  # only someone bringing it back helps
     assert any("kube-controller-manager is not running" in e for e in f["evidence"])
     # the control plane's finalizer: kfin removes it only with --force (issue 23), and says so in the command
     assert f["removeCommand"] == ("kfin remove persistentvolumeclaims data -n default "
@@ -139,12 +139,12 @@ def test_a_custom_finalizer_whose_controller_runs_is_waiting(cluster):
                for e in f["evidence"])
 
 
-def test_a_custom_finalizer_whose_controller_is_scaled_to_zero_waits_on_a_controller_that_is_down(cluster):
+def test_a_custom_finalizer_whose_controller_is_scaled_to_zero_is_stalled(cluster):
     group = cluster.widget_crd()
     operator(cluster, group, replicas=0, pod=False)
     stuck_widget(cluster, group)
     f = finding(explain(cluster, "widget", "w1", "-n", cluster.namespace), f"{group}/cleanup")
-    assert f["verdict"] == "WAITING" and f["controllerAlive"] is False
+    assert f["verdict"] == "STALLED" and f["controllerAlive"] is False
     assert f["condition"] == (f"its controller is installed but not running: its Deployment "
                               f"{cluster.namespace}/widget-operator has 0 replicas")
     assert any(f"the ClusterRole {cluster.name('widget-operator')} grants update on widgets.{group} to ServiceAccount "
@@ -154,7 +154,20 @@ def test_a_custom_finalizer_whose_controller_is_scaled_to_zero_waits_on_a_contro
                                   f"--finalizer {group}/cleanup --confirm")
 
 
-def test_a_custom_finalizer_whose_controller_crash_loops_waits_on_a_controller_that_is_down(cluster):
+def stuck_items(cluster, *args):
+    result = kfin("stuck", "-n", cluster.namespace, *args, "--kubeconfig", str(cluster.kubeconfig), "-o", "json")
+    assert result.code in (0, ExitCode.PARTIAL), result.stderr
+    return {item["name"]: item for item in json.loads(result.stdout)["items"]}
+
+
+def assert_stalled_everywhere(cluster, name):
+    """Issue 40: STALLED in `kfin stuck`'s JSON, kept by --verdict STALLED (any case), left out by WAITING."""
+    assert stuck_items(cluster)[name]["verdict"] == "STALLED"
+    assert name in stuck_items(cluster, "--verdict", "stalled")
+    assert name not in stuck_items(cluster, "--verdict", "WAITING")
+
+
+def test_a_custom_finalizer_whose_controller_crash_loops_is_stalled(cluster):
     group = cluster.widget_crd()
     operator(cluster, group, replicas=1, pod_status={
         "phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
@@ -162,10 +175,11 @@ def test_a_custom_finalizer_whose_controller_crash_loops_waits_on_a_controller_t
                                "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]})
     stuck_widget(cluster, group)
     f = finding(explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace), f"{group}/cleanup")
-    assert f["verdict"] == "WAITING" and f["controllerAlive"] is False
+    assert f["verdict"] == "STALLED" and f["controllerAlive"] is False
     assert f["condition"] == (f"its controller is installed but not running: Pod {cluster.namespace}/widget-operator-0 "
                               "is not Ready (CrashLoopBackOff, 12 restarts)")
     assert f["fix"].startswith("fix the controller")
+    assert_stalled_everywhere(cluster, "w1")
 
 
 def test_a_custom_finalizer_whose_controller_is_gone_is_orphaned(cluster):
@@ -287,7 +301,7 @@ def test_managed_fields_name_the_controller_when_rbac_cannot_be_read(cluster):
     result = kfin("explain", f"widgets.{group}", "w1", "-n", cluster.namespace, "--kubeconfig", str(reader), "-o", "json")
     f = finding(json.loads(result.stdout), f"{group}/cleanup")
     assert f'managedFields: {group}/cleanup was added by field manager "widget-operator"' in f["evidence"]
-    assert f["verdict"] == "WAITING" and f["controllerAlive"] is False
+    assert f["verdict"] == "STALLED" and f["controllerAlive"] is False
     assert f"Deployment {cluster.namespace}/widget-operator (the field manager that added it) is installed but not " \
            "running (0/1 ready)" in f["condition"]
 
@@ -320,8 +334,48 @@ def test_a_running_controller_forbidden_to_update_is_named_with_the_missing_gran
                    {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1", "finalizers": [f"{group}/x"]}})
     cluster.delete(f"{path}/w1")
     [f] = explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace)["findings"]
-    assert f["verdict"] == "WAITING" and f["controllerAlive"] is True
+    assert f["verdict"] == "STALLED" and f["controllerAlive"] is True  # it runs, but cannot act (issue 40)
     assert f"forbidden to update widgets.{group}" in f["condition"]
     assert f["fix"].startswith(f"grant ServiceAccount {cluster.namespace}/widget-operator update and patch on "
                                f"widgets.{group}")
+    assert_stalled_everywhere(cluster, "w1")
+    # the grant it lacks, given: it may act again, and is WAITING, no longer STALLED
+    cluster.create({"apiVersion": RBAC, "kind": "Role", "metadata": {"name": "widget-writer"}, "rules": [
+        {"apiGroups": [group], "resources": ["widgets"], "verbs": ["get", "patch", "update"]}]})
+    cluster.create({"apiVersion": RBAC, "kind": "RoleBinding", "metadata": {"name": "widget-writer"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "widget-writer"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "widget-operator",
+                                  "namespace": cluster.namespace}]})
+    [f] = explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace)["findings"]
+    assert f["verdict"] == "WAITING" and "forbidden" not in f["condition"]
+    cluster.strip_finalizers(f"{path}/w1")
+
+
+@pytest.mark.controllers
+def test_a_deployment_whose_own_pod_crash_loops_is_stalled_with_that_pod_named(cluster):
+    """Issue 40: the field manager's Deployment created its Pod (through a ReplicaSet, which the deployment
+    controller names after it and the pod-template-hash label); that Pod crash-loops, as a kubelet would
+    report it. kfin names it, without reading ReplicaSets, and the verdict is STALLED."""
+    group = cluster.widget_crd()
+    ensure_default_sa(cluster)
+    labels = {"app": "widget-operator"}
+    cluster.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "widget-operator"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
+            "containers": [{"name": "op", "image": "registry.k8s.io/pause:3.10"}]}}}})
+    pods = f"/api/v1/namespaces/{cluster.namespace}/pods?labelSelector=app%3Dwidget-operator"
+    [pod] = cluster.eventually(lambda: cluster.api.get(pods)["items"], message="the Deployment's Pod")
+    cluster.set_status(dict(pod, apiVersion="v1", kind="Pod"), {
+        "phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+        "containerStatuses": [{"name": "op", "ready": False, "restartCount": 7, "image": "registry.k8s.io/pause:3.10",
+                               "imageID": "", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]})
+    path = f"/apis/{group}/v1/namespaces/{cluster.namespace}/widgets"
+    cluster.api.ok("POST", f"{path}?fieldManager=widget-operator",
+                   {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1", "finalizers": [f"{group}/x"]}})
+    cluster.delete(f"{path}/w1")
+    [f] = explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace)["findings"]
+    assert f["verdict"] == "STALLED" and f["controllerAlive"] is False
+    assert f["condition"].endswith(f"is installed but not running (0/1 ready): Pod {cluster.namespace}/"
+                                   f"{pod['metadata']['name']} is not Ready (CrashLoopBackOff, 7 restarts)")
+    assert f["fix"].startswith(f"fix or scale up Deployment {cluster.namespace}/widget-operator")
+    assert_stalled_everywhere(cluster, "w1")
     cluster.strip_finalizers(f"{path}/w1")

@@ -30,7 +30,8 @@ def load_balancer(ctx: Context) -> Finding:
     if alive is False:
         found = ctx.finding(
             "the cloud controller manager that deletes the load balancer is not running",
-            Verdict.WAITING,  # the control plane's: it acts again once it runs, so never ORPHANED
+            # the control plane's: it acts again once someone brings it back, so never ORPHANED
+            Verdict.STALLED,
             "bring the cloud controller manager back, or delete the load balancer "
             "in the cloud console, then remove the finalizer",
             risk,

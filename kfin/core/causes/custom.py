@@ -189,6 +189,47 @@ def _trouble(pod: KubeObject) -> str:
     return f"Pod {pod.namespace}/{pod.name} is not Ready ({'; '.join(parts) or phase})"
 
 
+def workload_pods(facts: ClusterFacts, workload: KubeObject) -> list[KubeObject]:
+    """The Pods of a Deployment (through its ReplicaSet, named after it and the pod-template-hash label the
+    deployment controller puts on both), StatefulSet or DaemonSet (owned by it), without reading ReplicaSets."""
+    found = []
+    for pod in facts.objects("", "pods", workload.namespace, full=True) or []:
+        template_hash = (pod.meta.get("labels") or {}).get("pod-template-hash")
+        for owner in pod.owner_references:
+            if owner.get("uid") == workload.uid or (
+                workload.type.resource == "deployments"
+                and owner.get("kind") == "ReplicaSet"
+                and template_hash
+                and owner.get("name") == f"{workload.name}-{template_hash}"
+            ):
+                found.append(pod)
+                break
+    return found
+
+
+def not_running(facts: ClusterFacts, workload: KubeObject, ready: int, wanted: int) -> str:
+    """Why a workload that should run a controller does not, in words: scaled to zero, or its first Pod that is
+    not Ready (crash-looping: its waiting reason and restarts); "" when kfin sees no more than the counts."""
+    if not wanted:
+        return "scaled to zero"
+    failing = _failing_pod(facts, workload)
+    return _trouble(failing) if failing is not None else ""
+
+
+def pod_warnings(facts: ClusterFacts, workload: KubeObject) -> list[str]:
+    """The Warning events of a workload's first Pod that is not Ready (BackOff, FailedScheduling...), read once
+    per workload for the same facts: every stuck object of one operator names the same workload."""
+    failing = _failing_pod(facts, workload)
+    if failing is None:
+        return []
+    events = _memo(facts, ("pod warnings", failing.uid), lambda: (facts.warnings_about(failing) or [])[:3])
+    return [f"its Pod reported {e.get('reason')}: {e.get('message')}" for e in events]
+
+
+def _failing_pod(facts: ClusterFacts, workload: KubeObject) -> KubeObject | None:
+    return next((p for p in workload_pods(facts, workload) if not p.terminating and not is_ready(p)), None)
+
+
 def workloads_of_grant(ctx: Context, grant: Grant) -> tuple[list[KubeObject], list[str], list[str]]:
     """(its Pods that are meant to run, idle workloads, other notes) for one ServiceAccount."""
     facts = ctx.facts
@@ -240,9 +281,86 @@ def _workloads_named(facts: ClusterFacts, manager: str) -> list[tuple[KubeObject
     return found if readable else None
 
 
-def _by_evidence(
-    ctx: Context, manager: str, risk: str, evidence: list, controller: str, line: str, grants: list[Grant] | None
-) -> Finding | None:
+def may_update(ctx: Context, namespace: str, account: str) -> bool | None:
+    """Does RBAC let ServiceAccount namespace/account update or patch the object's type where it lives? Every
+    binding counts here (cluster-admin, admin and edit too: they are no evidence of who the controller is, but
+    they do allow it), and the User and Groups every ServiceAccount is; None when RBAC cannot be read."""
+    obj, facts = ctx.obj, ctx.facts
+    by_name = _cluster_roles(facts)
+    cluster_bindings = facts.objects(RBAC, "clusterrolebindings", full=True)
+    if by_name is None or cluster_bindings is None:
+        return None
+    bindings = [(b, by_name.get(str((b.raw.get("roleRef") or {}).get("name"))), "") for b in cluster_bindings]
+    if obj.namespace:
+        if any(facts.objects(RBAC, kind, obj.namespace, full=True) is None for kind in ("roles", "rolebindings")):
+            return True if _names_one_of(bindings, obj, namespace, account) else None
+        bindings += _memo(facts, ("rolebindings", obj.namespace), lambda: _role_bindings(facts, obj.namespace))
+    return _names_one_of(bindings, obj, namespace, account)
+
+
+def _names_one_of(
+    bindings: list[tuple[KubeObject, KubeObject | None, str]], obj: KubeObject, namespace: str, account: str
+) -> bool:
+    """Does one of the bindings grant update or patch on the object's type to the ServiceAccount (or to a
+    User or Group it is)?"""
+    identities = {
+        ("ServiceAccount", f"{namespace}/{account}"),
+        ("User", f"system:serviceaccount:{namespace}:{account}"),
+        ("Group", "system:serviceaccounts"),
+        ("Group", f"system:serviceaccounts:{namespace}"),
+        ("Group", "system:authenticated"),
+    }
+    for binding, role, where in bindings:
+        if role is None or not any(
+            _grants_write(rule, obj.type.group, obj.type.resource) for rule in role.raw.get("rules") or []
+        ):
+            continue
+        for subject in binding.raw.get("subjects") or []:
+            kind, name = str(subject.get("kind") or ""), str(subject.get("name") or "")
+            if kind == "ServiceAccount":
+                name = f"{subject.get('namespace') or where}/{name}"
+            if (kind, name) in identities:
+                return True
+    return False
+
+
+def forbidden_finding(
+    ctx: Context, w: KubeObject, ready: int, wanted: int, risk: str, evidence: list, controller: str, who: str
+) -> Finding:
+    """Its controller runs, but RBAC lets it neither update nor patch the object's type: the grant it lacks."""
+    account = workload_account(w)
+    resource = ctx.obj.type
+    rule = f'apiGroups: ["{resource.group}"], resources: ["{resource.resource}"], verbs: ["get", "patch", "update"]'
+    found = ctx.finding(
+        f"its controller runs ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready{who}) but is "
+        f"forbidden to update {resource.qualified}: no Role or ClusterRole grants update or patch to "
+        f"ServiceAccount {w.namespace}/{account}",
+        Verdict.STALLED,  # it runs, but nothing changes until someone grants it the right
+        f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} "
+        f"(a rule {{{rule}}}, bound to it); it then removes the finalizer",
+        risk,
+        [
+            *evidence,
+            f"RBAC read: no grant of update or patch on {resource.qualified} names ServiceAccount "
+            f"{w.namespace}/{account}",
+        ],
+        True,
+        controller,
+    )
+    found.summary = f"{ctx.finalizer} ({controller} runs but is forbidden to update it)"
+    found.detail = {"forbidden": True, "serviceAccount": f"{w.namespace}/{account}", "rule": rule}
+    found.links.append(
+        Link(
+            "forbidden",
+            f"{w.type.kind} {w.namespace}/{w.name} may not update {resource.qualified}",
+            target=w,
+            step=f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} ({rule})",
+        )
+    )
+    return found
+
+
+def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controller: str, line: str) -> Finding | None:
     """The workload of the field manager that added the finalizer, if kfin sees it: running (and allowed to
     update the resource, or not), or installed but not running."""
     matched = workloads_of_manager(ctx.facts, manager)
@@ -251,45 +369,10 @@ def _by_evidence(
     running = [(w, r, n) for w, r, n in matched if r > 0]
     if running:
         w, ready, wanted = running[0]
-        account = workload_account(w)
-        allowed = grants is None or any(
-            g.subject_kind == "ServiceAccount" and (g.namespace, g.service_account) == (w.namespace, account)
-            for g in grants
-        )
-        if not allowed:
-            resource = ctx.obj.type
-            rule = (
-                f'apiGroups: ["{resource.group}"], resources: ["{resource.resource}"], verbs: ["get", "patch", '
-                '"update"]'
+        if may_update(ctx, w.namespace, workload_account(w)) is False:
+            return forbidden_finding(
+                ctx, w, ready, wanted, risk, evidence, controller, ", the field manager that added it"
             )
-            found = ctx.finding(
-                f"its controller runs ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, the field "
-                f"manager that added it) but is forbidden to update {resource.qualified}: no Role or ClusterRole "
-                f"grants update or patch to ServiceAccount {w.namespace}/{account}",
-                Verdict.WAITING,
-                f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} "
-                f"(a rule {{{rule}}}, bound to it); it then removes the finalizer",
-                risk,
-                [
-                    *evidence,
-                    f"RBAC read: no grant of update or patch on {resource.qualified} names ServiceAccount "
-                    f"{w.namespace}/{account}",
-                ],
-                True,
-                controller,
-            )
-            found.summary = f"{ctx.finalizer} ({controller} runs but is forbidden to update it)"
-            found.detail = {"forbidden": True, "serviceAccount": f"{w.namespace}/{account}", "rule": rule}
-            found.links.append(
-                Link(
-                    "forbidden",
-                    f"{w.type.kind} {w.namespace}/{w.name} may not update {resource.qualified}",
-                    target=w,
-                    step=f"grant ServiceAccount {w.namespace}/{account} update and patch on "
-                    f"{resource.qualified} ({rule})",
-                )
-            )
-            return found
         found = ctx.finding(
             f"its controller is running ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, "
             f"the field manager that added it) and should remove it",
@@ -304,18 +387,19 @@ def _by_evidence(
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
         return found
     w, ready, wanted = matched[0]
+    why = not_running(ctx.facts, w, ready, wanted)
     found = ctx.finding(
         f"its controller {w.type.kind} {w.namespace}/{w.name} (the field manager that added it) is "
-        f"installed but not running ({ready}/{wanted} ready)",
-        Verdict.WAITING,
+        f"installed but not running ({ready}/{wanted} ready){': ' + why if why else ''}",
+        Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
         f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
         risk,
-        evidence,
+        [*evidence, *pod_warnings(ctx.facts, w)],
         False,
         controller,
     )
     found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-    found.summary = line
+    found.summary = f"{ctx.finalizer} ({controller} is installed but not running)"
     found.links.append(
         Link(
             "controller",
@@ -358,7 +442,7 @@ def custom(ctx: Context) -> Finding:
         evidence.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
     grants = find_grants(ctx)
     if grants is None:
-        found = _by_evidence(ctx, manager, risk, evidence, controller, line, None) if manager else None
+        found = _by_evidence(ctx, manager, risk, evidence, controller, line) if manager else None
         if found is not None:
             return found
         found = ctx.finding(
@@ -403,7 +487,7 @@ def custom(ctx: Context) -> Finding:
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
         return found
     if manager:  # the workload of the field manager that added it: running (allowed or not), or down
-        found = _by_evidence(ctx, manager, risk, evidence, controller, line, grants)
+        found = _by_evidence(ctx, manager, risk, evidence, controller, line)
         if found is not None:
             return found
     if pods_all or idle_all:  # installed, but not running: the controller needs fixing, not the finalizer
@@ -413,7 +497,7 @@ def custom(ctx: Context) -> Finding:
             evidence.append(f"its Pod reported {event.get('reason')}: {event.get('message')}")
         found = ctx.finding(
             f"its controller is installed but not running: {why}",
-            Verdict.WAITING,
+            Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
             "fix the controller (kubectl logs and describe its Pods) or scale it up: running, it removes the finalizer",
             risk,
             evidence,
@@ -421,7 +505,7 @@ def custom(ctx: Context) -> Finding:
             controller,
         )
         found.remove_command = kfin_remove_command(obj, ctx.finalizer)
-        found.summary = line
+        found.summary = f"{ctx.finalizer} ({controller} is installed but not running)"
         found.links.append(
             Link(
                 "controller",

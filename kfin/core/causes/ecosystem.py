@@ -292,7 +292,7 @@ def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
         gone = missing[0]
         found = ctx.finding(
             f"{gone.text} is gone, and {controller.name} {gone.meaning}: it cannot finish",
-            Verdict.WAITING,
+            Verdict.STALLED,  # nothing progresses until someone recreates it or cleans up by hand
             f"recreate {gone.text}, or clean up by hand; {entry.fix}",
             entry.risk,
             [f"{gone.text} does not exist"],
@@ -343,6 +343,12 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
     where = ", ".join(controller.namespaces) or "any namespace"
     if running:
         w, ready, wanted = running[0]
+        if custom.may_update(ctx, w.namespace, custom.workload_account(w)) is False:
+            found = custom.forbidden_finding(
+                ctx, w, ready, wanted, entry.risk, [f"found through the catalog in {where}"], controller.name, ""
+            )
+            found.summary = f"{entry.project}: {controller.name} runs but is forbidden to update it"
+            return found
         found = ctx.finding(
             f"{controller.name} runs ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready) "
             "and should remove it",
@@ -358,13 +364,14 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
         return found
     if workloads:
         w, ready, wanted = workloads[0]
+        why = custom.not_running(ctx.facts, w, ready, wanted)
         found = ctx.finding(
             f"{controller.name} is installed but not running ({w.type.kind} {w.namespace}/{w.name}, "
-            f"{ready}/{wanted} ready)",
-            Verdict.WAITING,
+            f"{ready}/{wanted} ready){': ' + why if why else ''}",
+            Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
             f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer; {entry.fix}",
             entry.risk,
-            [f"found through the catalog in {where}"],
+            [f"found through the catalog in {where}", *custom.pod_warnings(ctx.facts, w)],
             False,
             controller.name,
         )

@@ -72,7 +72,8 @@ def graceful_deletion(ctx: Context) -> Finding:
             f"its node {node_name} does not exist: no kubelet will ever confirm; the pod garbage "
             "collector deletes such Pods within a minute"
             + (", but kube-controller-manager is not running" if alive is False else ""),
-            Verdict.WAITING,  # the pod garbage collector's job: waiting on it, never ORPHANED
+            # the pod garbage collector's job, never ORPHANED; stalled while kube-controller-manager is down
+            Verdict.STALLED if alive is False else Verdict.WAITING,
             "nothing runs it any more: force-delete it (safe, its node is gone)",
             FORCE_RISK,
             [liveness],

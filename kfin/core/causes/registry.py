@@ -82,6 +82,7 @@ class Verdict(str, Enum):
     HOLDING = "HOLDING"  # what the finalizer protects is still there: removing it would break something
     WAITING = "WAITING"  # the condition is gone; its controller should remove it
     ORPHANED = "ORPHANED"  # nothing will ever remove it: its controller is gone
+    STALLED = "STALLED"  # its controller is there but cannot act (forbidden, not running): someone must act
     UNKNOWN = "UNKNOWN"  # kfin could not check (not readable, or not a name it can place)
     BLOCKED = "BLOCKED"  # something in front of every writer (a webhook failing closed) rejects its removal
 
@@ -354,7 +355,9 @@ def waiting_on_controller_manager(
         )
     else:
         fix = "nothing to fix: kube-controller-manager should remove it within seconds; if it does not, check its logs"
-    found = ctx.finding(condition, Verdict.WAITING, fix, risk, [*evidence, liveness], alive)
+    # down, it is there (its lease says so) but acts no more: nothing progresses until someone brings it back
+    verdict = Verdict.STALLED if alive is False else Verdict.WAITING
+    found = ctx.finding(condition, verdict, fix, risk, [*evidence, liveness], alive)
     found.summary = summary
     if alive is False:
         found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)

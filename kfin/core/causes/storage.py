@@ -473,7 +473,7 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
         w = workloads[0][0]
         found = ctx.finding(
             f"the external-attacher of {driver} ({w.type.kind} {w.namespace}/{w.name}) is installed but not running",
-            Verdict.WAITING,
+            Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
             f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it detaches and removes it",
             risk,
             evidence,

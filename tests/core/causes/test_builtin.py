@@ -20,12 +20,14 @@ def test_a_load_balancer_waits_for_a_running_cloud_controller_manager():
     assert "billed" in finding.risk
 
 
-def test_a_load_balancer_whose_cloud_controller_manager_stopped_waits_for_it_never_orphaned():
-    """The control plane's finalizer: a stopped cloud-controller-manager acts again once it runs (issue 23)."""
+def test_a_load_balancer_whose_cloud_controller_manager_stopped_is_stalled_never_orphaned():
+    """The control plane's finalizer: a stopped cloud-controller-manager acts again once it runs (issue 23), but
+    only once someone brings it back: STALLED, not WAITING (issue 40)."""
     svc = service()
     stale = lease("cloud-controller-manager", renewed_ago=timedelta(hours=3))
     [finding] = explain_object(svc, facts(svc, stale)).findings
-    assert finding.verdict == Verdict.WAITING and finding.controller_alive is False
+    assert finding.verdict == Verdict.STALLED and finding.controller_alive is False
+    assert finding.fix.startswith("bring the cloud controller manager back")
     assert finding.remove_command == f"kfin remove services {svc.name} -n shop --finalizer {LB} --force --confirm"
 
 

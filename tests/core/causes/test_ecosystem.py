@@ -58,7 +58,7 @@ def test_argo_cd_names_what_it_will_delete_and_its_controller_that_does_not_run(
                labels={"app.kubernetes.io/name": "argocd-application-controller"},
                spec={"replicas": 1, "template": {"spec": {}}}, status={"readyReplicas": 0})
     [finding] = explain_object(app, facts(app, down, extra_types=(APPLICATION,))).findings
-    assert finding.verdict == Verdict.WAITING and finding.controller_alive is False
+    assert finding.verdict == Verdict.STALLED and finding.controller_alive is False  # someone must act (issue 40)
     assert [link.target.name for link in finding.links] == ["argocd-application-controller"]
     assert "2 Argo CD deletes them when its controller runs: Deployment guestbook/guestbook-ui, Service " \
            "guestbook/guestbook-ui" in finding.evidence
@@ -69,14 +69,46 @@ def test_argo_cd_names_what_it_will_delete_and_its_controller_that_does_not_run(
                                                              "Service guestbook/guestbook-ui"]
 
 
+def flux_grant():
+    """Flux's kustomize-controller runs as ServiceAccount flux-system/kustomize-controller, bound to cluster-admin
+    by Flux's own install (manifests/rbac/reconciler.yaml: ClusterRoleBinding cluster-reconciler)."""
+    admin = obj("clusterroles.rbac.authorization.k8s.io", "cluster-admin",
+                rules=[{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}])
+    bound = obj("clusterrolebindings.rbac.authorization.k8s.io", "cluster-reconciler-flux-system",
+                roleRef={"kind": "ClusterRole", "name": "cluster-admin"},
+                subjects=[{"kind": "ServiceAccount", "name": "kustomize-controller", "namespace": "flux-system"}])
+    return admin, bound
+
+
+def kustomize_controller(ready: int):
+    return obj("deploy.apps", "kustomize-controller", "flux-system", spec={"replicas": 1, "template": {"spec": {
+        "serviceAccountName": "kustomize-controller"}}}, status={"readyReplicas": ready})
+
+
 def test_flux_reads_its_inventory_and_waits_for_a_running_controller():
     kustomization = obj(KUSTOMIZATION, "apps", "flux-system", finalizers=("finalizers.fluxcd.io",),
                         deleting_for=DELETING, status={"inventory": {"entries": [
                             {"id": "shop_web_apps_Deployment", "v": "v1"}]}})
-    running = controller("kustomize-controller", "flux-system", 1)
-    [finding] = explain_object(kustomization, facts(kustomization, running, extra_types=(KUSTOMIZATION,))).findings
+    running = kustomize_controller(1)
+    known = facts(kustomization, running, *flux_grant(), extra_types=(KUSTOMIZATION,))
+    [finding] = explain_object(kustomization, known).findings
     assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
     assert any("Deployment shop/web" in e for e in finding.evidence)
+
+
+def test_a_catalog_controller_that_runs_but_may_not_update_its_objects_is_stalled_with_the_missing_grant():
+    """Issue 40: running is not acting. Without a grant of update or patch on kustomizations to its ServiceAccount
+    (here: none at all), it cannot remove the finalizer until someone grants it."""
+    kustomization = obj(KUSTOMIZATION, "apps", "flux-system", finalizers=("finalizers.fluxcd.io",),
+                        deleting_for=DELETING)
+    [finding] = explain_object(kustomization, facts(kustomization, kustomize_controller(1),
+                                                    extra_types=(KUSTOMIZATION,))).findings
+    assert finding.verdict == Verdict.STALLED and finding.controller_alive is True
+    assert "forbidden to update kustomizations.kustomize.toolkit.fluxcd.io" in finding.condition
+    assert finding.fix.startswith("grant ServiceAccount flux-system/kustomize-controller update and patch on "
+                                  "kustomizations.kustomize.toolkit.fluxcd.io")
+    assert finding.summary.startswith("Flux: the Flux ") and "runs but is forbidden to update it" in finding.summary
+    assert [link.kind for link in finding.links] == ["forbidden"]
 
 
 def test_crossplane_in_use_is_held_by_its_usages():
@@ -110,7 +142,8 @@ def test_cert_manager_says_when_the_issuer_it_needs_is_gone():
     challenge = obj(CHALLENGE, "site-1", "web", finalizers=("finalizer.acme.cert-manager.io",), deleting_for=DELETING,
                     spec={"issuerRef": {"name": "letsencrypt", "kind": "Issuer", "group": "cert-manager.io"}})
     [finding] = explain_object(challenge, facts(challenge, extra_types=(CHALLENGE, ISSUER))).findings
-    assert finding.verdict == Verdict.WAITING and "Issuer web/letsencrypt is gone" in finding.condition
+    # it cannot finish until someone recreates the Issuer or cleans up by hand: STALLED (issue 40)
+    assert finding.verdict == Verdict.STALLED and "Issuer web/letsencrypt is gone" in finding.condition
     issuer = obj(ISSUER, "letsencrypt", "web")
     [finding] = explain_object(challenge, facts(challenge, issuer, extra_types=(CHALLENGE, ISSUER))).findings
     assert "Issuer web/letsencrypt is gone" not in finding.condition

@@ -25,9 +25,11 @@ def test_foreground_deletion_without_blocking_dependents_waits_for_the_collector
 
 
 def test_a_stopped_controller_manager_is_named_with_its_lease():
+    """Its lease stale, kube-controller-manager acts no more until someone brings it back: STALLED (issue 40)."""
     deploy = obj("deploy.apps", "web", "shop", finalizers=("foregroundDeletion",), deleting_for=DELETING)
     [finding] = explain_object(deploy, facts(deploy, lease(renewed_ago=timedelta(hours=1)))).findings
-    assert finding.verdict == Verdict.WAITING and finding.controller_alive is False
+    assert finding.verdict == Verdict.STALLED and finding.controller_alive is False
+    assert finding.fix.startswith("kube-controller-manager is down: bring it back")
     assert any(link.actor == "kube-controller-manager" for link in finding.links)
 
 
