@@ -67,6 +67,34 @@ def test_any_columns_setting_gives_readable_output(monkeypatch, columns):
     assert "Safe fix" in flat and "Risk if forced" in flat
 
 
+@pytest.mark.parametrize("columns", ["99999999", "99999"])
+def test_a_huge_columns_setting_on_a_terminal_is_bounded(columns):
+    """Issue 41: COLUMNS=99999999 on a terminal laid explain's panels out that wide: 3 GB and minutes (run here
+    with 1 GB of address space, so that a regression fails at once instead of taking the machine)."""
+    import os
+    import pty
+    import resource
+    import subprocess
+    import sys
+
+    from tests.test_terminal import read_to_end
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    controller, terminal = pty.openpty()
+    env = dict(os.environ, COLUMNS=columns, NO_COLOR="1", TERM="xterm")
+    process = subprocess.Popen([sys.executable, "-m", "kfin", "explain", "pvc", "data-postgres-0", "-n", "shop",
+                                "--from-snapshot", str(EXAMPLE)], stdout=terminal, stderr=subprocess.DEVNULL,
+                               env=env, cwd=EXAMPLE.parents[1], preexec_fn=limited)
+    os.close(terminal)
+    screen = read_to_end(controller, process).decode(errors="replace").replace("\r\n", "\n")
+    assert process.returncode == ExitCode.OK, screen[-500:]
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", screen).splitlines()  # bold stays with NO_COLOR
+    assert max(len(line) for line in lines) <= 1000, max(len(line) for line in lines)
+    assert "stop what uses the claim: delete Pod shop/postgres-0" in " ".join(screen.split())
+
+
 def test_a_narrow_terminal_gets_one_block_per_stuck_object(monkeypatch):
     monkeypatch.setenv("COLUMNS", "30")
     monkeypatch.setenv("NO_COLOR", "1")

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 # Below this width a panel folds every cell to a few characters: a plain layout reads better.
 NARROW_PANEL = 60
 MIN_WIDTH = 30  # narrower, every word would be broken: lines this long still wrap on the smallest terminal
+# Wider, a terminal's lines are padded out to nothing anyone reads: COLUMNS=99999999 made explain's panels
+# take 3 GB. Tables piped are as wide as their rows (console's piped_width), never padded.
+MAX_WIDTH = 1000
 
 
 def text(value: object) -> Text:
@@ -39,9 +42,10 @@ def markup_safe(value: object) -> str:
 
 
 def columns_setting() -> int | None:
-    """$COLUMNS when it is a usable width, else None (COLUMNS=abc or 0 is ignored, as a shell would)."""
+    """$COLUMNS when it is a usable width (at most MAX_WIDTH), else None (COLUMNS=abc or 0 is ignored, as a
+    shell would)."""
     value = os.environ.get("COLUMNS", "").strip()
-    return int(value) if value.isdigit() and 0 < int(value) < 100_000 else None
+    return min(int(value), MAX_WIDTH) if value.isdigit() and int(value) > 0 else None
 
 
 def console(stderr: bool = False, piped_width: int = 100_000) -> Console:
@@ -51,7 +55,8 @@ def console(stderr: bool = False, piped_width: int = 100_000) -> Console:
 
     stream = sys.stderr if stderr else sys.stdout
     if stream.isatty():
-        width = columns_setting() or shutil.get_terminal_size((100, 25)).columns
+        # shutil reads $COLUMNS too, unbounded: bounded here
+        width = min(columns_setting() or shutil.get_terminal_size((100, 25)).columns, MAX_WIDTH)
         return Console(file=stream, highlight=False, width=max(width, MIN_WIDTH))
     return Console(file=stream, highlight=False, width=max(piped_width, MIN_WIDTH), no_color=True, color_system=None)
 
