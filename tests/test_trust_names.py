@@ -138,6 +138,25 @@ def test_discovery_names_are_checked_as_the_api_server_names_them(field, value):
         parse_resource_list("example.com", "v1", {"resources": [entry]})
 
 
+def test_discovery_entries_that_name_subresources_are_not_resource_types(fake, fake_kubeconfig):
+    """Issue 41: an aggregated discovery entry naming a subresource (pods/exec, with list among its verbs) was taken
+    for a type of its own: kfin listed /api/v1/pods/exec. Legacy discovery already left subresources out."""
+    from tests.fakeapi import Fault
+
+    def entry(name, kind, verbs, scope="Namespaced"):
+        return {"resource": name, "responseKind": {"group": "", "version": "v1", "kind": kind}, "scope": scope,
+                "verbs": verbs}
+
+    core = [entry("namespaces", "Namespace", ["get", "list"], "Cluster"), entry("configmaps", "ConfigMap", ["get", "list"]),
+            entry("pods/exec", "PodExecOptions", ["create", "get", "list"])]
+    fake.faults.append(Fault(path="^/api$", body={"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+                                                  "items": [{"metadata": {}, "versions": [
+                                                      {"version": "v1", "resources": core, "freshness": "Current"}]}]}))
+    result = kfin("stuck", "-A", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.OK, result
+    assert not [r.path for r in fake.requests if "exec" in r.path]
+
+
 def test_discovery_names_kubernetes_serves_pass():
     from kfin.api.resources import parse_resource_list
 

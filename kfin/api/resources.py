@@ -145,7 +145,9 @@ def aggregated_versions(doc: dict, where: str, core: bool = False) -> dict[tuple
 
 
 def parse_aggregated(group: str, version: str, entry: dict) -> list[ResourceType]:
-    """Listable resource types of one version entry of aggregated discovery (apidiscovery.k8s.io/v2)."""
+    """Listable resource types of one version entry of aggregated discovery (apidiscovery.k8s.io/v2).
+    Subresources are nested in their resource's entry there; one named as a resource is left out, as the
+    legacy documents' are."""
     where = f"discovery of {group + '/' if group else ''}{version}"
     entries = entry.get("resources") or []
     if not isinstance(entries, list) or not all(isinstance(r, dict) for r in entries):
@@ -166,7 +168,7 @@ def parse_aggregated(group: str, version: str, entry: dict) -> list[ResourceType
             r.get("categories"),
             where,
         )
-        if "list" in t.verbs:
+        if "/" not in t.resource and "list" in t.verbs:  # a subresource (pods/exec) is no type of its own
             out.append(t)
     return out
 
