@@ -353,3 +353,30 @@ def test_a_server_that_is_not_kubernetes_is_said_in_one_line(tmp_path, kind):
             assert "<" not in line and "timestamp" not in line and "check the server URL of context" in line
     finally:
         other.close()
+
+
+@pytest.mark.parametrize("write", ["redirected", "uid changed"])
+@pytest.mark.parametrize("bulk", [False, True], ids=["one", "all-stuck"])
+def test_a_removal_that_fails_ends_with_an_error_line(fake, fake_kubeconfig, tmp_path, write, bulk):
+    """Issue 41: a PATCH answered 307, or an object deleted and created again (another uid) between kfin's read and
+    its write, failed; `--all-stuck` then ended with 'done 0, refused 0, failed 1' and no `error:` line."""
+    stuck_configmaps(fake, "held")
+    if write == "redirected":
+        fake.faults.append(Fault(path="^/api/v1/namespaces/default/configmaps/held$", method="PATCH", status=307,
+                                 headers={"Location": "https://elsewhere.example/"}))
+    else:
+        def created_again(method, path):  # the same name, another object: what kfin read is gone
+            if method == "PATCH" and path.endswith("/held"):
+                fake.before_write.clear()
+                fake.cluster.find(fake.cluster.types[("", "configmaps")], "default", "held")["metadata"]["uid"] = "new"
+        fake.before_write.append(created_again)
+    subject = ["--all-stuck", "-n", "default", "--yes"] if bulk else ["cm", "held", "-n", "default"]
+    result = kfin("remove", *subject, "--finalizer", "example.com/x", "--confirm", "--audit-log",
+                  str(tmp_path / "audit.jsonl"), "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.API, result
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert errors, result.stderr
+    said = "answered 307 (a redirect)" if write == "redirected" else "it was deleted and created again"
+    assert any(said in line for line in result.stderr.splitlines()), result.stderr
+    if bulk:
+        assert result.stderr.splitlines()[-1] == "error: done 0, refused 0, failed 1 (each failure is named above)"

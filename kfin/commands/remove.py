@@ -318,11 +318,11 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool) -> int:
             err=True,
         )
         raise
-    print(
-        f"done {done}, refused {refused}, failed {failed}"
-        + (f", {unrecorded_count} not recorded in the audit log (their records are above)" if unrecorded_count else ""),
-        file=sys.stderr,
+    summary = f"done {done}, refused {refused}, failed {failed}" + (
+        f", {unrecorded_count} not recorded in the audit log (their records are above)" if unrecorded_count else ""
     )
-    if failed or unrecorded_count:
+    if failed or unrecorded_count:  # every failure ends with an error line, as a single removal's does
+        print(f"error: {summary}" + (" (each failure is named above)" if failed else ""), file=sys.stderr)
         return ExitCode.API
+    print(summary, file=sys.stderr)
     return ExitCode.REFUSED if refused else ExitCode.OK
