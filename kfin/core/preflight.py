@@ -351,10 +351,14 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
             )
         )
     content = [o for o in facts.everything(namespace.name) or [] if o.namespace == namespace.name]
-    for rejection, why in rejected_deletes(facts, namespace, content, ""):
+    for rejection in rejected_deletes(facts, namespace, content, ""):
         result.stuck.append(
             Stuck(
-                namespace, "kubernetes", f"{why}: the namespace controller cannot delete it", "BLOCKED", rejection.step
+                namespace,
+                "kubernetes",
+                f"{rejection.why}: the namespace controller cannot delete it",
+                "BLOCKED",
+                rejection.step,
             )
         )
     unlistable = list_failure_causes(facts)

@@ -28,7 +28,7 @@ import re
 import time
 from datetime import datetime, timezone
 
-from . import admission, conversion, undecodable, webhooks
+from . import admission, conversion, policies, undecodable, webhooks
 from . import status as st
 from .cluster import CRD_CLEANUP, AggregatedAPI, ResourceType
 from .workloads import WORKLOADS, WorkloadControllers
@@ -48,9 +48,12 @@ IP_ADDRESSES = ("networking.k8s.io", "ipaddresses")
 VACS = ("storage.k8s.io", "volumeattributesclasses")
 RESOURCE_CLAIMS = ("resource.k8s.io", "resourceclaims")
 PODGROUPS = ("scheduling.k8s.io", "podgroups")  # served with the GenericWorkload gate (1.36 alpha)
-WEBHOOK_CONFIGURATIONS = (("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
-                          ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"))
+ADMISSION_CONFIGURATIONS = tuple(("admissionregistration.k8s.io", kind) for kind in (
+    "validatingwebhookconfigurations", "mutatingwebhookconfigurations", "validatingadmissionpolicies",
+    "validatingadmissionpolicybindings"))
 SERVICE_CIDR_FINALIZER = "networking.k8s.io/service-cidr-finalizer"
+# kube-controller-manager's namespace controller, with --use-service-account-credentials
+NAMESPACE_CONTROLLER = "system:serviceaccount:kube-system:namespace-controller"
 CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
 # kube-controller-manager's defaults: --node-monitor-grace-period (1.32+) and the pod GC's quarantine.
 NODE_MONITOR_GRACE_SECONDS = 50
@@ -164,8 +167,8 @@ class Controllers:
             self.check_podgroup(obj)
         elif key in WORKLOADS and what != "removed":
             self.workloads.changed(key, obj)
-        elif key in WEBHOOK_CONFIGURATIONS:
-            self.retry_namespaces()  # a webhook that rejected the namespace controller's deletions may be gone
+        elif key in ADMISSION_CONFIGURATIONS:
+            self.retry_namespaces()  # what rejected the namespace controller's deletions may be gone
         if key in (PVCS, PVS):
             self.check_vac_protection()
         if key == PODS:
@@ -920,12 +923,13 @@ class Controllers:
 
 
 def _rejected_delete(c, rt, namespace: str) -> str | None:
-    """What an admission webhook answers the namespace controller's deletecollection of `rt` in `namespace`: it
-    is called for each object, and the first rejection fails the type (seen on the real tier: "Internal error
-    occurred: failed calling webhook ...")."""
+    """What admission answers the namespace controller's deletecollection of `rt` in `namespace`: webhooks and
+    ValidatingAdmissionPolicies are called for each object, and the first rejection fails the type (seen on the
+    real tier: "Internal error occurred: failed calling webhook ..."), as the controller's own ServiceAccount."""
     for obj in c.list(rt, namespace):
         try:
             webhooks.admit(c, "DELETE", rt, namespace, "", obj["metadata"].get("labels") or {})
+            policies.admit(c, rt, "DELETE", obj, None, "", NAMESPACE_CONTROLLER)
         except st.APIError as error:
             return error.body["message"]
     return None

@@ -1,11 +1,12 @@
-"""ValidatingAdmissionPolicies as kube-apiserver enforces them on UPDATE (and PATCH): a binding with
+"""ValidatingAdmissionPolicies as kube-apiserver enforces them on UPDATE (and PATCH), and on the namespace
+controller's DELETEs of a namespace's content (tests/fakeapi/controllers.py): a binding with
 validationActions Deny, its policy's matchConstraints and the binding's matchResources (rules, exclusions,
 namespace and object selectors), matchConditions, then each validation; a false one denies the request with
 422 Invalid and kube-apiserver's message. No capture covers it: this follows the Kubernetes source
 (staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating) and its documentation's example output.
 
 Simplified: CEL through the `cel` package (common-expression-language) with object, oldObject and request
-(operation, namespace, name); no params, no authorizer, no variables; an expression that does not evaluate
+(operation, namespace, name, userInfo.username); no params, no authorizer, no variables; an expression that does not evaluate
 counts as a failure (failurePolicy Fail) or is skipped (Ignore). Only requests to the API are admitted: the
 fake's own controllers write around admission.
 """
@@ -30,21 +31,23 @@ def _matches(resources: dict | None, operation: str, rt, subresource: str, ns_la
     return selector_matches(resources.get("objectSelector"), labels)
 
 
-def admit(cluster, rt, operation: str, old: dict, new: dict, subresource: str):
-    """Raise what kube-apiserver answers when a bound policy denies the request."""
+def admit(cluster, rt, operation: str, old: dict, new: dict | None, subresource: str, user: str = ""):
+    """Raise what kube-apiserver answers when a bound policy denies the request. A DELETE has no object (null
+    in CEL), its oldObject is the object deleted; `user` is request.userInfo.username."""
     if rt.group == GROUP or (GROUP, "validatingadmissionpolicies") not in cluster.types:
         return
     import cel
 
     policies = {p["metadata"]["name"]: p for p in cluster.list(cluster.types[(GROUP, "validatingadmissionpolicies")],
                                                                  None)}
-    meta = new.get("metadata") or {}
+    meta = (new if new is not None else old).get("metadata") or {}
     namespace = meta.get("namespace") or ""
     ns = cluster.find(cluster.types[("", "namespaces")], "", namespace) if namespace else None
     ns_labels = ((ns or {}).get("metadata") or {}).get("labels") or {}
     labels = meta.get("labels") or {}
     variables = {"object": new, "oldObject": old,
-                 "request": {"operation": operation, "namespace": namespace, "name": meta.get("name", "")}}
+                 "request": {"operation": operation, "namespace": namespace, "name": meta.get("name", ""),
+                             "userInfo": {"username": user}}}
     for binding in cluster.list(cluster.types[(GROUP, "validatingadmissionpolicybindings")], None):
         spec = binding.get("spec") or {}
         policy = policies.get(spec.get("policyName", ""))

@@ -128,3 +128,57 @@ def test_a_webhook_failing_closed_on_delete_holds_a_namespace_and_is_named(clust
 
     cluster.api.delete(cluster.path_of(config))  # as the plan says: the namespace controller then carries on
     cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to go")
+
+
+@pytest.mark.controllers
+def test_an_admission_policy_denying_the_namespace_controllers_deletes_holds_a_namespace_and_is_named(cluster):
+    """Issue 40: a ValidatingAdmissionPolicy (bound with Deny) that refuses the DELETE of this scenario's ConfigMaps
+    when the namespace controller makes it (request.userInfo.username, as kube-apiserver sees it with
+    --use-service-account-credentials). The namespace never goes; kfin evaluates the policy as that controller:
+    preflight predicts it, explain names it BLOCKED with the policy as root cause, never "wait"."""
+    ns = cluster.name("kept")
+    labels = {"kfin-test": cluster.suffix}
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.api.create(f"/api/v1/namespaces/{ns}/configmaps",
+                       {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ledger", "labels": labels}})
+    controller = "system:serviceaccount:kube-system:namespace-controller"
+    policy = cluster.create({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": cluster.name("no-ns-deletes")},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                         "operations": ["DELETE"], "resources": ["configmaps"]}],
+                                      "objectSelector": {"matchLabels": labels}},
+                 "matchConditions": [{"name": "namespace-controller",
+                                      "expression": f"request.userInfo.username == '{controller}'"}],
+                 "validations": [{"expression": "false", "message": "the ledger is kept"}]}})
+    binding = cluster.create({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": cluster.name("no-ns-deletes")},
+        "spec": {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}})
+    pname, bname = policy["metadata"]["name"], binding["metadata"]["name"]
+    why = (f"ValidatingAdmissionPolicy {pname} (binding {bname}) denies the namespace controller's DELETE: the ledger "
+           "is kept (configmaps ledger)")
+    step = f"change ValidatingAdmissionPolicy {pname} (or its binding {bname}) so that it allows the deletion"
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+    predicted = kfin("preflight", "ns", ns, "-o", "json", "--exit-code", *base)
+    assert predicted.code == ExitCode.FOUND, predicted
+    report = json.loads(predicted.stdout)
+    assert [s["reason"] for s in report["wouldBeStuck"] if s["object"]["kind"] == "Namespace"] == [
+        why + ": the namespace controller cannot delete it"], report
+
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    cluster.eventually(lambda: "the ledger is kept" in next(
+        (c["message"] for c in (cluster.get(f"/api/v1/namespaces/{ns}") or {}).get("status", {}).get("conditions", [])
+         if c["type"] == "NamespaceDeletionContentFailure" and c["status"] == "True"), ""),
+        message="the namespace controller to be denied")
+    explained = json.loads(kfin("explain", "ns", ns, "-o", "json", *base).stdout)
+    [finding] = explained["findings"]
+    assert finding["verdict"] == "BLOCKED" and finding["condition"].startswith(why), finding
+    [root] = explained["chain"]["rootCauses"]
+    assert root["object"] == f"ValidatingAdmissionPolicy.admissionregistration.k8s.io/{pname}"
+    assert explained["plan"]["steps"][0]["action"].startswith(step)
+    assert not [s for s in explained["plan"]["steps"] if s["action"].startswith("wait")]
+
+    cluster.api.delete(cluster.path_of(binding))  # as the plan says: the namespace controller then carries on
+    cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to go")

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 from kfin.core.causes.conversion import conversion_step, failing_conversions
+from kfin.core.causes.policies import GROUP as POLICY_GROUP
+from kfin.core.causes.policies import RISK as POLICY_RISK
+from kfin.core.causes.policies import denied_deletes
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     EVERYWHERE,
@@ -83,35 +87,81 @@ def _unexplained(ctx: Context, remaining: list[KubeObject], unread: list[str], f
 
 
 FAILED_CALL = re.compile(r'failed calling webhook "([^"]+)"')
+POLICY_DENIED = re.compile(r"ValidatingAdmissionPolicy '([^']+)'(?: with binding '([^']+)')? denied request")
+# kube-controller-manager's namespace controller, with --use-service-account-credentials (kube-system's
+# ServiceAccount of that name); what admission sees as request.userInfo.username for its deletions
+NAMESPACE_CONTROLLER = "system:serviceaccount:kube-system:namespace-controller"
+
+
+@dataclass
+class Rejecter:
+    """What rejects the namespace controller's deletions: a webhook configuration or an admission policy."""
+
+    target: KubeObject
+    why: str
+    step: str
+    risk: str
 
 
 def rejected_deletes(
     facts: ClusterFacts, ns: KubeObject, remaining: list[KubeObject], failed_content: str
-) -> list[tuple[Rejection, str]]:
-    """(webhook, why) of each webhook failing closed that rejects the namespace controller's DELETE of what
-    remains in the namespace, by its rules and backend; and of each the controller's failure names ("failed
-    calling webhook NAME") that kfin cannot place by its rules (a backend that answers, but not in time)."""
+) -> list[Rejecter]:
+    """What rejects the namespace controller's DELETE of what remains in the namespace: each webhook failing
+    closed (by its rules and backend) and each bound ValidatingAdmissionPolicy that denies it (evaluated as that
+    controller); and each the controller's failure names ("failed calling webhook NAME", "ValidatingAdmissionPolicy
+    'NAME' ... denied request") that kfin cannot place by itself (a backend that answers, but not in time; an
+    expression kfin cannot evaluate)."""
     by_type: dict[ResourceType, list[dict]] = {}
     for obj in remaining:
         by_type.setdefault(obj.type, []).append(obj.meta.get("labels") or {})
-    found: dict[tuple[str, str], tuple[Rejection, str]] = {}
+    found: dict[str, Rejecter] = {}
     for rtype, labels in by_type.items():
         for r in rejecting_webhooks(facts, rtype, "DELETE", ns.name, labels):
-            key = (r.config.uid, r.hook)
-            if key in found:
-                continue
-            found[key] = (
-                r,
-                f"webhook {r.hook} of {r.config.type.kind} {r.config.name} rejects every DELETE of "
-                f"{rtype.qualified} in the namespace (failurePolicy Fail): {r.problem}{r.conditions}",
+            found.setdefault(
+                f"webhook {r.config.uid} {r.hook}",
+                Rejecter(
+                    r.config,
+                    f"webhook {r.hook} of {r.config.type.kind} {r.config.name} rejects every DELETE of "
+                    f"{rtype.qualified} in the namespace (failurePolicy Fail): {r.problem}{r.conditions}",
+                    r.step,
+                    WEBHOOK_RISK,
+                ),
             )
+    for denial in denied_deletes(facts, remaining, NAMESPACE_CONTROLLER):
+        verb = "denies" if denial.certain else "may deny"
+        found[f"policy {denial.policy.uid}"] = Rejecter(
+            denial.policy,
+            f"ValidatingAdmissionPolicy {denial.policy.name} (binding {denial.binding.name}) {verb} the namespace "
+            f"controller's DELETE: {denial.message}",
+            denial.step,
+            POLICY_RISK,
+        )
     for name in FAILED_CALL.findall(failed_content):
         config = hook_named(facts, name)
-        if config is None or any(r.hook == name for r, _ in found.values()):
+        if config is None or any(r.target.uid == config.uid and name in r.why for r in found.values()):
             continue
         problem = "the namespace controller's DELETE failed calling it (condition NamespaceDeletionContentFailure)"
-        r = Rejection(config, name, problem, "")
-        found[(config.uid, name)] = (r, f"webhook {name} of {config.type.kind} {config.name}: {problem}")
+        rejection = Rejection(config, name, problem, "")
+        found[f"webhook {config.uid} {name}"] = Rejecter(
+            config, f"webhook {name} of {config.type.kind} {config.name}: {problem}", rejection.step, WEBHOOK_RISK
+        )
+    policies = {p.name: p for p in facts.objects(POLICY_GROUP, "validatingadmissionpolicies", full=True) or []}
+    for name, binding in POLICY_DENIED.findall(failed_content):
+        policy = policies.get(name)
+        if policy is None or f"policy {policy.uid}" in found:
+            continue
+        found[f"policy {policy.uid}"] = Rejecter(
+            policy,
+            f"ValidatingAdmissionPolicy {name}{f' (binding {binding})' if binding else ''} denies the namespace "
+            "controller's DELETE (condition NamespaceDeletionContentFailure)",
+            f"change ValidatingAdmissionPolicy {name} so that it allows the deletion"
+            + (
+                f", or kubectl delete validatingadmissionpolicybinding {binding} if what it enforces is obsolete"
+                if binding
+                else ""
+            ),
+            POLICY_RISK,
+        )
     return list(found.values())
 
 
@@ -215,15 +265,24 @@ def namespace(ctx: Context) -> Finding:
     rejections = rejected_deletes(facts, ns, remaining, failed_content) if ns.terminating else []
     if rejections:
         found = ctx.finding(
-            "; ".join(why for _, why in rejections) + ": the namespace controller cannot delete them",
+            "; ".join(r.why for r in rejections) + ": the namespace controller cannot delete them",
             Verdict.BLOCKED,
-            "; ".join(dict.fromkeys(r.step for r, _ in rejections)) + "; the namespace controller then carries on",
-            f"{WEBHOOK_RISK}; {FINALIZE_RISK}",
-            [why for _, why in rejections]
+            "; ".join(dict.fromkeys(r.step for r in rejections)) + "; the namespace controller then carries on",
+            "; ".join(dict.fromkeys([r.risk for r in rejections] + [FINALIZE_RISK])),
+            [r.why for r in rejections]
             + ([f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []),
         )
-        found.summary = f"{rejections[0][1]}, so the namespace controller cannot delete its content"
-        found.links = [Link("webhook", why, target=r.config, step=r.step, risk=WEBHOOK_RISK) for r, why in rejections]
+        found.summary = f"{rejections[0].why}, so the namespace controller cannot delete its content"
+        found.links = [
+            Link(
+                "webhook" if r.risk == WEBHOOK_RISK else "admission-policy",
+                r.why,
+                target=r.target,
+                step=r.step,
+                risk=r.risk,
+            )
+            for r in rejections
+        ]
         return found
     unread = _unread_content(facts, ns.name)
     stuck = [o for o in remaining if o.terminating]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass
 
 from kfin.core.causes.registry import EVERYWHERE, Link, gates
 from kfin.core.causes.webhooks import rule_matches, selector_matches
@@ -37,14 +38,14 @@ def evaluate(expression: str, variables: dict) -> object:
         raise UnevaluableError(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
 
 
-def _matches(resources: dict | None, obj: KubeObject, namespace_labels: dict) -> bool:
+def _matches(resources: dict | None, obj: KubeObject, namespace_labels: dict, operation: str) -> bool:
     """matchConstraints or a binding's matchResources: rules, exclusions and selectors (None matches all)."""
     if not resources:
         return True
     rules = resources.get("resourceRules")
-    if rules is not None and not any(rule_matches(rule, obj.type) for rule in rules):
+    if rules is not None and not any(rule_matches(rule, obj.type, operation) for rule in rules):
         return False
-    if any(rule_matches(rule, obj.type) for rule in resources.get("excludeResourceRules") or []):
+    if any(rule_matches(rule, obj.type, operation) for rule in resources.get("excludeResourceRules") or []):
         return False
     if obj.namespace and not selector_matches(resources.get("namespaceSelector"), namespace_labels):
         return False
@@ -57,8 +58,9 @@ def _without(obj: KubeObject, finalizer: str) -> dict:
     return after
 
 
-@gates(reads=((GROUP, POLICIES, EVERYWHERE), (GROUP, BINDINGS, EVERYWHERE)))
-def denying_policies(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
+def _bound(facts: ClusterFacts, obj: KubeObject, operation: str) -> list[tuple[KubeObject, KubeObject, dict]]:
+    """(policy, binding, policy spec) of each denying binding whose policy and binding match `operation` on the
+    object."""
     policies = {p.name: p for p in facts.objects(GROUP, POLICIES, full=True) or []}
     if not policies:
         return []
@@ -66,30 +68,100 @@ def denying_policies(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
     if obj.namespace:
         ns = (facts.namespaces_by_name() or {}).get(obj.namespace)
         labels = (ns.meta.get("labels") or {}) if ns else {}
-    links = []
+    out = []
     for binding in facts.objects(GROUP, BINDINGS, full=True) or []:
         spec = binding.raw.get("spec") or {}
         policy = policies.get(str(spec.get("policyName") or ""))
         if policy is None or "Deny" not in (spec.get("validationActions") or []):
             continue
         policy_spec = policy.raw.get("spec") or {}
-        if not _matches(policy_spec.get("matchConstraints"), obj, labels) or not _matches(
-            spec.get("matchResources"), obj, labels
+        if _matches(policy_spec.get("matchConstraints"), obj, labels, operation) and _matches(
+            spec.get("matchResources"), obj, labels, operation
         ):
-            continue
-        links += _denials(obj, policy, binding, policy_spec)
-    return links
+            out.append((policy, binding, policy_spec))
+    return out
+
+
+@gates(reads=((GROUP, POLICIES, EVERYWHERE), (GROUP, BINDINGS, EVERYWHERE)))
+def denying_policies(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
+    return [
+        link for policy, binding, spec in _bound(facts, obj, "UPDATE") for link in _denials(obj, policy, binding, spec)
+    ]
+
+
+@dataclass
+class Denial:
+    """A bound ValidatingAdmissionPolicy that denies (or, where kfin cannot evaluate it, may deny) a DELETE."""
+
+    policy: KubeObject
+    binding: KubeObject
+    message: str
+    certain: bool
+
+    @property
+    def step(self) -> str:
+        return _step(self.policy, self.binding, "the deletion")
+
+
+def denied_deletes(facts: ClusterFacts, objects: list[KubeObject], user: str) -> list[Denial]:
+    """Each bound policy that denies the DELETE of one of the objects by `user` (request.userInfo.username): the
+    namespace controller's of a namespace's content, the garbage collector's of dependents. kube-apiserver
+    evaluates a DELETE with `object` null and the deleted object as `oldObject`. Once per policy and binding."""
+    found: dict[tuple[str, str], Denial] = {}
+    for obj in objects:
+        for policy, binding, spec in _bound(facts, obj, "DELETE"):
+            key = (policy.uid, binding.uid)
+            if key in found and found[key].certain:
+                continue
+            variables = {
+                "object": None,
+                "oldObject": obj.raw,
+                "request": {
+                    "operation": "DELETE",
+                    "namespace": obj.namespace,
+                    "name": obj.name,
+                    "userInfo": {"username": user},
+                },
+            }
+            try:
+                if not all(
+                    evaluate(c.get("expression") or "", variables) is True for c in spec.get("matchConditions") or []
+                ):
+                    continue
+                failed = next(
+                    (
+                        v
+                        for v in spec.get("validations") or []
+                        if evaluate(v.get("expression") or "", variables) is not True
+                    ),
+                    None,
+                )
+            except UnevaluableError as error:
+                if (spec.get("failurePolicy") or "Fail") == "Fail" and key not in found:
+                    found[key] = Denial(policy, binding, f"kfin could not evaluate it ({error})", False)
+                continue
+            if failed is not None:
+                message = failed.get("message") or f"failed expression: {failed.get('expression')}"
+                found[key] = Denial(policy, binding, f"{message} ({obj.type.qualified} {obj.name})", True)
+    return list(found.values())
+
+
+def _step(policy: KubeObject, binding: KubeObject, what: str) -> str:
+    return (
+        f"change ValidatingAdmissionPolicy {policy.name} (or its binding {binding.name}) so that it allows {what}, "
+        f"or kubectl delete validatingadmissionpolicybinding {binding.name} if what it enforces is obsolete"
+    )
+
+
+RISK = "changing or unbinding the policy lifts what it enforces for every object it matches"
 
 
 def _denials(obj: KubeObject, policy: KubeObject, binding: KubeObject, spec: dict) -> list[Link]:
     """A Link for each finalizer whose removal the policy denies (or may deny)."""
     fail_closed = (spec.get("failurePolicy") or "Fail") == "Fail"
     named = f"ValidatingAdmissionPolicy {policy.name} (binding {binding.name})"
-    step = (
-        f"change ValidatingAdmissionPolicy {policy.name} (or its binding {binding.name}) so that it allows the "
-        f"removal, or kubectl delete validatingadmissionpolicybinding {binding.name} if what it enforces is obsolete"
-    )
-    risk = "changing or unbinding the policy lifts what it enforces for every object it matches"
+    step = _step(policy, binding, "the removal")
+    risk = RISK
     denied: dict[str, str] = {}
     possible: list[str] = []
     for finalizer in obj.finalizers:

@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from kfin.core import catalog
 from kfin.core.catalog import CatalogEntry
+from kfin.core.causes.evidence import failed_reads, failure_conditions, warning_lines
 from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject, parse_time
 from kfin.util.durations import format_age
@@ -81,8 +82,8 @@ class Link:
 class Verdict(str, Enum):
     HOLDING = "HOLDING"  # what the finalizer protects is still there: removing it would break something
     WAITING = "WAITING"  # the condition is gone; its controller should remove it
-    ORPHANED = "ORPHANED"  # nothing will ever remove it: its controller is gone
     STALLED = "STALLED"  # its controller is there but cannot act (forbidden, not running): someone must act
+    ORPHANED = "ORPHANED"  # nothing will ever remove it: its controller is gone
     UNKNOWN = "UNKNOWN"  # kfin could not check (not readable, or not a name it can place)
     BLOCKED = "BLOCKED"  # something in front of every writer (a webhook failing closed) rejects its removal
 
@@ -445,7 +446,49 @@ def explain_object(obj: KubeObject, facts: ClusterFacts) -> Explanation:
         finding.remove_command = None
     since = obj.deletion_requested_at
     seconds = (facts.inventory.observed_at - since).total_seconds() if since else None
-    return Explanation(obj, findings, seconds)
+    explanation = Explanation(obj, findings, seconds)
+    account_for_evidence(explanation, facts)
+    return explanation
+
+
+def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: list[dict] | None = None) -> None:
+    """No answer against the evidence kfin holds. The object's failure conditions and kfin's failed reads of what
+    its causes read are quoted on every finding of a Terminating object (a snapshot holds them too); a WAITING
+    finding ("its controller should remove it"), or a deletion kfin expects to complete on its own, then becomes
+    UNKNOWN, and so does an ORPHANED one whose proof needed a read that failed; so does a WAITING one against
+    the object's Warning events, where they were read (explain shows them beside the answer). A cause that
+    accounts for the evidence answers otherwise (HOLDING, BLOCKED, STALLED ...) and keeps its verdict."""
+    obj = explanation.obj
+    if not obj.terminating:
+        return
+    unread, gaps = failed_reads(facts, obj, reads_for(obj))
+    quoted = list(dict.fromkeys(failure_conditions(obj) + unread + gaps))
+    against = list(dict.fromkeys(failure_conditions(obj) + unread + warning_lines(events)))
+    if not quoted and not against:
+        return
+    if not explanation.findings:  # "none: deletion should complete on its own" is no answer against evidence
+        ctx = Context(obj, "", "deletion", facts, Family("unknown", "nothing kfin knows of", "unknown"))
+        explanation.findings.append(
+            ctx.finding("no finalizer is left and nothing kfin knows holds it", Verdict.WAITING, "", "unknown")
+        )
+    for finding in explanation.findings:
+        doubtful = finding.verdict == Verdict.WAITING or (finding.verdict == Verdict.ORPHANED and unread)
+        shown = finding.evidence + [finding.condition]
+        new = [line for line in (against if doubtful else quoted) if not any(line in text for text in shown)]
+        finding.evidence += [line for line in quoted if line not in new and not any(line in t for t in shown)]
+        finding.evidence += new
+        if not doubtful or not [line for line in new if line in against]:
+            continue
+        reason = next(line for line in new if line in against)
+        more = f" (+{len(new) - 1} more)" if len(new) > 1 else ""
+        finding.evidence.insert(0, f"before: {finding.verdict.value}: {finding.condition}")
+        finding.verdict = Verdict.UNKNOWN
+        finding.condition = (
+            f"{reason}{more}: kfin has no cause that explains it, so it cannot tell whether this resolves by itself"
+        )
+        finding.summary = f"not progressing as kfin expected: {reason}{more}"
+        finding.fix = f"find out what holds it from that evidence ({reason}), then explain it again"
+        finding.remove_command = None
 
 
 def note_readded(explanation: Explanation, readded: dict[str, str], managers: dict[str, str]) -> None:

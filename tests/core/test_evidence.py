@@ -1,0 +1,98 @@
+"""Issue 40: no answer contradicts the evidence kfin holds. For every cause kfin knows (each finalizer name of the
+registry's catalog and of the operators' catalog, and each cause of a deletion without a finalizer), on every kind
+of object it may sit on: when the object reports a failure condition, or kfin's own read of what it needs failed, the
+answer is never that progress is under way (WAITING) nor worded as an all-clear."""
+
+from datetime import timedelta
+
+import pytest
+
+from kfin.core import catalog
+from kfin.core.causes import Verdict, explain_object
+from kfin.core.causes.registry import CATALOG, DELETION_CAUSES, account_for_evidence
+from kfin.model import Failure
+from tests.values import custom_type, facts, lease, node, obj, pod
+
+ALL_CLEAR = ("within seconds", "is empty", "complete on its own", "nothing to fix", "goes by itself",
+             "should complete", "nothing would be left stuck")
+KINDS = ("namespaces", "pvc", "pv", "pods", "services", "configmaps", "deploy.apps", "widgets")
+
+
+def _names() -> list[str]:
+    """A concrete finalizer name of every entry, kfin's causes' and the operators' catalog's."""
+    patterns = [entry.pattern for entry, _ in CATALOG] + [p for e in catalog.entries() for p in e.finalizers]
+    return sorted({p.replace("*", "x") for p in patterns})
+
+
+def _object(kind: str, finalizer: str, **fields):
+    namespace = "" if kind in ("namespaces", "pv") else "shop"
+    rtype = custom_type() if kind == "widgets" else kind
+    if kind == "namespaces":
+        return obj(rtype, "team-a", finalizers=() if finalizer == "kubernetes" else (finalizer,),
+                   deleting_for=timedelta(hours=2), spec={"finalizers": ["kubernetes"]}, **fields)
+    return obj(rtype, "subject", namespace, finalizers=(finalizer,), deleting_for=timedelta(hours=2), **fields)
+
+
+def _said(explanation) -> list[tuple[str, str]]:
+    return [(f.verdict.value, " ".join([f.condition, f.fix, f.line])) for f in explanation.findings]
+
+
+def _assert_no_all_clear(explanation, evidence: str) -> None:
+    assert explanation.findings, "a Terminating object with evidence against it gets an answer"
+    for verdict, words in _said(explanation):
+        assert verdict != Verdict.WAITING.value, (evidence, words)
+        assert not [p for p in ALL_CLEAR if p in words], (evidence, words)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("finalizer", _names())
+def test_a_failure_condition_never_yields_an_all_clear(finalizer, kind):
+    condition = {"type": "NamespaceDeletionContentFailure" if kind == "namespaces" else "CleanupFailed",
+                 "status": "True", "reason": "Failed", "message": "cleanup failed: backend unreachable"}
+    subject = _object(kind, finalizer, status={"conditions": [condition]})
+    explanation = explain_object(subject, facts(subject, lease(), node("node-1"), extra_types=(custom_type(),)))
+    _assert_no_all_clear(explanation, "a failure condition")
+    assert any("cleanup failed: backend unreachable" in " ".join(f.evidence + [f.condition])
+               for f in explanation.findings)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("finalizer", _names())
+def test_a_failed_read_of_its_own_kind_never_yields_an_all_clear(finalizer, kind):
+    subject = _object(kind, finalizer)
+    where = f" in namespace {subject.namespace}" if subject.namespace else ""
+    failed = Failure("list", f"{subject.type.qualified}{where}", "InternalError", "the server could not read it")
+    explanation = explain_object(subject, facts(subject, lease(), node("node-1"), failures=(failed,),
+                                                extra_types=(custom_type(),)))
+    _assert_no_all_clear(explanation, "a failed read")
+
+
+def _deleted_without_finalizers():
+    failing = {"type": "CleanupFailed", "status": "True", "message": "preStop hook failed"}
+    graceful = pod("web-0", "shop", deleting_for=timedelta(hours=2), grace_seconds=30)
+    graceful.raw["status"]["conditions"] = [failing]
+    unpurged = obj("namespaces", "team-a", deleting_for=timedelta(hours=2), spec={"finalizers": []},
+                   status={"phase": "Terminating", "conditions": [
+                       {"type": "NamespaceDeletionContentFailure", "status": "True", "message": "preStop hook failed"}]})
+    return [graceful, unpurged]
+
+
+@pytest.mark.parametrize("cause", [name for name, *_ in DELETION_CAUSES])
+def test_a_deletion_without_finalizers_against_evidence_is_never_an_all_clear(cause):
+    [applies] = [applies for name, applies, *_ in DELETION_CAUSES if name == cause]
+    [subject] = [o for o in _deleted_without_finalizers() if applies(o)]
+    explanation = explain_object(subject, facts(subject, lease(), node("node-1")))
+    _assert_no_all_clear(explanation, cause)
+    assert all("preStop hook failed" in " ".join(f.evidence + [f.condition]) for f in explanation.findings)
+
+
+def test_warning_events_turn_a_wait_into_unknown_with_the_events_quoted():
+    deploy = obj("deploy.apps", "web", "shop", finalizers=("foregroundDeletion",), deleting_for=timedelta(minutes=30))
+    explanation = explain_object(deploy, facts(deploy, lease()))
+    [finding] = explanation.findings
+    assert finding.verdict == Verdict.WAITING  # nothing against it yet: the collector should act
+    account_for_evidence(explanation, facts(deploy, lease()),
+                         [{"reason": "FailedDelete", "message": "admission webhook denied the request", "count": 3}])
+    assert finding.verdict == Verdict.UNKNOWN
+    assert "Warning event FailedDelete: admission webhook denied the request (x3)" in finding.evidence
+    assert finding.evidence[0].startswith("before: WAITING: ")
