@@ -11,6 +11,7 @@ from kfin.commands.flags import (
     KubeconfigOpt,
     NameArg,
     NamespaceOpt,
+    NoDryRunOpt,
     OutputOpt,
     RefreshOpt,
     TimeoutOpt,
@@ -37,6 +38,7 @@ def explain(
     kind: KindArg,
     name: NameArg = None,
     refresh: RefreshOpt = False,
+    no_dry_run: NoDryRunOpt = False,
     from_snapshot: str | None = snapshot_flag("Explain from a kfin snapshot instead of a live cluster."),
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -63,7 +65,8 @@ def explain(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
     fmt = check_output(options, OUTPUTS["explain"])
-    obj, facts = load_target(options.scope(from_snapshot=from_snapshot, refresh=refresh), kind, name)
+    scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
+    obj, facts = load_target(scope, kind, name)
     found = explain_cached(obj, facts)
     try:  # what kfin removed before and is back: who adds it back
         note_readded(found, audit.readded(obj, audit.read(audit.default_path())), obj.raw.get(MANAGERS) or {})
@@ -71,7 +74,7 @@ def explain(
         warn(f"the audit log could not be read ({error.message}): kfin cannot tell what it removed before")
     events = facts.warnings_about(obj)
     account_for_evidence(found, facts, events)  # read here, for the one object explained: a scan reads none
-    chain = follow(obj, facts) if is_stuck(obj, facts) else None
+    chain = follow(obj, facts, ahead=True) if is_stuck(obj, facts) else None
     bearing, unrelated = split(facts.inventory.failures, obj)
     warn_failures(bearing, unrelated=unrelated)  # before the answer, as every command
     if fmt == "table":

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kfin.core.causes import Verdict, blocker_line, explain_cached, main_finding
-from kfin.core.facts import ClusterFacts
+from kfin.core.facts import ClusterFacts, Facts
+from kfin.core.preflight import holds_next
 from kfin.model import KubeObject
 
 MAX_OBJECTS = 500  # a namespace with thousands of stuck objects: the plan stays readable, and says so
@@ -153,8 +154,9 @@ def node_id(obj: KubeObject) -> str:
     return obj.uid or f"{obj.type.qualified}/{obj.namespace}/{obj.name}"
 
 
-def follow(obj: KubeObject, facts: ClusterFacts) -> Chain:
-    """The blocking graph below `obj`, its root causes and the plan."""
+def follow(obj: KubeObject, facts: ClusterFacts, ahead: bool = False) -> Chain:
+    """The blocking graph below `obj`, its root causes and the plan; `ahead`: also what will hold a Terminating
+    namespace next, once what holds it now is dealt with (explain's question; a scan does not ask it)."""
     graph = Digraph()
     start = node_id(obj)
     queue, seen, truncated = [obj], {start}, False
@@ -212,7 +214,9 @@ def follow(obj: KubeObject, facts: ClusterFacts) -> Chain:
     roots.sort(key=lambda n: (-depth.get(n, 0), graph.nodes[n]["label"]))
     chain = Chain(graph, start, roots, truncated=truncated, depth=depth)
     chain.steps = _steps(chain)
-    chain.afterwards = _afterwards(chain, reachable, facts)
+    chain.afterwards = _afterwards(chain, reachable, facts, ahead)
+    if ahead:  # what will hold a namespace next: explain's question, not every scan's
+        chain.steps += _next_steps(chain, facts)
     return chain
 
 
@@ -253,7 +257,7 @@ def _steps(chain: Chain) -> list[Step]:
     return steps
 
 
-def _afterwards(chain: Chain, reachable: set, facts: ClusterFacts) -> list[str]:
+def _afterwards(chain: Chain, reachable: set, facts: ClusterFacts, ahead: bool) -> list[str]:
     """What the controllers then do by themselves: every stuck object above the roots, deepest first."""
     graph, depth, out = chain.graph, chain.depth, []
     above = [n for n in reachable if n not in chain.roots and graph.nodes[n].get("stuck")]
@@ -271,5 +275,28 @@ def _afterwards(chain: Chain, reachable: set, facts: ClusterFacts) -> list[str]:
                 text += f": reclaim policy {policy}, so the disk and its data stay, to be cleaned up by hand"
         elif obj.type.resource == "namespaces":
             text += ": the namespace controller deletes the rest of its content, then the namespace"
+            later = holds_next(facts, obj) if ahead and node == chain.start and isinstance(facts, Facts) else []
+            if later:
+                text = (
+                    f"the namespace controller deletes the rest of {obj.ref}'s content, its Pods first; then "
+                    + "; ".join(
+                        f"{s.obj.ref} ({s.finalizer or 'its deletion'}) would hold it: {s.reason}" for s in later
+                    )
+                )
         out.append(text)
     return out
+
+
+def _next_steps(chain: Chain, facts: ClusterFacts) -> list[Step]:
+    """What to do, before it holds, about what will hold a Terminating namespace once its current blockers are
+    dealt with (kfin.core.preflight.holds_next), after the steps for what holds it now."""
+    start = chain.graph.nodes[chain.start].get("object")
+    if start is None or start.type.resource != "namespaces" or not start.terminating or not isinstance(facts, Facts):
+        return []
+    steps, done = [], {s.action for s in chain.steps}
+    for later in holds_next(facts, start):
+        action = later.step or f"deal with {later.obj.ref}"
+        if action not in done:
+            done.add(action)
+            steps.append(Step(action, later.obj.ref, f"next, it would hold the namespace: {later.reason}", False))
+    return steps

@@ -21,6 +21,7 @@ from kfin.api.scan import CRDS, NAMESPACES
 from kfin.core.causes import explain_object
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
+from kfin.core.causes.dryrun import content_deletions, own_deletion, uncertain
 from kfin.core.causes.ecosystem import find_controller, holdings
 from kfin.core.causes.namespace import rejected_deletes, unavailable_apiservices
 from kfin.core.causes.registry import Context, Verdict, control_plane_owned, controller_manager, family
@@ -131,10 +132,24 @@ def predict(scope: Scope, kind: str, name: str) -> tuple[Preflight, Facts]:
         _predict_object(facts, obj, gone_namespace, result)
     if gone_namespace:
         _namespace_gates(facts, target, result)
+    _asked(facts, target, deleted if gone_namespace else [], result)
     if gone_namespace or target.type.group == "apps":
         _left_without_controller(facts, result, gone_namespace)
     result.plan = _plan(result, gone_namespace)
     return result, facts
+
+
+def holds_next(facts: Facts, namespace: KubeObject) -> list[Stuck]:
+    """What will hold a Terminating namespace once what holds it now is dealt with: the content the namespace
+    controller has not deleted yet, in its order (since 1.34 its Pods first, nothing else while one remains:
+    OrderedNamespaceDeletion), each finalizer whose controller would not remove it (it runs in the namespace, so
+    its Pods go first; it is not running; none is found), and the gates in front of their finalizers."""
+    content = [o for o in facts.everything(namespace.name) or [] if o.namespace == namespace.name and not o.terminating]
+    content.sort(key=lambda o: (o.type.group, o.type.resource) != ("", "pods"))  # stable: Pods first
+    result = Preflight(namespace, content)
+    for obj in content:
+        _predict_object(facts, obj, namespace.name, result)
+    return result.stuck
 
 
 def _deleted_with(facts: Facts, target: KubeObject) -> tuple[list[KubeObject], list[str]]:
@@ -373,6 +388,30 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
                     conversion_step(crd),
                 )
             )
+
+
+def _asked(facts: Facts, target: KubeObject, content: list[KubeObject], result: Preflight) -> None:
+    """The server's own answer, by dry runs (kfin.core.causes.dryrun): the user's DELETE of the target, then the
+    namespace controller's DELETE of a namespace's content (one object of each type); a rejection the rules above
+    did not already name is what would stop the deletion."""
+    answer, refused = own_deletion(facts, target)
+    if refused is not None and refused.kind == "forbidden":  # kfin's user may not delete it: whoever will may
+        refused = None
+    if refused is not None:
+        why = f"your DELETE would be rejected: {refused.why} ({refused.evidence})"
+        result.stuck.append(Stuck(target, "", why, "BLOCKED", refused.step))
+    if answer is None or refused is not None:
+        return
+    for refusal in content_deletions(facts, target, content):
+        if not refusal.as_actor:
+            continue
+        why = f"{refusal.why}: the namespace controller cannot delete it ({refusal.evidence})"
+        # the server's answer replaces what the rules could only suspect of the same object, not what they proved
+        same = [s for s in result.stuck if s.obj is target and refusal.target and refusal.target.name in s.reason]
+        if any(not uncertain(s.reason) for s in same):
+            continue
+        result.stuck = [s for s in result.stuck if s not in same]
+        result.stuck.append(Stuck(target, "kubernetes", why, "BLOCKED", refusal.step))
 
 
 def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:

@@ -346,6 +346,16 @@ class Controllers:
             return  # the real controller stops here: the APIService, not the content, is the blocker
         namespaced = [rt for rt in c.types.values() if rt.namespaced and "delete" in rt.verbs
                       and rt.origin != "aggregated"]
+        # OrderedNamespaceDeletion (locked on since 1.34, namespaced_resources_deleter.go): the Pods first, and
+        # nothing else is touched while one remains (seen on the real tier: a Widget waited for a Pod's finalizer)
+        pods = c.types.get(PODS)
+        if pods is not None and c.list(pods, name):
+            if delete_content:
+                for obj in c.list(pods, name):
+                    if not obj["metadata"].get("deletionTimestamp"):
+                        c.delete(pods, obj, "Background", None)
+            if c.list(pods, name):
+                namespaced = [pods]
         # a type whose deletecollection fails (a conversion webhook that cannot be called: conversion.py; an
         # admission webhook failing closed on DELETE of one of its objects; an object that cannot be decoded:
         # undecodable.py) is left as it is and counted nowhere,

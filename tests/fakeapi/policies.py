@@ -71,7 +71,10 @@ def admit(cluster, rt, operation: str, old: dict, new: dict | None, subresource:
             continue
         message = failed.get("message") or f"failed expression: {failed.get('expression')}"
         name = meta.get("name", "")
-        raise st.failure(422, "Invalid", f'{rt.name} "{name}" is invalid: : ValidatingAdmissionPolicy '
+        # admission.NewForbidden's message ("is forbidden"), with the code and reason of the denial (422 Invalid
+        # by default): staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/dispatcher.go, and the
+        # real tier's answer to a denied DELETE
+        raise st.failure(422, "Invalid", f'{rt.name} "{name}" is forbidden: ValidatingAdmissionPolicy '
                          f"'{policy['metadata']['name']}' with binding '{binding['metadata']['name']}' denied "
                          f"request: {message}", {"name": name, "group": rt.group, "kind": rt.name, "causes": [
                              {"message": f"ValidatingAdmissionPolicy '{policy['metadata']['name']}' with binding "

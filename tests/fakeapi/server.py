@@ -608,7 +608,7 @@ class FakeAPIServer:
             old = c.get(rt, ns, route.name)
             if not isinstance(payload, dict):
                 raise st.bad_request("the body of the request is empty")
-            policies.admit(c, rt, "UPDATE", old, payload, route.subresource)
+            policies.admit(c, rt, "UPDATE", old, payload, route.subresource, user.name)
             new = c.update(rt, old, payload, route.subresource, dry_run)
             return 200, self._managed(rt, old, new, query, headers, route.subresource, dry_run)
         if verb == "patch":
@@ -616,7 +616,7 @@ class FakeAPIServer:
                 raise st.method_not_allowed()
             old = c.get(rt, ns, route.name)
             new = self._patched(rt, old, headers.get("Content-Type", ""), payload)
-            policies.admit(c, rt, "UPDATE", old, new, route.subresource)
+            policies.admit(c, rt, "UPDATE", old, new, route.subresource, user.name)
             new = c.update(rt, old, new, route.subresource, dry_run)
             return 200, self._managed(rt, old, new, query, headers, route.subresource, dry_run)
         if verb == "delete":
@@ -629,6 +629,7 @@ class FakeAPIServer:
             if grace is None and payload is None and query.get("gracePeriodSeconds"):
                 grace = int(query["gracePeriodSeconds"][0])
             obj = c.get(rt, ns, route.name)
+            policies.admit(c, rt, "DELETE", obj, None, route.subresource, user.name)  # as the user asking, dry run or not
             answer, gone = c.delete(rt, obj, propagation, grace, dry_run)
             if gone and rt.key not in (("", "pods"), ("", "namespaces"), ("", "services"),
                                        ("apiextensions.k8s.io", "customresourcedefinitions")):

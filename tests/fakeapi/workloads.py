@@ -12,6 +12,8 @@ import copy
 import hashlib
 import json
 
+from . import status as st
+
 DEPLOYMENTS = ("apps", "deployments")
 REPLICASETS = ("apps", "replicasets")
 STATEFULSETS = ("apps", "statefulsets")
@@ -133,8 +135,11 @@ class WorkloadControllers:
                     pod_meta["name"] = f"{meta['name']}-{index}"
                 else:
                     pod_meta["generateName"] = f"{meta['name']}-"
-                live.append(c.create(c.types[PODS], meta["namespace"],
-                                     {"metadata": pod_meta, "spec": _pod_spec(template.get("spec") or {})}))
+                try:
+                    live.append(c.create(c.types[PODS], meta["namespace"],
+                                         {"metadata": pod_meta, "spec": _pod_spec(template.get("spec") or {})}))
+                except st.APIError:  # its namespace is being terminated: the real controller's create fails too
+                    break
         ready = len([p for p in live if _ready(p)])
         counts = _counts(replicas=len(live), fullyLabeledReplicas=len(live) if kind == "ReplicaSet" else 0,
                          readyReplicas=ready, availableReplicas=ready, terminatingReplicas=len(pods) - len(live))

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kfin.core.causes.conversion import conversion_step, failing_conversions
+from kfin.core.causes.dryrun import blocked_content
 from kfin.core.causes.policies import GROUP as POLICY_GROUP
 from kfin.core.causes.policies import RISK as POLICY_RISK
 from kfin.core.causes.policies import denied_deletes
@@ -263,6 +264,9 @@ def namespace(ctx: Context) -> Finding:
         return storage_finding(ctx, unreadable, failed_content, FINALIZE_RISK)
     remaining = [o for o in content if o.namespace == ns.name and o.type.namespaced]
     rejections = rejected_deletes(facts, ns, remaining, failed_content) if ns.terminating else []
+    probed = blocked_content(ctx, remaining, failed_content, FINALIZE_RISK, [r.why for r in rejections])  # dry runs
+    if probed is not None:  # the server's own answer to the controller, over what rules could only suspect
+        return probed
     if rejections:
         found = ctx.finding(
             "; ".join(r.why for r in rejections) + ": the namespace controller cannot delete them",
