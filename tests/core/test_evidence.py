@@ -96,3 +96,15 @@ def test_warning_events_turn_a_wait_into_unknown_with_the_events_quoted():
     assert finding.verdict == Verdict.UNKNOWN
     assert "Warning event FailedDelete: admission webhook denied the request (x3)" in finding.evidence
     assert finding.evidence[0].startswith("before: WAITING: ")
+
+
+def test_a_gap_in_kfins_view_alone_adds_no_answer_and_changes_none():
+    """A read kfin was forbidden (of another type than the object's) is quoted where there is an answer, and
+    makes none up where there is not; only evidence that something is wrong turns a wait into UNKNOWN."""
+    cm = obj("configmaps", "going", "shop", deleting_for=timedelta(seconds=5))
+    gap = Failure("list", "secrets in namespace shop", "Forbidden", "forbidden")
+    assert explain_object(cm, facts(cm, lease(), failures=(gap,))).findings == []
+    deploy = obj("deploy.apps", "web", "shop", finalizers=("foregroundDeletion",), deleting_for=timedelta(minutes=30))
+    pods = Failure("list", "pods in namespace shop", "Forbidden", "forbidden")
+    [finding] = explain_object(deploy, facts(deploy, lease(), failures=(pods,))).findings
+    assert finding.verdict == Verdict.WAITING

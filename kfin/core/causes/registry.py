@@ -467,6 +467,8 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
     if not quoted and not against:
         return
     if not explanation.findings:  # "none: deletion should complete on its own" is no answer against evidence
+        if not against:
+            return
         ctx = Context(obj, "", "deletion", facts, Family("unknown", "nothing kfin knows of", "unknown"))
         explanation.findings.append(
             ctx.finding("no finalizer is left and nothing kfin knows holds it", Verdict.WAITING, "", "unknown")
@@ -477,10 +479,10 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
         new = [line for line in (against if doubtful else quoted) if not any(line in text for text in shown)]
         finding.evidence += [line for line in quoted if line not in new and not any(line in t for t in shown)]
         finding.evidence += new
-        if not doubtful or not [line for line in new if line in against]:
+        if not doubtful or not against:  # a cause that quotes the evidence yet says WAITING has not accounted for it
             continue
-        reason = next(line for line in new if line in against)
-        more = f" (+{len(new) - 1} more)" if len(new) > 1 else ""
+        reason = next((line for line in new if line in against), against[0])
+        more = f" (+{len(against) - 1} more)" if len(against) > 1 else ""
         finding.evidence.insert(0, f"before: {finding.verdict.value}: {finding.condition}")
         finding.verdict = Verdict.UNKNOWN
         finding.condition = (
