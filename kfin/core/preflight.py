@@ -159,7 +159,9 @@ def _deleted_with(facts: Facts, target: KubeObject) -> tuple[list[KubeObject], l
         if content is None:
             raise UsageError(f"the snapshot does not cover namespace {target.name}")
         failed = [f.target for f in facts.inventory.failures if f.what == "list"]
-        return [o for o in content if o.namespace == target.name and o.type.namespaced], failed
+        inside = [o for o in content if o.namespace == target.name and o.type.namespaced]
+        # in the namespace controller's order: its Pods first, nothing else while one remains (since 1.34)
+        return sorted(inside, key=lambda o: (o.type.group, o.type.resource) != ("", "pods")), failed
     if key == CRDS:
         spec = target.raw.get("spec") or {}
         group, plural = (

@@ -74,6 +74,8 @@ def test_a_namespace_that_holds_its_own_operator(cluster):
 
     report = preflight(cluster, "namespace", ns)
     assert report["clean"] is False
+    kinds = [d["kind"] for d in report["wouldDelete"]]  # in the namespace controller's order: Pods first (1.34)
+    assert "Pod" in kinds and kinds == sorted(kinds, key=lambda k: k != "Pod"), kinds
     [(kind, name, finalizer, verdict)] = [p for p in predicted(report) if p[0] == "Widget"]
     assert (name, finalizer, verdict) == ("w1", f"{group}/cleanup", "ORPHANED")
     [reason] = [s["reason"] for s in report["wouldBeStuck"] if s["object"]["kind"] == "Widget"]
