@@ -11,6 +11,7 @@ from kfin.core import catalog
 from kfin.core.causes import Verdict, explain_object
 from kfin.core.causes.registry import CATALOG, DELETION_CAUSES, account_for_evidence
 from kfin.model import Failure
+from tests.core.causes.test_custom import FINALIZER, WIDGETS, grant, operator_pod
 from tests.values import custom_type, facts, lease, node, obj, pod
 
 ALL_CLEAR = ("within seconds", "is empty", "complete on its own", "nothing to fix", "goes by itself",
@@ -108,3 +109,27 @@ def test_a_gap_in_kfins_view_alone_adds_no_answer_and_changes_none():
     pods = Failure("list", "pods in namespace shop", "Forbidden", "forbidden")
     [finding] = explain_object(deploy, facts(deploy, lease(), failures=(pods,))).findings
     assert finding.verdict == Verdict.WAITING
+
+
+def test_a_controller_whose_cleanup_must_create_in_the_terminating_namespace_is_stalled():
+    """Issue 40: a running controller whose cleanup creates something in the namespace being deleted (a Job, a
+    Secret) is refused by kube-apiserver's NamespaceLifecycle for as long as the namespace terminates: it never
+    finishes. Said from the object's own condition or its Warning event, STALLED with the refused object named,
+    never a wait."""
+    refusal = ('jobs.batch "widget-cleanup" is forbidden: unable to create new content in namespace shop because it '
+               "is being terminated")
+    widgets = WIDGETS
+    running = (*grant(), operator_pod(ready=True))
+    widget = obj(widgets, "w1", "shop", finalizers=(FINALIZER,), deleting_for=timedelta(hours=1),
+                 status={"conditions": [{"type": "CleanupFailed", "status": "True", "message": refusal}]})
+    [finding] = explain_object(widget, facts(widget, *running, extra_types=(widgets,))).findings
+    assert finding.verdict == Verdict.STALLED, finding
+    assert "creates jobs.batch widget-cleanup in namespace shop" in finding.condition
+    assert finding.fix.endswith(f"kfin remove widgets.example.com w1 -n shop --finalizer {FINALIZER} --confirm")
+    quiet = obj(widgets, "w2", "shop", finalizers=(FINALIZER,), deleting_for=timedelta(hours=1))
+    held = facts(quiet, *running, extra_types=(widgets,))
+    explanation = explain_object(quiet, held)
+    assert [f.verdict for f in explanation.findings] == [Verdict.WAITING]  # nothing against it yet
+    account_for_evidence(explanation, held, [{"reason": "CleanupFailed", "count": 1,
+                                              "message": refusal.replace("jobs.batch", "secrets")}])
+    assert [f.verdict for f in explanation.findings] == [Verdict.STALLED]

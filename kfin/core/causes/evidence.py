@@ -68,3 +68,21 @@ def warning_lines(events: Iterable[dict] | None) -> list[str]:
         + (f" (x{e['count']})" if (e.get("count") or 1) > 1 else "")
         for e in events or []
     ]
+
+
+# kube-apiserver's NamespaceLifecycle admission: "<kind> \"<name>\" is forbidden: unable to create new content in
+# namespace <ns> because it is being terminated" (a controller's status condition or Warning event quoting it)
+TERMINATING_CREATE = re.compile(
+    r'(?:(\S+) "([^"]*)" is forbidden: )?unable to create new content in namespace (\S+) because it is being terminated'
+)
+
+
+def creates_refused(lines: Iterable[str]) -> list[str]:
+    """What a controller tried to create in a namespace being terminated, from evidence that quotes kube-apiserver's
+    refusal: "<resource> <name> in namespace <ns>" (or "content in namespace <ns>" where the refusal names none)."""
+    out = []
+    for line in lines:
+        for resource, name, namespace in TERMINATING_CREATE.findall(line):
+            what = f"{resource} {name}".strip() if resource else "content"
+            out.append(f"{what} in namespace {namespace}")
+    return list(dict.fromkeys(out))

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from kfin.core import catalog
 from kfin.core.catalog import CatalogEntry
-from kfin.core.causes.evidence import failed_reads, failure_conditions, warning_lines
+from kfin.core.causes.evidence import creates_refused, failed_reads, failure_conditions, warning_lines
 from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject, parse_time
 from kfin.util.durations import format_age
@@ -484,6 +484,20 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
         reason = next((line for line in new if line in against), against[0])
         more = f" (+{len(against) - 1} more)" if len(against) > 1 else ""
         finding.evidence.insert(0, f"before: {finding.verdict.value}: {finding.condition}")
+        refused = creates_refused(against)
+        if refused and finding.finalizer:  # its cleanup must create something where nothing can be created now
+            finding.verdict = Verdict.STALLED
+            finding.condition = (
+                f"its controller's cleanup creates {', '.join(refused)}, which kube-apiserver refuses while the "
+                "namespace is being terminated (NamespaceLifecycle): the controller cannot finish"
+            )
+            finding.summary = f"its controller cannot create {refused[0]} to clean up (namespace being terminated)"
+            finding.fix = (
+                f"do by hand the cleanup its controller cannot (what it needed {refused[0]} for), then "
+                + kfin_remove_command(obj, finding.finalizer)
+            )
+            finding.remove_command = None
+            continue
         finding.verdict = Verdict.UNKNOWN
         finding.condition = (
             f"{reason}{more}: kfin has no cause that explains it, so it cannot tell whether this resolves by itself"
