@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
+from kfin.api.access import may
 from kfin.api.connection import JSON, Kube
 from kfin.api.kubeconfig_types import header_safe
-from kfin.api.paths import api_path, resource_path
-from kfin.errors import KfinError
+from kfin.api.paths import resource_path
 from kfin.model import ResourceType
 from kfin.names import check_name, check_namespace
 
@@ -82,25 +81,9 @@ def may_impersonate(kube: Kube, user: str) -> bool:
     """Whether kfin's user may impersonate `user` (a SelfSubjectAccessReview of verb impersonate on the
     ServiceAccount, or on users for another name); False when the review cannot be had."""
     account = split_service_account(user)
-    attributes: dict[str, Any] = {"verb": "impersonate", "resource": "serviceaccounts" if account else "users"}
     if account:
-        attributes.update(namespace=account[0], name=account[1])
-    else:
-        attributes["name"] = user
-    review = {
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SelfSubjectAccessReview",
-        "spec": {"resourceAttributes": attributes},
-    }
-    path = api_path("apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews")
-    try:
-        answer = kube.request(  # a review stores nothing; dryRun=All all the same, as every write of a reading command
-            "POST", path, {"dryRun": "All"}, body=review, what=("create", "selfsubjectaccessreviews", None)
-        )
-    except KfinError:
-        return False
-    status = answer.get("status") if isinstance(answer, dict) else None
-    return isinstance(status, dict) and status.get("allowed") is True
+        return may(kube, "impersonate", "", "serviceaccounts", account[0], account[1]) is True
+    return may(kube, "impersonate", "", "users", None, user) is True
 
 
 def send(kube: Kube, write: Write, impersonate: bool) -> Answer:
