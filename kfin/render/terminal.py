@@ -57,6 +57,8 @@ def console(stderr: bool = False, piped_width: int = 100_000) -> Console:
     if stream.isatty():
         # shutil reads $COLUMNS too, unbounded: bounded here
         width = min(columns_setting() or shutil.get_terminal_size((100, 25)).columns, MAX_WIDTH)
+        if os.environ.get("NO_COLOR"):  # no-color.org: no escapes at all, bold and underline included
+            return Console(file=stream, highlight=False, width=max(width, MIN_WIDTH), no_color=True, color_system=None)
         return Console(file=stream, highlight=False, width=max(width, MIN_WIDTH))
     return Console(file=stream, highlight=False, width=max(piped_width, MIN_WIDTH), no_color=True, color_system=None)
 
