@@ -96,6 +96,7 @@ class Preflight:
             "kind": "Preflight",
             "target": reference(self.target),
             "clean": self.clean,
+            "terminating": self.target.terminating,  # already being deleted: the plan follows it, never deletes again
             "wouldDelete": [reference(o) for o in self.deleted],
             "wouldBeStuck": [s.to_dict() for s in self.stuck],
             "leftWithoutController": [s.to_dict() for s in self.orphaned],
@@ -419,7 +420,7 @@ def _asked(facts: Facts, target: KubeObject, content: list[KubeObject], result: 
 def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:
     """The order that avoids what would be stuck: custom resources first while their controllers run (each
     followed to its end), then what would stop the rest (controllers down, gates, budgets), then the object
-    itself, followed to its end."""
+    itself, followed to its end (only followed when it is already being deleted)."""
     steps: list[Step] = []
     done: set[str] = set()
     for stuck in [s for s in result.stuck + result.orphaned if s.first]:
@@ -432,6 +433,12 @@ def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:
         if stuck.step and stuck.step not in done:
             done.add(stuck.step)
             steps.append(Step(stuck.step, f"{stuck.obj.ref}: {stuck.reason}"))
+    if result.target.terminating:  # deleting it again changes nothing: what is left is to follow it
+        why = "it is already being deleted: " + (
+            "follow it to its end" if result.clean else "then follow it to its end"
+        )
+        steps.append(Step(_wait(result.target), why))
+        return steps
     steps.append(Step(_delete(result.target), "nothing would be left stuck" if result.clean else "then delete it"))
     steps.append(Step(_wait(result.target), "and follow it to its end"))
     return steps

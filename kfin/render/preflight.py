@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 
 from kfin.core.preflight import Preflight, Stuck
 from kfin.render.tables import plain_table
 from kfin.render.terminal import say
+from kfin.util.durations import format_age
 
 
 def preflight_report(result: Preflight) -> None:
     t = result.target
-    say(f"Deleting {t.ref} would delete {len(result.deleted)} object{'s' if len(result.deleted) != 1 else ''}.")
+    count = f"{len(result.deleted)} object{'s' if len(result.deleted) != 1 else ''}"
+    since = t.deletion_requested_at
+    if since is not None:  # said first: the plan follows this deletion, it does not ask for another
+        when = f"{since:%Y-%m-%dT%H:%M:%SZ}, {format_age((datetime.now(UTC) - since).total_seconds())} ago"
+        say(f"{t.ref} is already being deleted (since {when}): kfin preflight predicts what its deletion leaves.")
+        say(f"Its deletion deletes {count}.")
+    else:
+        say(f"Deleting {t.ref} would delete {count}.")
     if result.unknown:
         say(f"kfin could not read {', '.join(result.unknown)}: what is there is not predicted.", err=True)
     if result.clean:

@@ -275,3 +275,34 @@ def test_what_holds_a_namespace_next_is_named_before_it_holds(cluster):
                        message="the namespace controller to delete the Widget")
     assert ("Widget", "w1") in really_stuck(cluster, ns)  # as predicted: nothing removes its finalizer
     cluster.strip_finalizers(widget)
+
+
+@pytest.mark.controllers
+def test_a_namespace_already_being_deleted(cluster):
+    """Issue 41, item 10: preflight of a namespace already Terminating (held by a ConfigMap whose finalizer
+    nothing removes) says so first, predicts what its deletion leaves, and plans to follow it (kfin wait), never to
+    delete it again."""
+    ns = cluster.name("going")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    held = cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "held", "namespace": ns, "finalizers": ["example.com/hold"]}})
+    cluster.delete(f"/api/v1/namespaces/{ns}")
+    cluster.eventually(lambda: (cluster.get(held) or {}).get("metadata", {}).get("deletionTimestamp"),
+                       message="the namespace controller to delete the ConfigMap")
+    try:
+        report = preflight(cluster, "namespace", ns)
+        assert report["terminating"] is True and report["clean"] is False
+        assert ("ConfigMap", "held", "example.com/hold", "ORPHANED") in predicted(report), report["wouldBeStuck"]
+        actions = [s["action"] for s in report["plan"]]
+        assert actions[-1] == f"kfin wait namespaces {ns} --timeout 10m", actions
+        assert not any(a.startswith("kubectl delete namespace") for a in actions), actions
+
+        result = kfin("preflight", "namespace", ns, "--kubeconfig", str(cluster.kubeconfig))
+        assert result.code in (0, ExitCode.PARTIAL), result.stderr
+        first = result.stdout.splitlines()[0]
+        assert first.startswith(f"Namespace/{ns} is already being deleted (since "), result.stdout
+        assert "kfin preflight predicts what its deletion leaves" in " ".join(result.stdout.split())
+        assert "kubectl delete namespace" not in result.stdout
+    finally:
+        cluster.strip_finalizers(held)
+    assert cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace")
