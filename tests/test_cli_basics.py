@@ -211,3 +211,19 @@ def test_version_shows_kfins_own_first_and_client_needs_no_server(tmp_path):
     assert down.code == ExitCode.CONFIG and down.stdout.startswith("kfin: ") and down.stderr.startswith("error:")
     as_json = kfin("version", "-o", "json", "--kubeconfig", str(tmp_path / "none"))
     assert json.loads(as_json.stdout)["kfinVersion"] and as_json.code == ExitCode.CONFIG
+
+
+def test_help_is_true_for_each_command(monkeypatch):
+    """Issue 41: each command's -o help lists its own formats (graph's svg and png, report's html only), -v shows
+    in the help, and `kfin help COMMAND` is `kfin COMMAND --help`."""
+    from kfin.commands.outputs import OUTPUTS
+
+    monkeypatch.setenv("COLUMNS", "200")
+    for command, formats in OUTPUTS.items():
+        shown = " ".join(kfin(command, "--help").stdout.split())
+        listed = ", ".join(f"{f}..." if f.endswith("=") else f for f in formats)
+        assert f"-o, --output FORMAT Output format: {listed}. " in shown, (command, shown)
+    assert "-v, --v LEVEL" in kfin("--help").stdout
+    assert kfin("help", "graph").stdout == kfin("graph", "--help").stdout
+    unknown = kfin("help", "nope")
+    assert unknown.code == ExitCode.USAGE and unknown.stderr.startswith("error: unknown command")

@@ -40,6 +40,7 @@ from kfin.commands.flags import (
     TimeoutOpt,
     request_timeout_seconds,
 )
+from kfin.commands.outputs import OUTPUTS
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.render.terminal import QuietPipe
 from kfin.util.gcpause import paused_gc
@@ -90,6 +91,7 @@ COMMANDS = {
         "kfin.commands.snapshot",
         "Save what kfin's commands need into one JSON file, to read later with --from-snapshot.",
     ),
+    "help": Command("kfin.commands.help", "Show the help of kfin, or of one command."),
 }
 
 
@@ -100,12 +102,23 @@ def load_command(name: str) -> Any:
     if isinstance(found, typer.Typer):
         command = typer.main.get_command(found)
         command.name = name
+        _own_formats(command, name)
         return command
     single = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
     single.command(name)(found)
     command = typer.main.get_command(single)
     command.name = name
+    _own_formats(command, name)
     return command
+
+
+def _own_formats(command: Any, name: str) -> None:
+    """-o's help lists the formats this command takes (OUTPUTS), not every command's."""
+    formats = OUTPUTS.get(name)
+    for param in getattr(command, "params", []) if formats else []:
+        if param.name == "output":
+            shown = [f"{f}..." if f.endswith("=") else f for f in formats or ()]
+            param.help = f"Output format: {', '.join(shown)}."
 
 
 class KfinGroup(TyperGroup):
@@ -166,6 +179,14 @@ def root(
         callback=print_version,
         is_eager=True,
         help="Show kfin's version and the Kubernetes client's, and exit.",
+    ),
+    verbose: str | None = typer.Option(  # taken out of the line before Click parses it (verbosity): shown here
+        None,
+        "-v",
+        "--v",
+        metavar="LEVEL",
+        help="Trace requests on stderr, anywhere on the line: -v=6 a line per request, -v=8 with headers "
+        "(credentials masked) and answers.",
     ),
     catalog: list[str] | None = typer.Option(
         None,
