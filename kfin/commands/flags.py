@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 import typer
@@ -13,6 +13,7 @@ import typer
 from kfin.api.target import Target
 from kfin.commands.outputs import VERDICTS
 from kfin.core.scope import Scope
+from kfin.core.selectors import Selector, selector
 from kfin.errors import UsageError
 from kfin.names import check_kind, check_name, check_namespace
 from kfin.util.durations import parse_duration
@@ -146,6 +147,45 @@ KindsOpt = Annotated[
         help="Only this type (repeatable): pvc, deploy.apps, widgets.example.com.",
     ),
 ]
+# How kfin stuck narrows what it lists, and kfin remove --all-stuck what it selects: the same objects for the same
+# flags (kfin.core.stuck.narrowed applies --verdict and the selectors, never to kfin's lists)
+OlderThanOpt = Annotated[
+    str | None,
+    typer.Option("--older-than", metavar="DURATION", help="Only objects terminating for at least this long (10m, 2h)."),
+]
+LabelSelectorOpt = Annotated[
+    str | None,
+    typer.Option("--selector", "-l", metavar="SELECTOR", help="Only stuck objects whose labels match (kubectl's -l)."),
+]
+FieldSelectorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--field-selector", metavar="SELECTOR", help="Only stuck objects with metadata.name or .namespace so."
+    ),
+]
+VERDICT_HELP = (
+    "Only objects with this verdict: HOLDING, WAITING, STALLED, ORPHANED, UNKNOWN or BLOCKED (repeat, or a,b)."
+)
+
+
+def _verdict_option(more: str = "") -> Any:
+    return typer.Option(
+        "--verdict", metavar="VERDICT", autocompletion=completer("verdicts"), help=f"{VERDICT_HELP} {more}".strip()
+    )
+
+
+VerdictsOpt = Annotated[list[str] | None, _verdict_option()]
+# kfin remove --all-stuck's: the same objects, and it never widens what is removed (kfin.core.removal.plan)
+RemovalVerdictsOpt = Annotated[
+    list[str] | None,
+    _verdict_option(
+        "With --all-stuck, as kfin stuck lists them. It narrows, never widens, what is removed: by default only "
+        "ORPHANED finalizers; a STALLED one only named by --finalizer; a HOLDING, UNKNOWN or BLOCKED one only "
+        "named by --finalizer, with --force."
+    ),
+]
+
+
 AuditLogOpt = Annotated[
     str | None,
     typer.Option("--audit-log", metavar="PATH", help="Audit log file (default ~/.local/state/kfin/audit.jsonl)."),
@@ -236,6 +276,36 @@ def verdicts(values: list[str] | None) -> set[str]:
     if unknown:
         raise UsageError(f'--verdict: unknown verdict "{unknown[0]}" (one of {", ".join(VERDICTS)})')
     return chosen
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """--kind, --older-than, --verdict, -l and --field-selector, checked before anything is read: what kfin stuck
+    lists and kfin remove --all-stuck selects (kinds and older for the scan, the rest for kfin.core.stuck.narrowed)."""
+
+    kinds: tuple[str, ...] = ()
+    older: float | None = None
+    verdicts: set[str] = field(default_factory=set)
+    chosen: Selector | None = None
+
+    @property
+    def given(self) -> bool:
+        return bool(self.kinds or self.older is not None or self.verdicts or self.chosen)
+
+
+def narrowing(
+    kinds: list[str] | None,
+    older_than: str | None,
+    verdict: list[str] | None,
+    label_selector: str | None,
+    field_selector: str | None,
+) -> Narrowing:
+    return Narrowing(
+        tuple(check_kind(text) for text in kinds or ()),
+        duration_seconds(older_than, "--older-than") if older_than else None,
+        verdicts(verdict),
+        selector(label_selector, field_selector),
+    )
 
 
 def duration_seconds(text: str, flag: str) -> float:

@@ -12,13 +12,20 @@ from kfin.commands.flags import (
     AllNamespacesOpt,
     AuditLogOpt,
     ContextOpt,
+    FieldSelectorOpt,
+    KindsOpt,
     KubeconfigOpt,
+    LabelSelectorOpt,
     NameArg,
     NamespaceOpt,
+    Narrowing,
+    OlderThanOpt,
     OptionalKindArg,
     RefreshOpt,
+    RemovalVerdictsOpt,
     TimeoutOpt,
     merged,
+    narrowing,
     subject,
     wait_seconds,
 )
@@ -28,8 +35,7 @@ from kfin.core.causes import explain_object
 from kfin.core.lookup import fresh_facts, live_target
 from kfin.core.removal import FORCE_DELETION, Outcome, Plan, Remover, audit_record, plan, recreate_namespace
 from kfin.core.scope import Scope
-from kfin.core.sources import gather
-from kfin.core.stuck import Filters, find_stuck
+from kfin.core.stuck import find_all, narrowed
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.render.removal import print_plan, unrecorded
 from kfin.render.tables import removal_table
@@ -73,7 +79,17 @@ def remove(
     server_dry_run: bool = typer.Option(
         False, "--server-dry-run", help="Send the change with dryRun=All: validated, never persisted."
     ),
-    all_stuck: bool = typer.Option(False, "--all-stuck", help="Every stuck object in -n NS (or -A)."),
+    all_stuck: bool = typer.Option(
+        False,
+        "--all-stuck",
+        help="Every stuck object in -n NS (or -A); --kind, -l, --field-selector, --verdict and --older-than narrow "
+        "it as they narrow kfin stuck.",
+    ),
+    kinds: KindsOpt = None,
+    older_than: OlderThanOpt = None,
+    verdict: RemovalVerdictsOpt = None,
+    label_selector: LabelSelectorOpt = None,
+    field_selector: FieldSelectorOpt = None,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a bulk removal."),
     wait: bool = typer.Option(False, "--wait", help="After removing, follow the deletion until the object is gone."),
     timeout: str = typer.Option("5m", "--timeout", metavar="DURATION", help="With --wait: how long to wait."),
@@ -108,6 +124,8 @@ def remove(
       kfin remove databases.acme.io orders -n team-a --confirm
 
       kfin remove -n team-a --all-stuck --finalizer 'acme.io/*' --confirm
+
+      kfin remove -A --all-stuck --kind pvc -l app=db --older-than 1h
     """
     options = merged(
         ctx,
@@ -127,13 +145,16 @@ def remove(
         Path(audit_log) if audit_log else None,
         wait_seconds(node_lost_after, "--node-lost-after"),
     )
+    narrow = narrowing(kinds, older_than, verdict, label_selector, field_selector)
+    if narrow.given and not all_stuck:
+        raise UsageError("--kind, -l, --field-selector, --verdict and --older-than narrow --all-stuck")
     if wait and (all_stuck or not confirm or server_dry_run):
         raise UsageError("--wait follows one object's deletion after --confirm (not with --all-stuck or a dry run)")
     scope = options.scope(refresh=refresh)
     if all_stuck:
         if kind or name:
             raise UsageError("--all-stuck takes no KIND NAME: it works on every stuck object in -n NS or -A")
-        raise typer.Exit(remove_all_stuck(scope, choices, yes))
+        raise typer.Exit(remove_all_stuck(scope, choices, yes, narrow))
     if kind is None:
         raise UsageError("kfin remove needs KIND NAME or KIND/NAME (or --all-stuck)")
     kind, name = subject(kind, name, "remove")
@@ -239,11 +260,12 @@ def remove_one(
     return ExitCode.OK
 
 
-def remove_all_stuck(scope: Scope, choices: Choices, yes: bool) -> int:
-    [facts] = gather(scope, lean=True, progress=progress_bar)
+def remove_all_stuck(scope: Scope, choices: Choices, yes: bool, narrow: Narrowing) -> int:
+    """Every stuck object kfin stuck lists with the same flags (the same scan and narrowing), each planned."""
+    found, [facts] = find_all(scope, narrow.kinds, None, narrow.older, progress=progress_bar)
     kube = facts.kube
     assert kube is not None  # a live scan
-    rows = find_stuck(facts.inventory, Filters(), facts)
+    rows = narrowed(found, narrow.verdicts, narrow.chosen)
     patterns = choices.patterns
     plans: list[Plan] = [
         plan(

@@ -14,34 +14,33 @@ from kfin.commands.flags import (
     ChunkSizeOpt,
     ConcurrencyOpt,
     ContextsOpt,
+    FieldSelectorOpt,
     KindsOpt,
     KubeconfigOpt,
+    LabelSelectorOpt,
     MaxInfoSeriesOpt,
     NamespaceOpt,
     NoDryRunOpt,
+    OlderThanOpt,
     OutputOpt,
     RefreshOpt,
     TimeoutOpt,
+    VerdictsOpt,
     check_output,
-    completer,
     duration_seconds,
     merged,
+    narrowing,
     snapshot_flag,
-    verdicts,
 )
 from kfin.commands.outputs import OUTPUTS
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.fleet import find_all_contexts
-from kfin.core.selectors import selector
-from kfin.core.stuck import StuckObject, gating_webhooks, report, storage_problems
+from kfin.core.stuck import StuckObject, gating_webhooks, narrowed, report, storage_problems
 from kfin.core.watching import Watched
 from kfin.errors import ExitCode, UsageError
 from kfin.model import Failure
-from kfin.names import check_kind
 from kfin.render import data, metrics, tables, templates
 from kfin.render.terminal import progress_bar, say, warn, warn_failures
-
-VERDICT_VALUES = completer("verdicts")  # what Tab offers after --verdict
 
 
 def stuck(
@@ -50,23 +49,10 @@ def stuck(
     finalizer: str | None = typer.Option(
         None, "--finalizer", metavar="PATTERN", help="Only objects with a matching finalizer (glob or substring)."
     ),
-    older_than: str | None = typer.Option(
-        None, "--older-than", metavar="DURATION", help="Only objects terminating for at least this long (10m, 2h)."
-    ),
-    verdict: list[str] | None = typer.Option(
-        None,
-        "--verdict",
-        metavar="VERDICT",
-        autocompletion=VERDICT_VALUES,
-        help="Only objects with this verdict: HOLDING, WAITING, STALLED, ORPHANED, UNKNOWN or BLOCKED (repeat, "
-        "or a,b).",
-    ),
-    label_selector: str | None = typer.Option(
-        None, "--selector", "-l", metavar="SELECTOR", help="Only stuck objects whose labels match (kubectl's -l)."
-    ),
-    field_selector: str | None = typer.Option(
-        None, "--field-selector", metavar="SELECTOR", help="Only stuck objects with metadata.name or .namespace so."
-    ),
+    older_than: OlderThanOpt = None,
+    verdict: VerdictsOpt = None,
+    label_selector: LabelSelectorOpt = None,
+    field_selector: FieldSelectorOpt = None,
     sort_by: str | None = typer.Option(
         None, "--sort-by", metavar="JSONPATH", help="Sort by a field of the JSON item (.metadata.name, .verdict...)."
     ),
@@ -123,16 +109,8 @@ def stuck(
         request_timeout=request_timeout,
     )
     fmt = check_output(options, OUTPUTS["stuck"])
-    for text in kind or []:
-        check_kind(text)  # before anything is read
-    older = duration_seconds(older_than, "--older-than") if older_than else None
-    wanted = verdicts(verdict)
-    chosen = selector(label_selector, field_selector)
+    narrow = narrowing(kind, older_than, verdict, label_selector, field_selector)  # before anything is read
     ordering = templates.sort_key(sort_by) if sort_by else None
-
-    def shown(found: list[StuckObject]) -> list[StuckObject]:
-        """--verdict and the selectors, on what was found, never on kfin's lists: see kfin.core.selectors."""
-        return [r for r in found if (not wanted or r.verdict in wanted) and (chosen is None or chosen.matches(r.obj))]
 
     contexts = (
         context_names(options.kubeconfig)
@@ -159,8 +137,9 @@ def stuck(
         def scan() -> tuple[list[StuckObject], list[Failure]]:
             while not watched.wait_synced(1.0):
                 pass
-            found, sources = watched.answer(kind or (), finalizer, older)
-            return shown(found), [failure for f in sources for failure in f.inventory.failures]
+            found, sources = watched.answer(narrow.kinds, finalizer, narrow.older)
+            failures = [failure for f in sources for failure in f.inventory.failures]
+            return narrowed(found, narrow.verdicts, narrow.chosen), failures
 
         def next_due() -> None:
             while not watched.due():
@@ -172,8 +151,8 @@ def stuck(
         finally:
             watched.stop()
         return
-    found, sources = find_all_contexts(scope, kind or (), finalizer, older, progress=progress_bar)
-    rows = shown(found)
+    found, sources = find_all_contexts(scope, narrow.kinds, finalizer, narrow.older, progress=progress_bar)
+    rows = narrowed(found, narrow.verdicts, narrow.chosen)
     if ordering is not None:
         rows.sort(key=lambda row: ordering(row.to_dict()))
     inventories = [f.inventory for f in sources]

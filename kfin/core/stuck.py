@@ -12,6 +12,7 @@ from kfin.core.causes import blocker_line, explain_cached, family, main_finding,
 from kfin.core.causes.ghosts import missing_namespace
 from kfin.core.facts import ClusterFacts, Facts
 from kfin.core.scope import Scope
+from kfin.core.selectors import Selector
 from kfin.core.sources import ProgressFactory, gather, no_progress
 from kfin.errors import KfinError, NotFoundError
 from kfin.model import Inventory, KubeObject, format_time
@@ -268,6 +269,12 @@ def stuck_in(
     # contexts side by side: what their explanations read waits on several API servers at once
     found = ordered(lambda facts: find_stuck(facts.inventory, filters, facts), sources, min(8, len(sources)))
     return oldest_first([row for rows in found for row in rows])
+
+
+def narrowed(rows: list[StuckObject], verdicts: set[str], chosen: Selector | None) -> list[StuckObject]:
+    """--verdict and -l/--field-selector, on the stuck objects found, never on kfin's lists (kfin.core.selectors):
+    what kfin stuck lists and kfin remove --all-stuck selects, alike."""
+    return [r for r in rows if (not verdicts or r.verdict in verdicts) and (chosen is None or chosen.matches(r.obj))]
 
 
 def oldest_first(rows: list[StuckObject]) -> list[StuckObject]:

@@ -314,3 +314,72 @@ def test_a_finalizer_added_back_to_an_object_the_server_no_longer_tracks_is_said
         "(audit log), and a writer added it back since; managedFields do not name that writer (the API server's "
         "audit log does)")
     assert finding["fix"].startswith("find out why its writer adds it back")
+
+
+def test_bulk_removal_narrows_to_what_kfin_stuck_lists_with_the_same_flags(cluster, audit_log):
+    """Issue 41, item 8: --kind, -l, --field-selector, --verdict and --older-than select for remove --all-stuck
+    exactly what kfin stuck lists with the same flags; the dry run shows that table and changes nothing, and
+    --confirm writes to nothing else."""
+    ns = cluster.namespace
+
+    def labelled(kind, name, app):
+        made = cluster.create({"apiVersion": "v1", "kind": kind, "metadata": {
+            "name": name, "labels": {"app": app}, "finalizers": ["example.com/gone"]}})
+        cluster.delete(made)
+        return made
+
+    chosen = labelled("ConfigMap", "chosen", "x")
+    others = [labelled("ConfigMap", "other-app", "y"), labelled("Secret", "other-kind", "x"),
+              labelled("ConfigMap", "other-name", "x")]
+    pvc = held_claim(cluster)  # HOLDING: its Pod mounts it
+    cluster.api.merge_patch(cluster.path_of(pvc), {"metadata": {"labels": {"app": "x"}}})
+    base = ("-n", ns, "--kubeconfig", str(cluster.kubeconfig))
+
+    def listed(*flags):
+        result = kfin("stuck", *base, "-o", "json", *flags)
+        assert result.code in (0, ExitCode.PARTIAL), result.stderr
+        return {(i["kind"], i["metadata"]["name"]) for i in json.loads(result.stdout)["items"]}
+
+    def selected(*flags):
+        seen = len(cluster.fake.requests) if cluster.is_fake else 0
+        result = kfin("remove", "--all-stuck", *base, *flags)
+        if cluster.is_fake:  # a dry run: kfin sent nothing but reads
+            assert {r.method for r in cluster.fake.requests[seen:]} == {"GET"}
+        if "Nothing to remove: no stuck object matches." in result.stderr:
+            return set(), result
+        header, *rows = result.stdout.splitlines()
+        assert header.split() == ["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], result.stdout
+        return {tuple(row.split()[1:3]) for row in rows}, result
+
+    narrow = ("--kind", "cm", "--kind", "pvc", "-l", "app=x", "--field-selector", "metadata.name!=other-name")
+    cases = {
+        ("--verdict", "ORPHANED", "--older-than", "0s"): {("ConfigMap", "chosen")},
+        ("--verdict", "holding"): {("PersistentVolumeClaim", "data")},
+        (): {("ConfigMap", "chosen"), ("PersistentVolumeClaim", "data")},
+        ("--older-than", "1h"): set(),
+    }
+    for flags, expected in cases.items():
+        assert listed(*narrow, *flags) == expected, flags
+        found, result = selected(*narrow, *flags)
+        assert found == expected, (flags, result.stdout, result.stderr)
+    found, result = selected(*narrow, "--verdict", "ORPHANED")
+    assert result.code == 0 and "Dry run: 1 to change, 0 refused; nothing was changed" in result.stderr
+    assert "example.com/gone" in result.stdout and "remove" in result.stdout.split()
+    for made in (chosen, *others):
+        assert cluster.get(made)["metadata"]["finalizers"] == ["example.com/gone"]
+
+    applied = kfin("remove", "--all-stuck", *base, *narrow, "--verdict", "ORPHANED", "--confirm", "--yes")
+    assert applied.code == 0 and "done 1, refused 0, failed 0" in applied.stderr, applied.stderr
+    assert cluster.eventually(lambda: cluster.get(chosen) is None, message="the chosen ConfigMap to go")
+    for made in others:  # none of them was selected, whatever else they share with it
+        assert cluster.get(made)["metadata"]["finalizers"] == ["example.com/gone"]
+    assert [r["object"]["name"] for r in records(audit_log)] == ["chosen"]
+    for made in others:
+        cluster.strip_finalizers(made)
+
+
+def test_narrowing_flags_belong_to_all_stuck(cluster):
+    result = kfin("remove", "cm", "held", "-n", cluster.namespace, "--verdict", "ORPHANED",
+                  "--kubeconfig", str(cluster.kubeconfig))
+    assert result.code == ExitCode.USAGE and result.stderr.startswith("error: --kind, -l, --field-selector"), \
+        result.stderr
