@@ -4,6 +4,7 @@ them: kustomize builds them, every built-in object is valid against Kubernetes' 
 `kubectl apply --dry-run=client` accepts them on a server that knows the Prometheus Operator's kinds."""
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -138,3 +139,81 @@ def test_kubectl_apply_dry_run_accepts_the_manifests(overlay, tmp_path):
             assert {"servicemonitor.monitoring.coreos.com/kfin", "prometheusrule.monitoring.coreos.com/kfin"} <= names
     finally:
         fake.stop()
+
+
+# Each alert's runbook_url: a template Prometheus renders as the runbook page's URL and the alert's own anchor, or
+# as nothing while the URL is not set (kfin is published nowhere yet). The one value an installer sets: the url=
+# literal of deploy/prometheus-operator/kustomization.yaml, or the quotes of {{ with "" }} in the rules file.
+RUNBOOK_URL = "https://docs.example.com/kfin/runbook/"
+
+
+def runbook_template(url: str, alert: str) -> str:
+    return f'{{{{ with "{url}" }}}}{{{{ . }}}}#{alert.lower()}{{{{ end }}}}'
+
+
+def alerts_of(groups: dict) -> dict[str, dict]:
+    return {r["alert"]: r for group in groups["groups"] for r in group["rules"]}
+
+
+def test_every_alert_links_its_own_section_of_the_runbook_and_nowhere_by_default():
+    alerts = alerts_of(yaml.safe_load((DEPLOY / "prometheus-rules.yaml").read_text()))
+    runbook = (DEPLOY / "RUNBOOK.md").read_text()
+    for name, rule in alerts.items():
+        assert rule["annotations"]["runbook_url"] == runbook_template("", name), name
+        assert f"\n## {name}\n" in runbook, f"deploy/RUNBOOK.md has no section for {name}"
+    assert len(alerts) == 7
+
+
+def with_runbook_url(tmp_path: Path) -> Path:
+    """A copy of deploy/ with the runbook's URL set as RUNBOOK.md tells an installer to."""
+    copy = tmp_path / "deploy"
+    shutil.copytree(DEPLOY, copy)
+    kustomization = copy / "prometheus-operator" / "kustomization.yaml"
+    text = kustomization.read_text()
+    assert text.count("- url=\n") == 1
+    kustomization.write_text(text.replace("- url=\n", f"- url={RUNBOOK_URL}\n"))
+    return copy
+
+
+@needs_kubectl
+def test_kustomize_gives_every_alert_the_runbook_url_the_installer_sets(tmp_path):
+    default = by_kind(built(DEPLOY / "prometheus-operator"))
+    assert "ConfigMap" not in default  # the value's ConfigMap is local to the build, never applied
+    for name, rule in alerts_of(default["PrometheusRule"]["spec"]).items():
+        assert rule["annotations"]["runbook_url"] == runbook_template("", name), name
+
+    chosen = by_kind(built(with_runbook_url(tmp_path) / "prometheus-operator"))
+    assert "ConfigMap" not in chosen
+    alerts = alerts_of(chosen["PrometheusRule"]["spec"])
+    assert len(alerts) == 7
+    for name, rule in alerts.items():
+        assert rule["annotations"]["runbook_url"] == runbook_template(RUNBOOK_URL, name), name
+        rule["annotations"]["runbook_url"] = runbook_template("", name)
+    assert chosen["PrometheusRule"] == default["PrometheusRule"]  # nothing else changed
+
+
+@pytest.mark.skipif(installed_command("promtool") is None, reason="promtool not installed (Debian: prometheus)")
+@pytest.mark.parametrize("source", ["rules-file", "kustomize"])
+@pytest.mark.parametrize("url", ["", RUNBOOK_URL])
+def test_prometheus_renders_runbook_url_as_the_page_and_the_alerts_anchor_or_as_nothing(source, url, tmp_path):
+    """promtool's unit test fires KfinAbsent (no kfin series at all) and compares its rendered annotations."""
+    if source == "kustomize":
+        if KUBECTL is None:
+            pytest.skip("kubectl not installed (pip install -e '.[test]')")
+        deploy = with_runbook_url(tmp_path) if url else DEPLOY
+        rules = by_kind(built(deploy / "prometheus-operator"))["PrometheusRule"]["spec"]
+    else:  # as RUNBOOK.md tells: the URL between the quotes of {{ with "" }}
+        text = (DEPLOY / "prometheus-rules.yaml").read_text()
+        assert text.count('{{ with "" }}') == 7
+        rules = yaml.safe_load(text.replace('{{ with "" }}', f'{{{{ with "{url}" }}}}'))
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    annotations = dict(alerts_of(yaml.safe_load((DEPLOY / "prometheus-rules.yaml").read_text()))["KfinAbsent"][
+        "annotations"], runbook_url=f"{url}#kfinabsent" if url else "")
+    case = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": [], "alert_rule_test": [{
+            "eval_time": "20m", "alertname": "KfinAbsent",
+            "exp_alerts": [{"exp_labels": {"severity": "warning"}, "exp_annotations": annotations}]}]}]}
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(case))
+    done = subprocess.run(["promtool", "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr

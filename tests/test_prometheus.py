@@ -77,6 +77,7 @@ def test_prometheus_scrapes_kfin_serve_and_the_orphaned_finalizer_alert_fires(fa
         [alert] = _until("KfinOrphanedFinalizer firing", firing)
         assert alert["labels"]["name"] == "held" and "gone.example.com" in alert["labels"]["root_cause"]
         assert "ConfigMap apps/held" in alert["annotations"]["summary"]
+        assert alert["annotations"].get("runbook_url", "") == ""  # no link to nowhere until its URL is set (RUNBOOK.md)
     except AssertionError:
         print((tmp_path / "prometheus.log").read_text()[-3000:])
         raise
