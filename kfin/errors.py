@@ -57,6 +57,12 @@ class NotFoundError(KfinError):
         self.kind, self.name = kind, name
 
 
+class InterruptedByUserError(KfinError):
+    """Ctrl-C, with what kfin knows of the work it stopped (the write in flight, and what a read found)."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+
 class RefusedError(KfinError):
     exit_code = ExitCode.REFUSED
 

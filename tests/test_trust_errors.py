@@ -174,8 +174,10 @@ def test_ctrl_c_during_a_bulk_removal_says_what_was_done(fake, fake_kubeconfig, 
     _, stderr = process.communicate(timeout=15)
     assert time.monotonic() - sent < 1.0 and process.returncode == ExitCode.INTERRUPTED, stderr
     assert "[1/2] removed: ConfigMap/default/one" in stderr
-    assert "interrupted at [2/2] ConfigMap/default/two (its state is unknown" in stderr
-    assert "done 1, failed 0, not started 0" in stderr
+    # the write in flight is read back (tests/test_trust_interrupt.py): not applied yet, and it may still be
+    assert "error: interrupted at [2/2] ConfigMap/default/two while removing example.com/x: read back: " \
+           "example.com/x is still there, but the server may still apply the PATCH it received" in stderr
+    assert stderr.splitlines()[-1].endswith("done 1, failed 0, not started 0")
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(r["object"]["name"], r["result"]) for r in records] == [("one", "removed"), ("two", "interrupted")]
 

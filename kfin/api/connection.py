@@ -8,6 +8,7 @@ only when a kubeconfig needs it, because importing it costs a third of a second.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -95,6 +96,13 @@ class Kube:
         self.shown = redact_url(server)  # how messages name it: never with a password in it
         self.namespace = namespace
         self.timeout = timeout
+
+    def bounded(self, seconds: float) -> Kube:
+        """This connection with each request's deadline at most `seconds`: a read after Ctrl-C must not keep
+        kfin waiting on a slow server."""
+        short = copy.copy(self)
+        short.timeout = min(self.timeout, seconds) if self.timeout else seconds
+        return short
 
     # ----- connecting ------------------------------------------------------------------------------
     @classmethod

@@ -27,39 +27,36 @@ def follow(
     every: float,
     wide: bool = False,
 ) -> None:
-    """Until Ctrl-C (then exit 0: stopping a watch is how it ends). `next_due()` returns when the next
-    answer is due. A failing answer is a warning, and the last one stays on screen; what could not be read is
-    warned of when it changes."""
+    """Until Ctrl-C: its KeyboardInterrupt goes on to exit 130, as `kubectl get -w` ends by the signal (exit 0
+    would say the watch had finished). `next_due()` returns when the next answer is due. A failing answer is a
+    warning, and the last one stays on screen; what could not be read is warned of when it changes."""
     terminal = sys.stdout.isatty()
     seen: dict[tuple, StuckObject] = {}
     unread: list[str] = []
     first = True
-    try:
-        while True:
-            try:
-                rows, failures = scan()
-            except KfinError as error:
-                warn(f"cannot answer: {error.message} (kept the last answer; trying again in {every:g}s)")
-                time.sleep(every)
-                continue
-            lines = [f.line() for f in failures]
-            changed = changes(seen, rows)
-            redrawn = terminal and bool(changed or first)
-            if redrawn:
-                _redraw(rows, every, wide, partial=bool(lines))
-            elif not terminal:
-                for event, row in changed:
-                    say(f"{event:<9}{row.obj.ref}  {row.verdict or '-'}  {row.blocker}")
-                sys.stdout.flush()
-            if lines != unread or (redrawn and lines):  # a redraw clears the screen: say them again
-                for line in lines:
-                    warn(line)
-                unread = lines
-            seen = {row_key(r): r for r in rows}
-            first = False
-            next_due()
-    except KeyboardInterrupt:
-        return
+    while True:
+        try:
+            rows, failures = scan()
+        except KfinError as error:
+            warn(f"cannot answer: {error.message} (kept the last answer; trying again in {every:g}s)")
+            time.sleep(every)
+            continue
+        lines = [f.line() for f in failures]
+        changed = changes(seen, rows)
+        redrawn = terminal and bool(changed or first)
+        if redrawn:
+            _redraw(rows, every, wide, partial=bool(lines))
+        elif not terminal:
+            for event, row in changed:
+                say(f"{event:<9}{row.obj.ref}  {row.verdict or '-'}  {row.blocker}")
+            sys.stdout.flush()
+        if lines != unread or (redrawn and lines):  # a redraw clears the screen: say them again
+            for line in lines:
+                warn(line)
+            unread = lines
+        seen = {row_key(r): r for r in rows}
+        first = False
+        next_due()
 
 
 def _redraw(rows: list[StuckObject], every: float, wide: bool, partial: bool) -> None:

@@ -36,7 +36,7 @@ from kfin.core.lookup import fresh_facts, live_target
 from kfin.core.removal import FORCE_DELETION, Outcome, Plan, Remover, audit_record, plan, recreate_namespace
 from kfin.core.scope import Scope
 from kfin.core.stuck import find_all, narrowed
-from kfin.errors import ExitCode, KfinError, UsageError
+from kfin.errors import ExitCode, InterruptedByUserError, KfinError, UsageError
 from kfin.render.removal import print_plan, unrecorded
 from kfin.render.tables import removal_table
 from kfin.render.terminal import progress_bar, say, warn
@@ -234,18 +234,13 @@ def remove_one(
             audit_record(kube, user, plan_, Outcome("failed", error.message, before=before), choices.force), log_path
         )
         raise
-    except KeyboardInterrupt:
-        outcome = Outcome(
-            "interrupted",
-            "interrupted before kfin could read the answer: the change may or may not have been applied",
-            before=before,
-        )
-        _record(audit_record(kube, user, plan_, outcome, choices.force), log_path)
-        say(
-            f"interrupted: {obj.ref}: the change may or may not have been applied; `kfin explain` shows its state now",
-            err=True,
-        )
-        raise
+    except KeyboardInterrupt:  # the object is read back (briefly): what the write did is said and recorded
+        outcome = remover.read_back(plan_, before)
+        recorded = _record(audit_record(kube, user, plan_, outcome, choices.force), log_path)
+        raise InterruptedByUserError(
+            f"interrupted while {_doing(plan_, obj.ref)}: {outcome.message}"
+            + (f" (recorded in {log_path})" if recorded else "")
+        ) from None
     recorded = _record(audit_record(kube, user, plan_, outcome, choices.force), log_path)
     if outcome.result in OK_RESULTS:
         say(f"{outcome.result}: {obj.ref}: {outcome.message}")
@@ -258,6 +253,13 @@ def remove_one(
     if wait_for is not None and outcome.after is not None:
         return follow_to_end(scope, kind, name, obj, kube, wait_for)
     return ExitCode.OK
+
+
+def _doing(plan_: Plan, ref: str = "") -> str:
+    """What a plan's write does, for the line that says it was interrupted: 'removing a, b from REF'."""
+    if any(f.family == FORCE_DELETION for f in plan_.selected):
+        return f"force-deleting {ref or 'it'}"
+    return f"removing {', '.join(f.finalizer for f in plan_.selected)}" + (f" from {ref}" if ref else "")
 
 
 def remove_all_stuck(scope: Scope, choices: Choices, yes: bool, narrow: Narrowing) -> int:
@@ -319,27 +321,27 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool, narrow: Narrowin
                 outcome = remover.apply(p, patterns, choices.force, choices.allow_live, dry_run=dry_run)
             except KfinError as error:
                 outcome = Outcome("failed", error.message, before=before)
-            except KeyboardInterrupt:
-                outcome = Outcome(
-                    "interrupted",
-                    "interrupted before kfin could read the answer: the change may or may not have been applied",
-                    before=before,
-                )
-                if log_path:
+            except KeyboardInterrupt:  # read back (briefly): what the write in flight did is said and recorded
+                if log_path is None:  # dry runs
+                    read_back = "a dry run, nothing was changed"
+                else:
+                    outcome = remover.read_back(p, before)
                     _record(audit_record(kube, user, p, outcome, choices.force), log_path)
-                raise
+                    read_back = outcome.message
+                raise InterruptedByUserError(
+                    f"interrupted at [{number}/{len(runnable)}] {p.obj.ref} while {_doing(p)}: {read_back}: "
+                    f"done {done}, failed {failed}, not started {len(runnable) - number}"
+                ) from None
             if log_path and not _record(audit_record(kube, user, p, outcome, choices.force), log_path):
                 unrecorded_count += 1
             ok = outcome.result in (*OK_RESULTS, "dry-run")
             done, failed = done + ok, failed + (not ok)
             say(f"[{number}/{len(runnable)}] {outcome.result}: {p.obj.ref}: {outcome.message}", err=True)
-    except KeyboardInterrupt:
-        say(
-            f"interrupted at [{number}/{len(runnable)}] {runnable[number - 1].obj.ref} (its state is unknown: "
-            f"`kfin explain` shows it): done {done}, failed {failed}, not started {len(runnable) - number}",
-            err=True,
-        )
-        raise
+    except KeyboardInterrupt:  # between two objects: each one started has been said
+        raise InterruptedByUserError(
+            f"interrupted after [{number}/{len(runnable)}]: done {done}, failed {failed}, "
+            f"not started {len(runnable) - number}"
+        ) from None
     summary = f"done {done}, refused {refused}, failed {failed}" + (
         f", {unrecorded_count} not recorded in the audit log (their records are above)" if unrecorded_count else ""
     )

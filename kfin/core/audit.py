@@ -79,9 +79,9 @@ def readded(obj: KubeObject, log: AuditLog) -> dict[str, str]:
     """Finalizers the object carries again although the audit log records that kfin removed them from it
     (the same uid): {finalizer: when it was removed}. Someone re-adds them: a live controller, or a tool."""
     out: dict[str, str] = {}
-    for record in log.records:
+    for record in log.records:  # an interrupted removal's `removed` is what its read back found gone
         target = record.get("object") or {}
-        if target.get("uid") != obj.uid or record.get("result") not in ("removed", "unchanged"):
+        if target.get("uid") != obj.uid or record.get("result") not in ("removed", "unchanged", "interrupted"):
             continue
         for finalizer in record.get("removed") or []:
             if finalizer in obj.finalizers:

@@ -33,6 +33,8 @@ MAX_ATTEMPTS = 5
 # Waits after a lost race, as client-go's DefaultBackoff (10 ms growing 5-fold, jittered): a busy
 # writer finishes its burst instead of winning every retry.
 RETRY_WAITS = (0.01, 0.05, 0.25, 1.25)
+# After Ctrl-C, the one read that says whether the write in flight took effect: kfin still stops at once.
+READ_BACK_SECONDS = 2.0
 
 
 @dataclass
@@ -197,6 +199,8 @@ class Remover:
         self.kube = kube
         self.facts_for = facts_for  # (obj) -> fresh facts, to explain again after a race
         self.node_lost_after = node_lost_after
+        self.in_flight: str | None = None  # the write sent whose answer has not come (what Ctrl-C interrupts)
+        self.attempts = 0
 
     def _read(self, obj: KubeObject) -> dict | None:
         return self.kube.read_object_or_none(obj.type, obj.namespace or None, obj.name)
@@ -214,7 +218,7 @@ class Remover:
             return self._force_delete(obj, outcome, dry_run)
         current = obj
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            outcome.attempts = attempt
+            outcome.attempts = self.attempts = attempt
             try:
                 if meta_wanted:
                     self._patch_metadata(current, meta_wanted, dry_run)
@@ -277,9 +281,11 @@ class Remover:
             "gracePeriodSeconds": 0,
             "preconditions": {"uid": obj.uid},
         }
-        outcome.attempts = 1
+        outcome.attempts = self.attempts = 1
         try:
-            self.kube.delete_object(obj.type, obj.namespace or None, obj.name, options, dry_run)
+            self._send(
+                "DELETE", lambda: self.kube.delete_object(obj.type, obj.namespace or None, obj.name, options, dry_run)
+            )
         except NotFoundError:
             return self._done(outcome, obj, set(), "gone", "it was already gone: done")
         except APIError as error:
@@ -367,10 +373,61 @@ class Remover:
             outcome.message = message or _state_after_removal(again)
         return outcome
 
+    def _send(self, write: str, request: Callable[[], object]) -> None:
+        """One write, named in `in_flight` until its answer (or its error) has come."""
+        self.in_flight = write
+        try:
+            request()
+        except KfinError:
+            self.in_flight = None
+            raise
+        self.in_flight = None
+
+    def read_back(self, plan_: Plan, before: list[str]) -> Outcome:
+        """After Ctrl-C stopped apply(): one read of the object, bounded by READ_BACK_SECONDS, to say (and
+        record) whether the write in flight took effect. A second Ctrl-C ends the read: then it is unknown."""
+        obj = plan_.obj
+        forced = any(f.family == FORCE_DELETION for f in plan_.selected)
+        attempted = [FORCE_DELETION] if forced else [f.finalizer for f in plan_.selected]
+        outcome = Outcome("interrupted", "", before=before, attempts=self.attempts)
+        outcome.resource_version = obj.meta.get("resourceVersion", "")
+        pending = self.in_flight
+        names = ", ".join(attempted)
+        try:
+            after = self.kube.bounded(READ_BACK_SECONDS).read_object_or_none(obj.type, obj.namespace or None, obj.name)
+        except (KfinError, KeyboardInterrupt) as error:
+            why = error.message if isinstance(error, KfinError) else "interrupted again"
+            outcome.message = (
+                f"could not read it back ({why}): whether {'the Pod was deleted' if forced else names + ' was removed'}"
+                " is unknown; kfin explain shows it"
+            )
+            return outcome
+        if after is None or (after.get("metadata") or {}).get("uid") != obj.uid:
+            outcome.removed = list(attempted)
+            outcome.message = "read back: the object is gone"
+            return outcome
+        again = KubeObject(obj.type, after)
+        outcome.after = again.finalizers + again.spec_finalizers
+        if forced:
+            outcome.message = "read back: the Pod is still there"
+        else:
+            outcome.removed = [f for f in attempted if f not in outcome.after]
+            kept = [f for f in attempted if f in outcome.after]
+            said = [_are(outcome.removed, "removed"), _are(kept, "still there")]
+            outcome.message = "read back: " + ", ".join(part for part in said if part)
+            if not kept:
+                return outcome
+        outcome.message += (
+            f", but the server may still apply the {pending} it received (kfin explain shows the state)"
+            if pending
+            else " (no write was in flight)"
+        )
+        return outcome
+
     def _patch_metadata(self, obj: KubeObject, remove: list[str], dry_run: bool) -> None:
         ops = metadata_patch(obj.uid, obj.finalizers, remove)
         try:
-            self.kube.patch_object(obj.type, obj.namespace or None, obj.name, ops, dry_run)
+            self._send("PATCH", lambda: self.kube.patch_object(obj.type, obj.namespace or None, obj.name, ops, dry_run))
         except APIError as error:
             if error.status in (409, 422) and self._changed(obj):
                 raise _RacedError() from None
@@ -397,11 +454,16 @@ class Remover:
             raise _RacedError()
         whole.setdefault("spec", {})["finalizers"] = [f for f in obj.spec_finalizers if f not in remove]
         try:
-            self.kube.finalize_namespace(obj.type, obj.name, whole, dry_run)
+            self._send("PUT /finalize", lambda: self.kube.finalize_namespace(obj.type, obj.name, whole, dry_run))
         except APIError as error:
             if error.status == 409:
                 raise _RacedError() from None
             raise
+
+
+def _are(names: list[str], what: str) -> str:
+    """'a is removed', 'a, b are removed', or nothing."""
+    return f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} {what}" if names else ""
 
 
 class _RacedError(Exception):
