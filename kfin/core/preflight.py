@@ -16,14 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kfin.api.builtin_kinds import builtin_resources
+from kfin.api.dryrun import GARBAGE_COLLECTOR
 from kfin.api.resources import Catalog
 from kfin.api.scan import CRDS, NAMESPACES
 from kfin.core.causes import explain_object
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
-from kfin.core.causes.dryrun import content_deletions, own_deletion, uncertain
+from kfin.core.causes.dryrun import content_deletions, dependents_deletions, own_deletion, uncertain
 from kfin.core.causes.ecosystem import find_controller, holdings
-from kfin.core.causes.namespace import rejected_deletes, unavailable_apiservices
+from kfin.core.causes.namespace import deletion_gates, rejected_deletes, unavailable_apiservices
 from kfin.core.causes.registry import Context, Verdict, control_plane_owned, controller_manager, family
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.facts import Facts
@@ -131,9 +132,12 @@ def predict(scope: Scope, kind: str, name: str) -> tuple[Preflight, Facts]:
     gone_namespace = target.name if (rtype.group, rtype.resource) == NAMESPACES else None
     for obj in [target, *deleted]:
         _predict_object(facts, obj, gone_namespace, result)
+    collected = [] if gone_namespace or (rtype.group, rtype.resource) in (CRDS, NODES) else deleted
     if gone_namespace:
         _namespace_gates(facts, target, result)
-    _asked(facts, target, deleted if gone_namespace else [], result)
+    elif collected:
+        _dependent_gates(facts, target, collected, result)
+    _asked(facts, target, deleted if gone_namespace else [], result, collected)
     if gone_namespace or target.type.group == "apps":
         _left_without_controller(facts, result, gone_namespace)
     result.plan = _plan(result, gone_namespace)
@@ -393,10 +397,30 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
             )
 
 
-def _asked(facts: Facts, target: KubeObject, content: list[KubeObject], result: Preflight) -> None:
+def _dependent_gates(facts: Facts, target: KubeObject, dependents: list[KubeObject], result: Preflight) -> None:
+    """What rejects the garbage collector's DELETE of what the target owns (a webhook failing closed on DELETE of
+    their type, a policy that denies it as the garbage collector's ServiceAccount): deleted in the foreground, the
+    target stays Terminating until it can; otherwise they stay behind."""
+    for rejection in deletion_gates(facts, dependents, GARBAGE_COLLECTOR, "the garbage collector").values():
+        result.stuck.append(
+            Stuck(target, "foregroundDeletion", _collector_held(rejection.why, target), "BLOCKED", rejection.step)
+        )
+
+
+def _collector_held(why: str, target: KubeObject) -> str:
+    return (
+        f"{why}: the garbage collector cannot delete what {target.ref} owns (deleted in the foreground, it stays "
+        "Terminating until it can; otherwise they stay behind)"
+    )
+
+
+def _asked(
+    facts: Facts, target: KubeObject, content: list[KubeObject], result: Preflight, dependents: list[KubeObject]
+) -> None:
     """The server's own answer, by dry runs (kfin.core.causes.dryrun): the user's DELETE of the target, then the
-    namespace controller's DELETE of a namespace's content (one object of each type); a rejection the rules above
-    did not already name is what would stop the deletion."""
+    namespace controller's DELETE of a namespace's content (one object of each type), or the garbage collector's of
+    what the target owns (a few); a rejection the rules above did not already name is what would stop the
+    deletion."""
     answer, refused = own_deletion(facts, target)
     if refused is not None and refused.kind == "forbidden":  # kfin's user may not delete it: whoever will may
         refused = None
@@ -405,16 +429,23 @@ def _asked(facts: Facts, target: KubeObject, content: list[KubeObject], result: 
         result.stuck.append(Stuck(target, "", why, "BLOCKED", refused.step))
     if answer is None or refused is not None:
         return
-    for refusal in content_deletions(facts, target, content):
+    asked = [
+        (r, "kubernetes", f"{r.why}: the namespace controller cannot delete it ({r.evidence})")
+        for r in content_deletions(facts, target, content)
+    ]
+    asked += [
+        (r, "foregroundDeletion", f"{_collector_held(r.why, target)} ({r.evidence})")
+        for r in dependents_deletions(facts, dependents)
+    ]
+    for refusal, finalizer, why in asked:
         if not refusal.as_actor:
             continue
-        why = f"{refusal.why}: the namespace controller cannot delete it ({refusal.evidence})"
         # the server's answer replaces what the rules could only suspect of the same object, not what they proved
         same = [s for s in result.stuck if s.obj is target and refusal.target and refusal.target.name in s.reason]
         if any(not uncertain(s.reason) for s in same):
             continue
         result.stuck = [s for s in result.stuck if s not in same]
-        result.stuck.append(Stuck(target, "kubernetes", why, "BLOCKED", refusal.step))
+        result.stuck.append(Stuck(target, finalizer, why, "BLOCKED", refusal.step))
 
 
 def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:

@@ -19,7 +19,8 @@ both. Each controller follows the real one for what kfin observes:
   missing node goes after a 40 s quarantine), the EndpointSlice controller (a slice without
   endpoints: the fake runs no Pods), and the Events these controllers record.
 Timers do not run by themselves: a test advances the fake's clock and calls FakeAPIServer.reconcile().
-Writes by these controllers are not sent through admission webhooks, and record no managedFields.
+Writes by these controllers are not sent through admission, except the DELETEs of the namespace controller and
+the garbage collector (as their ServiceAccounts), and record no managedFields.
 """
 
 import copy
@@ -54,6 +55,7 @@ ADMISSION_CONFIGURATIONS = tuple(("admissionregistration.k8s.io", kind) for kind
 SERVICE_CIDR_FINALIZER = "networking.k8s.io/service-cidr-finalizer"
 # kube-controller-manager's namespace controller, with --use-service-account-credentials
 NAMESPACE_CONTROLLER = "system:serviceaccount:kube-system:namespace-controller"
+GARBAGE_COLLECTOR = "system:serviceaccount:kube-system:generic-garbage-collector"  # likewise
 CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
 # kube-controller-manager's defaults: --node-monitor-grace-period (1.32+) and the pod GC's quarantine.
 NODE_MONITOR_GRACE_SECONDS = 50
@@ -169,6 +171,7 @@ class Controllers:
             self.workloads.changed(key, obj)
         elif key in ADMISSION_CONFIGURATIONS:
             self.retry_namespaces()  # what rejected the namespace controller's deletions may be gone
+            self.retry_garbage_collection()  # and the garbage collector's
         if key in (PVCS, PVS):
             self.check_vac_protection()
         if key == PODS:
@@ -277,7 +280,14 @@ class Controllers:
             policy = "Foreground"
         else:
             policy = "Background"
+        # admitted as its ServiceAccount, as kube-controller-manager's DELETEs are (--use-service-account-credentials)
+        try:
+            webhooks.admit(c, "DELETE", rt, meta.get("namespace") or None, "", meta.get("labels") or {})
+            policies.admit(c, rt, "DELETE", obj, None, "", GARBAGE_COLLECTOR)
+        except st.APIError:
+            return  # the real one logs it and retries with backoff (retry_garbage_collection); the owner shows nothing
         c.delete(rt, obj, policy, None)
+
 
     def delete_dependents(self, owner):
         """processDeletingDependentsItem: the owner goes once no blocking dependent remains."""
@@ -299,6 +309,20 @@ class Controllers:
             current = c.by_identity(owner["metadata"]["uid"])
             if current is not None:
                 self._remove_finalizer(self._type_of(current).key, current, "foregroundDeletion")
+
+    def retry_garbage_collection(self):
+        """The garbage collector retries a deletion that failed (the real one, with its backoff): what rejected it may
+        be gone."""
+        c = self.c
+        for owner_uid in list(c.dependents):
+            for uid in list(c.dependents.get(owner_uid, ())):
+                dependent = c.by_identity(uid)
+                if dependent is not None:
+                    self.attempt_to_delete(dependent)
+            owner = c.by_identity(owner_uid)
+            if owner is not None and owner["metadata"].get("deletionTimestamp") \
+                    and "foregroundDeletion" in owner["metadata"].get("finalizers", []):
+                self.delete_dependents(owner)
 
     def orphan_dependents(self, owner):
         c = self.c

@@ -1,9 +1,10 @@
 """ValidatingAdmissionPolicies as kube-apiserver enforces them on UPDATE (and PATCH), and on the namespace
-controller's DELETEs of a namespace's content (tests/fakeapi/controllers.py): a binding with
-validationActions Deny, its policy's matchConstraints and the binding's matchResources (rules, exclusions,
-namespace and object selectors), matchConditions, then each validation; a false one denies the request with
-422 Invalid and kube-apiserver's message. No capture covers it: this follows the Kubernetes source
-(staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating) and its documentation's example output.
+controller's DELETEs of a namespace's content and the garbage collector's of dependents, as their ServiceAccounts
+(tests/fakeapi/controllers.py): a binding with validationActions Deny, its policy's matchConstraints and the
+binding's matchResources (rules, exclusions, namespace and object selectors), matchConditions, then each
+validation; a false one denies the request with 422 Invalid and kube-apiserver's message. No capture covers it:
+this follows the Kubernetes source (staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating) and its
+documentation's example output.
 
 Simplified: CEL through the `cel` package (common-expression-language) with object, oldObject and request
 (operation, namespace, name, userInfo.username); no params, no authorizer, no variables; an expression that does not evaluate

@@ -9,7 +9,7 @@ matchConditions are not evaluated (as if they matched). The webhook configuratio
 never sent to a webhook, so that a broken one can always be deleted.
 
 The namespace controller's deletions of a namespace's content are admitted too (as DELETE, object by object:
-tests/fakeapi/controllers.py). Simplification: the fake's other controllers write around admission.
+tests/fakeapi/controllers.py), and the garbage collector's of dependents. Simplification: the fake's other controllers write around admission.
 """
 
 from . import status as st

@@ -222,20 +222,40 @@ def blocked_content(
     kfin's rules already proved what does (`predicted`: their answers)."""
     if not ctx.obj.terminating or any(not uncertain(why) for why in predicted):
         return None
-    refused = content_deletions(ctx.facts, ctx.obj, content)
+    failed = [f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []
+    return _blocked(
+        ctx,
+        content_deletions(ctx.facts, ctx.obj, content),
+        "the namespace controller",
+        "its content",
+        risk,
+        failed,
+    )
+
+
+def blocked_dependents(ctx: Context, dependents: list[KubeObject], risk: str, predicted: list[str]) -> Finding | None:
+    """An owner deleted in the foreground whose blocking dependents the garbage collector cannot delete, by the dry
+    runs of its DELETEs as the garbage collector: BLOCKED, naming what rejects them; None as blocked_content."""
+    if not ctx.obj.terminating or any(not uncertain(why) for why in predicted):
+        return None
+    return _blocked(
+        ctx, dependents_deletions(ctx.facts, dependents), "the garbage collector", "its blocking dependents", risk, []
+    )
+
+
+def _blocked(ctx: Context, refused: list[Refusal], actor: str, what: str, risk: str, also: list[str]) -> Finding | None:
+    """BLOCKED by the rejections the actor itself would get (`also`: more evidence); None without one."""
     blocking = [r for r in refused if r.as_actor]
     if not blocking:
         return None
-    evidence = [r.evidence for r in refused]
-    evidence += [f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []
     found = ctx.finding(
-        "; ".join(r.why for r in blocking) + ": the namespace controller cannot delete them",
+        "; ".join(r.why for r in blocking) + f": {actor} cannot delete them",
         Verdict.BLOCKED,
-        "; ".join(dict.fromkeys(r.step for r in blocking)) + "; the namespace controller then carries on",
+        "; ".join(dict.fromkeys(r.step for r in blocking)) + f"; {actor} then carries on",
         "; ".join(dict.fromkeys([r.risk for r in blocking if r.risk] + [risk])),
-        evidence,
-        controller="kube-controller-manager (namespace controller)",
+        [r.evidence for r in refused] + also,
+        controller=f"kube-controller-manager ({actor.removeprefix('the ')})",
     )
-    found.summary = f"{blocking[0].why}, so the namespace controller cannot delete its content"
+    found.summary = f"{blocking[0].why}, so {actor} cannot delete {what}"
     found.links = [r.link() for r in blocking]
     return found

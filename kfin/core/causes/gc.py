@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from kfin.api.dryrun import GARBAGE_COLLECTOR
+from kfin.core.causes.dryrun import blocked_dependents
+from kfin.core.causes.namespace import deletion_gates
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     Context,
@@ -46,6 +49,32 @@ def _chain(ctx: Context, owner: KubeObject, depth: int, lines: list[str], seen: 
     return count
 
 
+def _rejected(ctx: Context, direct: list[KubeObject], risk: str, lines: list[str]) -> Finding | None:
+    """BLOCKED when the garbage collector's DELETE of a blocking dependent is rejected: by the server's answer to
+    its dry run as the garbage collector, else by kfin's rules (a webhook failing closed, a policy that denies it as
+    that ServiceAccount). kube-controller-manager retries it with backoff and reports it nowhere on the owner."""
+    if not ctx.obj.terminating:
+        return None
+    pending = [d for d in direct if not d.terminating]  # one being deleted is not deleted again
+    rejections = list(deletion_gates(ctx.facts, pending, GARBAGE_COLLECTOR, "the garbage collector").values())
+    probed = blocked_dependents(ctx, pending, risk, [r.why for r in rejections])
+    if probed is not None:  # the server's own answer to the garbage collector, over what rules could only suspect
+        probed.evidence += lines
+        return probed
+    if not rejections:
+        return None
+    found = ctx.finding(
+        "; ".join(r.why for r in rejections) + ": the garbage collector cannot delete them",
+        Verdict.BLOCKED,
+        "; ".join(dict.fromkeys(r.step for r in rejections)) + "; the garbage collector then carries on",
+        "; ".join(dict.fromkeys([r.risk for r in rejections] + [risk])),
+        [r.why for r in rejections] + lines,
+    )
+    found.summary = f"{rejections[0].why}, so the garbage collector cannot delete its blocking dependents"
+    found.links = [r.link() for r in rejections]
+    return found
+
+
 @explains(
     "foregroundDeletion",
     Entry(
@@ -74,6 +103,9 @@ def foreground(ctx: Context) -> Finding:
             lines,
         )
         direct = ctx.facts.blocking_dependents(ctx.obj.uid)
+        gated = _rejected(ctx, direct, risk, lines)
+        if gated is not None:
+            return gated
         found.summary = (
             f"waiting for {len(direct)} blocking dependent{'s' if len(direct) != 1 else ''} "
             f"({first_few([d.ref for d in direct])})"

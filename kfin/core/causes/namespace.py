@@ -103,6 +103,51 @@ class Rejecter:
     step: str
     risk: str
 
+    def link(self) -> Link:
+        return Link(
+            "webhook" if self.risk == WEBHOOK_RISK else "admission-policy",
+            self.why,
+            target=self.target,
+            step=self.step,
+            risk=self.risk,
+        )
+
+
+def deletion_gates(
+    facts: ClusterFacts, objects: list[KubeObject], user: str, actor: str, namespace: str | None = None
+) -> dict[str, Rejecter]:
+    """What rejects the DELETE of the objects by `user` (`actor` in words: the namespace controller, the garbage
+    collector), by kfin's rules: each webhook failing closed whose rules match it (by its backend) and each bound
+    ValidatingAdmissionPolicy that denies it, evaluated as that user. `namespace`: all of them are in it (the
+    namespace controller's), else each is placed by its own."""
+    by_place: dict[tuple[ResourceType, str], list[dict]] = {}
+    for obj in objects:
+        by_place.setdefault((obj.type, obj.namespace), []).append(obj.meta.get("labels") or {})
+    found: dict[str, Rejecter] = {}
+    for (rtype, place), labels in by_place.items():
+        where = " in the namespace" if namespace else (f" in namespace {place}" if place else "")
+        for r in rejecting_webhooks(facts, rtype, "DELETE", namespace or place, labels):
+            found.setdefault(
+                f"webhook {r.config.uid} {r.hook}",
+                Rejecter(
+                    r.config,
+                    f"webhook {r.hook} of {r.config.type.kind} {r.config.name} rejects every DELETE of "
+                    f"{rtype.qualified}{where} (failurePolicy Fail): {r.problem}{r.conditions}",
+                    r.step,
+                    WEBHOOK_RISK,
+                ),
+            )
+    for denial in denied_deletes(facts, objects, user):
+        verb = "denies" if denial.certain else "may deny"
+        found[f"policy {denial.policy.uid}"] = Rejecter(
+            denial.policy,
+            f"ValidatingAdmissionPolicy {denial.policy.name} (binding {denial.binding.name}) {verb} {actor}'s "
+            f"DELETE: {denial.message}",
+            denial.step,
+            POLICY_RISK,
+        )
+    return found
+
 
 def rejected_deletes(
     facts: ClusterFacts, ns: KubeObject, remaining: list[KubeObject], failed_content: str
@@ -112,31 +157,7 @@ def rejected_deletes(
     controller); and each the controller's failure names ("failed calling webhook NAME", "ValidatingAdmissionPolicy
     'NAME' ... denied request") that kfin cannot place by itself (a backend that answers, but not in time; an
     expression kfin cannot evaluate)."""
-    by_type: dict[ResourceType, list[dict]] = {}
-    for obj in remaining:
-        by_type.setdefault(obj.type, []).append(obj.meta.get("labels") or {})
-    found: dict[str, Rejecter] = {}
-    for rtype, labels in by_type.items():
-        for r in rejecting_webhooks(facts, rtype, "DELETE", ns.name, labels):
-            found.setdefault(
-                f"webhook {r.config.uid} {r.hook}",
-                Rejecter(
-                    r.config,
-                    f"webhook {r.hook} of {r.config.type.kind} {r.config.name} rejects every DELETE of "
-                    f"{rtype.qualified} in the namespace (failurePolicy Fail): {r.problem}{r.conditions}",
-                    r.step,
-                    WEBHOOK_RISK,
-                ),
-            )
-    for denial in denied_deletes(facts, remaining, NAMESPACE_CONTROLLER):
-        verb = "denies" if denial.certain else "may deny"
-        found[f"policy {denial.policy.uid}"] = Rejecter(
-            denial.policy,
-            f"ValidatingAdmissionPolicy {denial.policy.name} (binding {denial.binding.name}) {verb} the namespace "
-            f"controller's DELETE: {denial.message}",
-            denial.step,
-            POLICY_RISK,
-        )
+    found = deletion_gates(facts, remaining, NAMESPACE_CONTROLLER, "the namespace controller", ns.name)
     for name in FAILED_CALL.findall(failed_content):
         config = hook_named(facts, name)
         if config is None or any(r.target.uid == config.uid and name in r.why for r in found.values()):
@@ -277,16 +298,7 @@ def namespace(ctx: Context) -> Finding:
             + ([f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []),
         )
         found.summary = f"{rejections[0].why}, so the namespace controller cannot delete its content"
-        found.links = [
-            Link(
-                "webhook" if r.risk == WEBHOOK_RISK else "admission-policy",
-                r.why,
-                target=r.target,
-                step=r.step,
-                risk=r.risk,
-            )
-            for r in rejections
-        ]
+        found.links = [r.link() for r in rejections]
         return found
     unread = _unread_content(facts, ns.name)
     stuck = [o for o in remaining if o.terminating]

@@ -2,7 +2,8 @@
 operation, with `failurePolicy: Fail` (the default) and a backend that cannot answer, rejects every request it
 matches. On an UPDATE of the object it rejects every finalizer removal, its own controller's included
 (captures 12-16 of causes): the root cause of every finalizer of the object, whatever each one protects. On a
-DELETE it rejects the namespace controller's deletion of a namespace's content (kfin.core.causes.namespace)."""
+DELETE it rejects the namespace controller's deletion of a namespace's content (kfin.core.causes.namespace)
+and the garbage collector's of an owner's dependents (kfin.core.causes.gc)."""
 
 from __future__ import annotations
 
