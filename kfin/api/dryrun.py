@@ -28,9 +28,10 @@ GARBAGE_COLLECTOR = "system:serviceaccount:kube-system:generic-garbage-collector
 
 @dataclass(frozen=True)
 class Write:
-    """One write to send as a dry run: a DELETE with DeleteOptions, or a JSON Patch (guarded by `test` ops)."""
+    """One write to send as a dry run: a DELETE with DeleteOptions, a JSON Patch (guarded by `test` ops), or an
+    UPDATE of the whole object (guarded by its resourceVersion)."""
 
-    verb: str  # "delete" or "patch"
+    verb: str  # "delete", "patch" or "update"
     rtype: ResourceType
     namespace: str | None
     name: str
@@ -47,11 +48,17 @@ class Write:
     def patch(cls, rtype: ResourceType, namespace: str | None, name: str, ops: list, actor: str | None = None) -> Write:
         return cls("patch", rtype, namespace, name, json.dumps(ops), actor)
 
+    @classmethod
+    def update(
+        cls, rtype: ResourceType, namespace: str | None, name: str, obj: dict, actor: str | None = None
+    ) -> Write:
+        return cls("update", rtype, namespace, name, json.dumps(obj, sort_keys=True), actor)
+
     @property
     def shown(self) -> str:
         """How evidence names it: DELETE configmaps/x in namespace y."""
         where = f" in namespace {self.namespace}" if self.namespace and self.rtype.namespaced else ""
-        return f"{self.verb.upper()} {self.rtype.qualified}/{self.name}{where}"
+        return f"{'PUT' if self.verb == 'update' else self.verb.upper()} {self.rtype.qualified}/{self.name}{where}"
 
 
 @dataclass(frozen=True)
@@ -95,7 +102,9 @@ def send(kube: Kube, write: Write, impersonate: bool) -> Answer:
     path = resource_path(write.rtype, write.namespace, write.name)
     as_actor = impersonate and write.actor and header_safe(write.actor)  # a name from managedFields, in a header
     headers = {"Impersonate-User": write.actor} if as_actor else None
-    method, content_type = ("DELETE", JSON) if write.verb == "delete" else ("PATCH", "application/json-patch+json")
+    method, content_type = {"delete": ("DELETE", JSON), "update": ("PUT", JSON)}.get(
+        write.verb, ("PATCH", "application/json-patch+json")
+    )
     body = json.loads(write.body)
     if write.verb == "delete":  # a DELETE with a body takes its options from the body alone, dryRun included
         body = dict(body, dryRun=["All"])

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kfin.api.scan import MANAGERS
+from kfin.core.causes.dryrun import controller_removal
 from kfin.core.causes.registry import (
     EVERYWHERE,
     OBJECT_NAMESPACE,
@@ -161,6 +162,11 @@ def workload_account(workload: KubeObject) -> str:
     """The ServiceAccount a Deployment's, StatefulSet's or DaemonSet's Pods run as."""
     template = ((workload.raw.get("spec") or {}).get("template") or {}).get("spec") or {}
     return str(template.get("serviceAccountName") or "default")
+
+
+def _pod_account(pod: KubeObject) -> str:
+    """The ServiceAccount a Pod runs as."""
+    return str((pod.raw.get("spec") or {}).get("serviceAccountName") or "default")
 
 
 def readiness(workload: KubeObject) -> tuple[int, int]:
@@ -385,7 +391,8 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
         )
         found.summary = line
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
-        return found
+        runs = f"{w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, the field manager that added it"
+        return controller_removal(ctx, found, f"{w.namespace}/{workload_account(w)}", runs, w)
     w, ready, wanted = matched[0]
     why = not_running(ctx.facts, w, ready, wanted)
     found = ctx.finding(
@@ -485,7 +492,10 @@ def custom(ctx: Context) -> Finding:
         )
         found.summary = line
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
-        return found
+        pod = next((p for p in healthy if _pod_account(p) == manager), healthy[0])  # the field manager's, if it runs
+        return controller_removal(
+            ctx, found, f"{pod.namespace}/{_pod_account(pod)}", f"Pod {pod.namespace}/{pod.name}, Ready", pod
+        )
     if manager:  # the workload of the field manager that added it: running (allowed or not), or down
         found = _by_evidence(ctx, manager, risk, evidence, controller, line)
         if found is not None:

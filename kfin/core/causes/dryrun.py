@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from kfin.api.dryrun import GARBAGE_COLLECTOR, NAMESPACE_CONTROLLER, Answer, Write
-from kfin.core.causes.registry import Context, Finding, Link, Verdict
+from kfin.core.causes.registry import GATES, Context, Finding, Link, Verdict
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
 from kfin.core.causes.webhooks import hook_named
 from kfin.core.facts import ClusterFacts
@@ -190,18 +190,99 @@ def dependents_deletions(facts: ClusterFacts, dependents: list[KubeObject]) -> l
     return out
 
 
-def finalizer_removal(facts: ClusterFacts, obj: KubeObject, finalizer: str, account: str) -> Refusal | None:
-    """Its controller's removal of the finalizer (a JSON Patch guarded by a `test` of the finalizers as read), as the
-    ServiceAccount `account` ("namespace/name") it runs as."""
+def finalizer_removal(
+    facts: ClusterFacts, obj: KubeObject, finalizer: str, account: str
+) -> tuple[list[tuple[Write, Answer]], Refusal | None]:
+    """Its controller's removal of the finalizer, as the ServiceAccount `account` ("namespace/name") it runs as: a
+    JSON Patch guarded by a `test` of the finalizers as read; when RBAC forbids that patch, the UPDATE of the whole
+    object without it (guarded by its resourceVersion), since a controller may remove it either way and RBAC grants
+    the two verbs apart (admission answers both alike: an UPDATE). (each write sent and its answer, the Refusal of
+    the last), no writes when none was sent."""
     if finalizer not in obj.finalizers:
-        return None
+        return [], None
     namespace, _, name = account.partition("/")
+    actor = f"system:serviceaccount:{namespace}:{name}"
     ops = [
         {"op": "test", "path": "/metadata/finalizers", "value": obj.finalizers},
         {"op": "remove", "path": f"/metadata/finalizers/{obj.finalizers.index(finalizer)}"},
     ]
-    write = Write.patch(obj.type, obj.namespace or None, obj.name, ops, f"system:serviceaccount:{namespace}:{name}")
-    return refusal(facts, write)[1]
+    write = Write.patch(obj.type, obj.namespace or None, obj.name, ops, actor)
+    answer, refused = refusal(facts, write)
+    if answer is None:
+        return [], None
+    sent = [(write, answer)]
+    if refused is None or refused.kind != "forbidden":
+        return sent, refused
+    whole = facts.whole(obj)
+    if whole is None or finalizer not in ((whole.get("metadata") or {}).get("finalizers") or []):
+        return sent, None  # a forbidden patch alone says nothing: the controller may update instead
+    after = {**whole, "metadata": dict(whole["metadata"])}
+    after["metadata"]["finalizers"] = [f for f in after["metadata"]["finalizers"] if f != finalizer]
+    after["metadata"].pop("managedFields", None)
+    update = Write.update(obj.type, obj.namespace or None, obj.name, after, actor)
+    answer, refused = refusal(facts, update)
+    return (sent + [(update, answer)], refused) if answer is not None else (sent, None)
+
+
+def controller_removal(ctx: Context, found: Finding, account: str, runs: str, target: KubeObject | None) -> Finding:
+    """A running controller's removal of its finalizer, asked of the server as its ServiceAccount `account`
+    ("namespace/name"), where kfin's rules see nothing in its way (`found`: their answer, WAITING; `runs`: what runs,
+    in words; `target`: its workload or Pod). A rejection as the controller becomes the answer: by a webhook or an
+    admission policy (one whose CEL asks who sends the request, which kfin's rules cannot know), BLOCKED with what
+    rejects it, as a gate; by RBAC (of both a patch and an update), STALLED with the grant it lacks. Sent as kfin's
+    user (who may not impersonate the controller), a rejection that depends on who asks is evidence only."""
+    obj = ctx.obj
+    if found.verdict != Verdict.WAITING or not obj.terminating or ctx.location != "metadata.finalizers":
+        return found
+    if any(link.gates(ctx.finalizer) for gate in GATES for link in gate(obj, ctx.facts)):
+        return found  # kfin's rules prove what rejects every removal: the registry answers BLOCKED with it
+    sent, refused = finalizer_removal(ctx.facts, obj, ctx.finalizer, account)
+    said = [evidence(write, answer) for write, answer in sent]
+    if refused is None or not refused.as_actor:
+        found.evidence += said
+        return found
+    if refused.kind == "forbidden":
+        return _forbidden(ctx, found, refused, said, account, runs, target)
+    link = refused.link()
+    link.family = "admission-policy" if refused.kind == "admission-policy" else None
+    link.finalizers = (ctx.finalizer,)
+    found.evidence = [f"before: {found.verdict.value}: {found.condition}", *found.evidence, *said]
+    found.verdict = Verdict.BLOCKED
+    found.condition = link.why
+    found.summary = f"{ctx.finalizer} cannot be removed: {link.why}"
+    found.family = link.family or found.family
+    found.fix = link.step or found.fix
+    found.risk = "; ".join(filter(None, [link.risk, found.risk]))
+    found.links = [link]
+    found.remove_command = None
+    return found
+
+
+def _forbidden(
+    ctx: Context, found: Finding, refused: Refusal, said: list[str], account: str, runs: str, target: KubeObject | None
+) -> Finding:
+    """The controller runs, but the server (RBAC) refuses its ServiceAccount the removal, patched or updated: the
+    grant it lacks, in the custom cause's words (kfin.core.causes.custom.forbidden_finding), the answers the proof."""
+    resource = ctx.obj.type
+    rule = f'apiGroups: ["{resource.group}"], resources: ["{resource.resource}"], verbs: ["get", "patch", "update"]'
+    grant = f"grant ServiceAccount {account} update and patch on {resource.qualified}"
+    stalled = ctx.finding(
+        f"its controller runs ({runs}) but is forbidden to update {resource.qualified}: the server refuses "
+        f"ServiceAccount {account} the removal of {ctx.finalizer}, patched or updated ({refused.answer.message})",
+        Verdict.STALLED,  # it runs, but nothing changes until someone grants it the right
+        f"{grant} (a rule {{{rule}}}, bound to it); it then removes the finalizer",
+        found.risk,
+        [f"before: {found.verdict.value}: {found.condition}", *found.evidence, *said],
+        True,
+        found.controller,
+    )
+    stalled.summary = f"{ctx.finalizer} ({found.controller} runs but is forbidden to update it)"
+    stalled.detail = {"forbidden": True, "serviceAccount": account, "rule": rule}
+    who = f"{target.type.kind} {target.namespace}/{target.name}" if target is not None else f"ServiceAccount {account}"
+    stalled.links.append(
+        Link("forbidden", f"{who} may not update {resource.qualified}", target=target, step=f"{grant} ({rule})")
+    )
+    return stalled
 
 
 def own_deletion(facts: ClusterFacts, obj: KubeObject) -> tuple[Answer | None, Refusal | None]:

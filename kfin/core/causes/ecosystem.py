@@ -11,6 +11,7 @@ from kfin.api.scan import MANAGERS
 from kfin.core.catalog import CatalogEntry, Controller, field_names
 from kfin.core.causes import custom
 from kfin.core.causes.custom import RBAC_READS
+from kfin.core.causes.dryrun import controller_removal
 from kfin.core.causes.registry import (
     WORKLOADS,
     Context,
@@ -254,7 +255,8 @@ def ecosystem(ctx: Context) -> Finding:
     entry = ctx.family.entry
     assert entry is not None  # the registry sends only catalog families here
     found = _verdict(ctx, entry)
-    found.family, found.protects = entry.name, entry.protects
+    gate = found.links[0].family if found.verdict == Verdict.BLOCKED and found.links else None
+    found.family, found.protects = gate or entry.name, entry.protects  # a gate names itself, as the registry's
     found.evidence.append(
         f"catalog: {entry.project}, checked against {entry.checked_against or 'an unstated version'}"
         f"; on deletion, {entry.controller.name} {entry.on_deletion}"
@@ -361,6 +363,10 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
         )
         found.summary = f"{entry.project}: {controller.name} runs and should remove it"
         found.links.append(Link("controller", f"{controller.name} runs and should remove it", actor=controller.name))
+        runs = f"{w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready"
+        found = controller_removal(ctx, found, f"{w.namespace}/{custom.workload_account(w)}", runs, w)
+        if found.verdict == Verdict.STALLED:  # refused by RBAC, as the server answered its dry run
+            found.summary = f"{entry.project}: {controller.name} runs but is forbidden to update it"
         return found
     if workloads:
         w, ready, wanted = workloads[0]

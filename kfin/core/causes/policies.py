@@ -34,6 +34,8 @@ def evaluate(expression: str, variables: dict) -> object:
 
     try:
         return cel.evaluate(expression, variables)
+    except KeyError as error:  # request.userInfo on an UPDATE kfin evaluates: only the request knows who sends it
+        raise UnevaluableError(f"it reads {error}, which kfin does not hold") from None
     except (ValueError, TypeError, RuntimeError) as error:
         raise UnevaluableError(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
 

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 
+from kfin.api.dryrun import Answer, Write
 from kfin.core.causes import Verdict, explain_object
 from kfin.core.causes.registry import family
 from kfin.model import ResourceType
@@ -158,3 +159,86 @@ def test_without_its_controller_nor_any_grant_an_ecosystem_finalizer_is_orphaned
     assert finding.risk.startswith("removing it deletes the Application but leaves")
     assert any(e.startswith("the catalog's the Argo CD application controller was looked for in argocd")
                for e in finding.evidence)
+
+
+FLUX_USER = "system:serviceaccount:flux-system:kustomize-controller"
+
+
+def flux_removal_answered(code: int, reason: str, message: str, *more, updated: tuple = ()):
+    """A Terminating Kustomization whose running controller may update it (by RBAC as kfin reads it), explained with
+    the server's answer to the dry run of that controller's removal of finalizers.fluxcd.io, sent as it: to its JSON
+    patch, and (`updated`: code, reason, message) to its UPDATE, which kfin sends when RBAC forbids the patch."""
+    kustomization = obj(KUSTOMIZATION, "apps", "flux-system", finalizers=("finalizers.fluxcd.io",),
+                        deleting_for=DELETING, spec={"path": "./apps"})
+    known = facts(kustomization, kustomize_controller(1), *flux_grant(), *more, extra_types=(KUSTOMIZATION,))
+    ops = [{"op": "test", "path": "/metadata/finalizers", "value": ["finalizers.fluxcd.io"]},
+           {"op": "remove", "path": "/metadata/finalizers/0"}]
+    write = Write.patch(KUSTOMIZATION, "flux-system", "apps", ops, FLUX_USER)
+    known.dry_runs[write] = Answer(code, reason, message, FLUX_USER, {})
+    if updated:
+        after = dict(kustomization.raw, metadata=dict(kustomization.raw["metadata"], finalizers=[]))
+        update = Write.update(KUSTOMIZATION, "flux-system", "apps", after, FLUX_USER)
+        known.dry_runs[update] = Answer(*updated, FLUX_USER, {})
+    [finding] = explain_object(kustomization, known).findings
+    return finding
+
+
+def test_a_running_catalog_controllers_removal_denied_as_itself_is_blocked_by_what_denies_it():
+    """Issue 40: a ValidatingAdmissionPolicy for the controller's ServiceAccount alone (its matchConditions read
+    request.userInfo.username: kfin's rules cannot tell) denies the dry run of its removal, sent as it: BLOCKED, the
+    policy its root cause, as a gate kfin's rules proved would be."""
+    policy = obj("validatingadmissionpolicies.admissionregistration.k8s.io", "flux-keeps", spec={
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["kustomize.toolkit.fluxcd.io"], "apiVersions": ["v1"],
+                                                "operations": ["UPDATE"], "resources": ["kustomizations"]}]},
+        "matchConditions": [{"name": "flux", "expression": f"request.userInfo.username == '{FLUX_USER}'"}],
+        "validations": [{"expression": "false", "message": "kustomizations are pruned by hand"}]})
+    binding = obj("validatingadmissionpolicybindings.admissionregistration.k8s.io", "flux-keeps",
+                  spec={"policyName": "flux-keeps", "validationActions": ["Deny"]})
+    denial = ("kustomizations.kustomize.toolkit.fluxcd.io \"apps\" is forbidden: ValidatingAdmissionPolicy "
+              "'flux-keeps' with binding 'flux-keeps' denied request: kustomizations are pruned by hand")
+    finding = flux_removal_answered(422, "Invalid", denial, policy, binding)
+    assert finding.verdict == Verdict.BLOCKED and finding.family == "admission-policy"
+    assert finding.condition == ("ValidatingAdmissionPolicy flux-keeps (binding flux-keeps) denies the removal of the "
+                                 "finalizer of kustomizations.kustomize.toolkit.fluxcd.io by "
+                                 f"{FLUX_USER}: kustomizations are pruned by hand")
+    [link] = finding.links
+    assert link.target is not None and link.target.name == "flux-keeps" and link.gates("finalizers.fluxcd.io")
+    assert finding.fix.startswith("change ValidatingAdmissionPolicy flux-keeps (or its binding flux-keeps)")
+    assert f"dry run (dryRun=All) of PATCH kustomizations.kustomize.toolkit.fluxcd.io/apps in namespace flux-system " \
+           f"as {FLUX_USER} (impersonated): 422 Invalid: {denial}" in finding.evidence
+    assert finding.evidence[0].startswith("before: WAITING: the Flux")
+    assert finding.remove_command is None
+
+
+def test_a_running_catalog_controller_that_rbac_refuses_as_itself_is_stalled_with_the_grant_it_lacks():
+    forbidden = (f'kustomizations.kustomize.toolkit.fluxcd.io "apps" is forbidden: User "{FLUX_USER}" cannot patch '
+                 'resource "kustomizations" in API group "kustomize.toolkit.fluxcd.io" in the namespace "flux-system"')
+    updating = forbidden.replace("cannot patch", "cannot update")
+    finding = flux_removal_answered(403, "Forbidden", forbidden, updated=(403, "Forbidden", updating))
+    assert finding.verdict == Verdict.STALLED and finding.controller_alive is True
+    assert "runs (Deployment flux-system/kustomize-controller, 1/1 ready) but is forbidden to update " \
+           "kustomizations.kustomize.toolkit.fluxcd.io" in finding.condition
+    assert finding.fix.startswith("grant ServiceAccount flux-system/kustomize-controller update and patch on "
+                                  "kustomizations.kustomize.toolkit.fluxcd.io")
+    assert finding.summary.startswith("Flux: the Flux ") and "runs but is forbidden to update it" in finding.summary
+    assert [link.kind for link in finding.links] == ["forbidden"]
+    assert f"dry run (dryRun=All) of PUT kustomizations.kustomize.toolkit.fluxcd.io/apps in namespace flux-system " \
+           f"as {FLUX_USER} (impersonated): 403 Forbidden: {updating}" in finding.evidence
+
+
+def test_a_forbidden_patch_is_no_proof_while_the_controller_may_update_instead():
+    """A controller may remove its finalizer with an UPDATE as well as a patch, and RBAC grants the two apart: a
+    forbidden patch whose UPDATE is accepted leaves the controller able to act (WAITING, both answers quoted)."""
+    forbidden = (f'kustomizations.kustomize.toolkit.fluxcd.io "apps" is forbidden: User "{FLUX_USER}" cannot patch '
+                 'resource "kustomizations" in API group "kustomize.toolkit.fluxcd.io" in the namespace "flux-system"')
+    finding = flux_removal_answered(403, "Forbidden", forbidden, updated=(200, "", ""))
+    assert finding.verdict == Verdict.WAITING
+    assert f"dry run (dryRun=All) of PUT kustomizations.kustomize.toolkit.fluxcd.io/apps in namespace flux-system " \
+           f"as {FLUX_USER} (impersonated): accepted" in finding.evidence
+
+
+def test_a_running_catalog_controllers_removal_accepted_as_itself_stays_waiting_with_that_evidence():
+    finding = flux_removal_answered(200, "", "")
+    assert finding.verdict == Verdict.WAITING
+    assert f"dry run (dryRun=All) of PATCH kustomizations.kustomize.toolkit.fluxcd.io/apps in namespace flux-system " \
+           f"as {FLUX_USER} (impersonated): accepted" in finding.evidence

@@ -44,3 +44,17 @@ def test_a_policy_reading_more_than_metadata_is_a_possible_gate_named_as_evidenc
     assert finding.verdict != Verdict.BLOCKED
     assert any(e.startswith("possible gate: ValidatingAdmissionPolicy keep") and "object.data.size() > 0" in e
                for e in finding.evidence)
+
+
+def test_a_policy_that_asks_who_removes_the_finalizer_is_a_possible_gate_not_a_crash():
+    """matchConditions reading request.userInfo.username (a policy for one controller's ServiceAccount): kfin's rules
+    evaluate an UPDATE without a user, so the policy is a possible gate, named with why (it raised KeyError out of
+    the explanation before); a dry run as the controller settles it (tests/scenarios/test_dry_runs.py)."""
+    cm = held()
+    policy, binding = policy_and_binding("false")
+    policy.raw["spec"]["matchConditions"] = [
+        {"name": "operator", "expression": "request.userInfo.username == 'system:serviceaccount:shop:operator'"}]
+    [finding] = explain_object(cm, facts(cm, policy, binding)).findings
+    assert finding.verdict != Verdict.BLOCKED
+    assert any(e.startswith(f"possible gate: ValidatingAdmissionPolicy keep (binding keep) matches the removal of "
+                            f"{KEEP} (it reads 'userInfo', which kfin does not hold)") for e in finding.evidence)
