@@ -29,7 +29,7 @@ import re
 import time
 from datetime import datetime, timezone
 
-from . import admission, conversion, policies, undecodable, webhooks
+from . import admission, conversion, policies, rbac, undecodable, webhooks
 from . import status as st
 from .cluster import CRD_CLEANUP, AggregatedAPI, ResourceType
 from .workloads import WORKLOADS, WorkloadControllers
@@ -412,9 +412,9 @@ class Controllers:
                 "finalizers", [f for f in o["spec"]["finalizers"] if f != "kubernetes"]), subresource="finalize")
             return
         conditions = _ok_conditions()
-        if failed:
+        if failed:  # the errors sorted and joined (status_condition_utils.go makeDeleteContentCondition)
             conditions["NamespaceDeletionContentFailure"] = ("True", "ContentDeletionFailed",
-                f"Failed to delete all resource types, {len(failed)} remaining: " + _aggregate(list(failed.values())))
+                f"Failed to delete all resource types, {len(failed)} remaining: " + ", ".join(sorted(failed.values())))
         if remaining:
             conditions["NamespaceContentRemaining"] = ("True", "SomeResourcesRemain",
                 "Some resources are remaining: " +
@@ -959,7 +959,13 @@ class Controllers:
 def _rejected_delete(c, rt, namespace: str) -> str | None:
     """What admission answers the namespace controller's deletecollection of `rt` in `namespace`: webhooks and
     ValidatingAdmissionPolicies are called for each object, and the first rejection fails the type (seen on the
-    real tier: "Internal error occurred: failed calling webhook ..."), as the controller's own ServiceAccount."""
+    real tier: "Internal error occurred: failed calling webhook ..."), as the controller's own ServiceAccount. RBAC
+    first: the controller asks deletecollection of every type, empty or not, and a 403 fails the type
+    (namespaced_resources_deleter.go deleteCollection; its right comes from the bootstrap ClusterRole
+    system:controller:namespace-controller, which the server seeds)."""
+    account = rbac.service_account_user("kube-system", "namespace-controller")
+    if not rbac.allowed(c, account, "deletecollection", rt.group, rt.name, "", namespace, None):
+        return st.forbidden(account.name, "deletecollection", rt.group, rt.name, "", namespace, None).body["message"]
     for obj in c.list(rt, namespace):
         try:
             webhooks.admit(c, "DELETE", rt, namespace, "", obj["metadata"].get("labels") or {})
@@ -967,11 +973,6 @@ def _rejected_delete(c, rt, namespace: str) -> str | None:
         except st.APIError as error:
             return error.body["message"]
     return None
-
-
-def _aggregate(messages: list[str]) -> str:
-    """k8s.io/apimachinery/pkg/util/errors.NewAggregate(...).Error(): one error as it is, several in brackets."""
-    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
 
 
 def _ok_conditions(skip_discovery=False) -> dict:

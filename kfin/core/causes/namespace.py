@@ -87,6 +87,96 @@ def _unexplained(ctx: Context, remaining: list[KubeObject], unread: list[str], f
     return found
 
 
+# RBAC's refusal of one of the namespace controller's requests, as its NamespaceDeletionContentFailure quotes it:
+# apimachinery's NewForbidden of a collection ("RESOURCE is forbidden: ...") around the authorizer's message
+# (apiserver's endpoints/handlers/responsewriters/errors.go forbiddenMessage)
+RBAC_REFUSAL = re.compile(
+    r'(\S+) is forbidden: User "([^"]+)" cannot (\S+) resource "([^"]+)" in API group "([^"]*)"'
+    r'(?: in the namespace "([^"]*)"| at the cluster scope)'
+)
+# the bootstrap policy's role and binding of the namespace controller's ServiceAccount, and the rule it needs on all
+# content (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go)
+CONTROLLER_ROLE = "system:controller:namespace-controller"
+CONTROLLER_RULE = 'apiGroups: ["*"], resources: ["*"], verbs: ["get", "list", "delete", "deletecollection"]'
+
+
+def forbidden_controller(ctx: Context, failed_content: str) -> Finding | None:
+    """A namespace controller that RBAC refuses the deletion (or listing) of the namespace's content, as its
+    NamespaceDeletionContentFailure says: STALLED (it runs, and retries, but cannot act until it is granted the right),
+    naming the right it lacks and, for its ServiceAccount, the bootstrap ClusterRole and ClusterRoleBinding that give
+    it; None when the failure quotes no such refusal."""
+    refusals = list(dict.fromkeys(RBAC_REFUSAL.findall(failed_content)))
+    if not refusals:
+        return None
+    rbac = "rbac.authorization.k8s.io"
+    missing = [f"{verb} on {qualified}" for qualified, _, verb, _, _, _ in refusals]
+    user = refusals[0][1]
+    evidence = [f"condition NamespaceDeletionContentFailure: {failed_content}"]
+    target = None
+    if user == NAMESPACE_CONTROLLER:
+        role = ctx.facts.find(rbac, "clusterroles", "", CONTROLLER_ROLE, full=True)
+        binding = ctx.facts.find(rbac, "clusterrolebindings", "", CONTROLLER_ROLE, full=True)
+        target = role or binding
+        evidence += [
+            f"{kind} {CONTROLLER_ROLE} was not found"
+            for kind, held in (("ClusterRole", role), ("ClusterRoleBinding", binding))
+            if held is None
+        ]
+        rules = (role.raw.get("rules") or []) if role is not None else []
+        for _, _, verb, resource, group, _ in refusals if role is not None else []:
+            if not any(_allows(rule, verb, group, resource) for rule in rules):
+                evidence.append(f'ClusterRole {CONTROLLER_ROLE} grants no {verb} on {resource} (API group "{group}")')
+        subjects = (binding.raw.get("subjects") or []) if binding is not None else []
+        if binding is not None and not any(
+            s.get("kind") == "ServiceAccount"
+            and (s.get("namespace"), s.get("name")) == ("kube-system", "namespace-controller")
+            for s in subjects
+        ):
+            evidence.append(
+                f"ClusterRoleBinding {CONTROLLER_ROLE} does not bind ServiceAccount kube-system/namespace-controller"
+            )
+        step = (
+            f"restore ClusterRole {CONTROLLER_ROLE} (its rule {{{CONTROLLER_RULE}}}) and its ClusterRoleBinding "
+            f"{CONTROLLER_ROLE} to ServiceAccount kube-system/namespace-controller, as the bootstrap policy has them "
+            "(kube-apiserver puts them back only when it restarts, and not where their annotation "
+            'rbac.authorization.kubernetes.io/autoupdate is "false")'
+        )
+    else:  # kube-controller-manager without --use-service-account-credentials acts as itself
+        step = f"grant {user} {', '.join(missing)} in namespace {ctx.obj.name} (a ClusterRole bound to it)"
+    condition = (
+        f"RBAC forbids the namespace controller ({user}) {', '.join(missing)}: it cannot delete the namespace's "
+        "content until it is granted that right"
+    )
+    found = ctx.finding(
+        condition,
+        Verdict.STALLED,  # it runs and retries, but acts only once someone gives it back its right
+        step + "; the namespace controller then carries on",
+        FINALIZE_RISK,
+        evidence,
+        True,
+        "kube-controller-manager (namespace controller)",
+    )
+    found.summary = f"the namespace controller is forbidden {missing[0]} (RBAC), so it cannot delete its content"
+    found.links = [
+        Link(
+            "forbidden",
+            f"the namespace controller may not {', '.join(missing)}",
+            target=target,
+            actor=None if target is not None else "kube-controller-manager (namespace controller)",
+            step=step,
+        )
+    ]
+    return found
+
+
+def _allows(rule: dict, verb: str, group: str, resource: str) -> bool:
+    """Whether an RBAC rule grants the verb on the resource of the group."""
+    return all(
+        wanted in (rule.get(key) or []) or "*" in (rule.get(key) or [])
+        for key, wanted in (("verbs", verb), ("apiGroups", group), ("resources", resource))
+    )
+
+
 FAILED_CALL = re.compile(r'failed calling webhook "([^"]+)"')
 POLICY_DENIED = re.compile(r"ValidatingAdmissionPolicy '([^']+)'(?: with binding '([^']+)')? denied request")
 # kube-controller-manager's namespace controller, with --use-service-account-credentials (kube-system's
@@ -283,6 +373,9 @@ def namespace(ctx: Context) -> Finding:
     unreadable = unreadable_content(facts, ns.name, failed_content) if ns.terminating else []
     if unreadable:  # objects kube-apiserver cannot read from storage: the controller can never delete them
         return storage_finding(ctx, unreadable, failed_content, FINALIZE_RISK)
+    forbidden = forbidden_controller(ctx, failed_content) if ns.terminating else None
+    if forbidden is not None:  # the controller's own report of RBAC's refusal: proof, before any rule or dry run
+        return forbidden
     remaining = [o for o in content if o.namespace == ns.name and o.type.namespaced]
     rejections = rejected_deletes(facts, ns, remaining, failed_content) if ns.terminating else []
     probed = blocked_content(ctx, remaining, failed_content, FINALIZE_RISK, [r.why for r in rejections])  # dry runs

@@ -45,3 +45,59 @@ def test_a_condition_without_a_type_is_ignored_not_a_crash():
     ns = namespace(conditions=[{}, {"type": "NamespaceContentRemaining", "status": "False"}])
     [finding] = explain_object(ns, facts(ns, lease())).findings
     assert finding.verdict == Verdict.WAITING
+
+
+# The namespace controller's condition when RBAC refuses it: makeDeleteContentCondition's "Failed to delete all
+# resource types, N remaining: " (pkg/controller/namespace/deletion/status_condition_utils.go) joining NewForbidden
+# of a collection around apiserver's forbiddenMessage (endpoints/handlers/responsewriters/errors.go)
+REFUSED = ('Failed to delete all resource types, 1 remaining: configmaps is forbidden: User '
+           '"system:serviceaccount:kube-system:namespace-controller" cannot deletecollection resource "configmaps" in '
+           'API group "" in the namespace "team-a"')
+CONTROLLER_ROLE = "system:controller:namespace-controller"
+
+
+def bootstrap_rbac(verbs: tuple[str, ...] = ("get", "list", "delete")):
+    role = obj("clusterroles.rbac.authorization.k8s.io", CONTROLLER_ROLE,
+               rules=[{"apiGroups": ["*"], "resources": ["*"], "verbs": list(verbs)}])
+    binding = obj("clusterrolebindings.rbac.authorization.k8s.io", CONTROLLER_ROLE,
+                  roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CONTROLLER_ROLE},
+                  subjects=[{"kind": "ServiceAccount", "name": "namespace-controller", "namespace": "kube-system"}])
+    return role, binding
+
+
+def test_a_namespace_controller_that_rbac_forbids_is_stalled_with_the_right_it_lacks():
+    """Issue 40: its NamespaceDeletionContentFailure says RBAC refuses it deletecollection of configmaps (its
+    ClusterRole was edited): STALLED, naming the bootstrap ClusterRole and binding that give it the right, not UNKNOWN."""
+    ns = namespace(conditions=[{"type": "NamespaceDeletionContentFailure", "status": "True",
+                                "reason": "ContentDeletionFailed", "message": REFUSED}])
+    cm = obj("configmaps", "settings", "team-a")
+    role, binding = bootstrap_rbac()
+    [finding] = explain_object(ns, facts(ns, cm, role, binding, lease())).findings
+    assert finding.verdict == Verdict.STALLED and finding.controller_alive is True
+    assert finding.condition.startswith("RBAC forbids the namespace controller "
+                                        "(system:serviceaccount:kube-system:namespace-controller) deletecollection on "
+                                        "configmaps")
+    assert finding.fix.startswith(f"restore ClusterRole {CONTROLLER_ROLE} (its rule {{apiGroups: [\"*\"], resources: "
+                                  '["*"], verbs: ["get", "list", "delete", "deletecollection"]}) and its '
+                                  f"ClusterRoleBinding {CONTROLLER_ROLE} to ServiceAccount kube-system/namespace-controller")
+    assert f'ClusterRole {CONTROLLER_ROLE} grants no deletecollection on configmaps (API group "")' in finding.evidence
+    assert f"condition NamespaceDeletionContentFailure: {REFUSED}" in finding.evidence
+    [link] = finding.links
+    assert link.kind == "forbidden" and link.target is role and link.step and link.step in finding.fix
+
+
+def test_a_namespace_controller_whose_binding_is_gone_names_it_and_a_kube_controller_manager_acting_as_itself():
+    ns = namespace(conditions=[{"type": "NamespaceDeletionContentFailure", "status": "True",
+                                "reason": "ContentDeletionFailed", "message": REFUSED}])
+    role, _ = bootstrap_rbac(("get", "list", "delete", "deletecollection"))
+    [finding] = explain_object(ns, facts(ns, obj("configmaps", "settings", "team-a"), role, lease())).findings
+    assert finding.verdict == Verdict.STALLED
+    assert f"ClusterRoleBinding {CONTROLLER_ROLE} was not found" in finding.evidence
+    assert not any(line.startswith(f"ClusterRole {CONTROLLER_ROLE} grants no") for line in finding.evidence)
+    # without --use-service-account-credentials, kube-controller-manager asks as itself
+    itself = REFUSED.replace("system:serviceaccount:kube-system:namespace-controller", "system:kube-controller-manager")
+    ns = namespace(conditions=[{"type": "NamespaceDeletionContentFailure", "status": "True",
+                                "reason": "ContentDeletionFailed", "message": itself}])
+    [finding] = explain_object(ns, facts(ns, obj("configmaps", "settings", "team-a"), lease())).findings
+    assert finding.verdict == Verdict.STALLED
+    assert finding.fix.startswith("grant system:kube-controller-manager deletecollection on configmaps")
