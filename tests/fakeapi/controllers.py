@@ -288,7 +288,6 @@ class Controllers:
             return  # the real one logs it and retries with backoff (retry_garbage_collection); the owner shows nothing
         c.delete(rt, obj, policy, None)
 
-
     def delete_dependents(self, owner):
         """processDeletingDependentsItem: the owner goes once no blocking dependent remains."""
         c = self.c
