@@ -22,7 +22,7 @@ from kfin.api.scan import CRDS, NAMESPACES
 from kfin.core.causes import explain_object
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
-from kfin.core.causes.dryrun import content_deletions, dependents_deletions, own_deletion, uncertain
+from kfin.core.causes.dryrun import content_deletions, dependents_deletions, own_deletion
 from kfin.core.causes.ecosystem import find_controller, holdings
 from kfin.core.causes.namespace import deletion_gates, rejected_deletes, unavailable_apiservices
 from kfin.core.causes.registry import Context, Verdict, control_plane_owned, controller_manager, family
@@ -47,6 +47,7 @@ class Stuck:
     verdict: str  # what explain would say once it is stuck
     step: str = ""  # what to do first so that it is not
     first: bool = False  # delete it before the target, while its controller still runs
+    certain: bool = True  # False: a rule that only may hold it (a policy kfin could not evaluate): a dry run decides
 
     def to_dict(self) -> dict:
         return {
@@ -381,6 +382,7 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
                 f"{rejection.why}: the namespace controller cannot delete it",
                 "BLOCKED",
                 rejection.step,
+                certain=rejection.certain,
             )
         )
     unlistable = list_failure_causes(facts)
@@ -403,7 +405,14 @@ def _dependent_gates(facts: Facts, target: KubeObject, dependents: list[KubeObje
     target stays Terminating until it can; otherwise they stay behind."""
     for rejection in deletion_gates(facts, dependents, GARBAGE_COLLECTOR, "the garbage collector").values():
         result.stuck.append(
-            Stuck(target, "foregroundDeletion", _collector_held(rejection.why, target), "BLOCKED", rejection.step)
+            Stuck(
+                target,
+                "foregroundDeletion",
+                _collector_held(rejection.why, target),
+                "BLOCKED",
+                rejection.step,
+                certain=rejection.certain,
+            )
         )
 
 
@@ -442,7 +451,7 @@ def _asked(
             continue
         # the server's answer replaces what the rules could only suspect of the same object, not what they proved
         same = [s for s in result.stuck if s.obj is target and refusal.target and refusal.target.name in s.reason]
-        if any(not uncertain(s.reason) for s in same):
+        if any(s.certain for s in same):
             continue
         result.stuck = [s for s in result.stuck if s not in same]
         result.stuck.append(Stuck(target, finalizer, why, "BLOCKED", refusal.step))

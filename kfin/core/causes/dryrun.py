@@ -290,18 +290,14 @@ def own_deletion(facts: ClusterFacts, obj: KubeObject) -> tuple[Answer | None, R
     return refusal(facts, Write.delete(obj.type, obj.namespace or None, obj.name, {"propagationPolicy": "Background"}))
 
 
-def uncertain(why: str) -> bool:
-    """Whether a rule's answer only suspects (a policy kfin could not evaluate): a dry run's answer then speaks."""
-    return "may deny" in why or "could not evaluate" in why
-
-
 def blocked_content(
-    ctx: Context, content: list[KubeObject], failed_content: str, risk: str, predicted: list[str]
+    ctx: Context, content: list[KubeObject], failed_content: str, risk: str, predicted: list[bool]
 ) -> Finding | None:
     """A Terminating namespace whose content the namespace controller cannot delete, by the dry runs of its DELETEs
     as the controller: BLOCKED, naming what rejects them; None when none is rejected as the controller, or when
-    kfin's rules already proved what does (`predicted`: their answers)."""
-    if not ctx.obj.terminating or any(not uncertain(why) for why in predicted):
+    kfin's rules already proved what does (`predicted`: whether each of their answers is certain; one that only may
+    deny, a policy kfin could not evaluate, is settled by the dry run)."""
+    if not ctx.obj.terminating or any(predicted):
         return None
     failed = [f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []
     return _blocked(
@@ -314,10 +310,10 @@ def blocked_content(
     )
 
 
-def blocked_dependents(ctx: Context, dependents: list[KubeObject], risk: str, predicted: list[str]) -> Finding | None:
+def blocked_dependents(ctx: Context, dependents: list[KubeObject], risk: str, predicted: list[bool]) -> Finding | None:
     """An owner deleted in the foreground whose blocking dependents the garbage collector cannot delete, by the dry
     runs of its DELETEs as the garbage collector: BLOCKED, naming what rejects them; None as blocked_content."""
-    if not ctx.obj.terminating or any(not uncertain(why) for why in predicted):
+    if not ctx.obj.terminating or any(predicted):
         return None
     return _blocked(
         ctx, dependents_deletions(ctx.facts, dependents), "the garbage collector", "its blocking dependents", risk, []

@@ -57,7 +57,7 @@ def _rejected(ctx: Context, direct: list[KubeObject], risk: str, lines: list[str
         return None
     pending = [d for d in direct if not d.terminating]  # one being deleted is not deleted again
     rejections = list(deletion_gates(ctx.facts, pending, GARBAGE_COLLECTOR, "the garbage collector").values())
-    probed = blocked_dependents(ctx, pending, risk, [r.why for r in rejections])
+    probed = blocked_dependents(ctx, pending, risk, [r.certain for r in rejections])
     if probed is not None:  # the server's own answer to the garbage collector, over what rules could only suspect
         probed.evidence += lines
         return probed

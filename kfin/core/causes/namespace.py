@@ -192,6 +192,7 @@ class Rejecter:
     why: str
     step: str
     risk: str
+    certain: bool = True  # False: a policy kfin could not evaluate, which only may deny (a dry run then decides)
 
     def link(self) -> Link:
         return Link(
@@ -235,6 +236,7 @@ def deletion_gates(
             f"DELETE: {denial.message}",
             denial.step,
             POLICY_RISK,
+            denial.certain,
         )
     return found
 
@@ -378,7 +380,7 @@ def namespace(ctx: Context) -> Finding:
         return forbidden
     remaining = [o for o in content if o.namespace == ns.name and o.type.namespaced]
     rejections = rejected_deletes(facts, ns, remaining, failed_content) if ns.terminating else []
-    probed = blocked_content(ctx, remaining, failed_content, FINALIZE_RISK, [r.why for r in rejections])  # dry runs
+    probed = blocked_content(ctx, remaining, failed_content, FINALIZE_RISK, [r.certain for r in rejections])
     if probed is not None:  # the server's own answer to the controller, over what rules could only suspect
         return probed
     if rejections:
