@@ -24,7 +24,20 @@ def test_the_shipped_catalog_is_valid_and_every_entry_is_listed():
     assert all(e["checkedAgainst"] and e["project"] and e["risk"] for e in listed["entries"])
     assert {"Argo CD", "Flux", "Crossplane", "cert-manager", "Karpenter", "Cluster API", "AWS Load Balancer Controller",
             "Istio", "Longhorn", "Rook", "Rancher", "Velero",
-            "Container Object Storage Interface (COSI, kubernetes-sigs/container-object-storage-interface)"} <= {e["project"] for e in listed["entries"]}
+            "COSI (kubernetes-sigs)"} <= {e["project"] for e in listed["entries"]}
+
+
+def test_the_catalog_is_readable_in_a_pipe(monkeypatch):
+    """Issue 41: `kfin catalog | less` was laid out 544 columns wide (every cell on one line); in a pipe it is laid
+    out for $COLUMNS, or 120, as on a terminal: every entry named, every finalizer there, no line wider."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    piped = kfin("catalog").stdout
+    listed = json.loads(kfin("catalog", "-o", "json").stdout)["entries"]
+    assert max(len(line) for line in piped.splitlines()) <= 120
+    flat = " ".join(piped.split())
+    assert all(e["name"] in flat and all(f in flat for f in e["finalizers"]) for e in listed)
+    monkeypatch.setenv("COLUMNS", "400")
+    assert max(len(line) for line in kfin("catalog").stdout.splitlines()) <= 400
 
 
 def test_a_malformed_catalog_is_one_line_naming_the_file_and_the_field(tmp_path):

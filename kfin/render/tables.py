@@ -11,7 +11,7 @@ from kfin.core.removal import FORCE_DELETION, Plan
 from kfin.core.stuck import StuckObject
 from kfin.render import layout
 from kfin.render.explanation import VERDICT_STYLE
-from kfin.render.terminal import console, text
+from kfin.render.terminal import columns_setting, console, text
 from kfin.util.durations import format_age
 from kfin.util.text import printable
 
@@ -176,11 +176,14 @@ def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -
         [
             e.name,
             e.project,
-            ",".join(e.finalizers),
+            ", ".join(e.finalizers),
             e.controller.name,
-            ",".join(e.controller.namespaces) or "-",
+            ", ".join(e.controller.namespaces) or "-",
             Path(e.source).name,
         ]
         for e in entries
     ]
-    plain_table(["NAME", "PROJECT", "FINALIZERS", "CONTROLLER", "NAMESPACES", "SOURCE"], rows, out)
+    # read by people, also in a pipe (| less): laid out for $COLUMNS or 120 there, cells wrapped between words;
+    # -o json or yaml is the catalog for programs
+    target = out or console(piped_width=columns_setting() or 120)
+    plain_table(["NAME", "PROJECT", "FINALIZERS", "CONTROLLER", "NAMESPACES", "SOURCE"], rows, target)
