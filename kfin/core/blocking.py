@@ -17,7 +17,7 @@ from typing import Any
 
 from kfin.core.causes import Verdict, blocker_line, explain_cached, main_finding
 from kfin.core.facts import ClusterFacts, Facts
-from kfin.core.preflight import holds_next
+from kfin.core.preflight import Stuck, holds_next
 from kfin.model import KubeObject
 
 MAX_OBJECTS = 500  # a namespace with thousands of stuck objects: the plan stays readable, and says so
@@ -214,10 +214,15 @@ def follow(obj: KubeObject, facts: ClusterFacts, ahead: bool = False) -> Chain:
     roots.sort(key=lambda n: (-depth.get(n, 0), graph.nodes[n]["label"]))
     chain = Chain(graph, start, roots, truncated=truncated, depth=depth)
     chain.steps = _steps(chain)
-    chain.afterwards = _afterwards(chain, reachable, facts, ahead)
-    if ahead:  # what will hold a namespace next: explain's question, not every scan's
-        chain.steps += _next_steps(chain, facts)
+    # what will hold a namespace next: explain's question, not every scan's
+    later = holds_next(facts, obj) if ahead and _terminating_namespace(obj) and isinstance(facts, Facts) else []
+    chain.afterwards = _afterwards(chain, reachable, facts, later)
+    chain.steps += _next_steps(chain, later)
     return chain
+
+
+def _terminating_namespace(obj: KubeObject) -> bool:
+    return (obj.type.group, obj.type.resource) == ("", "namespaces") and obj.terminating
 
 
 def root_summary(chain: Chain) -> str | None:
@@ -257,8 +262,9 @@ def _steps(chain: Chain) -> list[Step]:
     return steps
 
 
-def _afterwards(chain: Chain, reachable: set, facts: ClusterFacts, ahead: bool) -> list[str]:
-    """What the controllers then do by themselves: every stuck object above the roots, deepest first."""
+def _afterwards(chain: Chain, reachable: set, facts: ClusterFacts, later: list[Stuck]) -> list[str]:
+    """What the controllers then do by themselves: every stuck object above the roots, deepest first; for the
+    namespace explained, what will hold it `later`."""
     graph, depth, out = chain.graph, chain.depth, []
     above = [n for n in reachable if n not in chain.roots and graph.nodes[n].get("stuck")]
     for node in sorted(above, key=lambda n: (-depth.get(n, 0), graph.nodes[n]["label"])):
@@ -275,8 +281,7 @@ def _afterwards(chain: Chain, reachable: set, facts: ClusterFacts, ahead: bool) 
                 text += f": reclaim policy {policy}, so the disk and its data stay, to be cleaned up by hand"
         elif obj.type.resource == "namespaces":
             text += ": the namespace controller deletes the rest of its content, then the namespace"
-            later = holds_next(facts, obj) if ahead and node == chain.start and isinstance(facts, Facts) else []
-            if later:
+            if later and node == chain.start:
                 text = (
                     f"the namespace controller deletes the rest of {obj.ref}'s content, its Pods first; then "
                     + "; ".join(
@@ -287,16 +292,13 @@ def _afterwards(chain: Chain, reachable: set, facts: ClusterFacts, ahead: bool) 
     return out
 
 
-def _next_steps(chain: Chain, facts: ClusterFacts) -> list[Step]:
+def _next_steps(chain: Chain, later: list[Stuck]) -> list[Step]:
     """What to do, before it holds, about what will hold a Terminating namespace once its current blockers are
     dealt with (kfin.core.preflight.holds_next), after the steps for what holds it now."""
-    start = chain.graph.nodes[chain.start].get("object")
-    if start is None or start.type.resource != "namespaces" or not start.terminating or not isinstance(facts, Facts):
-        return []
     steps, done = [], {s.action for s in chain.steps}
-    for later in holds_next(facts, start):
-        action = later.step or f"deal with {later.obj.ref}"
+    for stuck in later:
+        action = stuck.step or f"deal with {stuck.obj.ref}"
         if action not in done:
             done.add(action)
-            steps.append(Step(action, later.obj.ref, f"next, it would hold the namespace: {later.reason}", False))
+            steps.append(Step(action, stuck.obj.ref, f"next, it would hold the namespace: {stuck.reason}", False))
     return steps
