@@ -75,6 +75,10 @@ COMMANDS = {
     "serve": Command(
         "kfin.commands.serve", "Keep the stuck objects current from watches (read-only) and serve them to Prometheus."
     ),
+    "guard": Command(
+        "kfin.commands.guard",
+        "An admission webhook for DELETE: what the deletion will leave stuck, as warnings every client prints.",
+    ),
     "audit": Command("kfin.commands.audit", "List the finalizer removals kfin applied, from its audit log."),
     "catalog": Command(
         "kfin.commands.catalog", "The catalog of ecosystem finalizers kfin knows: list it, or check a file of your own."

@@ -128,6 +128,13 @@ def predict(scope: Scope, kind: str, name: str) -> tuple[Preflight, Facts]:
     if target is None:
         where = f' in namespace "{namespace}"' if namespace else ""
         raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}')
+    return foresee(facts, target), facts
+
+
+def foresee(facts: Facts, target: KubeObject) -> Preflight:
+    """What deleting `target` would leave stuck, from `facts` as they are (kfin guard's answer from its watch cache:
+    facts whose dry runs are not allowed send none)."""
+    rtype = target.type
     deleted, unknown = _deleted_with(facts, target)
     result = Preflight(target, deleted, unknown=unknown)
     gone_namespace = target.name if (rtype.group, rtype.resource) == NAMESPACES else None
@@ -142,7 +149,7 @@ def predict(scope: Scope, kind: str, name: str) -> tuple[Preflight, Facts]:
     if gone_namespace or target.type.group == "apps":
         _left_without_controller(facts, result, gone_namespace)
     result.plan = _plan(result, gone_namespace)
-    return result, facts
+    return result
 
 
 def holds_next(facts: Facts, namespace: KubeObject) -> list[Stuck]:

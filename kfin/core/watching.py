@@ -60,6 +60,7 @@ class Watched:
         self._answered, self._read_on_demand = 0.0, False  # the last answer: when, and whether it read on demand
         self._seen = 0  # the version the last answer was worked out from
         self._stopped = False  # wakes a waiter at once: see stop()
+        self._facts: tuple[Facts, tuple, float] | None = None  # see facts(): (facts, the watches' versions, when)
         self.sources: list[tuple[str, Kube | None, Informers | None, KfinError | None]] = []
         names: list[str | None] = list(scope.contexts) or [scope.target.context]
         for name in names:
@@ -166,6 +167,28 @@ class Watched:
         rows = stuck_in(sources, kinds, finalizer, older)
         self._answered, self._read_on_demand = time.monotonic(), any(f.reads for f in known)
         return rows, sources
+
+    def facts(self) -> tuple[Facts | None, str]:
+        """The Facts of the first context as its watches hold them now, for kfin guard, with "" or why they are not
+        current: (None, why) while its types are being listed (starting) or discovery fails; (facts, why) while a
+        watch is down. Worked out again only when a watch saw a change (of any object: a Deployment scaled down
+        changes what a deletion leaves stuck) or `refresh` passed (what explanations read on demand)."""
+        _, kube, informers, error = self.sources[0]
+        if informers is None:
+            return None, f"kfin cannot reach the API server ({error.message if error else 'not connected'})"
+        if not informers.synced() or not informers.informers:
+            return None, "kfin's watches are still listing the cluster (the guard is starting)"
+        seen = tuple(i.version for i in list(informers.informers.values()))
+        cached = self._facts
+        if cached is None or cached[1] != seen or time.monotonic() - cached[2] > self.refresh:
+            try:
+                facts = Facts(informers.inventory(), kube, informers.page_size)
+            except KfinError as failure:
+                return None, f"kfin's watches cannot read the cluster ({failure.message})"
+            cached = self._facts = (facts, seen, time.monotonic())
+        failures = [f for f in cached[0].inventory.failures if f.reason != "Forbidden"]
+        down = f"kfin's watch of {failures[0].target} is down ({failures[0].reason})" if failures else ""
+        return cached[0], down
 
     def requests(self) -> tuple[int, int]:
         """(lists, watches) asked so far in every context."""

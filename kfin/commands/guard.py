@@ -1,0 +1,108 @@
+"""`kfin guard`: an admission webhook that tells whoever deletes what the deletion will leave stuck."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from dataclasses import replace
+
+import typer
+
+from kfin.api.connection import Kube
+from kfin.commands.flags import ChunkSizeOpt, ContextOpt, KubeconfigOpt, TimeoutOpt, duration_seconds, merged
+from kfin.core.guard import CONTROL_PLANE_USERS, Guard
+from kfin.core.watching import Watched
+from kfin.errors import UsageError
+from kfin.serve import exporter
+from kfin.serve.admission import Certificate, Reviews, admission_server
+
+
+def _log(message: str) -> None:
+    print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}", file=sys.stderr, flush=True)
+
+
+def guard(
+    ctx: typer.Context,
+    listen: str = typer.Option(
+        ":8443", "--listen", metavar="ADDR", help="Where to serve /validate, /metrics, /healthz and /readyz."
+    ),
+    tls_cert_file: str = typer.Option(
+        "", "--tls-cert-file", metavar="FILE", help="The serving certificate (PEM), read again when it changes."
+    ),
+    tls_private_key_file: str = typer.Option("", "--tls-private-key-file", metavar="FILE", help="Its key (PEM)."),
+    deny: bool = typer.Option(
+        False,
+        "--deny",
+        help="Deny mode everywhere: refuse deletions predicted to leave objects nothing will release "
+        "(otherwise only where the object or its namespace is labelled kfin.dev/guard=deny).",
+    ),
+    skip_user: list[str] = typer.Option(
+        [],
+        "--skip-user",
+        metavar="USER",
+        help="A user whose deletions are not reviewed (repeatable), besides the control plane's controllers.",
+    ),
+    interval: str = typer.Option(
+        "60s", "--interval", metavar="DURATION", help="How long what explanations read on demand (Pods) is reused."
+    ),
+    chunk_size: ChunkSizeOpt = 500,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
+    """An admission webhook for DELETE: what the deletion will leave stuck, as warnings every client prints.
+
+    Answers kube-apiserver's AdmissionReview v1 on POST /validate from a watch cache of the cluster (as kfin serve
+    keeps one), with the same prediction as kfin preflight; it never writes, and sends no dry run. Deletions are
+    allowed, with warnings; in deny mode (--deny, or the label kfin.dev/guard=deny on the object or its namespace)
+    a deletion predicted to leave objects that nothing will release is refused, unless the object is annotated
+    kfin.dev/allow-stuck-deletion=<why>. Install it with deploy/guard (failurePolicy Ignore: when the guard is
+    down, deletions go on unguarded).
+
+    Example: kfin guard --tls-cert-file /tls/tls.crt --tls-private-key-file /tls/tls.key
+    """
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, request_timeout=request_timeout)
+    every = duration_seconds(interval, "--interval")
+    if every < 1:
+        raise UsageError("--interval must be at least 1s")
+    if bool(tls_cert_file) != bool(tls_private_key_file):
+        raise UsageError("--tls-cert-file and --tls-private-key-file go together")
+    try:
+        certificate = Certificate(tls_cert_file, tls_private_key_file) if tls_cert_file else None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"cannot read the serving certificate: {error}") from None
+    options = replace(options, all_namespaces=True, namespace=None)
+    scope = options.scope(contexts=[options.context] if options.context else [], chunk_size=chunk_size)
+    host, port = exporter.parse_listen(listen)
+    Kube.connect(options.target())  # a configuration that cannot work is an error now
+
+    watched = Watched(scope, every)
+    reviews = Reviews()
+    judge = Guard(watched.facts, deny_everywhere=deny, skip_users=(*CONTROL_PLANE_USERS, *skip_user))
+
+    def decide(request: dict) -> tuple[dict, str]:
+        review = judge.review(request)
+        if review.decision == "denied":
+            _log(f"denied: DELETE {request.get('resource', {}).get('resource')} {request.get('name')}")
+        return review.answer(), review.decision
+
+    try:
+        server = admission_server(
+            decide, lambda: watched.facts()[0] is not None, reviews, host, port, certificate, _log
+        )
+    except OSError as error:
+        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    scheme = "https" if certificate else "http"
+    _log(f"kfin guard: watching, read-only; reviews on {scheme}://{host}:{server.server_port}/validate")
+    watched.start()
+    try:
+        server.serve_until(stop)
+    finally:
+        server.server_close()
+        watched.stop()
+    _log("kfin guard: stopped")

@@ -1,0 +1,171 @@
+"""`kfin guard`'s HTTPS endpoint: kube-apiserver's AdmissionReview v1 in, the guard's answer out.
+
+    POST /validate   an AdmissionReview (admission.k8s.io/v1); answered with the same kind, its response's uid
+                     the request's
+    GET  /healthz    200 while the process serves
+    GET  /readyz     200 once the watch cache was filled once, 503 before
+    GET  /metrics    kfin_guard_reviews_total{decision}, kfin_guard_review_seconds (a histogram)
+
+An answer that fails inside kfin allows the deletion, with a warning that says so: the guard never stands in the
+way because of itself (its webhook configuration has failurePolicy Ignore for the same reason).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from kfin.render import metrics
+from kfin.serve.exporter import IDLE_TIMEOUT, BoundedHTTPServer
+from kfin.util.text import one_line
+
+MOST_BODY = 3 * 1024 * 1024  # kube-apiserver's own limit for a request body: an AdmissionReview is never larger
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)  # seconds: the p99 target is 50 ms
+ERROR = "error"
+
+
+class Reviews:
+    """What the guard answered, for /metrics."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.decisions: dict[str, int] = {}
+        self.buckets = [0] * len(BUCKETS)
+        self.count, self.total = 0, 0.0
+
+    def record(self, decision: str, seconds: float) -> None:
+        with self._lock:
+            self.decisions[decision] = self.decisions.get(decision, 0) + 1
+            self.count, self.total = self.count + 1, self.total + seconds
+            for i, bound in enumerate(BUCKETS):
+                if seconds <= bound:
+                    self.buckets[i] += 1
+
+    def exposition(self) -> str:
+        with self._lock:
+            decisions, buckets, count, total = dict(self.decisions), list(self.buckets), self.count, self.total
+        reviews = metrics.Family(
+            "kfin_guard_reviews_total",
+            "counter",
+            "DELETE requests kfin guard answered, by decision (allowed, warned, denied, overridden, not-current, "
+            "skipped, error).",
+            [({"decision": d}, n) for d, n in sorted(decisions.items())],
+        )
+        name = "kfin_guard_review_seconds"
+        lines = [f"# HELP {name} Seconds kfin guard took to answer a review.", f"# TYPE {name} histogram"]
+        lines += [f'{name}_bucket{{le="{metrics.number(b)}"}} {n}' for b, n in zip(BUCKETS, buckets, strict=True)]
+        lines += [f'{name}_bucket{{le="+Inf"}} {count}', f"{name}_sum {metrics.number(total)}", f"{name}_count {count}"]
+        return reviews.text() + "\n".join(lines) + "\n"
+
+
+class Certificate:
+    """The serving certificate, read again when its files change (cert-manager, or kfin's own rotation, replace the
+    Secret's files in place): new connections get the new one without a restart."""
+
+    def __init__(self, cert: str, key: str):
+        self.cert, self.key = cert, key
+        self._lock = threading.Lock()
+        self._seen: tuple = ()
+        self._context: ssl.SSLContext | None = None
+        self.context()  # a certificate that cannot be read is an error at start
+
+    def context(self) -> ssl.SSLContext:
+        seen = tuple(os.stat(path).st_mtime_ns for path in (self.cert, self.key))
+        with self._lock:
+            if self._context is None or seen != self._seen:
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.minimum_version = ssl.TLSVersion.TLSv1_2
+                context.load_cert_chain(self.cert, self.key)
+                self._context, self._seen = context, seen
+            return self._context
+
+
+class AdmissionServer(BoundedHTTPServer):
+    """HTTPS (or, without a certificate, plain HTTP for tests and a sidecar proxy)."""
+
+    certificate: Certificate | None = None
+
+    def get_request(self) -> tuple[Any, Any]:
+        sock, address = super().get_request()
+        if self.certificate is not None:  # the handshake happens in the connection's own thread, at its first read
+            sock = self.certificate.context().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
+
+
+def admission_server(
+    decide: Callable[[dict], tuple[dict, str]],
+    ready: Callable[[], bool],
+    reviews: Reviews,
+    host: str,
+    port: int,
+    certificate: Certificate | None,
+    log: Callable[[str], None],
+) -> AdmissionServer:
+    """`decide(request)`: (the AdmissionReview response's `response`, without uid; the decision for the metrics)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        timeout = IDLE_TIMEOUT
+
+        def log_message(self, *args: Any) -> None:  # one line per review would drown the log
+            pass
+
+        def _answer(self, status: int, body: str, content_type: str = "text/plain; charset=utf-8") -> None:
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._answer(200, reviews.exposition(), metrics.CONTENT_TYPE)
+            elif path == "/healthz":
+                self._answer(200, "ok\n")
+            elif path == "/readyz":
+                self._answer(200, "ok\n") if ready() else self._answer(503, "the watch cache is being filled\n")
+            else:
+                self._answer(404, "not found: POST /validate, or GET /metrics, /healthz, /readyz\n")
+
+        def do_POST(self) -> None:
+            started = time.monotonic()
+            if self.path.split("?", 1)[0] != "/validate":
+                self._answer(404, "not found: POST /validate\n")
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            if not 0 < length <= MOST_BODY:
+                self._answer(400, "an AdmissionReview is expected\n")
+                return
+            try:
+                review = json.loads(self.rfile.read(length))
+                request = review["request"]
+                uid = request["uid"]
+            except (ValueError, KeyError, TypeError):
+                self._answer(400, "an AdmissionReview (admission.k8s.io/v1) is expected\n")
+                return
+            try:
+                response, decision = decide(request)
+            except Exception as error:  # never a cause of a stuck deletion: allowed, and said
+                log(f"review of {request.get('resource')} {request.get('name')} failed: {one_line(repr(error))}")
+                response = {
+                    "allowed": True,
+                    "warnings": ["kfin: not checked: kfin guard failed to answer (see its log)"],
+                }
+                decision = ERROR
+            response = dict(response, uid=uid)
+            body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+            self._answer(200, json.dumps(body), "application/json")
+            reviews.record(decision, time.monotonic() - started)
+
+    server = AdmissionServer((host, port), Handler)
+    server.certificate = certificate
+    return server

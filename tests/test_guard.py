@@ -1,0 +1,164 @@
+"""kfin guard's endpoint (issue 42): an AdmissionReview v1 for a DELETE in, kfin preflight's prediction from the
+watch cache out, as warnings within kube-apiserver's limits; deny mode and its break-glass annotation; never a
+write or a dry run of its own. Against tests/fakeapi; the scenarios of tests/scenarios/test_guard.py have a real
+kube-apiserver call it."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from kfin.core.guard import DENY_LABEL, MOST_RUNES, MOST_WARNINGS, OVERRIDE_ANNOTATION
+from tests.fakeapi.server import Fault
+from tests.scenario import ScenarioCluster
+from tests.scenarios.test_preflight import widget_operator
+from tests.test_serve import ROOT, _free_port
+
+
+@contextmanager
+def running_guard(kubeconfig: Path, *args: str, ready: bool = True):
+    port = _free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    process = subprocess.Popen([sys.executable, "-m", "kfin", "guard", "--listen", f"127.0.0.1:{port}",
+                                "--kubeconfig", str(kubeconfig), *args], env=env, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                code = urllib.request.urlopen(f"{url}/readyz", timeout=2).status
+            except urllib.error.HTTPError as error:
+                code = error.code
+            except OSError:
+                code = 0
+            if code == 200 or (code and not ready):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("kfin guard did not come up")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def review(url: str, request: dict) -> dict:
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    answer = urllib.request.urlopen(urllib.request.Request(
+        f"{url}/validate", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}), timeout=10)
+    reply = json.loads(answer.read())
+    assert reply["apiVersion"] == "admission.k8s.io/v1" and reply["kind"] == "AdmissionReview"
+    assert reply["response"]["uid"] == request["uid"]
+    return reply["response"]
+
+
+def delete_of(cluster, path: str, kind: str, user: str = "admin", operation: str = "DELETE") -> dict:
+    obj = cluster.get(path)
+    group, _, version = obj["apiVersion"].rpartition("/")
+    plural = path.rsplit("/", 2)[-2]
+    return {"uid": f"uid-{time.monotonic_ns()}", "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": plural}, "name": obj["metadata"]["name"],
+            "namespace": obj["metadata"].get("namespace", ""), "operation": operation,
+            "userInfo": {"username": user, "groups": ["system:authenticated"]}, "oldObject": obj}
+
+
+def team(fake, tmp_path, widgets=2) -> tuple[ScenarioCluster, str, str]:
+    """(cluster, group, namespace): a namespace holding its own Widget operator and Widgets with its finalizer."""
+    cluster = ScenarioCluster("fakeapi", fake.url, "admin-token", tmp_path, fake=fake)
+    group = cluster.widget_crd()
+    ns = cluster.name("team")
+    widget_operator(cluster, group, ns, cluster_wide=False)
+    for i in range(widgets):
+        cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                        "metadata": {"name": f"w{i}", "namespace": ns, "finalizers": [f"{group}/cleanup"]}})
+    return cluster, group, ns
+
+
+def test_a_namespace_deletion_is_allowed_with_what_it_leaves_stuck(fake, tmp_path):
+    cluster, group, ns = team(fake, tmp_path)
+    with running_guard(cluster.kubeconfig) as url:
+        seen = len(fake.requests)
+        answer = review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace"))
+        assert answer["allowed"] is True and "status" not in answer
+        first, *rest = answer["warnings"]
+        assert first == (f"kfin: deleting namespace {ns} leaves 2 Widgets stuck ({group}/cleanup): their controller "
+                         f"is deleted with it; delete them first: kubectl delete widgets.{group} -n {ns} --all")
+        assert f"kfin preflight namespace {ns}" in rest[-1]
+        # kube-apiserver's limits (k8s.io/apiserver pkg/endpoints/filters/warning.go): 256 runes each, one line
+        assert len(answer["warnings"]) <= MOST_WARNINGS + 2
+        assert all(len(w) <= MOST_RUNES and w.isprintable() for w in answer["warnings"])
+        # the answer came from the watch cache: nothing written, no dry run, no list of the cluster again
+        asked = fake.requests[seen:]
+        assert all(r.method == "GET" and not r.dry_run for r in asked), [(r.method, r.path) for r in asked]
+        metrics = urllib.request.urlopen(f"{url}/metrics").read().decode()
+        assert 'kfin_guard_reviews_total{decision="warned"} 1' in metrics
+        assert "kfin_guard_review_seconds_count 1" in metrics
+
+
+def test_a_deletion_that_leaves_nothing_stuck_is_allowed_without_a_word(fake, tmp_path):
+    cluster, group, ns = team(fake, tmp_path, widgets=0)
+    with running_guard(cluster.kubeconfig) as url:
+        answer = review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace"))
+        assert answer == {"allowed": True, "uid": answer["uid"]}
+
+
+def test_updates_and_the_control_planes_own_deletes_are_not_reviewed(fake, tmp_path):
+    cluster, group, ns = team(fake, tmp_path)
+    with running_guard(cluster.kubeconfig, "--deny") as url:
+        for user in ("system:serviceaccount:kube-system:namespace-controller", "system:kube-controller-manager"):
+            answer = review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace", user=user))
+            assert answer == {"allowed": True, "uid": answer["uid"]}, user
+        answer = review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace", operation="UPDATE"))
+        assert answer == {"allowed": True, "uid": answer["uid"]}
+        skipped = review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace", user="kfin-itself"))
+        assert skipped["allowed"] is False  # --deny, and kfin-itself is not skipped unless told
+    with running_guard(cluster.kubeconfig, "--deny", "--skip-user", "kfin-itself") as url:
+        skipped = review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace", user="kfin-itself"))
+        assert skipped == {"allowed": True, "uid": skipped["uid"]}
+
+
+def test_deny_mode_by_label_refuses_and_the_override_annotation_lets_through(fake, tmp_path):
+    cluster, group, ns = team(fake, tmp_path)
+    path = f"/api/v1/namespaces/{ns}"
+    cluster.api.merge_patch(path, {"metadata": {"labels": {DENY_LABEL: "deny"}}})
+    with running_guard(cluster.kubeconfig) as url:
+        answer = review(url, delete_of(cluster, path, "Namespace"))
+        assert answer["allowed"] is False and answer["status"]["code"] == 403
+        message = answer["status"]["message"]
+        assert message.startswith(f"kfin guard denies deleting namespace {ns}: deleting namespace {ns} leaves 2 "
+                                  "Widgets stuck")
+        assert f"annotate it {OVERRIDE_ANNOTATION}=<why>" in message
+        assert answer["auditAnnotations"] == {"denied": "2"}
+        cluster.api.merge_patch(path, {"metadata": {"annotations": {OVERRIDE_ANNOTATION: "INC-42: team gone"}}})
+        answer = review(url, delete_of(cluster, path, "Namespace"))
+        assert answer["allowed"] is True and answer["warnings"][0].startswith(f"kfin: deleting namespace {ns} leaves")
+        assert answer["auditAnnotations"] == {"override": f"{OVERRIDE_ANNOTATION}=INC-42: team gone", "stranded": "2"}
+        metrics = urllib.request.urlopen(f"{url}/metrics").read().decode()
+        assert 'decision="denied"} 1' in metrics and 'decision="overridden"} 1' in metrics
+
+
+def test_a_watch_down_allows_with_a_warning_that_says_so(fake, tmp_path):
+    cluster, group, ns = team(fake, tmp_path)
+    cluster.api.merge_patch(f"/api/v1/namespaces/{ns}", {"metadata": {"labels": {DENY_LABEL: "deny"}}})
+    fake.faults.append(Fault(path="/configmaps$", status=500))  # its list and its watch fail, again and again
+    with running_guard(cluster.kubeconfig) as url:
+        answer = review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace"))
+        assert answer["allowed"] is True  # deny mode, but what the cache misses could change the answer
+        assert any(w.startswith("kfin: kfin's watch of configmaps is down") for w in answer["warnings"]), answer
+        assert 'decision="not-current"} 1' in urllib.request.urlopen(f"{url}/metrics").read().decode()
+
+
+def test_bad_input_is_a_400_and_never_a_traceback(fake, tmp_path):
+    cluster, group, ns = team(fake, tmp_path, widgets=0)
+    with running_guard(cluster.kubeconfig) as url:
+        for body in (b"{}", b"not json", json.dumps({"request": {"operation": "DELETE"}}).encode()):
+            try:
+                urllib.request.urlopen(urllib.request.Request(f"{url}/validate", data=body), timeout=5)
+                raise AssertionError("accepted")
+            except urllib.error.HTTPError as error:
+                assert error.code == 400
