@@ -289,6 +289,13 @@ def test_serve_refuses_a_kubeconfig_it_cannot_use_before_serving(tmp_path):
     assert result.code == ExitCode.CONFIG and "does not exist" in result.stderr
 
 
+def test_serve_once_refuses_a_kubeconfig_it_cannot_use_in_one_line(tmp_path):
+    result = kfin("serve", "--once", "--kubeconfig", str(tmp_path / "missing"))
+    assert result.code == ExitCode.CONFIG and result.stdout == "", result
+    assert result.stderr.startswith("error: ") and "does not exist" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_kfin_serve_stops_at_once_in_the_middle_of_a_scan(fake, fake_kubeconfig, tmp_path):
     """A Pod is killed 30 s after SIGTERM: a scan of a large cluster must not hold the stop."""
     fake.faults.append(Fault(path="/configmaps$", delay=60))

@@ -26,17 +26,20 @@ from kfin.commands.flags import (
     TimeoutOpt,
     merged,
     narrowing,
+    snapshot_flag,
     subject,
     wait_seconds,
 )
 from kfin.commands.wait import follow_to_end
 from kfin.core import audit
 from kfin.core.causes import explain_object
-from kfin.core.lookup import fresh_facts, live_target
+from kfin.core.facts import Facts
+from kfin.core.lookup import fresh_facts, live_target, load_target
 from kfin.core.removal import FORCE_DELETION, Outcome, Plan, Remover, audit_record, plan, recreate_namespace
 from kfin.core.scope import Scope
 from kfin.core.stuck import find_all, narrowed
 from kfin.errors import ExitCode, InterruptedByUserError, KfinError, UsageError
+from kfin.model import format_time
 from kfin.render.removal import print_plan, unrecorded
 from kfin.render.tables import removal_table
 from kfin.render.terminal import progress_bar, say, warn
@@ -105,6 +108,10 @@ def remove(
         help="Force-delete a Pod in graceful deletion only when its node is gone or has not reported for this long.",
     ),
     audit_log: AuditLogOpt = None,
+    from_snapshot: str | None = snapshot_flag(
+        "Show the plan from a kfin snapshot: a dry run only (the patch as the snapshot has the object), nothing "
+        "is sent; --confirm and --server-dry-run need the cluster."
+    ),
     refresh: RefreshOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -126,6 +133,8 @@ def remove(
       kfin remove -n team-a --all-stuck --finalizer 'acme.io/*' --confirm
 
       kfin remove -A --all-stuck --kind pvc -l app=db --older-than 1h
+
+      kfin remove databases.acme.io orders -n team-a --from-snapshot cluster.json
     """
     options = merged(
         ctx,
@@ -150,7 +159,12 @@ def remove(
         raise UsageError("--kind, -l, --field-selector, --verdict and --older-than narrow --all-stuck")
     if wait and (all_stuck or not confirm or server_dry_run):
         raise UsageError("--wait follows one object's deletion after --confirm (not with --all-stuck or a dry run)")
-    scope = options.scope(refresh=refresh)
+    if from_snapshot is not None and (confirm or server_dry_run):
+        raise UsageError(
+            f"--from-snapshot shows the plan only: a snapshot cannot be written (drop "
+            f"{'--confirm' if confirm else '--server-dry-run'}, or run kfin remove against the cluster)"
+        )
+    scope = options.scope(from_snapshot=from_snapshot, refresh=refresh)
     if all_stuck:
         if kind or name:
             raise UsageError("--all-stuck takes no KIND NAME: it works on every stuck object in -n NS or -A")
@@ -172,7 +186,7 @@ def _record(entry: dict, path: Path) -> bool:
 def remove_one(
     scope: Scope, kind: str, name: str, choices: Choices, wait_for: float | None, again_namespace: bool
 ) -> int:
-    obj, facts = live_target(scope, kind, name)
+    obj, facts = load_target(scope, kind, name)  # from a snapshot: its Facts have no connection, nothing is sent
     findings = explain_object(obj, facts).findings
     if (
         again_namespace
@@ -210,6 +224,13 @@ def remove_one(
     for c in plan_.choices:
         if c.warning and c.selected:
             warn(f"{c.finding.finalizer}: {c.warning}")
+    if facts.kube is None:  # a snapshot
+        print(
+            f"{_from_snapshot(scope, facts)} Against the cluster, kfin remove reads {obj.ref} again and plans "
+            "from what it reads: add --confirm there to apply.",
+            file=sys.stderr,
+        )
+        return ExitCode.OK
     if not choices.confirm and not choices.server_dry_run:
         print(
             "Dry run: nothing was changed. Add --confirm to apply (or --server-dry-run to have the API server "
@@ -255,6 +276,12 @@ def remove_one(
     return ExitCode.OK
 
 
+def _from_snapshot(scope: Scope, facts: Facts) -> str:
+    """A snapshot's dry run: what it was made from, and that nothing was sent."""
+    taken = format_time(facts.inventory.observed_at)
+    return f"Dry run from the snapshot {scope.from_snapshot} (taken {taken}): nothing was sent."
+
+
 def _doing(plan_: Plan, ref: str = "") -> str:
     """What a plan's write does, for the line that says it was interrupted: 'removing a, b from REF'."""
     if any(f.family == FORCE_DELETION for f in plan_.selected):
@@ -265,8 +292,6 @@ def _doing(plan_: Plan, ref: str = "") -> str:
 def remove_all_stuck(scope: Scope, choices: Choices, yes: bool, narrow: Narrowing) -> int:
     """Every stuck object kfin stuck lists with the same flags (the same scan and narrowing), each planned."""
     found, [facts] = find_all(scope, narrow.kinds, None, narrow.older, progress=progress_bar)
-    kube = facts.kube
-    assert kube is not None  # a live scan
     rows = narrowed(found, narrow.verdicts, narrow.chosen)
     patterns = choices.patterns
     plans: list[Plan] = [
@@ -289,6 +314,14 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool, narrow: Narrowin
     runnable = [p for p in plans if not p.refused and not p.blocked]
     refused = len(plans) - len(runnable)
     dry_run = choices.server_dry_run
+    kube = facts.kube
+    if kube is None:  # a snapshot
+        print(
+            f"{_from_snapshot(scope, facts)} {len(runnable)} to change, {refused} refused. Against the cluster, kfin "
+            "remove scans again and plans from what it reads: add --confirm there to apply.",
+            file=sys.stderr,
+        )
+        return ExitCode.REFUSED if refused else ExitCode.OK
     if not choices.confirm and not dry_run:
         print(
             f"Dry run: {len(runnable)} to change, {refused} refused; nothing was changed. Add --confirm to apply.",

@@ -22,12 +22,14 @@ from kfin.commands.flags import (
     TimeoutOpt,
     duration_seconds,
     merged,
+    snapshot_flag,
 )
+from kfin.core.scope import Scope
 from kfin.core.stuck import StuckObject, find_all
 from kfin.core.watching import Watched
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.model import Inventory
-from kfin.render.terminal import progress_bar
+from kfin.render.terminal import progress_bar, warn_failures
 from kfin.serve import exporter
 
 
@@ -50,6 +52,13 @@ def serve(
     rescan: bool = typer.Option(
         False, "--rescan", help="Scan the whole cluster every --interval instead of watching (where watches break)."
     ),
+    once: bool = typer.Option(
+        False,
+        "--once",
+        help="Work the answer out once (a scan), print on stdout what /metrics would serve, and exit: no port "
+        "is opened.",
+    ),
+    from_snapshot: str | None = snapshot_flag("With --once: the metrics of a kfin snapshot instead of a live cluster."),
     max_info_series: MaxInfoSeriesOpt = 500,
     concurrency: ConcurrencyOpt = 16,
     chunk_size: ChunkSizeOpt = 500,
@@ -65,17 +74,31 @@ def serve(
     account when run in a Pod, else the kubeconfig. Covers the whole cluster unless -n is given. The last
     good result is served while the answer cannot be worked out (see kfin_result_age_seconds).
 
-    Example: kfin serve --listen :9847 --interval 60s
+    Examples:
+
+      kfin serve --listen :9847 --interval 60s
+
+      kfin serve --once --from-snapshot cluster.json
     """
     options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, request_timeout=request_timeout)
     every = duration_seconds(interval, "--interval")
     if every < 1:
         raise UsageError("--interval must be at least 1s")
+    if from_snapshot is not None and not once:
+        raise UsageError(
+            "--from-snapshot needs --once: a snapshot does not change, so kfin serve prints its metrics once "
+            "instead of serving them"
+        )
     if not options.namespace:  # a cluster's exporter watches the whole cluster unless told otherwise
         options = replace(options, all_namespaces=True)
     scope = options.scope(
-        contexts=[options.context] if options.context else [], concurrency=concurrency, chunk_size=chunk_size
+        contexts=[options.context] if options.context else [],
+        from_snapshot=from_snapshot,
+        concurrency=concurrency,
+        chunk_size=chunk_size,
     )
+    if once:
+        raise typer.Exit(print_once(scope, max_info_series))
     host, port = exporter.parse_listen(listen)
     # A configuration that cannot work is an error now; a cluster that does not answer is retried each scan.
     Kube.connect(options.target())
@@ -120,3 +143,32 @@ def serve(
     if threading.active_count() > 1:  # a scan in flight: it only reads, so its requests are left, not awaited
         sys.stderr.flush()
         os._exit(ExitCode.OK)  # the interpreter's exit would join the scan's worker threads
+
+
+def print_once(scope: Scope, max_info_series: int) -> int:
+    """--once: one answer, as a scrape of /metrics would have it after the first scan, on stdout. A scan that
+    fails is an error (its exit code), never an exposition that only counts the failure; a partial one is
+    exit 8, as kfin stuck -o prometheus, with what could not be read in the metrics and on stderr."""
+    failed: list[Exception] = []
+    read: list[Inventory] = []
+
+    def scan() -> tuple[list[StuckObject], list[Inventory]]:
+        try:
+            rows, sources = find_all(scope, progress=progress_bar)
+        except Exception as error:  # said as every error is, below: not as a served scan's log line
+            failed.append(error)
+            raise
+        read.extend(facts.inventory for facts in sources)
+        return rows, list(read)
+
+    def read_at() -> float:  # a snapshot's answer is as old as the snapshot: its time, not the time it is read
+        return min(inv.observed_at for inv in read).timestamp() if scope.from_snapshot else time.time()
+
+    served = exporter.Exporter(scan, max_info_series, log=lambda _: None, read_at=read_at)
+    served.scan_once()
+    if failed:
+        raise failed[0]
+    for inv in read:
+        warn_failures(inv.failures, f"[{inv.context}] " if len(read) > 1 and inv.context else "")
+    sys.stdout.write(served.exposition())
+    return ExitCode.OK if all(inv.complete for inv in read) else ExitCode.PARTIAL

@@ -15,15 +15,17 @@ from kfin.commands.flags import (
     TimeoutFlag,
     TimeoutOpt,
     merged,
+    snapshot_flag,
     subject,
     wait_seconds,
 )
 from kfin.core.blocking import follow, root_summary
-from kfin.core.causes import blocker_line, explain_cached
-from kfin.core.lookup import MissingObjectError, live_target
+from kfin.core.causes import blocker_line, explain_cached, main_finding
+from kfin.core.facts import Facts
+from kfin.core.lookup import MissingObjectError, live_target, load_target
 from kfin.core.scope import Scope
 from kfin.errors import ExitCode, NotFoundError
-from kfin.model import KubeObject
+from kfin.model import KubeObject, format_time
 from kfin.render.terminal import say, warn
 from kfin.util.durations import format_age
 
@@ -74,18 +76,29 @@ def wait(
         help="Wait for the object of this uid: one already gone (or replaced by another of the same name) is "
         "gone, exit 0. Without it, an object kfin cannot find is an error (exit 7), never 'gone'.",
     ),
+    from_snapshot: str | None = snapshot_flag(
+        "Say what kfin wait would wait for in a kfin snapshot (what holds the object, what must happen for it to "
+        "go), without waiting: exit 1, as when it is still there after --timeout."
+    ),
 ) -> None:
     """Follow a deletion until the object is gone (a watch), showing what remains.
 
     Exit 0 once it is gone; exit 1 after --timeout, naming what still holds it; exit 7 when there is no
-    such object to wait for (a typo is never 'gone': pass --uid for one that may already be).
+    such object to wait for (a typo is never 'gone': pass --uid for one that may already be). With
+    --from-snapshot it does not wait: it says what it would wait for, and exits 1 (not gone).
 
-    Example: kfin wait ns team-a --timeout 10m
+    Examples:
+
+      kfin wait ns team-a --timeout 10m
+
+      kfin wait ns team-a --from-snapshot cluster.json
     """
     kind, name = subject(kind, name, "wait")
     options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, request_timeout=request_timeout)
     seconds = wait_seconds(timeout)
-    scope = options.scope()
+    scope = options.scope(from_snapshot=from_snapshot)
+    if from_snapshot is not None:
+        raise typer.Exit(would_wait(scope, kind, name, uid, seconds))
     try:
         obj, facts = live_target(scope, kind, name)
     except MissingObjectError as missing:  # an unknown kind is not caught: a typo, exit 7 with did-you-mean
@@ -104,3 +117,44 @@ def wait(
         warn(f"{obj.ref} is not being deleted: waiting anyway")
     assert facts.kube is not None  # live_target's facts are live
     raise typer.Exit(follow_to_end(scope, kind, name, obj, facts.kube, seconds))
+
+
+def would_wait(scope: Scope, kind: str, name: str, uid: str, timeout: float) -> int:
+    """From a snapshot, which cannot change: what kfin wait would wait for, and what must happen for the object
+    to go. Exit 1 (not gone, as after --timeout); 0 only when --uid names an object the snapshot shows replaced.
+    An object the snapshot does not hold is an error (exit 7): a snapshot cannot tell deleted from never read."""
+    obj, facts = load_target(scope, kind, name)
+    taken = f"the snapshot {scope.from_snapshot} (taken {format_time(facts.inventory.observed_at)})"
+    if uid and obj.uid != uid:
+        say(f"{obj.ref} of uid {uid} is gone in {taken}: the one there is another object (uid {obj.uid})")
+        return ExitCode.OK
+    since = obj.deletion_requested_at
+    if since is None:
+        say(f"{obj.ref} is not being deleted in {taken}: nothing will make it go until it is deleted.", hanging=2)
+    else:
+        age = format_age(max(0.0, (facts.inventory.observed_at - since).total_seconds()))
+        say(f"{obj.ref} is not gone: Terminating for {age} in {taken}.", hanging=2)
+        _what_holds(obj, facts)
+    say(
+        f"kfin wait does not wait on a snapshot: against the cluster it would follow {obj.ref} until it is gone "
+        f"(up to {format_age(timeout)}).",
+        hanging=2,
+    )
+    return ExitCode.FOUND
+
+
+def _what_holds(obj: KubeObject, facts: Facts) -> None:
+    """Its verdict and blocker, as kfin stuck shows them, then the plan: what must happen for it to go."""
+    explanation = explain_cached(obj, facts)
+    main = main_finding(explanation)
+    chain = follow(obj, facts, ahead=True)
+    root = root_summary(chain)
+    line = blocker_line(explanation) + (f"; {root}" if root else "")
+    say(f"  {main.verdict.value + ': ' if main else ''}{line}", hanging=4)
+    if not chain.steps and not chain.afterwards:
+        return
+    say("It goes once:")
+    for number, step in enumerate(chain.steps, 1):
+        say(f"  {number}. {step.action}", hanging=5)
+    for after in chain.afterwards:
+        say(f"  then {after}", hanging=7)

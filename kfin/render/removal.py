@@ -17,23 +17,25 @@ def print_plan(plan_: Plan) -> None:
     o = plan_.obj
     say(
         f"{o.ref} ({'Terminating' if o.terminating else 'not being deleted'}), "
-        f"finalizers: {', '.join(o.finalizers + o.spec_finalizers) or 'none'}"
+        f"finalizers: {', '.join(o.finalizers + o.spec_finalizers) or 'none'}",
+        hanging=2,
     )
+    # on a terminal, each line wrapped under its own text, so that the plan reads as a list
     for c in plan_.choices:
         f = c.finding
         action = "refused" if c.selected and c.refused else ("remove" if c.selected else "keep")
         if f.family == FORCE_DELETION and action == "remove":
             action = "force-delete"
-        say(f"  {action:8} {f.finalizer or '(' + f.family + ')'}  [{f.verdict.value}] {f.condition}")
+        say(f"  {action:8} {f.finalizer or '(' + f.family + ')'}  [{f.verdict.value}] {f.condition}", hanging=11)
         if c.selected and not c.refused:
-            say(f"           risk: {f.risk}")
+            say(f"           risk: {f.risk}", hanging=11)
         if c.refused:
-            say(f"           refused: {c.refused}")
+            say(f"           refused: {c.refused}", hanging=11)
         if c.warning:
-            say(f"           warning: {c.warning}")
+            say(f"           warning: {c.warning}", hanging=11)
     if plan_.selected and not plan_.refused and not plan_.blocked:
         for line in requests_preview(plan_):
-            say(f"  {line}")
+            say(f"  {line}", hanging=4)
 
 
 def unrecorded(entry: dict, error: AuditError) -> None:

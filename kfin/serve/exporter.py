@@ -43,12 +43,14 @@ class Exporter:
         log: Callable[[str], None] = print,
         requests: Callable[[], tuple[int, int]] | None = None,
         current: Callable[[], bool] | None = None,
+        read_at: Callable[[], float] = time.time,
     ):
         """`requests`: (lists, watches) asked so far, when the answer comes from watches. `current`: whether
         the last answer still holds (nothing changed since): then its age starts again when it is scraped, as
-        a watching kfin answers again only after a change."""
+        a watching kfin answers again only after a change. `read_at`: when what the answer says was read, asked
+        once it is worked out (now; a snapshot's is when it was taken, so its result is as old as it)."""
         self._scan, self.max_info, self.log, self._requests = scan, max_info, log, requests
-        self._current = current
+        self._current, self._read_at = current, read_at
         self._lock = threading.Lock()
         self.result: Result | None = None
         self.scans = self.errors = 0
@@ -63,7 +65,7 @@ class Exporter:
         try:
             rows, inventories = self._scan()
             text = metrics.exposition(
-                metrics.stuck_families(rows, inventories, time.monotonic() - started, time.time(), self.max_info)
+                metrics.stuck_families(rows, inventories, time.monotonic() - started, self._read_at(), self.max_info)
             )
             partial, stuck = not all(inv.complete for inv in inventories), len(rows)
             del rows, inventories
@@ -79,7 +81,7 @@ class Exporter:
                 gc.unfreeze()
                 gc.collect()
         with self._lock:
-            self.result, self.scans, self.last_ok = Result(text, time.time()), self.scans + 1, True
+            self.result, self.scans, self.last_ok = Result(text, self._read_at()), self.scans + 1, True
             self._answering = False
         note = " (partial: see kfin_scan_failures)" if partial else ""
         if self._requests is None:
