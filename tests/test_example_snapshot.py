@@ -14,8 +14,10 @@ def test_the_example_shows_each_classic_blocker():
     assert result.code == ExitCode.PARTIAL  # the snapshot records that metrics.k8s.io could not be read
     assert "warning: discovery of metrics.k8s.io/v1beta1 failed" in result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split()[:3] == ["NAMESPACE", "KIND", "NAME"]
-    first = lines[1].split()
+    # issue 41: the five things to deal with lead, then the ten objects they hold
+    assert lines[0] == "5 root causes hold the 10 stuck objects below:"
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["NAMESPACE", "KIND", "NAME"])
+    first = lines[header + 1].split()
     assert first[:4] == ["shop", "PersistentVolumeClaim", "data-postgres-0", "3d"]  # oldest first
     text = result.stdout
     assert "pvc-protection: in use by Pod shop/postgres-0 (on node ip-10-0-1-17)" in text

@@ -174,8 +174,11 @@ def test_several_contexts_add_a_context_column(fake, tmp_path):
         result = kfin("stuck", "--kubeconfig", str(tmp_path / "merged"), "--context", "fake", "--context", "other")
         assert result.code == 0, result.stderr
         lines = result.stdout.splitlines()
-        assert lines[0].split()[0] == "CONTEXT"
-        assert {line.split()[0] for line in lines[1:]} == {"fake", "other"}
+        header = next(i for i, line in enumerate(lines) if line.startswith("CONTEXT"))
+        assert {line.split()[0] for line in lines[header + 1:]} == {"fake", "other"}
+        # the root causes above the table: one per cluster, each saying which
+        roots = "\n".join(lines[:header])
+        assert "[fake] " in roots and "[other] " in roots
         every = kfin("stuck", "--kubeconfig", str(tmp_path / "merged"), "--all-contexts", "-o", "json")
         # fake-viewer is a third context of the same server: its items are there too
         assert {i["context"] for i in json.loads(every.stdout)["items"]} == {"fake", "fake-viewer", "other"}

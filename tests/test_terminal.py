@@ -87,9 +87,15 @@ NAMES = ["kubernetes.io/pvc-protection", "kubernetes.io/pv-protection", "service
          "Database.acme.io"]
 
 
+def objects_table(lines):
+    """kfin stuck's table of objects, below the root causes that lead (issue 41)."""
+    return lines[next(i for i, line in enumerate(lines) if line.split()[:1] in (["NAMESPACE"], ["KIND"])):]
+
+
 def test_at_80_columns_every_name_and_finalizer_is_whole_and_the_verdict_shows():
     """Issue 29: at exactly 80 columns names and finalizers broke mid-word ("kubernetes.i/o/pvc-protec/tion")."""
     code, lines = run_in_window(["stuck", "-A", "--from-snapshot", "examples/stuck-cluster.json"], 80)
+    lines = objects_table(lines)
     assert code == 8, lines  # the snapshot's failing APIService
     assert lines[0].split() == ["NAMESPACE", "KIND", "NAME", "TERMINATING", "VERDICT"]
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
@@ -103,6 +109,7 @@ def test_at_80_columns_every_name_and_finalizer_is_whole_and_the_verdict_shows()
 
 def test_at_120_columns_each_object_is_a_row_with_its_finalizers_whole():
     code, lines = run_in_window(["stuck", "-A", "--from-snapshot", "examples/stuck-cluster.json"], 120)
+    lines = objects_table(lines)
     assert lines[0].split() == ["NAMESPACE", "KIND", "NAME", "TERMINATING", "VERDICT", "FINALIZERS"]
     assert all(len(line) <= 120 for line in lines), max(lines, key=len)
     service = next(line for line in lines if " frontend " in line)
@@ -114,6 +121,7 @@ def test_at_120_columns_each_object_is_a_row_with_its_finalizers_whole():
 
 def test_on_a_phone_sized_terminal_each_object_is_a_block_wrapped_between_words():
     code, lines = run_in_window(["stuck", "-A", "--from-snapshot", "examples/stuck-cluster.json"], 40)
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("NAMESPACE: ")):]
     assert all(len(line) <= 40 for line in lines), max(lines, key=len)
     assert "NAME: data-postgres-0" in lines and "VERDICT: HOLDING" in lines
     words = " ".join(lines).split()
@@ -123,6 +131,7 @@ def test_on_a_phone_sized_terminal_each_object_is_a_block_wrapped_between_words(
 
 def test_with_one_namespace_there_is_no_namespace_column():
     code, lines = run_in_window(["stuck", "-n", "shop", "--from-snapshot", "examples/stuck-cluster.json"], 120)
+    lines = objects_table(lines)
     assert lines[0].split()[0] == "KIND" and "NAMESPACE" not in lines[0]
 
 

@@ -35,6 +35,7 @@ from kfin.commands.flags import (
 from kfin.commands.outputs import OUTPUTS
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.fleet import find_all_contexts
+from kfin.core.roots import root_causes
 from kfin.core.stuck import StuckObject, gating_webhooks, narrowed, report, storage_problems
 from kfin.core.watching import Watched
 from kfin.errors import ExitCode, UsageError
@@ -195,6 +196,8 @@ def stuck(
     elif rows:
         # as kubectl: no NAMESPACE column when one namespace was asked for
         one_namespace = all(inv.namespace for inv in inventories)
+        if not no_headers:  # the few things to deal with first, then the many objects they hold
+            tables.root_causes_block(root_causes(rows), len(rows), show_context=len(inventories) > 1)
         tables.stuck_table(
             rows,
             wide=fmt == "wide",

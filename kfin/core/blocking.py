@@ -302,3 +302,21 @@ def _next_steps(chain: Chain, later: list[Stuck]) -> list[Step]:
             done.add(action)
             steps.append(Step(action, stuck.obj.ref, f"next, it would hold the namespace: {stuck.reason}", False))
     return steps
+
+
+def joined(chains: Iterable[Chain]) -> Chain:
+    """The blocking chains of several stuck objects of one cluster as one graph: each root cause once, with the
+    step that frees it (made from every link into it, so every object's last resort is named), for a scan's
+    root causes (kfin.core.roots)."""
+    graph, roots, depth = Digraph(), [], {}  # type: tuple[Digraph, list[str], dict[str, int]]
+    for chain in chains:
+        for node, data in chain.graph.nodes(data=True):
+            graph.add_node(node, **data)
+        for a, b, data in chain.graph.edges(data=True):
+            graph.add_edge(a, b, **data)
+        roots += [r for r in chain.roots if r not in roots]
+        for node, distance in chain.depth.items():
+            depth[node] = max(depth.get(node, 0), distance)
+    chain = Chain(graph, "", roots, depth=depth)
+    chain.steps = _steps(chain)
+    return chain

@@ -11,6 +11,7 @@ from kfin.core.blocking import Chain, follow, root_summary
 from kfin.core.causes import blocker_line, explain_cached, family, main_finding, reads_for
 from kfin.core.causes.ghosts import missing_namespace
 from kfin.core.facts import ClusterFacts, Facts
+from kfin.core.roots import root_causes
 from kfin.core.scope import Scope
 from kfin.core.selectors import Selector
 from kfin.core.sources import ProgressFactory, gather, no_progress
@@ -205,6 +206,8 @@ def report(rows: list[StuckObject], inventories: list[Inventory]) -> dict:
             for inv in inventories
         ],
         "complete": all(inv.complete for inv in inventories),
+        # what holds the items, each once: the few things to deal with, before the many objects they hold
+        "rootCauses": [cause.to_dict(several) for cause in root_causes(rows)],
         "items": [r.to_dict(several) for r in rows],
         "failures": [
             dict(f.to_dict(), context=inv.context) if several else f.to_dict()

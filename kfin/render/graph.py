@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kfin.core.owners import blocking_chain, label, labels, problems, roots
 from kfin.errors import UsageError
+from kfin.render.layout import hanging
 from kfin.render.terminal import console, markup_safe
 from kfin.util.durations import format_age
 from kfin.util.text import one_line, printable
@@ -334,11 +335,51 @@ def tree_screen(graph: nx.DiGraph, depth: int | None, title: str, focus: str | N
 
 
 def print_chains(graph: nx.DiGraph, focus: str | None, out: Console) -> None:
-    """For each Terminating object (only the focus, when there is one): what must go before it, in order."""
+    """For the focus: what must go before it, in order; without one, each root cause once with the Terminating
+    objects it holds (every object's own list would repeat the same few causes)."""
+    if focus is None:
+        print_roots(graph, out)
+        return
     for node, chain in chains(graph):
-        if focus is not None and node != focus:
+        if node != focus:
             continue
         out.print(f"\n[bold]Before {markup_safe(label(graph, node))} can go[/], in order:")
         for number, dependent in enumerate(chain, 1):
             why = graph.nodes[dependent].get("blocker") or "not deleted yet"
             out.print(f"  {number}. {markup_safe(label(graph, dependent))}: {markup_safe(why)}")
+
+
+def held_by(graph: nx.DiGraph) -> list[tuple[str, list[str]]]:
+    """Each root cause and the Terminating objects whose blocking chains end there, most held first."""
+    roots = root_causes(graph)
+    held: dict[str, list[str]] = {root: [] for root in roots}
+    stuck = (n for n, data in graph.nodes(data=True) if data.get("terminating"))
+    for node in sorted(stuck, key=lambda n: label(graph, n)):
+        seen, frontier = {node}, [node]
+        while frontier:
+            for _, b, data in graph.out_edges(frontier.pop(), data=True):
+                if data.get("blocking") and b not in seen:
+                    seen.add(b)
+                    frontier.append(b)
+        for root in seen & roots:
+            held[root].append(node)
+    return sorted(held.items(), key=lambda pair: (-len(pair[1]), label(graph, pair[0])))
+
+
+def print_roots(graph: nx.DiGraph, out: Console) -> None:
+    """Each root cause once: what it is, why it holds, and the Terminating objects it holds."""
+    from rich.text import Text
+
+    found = held_by(graph)
+    if not found:
+        return
+    out.print(f"\n[bold]Root causes[/] ({len(found)}):")
+    lines: list[Text] = []
+    for root, held in found:
+        why = (graph.nodes[root].get("blocker") or "not deleted yet").removeprefix("root cause: ")
+        lines += hanging(Text(printable(f"{label(graph, root)}: {why}")), out.width, "  ", "    ")
+        if held:
+            names = ", ".join(label(graph, n) for n in held)
+            lines += hanging(Text(printable(f"holds {len(held)}: {names}")), out.width, "    ", "      ")
+    for line in lines:
+        out.print(line, no_wrap=True, overflow="ignore", crop=False)

@@ -71,6 +71,15 @@ def wrapped(cell: Text, width: int) -> list[Text]:
     return lines or [cell]
 
 
+def hanging(cell: Text, width: int, first: str, rest: str | None = None) -> list[Text]:
+    """A cell wrapped between words after a first-line prefix, its further lines indented by `rest`."""
+    from rich.text import Text
+
+    rest = first if rest is None else rest
+    parts = wrapped(cell, max(width - len(rest), 20))
+    return [Text(first) + parts[0]] + [Text(rest) + part for part in parts[1:]]
+
+
 def table(
     headers: Sequence[str],
     rows: Sequence[Sequence[Text]],

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kfin.core.catalog import CatalogEntry
 from kfin.core.removal import FORCE_DELETION, Plan
+from kfin.core.roots import RootCause
 from kfin.core.stuck import StuckObject
 from kfin.render import layout
 from kfin.render.explanation import VERDICT_STYLE
@@ -83,6 +84,39 @@ def stuck_table(
             _print_lines(printed, target)
             return
     _blocks(headers + ["BLOCKER"], [c + [b] for c, b in zip(cells, blockers, strict=True)], target)
+
+
+def root_causes_block(
+    causes: Sequence[RootCause], stuck: int, show_context: bool = False, out: Console | None = None
+) -> None:
+    """What kfin stuck leads with: each root cause once, what it holds and the step that frees it."""
+    from rich.text import Text
+
+    if not causes:
+        return
+    target = out or console()
+    width = target.width
+    many = "s" if len(causes) != 1 else ""
+    held = f"{stuck} stuck object{'s' if stuck != 1 else ''}"
+    title = Text(f"{len(causes)} root cause{many} hold{'' if many else 's'} the {held} below:", style="bold")
+    lines = layout.hanging(title, width, "")
+    lines.append(Text(""))
+    for number, cause in enumerate(causes, 1):
+        if number > 1:
+            lines.append(Text(""))
+        where = f"[{cause.context}] " if show_context and cause.context else ""
+        head = Text.assemble(f"{number}. ", (printable(where + cause.label), "bold"), " ")
+        head.append_text(text(cause.verdict or "-"))
+        if cause.verdict in VERDICT_STYLE:
+            head.stylize(VERDICT_STYLE[cause.verdict], len(head) - len(cause.verdict))
+        head.append_text(text(f": {cause.evidence}"))
+        lines += layout.hanging(head, width, "", "   ")
+        holds = text(f"holds {len(cause.holds)}: " + ", ".join(r.obj.ref for r in cause.holds))
+        lines += layout.hanging(holds, width, "   ", "     ")
+        if cause.step is not None:
+            lines += layout.hanging(text(cause.step.action), width, "   ")
+    lines.append(Text(""))
+    _print_lines(lines, target)
 
 
 BLOCKER_LEAST = 30  # narrower, a blocker of a dozen words takes more lines than it is worth

@@ -1,6 +1,7 @@
 """kfin stuck on a cluster: every Terminating object of every kind, its blocker, filters and formats."""
 
 import json
+import re
 
 import pytest
 import yaml
@@ -52,15 +53,21 @@ def test_the_table_shows_the_columns_an_operator_reads(cluster):
     group = stuck_scene(cluster)
     result = kfin("stuck", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
     lines = result.stdout.splitlines()
+    leading = lines[0]
+    # issue 41: what to deal with first (a controller per finalizer here: how many depends on the tier's controllers)
+    assert re.fullmatch(r"[1-4] root causes? holds? the 4 stuck objects below:", lines[0]), lines[0]
+    lines = lines[lines.index("") + 1:]
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("KIND ")):]
     # as kubectl: no NAMESPACE column for one namespace (issue 29); the verdict shown
     assert lines[0].split() == ["KIND", "NAME", "TERMINATING", "VERDICT", "FINALIZERS", "BLOCKER"]
     widget = next(line for line in lines if " w1 " in line)
     assert f"Widget.{group}" in widget and f"{group}/cleanup" in widget and "custom:" in widget
     assert all(line == line.rstrip() for line in lines) and "\x1b[" not in result.stdout
     wide = kfin("stuck", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace, "-o", "wide").stdout
-    assert "APIVERSION" in wide.splitlines()[0] and f"{group}/v1" in wide
+    assert "APIVERSION" in next(line for line in wide.splitlines() if line.startswith("KIND ")) and f"{group}/v1" in wide
+    assert wide.partition("\n")[0] == leading  # wide leads with them too
     every = kfin("stuck", "--kubeconfig", str(cluster.kubeconfig), "-A").stdout.splitlines()
-    assert every[0].split()[:2] == ["NAMESPACE", "KIND"]
+    assert any(line.split()[:2] == ["NAMESPACE", "KIND"] for line in every)
 
 
 def test_secret_data_is_never_read(cluster):
