@@ -156,7 +156,9 @@ class Guard:
 
 
 def _preflight(request: dict, kind: str) -> str:
-    ns = f" -n {request['namespace']}" if request.get("namespace") else ""
+    # the object's own namespace: a Namespace's request names itself as its namespace (kube-apiserver's RequestInfo)
+    namespace = ((request.get("oldObject") or {}).get("metadata") or {}).get("namespace")
+    ns = f" -n {namespace}" if namespace else ""
     return f"kfin preflight {kind.lower()} {request.get('name')}{ns}"
 
 

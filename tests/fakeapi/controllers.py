@@ -282,7 +282,9 @@ class Controllers:
             policy = "Background"
         # admitted as its ServiceAccount, as kube-controller-manager's DELETEs are (--use-service-account-credentials)
         try:
-            webhooks.admit(c, "DELETE", rt, meta.get("namespace") or None, "", meta.get("labels") or {})
+            webhooks.admit(c, "DELETE", rt, meta.get("namespace") or None, "", meta.get("labels") or {},
+                           name=meta.get("name", ""), old=obj,
+                           user=rbac.service_account_user("kube-system", "generic-garbage-collector"))
             policies.admit(c, rt, "DELETE", obj, None, "", GARBAGE_COLLECTOR)
         except st.APIError:
             return  # the real one logs it and retries with backoff (retry_garbage_collection); the owner shows nothing
@@ -967,7 +969,8 @@ def _rejected_delete(c, rt, namespace: str) -> str | None:
         return st.forbidden(account.name, "deletecollection", rt.group, rt.name, "", namespace, None).body["message"]
     for obj in c.list(rt, namespace):
         try:
-            webhooks.admit(c, "DELETE", rt, namespace, "", obj["metadata"].get("labels") or {})
+            webhooks.admit(c, "DELETE", rt, namespace, "", obj["metadata"].get("labels") or {},
+                           name=obj["metadata"].get("name", ""), old=obj, user=account)
             policies.admit(c, rt, "DELETE", obj, None, "", NAMESPACE_CONTROLLER)
         except st.APIError as error:
             return error.body["message"]

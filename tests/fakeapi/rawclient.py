@@ -61,6 +61,26 @@ class RawClient:
             options["gracePeriodSeconds"] = grace
         return self.send("DELETE", path, options)
 
+    def delete_warned(self, path, dry_run: bool = False) -> tuple[int, object, list[str]]:
+        """(status, answer, the Warning headers' texts) of a DELETE (kube-apiserver sends each as `299 - "text"`)."""
+        options = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if dry_run:
+            options["dryRun"] = ["All"]
+        request = urllib.request.Request(self.url + path, data=json.dumps(options).encode(), method="DELETE",
+                                         headers={"Authorization": f"Bearer {self.token}", "Accept": JSON,
+                                                  "Content-Type": JSON})
+        try:
+            with urllib.request.urlopen(request, context=self._context, timeout=30) as response:
+                code, headers, raw = response.status, response.headers, response.read()
+        except urllib.error.HTTPError as error:
+            code, headers, raw = error.code, error.headers, error.read()
+        warnings = []
+        for header in headers.get_all("Warning") or []:
+            code_, agent, text = header.split(" ", 2)
+            assert (code_, agent) == ("299", "-") and text.startswith('"') and text.endswith('"'), header
+            warnings.append(text[1:-1].replace('\\"', '"').replace("\\\\", "\\"))
+        return code, json.loads(raw) if raw else None, warnings
+
     def exists(self, path) -> bool:
         code, _ = self.send("GET", path)
         return code == 200

@@ -404,7 +404,7 @@ class FakeAPIServer:
                 raise st.forbidden(user.name, verb, route.group, route.resource, route.subresource,
                                    route.namespace, route.name)
             self._admit_namespace(verb, rt, route)
-            self._admit_webhooks(verb, rt, route, body)
+            self._admit_webhooks(verb, rt, route, body, user, query)
             self._convert(verb, rt, route, query)
             undecodable.check(self.cluster, verb, rt, route.namespace, route.name,  # what cannot be read from storage
                               paginated=bool((query.get("limit") or [""])[0]))
@@ -426,7 +426,8 @@ class FakeAPIServer:
             log.dry_run = dry_run
             code, answer = self._execute(method, verb, rt, route, query, headers, payload, dry_run, user, log)
             if self.cluster.warnings:
-                log.response_headers["Warning"] = ", ".join(self.cluster.warnings)
+                # a header line each, as kube-apiserver's recorder adds them (pkg/endpoints/filters/warning.go)
+                log.response_headers["Warning"] = list(self.cluster.warnings)
             self.controllers.run()
             if isinstance(answer, Encoded):
                 return code, answer.content_type, answer.data
@@ -473,21 +474,26 @@ class FakeAPIServer:
         conversion.check(self.cluster, verb, rt, route.version, route.namespace, route.name,
                          paginated=bool((query.get("limit") or [""])[0]))
 
-    def _admit_webhooks(self, verb, rt, route, body):
+    def _admit_webhooks(self, verb, rt, route, body, user, query):
         operation = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE", "delete": "DELETE",
                      "deletecollection": "DELETE"}.get(verb)
         if operation is None or route.subresource == "token" or rt.key in rbac.SELF_REVIEWS:
             return
-        labels = {}
+        labels, stored, payload = {}, None, None
+        if body:
+            try:
+                payload = json.loads(body)
+            except ValueError:
+                payload = None
         if route.name:
             stored = self.cluster.find(rt, route.namespace or "", route.name)
             labels = ((stored or {}).get("metadata") or {}).get("labels") or {}
-        elif body:
-            try:
-                labels = (json.loads(body).get("metadata") or {}).get("labels") or {}
-            except (ValueError, AttributeError):
-                labels = {}
-        webhooks.admit(self.cluster, operation, rt, route.namespace, route.subresource, labels)
+        elif isinstance(payload, dict):
+            labels = (payload.get("metadata") or {}).get("labels") or {}
+        dry_run = "All" in ((payload.get("dryRun") or []) if isinstance(payload, dict) and verb == "delete"
+                            else query.get("dryRun", []))
+        webhooks.admit(self.cluster, operation, rt, route.namespace, route.subresource, labels, name=route.name or "",
+                       user=user, old=stored if operation == "DELETE" else None, dry_run=dry_run)
 
     def _discovery(self, method, parts):
         c = self.cluster
@@ -981,6 +987,8 @@ class _Handler(BaseHTTPRequestHandler):
             code, content_type, answer = self.fake.handle(self.command, path, query, self.headers, body, log)
         except st.APIError as error:
             code, content_type, answer = error.code, error.content_type, error.body
+            if getattr(error, "warnings", None):  # recorded before the refusal: sent with it (filters/warning.go)
+                log.response_headers["Warning"] = list(error.warnings)
         except Exception as error:  # a bug in the fake: say so as the real server would, with a 500
             code, content_type, answer = 500, "application/json", st.internal_error(repr(error)).body
         if isinstance(answer, Watch):
@@ -1016,7 +1024,8 @@ class _Handler(BaseHTTPRequestHandler):
         if content_type:
             self.send_header("Content-Type", content_type)
         for name, value in log.response_headers.items():
-            self.send_header(name, value)
+            for one in value if isinstance(value, list) else [value]:
+                self.send_header(name, one)
         if code != 304:
             self.send_header("Content-Length", str(len(data)))
         self.end_headers()

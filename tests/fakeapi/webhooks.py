@@ -5,12 +5,30 @@ resource and subresource, scope; namespaceSelector against its namespace's label
 against the object's labels) is sent to the webhook's Service. The fake has no network behind its
 Services, so every matched webhook fails to be called: with `failurePolicy: Fail` (the default) the
 request answers 500 `failed calling webhook` (captures 12-16 of causes), with Ignore it goes on.
-matchConditions are not evaluated (as if they matched). The webhook configurations themselves are
-never sent to a webhook, so that a broken one can always be deleted.
+matchConditions of a webhook that cannot be called are not evaluated (as if they matched). The webhook
+configurations themselves are never sent to a webhook, so that a broken one can always be deleted.
+
+A ValidatingWebhookConfiguration's webhook with a `clientConfig.url` is called for DELETE (kfin guard, issue 42),
+as kube-apiserver's validating dispatcher calls it (k8s.io/apiserver pkg/admission/plugin/webhook/validating/
+dispatcher.go): its matchConditions first (CEL, over `request`, `oldObject` and a null `object`; a false one skips
+the webhook), then a POST of an AdmissionReview v1 to the URL with `?timeout=Ns`, verified against its caBundle;
+each of the answer's `warnings` becomes a `Warning: 299 - "text"` header of the response (pkg/endpoints/filters/
+warning.go, k8s.io/apimachinery pkg/util/net NewWarningHeader: agent "-" for an empty one, quotes and
+backslashes escaped, each text once, sent with a refusal too), and a refusal answers as v1.36.2 does on the real
+tier (webhookerrors.ToStatusErr): `admission webhook "<name>" denied the request: <message>`, its code the
+answer's (403 when none), no details.
 
 The namespace controller's deletions of a namespace's content are admitted too (as DELETE, object by object:
 tests/fakeapi/controllers.py), and the garbage collector's of dependents. Simplification: the fake's other controllers write around admission.
 """
+
+import base64
+import json
+import ssl
+import unicodedata
+import urllib.error
+import urllib.request
+import uuid
 
 from . import status as st
 
@@ -77,8 +95,10 @@ def _call_error(cluster, hook: dict) -> str:
     return f'failed to call webhook: Post "{url}": {reason}'
 
 
-def admit(cluster, operation: str, rt, namespace: str | None, subresource: str, labels: dict):
-    """Raise what kube-apiserver answers when a matched webhook with failurePolicy Fail cannot be called."""
+def admit(cluster, operation: str, rt, namespace: str | None, subresource: str, labels: dict, *, name: str = "",
+          user=None, old: dict | None = None, dry_run: bool = False):
+    """Raise what kube-apiserver answers when a matched webhook refuses the request or, with failurePolicy Fail,
+    cannot be called. `user`: who asks (an rbac.User); `old`: the object a DELETE deletes."""
     if rt.group == GROUP and rt.name in KINDS:
         return
     ns_labels = {}
@@ -97,8 +117,102 @@ def admit(cluster, operation: str, rt, namespace: str | None, subresource: str, 
                     continue
                 if not selector_matches(hook.get("objectSelector"), labels):
                     continue
-                if (hook.get("failurePolicy") or "Fail") == "Ignore":
-                    continue
-                message = f'failed calling webhook "{hook.get("name")}": {_call_error(cluster, hook)}'
-                raise st.failure(500, "InternalError", f"Internal error occurred: {message}",
-                                 {"causes": [{"message": message}]})
+                ignore = (hook.get("failurePolicy") or "Fail") == "Ignore"
+                callable_ = kind == "validatingwebhookconfigurations" and operation == "DELETE" and \
+                    (hook.get("clientConfig") or {}).get("url")
+                if not callable_:
+                    if ignore:
+                        continue
+                    _fail(hook, _call_error(cluster, hook))
+                request = {"uid": str(uuid.uuid4()),
+                           "kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+                           "resource": {"group": rt.group, "version": rt.version, "resource": rt.name},
+                           # a Namespace's own request names it as its namespace too (seen on the real tier)
+                           "subResource": subresource or None, "name": name,
+                           "namespace": name if rt.key == ("", "namespaces") else namespace or "",
+                           "operation": operation, "object": None, "oldObject": old, "dryRun": dry_run,
+                           "userInfo": {"username": getattr(user, "name", ""), "uid": getattr(user, "uid", ""),
+                                        "groups": list(getattr(user, "groups", []))},
+                           "options": {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}}
+                try:
+                    if not _conditions_match(hook, request):
+                        continue
+                    response = _call(cluster, hook, request)
+                except (OSError, ValueError, TypeError, RuntimeError) as error:
+                    if ignore:
+                        continue
+                    _fail(hook, str(error))
+                for text in response.get("warnings") or []:
+                    header = _warning_header(text)
+                    if header and header not in cluster.warnings:
+                        cluster.warnings.append(header)
+                if not response.get("allowed"):
+                    status = response.get("status") or {}
+                    denied = f'admission webhook "{hook.get("name")}" denied the request'
+                    message = status.get("message") or status.get("reason")
+                    denied = f"{denied}: {message}" if message else f"{denied} without explanation"
+                    # as v1.36.2 answered on the real tier: the webhook's words alone, no details
+                    refusal = st.failure(status.get("code") or 403, status.get("reason") or "Forbidden", denied)
+                    refusal.warnings = list(cluster.warnings)
+                    raise refusal
+
+
+def _fail(hook: dict, why: str):
+    message = f'failed calling webhook "{hook.get("name")}": {why}'
+    raise st.failure(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
+
+
+def _conditions_match(hook: dict, request: dict) -> bool:
+    """Every matchCondition true (CEL); an error in one raises (failurePolicy decides)."""
+    conditions = hook.get("matchConditions") or []
+    if not conditions:
+        return True
+    import cel
+
+    variables = {"request": request, "object": request["object"], "oldObject": request["oldObject"]}
+    for condition in conditions:
+        value = cel.evaluate(condition["expression"], variables)
+        if not isinstance(value, bool):
+            raise ValueError(f"matchCondition {condition.get('name')}: not a boolean")
+        if not value:
+            return False
+    return True
+
+
+def _call(cluster, hook: dict, request: dict) -> dict:
+    """The webhook's AdmissionResponse. The cluster's lock is let go meanwhile: a webhook may read the API
+    server while it answers (kube-apiserver serves other requests while one waits on admission), and the
+    Warning headers gathered so far for this request are kept."""
+    config = hook.get("clientConfig") or {}
+    timeout = hook.get("timeoutSeconds") or 10
+    url = f"{config['url']}?timeout={timeout}s"
+    context = ssl.create_default_context()
+    if config.get("caBundle"):
+        context = ssl.create_default_context(cadata=base64.b64decode(config["caBundle"]).decode())
+    body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}).encode()
+    mine = list(cluster.warnings)
+    state = cluster.lock._release_save()  # an RLock held once or more by this request: let go wholly, then again
+    try:
+        try:
+            answer = urllib.request.urlopen(urllib.request.Request(
+                url, data=body, headers={"Content-Type": "application/json", "Accept": "application/json"}),
+                timeout=timeout, context=context)
+            review = json.loads(answer.read())
+        except urllib.error.URLError as error:
+            raise OSError(f'failed to call webhook: Post "{url}": {error.reason}') from None
+        except TimeoutError:
+            raise OSError(f'failed to call webhook: Post "{url}": context deadline exceeded') from None
+    finally:
+        cluster.lock._acquire_restore(state)
+        cluster.warnings = mine
+    response = review.get("response") if isinstance(review, dict) else None
+    if not isinstance(response, dict) or response.get("uid") != request["uid"]:
+        raise ValueError(f'expected response.uid="{request["uid"]}"')  # webhookrequest.VerifyAdmissionResponse
+    return response
+
+
+def _warning_header(text: str) -> str:
+    """What NewWarningHeader(299, "", text) gives, or "" for a text it refuses (control characters)."""
+    if not text or any(unicodedata.category(c) == "Cc" for c in text):  # Go's unicode.IsControl
+        return ""
+    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

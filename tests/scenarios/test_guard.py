@@ -1,0 +1,192 @@
+"""kfin guard (issue 42) called by the API server: kube-apiserver (and the fake, which learned to call a
+ValidatingWebhookConfiguration's webhook for DELETE) POSTs the AdmissionReview of a namespace's deletion to kfin
+guard over TLS (clientConfig.url to 127.0.0.1 with its caBundle); kfin's warnings come back as the DELETE's
+Warning headers, and the deletion goes on. The webhook is deploy/guard/webhook.yaml's, its matchConditions as
+they are (so the namespace controller's own deletes are not reviewed), narrowed to the scenario's namespaces."""
+
+import base64
+import copy
+import os
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kfin.core.guard import DENY_LABEL, OVERRIDE_ANNOTATION
+from tests.fakeapi.tls import self_signed
+from tests.scenarios.test_preflight import really_stuck, widget_operator
+from tests.test_serve import ROOT, _free_port
+
+WEBHOOK = ROOT / "deploy" / "guard" / "webhook.yaml"
+
+
+def until(condition, message: str, seconds: float = 60.0):
+    """Wait for `condition()`: kfin guard is a process of its own, whose watches follow the server by a moment even
+    on the fake (whose `cluster.eventually` does not wait: the fake itself settles at once)."""
+    deadline = time.monotonic() + seconds
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {message}")
+        time.sleep(0.1)
+    return value
+
+
+@contextmanager
+def guard(cluster, tmp_path: Path, *args: str):
+    """kfin guard over TLS on 127.0.0.1 (with cluster's admin kubeconfig), until the block ends: yields
+    (its URL, the TLS context that trusts it, a function that stops it)."""
+    cert, key = self_signed(tmp_path)
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kfin", "guard", "--listen", f"127.0.0.1:{port}", "--tls-cert-file", str(cert),
+         "--tls-private-key-file", str(key), "--kubeconfig", str(cluster.kubeconfig), *args],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)), stderr=subprocess.DEVNULL)
+    url, trust = f"https://127.0.0.1:{port}", ssl.create_default_context(cafile=str(cert))
+
+    def ready() -> bool:
+        try:
+            return urllib.request.urlopen(f"{url}/readyz", context=trust, timeout=2).status == 200
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def stop() -> None:
+        process.terminate()
+        process.wait(10)
+
+    try:
+        until(ready, "kfin guard to be ready")
+        yield url, trust, cert, stop
+    finally:
+        stop()
+
+
+def webhook(cluster, url: str, cert: Path, namespace: str) -> dict:
+    """deploy/guard's ValidatingWebhookConfiguration, calling `url`, for the namespace `namespace` alone."""
+    config = copy.deepcopy(yaml.safe_load(WEBHOOK.read_text()))
+    config["metadata"] = {"name": cluster.name("kfin-guard")}
+    [hook] = config["webhooks"]
+    hook["clientConfig"] = {"url": f"{url}/validate", "caBundle": base64.b64encode(cert.read_bytes()).decode()}
+    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    return cluster.create(config)
+
+
+def reviews(url: str, trust) -> int:
+    """Every review kfin guard answered so far (kfin_guard_reviews_total, all decisions)."""
+    text = urllib.request.urlopen(f"{url}/metrics", context=trust, timeout=5).read().decode()
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
+               if line.startswith("kfin_guard_reviews_total{"))
+
+
+def team(cluster, widgets: int = 2) -> tuple[str, str]:
+    """(group, namespace): a namespace holding its own Widget operator, and Widgets carrying its finalizer."""
+    group = cluster.widget_crd()
+    ns = cluster.name("team")
+    widget_operator(cluster, group, ns, cluster_wide=False)
+    for i in range(widgets):
+        cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                        "metadata": {"name": f"w{i}", "namespace": ns, "finalizers": [f"{group}/cleanup"]}})
+    return group, ns
+
+
+def warned_when_ready(cluster, path: str, wanted: str) -> int:
+    """Dry-run DELETEs of `path` until kfin's warning comes (its watch cache has seen what the scenario made: a
+    watch follows the API server by a moment); how many were sent."""
+    sent = 0
+
+    def warned() -> bool:
+        nonlocal sent
+        sent += 1
+        code, _, warnings = cluster.api.delete_warned(path, dry_run=True)
+        assert code == 200, code
+        return wanted in warnings
+
+    until(warned, "kfin guard's warning on a dry-run DELETE")
+    return sent
+
+
+@pytest.mark.controllers
+def test_deleting_a_namespace_that_strands_its_widgets_says_so_and_the_namespace_goes(cluster, tmp_path):
+    group, ns = team(cluster)
+    path = f"/api/v1/namespaces/{ns}"
+    expected = (f"kfin: deleting namespace {ns} leaves 2 Widgets stuck ({group}/cleanup): their controller is "
+                f"deleted with it; delete them first: kubectl delete widgets.{group} -n {ns} --all")
+    with guard(cluster, tmp_path) as (url, trust, cert, _):
+        config = webhook(cluster, url, cert, ns)
+        try:
+            sent = warned_when_ready(cluster, path, expected)
+            code, answer, warnings = cluster.api.delete_warned(path)
+            assert code == 200 and answer["metadata"]["deletionTimestamp"], answer
+            assert warnings == [expected, f"kfin: the whole answer: kfin preflight namespace {ns}"]
+            # what was predicted is what happens: the namespace controller deletes the operator with the rest
+            widgets = f"/apis/{group}/v1/namespaces/{ns}/widgets"
+            cluster.eventually(lambda: all((cluster.get(f"{widgets}/w{i}") or {}).get("metadata", {})
+                                           .get("deletionTimestamp") for i in range(2)),
+                               message="the namespace controller to delete the Widgets")
+            cluster.eventually(lambda: not cluster.api.exists(f"/apis/apps/v1/namespaces/{ns}/deployments/"
+                                                              "widget-operator"), message="the operator to go")
+            stuck = really_stuck(cluster, ns)
+            assert {("Widget", "w0"), ("Widget", "w1")} <= set(stuck), stuck
+            # the namespace controller's own deletes (the Widgets, the Deployment...) were never sent to kfin:
+            # only the scenario's DELETEs were reviewed (matchConditions on request.userInfo.username)
+            assert reviews(url, trust) == sent + 1
+        finally:
+            cluster.api.delete(cluster.path_of(config))
+
+
+@pytest.mark.controllers
+def test_with_the_guard_stopped_the_deletion_goes_on(cluster, tmp_path):
+    group, ns = team(cluster, widgets=1)
+    path = f"/api/v1/namespaces/{ns}"
+    with guard(cluster, tmp_path) as (url, trust, cert, stop):
+        config = webhook(cluster, url, cert, ns)
+        try:
+            warned_when_ready(cluster, path, f"kfin: the whole answer: kfin preflight namespace {ns}")
+            stop()
+            code, answer, warnings = cluster.api.delete_warned(path)  # failurePolicy Ignore: not called, not blocked
+            assert code == 200 and answer["metadata"]["deletionTimestamp"] and warnings == [], (code, warnings)
+        finally:
+            cluster.api.delete(cluster.path_of(config))
+
+
+@pytest.mark.controllers
+def test_deny_mode_refuses_with_kfins_reason_and_the_override_lets_it_through(cluster, tmp_path):
+    group, ns = team(cluster)
+    path = f"/api/v1/namespaces/{ns}"
+    cluster.api.merge_patch(path, {"metadata": {"labels": {DENY_LABEL: "deny"}}})
+    with guard(cluster, tmp_path) as (url, trust, cert, _):
+        config = webhook(cluster, url, cert, ns)
+        try:
+            def refused() -> bool:
+                code, answer, _ = cluster.api.delete_warned(path, dry_run=True)
+                return code == 403 and "kfin guard denies" in answer["message"]
+
+            until(refused, "kfin guard's watch cache to see the Widgets")
+            code, answer, warnings = cluster.api.delete_warned(path)
+            assert code == 403 and answer["reason"] == "Forbidden", answer
+            assert answer["message"].startswith(
+                f'admission webhook "guard.kfin.dev" denied the request: kfin guard denies deleting namespace {ns}: '
+                f"deleting namespace {ns} leaves 2 Widgets stuck"), answer
+            assert answer["code"] == 403 and answer.get("details") is None, answer
+            assert f"annotate it {OVERRIDE_ANNOTATION}=<why>" in answer["message"]
+            assert warnings and warnings[0].startswith(f"kfin: deleting namespace {ns} leaves 2 Widgets stuck")
+            assert cluster.get(path)["metadata"].get("deletionTimestamp") is None  # refused: nothing happened
+
+            cluster.api.merge_patch(path, {"metadata": {"annotations": {OVERRIDE_ANNOTATION: "INC-42: team gone"}}})
+
+            def overridden() -> bool:
+                code, _, _ = cluster.api.delete_warned(path, dry_run=True)
+                return code == 200
+
+            until(overridden, "the override to be honoured")
+            code, answer, warnings = cluster.api.delete_warned(path)
+            assert code == 200 and answer["metadata"]["deletionTimestamp"], answer
+            assert warnings[0].startswith(f"kfin: deleting namespace {ns} leaves 2 Widgets stuck")
+        finally:
+            cluster.api.delete(cluster.path_of(config))
