@@ -17,14 +17,47 @@ SNAPSHOT = str(ROOT / "examples" / "stuck-cluster.json")
 
 def test_the_shipped_catalog_is_valid_and_every_entry_is_listed():
     checked = kfin("catalog", "check", str(ROOT / "kfin" / "data" / "catalog.yaml"))
-    assert checked.code == ExitCode.OK and "valid, 18 entries" in checked.stdout
+    assert checked.code == ExitCode.OK and "valid, 47 entries" in checked.stdout
     listed = json.loads(kfin("catalog", "-o", "json").stdout)
     names = [e["name"] for e in listed["entries"]]
-    assert len(names) == len(set(names)) == 18
+    assert len(names) == len(set(names)) == 47
     assert all(e["checkedAgainst"] and e["project"] and e["risk"] for e in listed["entries"])
     assert {"Argo CD", "Flux", "Crossplane", "cert-manager", "Karpenter", "Cluster API", "AWS Load Balancer Controller",
-            "Istio", "Longhorn", "Rook", "Rancher", "Velero",
-            "COSI (kubernetes-sigs)"} <= {e["project"] for e in listed["entries"]}
+            "Istio", "Longhorn", "Rook", "Rancher (and Harvester)", "Velero", "COSI (kubernetes-sigs)",
+            "Operator Lifecycle Manager (OLM)", "Strimzi", "KEDA", "Kueue", "Calico (Tigera operator)", "KubeVirt",
+            "Prometheus Operator", "External Secrets Operator", "Karmada", "Config Connector (Google Cloud)",
+            "AWS Controllers for Kubernetes (ACK)", "Karpenter (AWS provider)", "Karpenter (Azure provider)",
+            "OpenShift Machine API", "HyperShift (hosted control planes)", "Knative Serving", "Tekton Chains",
+            "Gateway API (kubernetes-sigs)"} <= {e["project"] for e in listed["entries"]}
+
+
+def test_every_shipped_entry_says_what_it_guards_outside_the_cluster():
+    """Issue 44: whether forcing a finalizer leaves infrastructure behind (a cloud load balancer, a disk, a bucket,
+    a DNS record, a VM) is part of every shipped entry: a text naming it, or false; each checked against a
+    tagged version (or, for a project that tags none, a branch and commit)."""
+    raw = yaml.safe_load((ROOT / "kfin" / "data" / "catalog.yaml").read_text())["entries"]
+    assert all("infrastructure" in e for e in raw), [e["name"] for e in raw if "infrastructure" not in e]
+    guarded = {e["name"]: e["infrastructure"] for e in raw if e["infrastructure"] is not False}
+    assert {"crossplane-managed", "karpenter", "cluster-api", "aws-load-balancer-controller", "config-connector",
+            "aws-controllers-k8s", "capi-provider-aws", "external-secrets-push",
+            "openshift-machine-api"} <= set(guarded)
+    assert all(isinstance(what, str) and what for what in guarded.values())
+    assert not {"argocd-application", "keda", "kueue", "prometheus-operator", "gateway-api"} & set(guarded)
+    listed = {e["name"]: e for e in json.loads(kfin("catalog", "-o", "json").stdout)["entries"]}
+    assert listed["config-connector"]["infrastructure"] == "the Google Cloud resource it represents"
+    assert listed["keda"]["infrastructure"] is False
+
+
+def test_a_catalog_entry_with_a_wrong_infrastructure_value_is_refused(tmp_path):
+    bad = tmp_path / "acme.yaml"
+    entry = json.loads(json.dumps(ACME))
+    entry["entries"][0]["infrastructure"] = True  # a text naming what, or false: true says nothing of what
+    bad.write_text(yaml.safe_dump(entry))
+    result = kfin("catalog", "check", str(bad))
+    assert result.code == ExitCode.USAGE and "entries[0].infrastructure" in result.stderr
+    entry["entries"][0]["infrastructure"] = "the Acme cloud database"
+    bad.write_text(yaml.safe_dump(entry))
+    assert kfin("catalog", "check", str(bad)).code == ExitCode.OK
 
 
 def test_the_catalog_is_readable_in_a_pipe(monkeypatch):

@@ -51,6 +51,9 @@ class CatalogEntry:
     kinds: tuple[tuple[str, str], ...] = ()
     holders: tuple[dict, ...] = field(default=(), compare=False)
     source: str = ""
+    # what outside the cluster the finalizer guards (a cloud load balancer, a disk, a bucket, a DNS record, a VM):
+    # forcing it leaves that behind, so a bulk removal takes it only with --force; "" when it guards none
+    infrastructure: str = ""
 
     def matches(self, finalizer: str) -> bool:
         return any(glob_match(finalizer, pattern) for pattern in self.finalizers)
@@ -74,6 +77,7 @@ class CatalogEntry:
             "onDeletion": self.on_deletion,
             "risk": self.risk,
             "fix": self.fix,
+            "infrastructure": self.infrastructure or False,
             "docs": self.docs,
             "holders": list(self.holders),
             "source": self.source,
@@ -156,6 +160,7 @@ def _entry(raw: dict, source: str) -> CatalogEntry:
         tuple((k["group"], k["kind"]) for k in raw.get("kinds") or ()),
         tuple(raw.get("holders") or ()),
         source,
+        raw.get("infrastructure") or "",
     )
 
 

@@ -107,6 +107,23 @@ def _force_choice(f: Finding, force: bool, node_lost_after: float, bulk: bool) -
     return choice
 
 
+def _outside_the_cluster(choice: Choice, force: bool, bulk: bool) -> None:
+    """A finalizer that guards infrastructure outside the cluster (a cloud load balancer, a disk, a VM): even
+    ORPHANED, forcing it leaves that running, billed and unmanaged. A bulk removal takes it only with --force
+    (and says so on its line); one object's removal leads its risk with it (the finding's risk begins so)."""
+    if not bulk:
+        return
+    f = choice.finding
+    said = f"it guards infrastructure outside the cluster ({f.infrastructure}), left behind once it is removed"
+    if force:
+        choice.warning = f"forced although {said}{'; ' + choice.warning if choice.warning else ''}"
+    else:
+        choice.refused = (
+            f"{said}. Safe fix: {f.fix}. A bulk removal takes such a finalizer only with --force, once what it "
+            "guards is cleaned up by hand"
+        )
+
+
 def plan(
     obj: KubeObject,
     findings: list[Finding],
@@ -146,6 +163,8 @@ def plan(
             choice.warning = (
                 f"its controller is there but cannot act ({f.condition}); once it can, it cleans up: {f.fix}"
             )
+        if chosen and f.infrastructure and not choice.refused:
+            _outside_the_cluster(choice, force, bulk)
         choices.append(choice)
     refused = None
     ghost = next((f for f in findings if f.family == "ghost"), None)

@@ -54,6 +54,8 @@ def explanation_panels(explanation: Explanation, out: Console | None = None) -> 
             + [("", f"- {line}") for line in finding.evidence]
             + [("Safe fix", finding.fix), ("Risk if forced", finding.risk)]
         )
+        if finding.infrastructure:  # the cost of forcing it, first: what outside the cluster it guards
+            rows.insert(0, ("Guards", f"infrastructure outside the cluster: {finding.infrastructure}"))
         if finding.remove_command:
             rows.append(("Command", finding.remove_command))
         # a cause without a finalizer (a Pod's graceful deletion) is named by its family

@@ -56,6 +56,8 @@ def _entry(number: int, entry: Entry) -> str:
             ("Safe fix", _e(f.fix)),
             ("Risk if forced", _e(f.risk)),
         ] + ([("Command", f"<code>{_e(f.remove_command)}</code>")] if f.remove_command else [])
+        if f.infrastructure:  # the cost of forcing it, first: what outside the cluster it guards
+            rows.insert(0, ("Guards", _e(f"infrastructure outside the cluster: {f.infrastructure}")))
         title = f.finalizer or f"{f.family} (no finalizer)"
         parts.append(f"<table><caption><code>{_e(title)}</code></caption>")
         parts += [f"<tr><th>{label}</th><td>{value}</td></tr>" for label, value in rows]

@@ -175,6 +175,8 @@ def removal_table(plans: Iterable[Plan], out: Console | None = None) -> None:
                 action = f"refused: {c.refused}"
             elif forced:  # no finalizer: the Pod goes with a DELETE of grace period 0, whose risk is said
                 action = f"force-delete: {c.warning or 'risk: ' + f.risk}"
+            elif f.infrastructure and c.warning:  # --force took what guards infrastructure outside the cluster
+                action = f"remove: {c.warning}"
             else:
                 action = "remove"
             name = f"({f.family})" if forced else f.finalizer

@@ -120,3 +120,35 @@ def test_changes_between_two_scans_are_named_as_kubectl_w_names_them():
     assert changes(before, [replace(row, terminating_seconds=120.0)]) == []  # only older: no change
     assert [e for e, _ in changes(before, [replace(row, verdict="WAITING")])] == ["MODIFIED"]
     assert [e for e, _ in changes(before, [])] == ["DELETED"]
+
+
+def orphaned_ack_bucket():
+    """Issue 44: an ACK Bucket whose controller is gone (no RBAC grants update on it: ORPHANED), whose finalizer
+    guards the AWS bucket outside the cluster."""
+    buckets = custom_type("buckets", "s3.services.k8s.aws", "Bucket")
+    b = obj(buckets, "logs", "shop", finalizers=("finalizers.s3.services.k8s.aws/Bucket",), deleting_for=DELETING)
+    return b, explain_object(b, facts(b, extra_types=(buckets,))).findings
+
+
+def test_a_bulk_removal_never_takes_an_infrastructure_finalizer_without_force_even_orphaned():
+    b, findings = orphaned_ack_bucket()
+    assert [(f.verdict, f.infrastructure) for f in findings] == [(Verdict.ORPHANED, "the AWS resource it represents")]
+    bulk = plan(b, findings, None, force=False, allow_live=False, bulk=True)
+    [choice] = bulk.blocked
+    assert not bulk.selected
+    assert choice.refused.startswith("it guards infrastructure outside the cluster (the AWS resource it "
+                                     "represents), left behind once it is removed. Safe fix: ")
+    assert choice.refused.endswith("A bulk removal takes such a finalizer only with --force, once what it guards "
+                                   "is cleaned up by hand")
+    named = plan(b, findings, ["finalizers.s3.services.k8s.aws/*"], force=False, allow_live=False, bulk=True)
+    assert not named.selected and named.blocked  # naming it is not forcing it
+    forced = plan(b, findings, None, force=True, allow_live=False, bulk=True)
+    assert [f.finalizer for f in forced.selected] == ["finalizers.s3.services.k8s.aws/Bucket"]
+    assert forced.choices[0].warning.startswith("forced although it guards infrastructure outside the cluster")
+
+
+def test_one_object_s_removal_takes_an_orphaned_infrastructure_finalizer_its_risk_said_first():
+    b, findings = orphaned_ack_bucket()
+    one = plan(b, findings, None, force=False, allow_live=False)
+    assert [f.finalizer for f in one.selected] == ["finalizers.s3.services.k8s.aws/Bucket"]
+    assert one.selected[0].risk.startswith("it guards infrastructure outside the cluster (the AWS resource")

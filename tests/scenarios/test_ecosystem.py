@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from kfin.core import catalog
+from kfin.errors import ExitCode
 from tests.runner import kfin
 from tests.scenario import node_a_budget_stops
 
@@ -110,7 +111,9 @@ def test_a_karpenter_node_names_the_pod_and_the_budget_that_stop_its_drain(clust
     assert f"Pod {cluster.namespace}/db-0 is covered by PodDisruptionBudget db, which allows no disruption" \
         in f["condition"]
     assert {h["what"] for h in f["holders"] if h["effect"] == "cleans-up"} == {f"Pod {cluster.namespace}/web-0"}
-    assert f["risk"].startswith("removing it deletes the Node object but leaves the cloud instance running")
+    # issue 44: what it guards outside the cluster leads, then the project's own words
+    assert f["risk"].startswith("it guards infrastructure outside the cluster (the cloud instance behind the Node): ")
+    assert "; removing it deletes the Node object but leaves the cloud instance running" in f["risk"]
     cluster.strip_finalizers(node)
 
 
@@ -133,3 +136,37 @@ def test_a_flux_kustomization_lists_its_inventory(cluster):
                                                  f"Service {cluster.namespace}/web"]
     assert f["fix"].startswith("bring the Flux controllers back")
     cluster.strip_finalizers(kustomization)
+
+
+def test_an_orphaned_finalizer_guarding_cloud_infrastructure_is_removed_in_bulk_only_with_force(cluster, tmp_path,
+                                                                                                 monkeypatch):
+    """Issue 44, item 2: an ACK Bucket (its finalizer as ACK's code generator names it) whose controller is gone:
+    ORPHANED, and yet forcing it leaves the AWS bucket behind. explain says so first; remove --all-stuck --confirm
+    --yes leaves it, saying why; with --force it is removed."""
+    monkeypatch.setenv("KFIN_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
+    group = f"s3.{cluster.suffix}.services.k8s.aws"  # the service's own group, suffixed for this scenario
+    project_crd(cluster, group, "buckets", "Bucket")
+    bucket = cluster.create({"apiVersion": f"{group}/v1alpha1", "kind": "Bucket", "metadata": {
+        "name": "logs", "finalizers": ["finalizers.s3.services.k8s.aws/Bucket"]}, "spec": {"name": "acme-logs"}})
+    cluster.delete(bucket)
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+    report = json.loads(kfin(*base, "explain", f"buckets.{group}", "logs", "-n", cluster.namespace, "-o",
+                             "json").stdout)
+    [f] = report["findings"]
+    assert f["family"] == "aws-controllers-k8s" and f["verdict"] == "ORPHANED"
+    assert f["infrastructure"] == "the AWS resource it represents"
+    assert f["risk"].startswith("it guards infrastructure outside the cluster (the AWS resource it represents)")
+    shown = kfin(*base, "explain", f"buckets.{group}", "logs", "-n", cluster.namespace).stdout
+    flat = " ".join(shown.replace("│", " ").split())
+    assert flat.index("Guards infrastructure outside the cluster: the AWS resource it represents") < flat.index(
+        "Family aws-controllers-k8s")
+    bulk = ("remove", "--all-stuck", "-n", cluster.namespace, *base)
+    kept = kfin(*bulk, "--confirm", "--yes")
+    assert kept.code == ExitCode.REFUSED, kept
+    assert "refused: it guards infrastructure outside the cluster (the AWS resource it represents)" in " ".join(
+        kept.stdout.split())
+    assert cluster.get(bucket)["metadata"]["finalizers"] == ["finalizers.s3.services.k8s.aws/Bucket"]
+    forced = kfin(*bulk, "--confirm", "--yes", "--force")
+    assert forced.code == ExitCode.OK, forced
+    assert "remove: forced although it guards infrastructure outside the cluster" in " ".join(forced.stdout.split())
+    cluster.eventually(lambda: cluster.get(bucket) is None, message="the Bucket, once its finalizer was forced")

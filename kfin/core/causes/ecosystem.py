@@ -250,6 +250,11 @@ def find_controller(facts: ClusterFacts, controller: Controller) -> list[tuple[K
     return found if readable else None
 
 
+def outside_the_cluster(what: str) -> str:
+    """The risk that leads: what outside the cluster a forced removal leaves behind."""
+    return f"it guards infrastructure outside the cluster ({what}): forced, that is left behind, no longer managed"
+
+
 @explains("ecosystem", reads=RBAC_READS)
 def ecosystem(ctx: Context) -> Finding:
     entry = ctx.family.entry
@@ -257,6 +262,9 @@ def ecosystem(ctx: Context) -> Finding:
     found = _verdict(ctx, entry)
     gate = found.links[0].family if found.verdict == Verdict.BLOCKED and found.links else None
     found.family, found.protects = gate or entry.name, entry.protects  # a gate names itself, as the registry's
+    found.infrastructure = entry.infrastructure
+    if entry.infrastructure:  # the cost of forcing it comes first: something outside the cluster is left behind
+        found.risk = f"{outside_the_cluster(entry.infrastructure)}; {found.risk}"
     found.evidence.append(
         f"catalog: {entry.project}, checked against {entry.checked_against or 'an unstated version'}"
         f"; on deletion, {entry.controller.name} {entry.on_deletion}"

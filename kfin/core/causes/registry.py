@@ -105,6 +105,9 @@ class Finding:
     summary: str | None = None  # the one line `kfin stuck` shows after the family (default: condition)
     links: list[Link] = field(default_factory=list)  # what it waits on, for the blocking graph
     detail: dict = field(default_factory=dict)  # facts a removal needs (a Pod's node: missing, lost since)
+    # what it guards outside the cluster (a catalog entry's: a cloud load balancer, a disk, a VM), left behind
+    # when it is forced: said first wherever its risk is, and never removed in bulk without --force
+    infrastructure: str = ""
 
     @property
     def line(self) -> str:
@@ -118,6 +121,7 @@ class Finding:
         out["removeCommand"] = out.pop("remove_command")
         out.pop("summary")
         out["holders"] = out.pop("detail").get("holders", [])  # what a catalog entry found holding it
+        out["infrastructure"] = self.infrastructure or None  # outside the cluster, left behind if forced
         out["links"] = [link.to_dict() for link in self.links]
         return out
 

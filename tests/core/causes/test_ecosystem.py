@@ -9,7 +9,7 @@ from kfin.api.dryrun import Answer, Write
 from kfin.core.causes import Verdict, explain_object
 from kfin.core.causes.registry import family
 from kfin.model import ResourceType
-from tests.values import facts, obj, pod
+from tests.values import custom_type, facts, obj, pod
 
 DELETING = timedelta(hours=1)
 APPLICATION = ResourceType("argoproj.io", "v1alpha1", "applications", "Application", True)
@@ -242,3 +242,79 @@ def test_a_running_catalog_controllers_removal_accepted_as_itself_stays_waiting_
     assert finding.verdict == Verdict.WAITING
     assert f"dry run (dryRun=All) of PATCH kustomizations.kustomize.toolkit.fluxcd.io/apps in namespace flux-system " \
            f"as {FLUX_USER} (impersonated): accepted" in finding.evidence
+
+
+# Issue 44: the operators added to the catalog, each known by a name read in its source at a tagged version.
+@pytest.mark.parametrize("finalizer, entry", [
+    ("operators.coreos.com/csv-cleanup", "olm-csv"), ("strimzi.io/topic-operator", "strimzi-topic"),
+    ("finalizer.keda.sh", "keda"), ("kueue.x-k8s.io/resource-in-use", "kueue"),
+    ("tigera.io/operator-cleanup", "tigera-operator"), ("kubevirt.io/virtualMachineControllerFinalize", "kubevirt"),
+    ("kubevirt.io/virtOperatorFinalizer", "kubevirt-operator"),
+    ("monitoring.coreos.com/status-cleanup", "prometheus-operator"),
+    ("externalsecrets.external-secrets.io/externalsecret-cleanup", "external-secrets"),
+    ("pushsecret.externalsecrets.io/finalizer", "external-secrets-push"),
+    ("karmada.io/execution-controller", "karmada"), ("cnrm.cloud.google.com/finalizer", "config-connector"),
+    ("finalizers.s3.services.k8s.aws/Bucket", "aws-controllers-k8s"),
+    ("awsmachine.infrastructure.cluster.x-k8s.io", "capi-provider-aws"),
+    ("azuremachine.infrastructure.cluster.x-k8s.io", "capi-provider-azure"),
+    ("vspherevm.infrastructure.cluster.x-k8s.io", "capi-provider-vsphere"),
+    ("metal3machine.infrastructure.cluster.x-k8s.io", "capi-provider-metal3"),
+    ("openstackmachine.infrastructure.cluster.x-k8s.io", "capi-provider-openstack"),
+    ("karpenter.k8s.aws/termination", "karpenter-aws-nodeclass"),
+    ("karpenter.azure.com/termination", "karpenter-azure-nodeclass"),
+    ("machine.machine.openshift.io", "openshift-machine-api"), ("hypershift.openshift.io/finalizer", "hypershift"),
+    ("routes.serving.knative.dev", "knative-serving"), ("cns.vmware.com/pvc-protection", "vsphere-csi"),
+    ("zfs.openebs.io/finalizer", "openebs-zfs"), ("lvm.openebs.io/finalizer", "openebs-lvm"),
+    ("chains.tekton.dev/pipelinerun", "tekton-chains"), ("extensions.gardener.cloud/worker", "gardener-extensions"),
+    ("gateway-exists-finalizer.gateway.networking.k8s.io", "gateway-api"),
+    ("wrangler.cattle.io/harvester-vm-controller", "rancher"),
+])
+def test_each_new_family_is_known_by_name(finalizer, entry):
+    fam = family(finalizer)
+    assert fam.entry is not None and fam.entry.name == entry
+
+
+ACK_BUCKET = ResourceType("s3.services.k8s.aws", "v1alpha1", "buckets", "Bucket", True,
+                          ("list", "get", "update", "patch"))
+
+
+def test_an_orphaned_ack_bucket_leads_its_risk_with_the_aws_resource_it_leaves_behind():
+    bucket = obj(ACK_BUCKET, "logs", "shop", finalizers=("finalizers.s3.services.k8s.aws/Bucket",),
+                 deleting_for=DELETING)
+    [f] = explain_object(bucket, facts(bucket, extra_types=(ACK_BUCKET,))).findings
+    assert f.family == "aws-controllers-k8s" and f.verdict == Verdict.ORPHANED
+    assert f.infrastructure == "the AWS resource it represents"
+    assert f.risk.startswith("it guards infrastructure outside the cluster (the AWS resource it represents): "
+                             "forced, that is left behind")
+    assert f.to_dict()["infrastructure"] == "the AWS resource it represents"
+
+
+def test_a_finalizer_that_guards_nothing_outside_says_none():
+    keda = obj(custom_type("scaledobjects", "keda.sh", "ScaledObject"), "web", "shop",
+               finalizers=("finalizer.keda.sh",), deleting_for=DELETING)
+    [f] = explain_object(keda, facts(keda, extra_types=(keda.type,))).findings
+    assert f.family == "keda" and f.infrastructure == "" and f.to_dict()["infrastructure"] is None
+    assert not f.risk.startswith("it guards infrastructure")
+
+
+def test_an_ec2_nodeclass_is_held_by_the_nodeclaims_that_use_it():
+    nodeclass_type = ResourceType("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False)
+    nodeclass = obj(nodeclass_type, "default", finalizers=("karpenter.k8s.aws/termination",), deleting_for=DELETING)
+    claim = obj(NODECLAIM, "default-x7k2p", spec={"nodeClassRef": {"group": "karpenter.k8s.aws",
+                                                                    "kind": "EC2NodeClass", "name": "default"}})
+    other = obj(NODECLAIM, "gpu-9f3sd", spec={"nodeClassRef": {"name": "gpu"}})
+    [f] = explain_object(nodeclass, facts(nodeclass, claim, other, extra_types=(nodeclass_type, NODECLAIM))).findings
+    assert f.family == "karpenter-aws-nodeclass" and f.verdict == Verdict.HOLDING
+    assert f.condition.startswith("1 still uses it (Karpenter waits for it to terminate): NodeClaim default-x7k2p")
+    assert f.infrastructure.startswith("the IAM instance profiles and EC2 launch templates")
+
+
+def test_a_gateway_class_is_held_by_its_gateways_in_any_namespace():
+    gateway_class_type = ResourceType("gateway.networking.k8s.io", "v1", "gatewayclasses", "GatewayClass", False)
+    gateway_type = ResourceType("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True)
+    gc = obj(gateway_class_type, "envoy", finalizers=("gateway-exists-finalizer.gateway.networking.k8s.io",),
+             deleting_for=DELETING)
+    gw = obj(gateway_type, "public", "edge", spec={"gatewayClassName": "envoy"})
+    [f] = explain_object(gc, facts(gc, gw, extra_types=(gateway_class_type, gateway_type))).findings
+    assert f.family == "gateway-api" and f.verdict == Verdict.HOLDING
+    assert f.condition == "1 still uses it: Gateway edge/public" and f.infrastructure == ""
