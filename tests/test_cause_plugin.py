@@ -19,7 +19,7 @@ def lock_cause():
                             "release the lock in the lock service", "the lock is lost")
         found.summary = "locked by the lock service"
         found.links.append(core.Link("lock", "the lock service holds it", actor="lock service",
-                                     step="release the lock (lockctl release)"))
+                                     step=(core.Action("lockctl release", note="releases the lock"),)))
         return found
     yield
     core.EXPLAINERS.pop("test-lock")
@@ -37,6 +37,7 @@ def test_a_cause_in_one_module_reaches_every_command(fake, fake_kubeconfig, lock
     assert item["rootCauses"][0]["actor"] == "lock service"
     report = json.loads(kfin("explain", "cm", "held", "-n", "default", "-o", "json", *base).stdout)
     assert report["findings"][0]["protects"] == "an object until its lock is released"
-    assert report["plan"]["steps"][0]["action"] == "release the lock (lockctl release)"
+    assert report["plan"]["steps"][0]["command"] == "lockctl release"
+    assert report["plan"]["steps"][0]["note"] == "releases the lock"
     refused = kfin("remove", "cm", "held", "-n", "default", "--finalizer", "locks.kfin.test/db", "--confirm", *base)
     assert refused.code == 10 and "locked" not in refused.stdout and "HOLDING" in refused.stdout

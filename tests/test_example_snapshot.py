@@ -162,5 +162,7 @@ def test_a_deployment_held_through_its_pods_by_a_node_that_stopped_reporting():
         ("Deployment.apps", "blocking-dependent", "ReplicaSet.apps"), ("ReplicaSet.apps", "blocking-dependent", "Pod"),
         ("Pod", "kubelet", "Node")}
     assert [r["object"] for r in report["chain"]["rootCauses"]] == ["Node/ip-10-0-2-44"]
-    assert report["plan"]["steps"][0]["action"].startswith(  # the safe path first (issue 23), force last
-        "kubectl taint nodes ip-10-0-2-44 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+    [step] = report["plan"]["steps"]  # the safe path first (issue 23), force last
+    assert step["command"] == "kubectl taint nodes ip-10-0-2-44 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"
+    assert [more["command"] for more in step["more"]] == [
+        f"kubectl delete pod -n shop web-6d4b9c-{name} --grace-period=0 --force" for name in ("q8w4n", "x2k9p")]

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kfin.core.causes import Verdict, blocker_line, explain_cached, main_finding
+from kfin.core.causes import Action, Verdict, blocker_line, explain_cached, main_finding
+from kfin.core.causes.registry import prose
 from kfin.core.facts import ClusterFacts, Facts
 from kfin.core.preflight import Stuck, holds_next
 from kfin.model import KubeObject
@@ -25,14 +26,26 @@ MAX_OBJECTS = 500  # a namespace with thousands of stuck objects: the plan stays
 
 @dataclass
 class Step:
-    action: str  # a kfin remove or kubectl command, or an instruction for the operator
+    # what to do: a kfin remove or kubectl command, or an instruction for the operator; then its alternatives and
+    # last resorts, each saying when (the causes' own words: kfin.core.causes.registry.Action)
+    actions: tuple[Action, ...]
     resolves: str  # the root cause it deals with
     why: str
-    by_kfin: bool  # a finalizer removal kfin can do; every other step is the operator's
+
+    @property
+    def action(self) -> str:
+        """The step in a sentence, for a line of prose; a plan shows each command on its own line."""
+        return prose(self.actions)
+
+    @property
+    def by_kfin(self) -> bool:
+        """A finalizer removal kfin can do; every other step is the operator's."""
+        return (self.actions[0].command or "").startswith("kfin remove")
 
     def to_dict(self) -> dict:
         return {
-            "action": self.action,
+            **self.actions[0].to_dict(),
+            "more": [action.to_dict() for action in self.actions[1:]],
             "resolves": self.resolves,
             "why": self.why,
             "type": "kfin" if self.by_kfin else "operator",
@@ -238,27 +251,24 @@ def _steps(chain: Chain) -> list[Step]:
     graph, steps, done = chain.graph, [], set()
     for root in chain.roots:
         into = [d for _, _, d in graph.in_edges(root, data=True)]
-        action = next((d["step"] for d in into if d.get("step")), None)
-        fallbacks = list(dict.fromkeys(d["fallback"] for d in into if d.get("fallback")))
-        if action and fallbacks:  # every object's last resort, not only the first one's
-            action += f"; only if {'it lingers' if len(fallbacks) == 1 else 'they linger'} after that: " + "; ".join(
-                fallbacks
-            )
+        actions: tuple[Action, ...] = next((d["step"] for d in into if d.get("step")), ())
+        if actions:  # every object's last resort, not only the first one's
+            actions += tuple(dict.fromkeys(d["fallback"] for d in into if d.get("fallback")))
         data = graph.nodes[root]
-        if action is None:
+        if not actions:
             if root == chain.start and not data["stuck"]:
                 continue
             if data.get("fix") and data["stuck"]:
-                action = data["fix"]
+                actions = (Action(None, note=data["fix"]),)
             elif data["stuck"] or data.get("actor"):
-                action = f"wait: {data['line']}"
+                actions = (Action(None, note=f"wait: {data['line']}"),)
             else:
-                action = f"deal with {data['label']}"
-        if action in done:
+                actions = (Action(None, note=f"deal with {data['label']}"),)
+        if actions in done:
             continue
-        done.add(action)
+        done.add(actions)
         why = into[0]["why"] if into else data["line"]
-        steps.append(Step(action, data["label"], why, action.startswith("kfin remove")))
+        steps.append(Step(actions, data["label"], why))
     return steps
 
 
@@ -295,12 +305,12 @@ def _afterwards(chain: Chain, reachable: set, facts: ClusterFacts, later: list[S
 def _next_steps(chain: Chain, later: list[Stuck]) -> list[Step]:
     """What to do, before it holds, about what will hold a Terminating namespace once its current blockers are
     dealt with (kfin.core.preflight.holds_next), after the steps for what holds it now."""
-    steps, done = [], {s.action for s in chain.steps}
+    steps, done = [], {s.actions for s in chain.steps}
     for stuck in later:
-        action = stuck.step or f"deal with {stuck.obj.ref}"
-        if action not in done:
-            done.add(action)
-            steps.append(Step(action, stuck.obj.ref, f"next, it would hold the namespace: {stuck.reason}", False))
+        actions = stuck.actions or (Action(None, note=f"deal with {stuck.obj.ref}"),)
+        if actions not in done:
+            done.add(actions)
+            steps.append(Step(actions, stuck.obj.ref, f"next, it would hold the namespace: {stuck.reason}"))
     return steps
 
 

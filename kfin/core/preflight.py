@@ -25,7 +25,15 @@ from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
 from kfin.core.causes.dryrun import content_deletions, dependents_deletions, own_deletion
 from kfin.core.causes.ecosystem import find_controller, holdings
 from kfin.core.causes.namespace import deletion_gates, rejected_deletes, unavailable_apiservices
-from kfin.core.causes.registry import Context, Verdict, control_plane_owned, controller_manager, family
+from kfin.core.causes.registry import (
+    Action,
+    Context,
+    Verdict,
+    control_plane_owned,
+    controller_manager,
+    family,
+    prose,
+)
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.facts import Facts
 from kfin.core.lookup import facts_on_demand
@@ -45,9 +53,14 @@ class Stuck:
     finalizer: str  # "" for a gate of the whole object (a namespace's discovery)
     reason: str
     verdict: str  # what explain would say once it is stuck
-    step: str = ""  # what to do first so that it is not
+    actions: tuple[Action, ...] = ()  # what to do first so that it is not
     first: bool = False  # delete it before the target, while its controller still runs
     certain: bool = True  # False: a rule that only may hold it (a policy kfin could not evaluate): a dry run decides
+
+    @property
+    def step(self) -> str:
+        """What to do first, in a sentence (the plan gives its commands, each on its own)."""
+        return prose(self.actions)
 
     def to_dict(self) -> dict:
         return {
@@ -71,11 +84,11 @@ def reference(obj: KubeObject) -> dict:
 
 @dataclass
 class Step:
-    action: str  # an exact command
+    actions: tuple[Action, ...]  # an exact command (or an instruction), then its alternatives, each saying when
     why: str
 
     def to_dict(self) -> dict:
-        return {"action": self.action, "why": self.why}
+        return {**self.actions[0].to_dict(), "more": [a.to_dict() for a in self.actions[1:]], "why": self.why}
 
 
 @dataclass
@@ -107,14 +120,14 @@ class Preflight:
         }
 
 
-def _wait(obj: KubeObject) -> str:
+def _wait(obj: KubeObject) -> tuple[Action, ...]:
     ns = f" -n {obj.namespace}" if obj.namespace else ""
-    return f"kfin wait {obj.type.qualified} {obj.name}{ns} --timeout 10m"
+    return (Action(f"kfin wait {obj.type.qualified} {obj.name}{ns} --timeout 10m"),)
 
 
-def _delete(obj: KubeObject) -> str:
+def _delete(obj: KubeObject) -> tuple[Action, ...]:
     ns = f" -n {obj.namespace}" if obj.namespace else ""
-    return f"kubectl delete {obj.type.qualified} {obj.name}{ns}"
+    return (Action(f"kubectl delete {obj.type.qualified} {obj.name}{ns}"),)
 
 
 def predict(scope: Scope, kind: str, name: str) -> tuple[Preflight, Facts]:
@@ -219,7 +232,8 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
     if obj is result.target:  # what holds it now (a claim a scheduled Pod mounts) is not deleted with it
         gates += [f for f in findings if f.verdict == Verdict.HOLDING and control_plane_owned(f.finalizer)]
     for finding in gates:
-        result.stuck.append(Stuck(obj, finding.finalizer, finding.condition, finding.verdict.value, finding.fix))
+        actions = tuple(a for link in finding.links for a in link.step) or (Action(None, note=finding.fix),)
+        result.stuck.append(Stuck(obj, finding.finalizer, finding.condition, finding.verdict.value, actions))
     gated = {f.finalizer for f in gates}
     for finalizer in obj.finalizers:
         if finalizer in gated:
@@ -227,7 +241,8 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
         reason, verdict, step = _survives(facts, obj, finalizer, gone_namespace)
         if reason:
             first = step == FIRST
-            result.stuck.append(Stuck(obj, finalizer, reason, verdict, _delete(obj) if first else step, first))
+            actions = _delete(obj) if first else (Action(None, note=step),)
+            result.stuck.append(Stuck(obj, finalizer, reason, verdict, actions, first))
 
 
 def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str | None) -> tuple[str, str, str]:
@@ -377,7 +392,10 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
                 "kubernetes",
                 f"{why}: the namespace controller stops before deleting anything",
                 "HOLDING",
-                f"kubectl delete apiservice {service.name} (if its server was uninstalled; else repair its backend)",
+                (
+                    Action(f"kubectl delete apiservice {service.name}", when="if its server was uninstalled"),
+                    Action(None, when="else", note="repair its backend"),
+                ),
             )
         )
     content = [o for o in facts.everything(namespace.name) or [] if o.namespace == namespace.name]
@@ -469,17 +487,17 @@ def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:
     followed to its end), then what would stop the rest (controllers down, gates, budgets), then the object
     itself, followed to its end (only followed when it is already being deleted)."""
     steps: list[Step] = []
-    done: set[str] = set()
+    done: set[tuple[Action, ...]] = set()
     for stuck in [s for s in result.stuck + result.orphaned if s.first]:
-        if stuck.step in done:
+        if stuck.actions in done:
             continue
-        steps.append(Step(stuck.step, f"first, while its controller still runs ({stuck.reason})"))
+        steps.append(Step(stuck.actions, f"first, while its controller still runs ({stuck.reason})"))
         steps.append(Step(_wait(stuck.obj), f"its controller removes the finalizer before {result.target.ref} goes"))
-        done.add(stuck.step)
+        done.add(stuck.actions)
     for stuck in result.stuck:
-        if stuck.step and stuck.step not in done:
-            done.add(stuck.step)
-            steps.append(Step(stuck.step, f"{stuck.obj.ref}: {stuck.reason}"))
+        if stuck.actions and stuck.actions not in done:
+            done.add(stuck.actions)
+            steps.append(Step(stuck.actions, f"{stuck.obj.ref}: {stuck.reason}"))
     if result.target.terminating:  # deleting it again changes nothing: what is left is to follow it
         why = "it is already being deleted: " + (
             "follow it to its end" if result.clean else "then follow it to its end"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from kfin.core.blocking import Chain
 from kfin.core.causes import Explanation
 from kfin.model import parse_time
+from kfin.render.steps import Line, print_lines, step_lines, wrapped
 from kfin.render.terminal import NARROW_PANEL, columns_setting, console, text
 from kfin.util.durations import format_age
 from kfin.util.text import printable
@@ -122,7 +123,6 @@ def warning_events(events: list[dict], now: datetime, out: Console | None = None
 
 def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
     """The blocking graph below the object as a tree (root causes marked), then the plan, in order."""
-    from rich.table import Table
     from rich.text import Text
     from rich.tree import Tree
 
@@ -155,23 +155,16 @@ def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
     target.print(tree)
     if chain.truncated:
         target.print(Text(f"(only the first {len(graph)} objects were followed)", style="dim"))
+    # each command alone on its line, never wrapped, so that it pastes whole; kfin's words wrap around it
+    lines: list[Line] = []
     if chain.steps:
-        target.print()
-        target.print(Text("Plan, in order (kfin runs only `kfin remove`; the other steps are yours):", style="bold"))
-        steps = Table.grid(padding=(0, 1))
-        steps.add_column(justify="right", no_wrap=True)
-        steps.add_column(overflow="fold")
+        lines += [("", ""), ("Plan, in order (kfin runs only `kfin remove`; the other steps are yours):", "bold")]
         for number, step in enumerate(chain.steps, 1):
             cause = step.why if step.why.startswith(step.resolves) else f"{step.resolves}: {step.why}"
-            steps.add_row(
-                f"  {number}.", Text.assemble(text(step.action), "\n", (f"root cause: {printable(cause)}", "dim"))
-            )
-        target.print(steps)
+            lines += step_lines(number, step.actions, target.width)
+            lines += wrapped(f"root cause: {cause}", "     ", "     ", target.width, "dim")
     if chain.afterwards:
-        target.print(Text("Then, by themselves:", style="bold"))
-        afterwards = Table.grid(padding=(0, 1))
-        afterwards.add_column(no_wrap=True)
-        afterwards.add_column(overflow="fold")
+        lines.append(("Then, by themselves:", "bold"))
         for line in chain.afterwards:
-            afterwards.add_row("  -", text(line))
-        target.print(afterwards)
+            lines += wrapped(line, "  - ", "    ", target.width)
+    print_lines(lines, target)

@@ -9,6 +9,7 @@ import shutil
 from datetime import UTC, datetime
 
 from kfin import __version__
+from kfin.core.causes import Action
 from kfin.core.report import Entry, Report
 from kfin.render.graph import picture, plain_tree
 from kfin.util.durations import format_age
@@ -44,6 +45,16 @@ def _graph(report: Report) -> str:
     return f'<pre id="graph">{_e(plain_tree(report.graph))}</pre><p>(Install Graphviz to draw it.)</p>'
 
 
+def _action(action: Action) -> str:
+    """One action of a plan's step: its command in a block of its own, to copy whole, its condition and note below
+    (an action outside kubectl is its note)."""
+    if action.command is None:
+        return f"{_e(action.text)}<br>"
+    lines = [f"<b>when:</b> {_e(action.when)}"] if action.when else []
+    lines += [f"<b>note:</b> {_e(action.note)}"] if action.note else []
+    return f'<pre class="command"><code>{_e(action.command)}</code></pre>' + "".join(f"{line}<br>" for line in lines)
+
+
 def _entry(number: int, entry: Entry) -> str:
     o, row = entry.row.obj, entry.row
     parts = [f'<h3 id="o{number}">{_e(o.ref)} — Terminating for {_e(format_age(row.terminating_seconds))}</h3>']
@@ -65,7 +76,10 @@ def _entry(number: int, entry: Entry) -> str:
     chain = row.chain
     if chain is not None and chain.steps:
         parts.append("<p><b>Plan, in order</b> (kfin runs only <code>kfin remove</code>):</p><ol>")
-        parts += [f"<li><code>{_e(s.action)}</code><br>{_e(s.resolves)}: {_e(s.why)}</li>" for s in chain.steps]
+        parts += [
+            f"<li>{''.join(_action(a) for a in s.actions)}root cause: {_e(s.resolves)}: {_e(s.why)}</li>"
+            for s in chain.steps
+        ]
         parts.append("</ol>")
         if chain.afterwards:
             parts.append("<p>Then, by themselves:</p><ul>")

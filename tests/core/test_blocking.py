@@ -26,7 +26,7 @@ def test_the_chain_goes_to_the_root_cause_and_the_plan_starts_there():
     assert [chain.label(r) for r in chain.roots] == ["Pod/shop/db-0"]
     assert chain.depth[chain.roots[0]] == 2  # volume -> claim -> pod
     [step] = chain.steps
-    assert step.action.startswith("kubectl delete pod -n shop db-0") and not step.by_kfin
+    assert step.actions[0].command == "kubectl delete pod -n shop db-0" and not step.by_kfin
     # then, by themselves, deepest first: the claim, then the volume (and its disk, reclaim policy Delete)
     assert chain.afterwards[0].startswith("PersistentVolumeClaim/shop/data goes by itself")
     assert "disk is deleted with it" in chain.afterwards[1]
@@ -70,7 +70,27 @@ def test_every_culprit_is_named_in_the_plan_not_only_the_first():
     [finding] = explain_object(replicas, known).findings
     assert finding.summary == "waiting for 2 blocking dependents (Pod/shop/web-1-a, Pod/shop/web-1-b)"
     [step] = follow(replicas, known).steps
-    assert step.action.startswith("kubectl taint nodes node-9 node.kubernetes.io/out-of-service")
-    assert step.action.index("taint") < step.action.index("only if they linger after that: ")
-    for name in ("web-1-a", "web-1-b"):
-        assert f"kubectl delete pod -n shop {name} --grace-period=0 --force" in step.action
+    # the taint first, then every Pod's last resort, each its own command with its condition (issue 41)
+    assert [a.command for a in step.actions] == [
+        "kubectl taint nodes node-9 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute",
+        "kubectl delete pod -n shop web-1-a --grace-period=0 --force",
+        "kubectl delete pod -n shop web-1-b --grace-period=0 --force",
+    ]
+    assert [a.when for a in step.actions] == [
+        "once it is shut down",
+        "only if Pod/shop/web-1-a lingers after that",
+        "only if Pod/shop/web-1-b lingers after that",
+    ]
+    assert step.to_dict() == {
+        "command": "kubectl taint nodes node-9 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute",
+        "when": "once it is shut down",
+        "note": "Kubernetes then deletes its Pods and detaches their volumes",
+        "more": [
+            {"command": f"kubectl delete pod -n shop web-1-{s} --grace-period=0 --force",
+             "when": f"only if Pod/shop/web-1-{s} lingers after that", "note": None}
+            for s in "ab"
+        ],
+        "resolves": "Node/node-9",
+        "why": step.why,
+        "type": "operator",
+    }

@@ -64,7 +64,7 @@ def test_a_servicecidr_is_held_by_the_service_whose_address_it_holds(cluster):
     [finding] = report["findings"]
     assert finding["verdict"] == "HOLDING" and finding["removeCommand"] is None
     assert [link["object"] for link in finding["links"]] == [f"Service/{cluster.namespace}/web"]
-    assert report["plan"]["steps"][0]["action"].startswith(f"kubectl delete services -n {cluster.namespace} web")
+    assert report["plan"]["steps"][0]["command"] == f"kubectl delete services -n {cluster.namespace} web"
     refuses_by_default_and_without_force(cluster, "servicecidr", cidr_name, "networking.k8s.io/service-cidr-finalizer")
     assert cluster.get(cidr)["metadata"]["finalizers"] == ["networking.k8s.io/service-cidr-finalizer"]
     cluster.delete(f"{cluster.path('v1', 'Service', namespace=cluster.namespace)}/web")
@@ -229,7 +229,7 @@ def test_a_conversion_webhook_that_cannot_be_called_is_the_root_cause_of_a_stuck
         assert finding["verdict"] == "HOLDING" and why in finding["condition"]
         assert [link["object"] for link in finding["links"]] == \
             [f"CustomResourceDefinition.apiextensions.k8s.io/gadgets.{group}"]
-        assert report["plan"]["steps"][0]["action"].startswith(
+        assert report["plan"]["steps"][0]["note"].startswith(
             f"restore the conversion webhook of CustomResourceDefinition gadgets.{group}")
         [item] = [i for i in json.loads(scan.stdout)["items"] if i["name"] == bystander]
         assert item["verdict"] == "HOLDING" and why in item["blocker"]

@@ -112,7 +112,7 @@ def test_the_namespace_controller_is_asked_as_itself(cluster):
                "(impersonated): 422 Invalid" in " ".join(finding["evidence"]), finding["evidence"]
         [root] = explained["chain"]["rootCauses"]
         assert root["object"] == f"ValidatingAdmissionPolicy.admissionregistration.k8s.io/{name}"
-        assert explained["plan"]["steps"][0]["action"].startswith(f"change ValidatingAdmissionPolicy {name}")
+        assert explained["plan"]["steps"][0]["note"].startswith(f"change ValidatingAdmissionPolicy {name}")
         if cluster.is_fake:  # the dry run reached the server as the namespace controller, and stored nothing
             sent = writes(cluster)
             deletes = [r for r in sent if r.method == "DELETE"]

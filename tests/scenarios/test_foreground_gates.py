@@ -41,9 +41,10 @@ def gc_denied(cluster, dependent: dict) -> bool:
     return not send(admin, write, impersonate=True).accepted
 
 
-def held(cluster, owner: dict, why: str, step: str, root: str):
+def held(cluster, owner: dict, why: str, step: dict, root: str):
     """Deleted in the foreground, the owner stays with foregroundDeletion and its dependent stays untouched; explain,
-    stuck and graph name the gate, the plan's first step is its step."""
+    stuck and graph name the gate, the plan's first step is its step (`step`: its note, and the command offered
+    instead)."""
     base = ("--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
     predicted = kfin("preflight", "configmap", "owner", "-o", "json", "--exit-code", *base)
     assert predicted.code == ExitCode.FOUND, predicted
@@ -51,7 +52,8 @@ def held(cluster, owner: dict, why: str, step: str, root: str):
     [gate] = [s for s in report["wouldBeStuck"] if s["object"]["name"] == "owner"]
     assert gate["verdict"] == "BLOCKED" and gate["finalizer"] == "foregroundDeletion", gate
     assert gate["reason"].startswith(why), gate
-    assert report["plan"][0]["action"].startswith(step), report["plan"]
+    assert report["plan"][0]["note"].startswith(step["note"]), report["plan"]
+    assert report["plan"][0]["command"] is None and report["plan"][0]["more"][0]["command"] == step["instead"]
 
     cluster.delete(owner, propagation="Foreground")
     path = f"/api/v1/namespaces/{cluster.namespace}/configmaps"
@@ -64,8 +66,9 @@ def held(cluster, owner: dict, why: str, step: str, root: str):
     assert finding["verdict"] == "BLOCKED" and finding["condition"].startswith(why), finding
     [cause] = explained["chain"]["rootCauses"]
     assert cause["object"] == root, explained["chain"]
-    assert explained["plan"]["steps"][0]["action"].startswith(step), explained["plan"]
-    assert not [s for s in explained["plan"]["steps"] if s["action"].startswith("wait")]
+    first = explained["plan"]["steps"][0]
+    assert first["note"].startswith(step["note"]) and first["more"][0]["command"] == step["instead"], first
+    assert not [s for s in explained["plan"]["steps"] if (s["note"] or "").startswith("wait")]
     [item] = [i for i in json.loads(kfin("stuck", "-o", "json", *base).stdout)["items"] if i["name"] == "owner"]
     assert item["verdict"] == "BLOCKED", item
     tree = kfin("graph", "configmap", "owner", *base).stdout
@@ -92,7 +95,8 @@ def test_a_policy_denying_the_garbage_collectors_delete_blocks_a_foreground_dele
         cluster.eventually(lambda: gc_denied(cluster, dependent), message="the policy to be enforced")
         why = (f"ValidatingAdmissionPolicy {pname} (binding {bname}) denies the garbage collector's DELETE: dependents "
                "are deleted by hand (configmaps dependent)")
-        step = f"change ValidatingAdmissionPolicy {pname} (or its binding {bname}) so that it allows the deletion"
+        step = {"note": f"change ValidatingAdmissionPolicy {pname} (or its binding {bname}) so that it allows the "
+                        "deletion", "instead": f"kubectl delete validatingadmissionpolicybinding {bname}"}
         held(cluster, owner, why, step, f"ValidatingAdmissionPolicy.admissionregistration.k8s.io/{pname}")
     finally:
         cluster.api.delete(cluster.path_of(binding))  # as the plan says: the garbage collector then carries on
@@ -119,7 +123,8 @@ def test_a_webhook_failing_closed_on_the_garbage_collectors_delete_blocks_a_fore
         why = (f"webhook gc.kfin.test of ValidatingWebhookConfiguration {name} rejects every DELETE of configmaps in "
                f"namespace {cluster.namespace} (failurePolicy Fail): its Service {cluster.namespace}/no-such-svc does "
                "not exist")
-        step = f"restore the backend of webhook gc.kfin.test, or kubectl delete validatingwebhookconfiguration {name}"
+        step = {"note": "restore the backend of webhook gc.kfin.test",
+                "instead": f"kubectl delete validatingwebhookconfiguration {name}"}
         held(cluster, owner, why, step, f"ValidatingWebhookConfiguration.admissionregistration.k8s.io/{name}")
     finally:
         cluster.api.delete(cluster.path_of(config))  # as the plan says: the garbage collector then carries on
@@ -163,7 +168,7 @@ def test_the_garbage_collector_is_asked_as_itself(cluster):
                f"{GARBAGE_COLLECTOR} (impersonated): 422 Invalid" in " ".join(finding["evidence"]), finding["evidence"]
         [cause] = explained["chain"]["rootCauses"]
         assert cause["object"] == f"ValidatingAdmissionPolicy.admissionregistration.k8s.io/{pname}"
-        assert explained["plan"]["steps"][0]["action"].startswith(f"change ValidatingAdmissionPolicy {pname}")
+        assert explained["plan"]["steps"][0]["note"].startswith(f"change ValidatingAdmissionPolicy {pname}")
         if cluster.is_fake:  # sent as the garbage collector, as a dry run: nothing was stored
             writes = [r for r in cluster.fake.requests if r.method not in ("GET", "HEAD")]
             deletes = [r for r in writes if r.method == "DELETE"]  # besides, a SelfSubjectAccessReview (may it?)

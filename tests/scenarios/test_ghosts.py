@@ -55,7 +55,7 @@ def test_a_ghost_is_listed_explained_and_cleaned_up_on_request(cluster, tmp_path
     report = json.loads(kfin("explain", "cm", "left-behind", "-n", ns, "-o", "json", *base).stdout)
     assert report["findings"][0]["verdict"] == "BLOCKED"
     assert report["plan"] is not None, report  # whether or not the namespace controller deleted it first
-    assert report["plan"]["steps"][0]["action"].startswith(f"kubectl create namespace {ns}")
+    assert report["plan"]["steps"][0]["command"] == f"kubectl create namespace {ns}"
     refused = kfin("remove", "cm", "left-behind", "-n", ns, "--finalizer", "example.com/hold", "--confirm", *base)
     assert refused.code == ExitCode.REFUSED and "--recreate-namespace" in refused.stderr
     cleaned = kfin("remove", "cm", "left-behind", "-n", ns, "--finalizer", "example.com/hold", "--confirm",
@@ -83,7 +83,7 @@ def test_a_ghost_never_deleted_is_explained_and_its_namespace_recreated_on_reque
     assert item["name"] == "left" and item["blocker"].startswith("ghost: ")
     report = json.loads(kfin("explain", "cm", "left", "-n", ns, "-o", "json", *base).stdout)
     assert report["findings"][0]["verdict"] == "BLOCKED"
-    assert report["plan"]["steps"][0]["action"].startswith(f"kubectl create namespace {ns}")
+    assert report["plan"]["steps"][0]["command"] == f"kubectl create namespace {ns}"
     refused = kfin("remove", "cm", "left", "-n", ns, "--finalizer", "example.com/hold", "--confirm", *base)
     assert refused.code == ExitCode.REFUSED and "--recreate-namespace" in refused.stderr, refused.stderr
     assert "--allow-live" not in refused.stderr

@@ -80,7 +80,7 @@ def test_a_namespace_that_holds_its_own_operator(cluster):
     assert (name, finalizer, verdict) == ("w1", f"{group}/cleanup", "ORPHANED")
     [reason] = [s["reason"] for s in report["wouldBeStuck"] if s["object"]["kind"] == "Widget"]
     assert f"lives in namespace {ns}, deleted with it" in reason
-    actions = [s["action"] for s in report["plan"]]
+    actions = [s["command"] or s["note"] for s in report["plan"]]
     assert actions[0] == f"kubectl delete widgets.{group} w1 -n {ns}"
     assert actions[-2:] == [f"kubectl delete namespaces {ns}", f"kfin wait namespaces {ns} --timeout 10m"]
 
@@ -106,7 +106,8 @@ def test_a_crd_whose_resources_carry_the_finalizer_of_an_operator_that_is_gone(c
     report = preflight(cluster, "crd", crd)
     assert deleted(report) == {("Widget", "w1"), ("Widget", "w2")}
     assert predicted(report) == {("Widget", "w1", f"{group}/cleanup", "ORPHANED")}
-    assert report["plan"][0]["action"].startswith(f"install what removes {group}/cleanup")
+    assert report["plan"][0]["command"] is None
+    assert report["plan"][0]["note"].startswith(f"install what removes {group}/cleanup")
 
     cluster.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
     widget = f"/apis/{group}/v1/namespaces/{cluster.namespace}/widgets/w1"
@@ -133,7 +134,9 @@ def test_a_namespace_that_an_unavailable_apiservice_would_stop(cluster):
     report = json.loads(result.stdout)
     [gate] = [s for s in report["wouldBeStuck"] if s["object"]["kind"] == "Namespace"]
     assert f"APIService {name} is unavailable" in gate["reason"] and "stops before deleting anything" in gate["reason"]
-    assert gate["step"].startswith(f"kubectl delete apiservice {name}")
+    assert gate["step"].startswith(f"if its server was uninstalled: kubectl delete apiservice {name}")
+    [step] = [s for s in report["plan"] if s["command"] == f"kubectl delete apiservice {name}"]
+    assert step["when"] == "if its server was uninstalled" and step["more"][0]["note"] == "repair its backend"
 
     cluster.delete(f"/api/v1/namespaces/{ns}")
     cluster.eventually(lambda: any(c.get("type") == "NamespaceDeletionDiscoveryFailure" and c.get("status") == "True"
@@ -226,7 +229,7 @@ def test_an_operator_uninstalled_before_its_custom_resources(cluster, deleting):
     assert f"its only controller Deployment {ops}/widget-operator is deleted" in left["reason"]
     if deleting == "deployment":
         assert {d["kind"] for d in report["wouldDelete"]} == {"ReplicaSet", "Pod"}
-    actions = [s["action"] for s in report["plan"]]
+    actions = [s["command"] or s["note"] for s in report["plan"]]
     assert actions[:2] == [f"kubectl delete widgets.{group} w1 -n {cluster.namespace}",
                            f"kfin wait widgets.{group} w1 -n {cluster.namespace} --timeout 10m"]
 
@@ -262,7 +265,7 @@ def test_what_holds_a_namespace_next_is_named_before_it_holds(cluster):
     result = kfin("explain", "ns", ns, "-o", "json", "--kubeconfig", str(cluster.kubeconfig))
     assert result.code in (0, ExitCode.PARTIAL), result.stderr
     plan = json.loads(result.stdout)["plan"]
-    actions = [s["action"] for s in plan["steps"]]
+    actions = [s["command"] or s["note"] for s in plan["steps"]]
     now = next(i for i, a in enumerate(actions) if f"pods held -n {ns}" in a or "pod held" in a)
     later = actions.index(f"kubectl delete widgets.{group} w1 -n {ns}")
     assert now < later, actions
@@ -293,7 +296,7 @@ def test_a_namespace_already_being_deleted(cluster):
         report = preflight(cluster, "namespace", ns)
         assert report["terminating"] is True and report["clean"] is False
         assert ("ConfigMap", "held", "example.com/hold", "ORPHANED") in predicted(report), report["wouldBeStuck"]
-        actions = [s["action"] for s in report["plan"]]
+        actions = [s["command"] or s["note"] for s in report["plan"]]
         assert actions[-1] == f"kfin wait namespaces {ns} --timeout 10m", actions
         assert not any(a.startswith("kubectl delete namespace") for a in actions), actions
 

@@ -81,7 +81,7 @@ def test_a_volume_held_by_its_claim_held_by_a_scheduled_pod(cluster):
     types = [(e["from"].split("/")[0], e["type"], e["to"].split("/")[0]) for e in report["chain"]["edges"]]
     assert types == [("PersistentVolume", "bound-claim", "PersistentVolumeClaim"),
                      ("PersistentVolumeClaim", "used-by-pod", "Pod")]
-    assert [s["action"] for s in report["plan"]["steps"]] == [f"kubectl delete pod -n {cluster.namespace} db-0"]
+    assert [s["command"] for s in report["plan"]["steps"]] == [f"kubectl delete pod -n {cluster.namespace} db-0"]
     assert report["plan"]["steps"][0]["type"] == "operator"
     assert report["plan"]["afterwards"][-1].endswith("reclaim policy Delete, so its disk is deleted with it, "
                                                      "data included")
@@ -99,8 +99,11 @@ def test_a_volume_held_through_its_claim_by_a_pod_whose_node_never_reported(clus
     item, report = same_everywhere(cluster, "PersistentVolume", pv["metadata"]["name"], "pv", pv["metadata"]["name"])
     assert [e["type"] for e in report["chain"]["edges"]] == ["bound-claim", "used-by-pod", "kubelet"]
     assert [r["object"] for r in item["rootCauses"]] == [f"Node/{node['metadata']['name']}"]
-    assert report["plan"]["steps"][0]["action"].startswith(
+    [step] = report["plan"]["steps"]
+    assert step["command"] == (
         f"kubectl taint nodes {node['metadata']['name']} node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+    assert step["more"] == [{"command": f"kubectl delete pod -n {cluster.namespace} db-0 --grace-period=0 --force",
+                             "when": f"only if Pod/{cluster.namespace}/db-0 lingers after that", "note": None}]
     assert report["plan"]["afterwards"][0] == f"Pod/{cluster.namespace}/db-0 goes by itself"
     assert "reclaim policy Retain, so the disk and its data stay" in report["plan"]["afterwards"][-1]
 
@@ -114,7 +117,7 @@ def test_a_namespace_held_by_a_custom_resource_of_an_uninstalled_operator(cluste
         ("controller", f"the controller of {group}", "ORPHANED")]
     assert item["blocker"].endswith(f"; root cause: the controller of {group}")
     [step] = report["plan"]["steps"]
-    assert step["type"] == "kfin" and step["action"].startswith(
+    assert step["type"] == "kfin" and step["command"] == (
         f"kfin remove widgets.{group} w1 -n {ns} --finalizer {group}/cleanup --confirm")
     assert report["plan"]["afterwards"] == [
         f"Widget.{group}/{ns}/w1 goes by itself",
@@ -131,4 +134,6 @@ def test_a_namespace_held_by_an_unavailable_apiservice(cluster):
     assert root["object"] == f"APIService.apiregistration.k8s.io/{name}"
     assert "ServiceNotFound" in root["evidence"]
     [step] = report["plan"]["steps"]
-    assert step["action"].startswith(f"repair the backend of APIService {name}, or kubectl delete apiservice {name}")
+    assert step["command"] is None and step["note"] == f"repair the backend of APIService {name}"
+    assert step["more"] == [{"command": f"kubectl delete apiservice {name}",
+                             "when": "instead, if its server was uninstalled", "note": None}]

@@ -97,7 +97,12 @@ def test_an_object_that_cannot_be_read_from_storage_blocks_its_namespace_and_is_
         assert "AllowUnsafeMalformedObjectDeletion feature gate off here: turn it on" in fix
         assert f"etcdctl get --prefix --keys-only /registry/configmaps/{ns}/" in fix
         [step] = report["plan"]["steps"]
-        assert step["action"] == fix and step["type"] == "operator"
+        # the same actions, each its own: no command to paste while the server cannot name the objects
+        assert step["type"] == "operator" and [step["command"], *(m["command"] for m in step["more"])] == [None, None]
+        assert step["when"].startswith("if configmaps in namespace") and step["note"] in fix
+        assert [m["when"] for m in step["more"]] == ["otherwise (AllowUnsafeMalformedObjectDeletion feature gate off "
+                                                     "here: turn it on)"]
+        assert step["more"][0]["note"] in fix
         panel = run(cluster, "explain", "ns", ns).stdout
         for said in (panel, explained.stdout):
             for never in ("empty", "within seconds", "wait"):

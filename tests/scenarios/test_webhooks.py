@@ -41,8 +41,10 @@ def test_a_webhook_failing_closed_blocks_every_finalizer_and_is_the_root_cause(c
     assert "has no ready endpoints" in finding["condition"]
     [root] = report["chain"]["rootCauses"]
     assert root["object"] == f"ValidatingWebhookConfiguration.admissionregistration.k8s.io/{config['metadata']['name']}"
-    assert report["plan"]["steps"][0]["action"].startswith("restore the backend of webhook gate.kfin.test, or kubectl "
-                                                           "delete validatingwebhookconfiguration")
+    [step] = report["plan"]["steps"]
+    assert step["command"] is None and step["note"] == "restore the backend of webhook gate.kfin.test"
+    assert step["more"] == [{"command": f"kubectl delete validatingwebhookconfiguration {config['metadata']['name']}",
+                             "when": "instead, if its operator was uninstalled", "note": None}]
     stuck = kfin("stuck", *base, "-o", "json")
     [item] = json.loads(stuck.stdout)["items"]
     assert item["blocker"].startswith("custom: example.com/hold cannot be removed: webhook gate.kfin.test")
@@ -101,14 +103,15 @@ def test_a_webhook_failing_closed_on_delete_holds_a_namespace_and_is_named(clust
     name = config["metadata"]["name"]
     why = (f"webhook deletes.kfin.test of ValidatingWebhookConfiguration {name} rejects every DELETE of configmaps in "
            f"the namespace (failurePolicy Fail): its Service {cluster.namespace}/no-such-svc does not exist")
-    step = f"restore the backend of webhook deletes.kfin.test, or kubectl delete validatingwebhookconfiguration {name}"
+    step = {"note": "restore the backend of webhook deletes.kfin.test",
+            "instead": f"kubectl delete validatingwebhookconfiguration {name}"}
     base = ("--kubeconfig", str(cluster.kubeconfig))
     predicted = kfin("preflight", "ns", ns, "-o", "json", "--exit-code", *base)
     assert predicted.code == ExitCode.FOUND, predicted
     report = json.loads(predicted.stdout)
     [gate] = [s for s in report["wouldBeStuck"] if s["object"]["kind"] == "Namespace"]
     assert gate["verdict"] == "BLOCKED" and gate["reason"].startswith(why), gate
-    assert report["plan"][0]["action"].startswith(step)
+    assert report["plan"][0]["note"] == step["note"] and report["plan"][0]["more"][0]["command"] == step["instead"]
 
     cluster.delete(f"/api/v1/namespaces/{ns}")
     cluster.eventually(lambda: 'failed calling webhook "deletes.kfin.test"' in next(
@@ -121,8 +124,9 @@ def test_a_webhook_failing_closed_on_delete_holds_a_namespace_and_is_named(clust
     assert any(e.startswith("condition NamespaceDeletionContentFailure: ") for e in finding["evidence"])
     [root] = explained["chain"]["rootCauses"]
     assert root["object"] == f"ValidatingWebhookConfiguration.admissionregistration.k8s.io/{name}"
-    assert explained["plan"]["steps"][0]["action"].startswith(step)
-    assert not [s for s in explained["plan"]["steps"] if s["action"].startswith("wait")]
+    first = explained["plan"]["steps"][0]
+    assert first["note"] == step["note"] and first["more"][0]["command"] == step["instead"], first
+    assert not [s for s in explained["plan"]["steps"] if (s["note"] or "").startswith("wait")]
     [item] = [i for i in json.loads(kfin("stuck", "-A", "-o", "json", *base).stdout)["items"] if i["name"] == ns]
     assert item["verdict"] == "BLOCKED"
 
@@ -160,6 +164,7 @@ def test_an_admission_policy_denying_the_namespace_controllers_deletes_holds_a_n
     why = (f"ValidatingAdmissionPolicy {pname} (binding {bname}) denies the namespace controller's DELETE: the ledger "
            "is kept (configmaps ledger)")
     step = f"change ValidatingAdmissionPolicy {pname} (or its binding {bname}) so that it allows the deletion"
+    instead = f"kubectl delete validatingadmissionpolicybinding {bname}"
     base = ("--kubeconfig", str(cluster.kubeconfig))
     predicted = kfin("preflight", "ns", ns, "-o", "json", "--exit-code", *base)
     assert predicted.code == ExitCode.FOUND, predicted
@@ -177,8 +182,9 @@ def test_an_admission_policy_denying_the_namespace_controllers_deletes_holds_a_n
     assert finding["verdict"] == "BLOCKED" and finding["condition"].startswith(why), finding
     [root] = explained["chain"]["rootCauses"]
     assert root["object"] == f"ValidatingAdmissionPolicy.admissionregistration.k8s.io/{pname}"
-    assert explained["plan"]["steps"][0]["action"].startswith(step)
-    assert not [s for s in explained["plan"]["steps"] if s["action"].startswith("wait")]
+    first = explained["plan"]["steps"][0]
+    assert first["note"].startswith(step) and first["more"][0]["command"] == instead, first
+    assert not [s for s in explained["plan"]["steps"] if (s["note"] or "").startswith("wait")]
 
     cluster.api.delete(cluster.path_of(binding))  # as the plan says: the namespace controller then carries on
     cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to go")

@@ -22,6 +22,7 @@ from kfin.core.causes import (  # noqa: F401  (they register)
 )
 from kfin.core.causes.registry import (
     EXPLAINERS,
+    Action,
     Explanation,
     Finding,
     Link,
@@ -36,6 +37,7 @@ from kfin.core.causes.registry import (
 
 __all__ = [
     "EXPLAINERS",
+    "Action",
     "Explanation",
     "Finding",
     "Link",

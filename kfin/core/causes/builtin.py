@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kfin.core.causes.registry import (
+    Action,
     Context,
     Entry,
     Finding,
@@ -44,8 +45,12 @@ def load_balancer(ctx: Context) -> Finding:
                 "controller",
                 liveness,
                 actor="cloud-controller-manager",
-                step="bring the cloud controller manager back, or delete the load balancer in the "
-                f"cloud console and {found.remove_command}",
+                step=(
+                    Action(None, note="bring the cloud controller manager back"),
+                    Action(
+                        found.remove_command, when="instead, once you deleted the load balancer in the cloud console"
+                    ),
+                ),
             )
         )
         return found

@@ -6,6 +6,7 @@ root cause on both."""
 from __future__ import annotations
 
 from kfin.api.scan import CRDS
+from kfin.core.causes.registry import Action
 from kfin.core.causes.webhooks import backend_problem
 from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject
@@ -28,11 +29,11 @@ def failing_conversions(facts: ClusterFacts) -> list[tuple[KubeObject, str]]:
     return out
 
 
-def conversion_step(crd: KubeObject) -> str:
+def conversion_step(crd: KubeObject) -> tuple[Action, ...]:
     client = (((crd.raw.get("spec") or {}).get("conversion") or {}).get("webhook") or {}).get("clientConfig") or {}
     service = client.get("service") or {}
     where = f"Service {service.get('namespace')}/{service.get('name')}" if service else "its URL"
     return (
-        f"restore the conversion webhook of CustomResourceDefinition {crd.name} ({where}), or set its "
-        "conversion strategy back to None if its operator was uninstalled"
+        Action(None, note=f"restore the conversion webhook of CustomResourceDefinition {crd.name} ({where})"),
+        Action(None, when="instead, if its operator was uninstalled", note="set its conversion strategy back to None"),
     )

@@ -21,6 +21,7 @@ from kfin.core.causes.registry import (
     EVERYWHERE,
     OBJECT_NAMESPACE,
     WORKLOADS,
+    Action,
     Context,
     Finding,
     Link,
@@ -360,7 +361,13 @@ def forbidden_finding(
             "forbidden",
             f"{w.type.kind} {w.namespace}/{w.name} may not update {resource.qualified}",
             target=w,
-            step=f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} ({rule})",
+            step=(
+                Action(
+                    None,
+                    note=f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} "
+                    f"({rule})",
+                ),
+            ),
         )
     )
     return found
@@ -412,7 +419,10 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
             "controller",
             f"{w.type.kind} {w.namespace}/{w.name} is not running",
             target=w,
-            step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name} (or {found.remove_command})",
+            step=(
+                Action(None, note=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}"),
+                Action(found.remove_command, when="instead, if it cannot run again"),
+            ),
         )
     )
     return found
@@ -522,8 +532,10 @@ def custom(ctx: Context) -> Finding:
                 f"{controller} is installed but not running: {why}",
                 target=failing,
                 actor=None if failing else controller,
-                step=f"fix or scale up {controller} (or, once what it guards is cleaned up by hand: "
-                f"{found.remove_command})",
+                step=(
+                    Action(None, note=f"fix or scale up {controller}"),
+                    Action(found.remove_command, when="instead, once what it guards is cleaned up by hand"),
+                ),
             )
         )
         return found
@@ -578,7 +590,10 @@ def custom(ctx: Context) -> Finding:
             "controller",
             f"{controller} is gone: nothing will remove {ctx.finalizer}",
             actor=controller,
-            step=found.remove_command + (" (after cleaning up what it guarded, or reinstall the controller instead)"),
+            step=(
+                Action(found.remove_command, when="after cleaning up what it guarded"),
+                Action(None, when="instead", note="reinstall the controller"),
+            ),
         )
     )
     return found

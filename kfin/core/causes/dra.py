@@ -7,6 +7,7 @@ from __future__ import annotations
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     OBJECT_NAMESPACE,
+    Action,
     Context,
     Entry,
     Finding,
@@ -91,7 +92,7 @@ def resource_claim(ctx: Context) -> Finding:
                     "reserved-for",
                     "the claim is reserved for it",
                     target=pod,
-                    step=f"kubectl delete pod -n {pod.namespace} {pod.name}",
+                    step=(Action(f"kubectl delete pod -n {pod.namespace} {pod.name}"),),
                 )
             )
     return found

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from kfin.api.dryrun import GARBAGE_COLLECTOR, NAMESPACE_CONTROLLER, Answer, Write
-from kfin.core.causes.registry import GATES, Context, Finding, Link, Verdict
+from kfin.core.causes.registry import GATES, Action, Context, Finding, Link, Verdict, prose
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
 from kfin.core.causes.webhooks import hook_named
 from kfin.core.facts import ClusterFacts
@@ -44,7 +44,7 @@ class Refusal:
     why: str
     kind: str  # the link's kind: webhook, admission-policy, forbidden, storage, namespace-terminating, rejected
     target: KubeObject | None
-    step: str
+    step: tuple[Action, ...]
     risk: str | None = None
     as_actor: bool = True  # the answer is the actor's (sent as it, or one that answers everyone alike)
 
@@ -100,16 +100,20 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
         holder = f" of {config.type.kind} {config.name}" if config is not None else ""
         if failed:  # the backend cannot be reached: it answers everyone alike
             why = f"webhook {name}{holder} rejects the {verb} of {write.rtype.qualified} (failing closed): {message}"
-            step = f"restore the backend of webhook {name}" + (
-                f", or kubectl delete {config.type.kind.lower()} {config.name} if its operator was uninstalled"
-                if config is not None
-                else ""
-            )
+            step: tuple[Action, ...] = (Action(None, note=f"restore the backend of webhook {name}"),)
+            if config is not None:
+                delete = f"kubectl delete {config.type.kind.lower()} {config.name}"
+                step += (Action(delete, when="instead, if its operator was uninstalled"),)
             return Refusal(write, answer, why, "webhook", config, step, WEBHOOK_RISK, True)
         why = f"webhook {name}{holder} denies the {verb} of {write.rtype.qualified} by {actor}: {denied.group(2)}"  # type: ignore[union-attr]
-        step = f"change what webhook {name} enforces (its operator's configuration) so that it allows the {verb}" + (
-            f", or kubectl delete {config.type.kind.lower()} {config.name}" if config is not None else ""
+        step = (
+            Action(
+                None,
+                note=f"change what webhook {name} enforces (its operator's configuration) so that it allows the {verb}",
+            ),
         )
+        if config is not None:
+            step += (Action(f"kubectl delete {config.type.kind.lower()} {config.name}", when="instead"),)
         return Refusal(write, answer, why, "webhook", config, step, WEBHOOK_RISK, as_actor)
     policy_denial = DENIED_BY_POLICY.search(message)
     if policy_denial:
@@ -120,33 +124,47 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
             f"by {actor}: {said}"
         )
         step = (
-            f"change ValidatingAdmissionPolicy {policy_name} (or its binding {binding}) so that it allows the {verb} "
-            f"by {actor}, or kubectl delete validatingadmissionpolicybinding {binding} if what it enforces is obsolete"
+            Action(
+                None,
+                note=f"change ValidatingAdmissionPolicy {policy_name} (or its binding {binding}) so that it allows "
+                f"the {verb} by {actor}",
+            ),
+            Action(
+                f"kubectl delete validatingadmissionpolicybinding {binding}",
+                when="instead, if what it enforces is obsolete",
+            ),
         )
         risk = "changing or unbinding the policy lifts what it enforces for every request it matches"
         return Refusal(write, answer, why, "admission-policy", policy, step, risk, as_actor)
     if answer.reason == "NamespaceTerminating" or "because it is being terminated" in message:
         why = f"the {verb} would create content in a namespace being deleted: {message}"
-        return Refusal(write, answer, why, "namespace-terminating", None, "let the namespace go first", None, True)
+        first = (Action(None, note="let the namespace go first"),)
+        return Refusal(write, answer, why, "namespace-terminating", None, first, None, True)
     if answer.code == 403:
         if not as_actor:  # kfin's user may not do it: nothing said of the actor
             return None
         resource = write.rtype.qualified
         where = f" in namespace {write.namespace}" if write.namespace else ""
         why = f"{actor} may not {write.verb} {resource}{where} (RBAC): {message}"
-        step = f"grant {actor} {write.verb} on {resource}{where} (a Role or ClusterRole bound to it)"
+        step = (
+            Action(None, note=f"grant {actor} {write.verb} on {resource}{where} (a Role or ClusterRole bound to it)"),
+        )
         return Refusal(write, answer, why, "forbidden", None, step, None, True)
     if answer.code >= 500 and STORAGE.search(message):
         why = f"the server cannot read {write.rtype.qualified}/{write.name} from its storage: {message}"
         step = (
-            f"repair what the server cannot read ({write.rtype.qualified}/{write.name}: its encryption key, or etcd); "
-            "until then nothing deletes it"
+            Action(
+                None,
+                note=f"repair what the server cannot read ({write.rtype.qualified}/{write.name}: its encryption key, "
+                "or etcd); until then nothing deletes it",
+            ),
         )
         return Refusal(write, answer, why, "storage", None, step, None, True)
     if answer.code in (404, 409, 422, 429) or answer.code >= 500:
         return None  # gone, changed since, or the server was busy: nothing about the write itself
     why = f"the server rejects the {verb} of {write.rtype.qualified}/{write.name}: {message}"
-    return Refusal(write, answer, why, "rejected", None, f"deal with what the server says ({message})", None, as_actor)
+    said = (Action(None, note=f"deal with what the server says ({message})"),)
+    return Refusal(write, answer, why, "rejected", None, said, None, as_actor)
 
 
 def content_deletions(facts: ClusterFacts, namespace: KubeObject, content: list[KubeObject]) -> list[Refusal]:
@@ -251,7 +269,7 @@ def controller_removal(ctx: Context, found: Finding, account: str, runs: str, ta
     found.condition = link.why
     found.summary = f"{ctx.finalizer} cannot be removed: {link.why}"
     found.family = link.family or found.family
-    found.fix = link.step or found.fix
+    found.fix = prose(link.step) or found.fix
     found.risk = "; ".join(filter(None, [link.risk, found.risk]))
     found.links = [link]
     found.remove_command = None
@@ -280,7 +298,12 @@ def _forbidden(
     stalled.detail = {"forbidden": True, "serviceAccount": account, "rule": rule}
     who = f"{target.type.kind} {target.namespace}/{target.name}" if target is not None else f"ServiceAccount {account}"
     stalled.links.append(
-        Link("forbidden", f"{who} may not update {resource.qualified}", target=target, step=f"{grant} ({rule})")
+        Link(
+            "forbidden",
+            f"{who} may not update {resource.qualified}",
+            target=target,
+            step=(Action(None, note=f"{grant} ({rule})"),),
+        )
     )
     return stalled
 
@@ -328,7 +351,7 @@ def _blocked(ctx: Context, refused: list[Refusal], actor: str, what: str, risk: 
     found = ctx.finding(
         "; ".join(r.why for r in blocking) + f": {actor} cannot delete them",
         Verdict.BLOCKED,
-        "; ".join(dict.fromkeys(r.step for r in blocking)) + f"; {actor} then carries on",
+        prose(a for r in blocking for a in r.step) + f"; {actor} then carries on",
         "; ".join(dict.fromkeys([r.risk for r in blocking if r.risk] + [risk])),
         [r.evidence for r in refused] + also,
         controller=f"kube-controller-manager ({actor.removeprefix('the ')})",

@@ -14,6 +14,7 @@ from kfin.core.causes.custom import RBAC_READS
 from kfin.core.causes.dryrun import controller_removal
 from kfin.core.causes.registry import (
     WORKLOADS,
+    Action,
     Context,
     Finding,
     Link,
@@ -315,8 +316,10 @@ def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
                 "requires",
                 f"{gone.text} is gone",
                 actor=gone.text,
-                step=f"recreate {gone.text} so that {controller.name} can clean up (or clean up by "
-                f"hand and {found.remove_command})",
+                step=(
+                    Action(None, note=f"recreate {gone.text} so that {controller.name} can clean up"),
+                    Action(found.remove_command, when="instead, once you cleaned up by hand"),
+                ),
             )
         )
     else:
@@ -396,8 +399,10 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
                 "controller",
                 f"{w.type.kind} {w.namespace}/{w.name} is not running",
                 target=w,
-                step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name} (or, once what it guards "
-                f"is cleaned up by hand: {found.remove_command})",
+                step=(
+                    Action(None, note=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}"),
+                    Action(found.remove_command, when="instead, once what it guards is cleaned up by hand"),
+                ),
             )
         )
         return found

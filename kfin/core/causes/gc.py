@@ -7,12 +7,14 @@ from kfin.core.causes.dryrun import blocked_dependents
 from kfin.core.causes.namespace import deletion_gates
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
+    Action,
     Context,
     Entry,
     Finding,
     Link,
     Verdict,
     explains,
+    prose,
     state_line,
     waiting_on_controller_manager,
 )
@@ -66,7 +68,7 @@ def _rejected(ctx: Context, direct: list[KubeObject], risk: str, lines: list[str
     found = ctx.finding(
         "; ".join(r.why for r in rejections) + ": the garbage collector cannot delete them",
         Verdict.BLOCKED,
-        "; ".join(dict.fromkeys(r.step for r in rejections)) + "; the garbage collector then carries on",
+        prose(a for r in rejections for a in r.step) + "; the garbage collector then carries on",
         "; ".join(dict.fromkeys([r.risk for r in rejections] + [risk])),
         [r.why for r in rejections] + lines,
     )
@@ -115,9 +117,13 @@ def foreground(ctx: Context) -> Finding:
                 "blocking-dependent",
                 "a dependent with blockOwnerDeletion, " + ("being deleted" if d.terminating else "not deleted yet"),
                 target=d,
-                step=None
+                step=()
                 if d.terminating
-                else f"kubectl delete {d.type.qualified} {d.name}" + (f" -n {d.namespace}" if d.namespace else ""),
+                else (
+                    Action(
+                        f"kubectl delete {d.type.qualified} {d.name}" + (f" -n {d.namespace}" if d.namespace else "")
+                    ),
+                ),
             )
             for d in direct
         ]

@@ -5,7 +5,7 @@ of causes): nothing can remove their finalizers, their controllers included."""
 
 from __future__ import annotations
 
-from kfin.core.causes.registry import Link, gates
+from kfin.core.causes.registry import Action, Link, gates
 from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject
 
@@ -30,8 +30,11 @@ def ghost(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
             "left): the object is still stored, and every write to it answers 404 until the namespace exists "
             "again",
             actor=f"namespace {namespace} (gone)",
-            step=f"kubectl create namespace {namespace} (or kfin remove ... --recreate-namespace), deal with "
-            f"its content (kfin stuck -n {namespace}), then kubectl delete namespace {namespace}",
+            step=(
+                Action(f"kubectl create namespace {namespace}", note="or kfin remove ... --recreate-namespace"),
+                Action(f"kfin stuck -n {namespace}", when="then", note="deal with its content"),
+                Action(f"kubectl delete namespace {namespace}", when="then"),
+            ),
             family="ghost",
         )
     ]

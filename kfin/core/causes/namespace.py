@@ -14,6 +14,7 @@ from kfin.core.causes.policies import denied_deletes
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     EVERYWHERE,
+    Action,
     Context,
     Entry,
     Finding,
@@ -21,6 +22,7 @@ from kfin.core.causes.registry import (
     Verdict,
     explains,
     explains_deletion,
+    prose,
     state_line,
     waiting_on_controller_manager,
 )
@@ -135,14 +137,17 @@ def forbidden_controller(ctx: Context, failed_content: str) -> Finding | None:
             evidence.append(
                 f"ClusterRoleBinding {CONTROLLER_ROLE} does not bind ServiceAccount kube-system/namespace-controller"
             )
-        step = (
-            f"restore ClusterRole {CONTROLLER_ROLE} (its rule {{{CONTROLLER_RULE}}}) and its ClusterRoleBinding "
+        step = Action(
+            None,
+            note=f"restore ClusterRole {CONTROLLER_ROLE} (its rule {{{CONTROLLER_RULE}}}) and its ClusterRoleBinding "
             f"{CONTROLLER_ROLE} to ServiceAccount kube-system/namespace-controller, as the bootstrap policy has them "
             "(kube-apiserver puts them back only when it restarts, and not where their annotation "
-            'rbac.authorization.kubernetes.io/autoupdate is "false")'
+            'rbac.authorization.kubernetes.io/autoupdate is "false")',
         )
     else:  # kube-controller-manager without --use-service-account-credentials acts as itself
-        step = f"grant {user} {', '.join(missing)} in namespace {ctx.obj.name} (a ClusterRole bound to it)"
+        step = Action(
+            None, note=f"grant {user} {', '.join(missing)} in namespace {ctx.obj.name} (a ClusterRole bound to it)"
+        )
     condition = (
         f"RBAC forbids the namespace controller ({user}) {', '.join(missing)}: it cannot delete the namespace's "
         "content until it is granted that right"
@@ -150,7 +155,7 @@ def forbidden_controller(ctx: Context, failed_content: str) -> Finding | None:
     found = ctx.finding(
         condition,
         Verdict.STALLED,  # it runs and retries, but acts only once someone gives it back its right
-        step + "; the namespace controller then carries on",
+        step.text + "; the namespace controller then carries on",
         FINALIZE_RISK,
         evidence,
         True,
@@ -163,7 +168,7 @@ def forbidden_controller(ctx: Context, failed_content: str) -> Finding | None:
             f"the namespace controller may not {', '.join(missing)}",
             target=target,
             actor=None if target is not None else "kube-controller-manager (namespace controller)",
-            step=step,
+            step=(step,),
         )
     ]
     return found
@@ -190,7 +195,7 @@ class Rejecter:
 
     target: KubeObject
     why: str
-    step: str
+    step: tuple[Action, ...]
     risk: str
     certain: bool = True  # False: a policy kfin could not evaluate, which only may deny (a dry run then decides)
 
@@ -268,11 +273,16 @@ def rejected_deletes(
             policy,
             f"ValidatingAdmissionPolicy {name}{f' (binding {binding})' if binding else ''} denies the namespace "
             "controller's DELETE (condition NamespaceDeletionContentFailure)",
-            f"change ValidatingAdmissionPolicy {name} so that it allows the deletion"
+            (Action(None, note=f"change ValidatingAdmissionPolicy {name} so that it allows the deletion"),)
             + (
-                f", or kubectl delete validatingadmissionpolicybinding {binding} if what it enforces is obsolete"
+                (
+                    Action(
+                        f"kubectl delete validatingadmissionpolicybinding {binding}",
+                        when="instead, if what it enforces is obsolete",
+                    ),
+                )
                 if binding
-                else ""
+                else ()
             ),
             POLICY_RISK,
         )
@@ -333,8 +343,10 @@ def namespace(ctx: Context) -> Finding:
                 "discovery-failure",
                 why,
                 target=svc,
-                step=f"repair the backend of APIService {svc.name}, or kubectl delete apiservice "
-                f"{svc.name} if its server was uninstalled",
+                step=(
+                    Action(None, note=f"repair the backend of APIService {svc.name}"),
+                    Action(f"kubectl delete apiservice {svc.name}", when="instead, if its server was uninstalled"),
+                ),
             )
             for svc, why in broken
         ]
@@ -362,7 +374,8 @@ def namespace(ctx: Context) -> Finding:
             f"the namespace controller cannot list {', '.join(crd.name for crd, _ in converting)} to delete them: "
             + "; ".join(why for _, why in converting),
             Verdict.HOLDING,
-            "; ".join(conversion_step(crd) for crd, _ in converting) + "; the namespace controller then carries on",
+            prose(a for crd, _ in converting for a in conversion_step(crd))
+            + "; the namespace controller then carries on",
             FINALIZE_RISK,
             [why for _, why in converting]
             + ([f"condition NamespaceDeletionContentFailure: {failure.get('message')}"] if failure else []),
@@ -387,7 +400,7 @@ def namespace(ctx: Context) -> Finding:
         found = ctx.finding(
             "; ".join(r.why for r in rejections) + ": the namespace controller cannot delete them",
             Verdict.BLOCKED,
-            "; ".join(dict.fromkeys(r.step for r in rejections)) + "; the namespace controller then carries on",
+            prose(a for r in rejections for a in r.step) + "; the namespace controller then carries on",
             "; ".join(dict.fromkeys([r.risk for r in rejections] + [FINALIZE_RISK])),
             [r.why for r in rejections]
             + ([f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []),

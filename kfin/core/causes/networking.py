@@ -9,6 +9,7 @@ import ipaddress
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     EVERYWHERE,
+    Action,
     Context,
     Entry,
     Finding,
@@ -113,10 +114,12 @@ def service_cidr(ctx: Context) -> Finding:
         target = parent or address
         kind_word = who.split(" ")[0]
         step = (
-            f"kubectl delete {kind_word} -n {parent.namespace} {parent.name} (or recreate it with an address in "
-            "another ServiceCIDR)"
+            (
+                Action(f"kubectl delete {kind_word} -n {parent.namespace} {parent.name}"),
+                Action(None, when="instead", note="recreate it with an address in another ServiceCIDR"),
+            )
             if parent is not None and parent.namespace
-            else f"free address {address.name} ({who})"
+            else (Action(None, note=f"free address {address.name} ({who})"),)
         )
         found.links.append(
             Link("allocated-address", f"holds address {address.name} of its range", target=target, step=step)

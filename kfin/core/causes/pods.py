@@ -6,6 +6,7 @@ from __future__ import annotations
 from kfin.core.causes.registry import (
     EVERYWHERE,
     OBJECT_NAMESPACE,
+    Action,
     Context,
     Finding,
     Link,
@@ -87,7 +88,7 @@ def graceful_deletion(ctx: Context) -> Finding:
                 "kubelet",
                 f"node {node_name} does not exist",
                 actor=f"node {node_name} (gone)",
-                step=_force(pod) + " (its node is gone: nothing runs it)",
+                step=(Action(_force(pod), note="its node is gone: nothing runs it"),),
             )
         )
         return found
@@ -131,9 +132,14 @@ def graceful_deletion(ctx: Context) -> Finding:
                 "kubelet",
                 f"node {node_name} is not Ready since {since}",
                 target=node,
-                step=f"{_taint(node_name)} once it is shut down (Kubernetes then deletes its Pods and "
-                "detaches their volumes)",
-                fallback=_force(pod),
+                step=(
+                    Action(
+                        _taint(node_name),
+                        when="once it is shut down",
+                        note="Kubernetes then deletes its Pods and detaches their volumes",
+                    ),
+                ),
+                fallback=Action(_force(pod), when=f"only if {pod.ref} lingers after that"),
             )
         )
         return found

@@ -10,7 +10,7 @@ import copy
 import re
 from dataclasses import dataclass
 
-from kfin.core.causes.registry import EVERYWHERE, Link, gates
+from kfin.core.causes.registry import EVERYWHERE, Action, Link, gates
 from kfin.core.causes.webhooks import rule_matches, selector_matches
 from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject
@@ -101,7 +101,7 @@ class Denial:
     certain: bool
 
     @property
-    def step(self) -> str:
+    def step(self) -> tuple[Action, ...]:
         return _step(self.policy, self.binding, "the deletion")
 
 
@@ -148,10 +148,17 @@ def denied_deletes(facts: ClusterFacts, objects: list[KubeObject], user: str) ->
     return list(found.values())
 
 
-def _step(policy: KubeObject, binding: KubeObject, what: str) -> str:
+def _step(policy: KubeObject, binding: KubeObject, what: str) -> tuple[Action, ...]:
     return (
-        f"change ValidatingAdmissionPolicy {policy.name} (or its binding {binding.name}) so that it allows {what}, "
-        f"or kubectl delete validatingadmissionpolicybinding {binding.name} if what it enforces is obsolete"
+        Action(
+            None,
+            note=f"change ValidatingAdmissionPolicy {policy.name} (or its binding {binding.name}) so that it allows "
+            f"{what}",
+        ),
+        Action(
+            f"kubectl delete validatingadmissionpolicybinding {binding.name}",
+            when="instead, if what it enforces is obsolete",
+        ),
     )
 
 

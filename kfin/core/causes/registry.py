@@ -45,6 +45,34 @@ class Entry:
     owner: str
 
 
+@dataclass(frozen=True)
+class Action:
+    """One thing a plan asks of the operator: a command to paste as it stands (one line, nothing else on it; None
+    for an action outside kubectl and kfin, then said in `note`), `when` to do it (a condition: "once it is shut
+    down", "instead, if ..."), and a `note` on what it does. An alternative or a last resort is an Action of its
+    own, its `when` saying which."""
+
+    command: str | None
+    when: str | None = None
+    note: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The action in a sentence, for a line of prose (explain's "Safe fix")."""
+        what = self.command or self.note or ""
+        if self.command and self.note:
+            what += f" ({self.note})"
+        return f"{self.when}: {what}" if self.when else what
+
+    def to_dict(self) -> dict:
+        return {"command": self.command, "when": self.when, "note": self.note}
+
+
+def prose(actions: Iterable[Action]) -> str:
+    """Actions in a sentence, for a line of prose (a finding's fix made of the steps of what gates it)."""
+    return "; ".join(dict.fromkeys(action.text for action in actions))
+
+
 @dataclass
 class Link:
     """An edge of the blocking graph: the object explained cannot go until `target` (an object) or
@@ -54,10 +82,11 @@ class Link:
     why: str  # one line: what the target does to it
     target: KubeObject | None = None
     actor: str | None = None
-    step: str | None = None  # the least risky action that removes this link, when its end is a root cause
+    # the least risky action that removes this link, when its end is a root cause, then its alternatives
+    step: tuple[Action, ...] = ()
     # the last resort for this link's own object if the step is not enough (a Pod force-deleted): several
     # links into one root share its step, and the plan names every one of their last resorts
-    fallback: str | None = None
+    fallback: Action | None = None
     # For a gate (a cause in front of every finalizer): the family the object's line then names, and the
     # risk of the step, put before each finalizer's own.
     family: str | None = None
@@ -73,8 +102,8 @@ class Link:
             "type": self.kind,
             "why": self.why,
             "actor": self.actor,
-            "step": self.step,
-            "fallback": self.fallback,
+            "step": [action.to_dict() for action in self.step],
+            "fallback": None if self.fallback is None else self.fallback.to_dict(),
             "object": None if self.target is None else self.target.ref,
         }
 
@@ -371,7 +400,10 @@ def waiting_on_controller_manager(
                 "controller",
                 liveness,
                 actor="kube-controller-manager",
-                step="bring kube-controller-manager back (or: " + found.remove_command + ")",
+                step=(
+                    Action(None, note="bring kube-controller-manager back"),
+                    Action(found.remove_command, when="instead, if it cannot come back"),
+                ),
             )
         )
     return found
@@ -444,7 +476,7 @@ def explain_object(obj: KubeObject, facts: ClusterFacts) -> Explanation:
         finding.condition = "; ".join(link.why for link in gating)
         finding.summary = f"{finding.finalizer} cannot be removed: {gating[0].why}"
         finding.family = gating[0].family or finding.family
-        finding.fix = "; ".join(dict.fromkeys(link.step for link in gating if link.step))
+        finding.fix = prose(action for link in gating for action in link.step)
         finding.risk = "; ".join([link.risk for link in gating if link.risk] + [finding.risk])
         finding.links = list(gating)
         finding.remove_command = None

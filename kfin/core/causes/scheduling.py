@@ -10,6 +10,7 @@ from __future__ import annotations
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     OBJECT_NAMESPACE,
+    Action,
     Context,
     Entry,
     Finding,
@@ -46,15 +47,19 @@ def _described(pod: KubeObject) -> str:
     return f"Pod {pod.namespace}/{pod.name} ({_state(pod)})"
 
 
-def _step(pod: KubeObject) -> str:
+def _step(pod: KubeObject) -> tuple[Action, ...]:
     owners = [f"{r.get('kind')} {r.get('name')}" for r in pod.owner_references if r.get("controller")]
     if pod.terminating:
         return (
-            f"let Pod {pod.namespace}/{pod.name} finish its deletion (kfin explain pod -n {pod.namespace} {pod.name})"
+            Action(
+                f"kfin explain pod -n {pod.namespace} {pod.name}",
+                note=f"let Pod {pod.namespace}/{pod.name} finish its deletion",
+            ),
         )
-    return f"kubectl delete pod -n {pod.namespace} {pod.name}" + (
-        f" (or scale down its {owners[0]}, which would recreate it)" if owners else ""
-    )
+    delete = Action(f"kubectl delete pod -n {pod.namespace} {pod.name}")
+    if not owners:
+        return (delete,)
+    return delete, Action(None, when=f"instead, if {owners[0]} would recreate it", note=f"scale down {owners[0]}")
 
 
 @explains(

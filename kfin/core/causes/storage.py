@@ -8,6 +8,7 @@ from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     EVERYWHERE,
     OBJECT_NAMESPACE,
+    Action,
     Context,
     Entry,
     Finding,
@@ -40,11 +41,12 @@ def _data_risk(volume: KubeObject | None) -> str:
     return f"its reclaim policy is {policy}: the data stays on the backing disk{where}, to be cleaned up by hand"
 
 
-def _pod_step(pod: KubeObject) -> str:
+def _pod_step(pod: KubeObject) -> tuple[Action, ...]:
     owners = [f"{r.get('kind')} {r.get('name')}" for r in pod.owner_references if r.get("controller")]
-    return f"kubectl delete pod -n {pod.namespace} {pod.name}" + (
-        f" (or scale down its {owners[0]}, which would recreate it)" if owners else ""
-    )
+    delete = Action(f"kubectl delete pod -n {pod.namespace} {pod.name}")
+    if not owners:
+        return (delete,)
+    return delete, Action(None, when=f"instead, if {owners[0]} would recreate it", note=f"scale down {owners[0]}")
 
 
 FIX_NAMES = 5  # the Pods a fix names; JSON's condition and evidence name them all
@@ -235,9 +237,11 @@ def pv_protection(ctx: Context) -> Finding:
                     "bound-claim",
                     f"Bound to claim {claim_name} ({state})",
                     target=claim,
-                    step=None
+                    step=()
                     if claim.terminating
-                    else f"kubectl delete pvc -n {claim.namespace} {claim.name} (when its data may go)",
+                    else (
+                        Action(f"kubectl delete pvc -n {claim.namespace} {claim.name}", when="when its data may go"),
+                    ),
                 )
             )
         return found
@@ -302,9 +306,15 @@ def csi_volume(ctx: Context) -> Finding:
                     "attachment",
                     f"attached to node {(a.raw.get('spec') or {}).get('nodeName')}",
                     target=a,
-                    step=None
+                    step=()
                     if a.terminating
-                    else f"stop the Pods that use the volume on node {(a.raw.get('spec') or {}).get('nodeName')}",
+                    else (
+                        Action(
+                            None,
+                            note="stop the Pods that use the volume on node "
+                            f"{(a.raw.get('spec') or {}).get('nodeName')}",
+                        ),
+                    ),
                 )
                 for a in attached
             ]
@@ -334,7 +344,12 @@ def csi_volume(ctx: Context) -> Finding:
                 "controller",
                 f"the CSI driver {driver} is not installed",
                 actor=f"CSI driver {driver}",
-                step=f"reinstall the {driver} driver, or delete the disk yourself and {found.remove_command}",
+                step=(
+                    Action(None, note=f"reinstall the {driver} driver"),
+                    Action(
+                        found.remove_command, when="instead, once you deleted the disk in the storage backend yourself"
+                    ),
+                ),
             )
         )
         return found
@@ -409,8 +424,13 @@ def vac_protection(ctx: Context) -> Finding:
                 "named-by",
                 "names the class",
                 target=user,
-                step=f"kubectl patch {user.type.resource}{where} {user.name} to another "
-                "VolumeAttributesClass, or delete it",
+                step=(
+                    Action(
+                        f"kubectl edit {user.type.resource}{where} {user.name}",
+                        note="set another VolumeAttributesClass",
+                    ),
+                    Action(f"kubectl delete {user.type.resource}{where} {user.name}", when="instead, if it may go"),
+                ),
             )
         )
     return found
@@ -485,7 +505,7 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
                 "controller",
                 f"{w.type.kind} {w.namespace}/{w.name} is not running",
                 target=w,
-                step=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}",
+                step=(Action(None, note=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}"),),
             )
         )
         return found

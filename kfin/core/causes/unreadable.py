@@ -12,7 +12,7 @@ from kfin.api.access import may
 from kfin.api.discovery import STORAGE_READ_ERROR
 from kfin.api.paths import resource_path
 from kfin.core.causes.conversion import failing_conversions
-from kfin.core.causes.registry import Context, Finding, Link, Verdict
+from kfin.core.causes.registry import Action, Context, Finding, Link, Verdict, prose
 from kfin.core.facts import ClusterFacts
 from kfin.model import Failure, ResourceType
 
@@ -185,7 +185,7 @@ def _may_unsafe_delete(facts: ClusterFacts, item: Unreadable, name: str | None) 
     return facts.memo[memo]
 
 
-def _way_out(facts: ClusterFacts, item: Unreadable) -> tuple[str, list[str]]:
+def _way_out(facts: ClusterFacts, item: Unreadable) -> tuple[tuple[Action, ...], list[str]]:
     """The step that frees the namespace of one unreadable type, and the evidence behind it (gate, verb)."""
     names = [k.rstrip("/").rsplit("/", 1)[-1] for k in item.keys]
     if item.gate:
@@ -207,26 +207,39 @@ def _way_out(facts: ClusterFacts, item: Unreadable) -> tuple[str, list[str]]:
     else:
         access = f"it needs {verb} (kfin did not check whether you have it)"
     body = f'{{"apiVersion":"v1","kind":"DeleteOptions","{DELETE_OPTION}":true}}'
+    restore = Action(
+        None,
+        when=f"if {item.what} became unreadable when an encryption key was lost or rotated out",
+        note="put that key back in kube-apiserver's --encryption-provider-config: they read again and the namespace "
+        "controller carries on",
+    )
+    otherwise = (
+        "otherwise"
+        if item.gate
+        else f"otherwise ({GATE} feature gate " + ("off here: turn it on)" if item.gate is False else "needed)")
+    )
+    why = f"delete option {DELETE_OPTION}=true, which kfin never sends; {access.split(' (')[0]}"
     if item.rtype is not None and names:
-        deletes = "; ".join(
-            f"echo '{body}' | kubectl delete --raw {resource_path(item.rtype, item.namespace, name)} -f -"
+        deletes = tuple(
+            Action(
+                f"echo '{body}' | kubectl delete --raw {resource_path(item.rtype, item.namespace, name)} -f -",
+                when=otherwise,
+                note=why,
+            )
             for name in names
         )
     else:
         prefix = f"/registry/{item.rtype.resource if item.rtype else item.resource}/{item.namespace}/"
         deletes = (
-            f"kubectl delete --raw PATH -f - with a DeleteOptions body setting {DELETE_OPTION}: true, for each one "
-            f"(the server names them only with the gate on; etcdctl get --prefix --keys-only {prefix} lists their "
-            "keys, under the default --etcd-prefix)"
+            Action(
+                None,
+                when=otherwise,
+                note=f"delete each unreadable one with kubectl delete --raw PATH -f - and a DeleteOptions body "
+                f"setting {DELETE_OPTION}: true (the server names them only with the gate on; etcdctl get --prefix "
+                f"--keys-only {prefix} lists their keys, under the default --etcd-prefix); {why}",
+            ),
         )
-    step = (
-        f"if {item.what} became unreadable when an encryption key was lost or rotated out, put that key back in "
-        "kube-apiserver's --encryption-provider-config: they read again and the namespace controller carries on; "
-        f"otherwise delete each unreadable one with the delete option {DELETE_OPTION}=true ({GATE} feature gate "
-        f"{'on' if item.gate else 'off here: turn it on' if item.gate is False else 'needed'}; "
-        f"{access.split(' (')[0]}): {deletes}; kfin never sends that option"
-    )
-    return step, [gate, access]
+    return (restore, *deletes), [gate, access]
 
 
 def storage_finding(ctx: Context, items: list[Unreadable], failed_content: str, risk: str) -> Finding:
@@ -252,7 +265,7 @@ def storage_finding(ctx: Context, items: list[Unreadable], failed_content: str, 
     found = ctx.finding(
         condition if certain else condition + " (its condition does not say so yet)",
         Verdict.BLOCKED if certain else Verdict.UNKNOWN,
-        "; ".join(steps),
+        prose(a for step in steps for a in step),
         f"{UNSAFE_DELETE_RISK}; {risk}",
         evidence,
         controller="kube-controller-manager (namespace controller)",

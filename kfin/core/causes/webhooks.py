@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kfin.core.causes.registry import EVERYWHERE, Link, gates
+from kfin.core.causes.registry import EVERYWHERE, Action, Link, gates
 from kfin.core.facts import ClusterFacts
 from kfin.model import KubeObject, ResourceType
 
@@ -85,11 +85,11 @@ class Rejection:
     conditions: str  # " (its matchConditions were not evaluated)" or ""
 
     @property
-    def step(self) -> str:
+    def step(self) -> tuple[Action, ...]:
         singular = self.config.type.kind.lower()
         return (
-            f"restore the backend of webhook {self.hook}, or kubectl delete {singular} {self.config.name} if its "
-            "operator was uninstalled"
+            Action(None, note=f"restore the backend of webhook {self.hook}"),
+            Action(f"kubectl delete {singular} {self.config.name}", when="instead, if its operator was uninstalled"),
         )
 
 

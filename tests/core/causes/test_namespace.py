@@ -83,7 +83,8 @@ def test_a_namespace_controller_that_rbac_forbids_is_stalled_with_the_right_it_l
     assert f'ClusterRole {CONTROLLER_ROLE} grants no deletecollection on configmaps (API group "")' in finding.evidence
     assert f"condition NamespaceDeletionContentFailure: {REFUSED}" in finding.evidence
     [link] = finding.links
-    assert link.kind == "forbidden" and link.target is role and link.step and link.step in finding.fix
+    assert link.kind == "forbidden" and link.target is role and link.step
+    assert [a.command for a in link.step] == [None] and link.step[0].note in finding.fix  # no kubectl command for it
 
 
 def test_a_namespace_controller_whose_binding_is_gone_names_it_and_a_kube_controller_manager_acting_as_itself():

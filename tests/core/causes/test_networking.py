@@ -26,7 +26,7 @@ def test_a_range_with_an_allocated_address_is_held_by_the_service_that_owns_it()
     assert finding.verdict == Verdict.HOLDING
     assert finding.condition.startswith("1 address of its ranges still allocated (10.250.0.10 to services shop/web)")
     [link] = finding.links
-    assert link.target is web and link.step.startswith("kubectl delete services -n shop web")
+    assert link.target is web and link.step[0].command == "kubectl delete services -n shop web"
 
 
 def test_an_address_another_servicecidr_covers_does_not_hold_it():

@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.causes import Action, Verdict, explain_object
 from tests.values import facts, lease, node, pod
 
 DELETING = timedelta(minutes=20)
@@ -14,7 +14,7 @@ def test_a_pod_whose_node_is_gone_may_be_force_deleted():
     assert finding.location == "deletion" and finding.verdict == Verdict.WAITING
     assert finding.detail["nodeMissing"] is True
     assert [link.step for link in finding.links] == [
-        "kubectl delete pod -n shop web-1 --grace-period=0 --force (its node is gone: nothing runs it)"]
+        (Action("kubectl delete pod -n shop web-1 --grace-period=0 --force", note="its node is gone: nothing runs it"),)]
 
 
 def test_a_pod_on_a_node_that_stopped_reporting_waits_for_its_kubelet_and_says_since_when():
@@ -43,6 +43,8 @@ def test_the_out_of_service_taint_comes_before_force_deletion_for_a_node_that_st
     [finding] = explain_object(stuck, facts(stuck, node("node-1", ready=False), lease())).findings
     [link] = finding.links
     taint = "kubectl taint nodes node-1 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"
-    assert link.step.startswith(taint) and "--force" not in link.step
-    assert link.fallback == "kubectl delete pod -n shop db-0 --grace-period=0 --force"  # the last resort, after
+    assert [a.command for a in link.step] == [taint] and link.step[0].when == "once it is shut down"
+    # the last resort, after
+    assert link.fallback == Action("kubectl delete pod -n shop db-0 --grace-period=0 --force",
+                                   when="only if Pod/shop/db-0 lingers after that")
     assert taint in finding.fix

@@ -35,7 +35,7 @@ def test_a_podgroup_is_held_by_its_members_that_have_not_finished_scheduled_or_n
     assert all(link.kind == "member-pod" for link in finding.links)
     assert "Pod ml/worker-1 (Pending, not scheduled)" in finding.condition
     assert any("worker-2" in line and "finished" in line for line in finding.evidence)
-    assert finding.links[0].step == "kubectl delete pod -n ml worker-0" and finding.remove_command is None
+    assert finding.links[0].step[0].command == "kubectl delete pod -n ml worker-0" and finding.remove_command is None
 
 
 def test_a_terminating_member_still_holds_it_and_its_step_is_its_own_deletion():
@@ -43,7 +43,9 @@ def test_a_terminating_member_still_holds_it_and_its_step_is_its_own_deletion():
     leaving = member("worker-0", deleting_for=timedelta(minutes=5), grace_seconds=30)
     [finding] = explain_object(pg, facts(pg, leaving, lease())).findings
     assert finding.verdict == Verdict.HOLDING and "Terminating" in finding.condition
-    assert finding.links[0].step.startswith("let Pod ml/worker-0 finish its deletion")
+    [action] = finding.links[0].step
+    assert action.command == "kfin explain pod -n ml worker-0"
+    assert action.note == "let Pod ml/worker-0 finish its deletion"
 
 
 def test_with_only_finished_members_it_waits_for_the_controller():
