@@ -146,11 +146,16 @@ def test_a_watch_down_allows_with_a_warning_that_says_so(fake, tmp_path):
     cluster, group, ns = team(fake, tmp_path)
     cluster.api.merge_patch(f"/api/v1/namespaces/{ns}", {"metadata": {"labels": {DENY_LABEL: "deny"}}})
     fake.faults.append(Fault(path="/configmaps$", status=500))  # its list and its watch fail, again and again
-    with running_guard(cluster.kubeconfig) as url:
+    with running_guard(cluster.kubeconfig, ready=False) as url:
+        until_listed = time.monotonic() + 20  # the other types listed: answers come, not ready (/readyz 503)
+        while "Widgets" not in " ".join(review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace"))
+                                        .get("warnings", [])) and time.monotonic() < until_listed:
+            time.sleep(0.1)
+        assert urllib.request.urlopen(f"{url}/metrics").read().decode().count("kfin_guard_ready 0") == 1
         answer = review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace"))
         assert answer["allowed"] is True  # deny mode, but what the cache misses could change the answer
         assert any(w.startswith("kfin: kfin's watch of configmaps is down") for w in answer["warnings"]), answer
-        assert 'decision="not-current"} 1' in urllib.request.urlopen(f"{url}/metrics").read().decode()
+        assert 'decision="not-current"}' in urllib.request.urlopen(f"{url}/metrics").read().decode()
 
 
 def test_bad_input_is_a_400_and_never_a_traceback(fake, tmp_path):
@@ -162,3 +167,25 @@ def test_bad_input_is_a_400_and_never_a_traceback(fake, tmp_path):
                 raise AssertionError("accepted")
             except urllib.error.HTTPError as error:
                 assert error.code == 400
+
+
+def test_explain_and_preflight_see_the_guards_webhook_as_any_other_and_never_as_a_gate(fake, tmp_path):
+    """deploy/guard's webhook as installed, its Service not there (the guard down): failurePolicy Ignore and DELETE
+    alone, so neither a finalizer's removal (an UPDATE) nor the namespace controller's deletes wait on it."""
+    import yaml
+
+    from tests.runner import kfin
+
+    cluster, group, ns = team(fake, tmp_path, widgets=0)
+    config = yaml.safe_load((ROOT / "deploy" / "guard" / "webhook.yaml").read_text())
+    cluster.create(config)
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "held", "namespace": ns, "finalizers": ["example.com/hold"]}})
+    cluster.delete(f"/api/v1/namespaces/{ns}/configmaps/held")
+    base = ("--kubeconfig", str(cluster.kubeconfig), "-n", ns)
+    report = json.loads(kfin("explain", "cm", "held", *base, "-o", "json").stdout)
+    assert [f["verdict"] for f in report["findings"]] != ["BLOCKED"], report["findings"]
+    assert "guard.kfin.dev" not in json.dumps(report["findings"])
+    predicted = json.loads(kfin("preflight", "namespace", ns, "--kubeconfig", str(cluster.kubeconfig),
+                                "-o", "json").stdout)
+    assert "guard.kfin.dev" not in json.dumps(predicted["wouldBeStuck"]), predicted["wouldBeStuck"]

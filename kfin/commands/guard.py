@@ -44,6 +44,12 @@ def guard(
         metavar="USER",
         help="A user whose deletions are not reviewed (repeatable), besides the control plane's controllers.",
     ),
+    metrics_listen: str = typer.Option(
+        "",
+        "--metrics-listen",
+        metavar="ADDR",
+        help="Also serve /metrics, /healthz and /readyz over plain HTTP there (for Prometheus), as HOST:PORT or :PORT.",
+    ),
     interval: str = typer.Option(
         "60s", "--interval", metavar="DURATION", help="How long what explanations read on demand (Pods) is reused."
     ),
@@ -75,7 +81,9 @@ def guard(
         raise UsageError(f"cannot read the serving certificate: {error}") from None
     options = replace(options, all_namespaces=True, namespace=None)
     scope = options.scope(contexts=[options.context] if options.context else [], chunk_size=chunk_size)
-    host, port = exporter.parse_listen(listen)
+    for address in (listen, metrics_listen):  # a bad address is a usage error before anything is watched
+        if address:
+            exporter.parse_listen(address)
     Kube.connect(options.target())  # a configuration that cannot work is an error now
 
     watched = Watched(scope, every)
@@ -88,21 +96,33 @@ def guard(
             _log(f"denied: DELETE {request.get('resource', {}).get('resource')} {request.get('name')}")
         return review.answer(), review.decision
 
-    try:
-        server = admission_server(
-            decide, lambda: watched.facts()[0] is not None, reviews, host, port, certificate, _log
-        )
-    except OSError as error:
-        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    def ready() -> bool:  # filled, and every watch up: what the guard answers is a prediction
+        facts, why = watched.facts()
+        return facts is not None and not why
+
+    servers = []
+    for address, tls in ((listen, certificate), (metrics_listen, None)):
+        if not address:
+            continue
+        where, at = exporter.parse_listen(address)
+        try:
+            servers.append(admission_server(decide, ready, reviews, where, at, tls, _log))
+        except OSError as error:
+            raise UsageError(f"cannot listen on {where}:{at}: {error.strerror or error}") from None
+    server = servers[0]
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     scheme = "https" if certificate else "http"
-    _log(f"kfin guard: watching, read-only; reviews on {scheme}://{host}:{server.server_port}/validate")
+    _log(f"kfin guard: watching, read-only; reviews on {scheme}://{listen}/validate")
     watched.start()
+    for other in servers[1:]:
+        _log(f"kfin guard: metrics on http://{metrics_listen}/metrics")
+        threading.Thread(target=other.serve_until, args=(stop,), daemon=True, name="kfin-metrics").start()
     try:
         server.serve_until(stop)
     finally:
-        server.server_close()
+        for each in servers:
+            each.server_close()
         watched.stop()
     _log("kfin guard: stopped")

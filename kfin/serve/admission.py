@@ -3,8 +3,8 @@
     POST /validate   an AdmissionReview (admission.k8s.io/v1); answered with the same kind, its response's uid
                      the request's
     GET  /healthz    200 while the process serves
-    GET  /readyz     200 once the watch cache was filled once, 503 before
-    GET  /metrics    kfin_guard_reviews_total{decision}, kfin_guard_review_seconds (a histogram)
+    GET  /readyz     200 while the watch cache is filled and every watch is up, 503 otherwise
+    GET  /metrics    kfin_guard_reviews_total{decision}, kfin_guard_review_seconds (a histogram), kfin_guard_ready
 
 An answer that fails inside kfin allows the deletion, with a warning that says so: the guard never stands in the
 way because of itself (its webhook configuration has failurePolicy Ignore for the same reason).
@@ -47,7 +47,7 @@ class Reviews:
                 if seconds <= bound:
                     self.buckets[i] += 1
 
-    def exposition(self) -> str:
+    def exposition(self, ready: bool) -> str:
         with self._lock:
             decisions, buckets, count, total = dict(self.decisions), list(self.buckets), self.count, self.total
         reviews = metrics.Family(
@@ -61,7 +61,13 @@ class Reviews:
         lines = [f"# HELP {name} Seconds kfin guard took to answer a review.", f"# TYPE {name} histogram"]
         lines += [f'{name}_bucket{{le="{metrics.number(b)}"}} {n}' for b, n in zip(BUCKETS, buckets, strict=True)]
         lines += [f'{name}_bucket{{le="+Inf"}} {count}', f"{name}_sum {metrics.number(total)}", f"{name}_count {count}"]
-        return reviews.text() + "\n".join(lines) + "\n"
+        current = metrics.Family(
+            "kfin_guard_ready",
+            "gauge",
+            "1 while kfin guard's watch cache is filled and every watch is up (its answers are predictions), else 0.",
+            [({}, ready)],
+        )
+        return reviews.text() + "\n".join(lines) + "\n" + current.text()
 
 
 class Certificate:
@@ -128,7 +134,7 @@ def admission_server(
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                self._answer(200, reviews.exposition(), metrics.CONTENT_TYPE)
+                self._answer(200, reviews.exposition(ready()), metrics.CONTENT_TYPE)
             elif path == "/healthz":
                 self._answer(200, "ok\n")
             elif path == "/readyz":

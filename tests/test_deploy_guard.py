@@ -1,0 +1,97 @@
+"""deploy/guard/: kfin guard as `kubectl apply -k deploy/guard/` installs it (issue 42, item 5), checked as an
+operator would before applying it: every built-in object valid against Kubernetes' own schema, a webhook that can
+never stand in the way (failurePolicy Ignore, a short timeout, DELETE alone, the control plane and kfin skipped), a
+role that only reads, two replicas and a budget, and container arguments that are a valid kfin guard command."""
+
+import subprocess
+
+import cel
+import kubernetes_validate
+import yaml
+
+from bench.tools import installed_command
+from tests.runner import kfin
+from tests.test_deploy import DEPLOY, KUBERNETES_VERSION, built, by_kind, needs_kubectl
+
+GUARD = DEPLOY / "guard"
+
+
+@needs_kubectl
+def test_kustomize_builds_a_guard_that_can_never_block_a_deletion():
+    objects = built(GUARD)
+    kinds = by_kind(objects)
+    assert set(kinds) == {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service",
+                          "PodDisruptionBudget", "Issuer", "Certificate", "ValidatingWebhookConfiguration"}
+    for obj in objects:
+        if not obj["apiVersion"].startswith("cert-manager.io/"):
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+    [hook] = kinds["ValidatingWebhookConfiguration"]["webhooks"]
+    assert hook["failurePolicy"] == "Ignore" and hook["timeoutSeconds"] <= 5 and hook["sideEffects"] == "None"
+    assert [r["operations"] for r in hook["rules"]] == [["DELETE"]]  # never UPDATE: finalizer removal is never gated
+    service = hook["clientConfig"]["service"]
+    assert (service["namespace"], service["name"], service["path"]) == ("kfin-system", "kfin-guard", "/validate")
+    assert kinds["ValidatingWebhookConfiguration"]["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == \
+        "kfin-system/kfin-guard"
+    assert kinds["Certificate"]["spec"]["secretName"] == "kfin-guard-tls"
+    assert "kfin-guard.kfin-system.svc" in kinds["Certificate"]["spec"]["dnsNames"]
+
+    rules = kinds["ClusterRole"]["rules"]
+    assert all(set(rule["verbs"]) <= {"get", "list", "watch"} for rule in rules)  # never a write
+    assert kinds["ClusterRoleBinding"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kfin-guard", "namespace": "kfin-system"}]
+
+    deployment = kinds["Deployment"]
+    assert deployment["spec"]["replicas"] >= 2
+    assert kinds["PodDisruptionBudget"]["spec"]["selector"] == deployment["spec"]["selector"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "kfin-guard" and pod["securityContext"]["runAsNonRoot"] is True
+    [container] = pod["containers"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert {p["targetPort"] for p in kinds["Service"]["spec"]["ports"]} == set(ports)
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_the_webhooks_match_conditions_skip_the_control_plane_and_kfin_and_keep_what_kfin_predicts_for():
+    [hook] = yaml.safe_load((GUARD / "webhook.yaml").read_text())["webhooks"]
+
+    def reviewed(user: str, resource: str, finalizers: list | None = None) -> bool:
+        old = {"metadata": {"finalizers": finalizers} if finalizers else {}}
+        variables = {"request": {"userInfo": {"username": user}, "resource": {"resource": resource}},
+                     "object": None, "oldObject": old}
+        return all(cel.evaluate(c["expression"], variables) is True for c in hook["matchConditions"])
+
+    assert reviewed("alice", "namespaces") and reviewed("alice", "widgets", ["example.com/cleanup"])
+    assert reviewed("system:serviceaccount:argocd:argocd-application-controller", "customresourcedefinitions")
+    assert not reviewed("alice", "configmaps")  # nothing to predict: no finalizers, deletes nothing else
+    for user in ("system:serviceaccount:kube-system:namespace-controller",
+                 "system:serviceaccount:kube-system:generic-garbage-collector", "system:kube-controller-manager",
+                 "system:node:worker-1", "system:serviceaccount:kfin-system:kfin-guard"):
+        assert not reviewed(user, "widgets", ["example.com/cleanup"]), user
+
+
+def test_the_container_arguments_are_a_valid_kfin_guard_command(tmp_path):
+    deployment = yaml.safe_load((GUARD / "deployment.yaml").read_text())
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    assert args[0] == "guard"
+    tls = tmp_path / "tls.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "1", "-subj", "/CN=kfin-guard", "-keyout", str(tls), "-out", str(tls)],
+                   check=True, capture_output=True)
+    args = [str(tls) if a.startswith("/tls/") else a for a in args]
+    # parsed in full, then refused only for the missing kubeconfig (exit 3), never as a usage error (exit 2)
+    result = kfin(*args[:1], "--kubeconfig", str(tmp_path / "none"), *args[1:])
+    assert result.code == 3 and "does not exist" in result.stderr, result
+
+
+def test_promtool_accepts_the_guards_alert():
+    if installed_command("promtool") is None:
+        return
+    done = subprocess.run(["promtool", "check", "rules", str(GUARD / "prometheus-rules.yaml")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [rule] = yaml.safe_load((GUARD / "prometheus-rules.yaml").read_text())["groups"][0]["rules"]
+    assert rule["alert"] == "KfinGuardDown" and "kfin_guard_ready" in rule["expr"]
+    assert "\n## KfinGuardDown\n" in (DEPLOY / "RUNBOOK.md").read_text()
