@@ -139,3 +139,20 @@ def test_finalizer_patterns_match_as_fnmatch_does(name, pattern):
     from kfin.util.globs import glob_match
 
     assert glob_match(name, pattern) == fnmatch.fnmatchcase(name, pattern)
+
+
+def test_an_elsewhere_sign_is_checked_against_the_schema(tmp_path):
+    """Issue 44, item 3: where else a controller may run is said with one sign kfin can read (an API group or a
+    node label) and its source."""
+    entry = json.loads(json.dumps(ACME))
+    entry["entries"][0]["elsewhere"] = [{"where": "Acme Cloud's managed control plane", "apiGroup": "acme.cloud",
+                                         "nodeLabel": "acme.cloud/managed", "source": "Acme's docs"}]
+    bad = tmp_path / "acme.yaml"
+    bad.write_text(yaml.safe_dump(entry))
+    result = kfin("catalog", "check", str(bad))
+    assert result.code == ExitCode.USAGE and "entries[0].elsewhere[0]" in result.stderr
+    del entry["entries"][0]["elsewhere"][0]["nodeLabel"]
+    bad.write_text(yaml.safe_dump(entry))
+    assert kfin("catalog", "check", str(bad)).code == ExitCode.OK
+    listed = json.loads(kfin("--catalog", str(bad), "catalog", "-o", "json").stdout)["entries"]
+    assert [e["elsewhere"] for e in listed if e["name"] == "acme-databases"] == [entry["entries"][0]["elsewhere"]]

@@ -54,6 +54,9 @@ class CatalogEntry:
     # what outside the cluster the finalizer guards (a cloud load balancer, a disk, a bucket, a DNS record, a VM):
     # forcing it leaves that behind, so a bulk removal takes it only with --force; "" when it guards none
     infrastructure: str = ""
+    # where else its controller may run (a managed control plane) and the sign kfin reads of it: an API group
+    # served or a node label; while one shows, or cannot be read, "no controller found" is not "not installed"
+    elsewhere: tuple[dict, ...] = field(default=(), compare=False)
 
     def matches(self, finalizer: str) -> bool:
         return any(glob_match(finalizer, pattern) for pattern in self.finalizers)
@@ -78,6 +81,7 @@ class CatalogEntry:
             "risk": self.risk,
             "fix": self.fix,
             "infrastructure": self.infrastructure or False,
+            "elsewhere": list(self.elsewhere),
             "docs": self.docs,
             "holders": list(self.holders),
             "source": self.source,
@@ -161,6 +165,7 @@ def _entry(raw: dict, source: str) -> CatalogEntry:
         tuple(raw.get("holders") or ()),
         source,
         raw.get("infrastructure") or "",
+        tuple(raw.get("elsewhere") or ()),
     )
 
 

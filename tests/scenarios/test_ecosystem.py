@@ -170,3 +170,30 @@ def test_an_orphaned_finalizer_guarding_cloud_infrastructure_is_removed_in_bulk_
     assert forced.code == ExitCode.OK, forced
     assert "remove: forced although it guards infrastructure outside the cluster" in " ".join(forced.stdout.split())
     cluster.eventually(lambda: cluster.get(bucket) is None, message="the Bucket, once its finalizer was forced")
+
+
+def test_a_controller_that_may_run_outside_the_cluster_makes_its_finalizer_unknown_not_orphaned(cluster, tmp_path,
+                                                                                                 monkeypatch):
+    """Issue 44, item 3: a NodeClaim whose Karpenter runs nowhere in the cluster is ORPHANED only when nothing says
+    Karpenter may run outside it; once the cluster serves EKS Auto Mode's API group (eks.amazonaws.com, where AWS
+    runs Karpenter), it is UNKNOWN, named so, and remove --all-stuck leaves it."""
+    monkeypatch.setenv("KFIN_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
+    group = f"{cluster.suffix}.karpenter.sh"  # the NodeClaim's own CRD, suffixed: the finalizer names the entry
+    project_crd(cluster, group, "nodeclaims", "NodeClaim", scope="Cluster", version="v1")
+    claim = cluster.create({"apiVersion": f"{group}/v1", "kind": "NodeClaim", "metadata": {
+        "name": cluster.name("default"), "finalizers": ["karpenter.sh/termination"]}})
+    cluster.delete(claim)
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+    explain = ("explain", f"nodeclaims.{group}", claim["metadata"]["name"], "-o", "json")
+    [before] = json.loads(kfin(*base, *explain).stdout)["findings"]
+    assert before["family"] == "karpenter" and before["verdict"] == "ORPHANED"
+    assert any(e.startswith("no sign that it runs outside the cluster: EKS Auto Mode") for e in before["evidence"])
+    project_crd(cluster, "eks.amazonaws.com", "nodeclasses", "NodeClass", scope="Cluster", version="v1")
+    [after] = json.loads(kfin(*base, *explain).stdout)["findings"]
+    assert after["family"] == "karpenter" and after["verdict"] == "UNKNOWN" and after["removeCommand"] is None
+    assert after["condition"].startswith("no Karpenter runs in the cluster, but it may run outside it, which kfin "
+                                         "cannot see: EKS Auto Mode, where AWS runs Karpenter outside the cluster: "
+                                         "the cluster serves the API group eks.amazonaws.com")
+    kept = kfin(*base, "remove", "--all-stuck", "--kind", f"nodeclaims.{group}", "--confirm", "--yes")
+    assert cluster.get(claim)["metadata"]["finalizers"] == ["karpenter.sh/termination"], kept
+    cluster.strip_finalizers(claim)

@@ -348,6 +348,59 @@ def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
     return found
 
 
+def signs_elsewhere(facts: ClusterFacts, entry: CatalogEntry) -> tuple[list[str], list[str]]:
+    """The signs that the entry's controller runs outside the cluster (a managed control plane's: an API group
+    it serves, a label its nodes carry), and the signs kfin could not read."""
+    found, unread = [], []
+    for place in entry.elsewhere:
+        if place.get("apiGroup"):
+            group = place["apiGroup"]
+            if any(r.group == group for r in facts.inventory.resources):
+                found.append(f"{place['where']}: the cluster serves the API group {group} ({place['source']})")
+            continue
+        key = place["nodeLabel"]
+        nodes = facts.objects("", "nodes", None)
+        if nodes is None:
+            unread.append(f"{place['where']}: kfin could not read the nodes, to look for the label {key}")
+            continue
+        labelled = next((n for n in nodes if key in (n.meta.get("labels") or {})), None)
+        if labelled is not None:
+            found.append(f"{place['where']}: Node {labelled.name} is labelled {key} ({place['source']})")
+    return found, unread
+
+
+def _may_run_elsewhere(ctx: Context, entry: CatalogEntry, orphaned: Finding) -> Finding | None:
+    """No controller in the cluster is not "not installed" where the controller may run outside it (Karpenter
+    under EKS Auto Mode or AKS node auto-provisioning): a sign of that, or one kfin cannot read, makes it UNKNOWN;
+    with every sign read and absent, ORPHANED stands (None), saying so."""
+    found, unread = signs_elsewhere(ctx.facts, entry)
+    controller = entry.controller.name
+    if not found and not unread:
+        absent = [
+            f"{p['where']} (no API group {p['apiGroup']})"
+            if p.get("apiGroup")
+            else f"{p['where']} (no node labelled {p['nodeLabel']})"
+            for p in entry.elsewhere
+        ]
+        orphaned.evidence.append("no sign that it runs outside the cluster: " + "; ".join(absent))
+        return None
+    first = (found or unread)[0]
+    found_it = ctx.finding(
+        f"no {controller} runs in the cluster, but it may run outside it, which kfin cannot see: {first}"
+        if found
+        else f"no {controller} runs in the cluster, and kfin cannot tell whether it runs outside it: {first}",
+        Verdict.UNKNOWN,  # a controller kfin cannot see may still remove it: never ORPHANED
+        f"check whether {controller} runs outside the cluster ({first.split(':')[0]}): there, it removes the "
+        f"finalizer itself; {entry.fix}",
+        entry.risk,
+        [*found, *unread, *orphaned.evidence],
+        None,
+        controller,
+    )
+    found_it.summary = f"{entry.project}: {controller} may run outside the cluster ({first.split(':')[0]})"
+    return found_it
+
+
 def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
     """The controller as the catalog finds it; when it finds none, the custom cause's proof (RBAC, managers)."""
     controller = entry.controller
@@ -419,6 +472,10 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             ),
         )
     manager = (ctx.obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
+    if fallback.verdict == Verdict.ORPHANED and entry.elsewhere:
+        outside = _may_run_elsewhere(ctx, entry, fallback)
+        if outside is not None:
+            return outside
     if fallback.verdict == Verdict.ORPHANED:
         fallback.condition = f"{controller.name} is not installed: {fallback.condition}"
         fallback.summary = f"{entry.project}: {controller.name} is not installed" + (

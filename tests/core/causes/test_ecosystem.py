@@ -318,3 +318,41 @@ def test_a_gateway_class_is_held_by_its_gateways_in_any_namespace():
     [f] = explain_object(gc, facts(gc, gw, extra_types=(gateway_class_type, gateway_type))).findings
     assert f.family == "gateway-api" and f.verdict == Verdict.HOLDING
     assert f.condition == "1 still uses it: Gateway edge/public" and f.infrastructure == ""
+
+
+# Issue 44, item 3: a controller that may run outside the cluster (Karpenter under EKS Auto Mode or AKS node
+# auto-provisioning): no Pod of it in the cluster is not "not installed".
+EKS_NODECLASS = ResourceType("eks.amazonaws.com", "v1", "nodeclasses", "NodeClass", False)
+
+
+def stranded_nodeclaim():
+    return obj(NODECLAIM, "default-x7k2p", finalizers=("karpenter.sh/termination",), deleting_for=DELETING)
+
+
+def test_a_nodeclaim_without_karpenter_and_without_a_managed_sign_is_orphaned_saying_it_looked():
+    claim = stranded_nodeclaim()
+    [f] = explain_object(claim, facts(claim, extra_types=(NODECLAIM,))).findings
+    assert f.family == "karpenter" and f.verdict == Verdict.ORPHANED
+    [line] = [e for e in f.evidence if e.startswith("no sign that it runs outside the cluster: ")]
+    assert "EKS Auto Mode, where AWS runs Karpenter outside the cluster (no API group eks.amazonaws.com)" in line
+    assert "(no node labelled kubernetes.azure.com/cluster)" in line
+
+
+def test_under_eks_auto_mode_a_nodeclaim_without_karpenter_in_the_cluster_is_unknown_not_orphaned():
+    claim = stranded_nodeclaim()
+    [f] = explain_object(claim, facts(claim, extra_types=(NODECLAIM, EKS_NODECLASS))).findings
+    assert f.family == "karpenter" and f.verdict == Verdict.UNKNOWN and f.remove_command is None
+    assert f.condition == (
+        "no Karpenter runs in the cluster, but it may run outside it, which kfin cannot see: EKS Auto Mode, where AWS "
+        "runs Karpenter outside the cluster: the cluster serves the API group eks.amazonaws.com (the Amazon EKS user "
+        "guide, Create a Node Class: Auto Mode's NodeClass is eks.amazonaws.com/v1)")
+    assert f.fix.startswith("check whether Karpenter runs outside the cluster (EKS Auto Mode, where AWS runs Karpenter "
+                            "outside the cluster)")
+
+
+def test_on_aks_a_nodeclaim_without_karpenter_in_the_cluster_is_unknown_not_orphaned():
+    claim = stranded_nodeclaim()
+    aks = obj("node", "aks-nodepool1-12345678-vmss000000", labels={"kubernetes.azure.com/cluster": "MC_rg_aks"})
+    [f] = explain_object(claim, facts(claim, aks, extra_types=(NODECLAIM,))).findings
+    assert f.verdict == Verdict.UNKNOWN
+    assert "Node aks-nodepool1-12345678-vmss000000 is labelled kubernetes.azure.com/cluster" in f.condition
