@@ -67,7 +67,7 @@ def test_the_page_in_a_real_browser_draws_the_graph_and_logs_no_error(tmp_path):
             browser.close()
     assert problems == []
     assert box is not None and box["width"] > 300 and box["height"] > 100
-    assert nodes >= 10 and "Node/ip-10-0-2-44" in labels and "root cause" in labels
+    assert nodes >= 10 and "Node/ip-10-0-2-44" in labels and "root cause: node down" in labels
     png = (tmp_path / "report.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 50_000  # a page with a drawing, not a blank one
     assert re.search(rb"IHDR", png[:40])

@@ -91,6 +91,7 @@ def graph(
         catalog = Catalog(facts.inventory.resources + builtin_resources())
         kinds = {catalog.find(k).kind.lower() for k in kind}
     shown = owners.restrict(subject.graph, kinds, only_stuck)
+    shown.graph.update(drawn.heading(subject.title, facts.inventory.context, facts.inventory.observed_at))
     bearing, unrelated = split(facts.inventory.failures, subject.subject)
     warn_failures(bearing, unrelated=unrelated)
     if fmt == "tree":

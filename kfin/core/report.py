@@ -12,6 +12,7 @@ from kfin.core.fleet import find_all_contexts
 from kfin.core.owners import add_blocking
 from kfin.core.scope import Scope
 from kfin.core.stuck import StuckObject
+from kfin.core.subject_graph import verdict_of
 from kfin.model import Inventory
 
 if TYPE_CHECKING:
@@ -41,6 +42,6 @@ def build(scope: Scope) -> Report:
     for row in rows:  # each row's chain was followed by the scan: drawn here, not followed again
         facts = facts_of.get(row.context, sources[0])
         if row.chain is not None:
-            add_blocking(graph, row.chain, facts.inventory.observed_at)
+            add_blocking(graph, row.chain, facts.inventory.observed_at, verdict_of(facts))
         entries.append(Entry(row, explain_cached(row.obj, facts)))
     return Report(entries, graph, [f.inventory for f in sources])

@@ -12,7 +12,7 @@ from kfin.api.resources import Catalog
 from kfin.api.scan import NAMESPACES
 from kfin.core import owners
 from kfin.core.blocking import follow, node_id
-from kfin.core.causes import blocker_line, explain_cached
+from kfin.core.causes import blocker_line, explain_cached, main_finding
 from kfin.core.causes.ecosystem import Holding, holdings
 from kfin.core.causes.registry import Context, family
 from kfin.core.facts import Facts
@@ -36,6 +36,41 @@ class SubjectGraph:
 
 def blocker_of(facts: Facts) -> Callable[[KubeObject], str]:
     return lambda obj: blocker_line(explain_cached(obj, facts))
+
+
+def verdict_of(facts: Facts) -> Callable[[KubeObject], str | None]:
+    """The verdict of a stuck object as `kfin stuck`'s VERDICT column gives it: its main finding's."""
+
+    def verdict(obj: KubeObject) -> str | None:
+        main = main_finding(explain_cached(obj, facts))
+        return main.verdict.value if main else None
+
+    return verdict
+
+
+def bound_volumes(namespace: str, facts: Facts) -> list[KubeObject]:
+    """The PersistentVolumes the namespace's claims are bound to: cluster-scoped, so not its content, yet
+    what its claims hold (and what deleting them may delete: the reclaim policy)."""
+    out = []
+    for claim in facts.objects("", "persistentvolumeclaims", namespace, full=True) or []:
+        name = (claim.raw.get("spec") or {}).get("volumeName")
+        volume = facts.find("", "persistentvolumes", "", name, full=True) if name else None
+        ref = ((volume.raw.get("spec") or {}).get("claimRef") or {}) if volume else {}
+        if volume is not None and (ref.get("namespace"), ref.get("name")) == (namespace, claim.name):
+            out.append(volume)
+    return out
+
+
+def add_volumes(graph: nx.DiGraph, volumes: list[KubeObject], facts: Facts) -> None:
+    """Each volume and an edge from the claim bound to it (a volume held by its claim already has the chain's
+    bound-claim edge the other way)."""
+    for volume in volumes:
+        ref = (volume.raw.get("spec") or {}).get("claimRef") or {}
+        claim = facts.find("", "persistentvolumeclaims", ref.get("namespace", ""), ref.get("name", ""))
+        if claim is None or node_id(volume) not in graph or node_id(claim) not in graph:
+            continue
+        if not graph.has_edge(node_id(volume), node_id(claim)):
+            owners.add_volume_edge(graph, node_id(claim), node_id(volume))
 
 
 def with_foreign_owners(objects: list[KubeObject], facts: Facts) -> list[KubeObject]:
@@ -62,7 +97,7 @@ def with_blocking(graph: nx.DiGraph, objects: list[KubeObject], facts: Facts) ->
     for obj in objects:
         if obj.terminating and node_id(obj) in drawn:
             obj = _whole(obj, facts)
-            owners.add_blocking(graph, follow(obj, facts), facts.inventory.observed_at)
+            owners.add_blocking(graph, follow(obj, facts), facts.inventory.observed_at, verdict_of(facts))
             owners.add_holders(graph, obj, catalog_holders(obj, facts), facts.inventory.observed_at)
     return graph
 
@@ -96,17 +131,24 @@ def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> Subj
         if namespace_obj is None:
             raise NotFoundError(f'namespaces "{name}" not found')
         objects = with_foreign_owners(content + cluster_wide, facts)
-        full = owners.build(objects, facts.inventory.observed_at, facts.listed_kinds(), blocker_of(facts))
+        volumes = [] if owners_only else bound_volumes(name, facts)
+        present = {node_id(o) for o in objects}
+        objects += [v for v in volumes if node_id(v) not in present]
+        full = owners.build(
+            objects, facts.inventory.observed_at, facts.listed_kinds(), blocker_of(facts), verdict_of(facts)
+        )
         inside = {n for n, d in full.nodes(data=True) if d.get("namespace") == name}
+        inside |= {node_id(v) for v in volumes}
         if namespace_obj.terminating and not owners_only:  # its own blocking links: content, APIServices
             inside.add(node_id(namespace_obj))
         keep = set(inside)
         for n in inside:
             keep |= nx.ancestors(full, n) | set(full.successors(n))
         drawn = full.subgraph(keep).copy()
-        return SubjectGraph(
-            drawn if owners_only else with_blocking(drawn, objects, facts), f"namespace {name}", None, facts
-        )
+        if not owners_only:
+            with_blocking(drawn, objects, facts)
+            add_volumes(drawn, volumes, facts)
+        return SubjectGraph(drawn, f"namespace {name}", None, facts)
     namespace = (
         (scope.namespace or (facts.inventory.namespace if scope.from_snapshot is None else None) or "default")
         if rtype.namespaced
@@ -121,7 +163,9 @@ def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> Subj
         where = f' in namespace "{namespace}"' if namespace else ""
         raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}')
     objects = with_foreign_owners(objects, facts)
-    full = owners.build(objects, facts.inventory.observed_at, facts.listed_kinds(), blocker_of(facts))
+    full = owners.build(
+        objects, facts.inventory.observed_at, facts.listed_kinds(), blocker_of(facts), verdict_of(facts)
+    )
     focus = node_id(match[0])
     drawn = owners.lineage(full, focus)
     if not owners_only:  # and what it holds: the stuck objects whose blocking chain passes through it

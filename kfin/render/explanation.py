@@ -28,6 +28,16 @@ VERDICT_STYLE = {
 }
 
 
+def verdict_colour(verdict: str | None) -> str:
+    """A verdict's colour in a picture or a page (#rrggbb): VERDICT_STYLE's colour as Rich exports a terminal's
+    (its default theme), so that the graph and the report read like the VERDICT column."""
+    from rich.style import Style
+    from rich.terminal_theme import DEFAULT_TERMINAL_THEME
+
+    colour = Style.parse(VERDICT_STYLE.get(verdict or "", "")).color
+    return (colour.get_truecolor(DEFAULT_TERMINAL_THEME) if colour else DEFAULT_TERMINAL_THEME.foreground_color).hex
+
+
 def explanation_panels(explanation: Explanation, out: Console | None = None) -> None:
     """One panel per finalizer: what it is, who removes it, what holds it, the verdict, the fix and the risk."""
     from rich.panel import Panel

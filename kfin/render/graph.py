@@ -8,11 +8,14 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from kfin.core.owners import blocking_chain, label, labels, problems, roots
 from kfin.errors import UsageError
-from kfin.render.layout import hanging
+from kfin.render.explanation import VERDICT_STYLE, verdict_colour
+from kfin.render.layout import hanging, spans
 from kfin.render.terminal import console, markup_safe
 from kfin.util.durations import format_age
 from kfin.util.text import one_line, printable
@@ -57,6 +60,8 @@ def walk(graph: nx.DiGraph, depth: int | None = None) -> list[tuple[int, bool, l
             pieces.append(("bold red", "⛔ blocks "))
         elif edge and edge.get("problem"):
             pieces.append(("yellow", f"{edge['problem']} "))
+        elif edge and edge.get("binds"):
+            pieces.append(("dim", "bound to "))
         pieces.append(("", named[node]))
         for style, text in _state(nodes[node]):
             pieces += [("", "  "), (style, text)]
@@ -186,52 +191,217 @@ def root_causes(graph: nx.DiGraph) -> set[str]:
     return into - waits
 
 
-# What each mark means, drawn beside the graph (`A -> B` reads "A owns B" or "A waits for B").
-DOT_LEGEND = [
-    "  subgraph cluster_legend {",
-    '    label="legend"; fontname="Helvetica"; style="rounded"; color="gray";',
-    '    node [shape=plaintext, fontname="Helvetica"];',
-    '    legend_owner [label="owner"]; legend_dependent [label="dependent"];',
-    '    legend_owner -> legend_dependent [label="owns"];',
-    '    legend_stuck [label="Terminating", shape=box, color="red"];',
-    '    legend_root [label="root cause", shape=box, color="red", peripheries=2, style="bold"];',
-    '    legend_stuck -> legend_root [color="red", penwidth=2, label="waits for"];',
-    '    legend_finalized [label="object with an operator\'s finalizer"]; legend_target [label="what it cleans up"];',
-    '    legend_finalized -> legend_target [style="dotted", label="cleans-up / requires"];',
-    "  }",
-]
+@dataclass(frozen=True)
+class RootLook:
+    """How a kind of root cause is drawn: what it is (the node's last line says it), a shape, a fill."""
+
+    name: str
+    shape: str  # Graphviz's
+    drawn: str  # the shape, in the legend's words
+    fill: str
+    mermaid: tuple[str, str]  # Mermaid's node brackets: its shape
+    dashed: bool = False  # drawn like a missing owner: not there
+
+
+# Root causes by what they are, each drawn its own way: a Pod that runs and mounts a claim is not a dead node.
+ROOT_LOOKS = {
+    "node-down": RootLook("node down", "box3d", "3-D box", "#f4cccc", ("[[", "]]")),
+    "api-unavailable": RootLook("API unavailable", "component", "component", "#fce5cd", ("{{", "}}")),
+    "controller-absent": RootLook("controller absent", "box", "dashed box", "#e6d0ec", ("[/", "/]"), dashed=True),
+    "controller": RootLook("controller should act", "cds", "arrow", "#fff2cc", ("[\\", "/]")),
+    "cloud": RootLook("cloud", "tab", "tab", "#cfe2f3", (">", "]")),
+    "pod-in-use": RootLook("Pod in use", "note", "folded corner", "#d9ead3", ("([", "])")),
+    "rejected": RootLook("write rejected", "hexagon", "hexagon", "#f9cb9c", ("[/", "\\]")),
+    "gone": RootLook("gone", "box", "grey box", "#d9d9d9", ("[(", ")]")),
+    "other": RootLook("root cause", "box", "box", "#eeeeee", ("[", "]")),
+}
+ROOT_KIND_OF_LINK = {
+    "kubelet": "node-down",
+    "discovery-failure": "api-unavailable",
+    "conversion-failure": "api-unavailable",
+    "cloud": "cloud",
+    "used-by-pod": "pod-in-use",
+    "reserved-for": "pod-in-use",
+    "member-pod": "pod-in-use",
+    "webhook": "rejected",
+    "admission-policy": "rejected",
+    "forbidden": "rejected",
+    "ghost": "gone",
+    "unreadable-storage": "gone",
+}
+
+
+def root_kind(graph: nx.DiGraph, node: str) -> str:
+    """What a root cause is (a key of ROOT_LOOKS), from the links into it: their type, and for a controller
+    whether the finding proved it absent (ORPHANED) or only waits for it."""
+    into = [d for _, _, d in graph.in_edges(node, data=True) if d.get("blocking")]
+    for data in into:
+        cause = data.get("cause")
+        if cause == "kubelet" and graph.nodes[node].get("kind") not in ("Node", "Actor"):
+            continue
+        if cause in ROOT_KIND_OF_LINK:
+            if ROOT_KIND_OF_LINK[cause] == "pod-in-use" and graph.nodes[node].get("kind") != "Pod":
+                continue
+            return ROOT_KIND_OF_LINK[cause]
+        if cause == "controller":
+            return "controller-absent" if data.get("verdict") in ("ORPHANED", "STALLED") else "controller"
+    return "other"
+
+
+def root_line(kind: str) -> str:
+    look = ROOT_LOOKS[kind]
+    return "root cause" if kind == "other" else f"root cause: {look.name}"
+
+
+def heading(what: str, context: str | None, observed: datetime | None) -> dict:
+    """The graph's title (graph.graph): what is drawn, from which kube context, as of when."""
+    return {
+        "title": what,
+        "context": context or None,
+        "observedAt": observed.strftime("%Y-%m-%dT%H:%M:%SZ") if observed else None,
+    }
+
+
+def title_line(graph: nx.DiGraph) -> str | None:
+    """`namespace shop, context prod-eu, observed 2026-11-23 02:05:01 UTC`: what a picture is of."""
+    info = graph.graph
+    if not info.get("title"):
+        return None
+    parts = [info["title"]]
+    if info.get("context"):
+        parts.append(f"context {info['context']}")
+    if info.get("observedAt"):
+        parts.append("observed " + info["observedAt"].replace("T", " ").replace("Z", " UTC"))
+    return printable(", ".join(parts), one_line=True)
+
+
+def state_line(data: dict) -> str | None:
+    """`HOLDING, Terminating for 3d`: a Terminating object's verdict and how long it has been deleted."""
+    if not data.get("terminating"):
+        return None
+    age = data.get("terminatingSeconds")
+    state = "Terminating" + (f" for {format_age(age)}" if age is not None else "")
+    return f"{data['verdict']}, {state}" if data.get("verdict") else state
+
+
+def _tint(colour: str, share: float = 0.15) -> str:
+    """`colour` mixed into white: a fill that keeps black text readable."""
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(255 - (255 - c) * share):02x}" for c in rgb)
+
+
+def _edge_kind(data: dict) -> str:
+    if data.get("blocking"):
+        return "blocking"
+    for kind in ("holder", "binds", "problem"):
+        if data.get(kind):
+            return kind
+    return "owns"
+
+
+def _edge_text(data: dict) -> str | None:
+    kind = _edge_kind(data)
+    if kind == "blocking":
+        return data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
+    return {"holder": data.get("holder"), "binds": "bound to", "problem": data.get("problem")}.get(kind)
+
+
+FONT = 'fontname="Helvetica"'
+LEGEND_EDGES = {  # kind of edge: (attributes of its sample line in the legend, what it reads)
+    "owns": ('BORDER="1" COLOR="black"', "owns"),
+    "blocking": ('BORDER="2" COLOR="red"', "waits for"),
+    "holder": ('BORDER="1" STYLE="dotted"', "cleans up / requires"),
+    "binds": ('BORDER="1" COLOR="gray40" STYLE="dashed"', "bound to"),
+    "problem": ('BORDER="1" COLOR="orange" STYLE="dashed"', "owner problem"),
+}
+
+
+def _legend(graph: nx.DiGraph, roots: dict[str, str]) -> list[str]:
+    """The legend: one small table of what the graph shows, nothing else."""
+    rows = ['<TR><TD COLSPAN="2" ALIGN="LEFT"><B>legend</B></TD></TR>']
+    edges = {_edge_kind(d) for _, _, d in graph.edges(data=True)}
+    for kind, (sample, meaning) in LEGEND_EDGES.items():
+        if kind in edges:
+            rows.append(f'<TR><TD SIDES="B" {sample} WIDTH="30"></TD><TD ALIGN="LEFT">{meaning}</TD></TR>')
+    shown = {d.get("verdict") or "?" for _, d in graph.nodes(data=True) if d.get("terminating")}
+    verdicts = [v for v in VERDICT_STYLE if v in shown] + (["?"] if "?" in shown else [])
+    for at, verdict in enumerate(verdicts):
+        colour = verdict_colour(None if verdict == "?" else verdict)
+        meaning = f'<TD ROWSPAN="{len(verdicts)}" ALIGN="LEFT" BALIGN="LEFT">Terminating,<BR/>by verdict</TD>'
+        rows.append(
+            f'<TR><TD BORDER="2" COLOR="{colour}" BGCOLOR="{_tint(colour)}" STYLE="rounded">{verdict}</TD>'
+            f"{meaning if at == 0 else ''}</TR>"
+        )
+    for kind in [k for k in ROOT_LOOKS if k in roots.values()]:
+        look = ROOT_LOOKS[kind]
+        dashed = ' STYLE="dashed"' if look.dashed else ""
+        rows.append(
+            f'<TR><TD BORDER="2" BGCOLOR="{look.fill}"{dashed}></TD><TD ALIGN="LEFT">{root_line(kind)}</TD></TR>'
+        )
+    if any(d.get("missing") for _, d in graph.nodes(data=True)):
+        rows.append('<TR><TD BORDER="1" STYLE="dashed"></TD><TD ALIGN="LEFT">missing</TD></TR>')
+    table = '<TABLE BORDER="1" COLOR="gray" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">' + "".join(rows)
+    return [
+        "  subgraph cluster_legend {",  # declared first: Graphviz draws it below the graph (its last rank order)
+        '    style="invis"; label="";',
+        f"    legend [shape=plaintext, {FONT}, fontsize=11, label=<{table}</TABLE>>];",
+        "  }",
+    ]
+
+
+LABEL_WIDTH = 30  # characters: a long name is broken after a `/` or `,` (kind / namespace/name), as tables do
+
+
+def _wrapped(line: str) -> list[str]:
+    return [line[a:b] for a, b in spans(line, LABEL_WIDTH)]
+
+
+def _node_dot(graph: nx.DiGraph, node: str, data: dict, roots: dict[str, str]) -> str:
+    text = _wrapped(label(graph, node)) + (_wrapped(", ".join(data["finalizers"])) if data.get("finalizers") else [])
+    state = state_line(data)
+    style = ["rounded"]
+    attrs = []
+    if state:
+        text.append(state)
+        colour = verdict_colour(data.get("verdict"))
+        style.append("filled")
+        attrs += [f'color="{colour}"', f'fillcolor="{_tint(colour)}"', "penwidth=2"]
+    if node in roots:
+        look = ROOT_LOOKS[roots[node]]
+        text.append(root_line(roots[node]))
+        style = ["filled", "bold"] + (["dashed"] if look.dashed else [])
+        attrs = [a for a in attrs if not a.startswith("fillcolor")]
+        attrs += [f"shape={look.shape}", f'fillcolor="{look.fill}"', "peripheries=2"]
+    if data.get("missing"):
+        style.append("dashed")
+    attrs.append(f'style="{",".join(style)}"')
+    return f"  {_dot_quote(node)} [label={_dot_quote(*text)}, {', '.join(attrs)}];"
 
 
 def to_dot(graph: nx.DiGraph) -> str:
+    """Graphviz's DOT: a title (what, which context, when), each stuck object coloured by its verdict with its
+    age, each root cause drawn as what it is, and a small legend of what appears."""
+    roots = {node: root_kind(graph, node) for node in root_causes(graph)}
+    title = title_line(graph)
     lines = [
         "digraph owners {",
-        "  rankdir=LR;",
-        '  node [shape=box, fontname="Helvetica"];',
-        '  edge [fontname="Helvetica"];',
-        *DOT_LEGEND,
+        "  rankdir=LR; ranksep=0.3;",
+        *([f'  labelloc="t"; fontsize=14; {FONT}; label={_dot_quote(title)};'] if title else []),
+        f"  node [shape=box, {FONT}, fontsize=11];",
+        f"  edge [{FONT}, fontsize=11];",
+        *(_legend(graph, roots) if graph.number_of_nodes() else []),
     ]
-    roots = root_causes(graph)
     for node, data in sorted(graph.nodes(data=True)):
-        style = []
-        if data.get("terminating"):
-            style.append('color="red"')
-        if node in roots:
-            style += ['color="red"', "peripheries=2", 'style="bold"']
-        if data.get("missing"):
-            style.append('style="dashed"')
-        text = [label(graph, node)] + ([", ".join(data["finalizers"])] if data.get("finalizers") else [])
-        if node in roots:
-            text.append("root cause")
-        lines.append(f"  {_dot_quote(node)} [label={_dot_quote(*text)}{', ' if style else ''}{', '.join(style)}];")
+        lines.append(_node_dot(graph, node, data, roots))
     for a, b, data in sorted(graph.edges(data=True)):
-        attrs = []
-        if data.get("blocking"):
-            why = data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
-            attrs += ['color="red"', "penwidth=2", f"label={_dot_quote(why)}"]
-        elif data.get("holder"):
-            attrs += ['style="dotted"', f"label={_dot_quote(data['holder'])}"]
-        elif data.get("problem"):
-            attrs += ['style="dashed"', f"label={_dot_quote(data['problem'])}"]
+        kind, words = _edge_kind(data), _edge_text(data)
+        attrs = {
+            "blocking": ['color="red"', "penwidth=2"],
+            "holder": ['style="dotted"'],
+            "binds": ['style="dashed"', 'color="gray40"'],
+            "problem": ['style="dashed"', 'color="orange"'],
+            "owns": [],
+        }[kind] + ([f"label={_dot_quote(words)}"] if words else [])
         lines.append(f"  {_dot_quote(a)} -> {_dot_quote(b)}{' [' + ', '.join(attrs) + ']' if attrs else ''};")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -253,39 +423,53 @@ def mermaid_too_large(text: str, graph: nx.DiGraph) -> str | None:
     )
 
 
+def _mermaid_text(*lines: str) -> str:
+    return "<br/>".join(printable(t, one_line=True).replace('"', "#quot;") for t in lines)
+
+
 def to_mermaid(graph: nx.DiGraph) -> str:
+    """Mermaid: the same marks as the DOT (title, verdict colours and ages, root causes by what they are)."""
     ids = {node: f"n{i}" for i, node in enumerate(sorted(graph.nodes))}
-    roots = root_causes(graph)
-    lines = [
+    roots = {node: root_kind(graph, node) for node in root_causes(graph)}
+    title = title_line(graph)
+    lines = [f"---\ntitle: {json.dumps(title)}\n---"] if title else []
+    lines += [
         "graph LR",
-        "  %% A --> B: A owns B. A ==> B (red): A is Terminating and waits for B. Thick red border: a root cause.",
-        "  %% A -.-> B: what an operator's finalizer on A cleans up or requires.",
+        "  %% A --> B: A owns B. A ==> B (red): A is Terminating and waits for B. A stuck object is coloured by its",
+        "  %% verdict; a root cause is drawn by what it is (its last line says it). A -.-> B: what an operator's",
+        "  %% finalizer on A cleans up or requires, or the volume a claim is bound to.",
     ]
+    classes: dict[str, list[str]] = {}
     for node in sorted(graph.nodes):
         data = graph.nodes[node]
-        text = printable(label(graph, node), one_line=True).replace('"', "#quot;")
-        if data.get("finalizers"):
-            text += "<br/>" + printable(", ".join(data["finalizers"]), one_line=True).replace('"', "#quot;")
+        text = [label(graph, node)] + ([", ".join(data["finalizers"])] if data.get("finalizers") else [])
+        state = state_line(data)
+        if state:
+            text.append(state)
+            classes.setdefault(f"verdict_{data.get('verdict') or 'none'}", []).append(ids[node])
+        opening, closing = "[", "]"
         if node in roots:
-            text += "<br/>root cause"
-        lines.append(f'  {ids[node]}["{text}"]')
+            text.append(root_line(roots[node]))
+            opening, closing = ROOT_LOOKS[roots[node]].mermaid
+            classes.setdefault(f"root_{roots[node].replace('-', '_')}", []).append(ids[node])
+        if data.get("missing"):
+            classes.setdefault("missing", []).append(ids[node])
+        lines.append(f'  {ids[node]}{opening}"{_mermaid_text(*text)}"{closing}')
     for a, b, data in sorted(graph.edges(data=True)):
-        if data.get("blocking"):
-            why = data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
-            lines.append(f"  {ids[a]} ==>|{why}| {ids[b]}")
-        elif data.get("holder"):
-            lines.append(f"  {ids[a]} -.->|{data['holder']}| {ids[b]}")
-        elif data.get("problem"):
-            lines.append(f"  {ids[a]} -.->|{data['problem']}| {ids[b]}")
+        kind, words = _edge_kind(data), _edge_text(data)
+        arrow = {"blocking": "==>", "owns": "-->"}.get(kind, "-.->")
+        shown = f"|{_mermaid_text(words)}|" if words else ""
+        lines.append(f"  {ids[a]} {arrow}{shown} {ids[b]}")
+    for name in sorted(classes):
+        if name.startswith("verdict_"):
+            colour = verdict_colour(None if name == "verdict_none" else name.removeprefix("verdict_"))
+            lines.append(f"  classDef {name} fill:{_tint(colour)},stroke:{colour},stroke-width:2px;")
+        elif name.startswith("root_"):
+            fill = ROOT_LOOKS[name.removeprefix("root_").replace("_", "-")].fill
+            lines.append(f"  classDef {name} fill:{fill},stroke:#333,stroke-width:4px;")
         else:
-            lines.append(f"  {ids[a]} --> {ids[b]}")
-    lines.append("  classDef terminating fill:#fdd,stroke:#c00;")
-    lines.append("  classDef missing stroke-dasharray: 5 5;")
-    lines.append("  classDef root stroke:#c00,stroke-width:4px;")
-    for kind in ("terminating", "missing", "root"):
-        members = [ids[n] for n in sorted(graph.nodes) if (n in roots if kind == "root" else graph.nodes[n].get(kind))]
-        if members:
-            lines.append(f"  class {','.join(members)} {kind};")
+            lines.append("  classDef missing stroke-dasharray: 5 5;")
+        lines.append(f"  class {','.join(classes[name])} {name};")
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from kfin import __version__
 from kfin.core.causes import Action
 from kfin.core.report import Entry, Report
-from kfin.render.graph import picture, plain_tree
+from kfin.render.explanation import VERDICT_STYLE, verdict_colour
+from kfin.render.graph import heading, picture, plain_tree
 from kfin.util.durations import format_age
 from kfin.util.text import printable
 
@@ -20,9 +21,8 @@ body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:80em;padding:
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;
 vertical-align:top}th{background:#f4f4f4}code,pre{font:13px ui-monospace,monospace}pre{background:#f8f8f8;
-padding:.5em;overflow:auto}.HOLDING,.BLOCKED{color:#b00}.WAITING{color:#a60}.STALLED{color:#d40}.ORPHANED{color:#808}
-.UNKNOWN{color:#555}.graph svg{max-width:100%;height:auto}.warn{color:#a60}
-"""
+padding:.5em;overflow:auto}.graph{overflow-x:auto}.graph svg{max-width:100%;height:auto}.warn{color:#a60}
+""" + "".join(f".{verdict}{{color:{verdict_colour(verdict)}}}" for verdict in VERDICT_STYLE)
 
 
 def _e(value: object) -> str:
@@ -35,14 +35,36 @@ def _verdict(value: str | None) -> str:
     return f'<span class="{_e(shown)}">{_e(shown)}</span>'
 
 
-def _graph(report: Report) -> str:
+SMALLEST_TEXT_PX = 11  # the graph shrinks to fit the page, never below this (it scrolls sideways instead)
+
+
+def _graph(report: Report, title: str) -> str:
     if report.graph.number_of_nodes() == 0:
         return "<p>Nothing is stuck: no blocking graph.</p>"
     if shutil.which("dot"):
+        inventories = report.inventories
+        report.graph.graph.update(
+            heading(
+                title.removeprefix("Stuck in Terminating: "),
+                ", ".join(inv.context for inv in inventories if inv.context),
+                inventories[0].observed_at if inventories else None,
+            )
+        )
         svg = picture(report.graph, "svg").decode()
         svg = re.sub(r"^.*?(<svg\b)", r"\1", svg, count=1, flags=re.S)  # no XML prolog or DOCTYPE inline
-        return f'<div class="graph" id="graph">{svg}</div>'
+        return f'<div class="graph" id="graph">{_readable(svg)}</div>'
     return f'<pre id="graph">{_e(plain_tree(report.graph))}</pre><p>(Install Graphviz to draw it.)</p>'
+
+
+def _readable(svg: str) -> str:
+    """Graphviz's SVG with a least width: scaled to the page's width, its smallest text stays SMALLEST_TEXT_PX."""
+    width = re.search(r'<svg width="([\d.]+)pt"', svg)
+    sizes = [float(size) for size in re.findall(r'<text [^>]*font-size="([\d.]+)"', svg)]
+    if width is None or not sizes:
+        return svg
+    # width and font sizes are both in points: the ratio is the page's pixels at the least scale
+    least = float(width.group(1)) * SMALLEST_TEXT_PX / min(sizes)
+    return svg.replace("<svg ", f'<svg style="min-width:{least:.0f}px" ', 1)
 
 
 def _action(action: Action) -> str:
@@ -122,6 +144,6 @@ def page(report: Report, title: str) -> str:
         )
     table.append("</table>")
     body = table if report.entries else []
-    body += ["<h2>What blocks what</h2>", _graph(report)]
+    body += ["<h2>What blocks what</h2>", _graph(report, title)]
     body += ["<h2>Each stuck object</h2>", *(_entry(n, e) for n, e in enumerate(report.entries))]
     return "\n".join(head + body + ["</body></html>", ""])

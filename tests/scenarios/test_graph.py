@@ -1,6 +1,7 @@
 """kfin graph on a cluster: owner chains, blocking edges, problems, and every export readable by its tool."""
 
 import json
+import re
 
 import networkx as nx
 import pydot
@@ -147,7 +148,9 @@ def test_every_export_parses_with_its_own_tool_and_holds_the_same_graph(cluster)
     assert dot_nodes == nodes and dot_edges == edges
     mermaid = kfin(*base, "-o", "mermaid").stdout
     drawn = [line for line in mermaid.splitlines() if not line.lstrip().startswith("%%")]  # comments: the legend
-    assert mermaid.startswith("graph LR") and sum(line.count("-->") for line in drawn) == 2
+    # issue 41: titled (what, context, when) in Mermaid's front matter, then the diagram
+    assert re.match(r'---\ntitle: "namespace [^"\n]+, context [^"\n]+, observed [^"\n]+ UTC"\n---\ngraph LR\n', mermaid)
+    assert sum(line.count("-->") for line in drawn) == 2
 
 
 def test_the_graph_of_a_snapshot_equals_the_live_graph(cluster):
@@ -171,3 +174,23 @@ def test_depth_kind_and_only_stuck_keep_large_namespaces_readable(cluster):
     secrets = nx.node_link_graph(json.loads(kfin(*base, "--kind", "secret", "-o", "json").stdout), edges="edges")
     assert labels(secrets) == {"Widget/web", "ConfigMap/web-1", "Secret/web-1-a"}  # secrets and their owners
     assert json.loads(kfin(*base, "--only-stuck", "-o", "json").stdout)["nodes"] == []
+
+
+def test_a_namespace_graph_holds_the_volumes_its_claims_are_bound_to(cluster):
+    """Issue 41: a claim's PersistentVolume is cluster-scoped, not the namespace's content, yet it is what the claim
+    holds (and what deleting the claim may delete): read live, it is drawn beside its claim."""
+    pv = cluster.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": cluster.name("pv")},
+                         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                  "persistentVolumeReclaimPolicy": "Retain", "storageClassName": cluster.name("manual"),
+                                  "hostPath": {"path": "/tmp/kfin"},
+                                  "claimRef": {"namespace": cluster.namespace, "name": "data"}}})
+    cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                             "storageClassName": cluster.name("manual"), "volumeName": pv["metadata"]["name"]}})
+    base = ("graph", "namespace", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig))
+    graph = json.loads(kfin(*base, "-o", "json").stdout)
+    names = {n["id"]: f"{n['kind']}/{n['name']}" for n in graph["nodes"]}
+    assert f"PersistentVolume/{pv['metadata']['name']}" in names.values()
+    assert [(names[e["source"]], names[e["target"]]) for e in graph["edges"] if e.get("binds")] == [
+        ("PersistentVolumeClaim/data", f"PersistentVolume/{pv['metadata']['name']}")]
+    assert f"bound to PersistentVolume/{pv['metadata']['name']}" in kfin(*base).stdout
