@@ -197,3 +197,31 @@ def test_a_controller_that_may_run_outside_the_cluster_makes_its_finalizer_unkno
     kept = kfin(*base, "remove", "--all-stuck", "--kind", f"nodeclaims.{group}", "--confirm", "--yes")
     assert cluster.get(claim)["metadata"]["finalizers"] == ["karpenter.sh/termination"], kept
     cluster.strip_finalizers(claim)
+
+
+def test_a_cluster_api_delete_hook_is_named_as_the_blocker_of_its_machine(cluster):
+    """Issue 44, item 4: a Machine whose deletion waits on a pre-drain delete hook (an annotation, not a
+    finalizer) names the hook and its owner as what holds it, in explain, its plan and the graph."""
+    group = f"{cluster.suffix}.cluster.x-k8s.io"  # the Machine's CRD, suffixed: the finalizer names the entry
+    project_crd(cluster, group, "machines", "Machine", version="v1beta2")
+    hook = "pre-drain.delete.hook.machine.cluster.x-k8s.io/migrate-storage"
+    machine = cluster.create({"apiVersion": f"{group}/v1beta2", "kind": "Machine", "metadata": {
+        "name": "worker-a1", "finalizers": ["machine.cluster.x-k8s.io"], "annotations": {hook: "storage-operator"}},
+        "spec": {"clusterName": "prod"}})
+    cluster.delete(machine)
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+    report = json.loads(kfin(*base, "explain", f"machines.{group}", "worker-a1", "-n", cluster.namespace, "-o",
+                             "json").stdout)
+    [f] = report["findings"]
+    assert f["family"] == "cluster-api" and f["verdict"] == "HOLDING"
+    assert f["condition"].endswith(": pre-drain delete hook migrate-storage (owned by storage-operator)")
+    assert f["fix"].startswith(f"let storage-operator finish its pre-drain work and remove the annotation {hook}")
+    assert [h["what"] for h in f["holders"] if h["effect"] == "holds"] == [
+        "pre-drain delete hook migrate-storage (owned by storage-operator)"]
+    [step] = report["plan"]["steps"]
+    assert step["note"].startswith(f"let storage-operator finish its pre-drain work and remove the annotation {hook}")
+    [root] = report["chain"]["rootCauses"]
+    assert "pre-drain delete hook migrate-storage (owned by storage-operator)" in json.dumps(root)
+    graph = kfin(*base, "graph", f"machines.{group}", "worker-a1", "-n", cluster.namespace).stdout
+    assert "pre-drain delete hook migrate-storage (owned by storage-operator)" in graph
+    cluster.strip_finalizers(machine)

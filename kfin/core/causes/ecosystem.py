@@ -37,6 +37,7 @@ class Holding:
     meaning: str
     target: KubeObject | None = None
     missing: bool = False  # a required object that is gone
+    fix: str = ""  # what lets it go, when the holder says (a delete hook's owner removes its annotation)
 
     def to_dict(self) -> dict:
         return {
@@ -97,6 +98,23 @@ def holdings(ctx: Context, entry: CatalogEntry) -> list[Holding] | None:
 
 
 def _from_self(holder: dict, whole: dict) -> list[Holding]:
+    if holder.get("annotationPrefix"):  # <prefix>/<name>: <owner>, as Cluster API's delete hooks are written
+        annotations = _at(whole, "metadata.annotations")
+        prefix = holder["annotationPrefix"] + "/"
+        hooks = [
+            {"key": key, "name": key[len(prefix) :], "owner": value or "an owner the annotation does not name"}
+            for key, value in sorted(annotations.items() if isinstance(annotations, dict) else [])
+            if key.startswith(prefix)
+        ]
+        return [
+            Holding(
+                holder["effect"],
+                _describe(holder["describe"], hook),
+                holder["meaning"],
+                fix=_describe(holder.get("fix", ""), hook),
+            )
+            for hook in hooks
+        ]
     if holder.get("condition"):
         conditions = _at(whole, "status.conditions")
         return (
@@ -287,7 +305,7 @@ def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             + "; ".join(h.text for h in holding[:5])
             + ("; ..." if len(holding) > 5 else ""),
             Verdict.HOLDING,
-            entry.fix,
+            "; ".join(dict.fromkeys([h.fix for h in holding if h.fix] + [entry.fix])),
             entry.risk,
             [f"{h.text}: {h.meaning}" for h in holding[:20]],
             controller=controller.name,
@@ -296,7 +314,13 @@ def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             f" (+{len(holding) - 1} more)" if len(holding) > 1 else ""
         )
         found.links = [
-            Link("holder", f"{h.text}: {h.meaning}", target=h.target, actor=None if h.target else h.text)
+            Link(
+                "holder",
+                f"{h.text}: {h.meaning}",
+                target=h.target,
+                actor=None if h.target else h.text,
+                step=(Action(None, note=h.fix),) if h.fix else (),  # the holder's own way out, when it says one
+            )
             for h in holding
         ]
     elif missing:

@@ -356,3 +356,29 @@ def test_on_aks_a_nodeclaim_without_karpenter_in_the_cluster_is_unknown_not_orph
     [f] = explain_object(claim, facts(claim, aks, extra_types=(NODECLAIM,))).findings
     assert f.verdict == Verdict.UNKNOWN
     assert "Node aks-nodepool1-12345678-vmss000000 is labelled kubernetes.azure.com/cluster" in f.condition
+
+
+# Issue 44, item 4: blockers that are not finalizers. Cluster API's delete hooks are annotations
+# (<prefix>/<hook-name>: <owner>) the Machine controller waits on before the drain and before deleting the
+# infrastructure; each is named with its owner, as what holds the Machine.
+MACHINE = ResourceType("cluster.x-k8s.io", "v1beta2", "machines", "Machine", True)
+
+
+def test_a_machine_is_held_by_its_delete_hooks_each_named_with_its_owner():
+    machine = obj(MACHINE, "worker-a1", "fleet", finalizers=("machine.cluster.x-k8s.io",), deleting_for=DELETING,
+                  spec={"clusterName": "prod"})
+    machine.meta["annotations"] = {
+        "pre-drain.delete.hook.machine.cluster.x-k8s.io/migrate-storage": "storage-operator",
+        "pre-terminate.delete.hook.machine.cluster.x-k8s.io/backup": "",
+        "cluster.x-k8s.io/cloned-from-name": "workers"}
+    [f] = explain_object(machine, facts(machine, extra_types=(MACHINE,))).findings
+    assert f.family == "cluster-api" and f.verdict == Verdict.HOLDING
+    assert f.condition == (
+        "2 hold the Machine's deletion (its drain, then its infrastructure's) until their owner removes them: "
+        "pre-drain delete hook migrate-storage (owned by storage-operator); pre-terminate delete hook backup (owned "
+        "by an owner the annotation does not name)")
+    assert f.fix.startswith("let storage-operator finish its pre-drain work and remove the annotation "
+                            "pre-drain.delete.hook.machine.cluster.x-k8s.io/migrate-storage")
+    assert [link.actor for link in f.links] == [
+        "pre-drain delete hook migrate-storage (owned by storage-operator)",
+        "pre-terminate delete hook backup (owned by an owner the annotation does not name)"]
