@@ -139,6 +139,11 @@ def test_each_root_cause_is_drawn_as_what_it_is():
     mermaid = kfin("graph", "namespace", "shop", "-o", "mermaid", "--from-snapshot", str(EXAMPLE)).stdout
     assert re.search(r'n\d+\[\["Node/ip-10-0-2-44<br/>root cause: node down"\]\]', mermaid)
     assert re.search(r'n\d+\(\["Pod/shop/postgres-0<br/>root cause: Pod in use"\]\)', mermaid)
+    team = kfin("graph", "namespace", "team-a", "-o", "mermaid", "--from-snapshot", str(EXAMPLE)).stdout
+    assert "classDef root_controller_absent fill:#e6d0ec,stroke:#333,stroke-width:4px,stroke-dasharray: 5 5;" in team
+    # its waiting edges red, as in the DOT (Mermaid numbers edges as declared: all eight here wait)
+    edges = [line for line in mermaid.splitlines() if re.match(r"\s+n\d+ [=-]", line)]
+    assert len(edges) == 8 and "  linkStyle 0,1,2,3,4,5,6,7 stroke:#f00,stroke-width:2px;" in mermaid
 
 
 def test_the_legend_is_small_last_and_lists_only_what_appears():

@@ -455,18 +455,24 @@ def to_mermaid(graph: nx.DiGraph) -> str:
         if data.get("missing"):
             classes.setdefault("missing", []).append(ids[node])
         lines.append(f'  {ids[node]}{opening}"{_mermaid_text(*text)}"{closing}')
-    for a, b, data in sorted(graph.edges(data=True)):
+    waiting = []  # Mermaid numbers edges as they are declared: linkStyle draws these red, as the DOT does
+    for number, (a, b, data) in enumerate(sorted(graph.edges(data=True))):
         kind, words = _edge_kind(data), _edge_text(data)
         arrow = {"blocking": "==>", "owns": "-->"}.get(kind, "-.->")
         shown = f"|{_mermaid_text(words)}|" if words else ""
         lines.append(f"  {ids[a]} {arrow}{shown} {ids[b]}")
+        if kind == "blocking":
+            waiting.append(str(number))
+    if waiting:
+        lines.append(f"  linkStyle {','.join(waiting)} stroke:#f00,stroke-width:2px;")
     for name in sorted(classes):
         if name.startswith("verdict_"):
             colour = verdict_colour(None if name == "verdict_none" else name.removeprefix("verdict_"))
             lines.append(f"  classDef {name} fill:{_tint(colour)},stroke:{colour},stroke-width:2px;")
         elif name.startswith("root_"):
-            fill = ROOT_LOOKS[name.removeprefix("root_").replace("_", "-")].fill
-            lines.append(f"  classDef {name} fill:{fill},stroke:#333,stroke-width:4px;")
+            look = ROOT_LOOKS[name.removeprefix("root_").replace("_", "-")]
+            dashed = ",stroke-dasharray: 5 5" if look.dashed else ""
+            lines.append(f"  classDef {name} fill:{look.fill},stroke:#333,stroke-width:4px{dashed};")
         else:
             lines.append("  classDef missing stroke-dasharray: 5 5;")
         lines.append(f"  class {','.join(classes[name])} {name};")
