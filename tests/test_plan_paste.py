@@ -107,3 +107,21 @@ def test_preflight_gives_each_command_a_line_of_its_own(monkeypatch):
     plan_json = json.loads(kfin("preflight", "crd", "databases.acme.io", "--from-snapshot", EXAMPLE, "-o",
                                 "json").stdout)["plan"]
     assert plan_json[-1] == {"command": wait, "when": None, "note": None, "more": [], "why": plan_json[-1]["why"]}
+
+
+def test_kfin_stucks_root_causes_give_each_command_a_line_of_its_own():
+    code, lines = run_in_window(["stuck", "--from-snapshot", EXAMPLE], 80)
+    node = lines.index("1. Node/ip-10-0-2-44 WAITING: node ip-10-0-2-44 is not Ready since")
+    block = lines[node : lines.index("", node)]
+    assert [line.strip() for line in block if line.strip().startswith("kubectl ")] == [TAINT, *FORCE]
+    assert "     when: once it is shut down" in block
+    assert [line for line in block if line.endswith(" ")] == []
+
+
+def test_kfin_wait_from_a_snapshot_gives_each_command_a_line_of_its_own(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    result = kfin("wait", "deploy", "web", "-n", "shop", "--from-snapshot", EXAMPLE)
+    lines = result.stdout.splitlines()
+    steps = lines[lines.index("It goes once:") + 1 :]
+    assert steps[:2] == [f"  1. {TAINT}", "       when: once it is shut down"]
+    assert f"     {FORCE[0]}" in steps and f"     {FORCE[1]}" in steps

@@ -38,7 +38,7 @@ def console_examples():
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-PLAN_COMMAND = re.compile(r"( {2}\d+\.| {4}) (kubectl|kfin) ")
+PLAN_COMMAND = re.compile(r" +(\d+\. +)?(kubectl|kfin) ")  # a step's command: alone on its line, indented
 
 
 @pytest.mark.parametrize("command, shown, code", list(console_examples()),

@@ -102,7 +102,10 @@ def test_a_narrow_terminal_gets_one_block_per_stuck_object(monkeypatch):
     assert result.code == ExitCode.PARTIAL
     shown = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
     lines = shown.splitlines()
-    assert "NAME: data-postgres-0" in lines and all(len(line) <= 30 for line in lines), shown
+    # a step's command alone is wider: printed whole, never wrapped, so that it pastes (issue 41, item 7)
+    commands = [line for line in lines if re.match(r" *(kubectl|kfin) ", line)]
+    assert "   kubectl delete pod -n shop postgres-0" in commands
+    assert "NAME: data-postgres-0" in lines and all(len(line) <= 30 for line in lines if line not in commands), shown
     flat = " ".join(shown.split())
     assert "BLOCKER: pvc-protection: in use by Pod shop/postgres-0 (on node ip-10-0-1-17)" in flat.replace("- ", "-")
 

@@ -26,7 +26,8 @@ from kfin.core.lookup import MissingObjectError, live_target, load_target
 from kfin.core.scope import Scope
 from kfin.errors import ExitCode, NotFoundError
 from kfin.model import KubeObject, format_time
-from kfin.render.terminal import say, warn
+from kfin.render.steps import print_lines, step_lines
+from kfin.render.terminal import console, say, warn
 from kfin.util.durations import format_age
 
 
@@ -154,7 +155,9 @@ def _what_holds(obj: KubeObject, facts: Facts) -> None:
     if not chain.steps and not chain.afterwards:
         return
     say("It goes once:")
-    for number, step in enumerate(chain.steps, 1):
-        say(f"  {number}. {step.action}", hanging=5)
+    target = console()  # each command whole on its line, to paste; kfin's words wrap on a terminal
+    print_lines(
+        [line for n, step in enumerate(chain.steps, 1) for line in step_lines(n, step.actions, target.width)], target
+    )
     for after in chain.afterwards:
         say(f"  then {after}", hanging=7)

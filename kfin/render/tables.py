@@ -12,6 +12,7 @@ from kfin.core.roots import RootCause
 from kfin.core.stuck import StuckObject
 from kfin.render import layout
 from kfin.render.explanation import VERDICT_STYLE
+from kfin.render.steps import action_lines
 from kfin.render.terminal import columns_setting, console, text
 from kfin.util.durations import format_age
 from kfin.util.text import printable
@@ -113,8 +114,8 @@ def root_causes_block(
         lines += layout.hanging(head, width, "", "   ")
         holds = text(f"holds {len(cause.holds)}: " + ", ".join(r.obj.ref for r in cause.holds))
         lines += layout.hanging(holds, width, "   ", "     ")
-        if cause.step is not None:
-            lines += layout.hanging(text(cause.step.action), width, "   ")
+        for action in cause.step.actions if cause.step is not None else ():  # each command whole, to paste
+            lines += [Text(line, style=style) for line, style in action_lines(action, "   ", "   ", width)]
     lines.append(Text(""))
     _print_lines(lines, target)
 
