@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kfin.core.causes import Action, Verdict, blocker_line, explain_cached, main_finding
-from kfin.core.causes.registry import prose
 from kfin.core.facts import ClusterFacts, Facts
 from kfin.core.preflight import Stuck, holds_next
 from kfin.model import KubeObject
@@ -31,11 +30,6 @@ class Step:
     actions: tuple[Action, ...]
     resolves: str  # the root cause it deals with
     why: str
-
-    @property
-    def action(self) -> str:
-        """The step in a sentence, for a line of prose; a plan shows each command on its own line."""
-        return prose(self.actions)
 
     @property
     def by_kfin(self) -> bool:
