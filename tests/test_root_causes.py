@@ -2,6 +2,7 @@
 APIService, a Pod, an absent operator, the cloud controller); kfin stuck, graph and report say so once each."""
 
 import json
+import re
 from pathlib import Path
 
 from kfin.errors import ExitCode
@@ -69,3 +70,19 @@ def test_graph_names_each_root_cause_once_instead_of_a_plan_per_object():
     # one object's graph keeps what must go before it, in order
     one = kfin("graph", "deploy", "web", "-n", "shop", "--from-snapshot", EXAMPLE).stdout
     assert "Before Deployment.apps/shop/web can go, in order:" in one
+
+
+def test_the_report_leads_with_the_root_causes_and_gives_each_step_once():
+    html = kfin("report", "-A", "--from-snapshot", EXAMPLE).stdout
+    assert html.index("<h2>Root causes</h2>") < html.index("<h2>Stuck objects</h2>") < html.index(
+        "<h2>Each stuck object</h2>")
+    roots = re.findall(r'<li id="r(\d+)">(.*?)</li>', html, re.S)
+    assert [number for number, _ in roots] == ["0", "1", "2", "3", "4"]
+    assert "<b>Node/ip-10-0-2-44</b>" in roots[0][1] and "holds 4:" in roots[0][1]
+    assert '<a href="#o' in roots[0][1]  # each object it holds, linked to its entry
+    # the node's taint once on the page, not under each of the four objects it holds
+    assert html.count('<pre class="command"><code>kubectl taint nodes ip-10-0-2-44') == 1
+    assert "Plan, in order" not in html
+    web = html[html.index("Deployment.apps/shop/web — Terminating"):]
+    web = web[: web.index("<h3", 1)]
+    assert '<a href="#r0">root cause 1: Node/ip-10-0-2-44</a>' in web

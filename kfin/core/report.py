@@ -10,6 +10,7 @@ from kfin.core.causes import Explanation, explain_cached
 from kfin.core.facts import Facts
 from kfin.core.fleet import find_all_contexts
 from kfin.core.owners import add_blocking
+from kfin.core.roots import RootCause, root_causes
 from kfin.core.scope import Scope
 from kfin.core.stuck import StuckObject
 from kfin.core.subject_graph import verdict_of
@@ -30,6 +31,7 @@ class Report:
     entries: list[Entry]
     graph: nx.DiGraph  # the blocking chains of every stuck object, joined
     inventories: list[Inventory]
+    roots: list[RootCause]  # each once, with the stuck objects it holds and the step that frees them
 
 
 def build(scope: Scope) -> Report:
@@ -44,4 +46,4 @@ def build(scope: Scope) -> Report:
         if row.chain is not None:
             add_blocking(graph, row.chain, facts.inventory.observed_at, verdict_of(facts))
         entries.append(Entry(row, explain_cached(row.obj, facts)))
-    return Report(entries, graph, [f.inventory for f in sources])
+    return Report(entries, graph, [f.inventory for f in sources], root_causes(rows))

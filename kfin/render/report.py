@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from kfin import __version__
 from kfin.core.causes import Action
 from kfin.core.report import Entry, Report
+from kfin.core.roots import RootCause
 from kfin.render.explanation import VERDICT_STYLE, verdict_colour
 from kfin.render.graph import heading, picture, plain_tree
 from kfin.util.durations import format_age
@@ -77,7 +78,7 @@ def _action(action: Action) -> str:
     return f'<pre class="command"><code>{_e(action.command)}</code></pre>' + "".join(f"{line}<br>" for line in lines)
 
 
-def _entry(number: int, entry: Entry) -> str:
+def _entry(number: int, entry: Entry, roots: list[RootCause]) -> str:
     o, row = entry.row.obj, entry.row
     parts = [f'<h3 id="o{number}">{_e(o.ref)} — Terminating for {_e(format_age(row.terminating_seconds))}</h3>']
     for f in entry.explanation.findings:
@@ -95,19 +96,40 @@ def _entry(number: int, entry: Entry) -> str:
         parts.append(f"<table><caption><code>{_e(title)}</code></caption>")
         parts += [f"<tr><th>{label}</th><td>{value}</td></tr>" for label, value in rows]
         parts.append("</table>")
-    chain = row.chain
-    if chain is not None and chain.steps:
-        parts.append("<p><b>Plan, in order</b> (kfin runs only <code>kfin remove</code>):</p><ol>")
-        parts += [
-            f"<li>{''.join(_action(a) for a in s.actions)}root cause: {_e(s.resolves)}: {_e(s.why)}</li>"
-            for s in chain.steps
-        ]
-        parts.append("</ol>")
-        if chain.afterwards:
-            parts.append("<p>Then, by themselves:</p><ul>")
-            parts += [f"<li>{_e(line)}</li>" for line in chain.afterwards]
-            parts.append("</ul>")
+    held_by = [(number, cause) for number, cause in enumerate(roots) if any(r is row for r in cause.holds)]
+    if held_by:  # its plan is its root causes' steps: given once each, above, not again for every object
+        parts.append(
+            "<p>Held by "
+            + ", ".join(f'<a href="#r{number}">root cause {number + 1}: {_e(c.label)}</a>' for number, c in held_by)
+            + ".</p>"
+        )
     return "\n".join(parts)
+
+
+def _roots(report: Report) -> list[str]:
+    """Each root cause once: what it is, the stuck objects it holds (linked), and the step that frees them."""
+    if not report.roots:
+        return []
+    number_of = {id(entry.row): number for number, entry in enumerate(report.entries)}
+    parts = [
+        f"<h2>Root causes</h2><p>{len(report.roots)} root cause{'s' if len(report.roots) != 1 else ''} hold the "
+        f"{len(report.entries)} stuck object{'s' if len(report.entries) != 1 else ''}; kfin runs only "
+        "<code>kfin remove</code>, the other steps are yours:</p>",
+        '<ol id="roots">',
+    ]
+    for number, cause in enumerate(report.roots):
+        where = f"[{cause.context}] " if len(report.inventories) > 1 and cause.context else ""
+        held = ", ".join(
+            f'<a href="#o{number_of[id(row)]}">{_e(row.obj.ref)}</a>' if id(row) in number_of else _e(row.obj.ref)
+            for row in cause.holds
+        )
+        step = "".join(_action(a) for a in cause.step.actions) if cause.step is not None else ""
+        parts.append(
+            f'<li id="r{number}"><b>{_e(where + cause.label)}</b> {_verdict(cause.verdict)}: {_e(cause.evidence)}'
+            f"<br>holds {len(cause.holds)}: {held}{step and '<br>' + step}</li>"
+        )
+    parts.append("</ol>")
+    return parts
 
 
 def page(report: Report, title: str) -> str:
@@ -143,7 +165,7 @@ def page(report: Report, title: str) -> str:
             f"<td>{_e(row.blocker)}</td></tr>"
         )
     table.append("</table>")
-    body = table if report.entries else []
+    body = _roots(report) + (table if report.entries else [])
     body += ["<h2>What blocks what</h2>", _graph(report, title)]
-    body += ["<h2>Each stuck object</h2>", *(_entry(n, e) for n, e in enumerate(report.entries))]
+    body += ["<h2>Each stuck object</h2>", *(_entry(n, e, report.roots) for n, e in enumerate(report.entries))]
     return "\n".join(head + body + ["</body></html>", ""])
