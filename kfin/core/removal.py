@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +21,9 @@ from datetime import UTC, datetime
 from kfin import __version__
 from kfin.api.connection import Kube
 from kfin.api.paths import resource_path
+from kfin.api.scan import finalizer_managers
 from kfin.core.causes import Finding, Verdict, explain_object
+from kfin.core.causes.custom import workloads_of_manager
 from kfin.core.causes.pods import GRACEFUL_DELETION
 from kfin.core.causes.registry import control_plane_owned
 from kfin.core.facts import ClusterFacts
@@ -35,6 +38,16 @@ MAX_ATTEMPTS = 5
 RETRY_WAITS = (0.01, 0.05, 0.25, 1.25)
 # After Ctrl-C, the one read that says whether the write in flight took effect: kfin still stops at once.
 READ_BACK_SECONDS = 2.0
+# After removing a finalizer from a live object, kfin reads it again this much later: a controller that watches
+# it puts the finalizer back within its next reconcile. (An object being deleted takes no new finalizer: the API
+# server's ValidateObjectMetaUpdate forbids it, "no new finalizers can be added if the object is being deleted".)
+PUT_BACK_SECONDS = 1.5
+# A 403 the API server gave by itself, naming neither a webhook, nor a policy, nor RBAC: an admission plugin
+# compiled into it (a built-in, or a distribution's, such as Gardener's FinalizerRemoval).
+NAMED_REFUSAL = re.compile(r'admission webhook "|ValidatingAdmissionPolicy |is forbidden: User "[^"]*" cannot ')
+# Gardener's FinalizerRemoval (plugin/pkg/global/finalizerremoval/admission.go, v1.149.3) guards this one finalizer
+# of Shoots, SecretBindings and CredentialsBindings.
+GARDENER_FINALIZER = "gardener"
 
 
 @dataclass
@@ -188,6 +201,24 @@ def plan(
     return Plan(obj, choices, refused)
 
 
+def refused_by_admission_plugin(error: APIError, remove: list[str]) -> APIError:
+    """The API server's refusal named as its own: no webhook or policy kfin could find or change, nor RBAC, but an
+    admission plugin compiled into the server."""
+    which = (
+        "Gardener's FinalizerRemoval, which keeps the gardener finalizer until the Shoot's deletion succeeded or "
+        "no Shoot uses the binding"
+        if GARDENER_FINALIZER in remove
+        else "a built-in, or one of the distribution's such as Gardener's FinalizerRemoval"
+    )
+    return APIError(
+        f"refused by an admission plugin of the API server itself ({which}), not by a webhook or a policy: "
+        f"{error.message}",
+        error.status,
+        error.reason,
+        error.causes,
+    )
+
+
 def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[dict]:
     """The smallest guarded JSON Patch: the uid and the whole list as read, then each removal."""
     ops: list[dict] = [
@@ -286,7 +317,10 @@ class Remover:
                 outcome.removed = meta_wanted + spec_wanted
                 return outcome
             outcome.removed = meta_wanted + spec_wanted
-            return self._done(outcome, current, wanted, "removed", "")
+            done = self._done(outcome, current, wanted, "removed", "")
+            if done.result == "removed" and done.after is not None and not current.terminating:
+                return self._put_back(done, obj)
+            return done
         outcome.result = "failed"
         outcome.message = f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"
         return outcome
@@ -450,7 +484,39 @@ class Remover:
         except APIError as error:
             if error.status in (409, 422) and self._changed(obj):
                 raise _RacedError() from None
+            if error.status == 403 and not NAMED_REFUSAL.search(error.message):
+                raise refused_by_admission_plugin(error, remove) from None
             raise
+
+    def _put_back(self, outcome: Outcome, obj: KubeObject) -> Outcome:
+        """Read a live object again a little later: a finalizer a live controller put back names its writer (the
+        field manager, and its workload), and kfin stops there (it never removes it again by itself)."""
+        time.sleep(PUT_BACK_SECONDS)
+        after = self._read(obj)
+        if after is None or (after.get("metadata") or {}).get("uid") != obj.uid:
+            return outcome
+        again = KubeObject(obj.type, after)
+        back = [f for f in outcome.removed if f in again.finalizers]
+        if not back:
+            return outcome
+        managers = finalizer_managers(after.get("metadata") or {})
+        writers = []
+        for manager in dict.fromkeys(managers.get(f) for f in back):
+            if manager is None:
+                writers.append("a writer its managedFields do not name (the API server's audit log does)")
+                continue
+            workloads = workloads_of_manager(self.facts_for(again), manager) or []
+            runs = ", ".join(
+                f"{w.type.kind} {w.namespace}/{w.name}, {ready}/{want} ready" for w, ready, want in workloads
+            )
+            writers.append(f'field manager "{manager}"' + (f" ({runs})" if runs else ""))
+        outcome.result, outcome.after = "put-back", again.finalizers + again.spec_finalizers
+        outcome.message = (
+            f"{', '.join(back)} was removed, then put back within {PUT_BACK_SECONDS:g} s by {'; '.join(writers)}: "
+            "a live controller wants it, so kfin stops here. Stop that controller, or make it let go, before "
+            "removing it again"
+        )
+        return outcome
 
     def _changed(self, obj: KubeObject) -> bool:
         fresh = self._read(obj)

@@ -3,9 +3,12 @@ the guarded patch it would send; on plain values, nothing is sent."""
 
 from datetime import timedelta
 
+import pytest
+
 from kfin.api.scan import MANAGERS
 from kfin.core.causes import Verdict, explain_object
-from kfin.core.removal import metadata_patch, plan, requests_preview
+from kfin.core.removal import Remover, metadata_patch, plan, requests_preview
+from kfin.errors import APIError
 from tests.values import custom_type, facts, lease, obj, pod
 
 DELETING = timedelta(hours=1)
@@ -152,3 +155,45 @@ def test_one_object_s_removal_takes_an_orphaned_infrastructure_finalizer_its_ris
     one = plan(b, findings, None, force=False, allow_live=False)
     assert [f.finalizer for f in one.selected] == ["finalizers.s3.services.k8s.aws/Bucket"]
     assert one.selected[0].risk.startswith("it guards infrastructure outside the cluster (the AWS resource")
+
+
+class RefusingKube:
+    """A cluster whose API server answers every PATCH with `message` (403), as an admission plugin, a webhook or
+    RBAC words it; reads give the object as it was."""
+
+    def __init__(self, obj, message):
+        self.obj, self.message = obj, message
+
+    def read_object_or_none(self, *_):
+        return self.obj.raw
+
+    def patch_object(self, *_):
+        raise APIError(self.message, 403, "Forbidden")
+
+
+@pytest.mark.parametrize("message, named", [
+    # Gardener's FinalizerRemoval (plugin/pkg/global/finalizerremoval/admission.go, v1.149.3), through
+    # admission.NewForbidden: the resource and name, "is forbidden:", then its reason
+    ('shoots.core.gardener.cloud "prod" is forbidden: finalizer "gardener" cannot be removed because shoot deletion '
+     "has not completed successfully yet", True),
+    ('shoots.core.gardener.cloud "prod" is forbidden: User "dev" cannot patch resource "shoots" in API group '
+     '"core.gardener.cloud" in the namespace "garden-dev"', False),
+    ('admission webhook "validate.example.com" denied the request: no', False),
+])
+def test_a_refusal_by_an_admission_plugin_of_the_server_is_named_as_such(message, named):
+    """Issue 44, item 5: a removal the API server refuses by itself (no webhook or policy kfin could find, nor
+    RBAC) is said to come from an admission plugin compiled into it, Gardener's FinalizerRemoval for its finalizer;
+    the others keep the server's words."""
+    shoots = custom_type("shoots", "core.gardener.cloud", "Shoot")
+    shoot = obj(shoots, "prod", "garden-dev", finalizers=("gardener",), deleting_for=DELETING)
+    findings = explain_object(shoot, facts(shoot, extra_types=(shoots,))).findings
+    chosen = plan(shoot, findings, ["gardener"], force=True, allow_live=False)
+    with pytest.raises(APIError) as raised:
+        Remover(RefusingKube(shoot, message), lambda _: facts(shoot)).apply(chosen, ["gardener"], True, False)
+    if named:
+        assert raised.value.message == (
+            "refused by an admission plugin of the API server itself (Gardener's FinalizerRemoval, which keeps the "
+            "gardener finalizer until the Shoot's deletion succeeded or no Shoot uses the binding), not by a webhook "
+            f"or a policy: {message}")
+    else:
+        assert raised.value.message == message
