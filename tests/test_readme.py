@@ -14,14 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
 
-def test_readme_starts_with_the_install_and_test_commands_ci_runs():
-    first_block = re.search(r"```sh\n(.*?)```", README, re.S).group(1)
-    commands = [line.split("#")[0].strip() for line in first_block.splitlines() if line.strip()]
-    assert commands == ["pip install -e '.[test]'", "pytest"]
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert "pip install --quiet --disable-pip-version-check -e '.[test]'" in ci and ci.rstrip().endswith("pytest")
-
-
 def console_examples():
     """(command, the output shown, the exit code shown) of README's console blocks that read the shipped
     snapshot. `COLUMNS=N kfin ...` is run as on a terminal N columns wide; a following `$ echo $?` shows the
