@@ -31,7 +31,7 @@ def test_the_shipped_catalog_is_valid_and_every_entry_is_listed():
             "Gateway API (kubernetes-sigs)"} <= {e["project"] for e in listed["entries"]}
 
 
-def test_every_shipped_entry_says_what_it_guards_outside_the_cluster():
+def test_every_shipped_entry_says_what_it_guards_outside_the_cluster(monkeypatch):
     """Issue 44: whether forcing a finalizer leaves infrastructure behind (a cloud load balancer, a disk, a bucket,
     a DNS record, a VM) is part of every shipped entry: a text naming it, or false; each checked against a
     tagged version (or, for a project that tags none, a branch and commit)."""
@@ -46,6 +46,11 @@ def test_every_shipped_entry_says_what_it_guards_outside_the_cluster():
     listed = {e["name"]: e for e in json.loads(kfin("catalog", "-o", "json").stdout)["entries"]}
     assert listed["config-connector"]["infrastructure"] == "the Google Cloud resource it represents"
     assert listed["keda"]["infrastructure"] is False
+    # kfin catalog, as people read it: each entry with what it guards outside and the version it was read at
+    monkeypatch.setenv("COLUMNS", "120")  # a block per entry at this width
+    shown = " ".join(kfin("catalog").stdout.split())
+    assert "GUARDS OUTSIDE: the Google Cloud resource it represents CHECKED AGAINST: v1.155.1 (pkg/k8s/constants.go, " \
+           "operator/pkg/k8s/constants.go)" in shown
 
 
 def test_a_catalog_entry_with_a_wrong_infrastructure_value_is_refused(tmp_path):

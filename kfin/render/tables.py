@@ -216,6 +216,8 @@ def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -
             ", ".join(e.finalizers),
             e.controller.name,
             ", ".join(e.controller.namespaces) or "-",
+            e.infrastructure or "-",
+            e.checked_against or "-",
             Path(e.source).name,
         ]
         for e in entries
@@ -223,4 +225,14 @@ def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -
     # read by people, also in a pipe (| less): laid out for $COLUMNS or 120 there, cells wrapped between words;
     # -o json or yaml is the catalog for programs
     target = out or console(piped_width=columns_setting() or 120)
-    plain_table(["NAME", "PROJECT", "FINALIZERS", "CONTROLLER", "NAMESPACES", "SOURCE"], rows, target)
+    headers = [
+        "NAME",
+        "PROJECT",
+        "FINALIZERS",
+        "CONTROLLER",
+        "NAMESPACES",
+        "GUARDS OUTSIDE",
+        "CHECKED AGAINST",
+        "SOURCE",
+    ]
+    plain_table(headers, rows, target)
