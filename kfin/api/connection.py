@@ -12,6 +12,8 @@ import copy
 import json
 import logging
 import os
+import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,12 +32,30 @@ from kfin.api.target import Target
 from kfin.errors import APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError, UnreachableError
 from kfin.model import ResourceType
 from kfin.names import check_namespace, quoted
-from kfin.util.text import redact_url
+from kfin.util.text import printable, redact_url
 
 # (verb, resource, namespace) of a request, for the message of a 403
 What = tuple[str, str, str | None]
 
 JSON = "application/json"
+# A Warning header's value (RFC 7234 5.5): code, agent, "quoted text" (k8s.io/apimachinery pkg/util/net
+# NewWarningHeader escapes quotes and backslashes); kube-apiserver sends one header per warning, and a proxy may
+# join them with commas.
+WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
+
+
+def show_warning(text: str) -> None:
+    """What the API server warns about a write kfin made (an admission webhook's `warnings`, kfin guard's among
+    them; a finalizer name it dislikes), on stderr as kubectl shows it."""
+    print(f"Warning: {printable(text, one_line=True)}", file=sys.stderr, flush=True)
+
+
+def warnings_of(headers: Any) -> list[str]:
+    """The texts of a response's Warning headers, unescaped."""
+    values = headers.getlist("Warning") if hasattr(headers, "getlist") else headers.get_all("Warning") or []
+    return [re.sub(r"\\(.)", r"\1", m) for value in values for m in WARNING.findall(value)]
+
+
 _PARSING = threading.Lock()  # one page parsed at a time: see Kube._pages
 # Metadata-only answers keep Secret data (and every spec) on the server. The JSON fallback lets
 # aggregated APIs that cannot produce PartialObjectMetadata answer with full objects instead of 406.
@@ -328,6 +348,9 @@ class Kube:
                 raise self._api_error(response.status, response.reason, payload, what)
             if 300 <= response.status < 400 and response.status != 304:  # 304: an ETag kfin sent still matches
                 raise self._redirect_error(response.status, response.headers.get("Location"))
+            if method not in self.SAFE_TO_REPEAT and not params.get("dryRun") and response.status < 300:
+                for text in warnings_of(response.headers):  # a dry run's are kfin's own business (explain)
+                    show_warning(text)
             return response.status, response.headers, payload
 
     def _headers(self, accept: str, extra: dict | None = None) -> dict:

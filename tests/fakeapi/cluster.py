@@ -341,10 +341,12 @@ class Cluster:
                       f"validation is '{DNS_SUBDOMAIN}')")
         raise st.invalid(rt.kind, name, "metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {detail}')
 
-    def validate_metadata(self, rt: ResourceType, meta: dict, name: str):
+    def validate_metadata(self, rt: ResourceType, meta: dict, name: str, had: tuple = ()):
         """What kube-apiserver checks of every object's finalizers and owner references (captures 01-04 of
         causes): a built-in object's finalizer must be standard or domain-qualified (422); a custom
-        resource's may be unqualified, with a Warning; at most one owner reference is the controller."""
+        resource's may be unqualified, with a Warning when it is added (`had`: the finalizers before an update;
+        v1.36.2 on the real tier warns of no finalizer the object already had); at most one owner reference is
+        the controller."""
         for index, finalizer in enumerate(meta.get("finalizers") or []):
             if "/" in finalizer or finalizer in STANDARD_FINALIZERS:
                 continue
@@ -352,6 +354,8 @@ class Cluster:
                 raise st.invalid(rt.kind, name, f"metadata.finalizers[{index}]", "FieldValueInvalid",
                                  f'Invalid value: "{finalizer}": name is neither a standard finalizer name nor is '
                                  "it fully qualified")
+            if finalizer in had:
+                continue
             self.warnings.append(f'299 - "metadata.finalizers: \\"{finalizer}\\": prefer a domain-qualified '
                                  'finalizer name to avoid accidental conflicts with other finalizer writers"')
         refs = meta.get("ownerReferences") or []
@@ -453,7 +457,7 @@ class Cluster:
             else:
                 meta.pop(owned, None)
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
-        self.validate_metadata(rt, meta, name)
+        self.validate_metadata(rt, meta, name, tuple(old_meta.get("finalizers") or ()))
         if meta.get("finalizers") == []:
             del meta["finalizers"]
         if meta.get("ownerReferences") == []:

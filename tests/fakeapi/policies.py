@@ -1,6 +1,8 @@
 """ValidatingAdmissionPolicies as kube-apiserver enforces them on UPDATE (and PATCH), and on the namespace
 controller's DELETEs of a namespace's content and the garbage collector's of dependents, as their ServiceAccounts
-(tests/fakeapi/controllers.py): a binding with validationActions Deny, its policy's matchConstraints and the
+(tests/fakeapi/controllers.py): a binding with validationActions Deny (or Warn: the failed validation's message
+as a Warning header, "Validation failed for ValidatingAdmissionPolicy '<p>' with binding '<b>': <message>"), its
+policy's matchConstraints and the
 binding's matchResources (rules, exclusions, namespace and object selectors), matchConditions, then each
 validation; a false one denies the request with 422 Invalid and kube-apiserver's message. No capture covers it:
 this follows the Kubernetes source (staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating) and its
@@ -52,7 +54,8 @@ def admit(cluster, rt, operation: str, old: dict, new: dict | None, subresource:
     for binding in cluster.list(cluster.types[(GROUP, "validatingadmissionpolicybindings")], None):
         spec = binding.get("spec") or {}
         policy = policies.get(spec.get("policyName", ""))
-        if policy is None or "Deny" not in (spec.get("validationActions") or []):
+        actions = spec.get("validationActions") or []
+        if policy is None or not {"Deny", "Warn"} & set(actions):
             continue
         pspec = policy.get("spec") or {}
         if not all(_matches(r, operation, rt, subresource, ns_labels, labels, rt.namespaced)
@@ -71,6 +74,14 @@ def admit(cluster, rt, operation: str, old: dict, new: dict | None, subresource:
         if failed is None:
             continue
         message = failed.get("message") or f"failed expression: {failed.get('expression')}"
+        if "Warn" in actions:  # a Warning header, denied or not (policy/validating/dispatcher.go)
+            text = (f"Validation failed for ValidatingAdmissionPolicy '{policy['metadata']['name']}' with binding "
+                    f"'{binding['metadata']['name']}': {message}")
+            header = '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            if header not in cluster.warnings:
+                cluster.warnings.append(header)
+        if "Deny" not in actions:
+            continue
         name = meta.get("name", "")
         # admission.NewForbidden's message ("is forbidden"), with the code and reason of the denial (422 Invalid
         # by default): staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/dispatcher.go, and the

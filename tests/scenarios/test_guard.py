@@ -190,3 +190,63 @@ def test_deny_mode_refuses_with_kfins_reason_and_the_override_lets_it_through(cl
             assert warnings[0].startswith(f"kfin: deleting namespace {ns} leaves 2 Widgets stuck")
         finally:
             cluster.api.delete(cluster.path_of(config))
+
+
+def test_kfin_shows_what_the_api_server_warns_about_its_own_writes(cluster, tmp_path, monkeypatch):
+    """kfin's client prints a write's Warning headers on stderr as kubectl does (an admission webhook's warnings,
+    kfin guard's among them, come the same way): here a ValidatingAdmissionPolicy that warns (validationActions
+    Warn) when a Widget's finalizer is removed."""
+    from tests.runner import kfin
+
+    monkeypatch.setenv("KFIN_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
+    group = cluster.widget_crd()
+    admission = "admissionregistration.k8s.io/v1"
+    policy = cluster.create({
+        "apiVersion": admission, "kind": "ValidatingAdmissionPolicy", "metadata": {"name": cluster.name("told")},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {"resourceRules": [{"apiGroups": [group], "apiVersions": ["v1"],
+                                                         "operations": ["UPDATE"], "resources": ["widgets"]}]},
+                 "validations": [{"expression": "has(object.metadata.finalizers) && "
+                                                "size(object.metadata.finalizers) == size(oldObject.metadata.finalizers)",
+                                  "message": "a finalizer was removed by hand"}]}})
+    binding = cluster.create({
+        "apiVersion": admission, "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": cluster.name("told")},
+        "spec": {"policyName": policy["metadata"]["name"], "validationActions": ["Warn"], "matchResources": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": cluster.namespace}}}}})
+    widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                             "metadata": {"name": "w1", "finalizers": ["example.com/a", "example.com/b"]}})
+    cluster.delete(widget)
+    expected = (f"Warning: Validation failed for ValidatingAdmissionPolicy '{policy['metadata']['name']}' with "
+                f"binding '{binding['metadata']['name']}': a finalizer was removed by hand")
+    base = ("--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
+
+    def warned() -> bool:  # the policy is enforced a moment after it is made, on the real tier
+        done = kfin("remove", f"widgets.{group}", "w1", "--finalizer", "example.com/a", "--confirm", "--force", *base)
+        assert done.code == 0, done
+        return expected in done.stderr.splitlines()
+
+    assert warned() or cluster.eventually(lambda: kfin(
+        "remove", f"widgets.{group}", "w1", "--finalizer", "example.com/b", "--confirm", "--force", *base).stderr
+        .splitlines().count(expected) == 1, message="the policy's warning")
+    dry = kfin("explain", f"widgets.{group}", "w1", *base)  # dry runs are kfin's own business: never shown
+    assert "Warning: " not in dry.stderr
+    cluster.strip_finalizers(widget)
+    cluster.api.delete(cluster.path_of(binding))
+
+
+def test_a_finalizer_the_object_already_had_is_not_warned_about_again(cluster, tmp_path, monkeypatch):
+    """kube-apiserver warns of a custom resource's finalizer that is not domain-qualified when it is added, not when
+    a removal leaves it in place (v1.36.2 on the real tier): kfin remove shows no warning then."""
+    from tests.runner import kfin
+
+    monkeypatch.setenv("KFIN_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
+    group = cluster.widget_crd()
+    widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                             "metadata": {"name": "odd", "finalizers": ["example.com/a", "cleanup"]}})
+    cluster.delete(widget)
+    done = kfin("remove", f"widgets.{group}", "odd", "--finalizer", "example.com/a", "--confirm", "--force",
+                "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
+    assert done.code == 0 and "Warning: " not in done.stderr, done
+    code, _, warnings = cluster.api.delete_warned(cluster.path_of(widget))  # no warning for a DELETE either
+    assert code == 200 and warnings == []
+    cluster.strip_finalizers(widget)
