@@ -17,10 +17,10 @@ SNAPSHOT = str(ROOT / "examples" / "stuck-cluster.json")
 
 def test_the_shipped_catalog_is_valid_and_every_entry_is_listed():
     checked = kfin("catalog", "check", str(ROOT / "kfin" / "data" / "catalog.yaml"))
-    assert checked.code == ExitCode.OK and "valid, 47 entries" in checked.stdout
+    assert checked.code == ExitCode.OK and "valid, 48 entries" in checked.stdout
     listed = json.loads(kfin("catalog", "-o", "json").stdout)
     names = [e["name"] for e in listed["entries"]]
-    assert len(names) == len(set(names)) == 47
+    assert len(names) == len(set(names)) == 48
     assert all(e["checkedAgainst"] and e["project"] and e["risk"] for e in listed["entries"])
     assert {"Argo CD", "Flux", "Crossplane", "cert-manager", "Karpenter", "Cluster API", "AWS Load Balancer Controller",
             "Istio", "Longhorn", "Rook", "Rancher (and Harvester)", "Velero", "COSI (kubernetes-sigs)",
@@ -28,7 +28,7 @@ def test_the_shipped_catalog_is_valid_and_every_entry_is_listed():
             "Prometheus Operator", "External Secrets Operator", "Karmada", "Config Connector (Google Cloud)",
             "AWS Controllers for Kubernetes (ACK)", "Karpenter (AWS provider)", "Karpenter (Azure provider)",
             "OpenShift Machine API", "HyperShift (hosted control planes)", "Knative Serving", "Tekton Chains",
-            "Gateway API (kubernetes-sigs)"} <= {e["project"] for e in listed["entries"]}
+            "Gateway API (kubernetes-sigs)", "Gardener"} <= {e["project"] for e in listed["entries"]}
 
 
 def test_every_shipped_entry_says_what_it_guards_outside_the_cluster(monkeypatch):

@@ -267,7 +267,7 @@ def test_a_running_catalog_controllers_removal_accepted_as_itself_stays_waiting_
     ("zfs.openebs.io/finalizer", "openebs-zfs"), ("lvm.openebs.io/finalizer", "openebs-lvm"),
     ("chains.tekton.dev/pipelinerun", "tekton-chains"), ("extensions.gardener.cloud/worker", "gardener-extensions"),
     ("gateway-exists-finalizer.gateway.networking.k8s.io", "gateway-api"),
-    ("wrangler.cattle.io/harvester-vm-controller", "rancher"),
+    ("wrangler.cattle.io/harvester-vm-controller", "rancher"), ("gardener", "gardener-core"),
 ])
 def test_each_new_family_is_known_by_name(finalizer, entry):
     fam = family(finalizer)
