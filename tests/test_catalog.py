@@ -17,10 +17,10 @@ SNAPSHOT = str(ROOT / "examples" / "stuck-cluster.json")
 
 def test_the_shipped_catalog_is_valid_and_every_entry_is_listed():
     checked = kfin("catalog", "check", str(ROOT / "kfin" / "data" / "catalog.yaml"))
-    assert checked.code == ExitCode.OK and "valid, 48 entries" in checked.stdout
+    assert checked.code == ExitCode.OK and "valid, 49 entries" in checked.stdout
     listed = json.loads(kfin("catalog", "-o", "json").stdout)
     names = [e["name"] for e in listed["entries"]]
-    assert len(names) == len(set(names)) == 48
+    assert len(names) == len(set(names)) == 49
     assert all(e["checkedAgainst"] and e["project"] and e["risk"] for e in listed["entries"])
     assert {"Argo CD", "Flux", "Crossplane", "cert-manager", "Karpenter", "Cluster API", "AWS Load Balancer Controller",
             "Istio", "Longhorn", "Rook", "Rancher (and Harvester)", "Velero", "COSI (kubernetes-sigs)",

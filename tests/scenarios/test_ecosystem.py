@@ -225,3 +225,29 @@ def test_a_cluster_api_delete_hook_is_named_as_the_blocker_of_its_machine(cluste
     graph = kfin(*base, "graph", f"machines.{group}", "worker-a1", "-n", cluster.namespace).stdout
     assert "pre-drain delete hook migrate-storage (owned by storage-operator)" in graph
     cluster.strip_finalizers(machine)
+
+
+def test_a_composed_crossplane_usage_is_held_by_the_resource_that_still_uses(cluster):
+    """Issue 44, item 4: a Usage its composite composed (labelled crossplane.io/composite) goes only after the
+    resource in its spec.by: kfin names that resource as what holds it, and the Usage is free once it is gone."""
+    group = f"{cluster.suffix}.protection.crossplane.io"  # the Usage's CRD, suffixed: the finalizer names the entry
+    project_crd(cluster, group, "usages", "Usage", version="v1beta1")
+    config = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app-config"}})
+    used = cluster.create({"apiVersion": f"{group}/v1beta1", "kind": "Usage", "metadata": {
+        "name": "settings-used-by-app", "finalizers": ["usage.apiextensions.crossplane.io"],
+        "labels": {"crossplane.io/composite": "shop-xyz"}},
+        "spec": {"of": {"apiVersion": "v1", "kind": "Secret", "resourceRef": {"name": "db-credentials"}},
+                 "by": {"apiVersion": "v1", "kind": "ConfigMap", "resourceRef": {"name": "app-config"}}}})
+    cluster.delete(used)
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+    explain = ("explain", f"usages.{group}", "settings-used-by-app", "-n", cluster.namespace, "-o", "json")
+    report = json.loads(kfin(*base, *explain).stdout)
+    [f] = report["findings"]
+    assert f["family"] == "crossplane-usage" and f["verdict"] == "HOLDING"
+    assert f["condition"].endswith(f": ConfigMap {cluster.namespace}/app-config")
+    assert [h["object"] for h in f["holders"]] == [f"ConfigMap/{cluster.namespace}/app-config"]
+    cluster.delete(config)
+    cluster.eventually(lambda: cluster.get(config) is None, message="the ConfigMap that used it")
+    [after] = json.loads(kfin(*base, *explain).stdout)["findings"]
+    assert after["verdict"] != "HOLDING" and not [h for h in after["holders"] if h["effect"] == "holds"]
+    cluster.strip_finalizers(used)

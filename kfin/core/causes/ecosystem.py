@@ -81,6 +81,14 @@ def holdings(ctx: Context, entry: CatalogEntry) -> list[Holding] | None:
             if whole is None:
                 return None
             out += _from_self(holder, whole)
+        elif holder.get("usingAt"):
+            whole = whole if whole is not None else facts.whole(obj)
+            if whole is None:
+                return None
+            using = _using(facts, obj, holder, whole)
+            if using is None:
+                return None
+            out += using
         elif holder.get("resourceOf"):
             whole = whole if whole is not None else facts.whole(obj)
             if whole is None:
@@ -172,6 +180,31 @@ def _required(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -
     target = next((o for o in listed if o.name == ref["name"]), None)
     text = f"{kind} {namespace + '/' if namespace else ''}{ref['name']}"
     return [Holding("requires", text, holder["meaning"], target, missing=target is None)]
+
+
+def _using(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -> list[Holding] | None:
+    """The resource that uses what the object protects ({apiVersion, kind, resourceRef: {name}}, as a Crossplane
+    Usage's spec.by), while it exists; only where the object carries `whenLabel` (Crossplane waits on it only for a
+    Usage its composite composed), in the object's namespace or cluster-wide."""
+    if holder.get("whenLabel") and not (obj.meta.get("labels") or {}).get(holder["whenLabel"]):
+        return []
+    ref = _at(whole, holder["usingAt"])
+    name = _at(ref, "resourceRef.name")
+    if not isinstance(ref, dict) or not name:
+        return []
+    kind, group = str(ref.get("kind") or ""), str(ref.get("apiVersion") or "").rpartition("/")[0]
+    rtype = next((r for r in facts.inventory.resources if r.kind == kind and r.group == group), None)
+    if rtype is None:
+        return []  # the cluster does not serve it: nothing of it can use anything
+    namespace = obj.namespace if rtype.namespaced else ""
+    listed = facts.objects(rtype.group, rtype.resource, namespace or None)
+    if listed is None:
+        return None
+    target = next((o for o in listed if o.name == name), None)
+    if target is None:
+        return []
+    text = f"{kind} {namespace + '/' if namespace else ''}{name}"
+    return [Holding(holder["effect"], text, holder["meaning"], target)]
 
 
 def _drain(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -> list[Holding] | None:

@@ -268,6 +268,7 @@ def test_a_running_catalog_controllers_removal_accepted_as_itself_stays_waiting_
     ("chains.tekton.dev/pipelinerun", "tekton-chains"), ("extensions.gardener.cloud/worker", "gardener-extensions"),
     ("gateway-exists-finalizer.gateway.networking.k8s.io", "gateway-api"),
     ("wrangler.cattle.io/harvester-vm-controller", "rancher"), ("gardener", "gardener-core"),
+    ("usage.apiextensions.crossplane.io", "crossplane-usage"),
 ])
 def test_each_new_family_is_known_by_name(finalizer, entry):
     fam = family(finalizer)
@@ -382,3 +383,34 @@ def test_a_machine_is_held_by_its_delete_hooks_each_named_with_its_owner():
     assert [link.actor for link in f.links] == [
         "pre-drain delete hook migrate-storage (owned by storage-operator)",
         "pre-terminate delete hook backup (owned by an owner the annotation does not name)"]
+
+
+# Issue 44, item 4: Crossplane's Usage. A Usage composed by a composite (labelled crossplane.io/composite) is
+# deleted only after the resource that uses (spec.by) is gone: that resource holds it.
+PROTECTION_USAGE = ResourceType("protection.crossplane.io", "v1beta1", "usages", "Usage", True)
+APP = ResourceType("example.org", "v1", "apps", "App", True)
+
+
+def usage(composed: bool):
+    return obj(PROTECTION_USAGE, "db-used-by-web", "shop", finalizers=("usage.apiextensions.crossplane.io",),
+               deleting_for=DELETING, labels={"crossplane.io/composite": "shop-xyz"} if composed else None,
+               spec={"of": {"apiVersion": "example.org/v1", "kind": "Database", "resourceRef": {"name": "db"}},
+                     "by": {"apiVersion": "example.org/v1", "kind": "App", "resourceRef": {"name": "web"}}})
+
+
+def test_a_composed_usage_is_held_by_the_resource_that_still_uses():
+    u, web = usage(composed=True), obj(APP, "web", "shop")
+    [f] = explain_object(u, facts(u, web, extra_types=(PROTECTION_USAGE, APP))).findings
+    assert f.family == "crossplane-usage" and f.verdict == Verdict.HOLDING
+    assert f.condition == ("1 still uses what the Usage protects (Crossplane deletes the Usage only after it): "
+                           "App shop/web")
+    assert [link.target.ref for link in f.links if link.target is not None] == [web.ref]
+
+
+def test_a_usage_not_composed_or_whose_user_is_gone_is_not_held():
+    lone, web = usage(composed=False), obj(APP, "web", "shop")
+    [f] = explain_object(lone, facts(lone, web, extra_types=(PROTECTION_USAGE, APP))).findings
+    assert f.family == "crossplane-usage" and f.verdict != Verdict.HOLDING  # Crossplane does not wait on it then
+    gone = usage(composed=True)
+    [f] = explain_object(gone, facts(gone, extra_types=(PROTECTION_USAGE, APP))).findings
+    assert f.verdict != Verdict.HOLDING
