@@ -27,6 +27,7 @@ from kfin.core.causes.registry import (
 )
 def load_balancer(ctx: Context) -> Finding:
     risk = "removing it leaves the cloud load balancer (and its public address) behind, still billed"
+    outside = "the Service's cloud load balancer and its public address"  # said first, as a catalog entry's is
     alive, liveness = lease_alive(ctx.facts, "cloud-controller-manager")
     if alive is False:
         found = ctx.finding(
@@ -39,6 +40,7 @@ def load_balancer(ctx: Context) -> Finding:
             [liveness],
             alive,
         )
+        found.infrastructure = outside
         found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
         found.links.append(
             Link(
@@ -63,6 +65,7 @@ def load_balancer(ctx: Context) -> Finding:
         alive,
     )
     found.summary = "a Service until its cloud load balancer is deleted"
+    found.infrastructure = outside
     found.links.append(
         Link("cloud", "the cloud controller manager deletes the load balancer", actor="cloud-controller-manager")
     )

@@ -18,6 +18,8 @@ def test_a_load_balancer_waits_for_a_running_cloud_controller_manager():
     [finding] = explain_object(svc, facts(svc, lease("cloud-controller-manager"))).findings
     assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
     assert "billed" in finding.risk
+    # issue 44: what it guards outside the cluster, as a catalog entry says it (explain's Guards, JSON)
+    assert finding.to_dict()["infrastructure"] == "the Service's cloud load balancer and its public address"
 
 
 def test_a_load_balancer_whose_cloud_controller_manager_stopped_is_stalled_never_orphaned():
@@ -27,6 +29,7 @@ def test_a_load_balancer_whose_cloud_controller_manager_stopped_is_stalled_never
     stale = lease("cloud-controller-manager", renewed_ago=timedelta(hours=3))
     [finding] = explain_object(svc, facts(svc, stale)).findings
     assert finding.verdict == Verdict.STALLED and finding.controller_alive is False
+    assert finding.infrastructure == "the Service's cloud load balancer and its public address"
     assert finding.fix.startswith("bring the cloud controller manager back")
     assert finding.remove_command == f"kfin remove services {svc.name} -n shop --finalizer {LB} --force --confirm"
 
