@@ -189,3 +189,23 @@ def test_explain_and_preflight_see_the_guards_webhook_as_any_other_and_never_as_
     predicted = json.loads(kfin("preflight", "namespace", ns, "--kubeconfig", str(cluster.kubeconfig),
                                 "-o", "json").stdout)
     assert "guard.kfin.dev" not in json.dumps(predicted["wouldBeStuck"]), predicted["wouldBeStuck"]
+
+
+def test_a_smoke_run_of_the_guard_benchmark(tmp_path):
+    """python -m bench.guard on a small real control plane: it loads, has kube-apiserver call kfin guard, and
+    reports the review latency and what kfin said (the figures themselves are bench/RESULTS.md's, not a test's)."""
+    import pytest
+
+    from tests.scenario import envtest_absent
+
+    if envtest_absent():
+        pytest.skip(f"needs a real control plane: {envtest_absent()}")
+    figures = tmp_path / "guard.json"
+    done = subprocess.run([sys.executable, "-m", "bench.guard", "--sizes", "300", "--reviews", "5", "--crds", "1",
+                           "--json", str(figures)], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    [result] = json.loads(figures.read_text())
+    assert result["objects"] == 300 and result["review"]["n"] == result["delete_with_guard"]["n"] == 5
+    assert any(w.startswith("kfin: deleting namespace kfin-bench-000 leaves") for w in result["warnings"])
+    assert "| 300 |" in done.stdout

@@ -97,8 +97,7 @@ def guard(
         return review.answer(), review.decision
 
     def ready() -> bool:  # filled, and every watch up: what the guard answers is a prediction
-        facts, why = watched.facts()
-        return facts is not None and not why
+        return watched.filled()
 
     servers = []
     for address, tls in ((listen, certificate), (metrics_listen, None)):

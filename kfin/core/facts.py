@@ -353,7 +353,12 @@ class Facts:
             )
 
         if all(self._known((r.group, r.resource, scope if r.namespaced else ""), False) for r in types):
-            return [o for o in self.inventory.objects if wanted(o)]
+            # asked again and again of the same facts (a prediction asks three times; kfin guard's facts answer
+            # many reviews): worked out once until a read changes them (memo is cleared then)
+            key = ("everything", namespace, cluster_scoped_only)
+            if key not in self.memo:
+                self.memo[key] = [o for o in self.inventory.objects if wanted(o)]
+            return list(self.memo[key])
         if self.kube is None:
             return None
         self.reads += 1

@@ -314,7 +314,7 @@ def _left_without_controller(facts: Facts, result: Preflight, gone_namespace: st
         return
     answers: dict[tuple[str, str, str], KubeObject | None] = {}
     for obj in everything:
-        if dies(obj) or obj.uid in dying:
+        if not obj.finalizers or dies(obj) or obj.uid in dying:  # most objects have none: asked first
             continue
         for finalizer in obj.finalizers:
             if control_plane_owned(finalizer):

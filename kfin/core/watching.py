@@ -186,9 +186,19 @@ class Watched:
             except KfinError as failure:
                 return None, f"kfin's watches cannot read the cluster ({failure.message})"
             cached = self._facts = (facts, seen, time.monotonic())
-        failures = [f for f in cached[0].inventory.failures if f.reason != "Forbidden"]
+        # a list or watch that fails (not one RBAC refuses: that stays so, and the prediction says what it could
+        # not read); an APIService down is a discovery failure, which kfin keeps retrying without waiting on it
+        failures = [f for f in cached[0].inventory.failures if f.what in ("list", "watch") and f.reason != "Forbidden"]
         down = f"kfin's watch of {failures[0].target} is down ({failures[0].reason})" if failures else ""
         return cached[0], down
+
+    def filled(self) -> bool:
+        """Whether the first context's watches are listed and every one is up (no Facts built: a probe's
+        question, asked every few seconds)."""
+        _, _, informers, _ = self.sources[0]
+        if informers is None or informers.error is not None or not informers.informers or not informers.synced():
+            return False
+        return all(i.failure is None or i.failure.reason == "Forbidden" for i in list(informers.informers.values()))
 
     def requests(self) -> tuple[int, int]:
         """(lists, watches) asked so far in every context."""
