@@ -357,7 +357,11 @@ class Facts:
             # many reviews): worked out once until a read changes them (memo is cleared then)
             key = ("everything", namespace, cluster_scoped_only)
             if key not in self.memo:
-                self.memo[key] = [o for o in self.inventory.objects if wanted(o)]
+                if namespace is None:
+                    self.memo[key] = [o for o in self.inventory.objects if wanted(o)]
+                else:  # one namespace: from the index by type (built once), not a pass over the whole cluster
+                    kinds = dict.fromkeys((r.group, r.resource) for r in types)
+                    self.memo[key] = [o for g, r in kinds for o in self._of_type(g, r).get(namespace, ())]
             return list(self.memo[key])
         if self.kube is None:
             return None
