@@ -95,3 +95,34 @@ def test_promtool_accepts_the_guards_alert():
     [rule] = yaml.safe_load((GUARD / "prometheus-rules.yaml").read_text())["groups"][0]["rules"]
     assert rule["alert"] == "KfinGuardDown" and "kfin_guard_ready" in rule["expr"]
     assert "\n## KfinGuardDown\n" in (DEPLOY / "RUNBOOK.md").read_text()
+
+
+@needs_kubectl
+def test_kubectl_apply_k_installs_the_guard(tmp_path):
+    """`kubectl apply -k deploy/guard/`, for real, against a tests/fakeapi of its own that knows cert-manager's
+    kinds (their CRDs, schema-less): every object is accepted. (The real tier's scenarios create the webhook
+    configuration from deploy/guard/webhook.yaml: kube-apiserver compiles its matchConditions.)"""
+    from tests.fakeapi import FakeAPIServer
+    from tests.fakeapi.tls import self_signed
+    from tests.test_deploy import KUBECTL
+
+    fake = FakeAPIServer().start(tls=self_signed(tmp_path))
+    try:
+        for plural, kind in (("issuers", "Issuer"), ("certificates", "Certificate")):
+            fake.apply({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                        "metadata": {"name": f"{plural}.cert-manager.io"},
+                        "spec": {"group": "cert-manager.io", "scope": "Namespaced",
+                                 "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+                                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                                     "openAPIV3Schema": {"type": "object",
+                                                         "x-kubernetes-preserve-unknown-fields": True}}}]}})
+        kubeconfig = fake.kubeconfig(tmp_path / "kubeconfig")
+        done = subprocess.run([KUBECTL, "apply", "--validate=false", "-k", str(GUARD), "--kubeconfig",
+                               str(kubeconfig), "-o", "name"], capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert {"validatingwebhookconfiguration.admissionregistration.k8s.io/kfin-guard",
+                "deployment.apps/kfin-guard", "certificate.cert-manager.io/kfin-guard",
+                "poddisruptionbudget.policy/kfin-guard"} <= set(done.stdout.split())
+    finally:
+        fake.stop()
