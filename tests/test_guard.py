@@ -209,3 +209,20 @@ def test_a_smoke_run_of_the_guard_benchmark(tmp_path):
     assert result["objects"] == 300 and result["review"]["n"] == result["delete_with_guard"]["n"] == 5
     assert any(w.startswith("kfin: deleting namespace kfin-bench-000 leaves") for w in result["warnings"])
     assert "| 300 |" in done.stdout
+
+
+def test_while_the_cache_is_being_filled_a_deletion_is_allowed_with_a_warning_that_says_so():
+    """kfin guard starting (its watches still listing): no prediction, so nothing is refused, even in deny mode,
+    and the warning says why and what to run instead."""
+    from kfin.core.guard import NOT_CURRENT, Guard
+
+    guard = Guard(lambda: (None, "kfin's watches are still listing the cluster (the guard is starting)"),
+                  deny_everywhere=True)
+    review_ = guard.review({"uid": "u", "operation": "DELETE", "name": "shop", "kind": {"kind": "Namespace"},
+                            "resource": {"group": "", "version": "v1", "resource": "namespaces"},
+                            "userInfo": {"username": "alice"},
+                            "oldObject": {"metadata": {"name": "shop", "labels": {DENY_LABEL: "deny"}}}})
+    assert (review_.allowed, review_.decision) == (True, NOT_CURRENT)
+    assert review_.answer() == {"allowed": True, "warnings": [
+        "kfin: not checked: kfin's watches are still listing the cluster (the guard is starting); "
+        "kfin preflight namespace shop"]}
