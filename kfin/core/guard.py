@@ -106,18 +106,23 @@ class Guard:
         self._lock = threading.Lock()  # a Facts is worked on by one answer at a time
 
     def review(self, request: dict) -> Review:
-        if request.get("operation") != "DELETE" or not request.get("name"):
-            return Review(True, SKIPPED)  # never UPDATE; a deletecollection names nothing to predict
+        old = request.get("oldObject")
+        # a deletecollection is reviewed object by object, its request naming none (v1.36.2 on the real tier): the
+        # object deleted is its oldObject
+        name = request.get("name") or ((old if isinstance(old, dict) else {}).get("metadata") or {}).get("name")
+        if request.get("operation") != "DELETE" or not name:
+            return Review(True, SKIPPED)  # never UPDATE
         if (request.get("userInfo") or {}).get("username") in self.skip_users:
             return Review(True, SKIPPED)
-        old = request.get("oldObject")
         resource = request.get("resource") or {}
         kind = (request.get("kind") or {}).get("kind") or resource.get("resource", "object")
-        what = f"{kind.lower()} {request.get('name')}"
+        what = f"{kind.lower()} {name}"
         with self._lock:
             facts, why = self._facts()
             if facts is None:
-                return Review(True, NOT_CURRENT, [short(f"kfin: not checked: {why}; {_preflight(request, kind)}")])
+                return Review(
+                    True, NOT_CURRENT, [short(f"kfin: not checked: {why}; {_preflight(request, kind, name)}")]
+                )
             rtype = facts.resource(resource.get("group", ""), resource.get("resource", ""))
             if rtype is None or not isinstance(old, dict):
                 return Review(True, ALLOWED)
@@ -131,7 +136,9 @@ class Guard:
         if result.clean:
             return Review(True, NOT_CURRENT if why else ALLOWED, notes)
         warnings = _warnings(result, what)
-        warnings = warnings[:MOST_WARNINGS] + [short(f"kfin: the whole answer: {_preflight(request, kind)}")] + notes
+        warnings = (
+            warnings[:MOST_WARNINGS] + [short(f"kfin: the whole answer: {_preflight(request, kind, name)}")] + notes
+        )
         stranded = [s for s in result.stuck + result.orphaned if s.verdict == "ORPHANED" and s.certain]
         if why or not stranded or not self._deny_mode(target, namespace):
             return Review(True, NOT_CURRENT if why else WARNED, warnings)
@@ -155,11 +162,11 @@ class Guard:
         )
 
 
-def _preflight(request: dict, kind: str) -> str:
+def _preflight(request: dict, kind: str, name: str) -> str:
     # the object's own namespace: a Namespace's request names itself as its namespace (kube-apiserver's RequestInfo)
     namespace = ((request.get("oldObject") or {}).get("metadata") or {}).get("namespace")
     ns = f" -n {namespace}" if namespace else ""
-    return f"kfin preflight {kind.lower()} {request.get('name')}{ns}"
+    return f"kfin preflight {kind.lower()} {name}{ns}"
 
 
 def _warnings(result: Preflight, what: str) -> list[str]:

@@ -492,6 +492,13 @@ class FakeAPIServer:
             labels = (payload.get("metadata") or {}).get("labels") or {}
         dry_run = "All" in ((payload.get("dryRun") or []) if isinstance(payload, dict) and verb == "delete"
                             else query.get("dryRun", []))
+        if verb == "deletecollection":  # admitted object by object, as the store deletes them (its
+            # DeleteCollection validates each deletion), each request naming none but carrying the object as its
+            # oldObject (v1.36.2 on the real tier): what the fake then deletes, all of them
+            for obj in self.cluster.list(rt, route.namespace):
+                webhooks.admit(self.cluster, operation, rt, route.namespace, route.subresource,
+                               obj["metadata"].get("labels") or {}, user=user, old=obj, dry_run=dry_run)
+            return
         webhooks.admit(self.cluster, operation, rt, route.namespace, route.subresource, labels, name=route.name or "",
                        user=user, old=stored if operation == "DELETE" else None, dry_run=dry_run)
 

@@ -250,3 +250,27 @@ def test_a_finalizer_the_object_already_had_is_not_warned_about_again(cluster, t
     code, _, warnings = cluster.api.delete_warned(cluster.path_of(widget))  # no warning for a DELETE either
     assert code == 200 and warnings == []
     cluster.strip_finalizers(widget)
+
+
+@pytest.mark.controllers
+def test_a_deletecollection_is_reviewed_object_by_object(cluster, tmp_path):
+    """kube-apiserver admits a deletecollection one object at a time (the store's DeleteCollection validates each
+    deletion): kfin guard says of each Widget that it will stay stuck, its operator being down."""
+    group, ns = team(cluster)
+    collection = f"/apis/{group}/v1/namespaces/{ns}/widgets"
+    with guard(cluster, tmp_path) as (url, trust, cert, _):
+        config = webhook(cluster, url, cert, ns)
+        try:
+            until(lambda: any("w0 stays stuck" in w for w in
+                              cluster.api.delete_warned(f"{collection}/w0", dry_run=True)[2]),
+                  "kfin guard's watch cache to see the Widgets and their operator's Pod")
+            code, _, warnings = cluster.api.delete_warned(collection)
+            assert code == 200, code
+            said = sorted(w for w in warnings if "stays stuck" in w)
+            assert [w.split(" stays stuck")[0] for w in said] == [
+                f"kfin: deleting widget w{i}" for i in range(2)], warnings
+            assert all(f"its controller Pod {ns}/widget-operator-" in w for w in said), said
+        finally:
+            cluster.api.delete(cluster.path_of(config))
+            for i in range(2):
+                cluster.strip_finalizers(f"{collection}/w{i}")
