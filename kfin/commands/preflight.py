@@ -1,4 +1,6 @@
-"""`kfin preflight KIND NAME`: what deleting it would leave stuck, and the order of deletions that avoids it."""
+"""`kfin preflight KIND NAME`: what deleting it would leave stuck, and the order of deletions that avoids it.
+`kfin preflight -f FILE|DIR|-` and `kfin preflight helm RELEASE`: the same for a teardown of many objects, in the
+order kubectl or Helm deletes them."""
 
 from __future__ import annotations
 
@@ -6,11 +8,11 @@ import typer
 
 from kfin.commands.flags import (
     ContextOpt,
-    KindArg,
     KubeconfigOpt,
     NameArg,
     NamespaceOpt,
     NoDryRunOpt,
+    OptionalKindArg,
     OutputOpt,
     RefreshOpt,
     TimeoutOpt,
@@ -20,17 +22,38 @@ from kfin.commands.flags import (
     subject,
 )
 from kfin.commands.outputs import OUTPUTS
+from kfin.core import helm, manifests
+from kfin.core.facts import Facts
+from kfin.core.lookup import facts_on_demand
 from kfin.core.preflight import predict
-from kfin.errors import ExitCode
+from kfin.core.scope import Scope
+from kfin.core.teardown import Teardown, from_manifests, from_release
+from kfin.errors import ExitCode, UsageError
 from kfin.render import data
 from kfin.render.preflight import preflight_report
-from kfin.render.terminal import warn_failures
+from kfin.render.teardown import teardown_report
+from kfin.render.terminal import say, warn_failures
 
 
 def preflight(
     ctx: typer.Context,
-    kind: KindArg,
+    kind: OptionalKindArg = None,
     name: NameArg = None,
+    filename: list[str] | None = typer.Option(
+        None,
+        "-f",
+        "--filename",
+        metavar="FILE|DIR|-",
+        help="The manifests a `kubectl delete -f` would delete (repeatable; - for stdin): predict that teardown.",
+    ),
+    recursive: bool = typer.Option(False, "-R", "--recursive", help="With -f DIR: its subdirectories too."),
+    helm_major: int | None = typer.Option(
+        None,
+        "--helm",
+        metavar="3|4",
+        help="Helm's uninstall order of that major version instead of kubectl's file order (default with "
+        "`kfin preflight helm`: 3).",
+    ),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when something would be left stuck."),
     refresh: RefreshOpt = False,
     no_dry_run: NoDryRunOpt = False,
@@ -48,20 +71,51 @@ def preflight(
     not running, none is found), the gates that would stop it (unavailable APIServices, conversion webhooks,
     admission webhooks and policies failing closed, a drain a PodDisruptionBudget stops), then the safe order.
 
+    A teardown: with -f, the objects a `kubectl delete -f` of the manifests deletes, in kubectl's order (files
+    in order, a directory's files in lexical order, documents and List items in order), matched against the
+    cluster; with `helm RELEASE`, the release's manifest (one named GET of its latest record
+    sh.helm.release.v1.RELEASE.vN, Secret or ConfigMap) in Helm's uninstall order, without the objects
+    Helm keeps (helm.sh/resource-policy: keep), its delete hooks named. Each step says what it deletes with
+    it and what it leaves stuck, given the steps before (an operator deleted before the custom resources only
+    it finalizes; a webhook's Service deleted before its configuration); then the safe order. kustomize:
+    `kubectl kustomize DIR | kfin preflight -f -`.
+
     Examples:
 
       kfin preflight namespace team-a
+
+      kfin preflight -f deploy/ -R --exit-code
+
+      kfin preflight helm my-operator -n operators
+
+      helm get manifest my-operator -n operators | kfin preflight -f - --helm 4 -n operators
 
       kfin preflight crd databases.acme.io -o json
 
       kfin preflight node ip-10-0-1-7 --exit-code
     """
-    kind, name = subject(kind, name, "preflight")
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
     fmt = check_output(options, OUTPUTS["preflight"])
     scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
+    if helm_major not in (None, 3, 4):
+        raise UsageError("--helm takes 3 or 4")
+    if filename or kind == "helm":
+        teardown, facts = _teardown(scope, kind, name, filename or [], recursive, helm_major)
+        warn_failures(facts.inventory.failures)
+        if fmt == "table":
+            teardown_report(teardown)
+        else:
+            data.dump(teardown.to_dict(), fmt)
+        if exit_code and not teardown.clean:
+            raise typer.Exit(ExitCode.FOUND)
+        if facts.inventory.failures:
+            raise typer.Exit(ExitCode.PARTIAL)
+        return
+    if helm_major is not None or recursive:
+        raise UsageError("--helm and -R go with -f")
+    kind, name = subject(kind, name, "preflight")
     result, facts = predict(scope, kind, name)
     warn_failures(facts.inventory.failures)  # a deletion reaches every type: each failure bears on it
     if fmt == "table":
@@ -72,3 +126,32 @@ def preflight(
         raise typer.Exit(ExitCode.FOUND)
     if facts.inventory.failures:
         raise typer.Exit(ExitCode.PARTIAL)
+
+
+def _teardown(
+    scope: Scope, kind: str | None, name: str | None, files: list[str], recursive: bool, major: int | None
+) -> tuple[Teardown, Facts]:
+    facts = facts_on_demand(scope)
+    namespace = scope.namespace or facts.inventory.namespace or "default"
+    if kind == "helm":
+        if files or not name:
+            raise UsageError("kfin preflight helm needs RELEASE, and no -f")
+        found = helm.latest_record(facts, name, namespace)
+        if found is None:
+            raise UsageError(f'no Helm release "{name}" in namespace "{namespace}" (no sh.helm.release.v1.{name}.vN)')
+        rtype, record = found
+        say(f"kfin reads the release record: GET {rtype.kind} {namespace}/{record}", err=True)
+        release = helm.read_release(facts, rtype, namespace, record)
+        command = f"helm uninstall {release.name} -n {release.namespace}"
+        return from_release(facts, release, major or 3, command), facts
+    if kind is not None:
+        raise UsageError("-f takes no KIND NAME")
+    objects = manifests.read(files, recursive)
+    if not objects:
+        raise UsageError("no objects in the manifests")
+    where = f" -n {scope.namespace}" if scope.namespace else ""
+    if major is not None:
+        release = helm.Release(name or "", namespace, 0, "", objects)
+        return from_release(facts, release, major, "helm uninstall RELEASE" + where), facts
+    shown = " ".join(f"-f {f}" for f in files) + (" -R" if recursive else "")
+    return from_manifests(facts, objects, namespace, f"kubectl delete {shown}{where}"), facts

@@ -266,7 +266,7 @@ def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str
         if alive is False:
             return f"{liveness}: nothing removes {finalizer}", "STALLED", "bring kube-controller-manager back first"
         return "", "", ""
-    workloads = _controllers(ctx)
+    workloads = finalizer_controllers(ctx)
     if workloads is None:
         return (
             f"kfin could not find who removes {finalizer} (RBAC or workloads unreadable)",
@@ -321,7 +321,7 @@ def _left_without_controller(facts: Facts, result: Preflight, gone_namespace: st
                 continue
             key = (obj.type.group, obj.type.resource, finalizer)
             if key not in answers:
-                found = _controllers(Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer)))
+                found = finalizer_controllers(Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer)))
                 answers[key] = _workload(found[0][0], result) if found and all(dies(w) for w, _ in found) else None
             controller = answers[key]
             if controller is None:
@@ -348,7 +348,7 @@ def _workload(obj: KubeObject, result: Preflight) -> KubeObject:
     return obj
 
 
-def _controllers(ctx: Context) -> list[tuple[KubeObject, bool]] | None:
+def finalizer_controllers(ctx: Context) -> list[tuple[KubeObject, bool]] | None:
     """(workload or Pod, running) of whatever would remove the finalizer: the catalog's controller, else what
     RBAC grants update on the resource to; None when kfin cannot tell."""
     entry = ctx.family.entry

@@ -1,0 +1,372 @@
+"""kfin preflight -f / helm: a teardown of many objects, predicted as what it is, deletions in sequence, each
+step's effect on what the next steps can do.
+
+kubectl sends one DELETE after the other in the manifests' order and waits for the objects to be gone only after
+the last (kfin.core.manifests); Helm sorts them by kind and deletes a kind's objects concurrently, the next kind
+once those DELETEs returned, never waiting in between (kfin.core.helm). Neither waits for a deletion to finish
+before the next, so a step's cascade (garbage collection, a namespace's content, a CRD's custom resources) runs
+alongside the steps after it.
+
+Each step is one object's deletion as `kfin preflight KIND NAME` predicts it (kfin.core.preflight.foresee: what
+it deletes with it, what its gates and finalizers leave stuck), and then what the steps before it changed:
+
+- a controller deleted at step j strands the objects deleted at step k > j whose finalizers only it removes:
+  certain when it is not running now (foresee says so already), a race when it runs (its Pods are deleted
+  through the cascade and given their grace period: the DELETE of step k comes a moment later, and a
+  controller that stops reconciling on SIGTERM, as controller-runtime's do, loses it);
+- a Service deleted at step j makes every admission webhook it backs fail closed (failurePolicy Fail) for
+  the steps after, until the webhook's configuration goes: a DELETE it matches is rejected (kubectl goes on with
+  the next object, the object stays); a finalizer removal (UPDATE) it matches is rejected for as long as the
+  configuration stays: for good when the teardown does not delete it;
+- an object already deleted by an earlier step's cascade is said so (its DELETE finds it Terminating or gone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kfin.api.builtin_kinds import builtin_resources
+from kfin.core.causes.registry import Action, Context, control_plane_owned, family
+from kfin.core.causes.webhooks import GROUP as WEBHOOK_GROUP
+from kfin.core.causes.webhooks import KINDS as WEBHOOK_KINDS
+from kfin.core.causes.webhooks import rule_matches, selector_matches
+from kfin.core.facts import Facts
+from kfin.core.helm import Release, batches, kept, uninstall_order
+from kfin.core.manifests import Manifest
+from kfin.core.preflight import Step, Stuck, finalizer_controllers, foresee, reference
+from kfin.model import KubeObject, ResourceType
+
+SERVICES = ("", "services")
+CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+
+@dataclass
+class Deletion:
+    """One step of the teardown: one object's DELETE, in the tool's order."""
+
+    number: int
+    manifest: Manifest
+    obj: KubeObject | None  # the live object; None: not found (kubectl says NotFound, Helm ignores it)
+    batch: int = 0  # Helm: the DELETEs of one batch are sent concurrently
+    cascade: list[KubeObject] = field(default_factory=list)  # what its deletion deletes with it
+    stuck: list[Stuck] = field(default_factory=list)  # what this step leaves Terminating
+    rejected: list[Stuck] = field(default_factory=list)  # why its DELETE is refused (the object stays)
+    note: str = ""  # "already deleted at step 2 (...)", "kept: helm.sh/resource-policy: keep"
+
+    @property
+    def ref(self) -> str:
+        m = self.manifest
+        return f"{m.kind}/{m.namespace + '/' if m.namespace else ''}{m.name}"
+
+    def to_dict(self) -> dict:
+        return {
+            "step": self.number,
+            "batch": self.batch or None,
+            "object": self.manifest.to_dict(),
+            "found": self.obj is not None,
+            "note": self.note or None,
+            "cascade": [reference(o) for o in self.cascade],
+            "wouldBeStuck": [_stuck_dict(s) for s in self.stuck],
+            "rejected": [_stuck_dict(s) for s in self.rejected],
+        }
+
+
+def _stuck_dict(s: Stuck) -> dict:
+    return {**s.to_dict(), "certain": s.certain}
+
+
+@dataclass
+class Teardown:
+    tool: str  # "kubectl delete -f", "helm 3 uninstall", "helm 4 uninstall"
+    command: str  # the command predicted, to paste after the plan's first steps
+    steps: list[Deletion]
+    kept: list[Manifest] = field(default_factory=list)  # helm.sh/resource-policy: keep
+    hooks: list[dict] = field(default_factory=list)  # Helm's delete hooks: named, not run
+    chart_crds: list[str] = field(default_factory=list)
+    orphaned: list[Stuck] = field(default_factory=list)  # left in place without the controller of their finalizer
+    plan: list[Step] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    @property
+    def stuck(self) -> list[Stuck]:
+        return [s for d in self.steps for s in d.stuck]
+
+    @property
+    def clean(self) -> bool:
+        return not self.stuck and not self.orphaned and not any(d.rejected for d in self.steps)
+
+    def to_dict(self) -> dict:
+        return {
+            "apiVersion": "kfin.dev/v1",
+            "kind": "TeardownPreflight",
+            "tool": self.tool,
+            "command": self.command,
+            "clean": self.clean,
+            "steps": [d.to_dict() for d in self.steps],
+            "notFound": [d.manifest.to_dict() for d in self.steps if d.obj is None and not d.note],
+            "kept": [m.to_dict() for m in self.kept],
+            "hooks": self.hooks,
+            "chartCRDs": self.chart_crds,
+            "leftWithoutController": [_stuck_dict(s) for s in self.orphaned],
+            "plan": [s.to_dict() for s in self.plan],
+            "couldNotRead": self.unknown,
+        }
+
+
+def _types(facts: Facts) -> list[ResourceType]:
+    return facts.inventory.resources + builtin_resources()
+
+
+def resolve(facts: Facts, manifest: Manifest, default_namespace: str) -> KubeObject | None:
+    """The live object a manifest names, or None."""
+    group, version = manifest.group, manifest.api_version.rpartition("/")[2]
+    found = [t for t in _types(facts) if t.group == group and t.kind == manifest.kind]
+    rtype = next((t for t in found if t.version == version), found[0] if found else None)
+    if rtype is None:
+        return None
+    namespace = (manifest.namespace or default_namespace) if rtype.namespaced else ""
+    return facts.find(rtype.group, rtype.resource, namespace, manifest.name, full=True) or facts.find(
+        rtype.group, rtype.resource, namespace, manifest.name
+    )
+
+
+def from_manifests(facts: Facts, manifests: list[Manifest], namespace: str, command: str) -> Teardown:
+    """`kubectl delete -f`: the objects in the manifests' order, one DELETE each."""
+    steps = [Deletion(i, m, resolve(facts, m, namespace)) for i, m in enumerate(manifests, 1)]
+    result = Teardown("kubectl delete -f", command, steps)
+    _predict(facts, result)
+    return result
+
+
+def from_release(facts: Facts, release: Release, major: int, command: str) -> Teardown:
+    """`helm uninstall`: Helm's order of the release's manifest, kept objects left out, its hooks named."""
+    ordered = uninstall_order(release.manifests, major)
+    deleted = [m for m in ordered if not kept(m)]
+    steps = [
+        Deletion(i, m, resolve(facts, m, release.namespace), batch)
+        for i, (m, batch) in enumerate(zip(deleted, batches(deleted), strict=True), 1)
+    ]
+    hooks = [h for h in release.hooks if {"pre-delete", "post-delete"} & set(h["events"])]
+    result = Teardown(
+        f"helm {major} uninstall", command, steps, [m for m in ordered if kept(m)], hooks, release.chart_crds
+    )
+    _predict(facts, result)
+    return result
+
+
+def _predict(facts: Facts, result: Teardown) -> None:
+    gone: dict[str, int] = {}  # uid -> the step whose DELETE (or its cascade) deletes it
+    services_gone: dict[tuple[str, str], int] = {}
+    teardown_uids = {d.obj.uid for d in result.steps if d.obj is not None}
+    orphaned: dict[tuple[str, str], Stuck] = {}
+    for step in result.steps:
+        obj = step.obj
+        if obj is None:
+            continue
+        if obj.uid in gone:
+            earlier = result.steps[gone[obj.uid] - 1]
+            step.note = f"already deleted with {earlier.ref} at step {earlier.number}"
+            continue
+        rejections = _webhook_rejections(facts, obj, "DELETE", services_gone, gone, step.number)
+        if rejections:
+            step.rejected = [
+                Stuck(obj, "", f"its DELETE is rejected: {why}", "BLOCKED", actions) for why, actions in rejections
+            ]
+            continue
+        single = foresee(facts, obj)
+        result.unknown += [u for u in single.unknown if u not in result.unknown]
+        step.cascade = single.deleted
+        for each in [obj, *single.deleted]:
+            gone.setdefault(each.uid, step.number)
+            if (each.type.group, each.type.resource) == SERVICES:
+                services_gone.setdefault((each.namespace, each.name), step.number)
+        known = {(s.obj.uid, s.finalizer) for s in single.stuck}
+        step.stuck = list(single.stuck)
+        for each in [obj, *single.deleted]:
+            step.stuck += _stranded(facts, each, step, gone, result, known)
+            step.stuck += _finalizer_updates_rejected(facts, each, services_gone, gone, step.number, known)
+        if (obj.type.group, obj.type.resource) == CRDS and any(s.obj.uid != obj.uid for s in step.stuck):
+            step.stuck.append(
+                Stuck(
+                    obj,
+                    "customresourcecleanup.apiextensions.k8s.io",
+                    "it waits for its custom resources to go: "
+                    + ", ".join(dict.fromkeys(s.obj.name for s in step.stuck if s.obj.uid != obj.uid))
+                    + " are left stuck",
+                    "HOLDING",
+                )
+            )
+        for s in single.orphaned:
+            orphaned.setdefault((s.obj.uid, s.finalizer), s)
+    # left without their controller: only what the teardown does not delete itself
+    result.orphaned = [s for (uid, _), s in orphaned.items() if uid not in gone and uid not in teardown_uids]
+    result.plan = _plan(result)
+
+
+def _stranded(
+    facts: Facts, obj: KubeObject, step: Deletion, gone: dict[str, int], result: Teardown, known: set
+) -> list[Stuck]:
+    """Finalizers of `obj` (deleted at this step) whose every controller an earlier step deleted."""
+    out = []
+    for finalizer in obj.finalizers:
+        if control_plane_owned(finalizer) or (obj.uid, finalizer) in known:
+            continue
+        found = finalizer_controllers(Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer)))
+        if not found or not all(w.uid in gone and gone[w.uid] < step.number for w, _ in found):
+            continue
+        w, running = found[0]
+        at = result.steps[gone[w.uid] - 1]
+        controller = _named(w, at)
+        same_batch = bool(step.batch) and at.batch == step.batch
+        if running:
+            reason = (
+                f"its controller {controller} is deleted at step {at.number}, "
+                + ("in the same batch (concurrently)" if same_batch else "and nothing waits for it to be gone")
+                + f": a race it usually loses: its Pods stop within their grace period, and {finalizer} "
+                "is removed only if it reconciles this deletion before"
+            )
+        else:
+            reason = f"its controller {controller} is deleted at step {at.number} (and not running now)"
+        out.append(Stuck(obj, finalizer, reason, "ORPHANED", (), first=True, certain=not running))
+        known.add((obj.uid, finalizer))
+    return out
+
+
+def _named(w: KubeObject, at: Deletion) -> str:
+    """A controller by the object its step deletes (the Deployment, not the Pod its cascade deletes)."""
+    top = at.obj if at.obj is not None and w.uid != at.obj.uid else w
+    return f"{top.type.kind} {top.namespace + '/' if top.namespace else ''}{top.name}"
+
+
+def _webhooks_failing(
+    facts: Facts, obj: KubeObject, operation: str, services_gone: dict, gone: dict, number: int
+) -> list[tuple[KubeObject, dict, int]]:
+    """Webhooks still configured at step `number` whose Service an earlier step deleted, failing closed, that
+    match `operation` on `obj`: (configuration, webhook, the step that deleted the Service)."""
+    if not services_gone:
+        return []
+    namespace_labels: dict = {}
+    if obj.namespace:
+        ns = (facts.namespaces_by_name() or {}).get(obj.namespace)
+        namespace_labels = (ns.meta.get("labels") or {}) if ns else {}
+    out = []
+    for kind in WEBHOOK_KINDS:
+        for config in facts.objects(WEBHOOK_GROUP, kind, full=True) or []:
+            if config.uid in gone and gone[config.uid] < number:
+                continue
+            for hook in config.raw.get("webhooks") or []:
+                service = (hook.get("clientConfig") or {}).get("service") or {}
+                at = services_gone.get((service.get("namespace", ""), service.get("name", "")))
+                if at is None or at >= number or (hook.get("failurePolicy") or "Fail") != "Fail":
+                    continue
+                if not any(rule_matches(r, obj.type, operation) for r in hook.get("rules") or []):
+                    continue
+                if obj.namespace and not selector_matches(hook.get("namespaceSelector"), namespace_labels):
+                    continue
+                if not selector_matches(hook.get("objectSelector"), obj.meta.get("labels") or {}):
+                    continue
+                out.append((config, hook, at))
+    return out
+
+
+def _webhook_rejections(
+    facts: Facts, obj: KubeObject, operation: str, services_gone: dict, gone: dict, number: int
+) -> list[tuple[str, tuple[Action, ...]]]:
+    out: list[tuple[str, tuple[Action, ...]]] = []
+    for config, hook, at in _webhooks_failing(facts, obj, operation, services_gone, gone, number):
+        service = hook["clientConfig"]["service"]
+        why = (
+            f"webhook {hook.get('name')} of {config.type.kind} {config.name} fails closed: its Service "
+            f"{service.get('namespace')}/{service.get('name')} is deleted at step {at}"
+        )
+        out.append((why, (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),)))
+    return out
+
+
+def _finalizer_updates_rejected(
+    facts: Facts, obj: KubeObject, services_gone: dict, gone: dict, number: int, known: set
+) -> list[Stuck]:
+    """A finalizer removal (an UPDATE) rejected for good: the webhook's Service is gone and the teardown never
+    deletes its configuration. (One the teardown deletes later only delays the removal: controllers retry.)"""
+    if not obj.finalizers:
+        return []
+    out = []
+    for config, hook, at in _webhooks_failing(facts, obj, "UPDATE", services_gone, gone, number + 1):
+        if config.uid in gone:
+            continue
+        for finalizer in obj.finalizers:
+            if (obj.uid, finalizer) in known:
+                continue
+            known.add((obj.uid, finalizer))
+            why = (
+                f"webhook {hook.get('name')} of {config.type.kind} {config.name} rejects the removal of {finalizer}: "
+                f"its Service is deleted at step {at}, its configuration stays"
+            )
+            out.append(
+                Stuck(
+                    obj,
+                    finalizer,
+                    why,
+                    "BLOCKED",
+                    (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),),
+                    first=False,
+                )
+            )
+    return out
+
+
+def _plan(result: Teardown) -> list[Step]:
+    """The safe order: the webhook configurations whose Service the teardown deletes, first; then the objects
+    whose controller the teardown deletes, while it still runs, followed to their end; then the teardown."""
+    steps: list[Step] = []
+    webhooks = {
+        d.obj.uid: d.obj
+        for d in result.steps
+        if d.obj is not None
+        and (d.obj.type.group, d.obj.type.resource) in [(WEBHOOK_GROUP, k) for k in WEBHOOK_KINDS]
+        and _backed_by_teardown(d.obj, result)
+    }
+    for config in webhooks.values():
+        steps.append(
+            Step(
+                (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),),
+                "its webhook's Service goes with the teardown: without it the webhook fails closed for what follows",
+            )
+        )
+    stranded = [s for d in result.steps for s in d.stuck + d.rejected if s.first] + result.orphaned
+    by_type: dict[tuple[str, str], list[KubeObject]] = {}
+    for s in stranded:
+        if s.obj.uid not in {o.uid for objs in by_type.values() for o in objs}:
+            by_type.setdefault((s.obj.type.qualified, s.obj.namespace), []).append(s.obj)
+    for (qualified, namespace), objs in by_type.items():
+        names = " ".join(o.name for o in objs)
+        ns = f" -n {namespace}" if namespace else ""
+        steps.append(
+            Step(
+                (Action(f"kubectl delete {qualified} {names}{ns} --wait --timeout=10m"),),
+                "first, while their controller still runs: it removes their finalizers before it goes",
+            )
+        )
+    blocked = [s for d in result.steps for s in d.stuck + d.rejected if not s.first and s.actions]
+    done: set[tuple[Action, ...]] = {s.actions for s in steps}
+    for s in blocked:
+        if s.actions not in done:
+            done.add(s.actions)
+            steps.append(Step(s.actions, f"{s.obj.ref}: {s.reason}"))
+    why = "nothing would be left stuck" if result.clean else "then the teardown itself"
+    steps.append(Step((Action(result.command),), why))
+    return steps
+
+
+def _backed_by_teardown(config: KubeObject, result: Teardown) -> bool:
+    services = {
+        (o.namespace, o.name)
+        for d in result.steps
+        for o in ([d.obj] if d.obj is not None else []) + d.cascade
+        if (o.type.group, o.type.resource) == SERVICES
+    }
+    for hook in config.raw.get("webhooks") or []:
+        service = (hook.get("clientConfig") or {}).get("service") or {}
+        if (service.get("namespace", ""), service.get("name", "")) in services:
+            return True
+    return False
