@@ -131,11 +131,16 @@ def preflight(
 def _teardown(
     scope: Scope, kind: str | None, name: str | None, files: list[str], recursive: bool, major: int | None
 ) -> tuple[Teardown, Facts]:
+    if kind == "helm" and (files or not name):
+        raise UsageError("kfin preflight helm needs RELEASE, and no -f")
+    if kind not in (None, "helm"):
+        raise UsageError("-f takes no KIND NAME")
+    objects = manifests.read(files, recursive) if files else []  # bad input is said before anything is read
+    if files and not objects:
+        raise UsageError("no objects in the manifests")
     facts = facts_on_demand(scope)
     namespace = scope.namespace or facts.inventory.namespace or "default"
     if kind == "helm":
-        if files or not name:
-            raise UsageError("kfin preflight helm needs RELEASE, and no -f")
         found = helm.latest_record(facts, name, namespace)
         if found is None:
             raise UsageError(f'no Helm release "{name}" in namespace "{namespace}" (no sh.helm.release.v1.{name}.vN)')
@@ -144,11 +149,6 @@ def _teardown(
         release = helm.read_release(facts, rtype, namespace, record)
         command = f"helm uninstall {release.name} -n {release.namespace}"
         return from_release(facts, release, major or 3, command), facts
-    if kind is not None:
-        raise UsageError("-f takes no KIND NAME")
-    objects = manifests.read(files, recursive)
-    if not objects:
-        raise UsageError("no objects in the manifests")
     where = f" -n {scope.namespace}" if scope.namespace else ""
     if major is not None:
         release = helm.Release(name or "", namespace, 0, "", objects)

@@ -8,7 +8,9 @@ exists, the test removes the finalizer of each Widget being deleted, as the oper
 Deployment is deleted it does nothing more (a controller-runtime operator stops reconciling on SIGTERM)."""
 
 import base64
+import io
 import json
+import sys
 
 import pytest
 import yaml
@@ -108,7 +110,7 @@ def delete_in_order(cluster, objects: list[dict], operator: PlayedOperator, grou
     operator.reconcile(group)
 
 
-def teardown(cluster, *args, stdin=None):
+def teardown(cluster, *args):
     result = kfin("preflight", *args, "-o", "json", "--kubeconfig", str(cluster.kubeconfig))
     assert result.code in (0, ExitCode.PARTIAL), result.stderr
     return json.loads(result.stdout)
@@ -243,9 +245,6 @@ def test_a_helm_release_record_reads_back_into_the_same_prediction(cluster, tmp_
 
 
 def kfin_with_stdin(text: str, *args: str):
-    import io
-    import sys
-
     saved = sys.stdin
     sys.stdin = io.StringIO(text)
     try:

@@ -1,0 +1,154 @@
+"""A teardown of many objects (kfin/core/teardown.py, manifests.py, helm.py): kubectl's order of the manifests,
+Helm's uninstall order and release records, and what each step does to the next."""
+
+import base64
+import gzip
+import json
+
+import pytest
+
+from kfin.core import helm, manifests
+from kfin.core.manifests import Manifest
+from kfin.core.teardown import from_manifests, from_release
+from kfin.errors import ExitCode, UsageError
+from tests.runner import kfin
+from tests.values import facts, obj
+
+
+def doc(kind: str, name: str, api_version: str = "v1", namespace: str = "app", **more) -> dict:
+    meta = {"name": name, "namespace": namespace} if namespace else {"name": name}
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, **more}
+
+
+def as_manifest(o: dict, source: str = "-") -> Manifest:
+    m = o["metadata"]
+    return Manifest(o["apiVersion"], o["kind"], m["name"], m.get("namespace", ""), source, o)
+
+
+# ----- kubectl's order -------------------------------------------------------------------------------------
+def test_a_directory_is_read_in_lexical_order_its_subdirectories_only_with_R(tmp_path):
+    (tmp_path / "b.yaml").write_text("kind: ConfigMap\napiVersion: v1\nmetadata: {name: b}\n")
+    (tmp_path / "a.json").write_text(json.dumps(doc("ConfigMap", "a")))
+    (tmp_path / "notes.txt").write_text("not a manifest")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "z.yml").write_text("kind: ConfigMap\napiVersion: v1\nmetadata: {name: nested}\n")
+    names = [m.name for m in manifests.read([str(tmp_path)])]
+    assert names == ["a", "b"]  # .txt skipped, subdirectory not walked
+    # filepath.Walk: entries lexically, "a" (the directory) before "a.json"
+    assert [m.name for m in manifests.read([str(tmp_path)], recursive=True)] == ["nested", "a", "b"]
+    # a file named explicitly is read whatever its extension; -f in the order given
+    (tmp_path / "extra.txt").write_text("kind: Secret\napiVersion: v1\nmetadata: {name: s}\n")
+    both = manifests.read([str(tmp_path / "extra.txt"), str(tmp_path / "b.yaml")])
+    assert [(m.kind, m.name) for m in both] == [("Secret", "s"), ("ConfigMap", "b")]
+
+
+def test_documents_lists_and_json_arrays_are_flattened_in_order():
+    text = "\n---\n".join([
+        "kind: ConfigMap\napiVersion: v1\nmetadata: {name: one}",
+        "",  # an empty document
+        json.dumps({"kind": "List", "apiVersion": "v1", "items": [doc("Secret", "two"), doc("Secret", "three")]}),
+        "kind: ServiceList\napiVersion: v1\nitems:\n- {kind: Service, apiVersion: v1, metadata: {name: four}}",
+    ])
+    assert [m.name for m in manifests.read(["-"], stdin_text=text)] == ["one", "two", "three", "four"]
+    assert [m.name for m in manifests.parse(json.dumps([doc("Secret", "x"), doc("Secret", "y")]), "-")] == ["x", "y"]
+
+
+@pytest.mark.parametrize("text", ["kind: [", "- 1\n- 2", "kind: ConfigMap\napiVersion: v1\nmetadata: {}"])
+def test_what_is_not_a_manifest_is_one_usage_error(text):
+    with pytest.raises(UsageError):
+        manifests.parse(text, "x.yaml")
+
+
+def test_a_missing_path_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="does not exist"):
+        manifests.read([str(tmp_path / "nope")])
+
+
+# ----- Helm ------------------------------------------------------------------------------------------------
+def test_helm_3_deletes_webhook_configurations_last_helm_4_first():
+    objs = [as_manifest(doc(k, n, namespace="")) for k, n in [
+        ("ValidatingWebhookConfiguration", "v"), ("Widget", "w"), ("Deployment", "op"), ("Service", "hook"),
+        ("MutatingWebhookConfiguration", "m"), ("Deployment", "second"), ("CustomResourceDefinition", "c")]]
+    three = [m.name for m in helm.uninstall_order(objs, 3)]
+    four = [m.name for m in helm.uninstall_order(objs, 4)]
+    # unknown kinds last, alphabetically by kind; a kind's objects in manifest order (sort.SliceStable)
+    assert three == ["hook", "op", "second", "c", "m", "v", "w"]
+    assert four == ["v", "m", "hook", "op", "second", "c", "w"]
+    assert helm.batches(helm.uninstall_order(objs, 4)) == [1, 2, 3, 4, 4, 5, 6]
+
+
+def test_a_release_record_decodes_as_helm_writes_it():
+    record = {"name": "r", "namespace": "app", "version": 3, "info": {"status": "deployed"},
+              "manifest": "---\n# Source: c/templates/cm.yaml\n" + json.dumps(doc("ConfigMap", "cm")),
+              "hooks": [{"name": "pre", "kind": "Job", "events": ["pre-delete"]}],
+              "chart": {"files": [{"name": "crds/widgets.yaml"}, {"name": "README.md"}]}}
+    # as Go writes it: gzip (level 9, magic 1f 8b 08), then base64.StdEncoding
+    stored = base64.b64encode(gzip.compress(json.dumps(record).encode(), 9)).decode()
+    assert helm.decode(stored) == record == helm.decode(helm.encode(record))
+    assert helm.decode(base64.b64encode(json.dumps(record).encode())) == record  # Helm 2-era records: no gzip
+    release = helm.release_of(record, "app")
+    assert (release.name, release.version, [m.name for m in release.manifests]) == ("r", 3, ["cm"])
+    assert release.chart_crds == ["crds/widgets.yaml"]
+    with pytest.raises(UsageError):
+        helm.decode("not base64 at all!")
+
+
+def test_kept_objects_are_left_out_and_hooks_named():
+    keep = doc("ConfigMap", "kept")
+    keep["metadata"]["annotations"] = {"helm.sh/resource-policy": " Keep "}
+    release = helm.Release("r", "app", 1, "deployed", [as_manifest(keep), as_manifest(doc("ConfigMap", "gone"))],
+                           [{"name": "pre", "kind": "Job", "events": ["pre-delete"], "path": "x"},
+                            {"name": "install", "kind": "Job", "events": ["post-install"], "path": "y"}])
+    result = from_release(facts(), release, 3, "helm uninstall r -n app")
+    assert [d.manifest.name for d in result.steps] == ["gone"]
+    assert [m.name for m in result.kept] == ["kept"]
+    assert [h["name"] for h in result.hooks] == ["pre"]
+    assert result.steps[0].obj is None  # not in the cluster: said so
+
+
+# ----- each step's effect on the next ----------------------------------------------------------------------
+def webhook_set():
+    """A webhook failing closed on DELETE of ConfigMaps, healthy now (its Service has a ready endpoint)."""
+    hook = {"name": "check.example.com", "failurePolicy": "Fail",
+            "rules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "clientConfig": {"service": {"namespace": "app", "name": "checker"}}}
+    config = obj("validatingwebhookconfigurations.admissionregistration.k8s.io", "checker", webhooks=[hook])
+    service = obj("svc", "checker", "app")
+    endpoints = obj("endpointslices.discovery.k8s.io", "checker-1", "app",
+                    labels={"kubernetes.io/service-name": "checker"}, endpoints=[{"conditions": {"ready": True}}])
+    cm = obj("cm", "settings", "app")
+    return facts(config, service, endpoints, cm), {
+        "service": as_manifest(doc("Service", "checker")),
+        "cm": as_manifest(doc("ConfigMap", "settings")),
+        "config": as_manifest(doc("ValidatingWebhookConfiguration", "checker", "admissionregistration.k8s.io/v1", "")),
+    }
+
+
+def test_a_webhooks_service_deleted_first_makes_it_reject_the_deletes_after():
+    f, m = webhook_set()
+    result = from_manifests(f, [m["service"], m["cm"], m["config"]], "app", "kubectl delete -f x.yaml")
+    [rejected] = result.steps[1].rejected
+    assert "fails closed: its Service app/checker is deleted at step 1" in rejected.reason
+    assert result.clean is False
+    assert result.steps[2].rejected == []  # the configuration itself: not matched by its own rules
+    assert result.plan[0].actions[0].command == "kubectl delete validatingwebhookconfiguration checker"
+    assert result.plan[-1].actions[0].command == "kubectl delete -f x.yaml"
+
+
+def test_the_webhook_configuration_first_or_helm_4_order_rejects_nothing():
+    f, m = webhook_set()
+    assert from_manifests(f, [m["config"], m["service"], m["cm"]], "app", "kubectl delete -f x").clean
+    release = helm.Release("r", "app", 1, "deployed", [m["service"], m["cm"], m["config"]])
+    assert from_release(f, release, 4, "helm uninstall r").clean  # webhook configurations first
+    three = from_release(f, release, 3, "helm uninstall r")  # Service, ConfigMap, then the configuration
+    assert [d.manifest.kind for d in three.steps] == ["Service", "ConfigMap", "ValidatingWebhookConfiguration"]
+    assert three.steps[1].rejected and not three.clean
+
+
+# ----- the command's bad input -------------------------------------------------------------------------------
+@pytest.mark.parametrize("args", [["-f", "/nonexistent/dir"], ["-f", "-", "deploy", "x"], ["helm"],
+                                  ["helm", "r", "-f", "x.yaml"], ["deploy", "x", "--helm", "3"]])
+def test_bad_teardown_input_is_one_error_line_and_exit_2(args, tmp_path):
+    result = kfin("preflight", *args, "--kubeconfig", str(tmp_path / "none"))
+    assert result.code == ExitCode.USAGE, result
+    assert result.stderr.startswith("error:") and len(result.stderr.strip().splitlines()) == 1, result.stderr
