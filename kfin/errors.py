@@ -63,10 +63,6 @@ class InterruptedByUserError(KfinError):
     exit_code = ExitCode.INTERRUPTED
 
 
-class RefusedError(KfinError):
-    exit_code = ExitCode.REFUSED
-
-
 class UsageError(KfinError):
     exit_code = ExitCode.USAGE
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
@@ -241,22 +242,6 @@ def owner_edge(meta: dict) -> tuple[list[str], int] | None:
     return [r.get("uid") or "" for r in refs], blocking
 
 
-def owned_object(rtype: ResourceType, meta: dict, namespace: str, edge: tuple | None = None) -> OwnedObject | None:
-    """An OwnedObject from metadata with ownerReferences (None when it has none); `edge`: owner_edge(meta)."""
-    edge = edge or owner_edge(meta)
-    if edge is None:
-        return None
-    uids, blocking = edge
-    return OwnedObject(
-        rtype,
-        meta.get("name") or "",
-        namespace,
-        meta.get("uid") or "",
-        uids[0] if len(uids) == 1 else tuple(uids),
-        blocking,
-    )
-
-
 def owner_tuples(meta: dict, intern: Callable[[str], str] = str) -> tuple:
     """A ThinObject's owners from metadata.ownerReferences (apiVersion and kind interned: few distinct)."""
     refs = meta.get("ownerReferences")
@@ -351,3 +336,65 @@ def parse_time(text: str | None) -> datetime | None:
 
 def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# Names Kubernetes itself defines, shared by what reads a cluster (kfin.api) and what reasons on it (kfin.core)
+NAMESPACES = ("", "namespaces")
+CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+NAMESPACE_CONTROLLER = "system:serviceaccount:kube-system:namespace-controller"
+GARBAGE_COLLECTOR = "system:serviceaccount:kube-system:generic-garbage-collector"
+# The reason kube-apiserver gives a read that found stored objects it cannot decode or decrypt, with the
+# AllowUnsafeMalformedObjectDeletion feature gate on (apimachinery's metav1.StatusReasonStoreReadError; without
+# the gate the decoder's bare error, no reason): seen on a real v1.36.2 control plane
+STORAGE_READ_ERROR = "StorageReadError"
+MANAGERS = "finalizerManagers"  # kept beside an object's metadata: {finalizer: the field manager that added it}
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write to send as a dry run: a DELETE with DeleteOptions, a JSON Patch (guarded by `test` ops), or an
+    UPDATE of the whole object (guarded by its resourceVersion)."""
+
+    verb: str  # "delete", "patch" or "update"
+    rtype: ResourceType
+    namespace: str | None
+    name: str
+    body: str  # DeleteOptions or the patch's operations, as JSON (hashable: answers are kept by Write)
+    actor: str | None = None  # the user who would send it; None: kfin's own user (the user's own DELETE)
+
+    @classmethod
+    def delete(
+        cls, rtype: ResourceType, namespace: str | None, name: str, options: dict, actor: str | None = None
+    ) -> Write:
+        return cls("delete", rtype, namespace, name, json.dumps(options, sort_keys=True), actor)
+
+    @classmethod
+    def patch(cls, rtype: ResourceType, namespace: str | None, name: str, ops: list, actor: str | None = None) -> Write:
+        return cls("patch", rtype, namespace, name, json.dumps(ops), actor)
+
+    @classmethod
+    def update(
+        cls, rtype: ResourceType, namespace: str | None, name: str, obj: dict, actor: str | None = None
+    ) -> Write:
+        return cls("update", rtype, namespace, name, json.dumps(obj, sort_keys=True), actor)
+
+    @property
+    def shown(self) -> str:
+        """How evidence names it: DELETE configmaps/x in namespace y."""
+        where = f" in namespace {self.namespace}" if self.namespace and self.rtype.namespaced else ""
+        return f"{'PUT' if self.verb == 'update' else self.verb.upper()} {self.rtype.qualified}/{self.name}{where}"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the server answered a dry run: accepted (2xx), or its Status."""
+
+    code: int
+    reason: str  # the Status's reason: Forbidden, Invalid, InternalError, NotFound, Conflict...
+    message: str
+    sent_as: str | None  # the user it was sent as (impersonated); None: as kfin's user
+    details: dict  # the Status's details (name, kind, causes)
+
+    @property
+    def accepted(self) -> bool:
+        return 200 <= self.code < 300

@@ -23,7 +23,7 @@ from kfin.api.connection import Kube
 from kfin.api.resources import aggregated_versions, parse_aggregated, parse_resource_list
 from kfin.api.shapes import ShapeError, resource_problem
 from kfin.errors import ForbiddenError, KfinError, NotFoundError, UnreachableError
-from kfin.model import Failure, ResourceType
+from kfin.model import STORAGE_READ_ERROR, Failure, ResourceType
 from kfin.util.parallel import ordered
 
 # "group/version", or "v1" for the core group: what a cached discovery failure names
@@ -36,12 +36,6 @@ def cache_root() -> Path:
 
 def cache_file(server: str) -> Path:
     return cache_root() / re.sub(r"[^A-Za-z0-9._-]", "_", server) / "discovery.json"
-
-
-# The reason kube-apiserver gives a read that found stored objects it cannot decode or decrypt, with the
-# AllowUnsafeMalformedObjectDeletion feature gate on (apimachinery's metav1.StatusReasonStoreReadError; without
-# the gate the decoder's bare error, no reason): seen on a real v1.36.2 control plane
-STORAGE_READ_ERROR = "StorageReadError"
 
 
 def failure_of(what: str, target: str, error: KfinError) -> Failure:

@@ -12,68 +12,15 @@ Impersonate-Group header would need the right to impersonate groups as well
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from kfin.api.access import may
 from kfin.api.connection import JSON, Kube
 from kfin.api.kubeconfig_types import header_safe
 from kfin.api.paths import resource_path
-from kfin.model import ResourceType
+from kfin.model import Answer, Write
 from kfin.names import check_name, check_namespace
 
 SERVICE_ACCOUNT = "system:serviceaccount:"
-NAMESPACE_CONTROLLER = "system:serviceaccount:kube-system:namespace-controller"
-GARBAGE_COLLECTOR = "system:serviceaccount:kube-system:generic-garbage-collector"
-
-
-@dataclass(frozen=True)
-class Write:
-    """One write to send as a dry run: a DELETE with DeleteOptions, a JSON Patch (guarded by `test` ops), or an
-    UPDATE of the whole object (guarded by its resourceVersion)."""
-
-    verb: str  # "delete", "patch" or "update"
-    rtype: ResourceType
-    namespace: str | None
-    name: str
-    body: str  # DeleteOptions or the patch's operations, as JSON (hashable: answers are kept by Write)
-    actor: str | None = None  # the user who would send it; None: kfin's own user (the user's own DELETE)
-
-    @classmethod
-    def delete(
-        cls, rtype: ResourceType, namespace: str | None, name: str, options: dict, actor: str | None = None
-    ) -> Write:
-        return cls("delete", rtype, namespace, name, json.dumps(options, sort_keys=True), actor)
-
-    @classmethod
-    def patch(cls, rtype: ResourceType, namespace: str | None, name: str, ops: list, actor: str | None = None) -> Write:
-        return cls("patch", rtype, namespace, name, json.dumps(ops), actor)
-
-    @classmethod
-    def update(
-        cls, rtype: ResourceType, namespace: str | None, name: str, obj: dict, actor: str | None = None
-    ) -> Write:
-        return cls("update", rtype, namespace, name, json.dumps(obj, sort_keys=True), actor)
-
-    @property
-    def shown(self) -> str:
-        """How evidence names it: DELETE configmaps/x in namespace y."""
-        where = f" in namespace {self.namespace}" if self.namespace and self.rtype.namespaced else ""
-        return f"{'PUT' if self.verb == 'update' else self.verb.upper()} {self.rtype.qualified}/{self.name}{where}"
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What the server answered a dry run: accepted (2xx), or its Status."""
-
-    code: int
-    reason: str  # the Status's reason: Forbidden, Invalid, InternalError, NotFound, Conflict...
-    message: str
-    sent_as: str | None  # the user it was sent as (impersonated); None: as kfin's user
-    details: dict  # the Status's details (name, kind, causes)
-
-    @property
-    def accepted(self) -> bool:
-        return 200 <= self.code < 300
 
 
 def split_service_account(user: str) -> tuple[str, str] | None:

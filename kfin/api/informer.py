@@ -24,9 +24,9 @@ from kfin.api.connection import JSON, METADATA_ACCEPT, Kube
 from kfin.api.discovery import discover, failure_of
 from kfin.api.paths import resource_path
 from kfin.api.resources import one_per_storage
-from kfin.api.scan import CRDS, NAMESPACES, Lean, to_object
+from kfin.api.scan import Lean, to_object
 from kfin.errors import APIError, ForbiddenError, KfinError
-from kfin.model import Failure, Inventory, KubeObject, ResourceType, ThinObject
+from kfin.model import CRDS, NAMESPACES, Failure, Inventory, KubeObject, ResourceType, ThinObject
 
 # Each watch asks for a random 30 to 60 minutes, what kube-apiserver gives a watch that asks for nothing
 # (--min-request-timeout 1800 s, times 1 to 2), so that watches do not all end at once and a steady state

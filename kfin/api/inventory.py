@@ -14,10 +14,10 @@ from kfin.api.connection import Kube
 from kfin.api.discovery import discover
 from kfin.api.jsonstream import members
 from kfin.api.resources import Catalog, one_object_per_storage, one_per_storage
-from kfin.api.scan import NAMESPACES, REDUCED_FIELDS, Lean, scan, to_object
+from kfin.api.scan import REDUCED_FIELDS, Lean, scan, to_object
 from kfin.api.shapes import object_problem, resource_problem, type_name
 from kfin.errors import UsageError
-from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
+from kfin.model import NAMESPACES, Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
 from kfin.util.gcpause import paused_gc
 
 SNAPSHOT_KIND = "Snapshot"

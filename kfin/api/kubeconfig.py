@@ -3,8 +3,8 @@
 Importing that package costs about 0.2 s, a third of a small scan (measured in bench/). A kubeconfig
 whose context uses a static token or client certificate (kind, k3s, kubeadm, most CI) needs none of
 its machinery, so it is read here. Anything else (exec plugins, auth providers, token files,
-basic auth, proxies, several files, or anything odd) gets `None`, and kfin/kube.py lets the package
-do it, with its own error messages.
+basic auth, proxies, several files, or anything odd) gets `None`, and kfin.api.connection lets the
+package do it, with its own error messages.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ USER_KEYS = {"token", "client-certificate", "client-certificate-data", "client-k
 
 @dataclass
 class StaticConfiguration:
-    """What kfin/kube.py reads of a client Configuration, for credentials that never change."""
+    """What kfin.api.connection reads of a client Configuration, for credentials that never change."""
 
     host: str
     verify_ssl: bool = True

@@ -13,6 +13,9 @@ from kfin.api.discovery import failure_of, no_longer_served
 from kfin.api.paths import resource_path
 from kfin.errors import KfinError, NotFoundError
 from kfin.model import (
+    CRDS,
+    MANAGERS,
+    NAMESPACES,
     Failure,
     KubeObject,
     OwnedObject,
@@ -23,8 +26,6 @@ from kfin.model import (
 from kfin.util.gcpause import paused_gc
 from kfin.util.parallel import completed
 
-NAMESPACES = ("", "namespaces")
-CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 # What explanations need of the few kinds read as full objects, and nothing more: a snapshot never holds
@@ -113,9 +114,6 @@ def keep_fields(resource: str, fields: Iterable[str], group: str = "*") -> None:
 
 def _reduced_fields(key: tuple[str, str]) -> tuple[str, ...]:
     return REDUCED_FIELDS.get(key, ()) + REDUCED_FIELDS.get(("*", key[1]), ())
-
-
-MANAGERS = "finalizerManagers"  # kept beside an object's metadata: {finalizer: the field manager that added it}
 
 
 def finalizer_managers(meta: dict) -> dict:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from kfin.api.scan import MANAGERS
 from kfin.commands.flags import (
     ContextOpt,
     KindArg,
@@ -29,6 +28,7 @@ from kfin.core.causes.registry import account_for_evidence, note_readded
 from kfin.core.lookup import load_target
 from kfin.core.stuck import is_stuck
 from kfin.errors import ExitCode, KfinError
+from kfin.model import MANAGERS
 from kfin.render import data, explanation
 from kfin.render.terminal import warn, warn_failures
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 
 import typer
@@ -35,13 +34,13 @@ from kfin.commands.flags import (
 from kfin.commands.outputs import OUTPUTS
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.fleet import find_all_contexts
-from kfin.core.roots import root_causes
-from kfin.core.stuck import StuckObject, gating_webhooks, narrowed, report, storage_problems
+from kfin.core.stuck import StuckObject, gating_webhooks, narrowed, storage_problems
 from kfin.core.watching import Watched
 from kfin.errors import ExitCode, UsageError
 from kfin.model import Failure
-from kfin.render import data, metrics, tables, templates
-from kfin.render.terminal import progress_bar, say, warn, warn_failures
+from kfin.render import stuck as stuck_output
+from kfin.render import templates
+from kfin.render.terminal import progress_bar, warn, warn_failures
 
 
 def stuck(
@@ -173,50 +172,8 @@ def stuck(
     ]
     for problem in related:
         warn(f"related: {problem['message']}")
-    if fmt == "prometheus":
-        families = metrics.stuck_families(rows, inventories, time.monotonic() - started, time.time(), max_info_series)
-        sys.stdout.write(metrics.exposition(families))
-    elif fmt in ("json", "yaml"):
-        data.dump(
-            dict(
-                report(rows, inventories),
-                webhooks=[{"problem": why, "stuckObjects": count} for why, count in gating.items()],
-                related=related,
-            ),
-            fmt,
-        )
-    elif fmt.startswith("jsonpath="):
-        sys.stdout.write(templates.jsonpath(fmt.partition("=")[2], report(rows, inventories)))
-    elif fmt.startswith("custom-columns="):
-        headers, cells = templates.custom_columns(fmt.partition("=")[2], [row.to_dict() for row in rows])
-        tables.plain_table(headers, cells, no_headers=no_headers)
-    elif fmt == "name":
-        for row in rows:
-            say(f"{row.obj.type.name_prefix}/{row.obj.name}")
-    elif rows:
-        # as kubectl: no NAMESPACE column when one namespace was asked for
-        one_namespace = all(inv.namespace for inv in inventories)
-        if not no_headers:  # the few things to deal with first, then the many objects they hold
-            tables.root_causes_block(root_causes(rows), len(rows), show_context=len(inventories) > 1)
-        tables.stuck_table(
-            rows,
-            wide=fmt == "wide",
-            show_context=len(inventories) > 1,
-            show_namespace=not one_namespace,
-            no_headers=no_headers,
-        )
-    else:
-        scopes = {inv.namespace for inv in inventories}
-        where = f"in namespace {scopes.pop()}" if len(scopes) == 1 and None not in scopes else "in the cluster"
-        unread = sum(len(inv.failures) for inv in inventories)
-        if unread:  # never an all-clear that is not one
-            print(
-                f"No stuck objects among what kfin could read {where}; {unread} could not be read (see the "
-                "warnings above): the scan is incomplete.",
-                file=sys.stderr,
-            )
-        else:
-            print(f"No stuck objects found {where}.", file=sys.stderr)
+    result = stuck_output.Scan(rows, inventories, gating, related, started)
+    stuck_output.show(fmt, result, stuck_output.Options(no_headers, max_info_series))
     if rows and exit_code:
         raise typer.Exit(ExitCode.FOUND)
     if not all(inv.complete for inv in inventories):

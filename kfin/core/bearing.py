@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kfin.api.scan import CRDS, NAMESPACES
-from kfin.model import Failure, KubeObject
+from kfin.model import CRDS, NAMESPACES, Failure, KubeObject
 
 
 def bears_on(failure: Failure, obj: KubeObject) -> bool:

@@ -13,15 +13,16 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Protocol
 
+from kfin.api.access import may
 from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of
-from kfin.api.dryrun import Answer, Write, may_impersonate
+from kfin.api.dryrun import may_impersonate
 from kfin.api.dryrun import send as send_dry_run
 from kfin.api.events import warning_events
 from kfin.api.resources import Catalog, stored_as
-from kfin.api.scan import MANAGERS, read_objects, scan
+from kfin.api.scan import read_objects, scan
 from kfin.errors import KfinError
-from kfin.model import Failure, Inventory, KubeObject, ResourceType
+from kfin.model import MANAGERS, Answer, Failure, Inventory, KubeObject, ResourceType, Write
 from kfin.util.parallel import completed
 
 
@@ -53,6 +54,9 @@ class ClusterFacts(Protocol):
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None: ...
     def prefetch(self, wanted: set[tuple[str, str, str | None, bool]], concurrency: int = 8) -> None: ...
     def dry_run(self, write: Write) -> Answer | None: ...
+    def may(
+        self, verb: str, group: str, resource: str, namespace: str | None = None, name: str | None = None
+    ) -> bool | None: ...
 
 
 # Dry runs one set of facts sends at most (kfin stuck -A over many namespaces): each explanation sends a few.
@@ -405,6 +409,19 @@ class Facts:
         except KfinError:
             answer = None
         self.dry_runs[write] = answer
+        return answer
+
+    def may(
+        self, verb: str, group: str, resource: str, namespace: str | None = None, name: str | None = None
+    ) -> bool | None:
+        """Whether kfin's user may `verb` the resource (a SelfSubjectAccessReview, asked once per question: a
+        review stores nothing); None when it cannot be asked (a snapshot) or had no answer."""
+        if self.kube is None:
+            return None
+        key = ("may", verb, group, resource, namespace, name)
+        if key not in self.memo:
+            self.memo[key] = may(self.kube, verb, group, resource, namespace, name)
+        answer: bool | None = self.memo[key]
         return answer
 
     # ----- derived ---------------------------------------------------------------------------------

@@ -16,9 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kfin.api.builtin_kinds import builtin_resources
-from kfin.api.dryrun import GARBAGE_COLLECTOR
 from kfin.api.resources import Catalog
-from kfin.api.scan import CRDS, NAMESPACES
 from kfin.core.causes import explain_object
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
@@ -39,7 +37,7 @@ from kfin.core.facts import Facts
 from kfin.core.lookup import facts_on_demand
 from kfin.core.scope import Scope
 from kfin.errors import NotFoundError, UsageError
-from kfin.model import KubeObject
+from kfin.model import CRDS, GARBAGE_COLLECTOR, NAMESPACES, KubeObject
 
 FIRST = "first"  # _survives' step for an object to delete before the target, while its controller runs
 NODES = ("", "nodes")

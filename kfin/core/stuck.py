@@ -85,9 +85,6 @@ class StuckObject:
         return out
 
 
-ITEM_METADATA = ("name", "namespace", "uid", "labels", "creationTimestamp", "deletionTimestamp", "finalizers")
-
-
 @dataclass
 class Filters:
     kinds: set | None = None  # {(group, resource)}

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import Catalog
-from kfin.api.scan import NAMESPACES
 from kfin.core import owners
 from kfin.core.blocking import follow, node_id
 from kfin.core.causes import blocker_line, explain_cached, main_finding
@@ -19,7 +18,7 @@ from kfin.core.facts import Facts
 from kfin.core.lookup import facts_on_demand
 from kfin.core.scope import Scope
 from kfin.errors import NotFoundError, UsageError
-from kfin.model import KubeObject
+from kfin.model import NAMESPACES, KubeObject
 
 if TYPE_CHECKING:
     import networkx as nx

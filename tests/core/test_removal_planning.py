@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from kfin.api.scan import MANAGERS
+from kfin.model import MANAGERS
 from kfin.core.causes import Verdict, explain_object
 from kfin.core.removal import Remover, metadata_patch, plan, requests_preview
 from kfin.errors import APIError

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from kfin.api.connection import Kube
-from kfin.api.dryrun import Write, may_impersonate, send
+from kfin.api.dryrun import may_impersonate, send
+from kfin.model import Write
 from kfin.api.target import Target
 from kfin.model import ResourceType
 from tests.runner import kfin

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from kfin.api.connection import Kube
-from kfin.api.dryrun import Write, send
+from kfin.api.dryrun import send
+from kfin.model import Write
 from kfin.api.target import Target
 from kfin.errors import ExitCode
 from kfin.model import ResourceType

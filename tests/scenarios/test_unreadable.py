@@ -75,7 +75,7 @@ def test_an_object_that_cannot_be_read_from_storage_blocks_its_namespace_and_is_
         assert item["blocker"] == (f"namespace: configmaps in namespace {ns} cannot be read from storage "
                                    f"({PROTO_ERROR}): the namespace controller can never finish")
         table = run(cluster, "stuck", "-A")
-        [row] = [line for line in table.stdout.splitlines() if f" {ns} " in line]
+        [row] = [line for line in table.stdout.splitlines() if line.split()[:3] == ["-", "Namespace", ns]]
         assert "BLOCKED" in row and "waiting" not in row
 
         explained = run(cluster, "explain", "ns", ns, "-o", "json")

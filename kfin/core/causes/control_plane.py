@@ -3,7 +3,6 @@ know): judged by whether the control plane is alive, reported UNKNOWN with that 
 
 from __future__ import annotations
 
-from kfin.api.scan import MANAGERS
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     Context,
@@ -14,6 +13,7 @@ from kfin.core.causes.registry import (
     explains,
     kfin_remove_command,
 )
+from kfin.model import MANAGERS
 
 
 @explains("control-plane", reads=(CONTROLLER_MANAGER_LEASE,))

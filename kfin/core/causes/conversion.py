@@ -5,11 +5,10 @@ root cause on both."""
 
 from __future__ import annotations
 
-from kfin.api.scan import CRDS
 from kfin.core.causes.registry import Action
 from kfin.core.causes.webhooks import backend_problem
 from kfin.core.facts import ClusterFacts
-from kfin.model import KubeObject
+from kfin.model import CRDS, KubeObject
 
 
 def failing_conversions(facts: ClusterFacts) -> list[tuple[KubeObject, str]]:

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kfin.api.scan import MANAGERS
 from kfin.core.causes.dryrun import controller_removal
 from kfin.core.causes.registry import (
     EVERYWHERE,
@@ -31,7 +30,7 @@ from kfin.core.causes.registry import (
     kfin_remove_command,
 )
 from kfin.core.facts import ClusterFacts
-from kfin.model import KubeObject
+from kfin.model import MANAGERS, KubeObject
 
 RBAC = "rbac.authorization.k8s.io"
 DEFAULT_ROLES = ("cluster-admin", "admin", "edit")

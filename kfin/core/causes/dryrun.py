@@ -16,12 +16,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kfin.api.dryrun import GARBAGE_COLLECTOR, NAMESPACE_CONTROLLER, Answer, Write
 from kfin.core.causes.registry import GATES, Action, Context, Finding, Link, Verdict, prose
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
 from kfin.core.causes.webhooks import hook_named
 from kfin.core.facts import ClusterFacts
-from kfin.model import KubeObject
+from kfin.model import GARBAGE_COLLECTOR, NAMESPACE_CONTROLLER, Answer, KubeObject, Write
 
 MOST_TYPES = 4  # dry-run DELETEs of a namespace's content: of this many remaining types,
 MOST_PER_TYPE = 3  # this many objects each (a namespace is made with two ConfigMaps of the control plane's)

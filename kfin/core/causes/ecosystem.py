@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kfin.api.scan import MANAGERS
 from kfin.core.catalog import CatalogEntry, Controller, field_names
 from kfin.core.causes import custom
 from kfin.core.causes.custom import RBAC_READS
@@ -23,7 +22,7 @@ from kfin.core.causes.registry import (
     kfin_remove_command,
 )
 from kfin.core.facts import ClusterFacts
-from kfin.model import KubeObject
+from kfin.model import MANAGERS, KubeObject
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 

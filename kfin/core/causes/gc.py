@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from kfin.api.dryrun import GARBAGE_COLLECTOR
 from kfin.core.causes.dryrun import blocked_dependents
 from kfin.core.causes.namespace import deletion_gates
 from kfin.core.causes.registry import (
@@ -18,7 +17,7 @@ from kfin.core.causes.registry import (
     state_line,
     waiting_on_controller_manager,
 )
-from kfin.model import KubeObject
+from kfin.model import GARBAGE_COLLECTOR, KubeObject
 from kfin.util.text import first_few
 
 MAX_DEPTH = 4

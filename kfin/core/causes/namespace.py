@@ -30,7 +30,7 @@ from kfin.core.causes.unreadable import list_failure_causes, storage_finding, un
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
 from kfin.core.causes.webhooks import Rejection, hook_named, rejecting_webhooks
 from kfin.core.facts import ClusterFacts
-from kfin.model import KubeObject, ResourceType
+from kfin.model import NAMESPACE_CONTROLLER, KubeObject, ResourceType
 
 STALE_GROUP = re.compile(r"(\S+): stale GroupVersion discovery")
 
@@ -186,7 +186,6 @@ FAILED_CALL = re.compile(r'failed calling webhook "([^"]+)"')
 POLICY_DENIED = re.compile(r"ValidatingAdmissionPolicy '([^']+)'(?: with binding '([^']+)')? denied request")
 # kube-controller-manager's namespace controller, with --use-service-account-credentials (kube-system's
 # ServiceAccount of that name); what admission sees as request.userInfo.username for its deletions
-NAMESPACE_CONTROLLER = "system:serviceaccount:kube-system:namespace-controller"
 
 
 @dataclass

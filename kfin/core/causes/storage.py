@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from kfin.api.scan import MANAGERS
 from kfin.core.causes.custom import workloads_of_manager
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
@@ -20,7 +19,7 @@ from kfin.core.causes.registry import (
     waiting_on_controller_manager,
 )
 from kfin.core.facts import pod_claims
-from kfin.model import KubeObject
+from kfin.model import MANAGERS, KubeObject
 from kfin.util.text import first_few
 
 

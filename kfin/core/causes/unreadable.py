@@ -8,13 +8,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kfin.api.access import may
-from kfin.api.discovery import STORAGE_READ_ERROR
-from kfin.api.paths import resource_path
 from kfin.core.causes.conversion import failing_conversions
 from kfin.core.causes.registry import Action, Context, Finding, Link, Verdict, prose
 from kfin.core.facts import ClusterFacts
-from kfin.model import Failure, ResourceType
+from kfin.core.raw import raw_path
+from kfin.model import STORAGE_READ_ERROR, Failure, ResourceType
 
 
 def _unavailable_apiservices(facts: ClusterFacts) -> list[tuple[str, str]]:
@@ -174,15 +172,11 @@ def unreadable_content(facts: ClusterFacts, namespace: str, failed_content: str)
 
 
 def _may_unsafe_delete(facts: ClusterFacts, item: Unreadable, name: str | None) -> bool | None:
-    """Whether kfin's user holds the verb the delete option needs (a SelfSubjectAccessReview, asked once); None
-    when it cannot be asked (a snapshot) or had no answer. A review stores nothing: asked whenever kfin is live."""
-    kube, rtype = facts.kube, item.rtype
-    if kube is None or rtype is None:
+    """Whether kfin's user holds the verb the delete option needs (a SelfSubjectAccessReview); None when it
+    cannot be asked (a snapshot) or had no answer."""
+    if item.rtype is None:
         return None
-    memo = ("may", UNSAFE_DELETE_VERB, rtype.group, rtype.resource, item.namespace, name)
-    if memo not in facts.memo:
-        facts.memo[memo] = may(kube, UNSAFE_DELETE_VERB, rtype.group, rtype.resource, item.namespace, name)
-    return facts.memo[memo]
+    return facts.may(UNSAFE_DELETE_VERB, item.rtype.group, item.rtype.resource, item.namespace, name)
 
 
 def _way_out(facts: ClusterFacts, item: Unreadable) -> tuple[tuple[Action, ...], list[str]]:
@@ -222,7 +216,7 @@ def _way_out(facts: ClusterFacts, item: Unreadable) -> tuple[tuple[Action, ...],
     if item.rtype is not None and names:
         deletes = tuple(
             Action(
-                f"echo '{body}' | kubectl delete --raw {resource_path(item.rtype, item.namespace, name)} -f -",
+                f"echo '{body}' | kubectl delete --raw {raw_path(item.rtype, item.namespace, name)} -f -",
                 when=otherwise,
                 note=why,
             )

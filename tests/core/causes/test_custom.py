@@ -3,7 +3,7 @@
 
 from datetime import timedelta
 
-from kfin.api.scan import MANAGERS
+from kfin.model import MANAGERS
 from kfin.core.causes import Verdict, explain_object
 from tests.values import custom_type, facts, obj, pod
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from kfin.api.dryrun import Answer, Write
+from kfin.model import Answer, Write
 from kfin.core.causes import Verdict, explain_object
 from kfin.core.causes.registry import family
 from kfin.model import ResourceType

@@ -58,7 +58,7 @@ def attachment(node_name: str = "node-1", **kwargs: object):
 
 
 def test_an_attachment_whose_attacher_runs_waits_for_it_and_names_its_gone_node():
-    from kfin.api.scan import MANAGERS
+    from kfin.model import MANAGERS
 
     va = attachment("gone-node", **{MANAGERS: {"external-attacher/ebs-csi-aws-com": "csi-attacher"}})
     attacher = obj("deploy.apps", "ebs-csi-controller", "kube-system", labels={"app.kubernetes.io/name": "csi-attacher"},

@@ -1,0 +1,106 @@
+"""kfin stuck's outputs, a function per -o format: the root causes and the table, names, the StuckReport as JSON
+or YAML, a JSONPath or custom columns over it, and the Prometheus exposition."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kfin.core.roots import root_causes
+from kfin.core.stuck import StuckObject, report
+from kfin.model import Inventory
+from kfin.render import data, metrics, tables, templates
+from kfin.render.terminal import say
+
+
+@dataclass
+class Scan:
+    """What one kfin stuck found, as every output shows it."""
+
+    rows: list[StuckObject]
+    inventories: list[Inventory]
+    webhooks: dict[str, int] = field(default_factory=dict)  # a webhook failing closed -> how many it gates
+    related: list[dict] = field(default_factory=list)  # storage problems beside the stuck objects
+    started: float = 0.0  # time.monotonic() when the scan began (the exposition's scan duration)
+
+
+@dataclass(frozen=True)
+class Options:
+    no_headers: bool = False
+    max_info_series: int = 500
+
+
+def show(fmt: str, scan: Scan, options: Options) -> None:
+    """`scan` in the -o format `fmt` (already checked against kfin stuck's formats)."""
+    name = fmt.partition("=")[0] + ("=" if "=" in fmt else "")
+    OUTPUTS.get(name, _table)(fmt, scan, options)
+
+
+def _prometheus(fmt: str, scan: Scan, options: Options) -> None:
+    elapsed = time.monotonic() - scan.started
+    families = metrics.stuck_families(scan.rows, scan.inventories, elapsed, time.time(), options.max_info_series)
+    sys.stdout.write(metrics.exposition(families))
+
+
+def _document(fmt: str, scan: Scan, options: Options) -> None:
+    webhooks = [{"problem": why, "stuckObjects": count} for why, count in scan.webhooks.items()]
+    data.dump(dict(report(scan.rows, scan.inventories), webhooks=webhooks, related=scan.related), fmt)
+
+
+def _jsonpath(fmt: str, scan: Scan, options: Options) -> None:
+    sys.stdout.write(templates.jsonpath(fmt.partition("=")[2], report(scan.rows, scan.inventories)))
+
+
+def _custom_columns(fmt: str, scan: Scan, options: Options) -> None:
+    headers, cells = templates.custom_columns(fmt.partition("=")[2], [row.to_dict() for row in scan.rows])
+    tables.plain_table(headers, cells, no_headers=options.no_headers)
+
+
+def _names(fmt: str, scan: Scan, options: Options) -> None:
+    for row in scan.rows:
+        say(f"{row.obj.type.name_prefix}/{row.obj.name}")
+
+
+def _table(fmt: str, scan: Scan, options: Options) -> None:
+    rows, inventories = scan.rows, scan.inventories
+    if not rows:
+        _nothing_stuck(inventories)
+        return
+    several = len(inventories) > 1
+    if not options.no_headers:  # the few things to deal with first, then the many objects they hold
+        tables.root_causes_block(root_causes(rows), len(rows), show_context=several)
+    tables.stuck_table(
+        rows,
+        wide=fmt == "wide",
+        show_context=several,
+        show_namespace=not all(inv.namespace for inv in inventories),  # as kubectl: not for one namespace
+        no_headers=options.no_headers,
+    )
+
+
+def _nothing_stuck(inventories: list[Inventory]) -> None:
+    scopes = {inv.namespace for inv in inventories}
+    where = f"in namespace {scopes.pop()}" if len(scopes) == 1 and None not in scopes else "in the cluster"
+    unread = sum(len(inv.failures) for inv in inventories)
+    if unread:  # never an all-clear that is not one
+        print(
+            f"No stuck objects among what kfin could read {where}; {unread} could not be read (see the "
+            "warnings above): the scan is incomplete.",
+            file=sys.stderr,
+        )
+    else:
+        print(f"No stuck objects found {where}.", file=sys.stderr)
+
+
+OUTPUTS: dict[str, Callable[[str, Scan, Options], None]] = {
+    "prometheus": _prometheus,
+    "json": _document,
+    "yaml": _document,
+    "jsonpath=": _jsonpath,
+    "custom-columns=": _custom_columns,
+    "name": _names,
+    "table": _table,
+    "wide": _table,
+}
