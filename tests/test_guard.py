@@ -226,3 +226,35 @@ def test_while_the_cache_is_being_filled_a_deletion_is_allowed_with_a_warning_th
     assert review_.answer() == {"allowed": True, "warnings": [
         "kfin: not checked: kfin's watches are still listing the cluster (the guard is starting); "
         "kfin preflight namespace shop"]}
+
+
+def test_the_facts_a_review_reads_are_kept_ready_in_the_background(fake, fake_kubeconfig):
+    """kfin guard's facts are worked out again beside the reviews (Watched.keep_facts), not by the review that
+    comes after a change: a review reads the facts ready, and a change shows in them within a moment."""
+    import threading
+
+    from kfin.api.target import Target
+    from kfin.core.scope import Scope
+    from kfin.core.watching import Watched
+
+    watched = Watched(Scope(Target(str(fake_kubeconfig)), None, True, (), None), 60)
+    stop = threading.Event()
+    watched.start()
+    try:
+        assert watched.wait_synced(20)
+        threading.Thread(target=watched.keep_facts, args=(stop, 0.05), daemon=True).start()
+        deadline = time.monotonic() + 10
+        while watched._checked == 0.0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert watched._checked > 0, "keep_facts never made the facts ready"
+        before, _ = watched.facts()
+        assert before is not None and watched.facts()[0] is before  # ready: nothing built by the asking
+        fake.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "late", "namespace": "default", "finalizers": ["example.com/hold"]}})
+        while time.monotonic() < deadline and watched.facts()[0].find("", "configmaps", "default", "late") is None:
+            time.sleep(0.02)
+        after, _ = watched.facts()
+        assert after is not before and after.find("", "configmaps", "default", "late") is not None
+    finally:
+        stop.set()
+        watched.stop()

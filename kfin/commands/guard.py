@@ -115,6 +115,7 @@ def guard(
     scheme = "https" if certificate else "http"
     _log(f"kfin guard: watching, read-only; reviews on {scheme}://{listen}/validate")
     watched.start()
+    threading.Thread(target=watched.keep_facts, args=(stop,), daemon=True, name="kfin-facts").start()
     for other in servers[1:]:
         _log(f"kfin guard: metrics on http://{metrics_listen}/metrics")
         threading.Thread(target=other.serve_until, args=(stop,), daemon=True, name="kfin-metrics").start()
