@@ -6,12 +6,12 @@ import json
 import pytest
 
 from kfin.api.builtin_kinds import builtin_resources
-from kfin.util.durations import format_age, parse_duration
-from kfin.errors import ExitCode, NotFoundError
-from kfin.core.causes import family
 from kfin.api.connection import Kube, Target
 from kfin.api.discovery import discover
-from kfin.api.resources import Catalog, parse_resource_list
+from kfin.api.resources import KindLookup, parse_resource_list
+from kfin.core.causes import family
+from kfin.errors import ExitCode, NotFoundError
+from kfin.util.durations import format_age, parse_duration
 from tests.fakeapi.rawclient import RawClient
 from tests.runner import kfin
 
@@ -30,20 +30,20 @@ def test_durations():
 
 
 def test_kinds_in_every_kubectl_form():
-    catalog = Catalog(builtin_resources())
+    lookup = KindLookup(builtin_resources())
     for text in ("pvc", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim"):
-        assert catalog.find(text).resource == "persistentvolumeclaims"
-    assert catalog.find("deploy.apps").resource == "deployments"
-    assert catalog.find("deployments.v1.apps").group == "apps"
-    assert catalog.find("events").group == ""  # core wins over events.k8s.io, as in kubectl
-    assert catalog.find("events.events.k8s.io").group == "events.k8s.io"
+        assert lookup.find(text).resource == "persistentvolumeclaims"
+    assert lookup.find("deploy.apps").resource == "deployments"
+    assert lookup.find("deployments.v1.apps").group == "apps"
+    assert lookup.find("events").group == ""  # core wins over events.k8s.io, as in kubectl
+    assert lookup.find("events.events.k8s.io").group == "events.k8s.io"
     with pytest.raises(NotFoundError, match="did you mean persistentvolumeclaims"):
-        catalog.find("persistentvolumeclaimz")
+        lookup.find("persistentvolumeclaimz")
     # issue 29: two swapped letters matched persistentvolumes (pv is nearer by difflib's measure)
     with pytest.raises(NotFoundError, match=r"did you mean persistentvolumeclaims\?"):
-        catalog.find("pcv")
+        lookup.find("pcv")
     with pytest.raises(NotFoundError, match=r"did you mean deployments.apps\?"):
-        catalog.find("delpoyment")
+        lookup.find("delpoyment")
 
 
 def test_builtin_kinds_match_discovery(fake_kubeconfig):

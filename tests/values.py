@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 
 from kfin.api.builtin_kinds import builtin_resources
-from kfin.api.resources import Catalog
+from kfin.api.resources import KindLookup
 from kfin.core.facts import Facts
 from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-CATALOG = Catalog(builtin_resources())
+CATALOG = KindLookup(builtin_resources())
 _uids = count(1)
 
 

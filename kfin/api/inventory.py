@@ -13,7 +13,7 @@ from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
 from kfin.api.discovery import discover
 from kfin.api.jsonstream import members
-from kfin.api.resources import Catalog, one_object_per_storage, one_per_storage
+from kfin.api.resources import KindLookup, one_object_per_storage, one_per_storage
 from kfin.api.scan import REDUCED_FIELDS, Lean, scan, to_object
 from kfin.api.shapes import object_problem, resource_problem, type_name
 from kfin.errors import UsageError
@@ -255,13 +255,13 @@ def _snapshot_resources(document: dict, path: str) -> list[ResourceType]:
 
 
 def _snapshot_objects(raws: Iterable[Any], resources: list[ResourceType], path: str) -> list[KubeObject]:
-    catalog = Catalog(resources + builtin_resources())
+    lookup = KindLookup(resources + builtin_resources())
     objects = []
     for index, raw in enumerate(raws):
         problem = object_problem(raw) or _identity_problem(raw)
         if problem:
             raise _bad(path, f"objects[{index}]", problem)
-        objects.append(_kept(_type_of(catalog, raw), raw))
+        objects.append(_kept(_type_of(lookup, raw), raw))
     return objects
 
 
@@ -280,7 +280,7 @@ class _ListItems:
         if api_version is not None and not isinstance(api_version, str):
             raise UsageError(f"{path}: apiVersion is {type_name(api_version)}, not a string")
         self.path, self.api_version = path, api_version
-        self.catalog = Catalog(builtin_resources())
+        self.kinds = KindLookup(builtin_resources())
         self.objects: list[KubeObject] = []
         self.seen: dict = {}
         self.kindless: list[tuple[int, dict]] = []
@@ -300,7 +300,7 @@ class _ListItems:
             raise _bad(self.path, f"items[{index}]", "metadata.name is missing")
         api_version = item.get("apiVersion") or self.api_version or "v1"
         rtype = (
-            self.catalog.for_kind(api_version, kind)
+            self.kinds.for_kind(api_version, kind)
             or self.seen.get((api_version, kind))
             or _guess_type(api_version, kind, bool(meta.get("namespace")))
         )
@@ -327,9 +327,9 @@ class _ListItems:
         return Inventory(resources, self.objects, [], datetime.now(UTC), "", f"file:{self.path}", None, detailed)
 
 
-def _type_of(catalog: Catalog, raw: dict) -> ResourceType:
+def _type_of(lookup: KindLookup, raw: dict) -> ResourceType:
     meta = raw.get("metadata") or {}
-    return catalog.for_kind(raw["apiVersion"], raw["kind"]) or _guess_type(
+    return lookup.for_kind(raw["apiVersion"], raw["kind"]) or _guess_type(
         raw["apiVersion"], raw["kind"], bool(meta.get("namespace"))
     )
 

@@ -173,7 +173,7 @@ def parse_aggregated(group: str, version: str, entry: dict) -> list[ResourceType
     return out
 
 
-class Catalog:
+class KindLookup:
     """Finds a resource type by what a user types: pvc, persistentvolumeclaims, PersistentVolumeClaim,
     deploy.apps, deployments.v1.apps, widgets.example.com. Earlier types win a tie, as in kubectl
     (core first, then groups in the server's priority order)."""

@@ -17,7 +17,7 @@ import typer
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
 from kfin.api.discovery import cached_resources
-from kfin.api.resources import Catalog
+from kfin.api.resources import KindLookup
 from kfin.api.target import Target
 from kfin.commands.outputs import OUTPUTS, VERDICTS
 from kfin.model import ResourceType
@@ -110,7 +110,7 @@ def names(ctx: typer.Context, incomplete: str) -> list[str]:
 
 @_safe
 def namespaces(ctx: typer.Context, incomplete: str) -> list[str]:
-    namespaces_type = Catalog(builtin_resources()).find("namespaces")
+    namespaces_type = KindLookup(builtin_resources()).find("namespaces")
     return _candidates(_kube(ctx).first_page(namespaces_type, None))
 
 
@@ -159,6 +159,6 @@ def subjects(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def _names_of(ctx: typer.Context, kind: str) -> list[str]:
-    rtype = Catalog(_resources(ctx)).find(kind)
+    rtype = KindLookup(_resources(ctx)).find(kind)
     _, namespace = _server_and_namespace(ctx)
     return _candidates(_kube(ctx).first_page(rtype, namespace if rtype.namespaced else None))

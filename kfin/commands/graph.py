@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kfin.api.builtin_kinds import builtin_resources
-from kfin.api.resources import Catalog
+from kfin.api.resources import KindLookup
 from kfin.commands.flags import (
     ContextOpt,
     KindsOpt,
@@ -88,8 +88,8 @@ def graph(
     facts = subject.facts
     kinds = None
     if kind:
-        catalog = Catalog(facts.inventory.resources + builtin_resources())
-        kinds = {catalog.find(k).kind.lower() for k in kind}
+        lookup = KindLookup(facts.inventory.resources + builtin_resources())
+        kinds = {lookup.find(k).kind.lower() for k in kind}
     shown = owners.restrict(subject.graph, kinds, only_stuck)
     shown.graph.update(drawn.heading(subject.title, facts.inventory.context, facts.inventory.observed_at))
     bearing, unrelated = split(facts.inventory.failures, subject.subject)

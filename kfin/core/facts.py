@@ -19,7 +19,7 @@ from kfin.api.discovery import failure_of
 from kfin.api.dryrun import may_impersonate
 from kfin.api.dryrun import send as send_dry_run
 from kfin.api.events import warning_events
-from kfin.api.resources import Catalog, stored_as
+from kfin.api.resources import KindLookup, stored_as
 from kfin.api.scan import read_objects, scan
 from kfin.errors import KfinError
 from kfin.model import MANAGERS, Answer, Failure, Inventory, KubeObject, ResourceType, Write
@@ -76,7 +76,7 @@ class Facts:
         self._kube = kube
         self._connect: Callable[[], Kube] | None = None  # see connect_when_needed
         self.chunk_size = chunk_size
-        self.catalog = Catalog(inventory.resources)
+        self.kinds = KindLookup(inventory.resources)
         self.unreadable: dict[tuple, Failure] = {}
         self._listed: set[tuple] = set()
         if scanned:  # types listed without failure are known in full for the inventory's scope
@@ -132,7 +132,7 @@ class Facts:
         return self._types.get((group, resource))
 
     def type_of_kind(self, api_version: str, kind: str) -> ResourceType | None:
-        return self.catalog.for_kind(api_version, kind)
+        return self.kinds.for_kind(api_version, kind)
 
     # ----- objects ---------------------------------------------------------------------------------
     def _known(self, key: tuple, full: bool) -> bool:

@@ -9,7 +9,7 @@ from kfin.api import inventory
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
 from kfin.api.discovery import discover
-from kfin.api.resources import Catalog, stored_as
+from kfin.api.resources import KindLookup, stored_as
 from kfin.api.scan import REDUCED_FIELDS, reduce_object, slim_metadata, with_managers
 from kfin.core import catalog
 from kfin.core.facts import Facts
@@ -24,7 +24,7 @@ def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     if not scope.from_snapshot:
         return live_target(scope, kind, name)
     inv = inventory.load(scope.from_snapshot)
-    rtype = Catalog(inv.resources + builtin_resources()).find(kind)
+    rtype = KindLookup(inv.resources + builtin_resources()).find(kind)
     namespace = scope.namespace
     stored = stored_as(rtype.group, rtype.resource)
     matches = [
@@ -76,7 +76,7 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     catalog.use_files(scope.catalogs)
     kube = Kube.connect(scope.target)
     resources, failures = discover(kube, scope.refresh)
-    rtype: ResourceType = Catalog(resources).find(kind)
+    rtype: ResourceType = KindLookup(resources).find(kind)
     namespace = (scope.namespace or kube.namespace) if rtype.namespaced else None
     key = (rtype.group, rtype.resource)
     full = key in REDUCED_FIELDS

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kfin.api.builtin_kinds import builtin_resources
-from kfin.api.resources import Catalog
+from kfin.api.resources import KindLookup
 from kfin.core.causes import explain_object
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
@@ -131,7 +131,7 @@ def _delete(obj: KubeObject) -> tuple[Action, ...]:
 def predict(scope: Scope, kind: str, name: str) -> tuple[Preflight, Facts]:
     """What deleting KIND NAME would leave stuck, and the plan that avoids it."""
     facts = facts_on_demand(scope)
-    rtype = Catalog(facts.inventory.resources + builtin_resources()).find(kind)
+    rtype = KindLookup(facts.inventory.resources + builtin_resources()).find(kind)
     namespace = (scope.namespace or facts.inventory.namespace or "default") if rtype.namespaced else ""
     target = facts.find(rtype.group, rtype.resource, namespace, name, full=True) or facts.find(
         rtype.group, rtype.resource, namespace, name

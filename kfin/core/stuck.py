@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kfin.api.builtin_kinds import builtin_resources
-from kfin.api.resources import Catalog, stored_as
+from kfin.api.resources import KindLookup, stored_as
 from kfin.core.blocking import Chain, follow, root_summary
 from kfin.core.causes import blocker_line, explain_cached, family, main_finding, reads_for
 from kfin.core.causes.ghosts import missing_namespace
@@ -236,7 +236,7 @@ def resolve_kinds(kinds: Iterable[str], inventories: list[Inventory]) -> set[tup
         found, last_error = False, None
         for inv in inventories:
             try:
-                r = Catalog(inv.resources + builtin_resources()).find(text)
+                r = KindLookup(inv.resources + builtin_resources()).find(text)
                 wanted.add(stored_as(r.group, r.resource))  # Event.events.k8s.io: read as core's
                 found = True
             except NotFoundError as error:

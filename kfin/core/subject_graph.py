@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kfin.api.builtin_kinds import builtin_resources
-from kfin.api.resources import Catalog
+from kfin.api.resources import KindLookup
 from kfin.core import owners
 from kfin.core.blocking import follow, node_id
 from kfin.core.causes import blocker_line, explain_cached, main_finding
@@ -118,7 +118,7 @@ def build(scope: Scope, kind: str, name: str, owners_only: bool = False) -> Subj
     import networkx as nx  # 0.15 s to import: only for the commands that draw graphs
 
     facts = facts_on_demand(scope)
-    rtype = Catalog(facts.inventory.resources + builtin_resources()).find(kind)
+    rtype = KindLookup(facts.inventory.resources + builtin_resources()).find(kind)
     cluster_wide = facts.cluster_scoped()
     if (rtype.group, rtype.resource) == NAMESPACES:
         content = facts.everything(name)
