@@ -51,8 +51,8 @@ def preflight(
         None,
         "--helm",
         metavar="3|4",
-        help="Helm's uninstall order of that major version instead of kubectl's file order (default with "
-        "`kfin preflight helm`: 3).",
+        help="With -f: the uninstall order of that Helm instead of kubectl's file order; with `kfin preflight "
+        "helm`, the Helm that uninstalls it (default 3). Helm 4 deletes webhook configurations first.",
     ),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when something would be left stuck."),
     refresh: RefreshOpt = False,

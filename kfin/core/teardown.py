@@ -221,9 +221,9 @@ def _stranded(
         if running:
             reason = (
                 f"its controller {controller} is deleted at step {at.number}, "
-                + ("in the same batch (concurrently)" if same_batch else "and nothing waits for it to be gone")
-                + f": a race it usually loses: its Pods stop within their grace period, and {finalizer} "
-                "is removed only if it reconciles this deletion before"
+                + ("in the same batch (concurrently)" if same_batch else "not waited for")
+                + f": a race it usually loses (its Pods stop within their grace period; {finalizer} goes only if "
+                "it reconciles this deletion first)"
             )
         else:
             reason = f"its controller {controller} is deleted at step {at.number} (and not running now)"

@@ -83,10 +83,10 @@ def _row(d: Deletion, shared_batch: bool) -> list[str]:
     if d.obj is None:
         deletes = "not found"
     elif d.note:
-        deletes = d.note
+        deletes = d.note.replace("already deleted with ", "already, with ")
     elif d.rejected:
         deletes = "rejected: stays"
     else:
         deletes = "itself" + (f" and {len(d.cascade)} more" if d.cascade else "")
-    leaves = ", ".join(dict.fromkeys(f"{s.obj.type.kind} {s.obj.name}" for s in d.stuck)) or "-"
+    leaves = ", ".join(dict.fromkeys(s.obj.name for s in d.stuck)) or "-"
     return [step, m.kind, (d.obj.namespace if d.obj else m.namespace) or "-", m.name, deletes, leaves]

@@ -228,9 +228,13 @@ def test_a_helm_release_record_reads_back_into_the_same_prediction(cluster, tmp_
         assert [r.path.rsplit("/", 1)[1] for r in secret_gets] == ["sh.helm.release.v1.widgets.v2"]
     from_record = json.loads(result.stdout)
 
-    stdin = kfin_with_stdin(manifest, "preflight", "-f", "-", "--helm", "3", "-n", ns, "-o", "json",
+    stdin = kfin_with_stdin(manifest, "preflight", "-f", "-", "--helm=3", "-n", ns, "-o", "json",
                             "--kubeconfig", str(cluster.kubeconfig))
     from_manifest = json.loads(stdin.stdout)
+    assert (from_record["tool"], from_manifest["tool"]) == ("helm 3 uninstall", "helm 3 uninstall")
+    four = kfin_with_stdin(manifest, "preflight", "-f", "-", "--helm", "4", "-n", ns, "-o", "json",
+                           "--kubeconfig", str(cluster.kubeconfig))
+    assert json.loads(four.stdout)["tool"] == "helm 4 uninstall"
     assert [s["object"] for s in from_record["steps"]] == [
         {**s["object"], "source": from_record["steps"][i]["object"]["source"]}
         for i, s in enumerate(from_manifest["steps"])]
