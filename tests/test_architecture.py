@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1] / "kfin"
 
 # Layer of a module: the first prefix that matches (a package and everything in it).
 LAYERS = [("kfin.__main__", "entry"), ("kfin.api", "api"), ("kfin.core.causes", "causes"), ("kfin.core", "core"),
-          ("kfin.render", "render"), ("kfin.serve", "serve"), ("kfin.commands", "commands"), ("kfin.util", "base"), ("kfin.errors", "base"),
+          ("kfin.render", "render"),
+          ("kfin.serve", "serve"), ("kfin.mcp", "mcp"), ("kfin.commands", "commands"), ("kfin.util", "base"), ("kfin.errors", "base"),
           ("kfin.model", "base"), ("kfin.names", "base"), ("kfin", "base")]
 # What each layer may import (besides itself): commands -> core -> api; commands -> render and serve;
 # render sees core's values and the model, never api; everything sees the small shared base. The causes
@@ -29,11 +30,16 @@ MAY_IMPORT = {
     "core": {"base", "api", "core", "causes"},
     "render": {"base", "core", "causes", "render"},
     "serve": {"base", "render", "serve"},
-    "commands": {"base", "api", "core", "causes", "render", "serve", "commands"},
+    # kfin mcp's server answers with kfin's own commands (handed the Click group, never importing it) and removes
+    # through core, as kfin remove does
+    "mcp": {"base", "core", "causes", "render", "serve", "mcp"},
+    "commands": {"base", "api", "core", "causes", "render", "serve", "mcp", "commands"},
     "entry": {"base", "commands"},
 }
 # Imported inside a function only where start-up needs it: heavy packages, never kfin's own modules.
-LAZY_ALLOWED = {"networkx", "rich", "kubernetes", "yaml", "urllib3", "ssl", "importlib.metadata", "cel", "jsonschema", "jsonpath_ng"}
+LAZY_ALLOWED = {"networkx", "rich", "kubernetes", "yaml", "urllib3", "ssl", "importlib.metadata", "cel", "jsonschema", "jsonpath_ng",
+                # the MCP SDK and what it brings (an extra): imported by kfin mcp alone
+                "mcp", "pydantic", "anyio"}
 PATH_LITERAL = re.compile(r"^/apis?(/|$)")
 
 
@@ -195,6 +201,7 @@ DOC = '"""A module."""\n'
     ({"kfin.render.x": DOC + "from kfin.api.connection import Kube\n", "kfin.api.connection": DOC},
      "render imports kfin.api.connection"),
     ({"kfin.serve.x": DOC + "import kfin.commands.app\n", "kfin.commands.app": DOC}, "serve imports kfin.commands"),
+    ({"kfin.mcp.x": DOC + "import kfin.commands.app\n", "kfin.commands.app": DOC}, "mcp imports kfin.commands"),
     ({"kfin.core.causes.x": DOC + "from kfin.api.scan import CRDS\n", "kfin.api.scan": DOC},
      "causes imports kfin.api.scan"),
     ({"kfin.core.a": DOC + "def f():\n    from kfin.core import b\n", "kfin.core.b": DOC}, "inside a function"),

@@ -79,6 +79,10 @@ COMMANDS = {
         "kfin.commands.guard",
         "An admission webhook for DELETE: what the deletion will leave stuck, as warnings every client prints.",
     ),
+    "mcp": Command(
+        "kfin.commands.mcp",
+        "An MCP server over stdio: kfin's answers as tools for assistants and agents; removal only by proof.",
+    ),
     "audit": Command("kfin.commands.audit", "List the finalizer removals kfin applied, from its audit log."),
     "catalog": Command(
         "kfin.commands.catalog", "The catalog of ecosystem finalizers kfin knows: list it, or check a file of your own."

@@ -1,0 +1,66 @@
+"""`kfin mcp`: a Model Context Protocol server over stdio, for assistants and agents (kfin.mcp.server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from kfin.commands.flags import (
+    AuditLogOpt,
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    TimeoutOpt,
+    merged,
+)
+from kfin.mcp import removal, server
+
+
+def mcp(
+    ctx: typer.Context,
+    allow_writes: bool = typer.Option(
+        False,
+        "--allow-writes",
+        help="Let apply_removal write: only a plan_removal's digest, for the object still as planned. Default: "
+        "read-only.",
+    ),
+    audit_log: AuditLogOpt = None,
+    from_snapshot: str | None = typer.Option(
+        None,
+        "--from-snapshot",
+        metavar="FILE",
+        help="Answer from a kfin snapshot instead of a live cluster (a file: standard input carries the protocol).",
+    ),
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
+    """An MCP server over stdio: kfin's answers as tools for assistants and agents; removal only by proof.
+
+    Tools: stuck, explain, graph, preflight, catalog_lookup, wait (as the commands' -o json), plan_removal and
+    apply_removal (with --allow-writes, only the digest plan_removal gave, for the object still as planned);
+    the resource kfin://stuck/root-causes; prompts for "why is namespace X stuck" and "is it safe to delete Y".
+    Needs the MCP SDK: pip install 'kfin[mcp]'. An MCP host starts it; it speaks JSON-RPC on stdin and stdout.
+
+    Examples:
+
+      kfin mcp --context prod
+
+      kfin mcp --from-snapshot cluster.json
+
+      kfin mcp --context staging --allow-writes
+    """
+    options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, request_timeout=request_timeout)
+    before = [f"--kubeconfig={options.kubeconfig}"] if options.kubeconfig else []
+    before += [f"--context={options.context}"] if options.context else []
+    before += [f"--namespace={options.namespace}"] if options.namespace else []
+    before += [f"--request-timeout={options.request_timeout:g}s"] if options.request_timeout else []
+    before += [f"--catalog={path}" for path in options.catalogs]
+    settings = server.Settings(
+        options.scope(from_snapshot=from_snapshot),
+        tuple(before),
+        removal.Writes(allow_writes, Path(audit_log) if audit_log else None),
+    )
+    server.serve(settings, server.Commands(ctx.find_root().command))

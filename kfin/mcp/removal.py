@@ -1,0 +1,230 @@
+"""Removal only by proof: kfin mcp plans a removal as kfin remove's dry run does, binds what it would remove to the
+object's uid and resourceVersion with a digest, and applies it later only for that digest, on the object as it
+is then, through the same Remover (test op, audit log).
+
+An assistant is held to less than a person at the command line: it may remove only what kfin proved nothing else
+will remove (kfin remove's default selection). A finalizer its controller still wants (WAITING, STALLED), one that
+HOLDS, or one kfin cannot account for (UNKNOWN) is refused with its safe fix, even when named: forcing those is a
+person's decision (kfin remove --finalizer NAME [--force])."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kfin.core import audit
+from kfin.core.causes import Verdict, explain_object
+from kfin.core.lookup import fresh_facts, live_target, load_target
+from kfin.core.removal import Outcome, Plan, Remover, audit_record, metadata_patch, plan, requests_preview
+from kfin.core.scope import Scope
+from kfin.errors import ExitCode, KfinError
+from kfin.model import KubeObject
+from kfin.util.text import one_line
+
+# The verdicts a person must decide on: their controller still wants them (WAITING, STALLED)
+WANTED = (Verdict.WAITING, Verdict.STALLED)
+
+
+class RefusedError(KfinError):
+    """A removal kfin mcp refuses, with the reason (kfin remove's exit code 10)."""
+
+    exit_code = ExitCode.REFUSED
+
+
+@dataclass(frozen=True)
+class Request:
+    """What plan_removal was asked: which object, and which finalizers (none: those kfin proved orphaned)."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    finalizers: tuple[str, ...] = ()
+
+
+@dataclass
+class Planned:
+    request: Request
+    plan: Plan
+    digest: str | None  # None when refused
+
+
+@dataclass
+class Ledger:
+    """The digests this server gave out, each usable once: an unknown digest is no proof of anything."""
+
+    issued: dict[str, Request] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def digest_of(obj: KubeObject, server: str, remove: list[str]) -> str:
+    """The object's identity and version, and exactly what would go: any change of the object changes it."""
+    bound = {
+        "server": server,
+        "apiVersion": obj.type.api_version,
+        "resource": obj.type.resource,
+        "namespace": obj.namespace or None,
+        "name": obj.name,
+        "uid": obj.uid,
+        "resourceVersion": obj.meta.get("resourceVersion"),
+        "finalizers": obj.finalizers + obj.spec_finalizers,
+        "remove": sorted(remove),
+    }
+    return "sha256:" + hashlib.sha256(json.dumps(bound, sort_keys=True).encode()).hexdigest()
+
+
+def assistant_plan(obj: KubeObject, scope_plan: Plan) -> Plan:
+    """kfin remove's plan, less what a person must decide on (module docstring)."""
+    for choice in scope_plan.choices:
+        f = choice.finding
+        if choice.selected and not choice.refused and f.verdict in WANTED:
+            choice.refused = (
+                f"it is {f.verdict.value}: {f.condition}. Safe fix: {f.fix}. kfin mcp removes only what kfin "
+                f"proved nothing else will remove; a person may decide otherwise with kfin remove --finalizer "
+                f"{f.finalizer}"
+            )
+    return scope_plan
+
+
+def make_plan(scope: Scope, request: Request) -> tuple[Plan, str]:
+    """The plan for the object as read now (live, or from the snapshot), and the server it was read from."""
+    obj, facts = load_target(scope, request.kind, request.name)
+    findings = explain_object(obj, facts).findings
+    planned = plan(obj, findings, list(request.finalizers) or None, force=False, allow_live=False)
+    return assistant_plan(obj, planned), facts.inventory.server
+
+
+def refusal(p: Plan) -> str | None:
+    """Why nothing is removed, as kfin remove says it, or None."""
+    if p.refused or p.blocked:
+        reason = p.refused or "; ".join(f"{c.finding.finalizer}: {c.refused}" for c in p.blocked)
+        return f"refused to remove finalizers from {p.obj.ref}: {one_line(reason)}"
+    return None
+
+
+def plan_document(planned: Planned, writes_allowed: bool) -> dict:
+    """What plan_removal answers: the object as read, each finalizer's fate, the exact requests and patch, the
+    risks, and the digest that apply_removal needs."""
+    p = planned.plan
+    o = p.obj
+    meta = [f.finalizer for f in p.selected if f.location == "metadata.finalizers"]
+    refused = refusal(p)
+    return {
+        "object": {
+            "apiVersion": o.type.api_version,
+            "kind": o.type.kind,
+            "namespace": o.namespace or None,
+            "name": o.name,
+            "uid": o.uid,
+            "resourceVersion": o.meta.get("resourceVersion"),
+            "terminating": o.terminating,
+        },
+        "finalizers": o.finalizers + o.spec_finalizers,
+        "choices": [
+            {
+                **c.finding.to_dict(),
+                "selected": c.selected and not c.refused,
+                "refused": c.refused,
+                "warning": c.warning,
+            }
+            for c in p.choices
+        ],
+        "remove": [f.finalizer for f in p.selected] if not refused else [],
+        "risks": [{"finalizer": f.finalizer, "risk": f.risk} for f in p.selected] if not refused else [],
+        "requests": requests_preview(p) if not refused else [],
+        "patch": metadata_patch(o.uid, o.finalizers, meta) if meta and not refused else None,
+        "refused": refused,
+        "digest": planned.digest,
+        "writesAllowed": writes_allowed,
+        "next": (
+            None
+            if refused
+            else (
+                f"apply_removal with digest {planned.digest}"
+                if writes_allowed
+                else "kfin mcp was started without --allow-writes: a person applies it with kfin remove ... --confirm"
+            )
+        ),
+    }
+
+
+def plan_removal(scope: Scope, request: Request, ledger: Ledger) -> Planned:
+    p, server = make_plan(scope, request)
+    digest = None
+    if refusal(p) is None:
+        digest = digest_of(p.obj, server, [f.finalizer for f in p.selected])
+        with ledger.lock:
+            ledger.issued[digest] = request
+    return Planned(request, p, digest)
+
+
+@dataclass(frozen=True)
+class Writes:
+    """How kfin mcp was started: whether it may write, and where it records what it writes."""
+
+    allowed: bool
+    audit_log: Path | None = None
+
+
+def apply_removal(scope: Scope, digest: str, ledger: Ledger, writes: Writes, client: str) -> dict:
+    """Apply the plan a digest names, if writes are allowed, the object is still as planned, and the verdicts still
+    allow it; through the same Remover as kfin remove --confirm, recorded with the MCP client's name."""
+    with ledger.lock:
+        request = ledger.issued.get(digest)
+    if request is None:
+        raise RefusedError(
+            "refused: no removal was planned with this digest (plan_removal gives one, for one object as read then)"
+        )
+    if not writes.allowed:
+        raise RefusedError(
+            "refused: kfin mcp was started without --allow-writes, so it applies nothing; a person can apply the "
+            f"plan with kfin remove {request.kind} {request.name}"
+            + (f" -n {request.namespace}" if request.namespace else "")
+            + " --confirm"
+        )
+    if scope.from_snapshot:
+        raise RefusedError("refused: kfin mcp reads a snapshot (--from-snapshot), which cannot be written")
+    obj, facts = live_target(scope, request.kind, request.name)
+    findings = explain_object(obj, facts).findings
+    p = assistant_plan(obj, plan(obj, findings, list(request.finalizers) or None, force=False, allow_live=False))
+    reason = refusal(p)
+    if reason is not None:
+        raise RefusedError(f"{reason} (as read now)")
+    kube = facts.kube
+    assert kube is not None  # live_target's facts are live
+    if digest_of(obj, facts.inventory.server, [f.finalizer for f in p.selected]) != digest:
+        raise RefusedError(
+            f"refused: {obj.ref} changed since plan_removal (now resourceVersion "
+            f"{obj.meta.get('resourceVersion')}, finalizers {', '.join(obj.finalizers + obj.spec_finalizers) or 'none'}"
+            "): the digest no longer matches it; plan it again"
+        )
+    with ledger.lock:
+        if ledger.issued.pop(digest, None) is None:  # another call took it meanwhile
+            raise RefusedError("refused: this digest was used already")
+    log_path = audit.check_writable(writes.audit_log)  # before anything is written
+    user = kube.whoami()
+    remover = Remover(kube, fresh_facts(kube, facts.inventory.resources))
+    names = [f.finalizer for f in p.selected]
+    try:
+        outcome = remover.apply(p, names, force=False, allow_live=False)
+    except KfinError as error:  # recorded as kfin remove records it, then said
+        before = obj.finalizers + obj.spec_finalizers
+        failed = audit_record(kube, user, p, Outcome("failed", error.message, before=before), forced=False)
+        audit.record(dict(failed, mcpClient=client), log_path)
+        raise
+    entry = audit_record(kube, user, p, outcome, forced=False)
+    entry["mcpClient"] = client
+    problem = audit.record(entry, log_path)
+    return {
+        "result": outcome.result,
+        "object": obj.ref,
+        "message": outcome.message,
+        "removed": outcome.removed,
+        "finalizersBefore": outcome.before,
+        "finalizersAfter": outcome.after,
+        "recorded": str(log_path) if problem is None else None,
+        "auditRecord": entry if problem is not None else None,
+        "ok": outcome.result in ("removed", "gone", "unchanged", "force-deleted") and problem is None,
+    }
