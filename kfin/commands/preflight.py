@@ -28,7 +28,7 @@ from kfin.core.lookup import facts_on_demand
 from kfin.core.preflight import predict
 from kfin.core.scope import Scope
 from kfin.core.teardown import Teardown, from_manifests, from_release
-from kfin.errors import ExitCode, UsageError
+from kfin.errors import ExitCode, NotFoundError, UsageError
 from kfin.render import data
 from kfin.render.preflight import preflight_report
 from kfin.render.teardown import teardown_report
@@ -53,6 +53,13 @@ def preflight(
         metavar="3|4",
         help="With -f: the uninstall order of that Helm instead of kubectl's file order; with `kfin preflight "
         "helm`, the Helm that uninstalls it (default 3). Helm 4 deletes webhook configurations first.",
+    ),
+    cascade: str = typer.Option(
+        "background",
+        "--cascade",
+        metavar="background|foreground|orphan",
+        help="With -f or helm: the propagation policy of the teardown's DELETEs, as kubectl's and Helm's --cascade "
+        "(orphan: what an object owns stays, a Deployment's Pods keep running).",
     ),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when something would be left stuck."),
     refresh: RefreshOpt = False,
@@ -101,8 +108,10 @@ def preflight(
     scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
     if helm_major not in (None, 3, 4):
         raise UsageError("--helm takes 3 or 4")
+    if cascade not in ("background", "foreground", "orphan"):
+        raise UsageError("--cascade takes background, foreground or orphan")
     if filename or kind == "helm":
-        teardown, facts = _teardown(scope, kind, name, filename or [], recursive, helm_major)
+        teardown, facts = _teardown(scope, kind, name, filename or [], recursive, helm_major, cascade)
         warn_failures(facts.inventory.failures)
         if fmt == "table":
             teardown_report(teardown)
@@ -113,8 +122,8 @@ def preflight(
         if facts.inventory.failures:
             raise typer.Exit(ExitCode.PARTIAL)
         return
-    if helm_major is not None or recursive:
-        raise UsageError("--helm and -R go with -f")
+    if helm_major is not None or recursive or cascade != "background":
+        raise UsageError("--helm, -R and --cascade go with -f (or helm RELEASE)")
     kind, name = subject(kind, name, "preflight")
     result, facts = predict(scope, kind, name)
     warn_failures(facts.inventory.failures)  # a deletion reaches every type: each failure bears on it
@@ -129,7 +138,13 @@ def preflight(
 
 
 def _teardown(
-    scope: Scope, kind: str | None, name: str | None, files: list[str], recursive: bool, major: int | None
+    scope: Scope,
+    kind: str | None,
+    name: str | None,
+    files: list[str],
+    recursive: bool,
+    major: int | None,
+    cascade: str,
 ) -> tuple[Teardown, Facts]:
     if kind == "helm" and (files or not name):
         raise UsageError("kfin preflight helm needs RELEASE, and no -f")
@@ -140,18 +155,21 @@ def _teardown(
         raise UsageError("no objects in the manifests")
     facts = facts_on_demand(scope)
     namespace = scope.namespace or facts.inventory.namespace or "default"
-    if kind == "helm":
+    policy = "" if cascade == "background" else f" --cascade={cascade}"
+    if kind == "helm" and name:
         found = helm.latest_record(facts, name, namespace)
         if found is None:
-            raise UsageError(f'no Helm release "{name}" in namespace "{namespace}" (no sh.helm.release.v1.{name}.vN)')
+            raise NotFoundError(
+                f'Helm release "{name}" not found in namespace "{namespace}" (no sh.helm.release.v1.{name}.vN)'
+            )
         rtype, record = found
         say(f"kfin reads the release record: GET {rtype.kind} {namespace}/{record}", err=True)
         release = helm.read_release(facts, rtype, namespace, record)
-        command = f"helm uninstall {release.name} -n {release.namespace}"
-        return from_release(facts, release, major or 3, command), facts
+        command = f"helm uninstall {release.name} -n {release.namespace}{policy}"
+        return from_release(facts, release, major or 3, command, cascade), facts
     where = f" -n {scope.namespace}" if scope.namespace else ""
     if major is not None:
         release = helm.Release(name or "", namespace, 0, "", objects)
-        return from_release(facts, release, major, "helm uninstall RELEASE" + where), facts
+        return from_release(facts, release, major, f"helm uninstall RELEASE{where}{policy}", cascade), facts
     shown = " ".join(f"-f {f}" for f in files) + (" -R" if recursive else "")
-    return from_manifests(facts, objects, namespace, f"kubectl delete {shown}{where}"), facts
+    return from_manifests(facts, objects, namespace, f"kubectl delete {shown}{where}{policy}", cascade), facts

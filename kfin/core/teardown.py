@@ -34,10 +34,9 @@ from kfin.core.facts import Facts
 from kfin.core.helm import Release, batches, kept, uninstall_order
 from kfin.core.manifests import Manifest
 from kfin.core.preflight import Step, Stuck, finalizer_controllers, foresee, reference
-from kfin.model import KubeObject, ResourceType
+from kfin.model import CRDS, NAMESPACES, KubeObject, ResourceType
 
 SERVICES = ("", "services")
-CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 
 @dataclass
@@ -130,15 +129,17 @@ def resolve(facts: Facts, manifest: Manifest, default_namespace: str) -> KubeObj
     )
 
 
-def from_manifests(facts: Facts, manifests: list[Manifest], namespace: str, command: str) -> Teardown:
+def from_manifests(
+    facts: Facts, manifests: list[Manifest], namespace: str, command: str, cascade: str = "background"
+) -> Teardown:
     """`kubectl delete -f`: the objects in the manifests' order, one DELETE each."""
     steps = [Deletion(i, m, resolve(facts, m, namespace)) for i, m in enumerate(manifests, 1)]
     result = Teardown("kubectl delete -f", command, steps)
-    _predict(facts, result)
+    _predict(facts, result, cascade)
     return result
 
 
-def from_release(facts: Facts, release: Release, major: int, command: str) -> Teardown:
+def from_release(facts: Facts, release: Release, major: int, command: str, cascade: str = "background") -> Teardown:
     """`helm uninstall`: Helm's order of the release's manifest, kept objects left out, its hooks named."""
     ordered = uninstall_order(release.manifests, major)
     deleted = [m for m in ordered if not kept(m)]
@@ -150,11 +151,14 @@ def from_release(facts: Facts, release: Release, major: int, command: str) -> Te
     result = Teardown(
         f"helm {major} uninstall", command, steps, [m for m in ordered if kept(m)], hooks, release.chart_crds
     )
-    _predict(facts, result)
+    _predict(facts, result, cascade)
     return result
 
 
-def _predict(facts: Facts, result: Teardown) -> None:
+def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> None:
+    """`cascade`: the propagation policy of the DELETEs (kubectl's and Helm's --cascade): with orphan, the
+    garbage collector deletes no dependents (a Deployment's Pods keep running: its controller too), though a
+    namespace still deletes its content and a CRD its custom resources."""
     gone: dict[str, int] = {}  # uid -> the step whose DELETE (or its cascade) deletes it
     services_gone: dict[tuple[str, str], int] = {}
     teardown_uids = {d.obj.uid for d in result.steps if d.obj is not None}
@@ -174,30 +178,40 @@ def _predict(facts: Facts, result: Teardown) -> None:
             ]
             continue
         single = foresee(facts, obj)
+        if cascade == "orphan" and (obj.type.group, obj.type.resource) not in (NAMESPACES, CRDS):
+            single.deleted, single.orphaned = [], []
+            single.stuck = [s for s in single.stuck if s.obj.uid == obj.uid]
         result.unknown += [u for u in single.unknown if u not in result.unknown]
         step.cascade = single.deleted
         for each in [obj, *single.deleted]:
             gone.setdefault(each.uid, step.number)
             if (each.type.group, each.type.resource) == SERVICES:
                 services_gone.setdefault((each.namespace, each.name), step.number)
-        known = {(s.obj.uid, s.finalizer) for s in single.stuck}
         step.stuck = list(single.stuck)
+        known = {(s.obj.uid, s.finalizer) for s in single.stuck}
         for each in [obj, *single.deleted]:
-            step.stuck += _stranded(facts, each, step, gone, result, known)
-            step.stuck += _finalizer_updates_rejected(facts, each, services_gone, gone, step.number, known)
-        if (obj.type.group, obj.type.resource) == CRDS and any(s.obj.uid != obj.uid for s in step.stuck):
+            if gone[each.uid] == step.number:  # deleted by an earlier step: said there
+                step.stuck += _finalizer_updates_rejected(facts, each, services_gone, gone, step.number, known)
+        for s in single.orphaned:
+            orphaned.setdefault((s.obj.uid, s.finalizer), s)
+    # once every step's deletions are known: controllers deleted before, or moments after, what they finalize
+    for step in result.steps:
+        if step.obj is None or step.note or step.rejected:
+            continue
+        known = {(s.obj.uid, s.finalizer) for s in step.stuck}
+        for each in [step.obj, *step.cascade]:
+            if gone.get(each.uid) == step.number:
+                step.stuck += _stranded(facts, each, step, gone, result, known)
+        if (step.obj.type.group, step.obj.type.resource) == CRDS and any(s.obj.uid != step.obj.uid for s in step.stuck):
+            names = ", ".join(dict.fromkeys(s.obj.name for s in step.stuck if s.obj.uid != step.obj.uid))
             step.stuck.append(
                 Stuck(
-                    obj,
+                    step.obj,
                     "customresourcecleanup.apiextensions.k8s.io",
-                    "it waits for its custom resources to go: "
-                    + ", ".join(dict.fromkeys(s.obj.name for s in step.stuck if s.obj.uid != obj.uid))
-                    + " are left stuck",
+                    f"it waits for its custom resources to go: {names} are left stuck",
                     "HOLDING",
                 )
             )
-        for s in single.orphaned:
-            orphaned.setdefault((s.obj.uid, s.finalizer), s)
     # left without their controller: only what the teardown does not delete itself
     result.orphaned = [s for (uid, _), s in orphaned.items() if uid not in gone and uid not in teardown_uids]
     result.plan = _plan(result)
@@ -206,24 +220,28 @@ def _predict(facts: Facts, result: Teardown) -> None:
 def _stranded(
     facts: Facts, obj: KubeObject, step: Deletion, gone: dict[str, int], result: Teardown, known: set
 ) -> list[Stuck]:
-    """Finalizers of `obj` (deleted at this step) whose every controller an earlier step deleted."""
+    """Finalizers of `obj` (deleted at this step) whose every controller the teardown deletes: at an earlier
+    step, or at a later one that does not wait for this deletion to finish (neither kubectl nor Helm waits)."""
     out = []
     for finalizer in obj.finalizers:
         if control_plane_owned(finalizer) or (obj.uid, finalizer) in known:
             continue
         found = finalizer_controllers(Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer)))
-        if not found or not all(w.uid in gone and gone[w.uid] < step.number for w, _ in found):
+        if not found or not all(w.uid in gone for w, _ in found):
             continue
-        w, running = found[0]
+        w, running = max(found, key=lambda wr: gone[wr[0].uid])  # the last of them to go
         at = result.steps[gone[w.uid] - 1]
         controller = _named(w, at)
-        same_batch = bool(step.batch) and at.batch == step.batch
+        if at.number == step.number or (step.batch and at.batch == step.batch):
+            when = "in the same batch (concurrently)" if at.number != step.number else "with it"
+        elif at.number < step.number:
+            when = "not waited for"
+        else:
+            when = "moments later (nothing waits for this deletion to finish)"
         if running:
             reason = (
-                f"its controller {controller} is deleted at step {at.number}, "
-                + ("in the same batch (concurrently)" if same_batch else "not waited for")
-                + f": a race it usually loses (its Pods stop within their grace period; {finalizer} goes only if "
-                "it reconciles this deletion first)"
+                f"its controller {controller} is deleted at step {at.number}, {when}: a race it usually loses (its "
+                f"Pods stop within their grace period; {finalizer} goes only if it reconciles this deletion first)"
             )
         else:
             reason = f"its controller {controller} is deleted at step {at.number} (and not running now)"

@@ -12,7 +12,7 @@ from kfin.core.manifests import Manifest
 from kfin.core.teardown import from_manifests, from_release
 from kfin.errors import ExitCode, UsageError
 from tests.runner import kfin
-from tests.values import facts, obj
+from tests.values import custom_type, facts, obj
 
 
 def doc(kind: str, name: str, api_version: str = "v1", namespace: str = "app", **more) -> dict:
@@ -152,3 +152,59 @@ def test_bad_teardown_input_is_one_error_line_and_exit_2(args, tmp_path):
     result = kfin("preflight", *args, "--kubeconfig", str(tmp_path / "none"))
     assert result.code == ExitCode.USAGE, result
     assert result.stderr.startswith("error:") and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+# ----- an operator deleted before its custom resources -------------------------------------------------------
+def operator_release(ready: bool = True):
+    """An operator (Deployment, its ReplicaSet and Pod, running as ServiceAccount operator, granted update on
+    Widgets), its CRD and a Widget with its finalizer; and the release's manifests."""
+    widgets = custom_type()
+    deploy = obj("deploy.apps", "op", "app", spec={"template": {"spec": {"serviceAccountName": "operator"}}})
+    rs = obj("rs.apps", "op-1", "app", owners=(deploy,))
+    ready_status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    pod = obj("pods", "op-1-x", "app", owners=(rs,), spec={"serviceAccountName": "operator", "nodeName": "n1"},
+              status=ready_status)
+    role = obj("roles.rbac.authorization.k8s.io", "op", "app",
+               rules=[{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["update"]}])
+    binding = obj("rolebindings.rbac.authorization.k8s.io", "op", "app",
+                  roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "op"},
+                  subjects=[{"kind": "ServiceAccount", "name": "operator", "namespace": "app"}])
+    crd = obj("crd.apiextensions.k8s.io", "widgets.example.com",
+              spec={"group": "example.com", "names": {"plural": "widgets", "kind": "Widget"}})
+    widget = obj(widgets, "w1", "app", finalizers=("example.com/cleanup",))
+    f = facts(deploy, rs, pod, role, binding, crd, widget, extra_types=(widgets,))
+    files = [as_manifest(doc("Deployment", "op", "apps/v1")),
+             as_manifest(doc("CustomResourceDefinition", "widgets.example.com", "apiextensions.k8s.io/v1", "")),
+             as_manifest(doc("Widget", "w1", "example.com/v1"))]
+    return f, files
+
+
+def test_an_operator_deleted_first_strands_its_custom_resources_a_race_while_it_runs():
+    f, files = operator_release()
+    result = from_manifests(f, files, "app", "kubectl delete -f op/")
+    [stranded] = [s for s in result.steps[1].stuck if s.obj.name == "w1"]
+    assert (stranded.verdict, stranded.certain) == ("ORPHANED", False)
+    assert "Deployment app/op is deleted at step 1" in stranded.reason and "race" in stranded.reason
+    assert result.steps[2].note == "already deleted with CustomResourceDefinition/widgets.example.com at step 2"
+    assert result.plan[0].actions[0].command == "kubectl delete widgets.example.com w1 -n app --wait --timeout=10m"
+    # the custom resource first in the files: still a race, kubectl does not wait for it before the operator
+    first = from_manifests(f, [files[2], files[0], files[1]], "app", "kubectl delete -f op/")
+    [racing] = first.steps[0].stuck
+    assert not racing.certain and "deleted at step 2, moments later" in racing.reason
+    assert first.steps[2].stuck == []  # the CRD finds it deleted already: said once, at step 1
+    # the plan's order: the custom resource deleted and gone (--wait) first, then the teardown finds nothing to race
+    after = facts(*[o for o in f.everything(None) if o.name != "w1"], extra_types=(custom_type(),))
+    assert from_manifests(after, files, "app", "kubectl delete -f op/").clean
+
+
+def test_with_cascade_orphan_the_operators_pods_keep_running_and_strand_nothing():
+    f, files = operator_release()
+    result = from_manifests(f, files, "app", "kubectl delete -f op/ --cascade=orphan", cascade="orphan")
+    assert result.steps[0].cascade == [] and result.clean
+
+
+def test_an_operator_not_running_now_is_said_so_whatever_the_order():
+    f, files = operator_release(ready=False)
+    result = from_manifests(f, [files[2], files[0], files[1]], "app", "kubectl delete -f op/")
+    [stuck] = [s for s in result.steps[0].stuck if s.obj.name == "w1"]
+    assert stuck.verdict == "STALLED" and stuck.certain
