@@ -15,11 +15,12 @@ pytest.importorskip("mcp", reason="kfin mcp's extra (pip install -e '.[test]' in
 from tests.mcp_client import ROOT, document, error_line, text, with_kfin_mcp  # noqa: E402
 
 SNAPSHOT = ROOT / "examples" / "stuck-cluster.json"
+SHOP = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n"
 TOOLS = {
     "stuck": {"namespace", "all_namespaces", "kinds", "verdicts", "label_selector", "finalizer", "older_than"},
     "explain": {"kind", "name", "namespace"},
     "graph": {"kind", "name", "namespace", "only_stuck", "owners_only"},
-    "preflight": {"kind", "name", "namespace"},
+    "preflight": {"kind", "name", "namespace", "manifests", "filenames", "recursive", "helm_release", "helm_major"},
     "catalog_lookup": {"finalizer"},
     "wait": {"kind", "name", "namespace", "timeout_seconds", "uid"},
     "plan_removal": {"kind", "name", "namespace", "finalizers"},
@@ -40,7 +41,9 @@ def same_graph(one, other):
     return key(one) == key(other)
 
 
-def test_every_tool_is_listed_with_its_schema_and_answers_as_the_command_does():
+def test_every_tool_is_listed_with_its_schema_and_answers_as_the_command_does(tmp_path):
+    shop_file = tmp_path / "shop.yaml"
+    shop_file.write_text(SHOP)
     async def body(session):
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
         answers = {
@@ -50,6 +53,9 @@ def test_every_tool_is_listed_with_its_schema_and_answers_as_the_command_does():
                                                            "namespace": "team-a"}),
             "graph": await session.call_tool("graph", {"kind": "namespace", "name": "shop"}),
             "preflight": await session.call_tool("preflight", {"kind": "ns", "name": "shop"}),
+            "teardown": await session.call_tool("preflight", {"manifests": SHOP}),
+            "teardown_file": await session.call_tool("preflight", {"filenames": [str(shop_file)]}),
+            "both": await session.call_tool("preflight", {"kind": "ns", "name": "shop", "manifests": SHOP}),
             "catalog": await session.call_tool("catalog_lookup",
                                                {"finalizer": "resources-finalizer.argocd.argoproj.io/foreground"}),
             "not_in_catalog": await session.call_tool("catalog_lookup", {"finalizer": "acme.io/database-cleanup"}),
@@ -83,6 +89,12 @@ def test_every_tool_is_listed_with_its_schema_and_answers_as_the_command_does():
     assert document(answers["explain"]) == cli_json("explain", "databases.acme.io", "orders", "-n", "team-a")
     assert same_graph(document(answers["graph"]), cli_json("graph", "namespace", "shop"))
     assert document(answers["preflight"]) == cli_json("preflight", "ns", "shop")
+    # a teardown: the manifests given as text are read as `kubectl delete -f -` reads its input
+    teardown = document(answers["teardown"])
+    assert teardown["kind"] == "TeardownPreflight" and teardown["command"] == "kubectl delete -f -"
+    assert teardown["steps"][0]["object"]["name"] == "shop" and teardown["clean"] is False
+    assert document(answers["teardown_file"]) == cli_json("preflight", "-f", str(shop_file))
+    assert "kind and name, or a teardown" in error_line(answers["both"])
     entries = {e["name"]: e for e in json.loads(kfin("catalog", "-o", "json").stdout)["entries"]}
     assert document(answers["catalog"])["entry"] == entries["argocd-application"]  # as kfin catalog lists it
     assert document(answers["not_in_catalog"])["entry"] is None
@@ -140,3 +152,18 @@ def test_other_commands_never_import_the_sdk():
             " file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0 and "imported: []" in done.stderr, done.stderr
+
+
+def test_a_long_list_keeps_its_first_items_and_says_how_many_it_left_out():
+    from kfin.mcp.server import Answer, document_result
+
+    listed = {"apiVersion": "kfin.dev/v1", "kind": "StuckReport", "items": [{"name": f"o{i}"} for i in range(500)]}
+    text = json.dumps(listed, indent=2)
+    result = document_result(Answer(0, text, "warning: one\n"), 2000)
+    assert len(result.text) <= 2000 and not result.error and result.notes == "warning: one"
+    shown = json.loads(result.text)
+    assert shown["items"] == listed["items"][:len(shown["items"])] and len(shown["items"]) > 10
+    assert shown["truncated"]["shown"] == len(shown["items"]) and shown["truncated"]["total"] == 500
+    assert document_result(Answer(0, text, ""), len(text)).document == listed  # within the limit: untouched
+    one = json.dumps({"kind": "Explanation", "findings": ["x" * 3000]})
+    assert document_result(Answer(0, one, ""), 2000).text.startswith("error: the answer is ")

@@ -73,10 +73,15 @@ class Commands:
         self.root = root  # the Click group of `kfin`
         self.lock = threading.Lock()
 
-    def run(self, argv: list[str]) -> Answer:
+    def run(self, argv: list[str], stdin: str = "") -> Answer:
+        """`stdin`: what the command reads for `-` (never the protocol's own input)."""
         out, err = io.StringIO(), io.StringIO()
         with self.lock, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = self._main(argv)
+            given, sys.stdin = sys.stdin, io.StringIO(stdin)
+            try:
+                code = self._main(argv)
+            finally:
+                sys.stdin = given
         return Answer(code, out.getvalue(), err.getvalue())
 
     def _main(self, argv: list[str]) -> int:
@@ -163,6 +168,21 @@ def subject(kind: str, name: str, namespace: str | None) -> tuple[list[str], lis
     return option("--namespace", namespace), ["--", kind, name]
 
 
+@dataclass(frozen=True)
+class Teardown:
+    """kfin preflight -f, -R, --helm and helm RELEASE, as the preflight tool takes them."""
+
+    manifests: str | None = None  # YAML or JSON text, as `kubectl delete -f -` reads it
+    filenames: tuple[str, ...] = ()  # files or directories where kfin mcp runs
+    recursive: bool = False
+    helm_release: str | None = None
+    helm_major: int | None = None
+
+    @property
+    def given(self) -> bool:
+        return bool(self.manifests is not None or self.filenames or self.helm_release is not None)
+
+
 class Tools:
     """What each tool does, without the SDK: kfin's commands, its catalog, and removal by proof."""
 
@@ -174,11 +194,8 @@ class Tools:
     def _snapshot(self) -> list[str]:
         return option("--from-snapshot", self.settings.scope.from_snapshot)
 
-    def _run(self, argv: list[str]) -> Result:
-        return document_result(
-            self.commands.run([*self.settings.before, *argv]),
-            self.settings.result_chars,
-        )
+    def _run(self, argv: list[str], stdin: str = "") -> Result:
+        return document_result(self.commands.run([*self.settings.before, *argv], stdin), self.settings.result_chars)
 
     def _checked(self, make: Any) -> Result:
         try:
@@ -223,10 +240,29 @@ class Tools:
 
         return self._checked(run)
 
-    def preflight(self, kind: str, name: str, namespace: str | None) -> Result:
+    def preflight(self, kind: str | None, name: str | None, namespace: str | None, teardown: Teardown) -> Result:
+        """One object's deletion; or a teardown: manifests (text, or files), or a Helm release."""
+
         def run() -> Result:
-            options, words = subject(kind, name, namespace)
-            return self._run(["preflight", "--output=json", *self._snapshot(), *options, *words])
+            argv = ["preflight", "--output=json", *self._snapshot()]
+            if not teardown.given:
+                if kind is None or name is None:
+                    raise UsageError("preflight needs kind and name, or manifests, filenames or helm_release")
+                options, words = subject(kind, name, namespace)
+                return self._run([*argv, *options, *words])
+            if kind is not None or name is not None:
+                raise UsageError("preflight takes kind and name, or a teardown (manifests, filenames, helm_release)")
+            if namespace is not None:
+                check_namespace(namespace)
+            argv += option("--namespace", namespace) + ["--recursive"] * teardown.recursive
+            argv += option("--helm", str(teardown.helm_major) if teardown.helm_major else None)
+            argv += [f"--filename={path}" for path in teardown.filenames]
+            if teardown.helm_release is not None:
+                check_name(teardown.helm_release, "release")
+                return self._run([*argv, "--", "helm", teardown.helm_release])
+            if teardown.manifests is None:
+                return self._run(argv)
+            return self._run([*argv, "--filename=-"], teardown.manifests)  # as `kubectl delete -f -` reads them
 
         return self._checked(run)
 
@@ -402,9 +438,28 @@ def serve(settings: Settings, commands: Commands) -> None:
         return converted(await _in_thread(tools.graph, kind, name, namespace, only_stuck, owners_only))
 
     @server.tool(annotations=read_only)
-    async def preflight(kind: kind_type, name: name_type, namespace: namespace_type = None) -> CallToolResult:
-        """What deleting this object would leave stuck, and the order that avoids it; nothing is deleted."""
-        return converted(await _in_thread(tools.preflight, kind, name, namespace))
+    async def preflight(
+        kind: Annotated[str | None, Field(description="The object to delete: its kind, as for explain.")] = None,
+        name: Annotated[str | None, Field(description="The object's name.")] = None,
+        namespace: namespace_type = None,
+        manifests: Annotated[
+            str | None, Field(description="Or a teardown: the YAML or JSON a `kubectl delete -f -` would read.")
+        ] = None,
+        filenames: Annotated[
+            list[str], Field(description="Or the files or directories a `kubectl delete -f` would delete.")
+        ] = [],  # noqa: B006
+        recursive: Annotated[bool, Field(description="With a directory: its subdirectories too.")] = False,
+        helm_release: Annotated[
+            str | None, Field(description="Or a Helm release: its latest manifest, in Helm's uninstall order.")
+        ] = None,
+        helm_major: Annotated[
+            int | None, Field(description="Helm's uninstall order of this major version: 3 or 4.", ge=3, le=4)
+        ] = None,
+    ) -> CallToolResult:
+        """What a deletion would leave stuck, and the order that avoids it: of one object, or a teardown of
+        manifests or a Helm release (kfin preflight -f, kfin preflight helm). Nothing is deleted."""
+        teardown = Teardown(manifests, tuple(filenames), recursive, helm_release, helm_major)
+        return converted(await _in_thread(tools.preflight, kind, name, namespace, teardown))
 
     @server.tool(annotations=read_only)
     async def catalog_lookup(

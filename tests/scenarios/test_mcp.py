@@ -50,7 +50,20 @@ def test_a_removal_goes_through_only_with_a_fresh_digest_and_writes_allowed(clus
     assert done["result"] == "removed" and done["removed"] == ["example.com/a"] and done["ok"] is True
     assert cluster.get(cm)["metadata"]["finalizers"] == ["example.com/b"]
     assert "no removal was planned with this digest" in error_line(again)  # a digest is used once
-    [record] = records(audit_log)
+
+    async def last(session):  # the last finalizer, then kfin wait sees it go
+        planned = document(await session.call_tool("plan_removal", plan_args()))
+        applied = document(await session.call_tool("apply_removal", {"digest": planned["digest"]}))
+        waited = document(await session.call_tool("wait", {"kind": "configmap", "name": "held", "timeout_seconds": 60,
+                                                           "uid": cm["metadata"]["uid"]}))
+        return planned, applied, waited
+
+    planned, applied, waited = with_kfin_mcp(started(cluster, audit_log, "--allow-writes"), last)
+    assert planned["remove"] == ["example.com/b"] and applied["result"] == "removed"
+    assert waited["gone"] is True and waited["exitCode"] == 0
+    assert cluster.get(cm) is None
+    record, last_record = records(audit_log)
+    assert last_record["removed"] == ["example.com/b"] and last_record["mcpClient"] == record["mcpClient"]
     assert record["mcpClient"] == f"{CLIENT.name} {CLIENT.version}" and record["removed"] == ["example.com/a"]
     assert record["object"]["uid"] == cm["metadata"]["uid"] and record["forced"] is False
     assert record["verdicts"] == {"example.com/a": "ORPHANED", "example.com/b": "ORPHANED"}
