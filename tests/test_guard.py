@@ -258,3 +258,33 @@ def test_the_facts_a_review_reads_are_kept_ready_in_the_background(fake, fake_ku
     finally:
         stop.set()
         watched.stop()
+
+
+def test_a_denial_names_what_would_be_stranded_even_when_more_would_only_wait(fake, tmp_path):
+    """Deny mode refuses for what nothing will release (ORPHANED): its reason is that, not the longer list of
+    Gizmos whose operator runs elsewhere but is down (STALLED: someone can bring it back)."""
+    cluster, group, ns = team(fake, tmp_path)
+    gizmos = f"gizmos-{cluster.suffix}.example.com"
+    cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                    "metadata": {"name": f"gizmos.{gizmos}"},
+                    "spec": {"group": gizmos, "scope": "Namespaced",
+                             "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+                             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                                 "openAPIV3Schema": {"type": "object",
+                                                     "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    widget_operator(cluster, gizmos, cluster.name("ops"), cluster_wide=True)  # elsewhere, never running
+    cluster.api.merge_patch(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{cluster.name('widgets')}", {
+        "rules": [{"apiGroups": [gizmos], "resources": ["gizmos"], "verbs": ["get", "list", "watch", "update"]}]})
+    cluster.api.merge_patch(f"/apis/apps/v1/namespaces/{cluster.name('ops')}/deployments/widget-operator",
+                            {"spec": {"replicas": 0}})
+    for i in range(3):
+        cluster.create({"apiVersion": f"{gizmos}/v1", "kind": "Gizmo",
+                        "metadata": {"name": f"g{i}", "namespace": ns, "finalizers": [f"{gizmos}/cleanup"]}})
+    path = f"/api/v1/namespaces/{ns}"
+    cluster.api.merge_patch(path, {"metadata": {"labels": {DENY_LABEL: "deny"}}})
+    with running_guard(cluster.kubeconfig) as url:
+        answer = review(url, delete_of(cluster, path, "Namespace"))
+        assert answer["allowed"] is False, answer
+        assert answer["warnings"][0].startswith(f"kfin: deleting namespace {ns} leaves 3 Gizmos stuck"), answer
+        assert answer["status"]["message"].startswith(
+            f"kfin guard denies deleting namespace {ns}: deleting namespace {ns} leaves 2 Widgets stuck"), answer

@@ -146,9 +146,18 @@ class Guard:
         if override is not None:
             audit = {"override": short(f"{OVERRIDE_ANNOTATION}={override}", 1000), "stranded": str(len(stranded))}
             return Review(True, OVERRIDDEN, warnings, audit=audit)
+        why_denied = _warnings(
+            Preflight(
+                target,
+                result.deleted,
+                [s for s in result.stuck if s in stranded],
+                orphaned=[s for s in result.orphaned if s in stranded],
+            ),
+            what,
+        )[0]
         message = short(
             f"kfin guard denies deleting {what}: "
-            + warnings[0].removeprefix("kfin: ")
+            + why_denied.removeprefix("kfin: ")
             + f" (to delete it anyway, annotate it {OVERRIDE_ANNOTATION}=<why>)",
             1000,
         )

@@ -204,7 +204,7 @@ class Watched:
         something changes every second, Leases and Events, it would pay that at each review). The price: an
         answer may be up to `every` seconds behind the watches, themselves a moment behind the API server."""
         while not stop.wait(every):
-            _, _, informers, _ = self.sources[0]
+            _, kube, informers, _ = self.sources[0]
             if informers is None or not informers.synced() or not informers.informers:
                 continue
             now = tuple(i.version for i in list(informers.informers.values()))
@@ -212,12 +212,15 @@ class Watched:
             if cached is not None and cached[1] == now and time.monotonic() - cached[2] < self.refresh:
                 self._checked = time.monotonic()  # still what the watches hold
                 continue
-            self._checked = 0.0  # facts() builds them now
-            facts, _ = self.facts()
-            if facts is not None:
-                facts.everything(None)  # the indexes a prediction reads: the cluster's objects, and by type
-                facts.everything("default")
-                self._checked = time.monotonic()
+            try:
+                facts = Facts(informers.inventory(), kube, informers.page_size)
+            except KfinError:
+                self._checked = 0.0  # facts() says why to whoever asks
+                continue
+            # indexed before they are handed over: a Facts is worked on by one thread at a time
+            facts.everything(None)  # the cluster's objects, and by type: what a prediction reads
+            facts.everything("default")
+            self._facts, self._checked = (facts, now, time.monotonic()), time.monotonic()
 
     def filled(self) -> bool:
         """Whether the first context's watches are listed and every one is up (no Facts built: a probe's
