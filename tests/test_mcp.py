@@ -167,3 +167,39 @@ def test_a_long_list_keeps_its_first_items_and_says_how_many_it_left_out():
     assert document_result(Answer(0, text, ""), len(text)).document == listed  # within the limit: untouched
     one = json.dumps({"kind": "Explanation", "findings": ["x" * 3000]})
     assert document_result(Answer(0, one, ""), 2000).text.startswith("error: the answer is ")
+
+
+def test_over_streamable_http_it_answers_read_only():
+    """In a Pod: --listen serves the same tools over streamable HTTP at /mcp; writes are refused before it starts."""
+    import socket
+    import time
+
+    import anyio
+    from mcp import Client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    refused = kfin("mcp", "--listen", f"127.0.0.1:{port}", "--allow-writes")
+    assert refused.code == ExitCode.USAGE and refused.stderr.startswith("error: --allow-writes is for stdio only")
+    process = subprocess.Popen([sys.executable, "-m", "kfin", "mcp", "--listen", f"127.0.0.1:{port}",
+                                "--from-snapshot", str(SNAPSHOT)], cwd=ROOT, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as attempt:
+                if attempt.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+
+        async def run():
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                return names, await client.call_tool("stuck", {"all_namespaces": True})
+
+        names, listed = anyio.run(run)
+        assert names == set(TOOLS)
+        assert document(listed) == cli_json("stuck", "-A")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

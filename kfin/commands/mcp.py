@@ -14,7 +14,9 @@ from kfin.commands.flags import (
     TimeoutOpt,
     merged,
 )
+from kfin.errors import UsageError
 from kfin.mcp import removal, server
+from kfin.serve.exporter import parse_listen
 
 
 def mcp(
@@ -26,6 +28,13 @@ def mcp(
         "read-only.",
     ),
     audit_log: AuditLogOpt = None,
+    listen: str | None = typer.Option(
+        None,
+        "--listen",
+        metavar="ADDR",
+        help="Serve streamable HTTP at HOST:PORT (or :PORT), path /mcp, instead of stdio: for in-cluster use, "
+        "read-only, behind what authenticates its clients.",
+    ),
     from_snapshot: str | None = typer.Option(
         None,
         "--from-snapshot",
@@ -51,7 +60,14 @@ def mcp(
       kfin mcp --from-snapshot cluster.json
 
       kfin mcp --context staging --allow-writes
+
+      kfin mcp --listen :8080     (in a Pod: streamable HTTP at /mcp, read-only)
     """
+    if listen is not None and allow_writes:
+        raise UsageError(
+            "--allow-writes is for stdio only: over HTTP kfin mcp authenticates no client, so it stays read-only"
+        )
+    address = parse_listen(listen) if listen is not None else None
     options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, request_timeout=request_timeout)
     before = [f"--kubeconfig={options.kubeconfig}"] if options.kubeconfig else []
     before += [f"--context={options.context}"] if options.context else []
@@ -62,5 +78,6 @@ def mcp(
         options.scope(from_snapshot=from_snapshot),
         tuple(before),
         removal.Writes(allow_writes, Path(audit_log) if audit_log else None),
+        listen=address,
     )
     server.serve(settings, server.Commands(ctx.find_root().command))

@@ -45,6 +45,7 @@ class Settings:
     before: tuple[str, ...]  # kfin's flags before the command: --kubeconfig, --context, -n, --catalog...
     writes: removal.Writes
     result_chars: int = RESULT_CHARS
+    listen: tuple[str, int] | None = None  # streamable HTTP at this address instead of stdio (read-only)
 
 
 @dataclass
@@ -360,7 +361,7 @@ the order to delete in. Nothing is deleted by these tools: the user deletes it."
 
 
 def serve(settings: Settings, commands: Commands) -> None:
-    """Serve the tools over stdio until the client goes."""
+    """Serve the tools over stdio until the client goes (or over streamable HTTP until stopped)."""
     try:
         from mcp.server.mcpserver import Context, MCPServer
         from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -531,7 +532,11 @@ def serve(settings: Settings, commands: Commands) -> None:
             namespace_argument=f' and namespace "{namespace}"' if namespace else "",
         )
 
-    server.run()
+    if settings.listen is None:
+        server.run()
+    else:
+        host, port = settings.listen
+        server.run("streamable-http", host=host, port=port)
 
 
 async def _in_thread(function: Any, *args: Any) -> Any:
