@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kfin.api.builtin_kinds import builtin_resources
+from kfin.core.causes.custom import Grant, find_grants
 from kfin.core.causes.registry import Action, Context, control_plane_owned, family
 from kfin.core.causes.webhooks import GROUP as WEBHOOK_GROUP
 from kfin.core.causes.webhooks import KINDS as WEBHOOK_KINDS
@@ -220,34 +221,108 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
 def _stranded(
     facts: Facts, obj: KubeObject, step: Deletion, gone: dict[str, int], result: Teardown, known: set
 ) -> list[Stuck]:
-    """Finalizers of `obj` (deleted at this step) whose every controller the teardown deletes: at an earlier
-    step, or at a later one that does not wait for this deletion to finish (neither kubectl nor Helm waits)."""
+    """Finalizers of `obj` (deleted at this step) whose every controller the teardown takes away: deletes it, its
+    ServiceAccount or its right to update the object; at an earlier step, or at a later one that does not wait
+    for this deletion to finish (neither kubectl nor Helm waits)."""
     out = []
     for finalizer in obj.finalizers:
         if control_plane_owned(finalizer) or (obj.uid, finalizer) in known:
             continue
-        found = finalizer_controllers(Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer)))
-        if not found or not all(w.uid in gone for w, _ in found):
+        ctx = Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer))
+        found = finalizer_controllers(ctx)
+        losses = [_losses(ctx, w, running, gone, result) for w, running in found or []]
+        if not losses or not all(losses):
             continue
-        w, running = max(found, key=lambda wr: gone[wr[0].uid])  # the last of them to go
-        at = result.steps[gone[w.uid] - 1]
-        controller = _named(w, at)
-        if at.number == step.number or (step.batch and at.batch == step.batch):
-            when = "in the same batch (concurrently)" if at.number != step.number else "with it"
-        elif at.number < step.number:
-            when = "not waited for"
+
+        def first(candidates: list[tuple[int, str, bool, bool]]) -> tuple[int, str, bool, bool]:
+            sure = [c for c in candidates if c[0] < step.number and c[2]]  # a certain loss before beats a race
+            return min(sure or candidates)
+
+        at, why, certain, grace = max(first(c) for c in losses)  # the last controller to go
+        if at < step.number:
+            reason, sure = why, certain
+        elif at == step.number or (step.batch and result.steps[at - 1].batch == step.batch):
+            reason, sure = f"{why}, {'with it' if at == step.number else 'in the same batch (concurrently)'}", False
         else:
-            when = "moments later (nothing waits for this deletion to finish)"
-        if running:
-            reason = (
-                f"its controller {controller} is deleted at step {at.number}, {when}: a race it usually loses (its "
-                f"Pods stop within their grace period; {finalizer} goes only if it reconciles this deletion first)"
-            )
-        else:
-            reason = f"its controller {controller} is deleted at step {at.number} (and not running now)"
-        out.append(Stuck(obj, finalizer, reason, "ORPHANED", (), first=True, certain=not running))
+            reason, sure = f"{why}, moments later (nothing waits for this deletion to finish)", False
+        if not sure:
+            pods = "its Pods stop within their grace period; " if grace else ""
+            reason += f": a race it usually loses ({pods}{finalizer} goes only if it reconciles this deletion first)"
+        out.append(Stuck(obj, finalizer, reason, "ORPHANED", (), first=True, certain=sure))
         known.add((obj.uid, finalizer))
     return out
+
+
+def _losses(
+    ctx: Context, w: KubeObject, running: bool, gone: dict[str, int], result: Teardown
+) -> list[tuple[int, str, bool, bool]]:
+    """The steps that take controller `w` away from the finalizer (step, why, certain, ...): the step
+    that deletes it (certain when it is not running now: else its Pods have their grace period); the one that
+    deletes its ServiceAccount (its token is refused from then on) or the last Role or ClusterRole that lets it
+    update the object. Last: whether its Pods, still running, have their grace period."""
+    found: list[tuple[int, str, bool, bool]] = []
+    if w.uid in gone:
+        at = result.steps[gone[w.uid] - 1]
+        why = f"its controller {_named(w, at)} is deleted at step {at.number}" + (
+            "" if running else " (not running now)"
+        )
+        found.append((at.number, why, not running, running))
+    spec = w.raw.get("spec") or {}
+    if w.type.resource != "pods":
+        spec = (spec.get("template") or {}).get("spec") or {}
+    account = str(spec.get("serviceAccountName") or "default")
+    sa = ctx.facts.find("", "serviceaccounts", w.namespace, account)
+    if sa is not None and sa.uid in gone:
+        n = gone[sa.uid]
+        why = f"its controller's ServiceAccount {w.namespace}/{account} is deleted at step {n} (its token is refused)"
+        found.append((n, why, True, False))
+    gone_objects = [
+        o for d in result.steps for o in ([d.obj] if d.obj is not None else []) + d.cascade if o.uid in gone
+    ]
+    grants = [
+        g
+        for g in find_grants(ctx) or []
+        if g.subject_kind == "ServiceAccount" and g.namespace == w.namespace and g.service_account == account
+    ]
+    lost = [_grant_lost(ctx, g, account, gone_objects, gone) for g in grants]
+    if grants and all(n is not None for n in lost):
+        n = max(x for x in lost if x is not None)
+        names = ", ".join(dict.fromkeys(g.role for g in grants))
+        why = f"its controller's right to update {ctx.obj.type.resource} ({names}) is deleted at step {n}"
+        found.append((n, why, True, False))
+    return found
+
+
+def _grant_lost(ctx: Context, grant: Grant, account: str, gone_objects: list[KubeObject], gone: dict) -> int | None:
+    """The step that takes a grant away: its Role or ClusterRole deleted, or every binding of it to the
+    ServiceAccount; None when the teardown leaves it."""
+    kind, _, where = grant.role.partition(" ")
+    role_namespace, _, role_name = where.rpartition("/")
+    steps = [
+        gone[o.uid]
+        for o in gone_objects
+        if o.type.kind == kind and o.name == role_name and o.namespace == role_namespace
+    ]
+    rbac = "rbac.authorization.k8s.io"
+    bindings = (
+        (ctx.facts.objects(rbac, "rolebindings", ctx.obj.namespace, full=True) or []) if ctx.obj.namespace else []
+    )
+    bindings += ctx.facts.objects(rbac, "clusterrolebindings", full=True) or []
+    mine = [
+        b
+        for b in bindings
+        if (b.raw.get("roleRef") or {}).get("kind") == kind
+        and (b.raw.get("roleRef") or {}).get("name") == role_name
+        and any(
+            x.get("kind") == "ServiceAccount"
+            and x.get("name") == account
+            and (x.get("namespace") or b.namespace) == grant.namespace
+            for x in b.raw.get("subjects") or []
+        )
+    ]
+    if mine and all(b.uid in gone for b in mine):
+        steps.append(max(gone[b.uid] for b in mine))
+    return min(steps) if steps else None
 
 
 def _named(w: KubeObject, at: Deletion) -> str:

@@ -208,3 +208,31 @@ def test_an_operator_not_running_now_is_said_so_whatever_the_order():
     result = from_manifests(f, [files[2], files[0], files[1]], "app", "kubectl delete -f op/")
     [stuck] = [s for s in result.steps[0].stuck if s.obj.name == "w1"]
     assert stuck.verdict == "STALLED" and stuck.certain
+
+
+def test_a_namespace_in_the_manifests_deletes_its_content_pods_first_and_the_steps_after_find_it_deleted():
+    f, files = operator_release()
+    ns = as_manifest(doc("Namespace", "app", namespace=""))
+    result = from_manifests(f, [ns, *files], "app", "kubectl delete -f op/")
+    kinds = [o.type.kind for o in result.steps[0].cascade]
+    assert kinds[0] == "Pod" and "Widget" in kinds  # the namespace controller's order: Pods first
+    assert [d.note for d in result.steps[1:]] == [
+        "already deleted with Namespace/app at step 1", "", "already deleted with Namespace/app at step 1"]
+    # the operator lives in the namespace: its Widget is ORPHANED by the namespace's own deletion (foresee's answer)
+    [w1] = [s for s in result.steps[0].stuck if s.obj.name == "w1"]
+    assert w1.verdict == "ORPHANED" and "lives in namespace app" in w1.reason
+
+
+def test_the_operators_serviceaccount_role_or_binding_deleted_first_strands_them_for_certain():
+    f, files = operator_release()
+    sa = obj("sa", "operator", "app")
+    role = next(o for o in f.everything(None) if o.type.resource == "roles")
+    f = facts(*f.everything(None), sa, extra_types=(custom_type(),))
+    for first, why in ((as_manifest(doc("ServiceAccount", "operator")), "ServiceAccount app/operator is deleted"),
+                       (as_manifest(doc("Role", role.name, "rbac.authorization.k8s.io/v1")),
+                        "right to update widgets (Role app/op) is deleted"),
+                       (as_manifest(doc("RoleBinding", "op", "rbac.authorization.k8s.io/v1")),
+                        "right to update widgets (Role app/op) is deleted")):
+        result = from_manifests(f, [first, files[1], files[0]], "app", "kubectl delete -f op/")
+        [stranded] = [s for s in result.steps[1].stuck if s.obj.name == "w1"]
+        assert stranded.certain and why + " at step 1" in stranded.reason, stranded.reason

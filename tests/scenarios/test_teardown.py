@@ -142,8 +142,9 @@ def test_kubectl_file_order_strands_the_custom_resources(cluster, tmp_path):
     crd_step = by_kind["CustomResourceDefinition"]
     stranded = {(s["object"]["name"], s["finalizer"]): s for s in crd_step["wouldBeStuck"] if s["object"]["kind"] == "Widget"}
     assert set(stranded) == {("w1", f"{group}/cleanup"), ("w2", f"{group}/cleanup")}
-    assert all(s["verdict"] == "ORPHANED" and s["certain"] is False for s in stranded.values())  # a race
-    assert all("Deployment" in s["reason"] and "step 4" in s["reason"] for s in stranded.values())
+    # 00-rbac.yaml goes first: the operator's ServiceAccount at step 1, its token refused from then on
+    assert all(s["verdict"] == "ORPHANED" and s["certain"] is True for s in stranded.values())
+    assert all(f"ServiceAccount {ns}/operator is deleted at step 1" in s["reason"] for s in stranded.values())
     widget_steps = [s for s in report["steps"] if s["object"]["kind"] == "Widget"]
     assert all("already deleted with CustomResourceDefinition" in (s["note"] or "") for s in widget_steps)
     assert report["plan"][0]["command"] == f"kubectl delete widgets.{group} w1 w2 -n {ns} --wait --timeout=10m"
@@ -246,6 +247,16 @@ def test_a_helm_release_record_reads_back_into_the_same_prediction(cluster, tmp_
     assert kinds == ["Deployment", "RoleBinding", "Role", "CustomResourceDefinition", "ServiceAccount",
                      "Widget", "Widget"]
     assert from_record["plan"][-1]["command"] == f"helm uninstall widgets -n {ns}"
+
+    # Helm's order replayed with kubectl (Helm is not here): kfin stuck finds what was predicted
+    by_ref = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    replayed = [by_ref[(s["object"]["kind"], s["object"]["name"])] for s in from_record["steps"]]
+    delete_in_order(cluster, replayed, PlayedOperator(cluster, ns), group)
+    cluster.eventually(lambda: ours(really_stuck(cluster), group, ns) == stuck_of(from_record),
+                       raise_on_timeout=False, message="kfin stuck to see the CRD held")
+    assert ours(really_stuck(cluster), group, ns) == stuck_of(from_record)
+    for w in ("w1", "w2"):
+        cluster.strip_finalizers(f"/apis/{group}/v1/namespaces/{ns}/widgets/{w}")
 
 
 def kfin_with_stdin(text: str, *args: str):
