@@ -110,7 +110,7 @@ def webhook(guard: Guard, name: str) -> dict:
 
 def dry_run_delete(kube, namespace: str) -> tuple[float, list[str]]:
     """Seconds for kube-apiserver to answer a dry-run DELETE of the namespace, and its Warning headers."""
-    from kfin.api.connection import warnings_of
+    from kfin.api.transport import warnings_of
 
     started = time.perf_counter()
     _, headers, _ = kube.send("DELETE", f"/api/v1/namespaces/{namespace}", {"dryRun": "All"},

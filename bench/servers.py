@@ -125,8 +125,8 @@ class CountingProxy:
                 body = self.rfile.read(length) if length else None
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() in ("accept", "content-type", "user-agent")}
-                headers.update(kube._api.auth_headers())
-                answer = kube._api.pool.request(self.command, kube.server + self.path, body=body, headers=headers,
+                headers.update(kube._transport.auth_headers())
+                answer = kube._transport.pool.request(self.command, kube.server + self.path, body=body, headers=headers,
                                                 retries=False, redirect=False)
                 data = answer.data
                 with lock:

@@ -102,7 +102,7 @@ def test_kfin_stuck_all_contexts_from_the_command_line(four_clusters, tmp_path):
 def test_all_contexts_reads_the_kubeconfig_without_the_kubernetes_package(four_clusters):
     """Listing the contexts once went through the kubernetes package: 0.3 s of imports before any context was
     read, a sixth of a 20-context fleet's scan (bench/RESULTS.md, fleet). The contexts come in kubectl's order."""
-    code = ("import sys\nfrom kfin.api.connection import context_names\nprint(context_names(sys.argv[1]))\n"
+    code = ("import sys\nfrom kfin.api.connect import context_names\nprint(context_names(sys.argv[1]))\n"
             "print('kubernetes' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code, str(four_clusters)], capture_output=True, text=True, cwd=ROOT)
     assert done.stdout.splitlines() == ["['c0', 'c1', 'c2', 'c3', 'gone']", "False"], done.stderr

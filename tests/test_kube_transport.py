@@ -1,4 +1,4 @@
-"""kfin/api/connection.py's transport: credentials come from the client's refresh hook, but not on every request."""
+"""kfin/api/transport.py: credentials come from the client's refresh hook, but not on every request."""
 
 import json
 
@@ -14,9 +14,9 @@ from tests.runner import kfin
 
 def test_credentials_are_refreshed_every_few_seconds_not_on_every_request(fake, fake_kubeconfig, monkeypatch):
     """Credentials that can change (exec plugins, auth providers) come from the kubernetes package."""
-    monkeypatch.setattr("kfin.api.connection.load_static", lambda *_: None)
+    monkeypatch.setattr("kfin.api.connect.load_static", lambda *_: None)
     kube = Kube.connect(Target(str(fake_kubeconfig)))
-    configuration = kube._api.configuration
+    configuration = kube._transport.configuration
     asked = []
     auth_settings = type(configuration).auth_settings
     monkeypatch.setattr(type(configuration), "auth_settings", lambda self: asked.append(1) or auth_settings(self))
@@ -30,7 +30,7 @@ def test_credentials_are_refreshed_every_few_seconds_not_on_every_request(fake, 
     def renewing_hook(config):
         config.api_key["BearerToken"] = f"Bearer {VIEWER_TOKEN}"
     configuration.refresh_api_key_hook = renewing_hook
-    monkeypatch.setattr(kube._api, "AUTH_REFRESH_SECONDS", 0)
+    monkeypatch.setattr(kube._transport, "AUTH_REFRESH_SECONDS", 0)
     kube.request("GET", "/api/v1/namespaces")
     assert fake.requests[-1].user == "viewer"
 
@@ -73,7 +73,7 @@ def test_every_connection_to_a_server_shares_one_tls_context_its_ca_loaded_once(
                         lambda self, *args, **kwargs: loaded.append(1) or real(self, *args, **kwargs))
     kube = Kube.connect(Target(str(tls_fake.kubeconfig(tmp_path / "kubeconfig"))))
     for _ in range(5):
-        kube._api.pool.clear()  # the next request opens a new connection
+        kube._transport.pool.clear()  # the next request opens a new connection
         assert kube.request("GET", "/version")["major"] == "1"
     assert len(loaded) == 1
 

@@ -203,9 +203,9 @@ def test_a_redirect_is_an_error_never_a_success(fake, fake_kubeconfig, status):
 def test_a_silent_server_is_bounded_without_request_timeout(fake, fake_kubeconfig, monkeypatch):
     """Issue 27: without --request-timeout a server that accepts and never answers hung kfin forever; now each
     silence is bounded (120 s by default; shortened here)."""
-    from kfin.api import connection
+    from kfin.api import transport
 
-    monkeypatch.setattr(connection, "DEFAULT_READ_TIMEOUT", 0.5)
+    monkeypatch.setattr(transport, "DEFAULT_READ_TIMEOUT", 0.5)
     fake.faults.append(Fault(path="^/version$", delay=3))
     started = time.monotonic()
     result = kfin("version", "--kubeconfig", str(fake_kubeconfig))
@@ -286,9 +286,9 @@ def test_a_tls_handshake_that_never_completes_is_bounded_without_request_timeout
     part of connecting: bounded by the connect timeout (30 s by default; shortened here)."""
     import socket
 
-    from kfin.api import connection
+    from kfin.api import transport
 
-    monkeypatch.setattr(connection, "DEFAULT_CONNECT_TIMEOUT", 0.5)
+    monkeypatch.setattr(transport, "DEFAULT_CONNECT_TIMEOUT", 0.5)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)  # accepted by the kernel, never read

@@ -1,60 +1,28 @@
-"""The connection to one API server (Kube): every request kfin sends goes through it.
+"""The connection to one API server (Kube): the calls kfin makes, every one through its Transport.
 
 Everything it returns is plain JSON values (dicts and lists), so the rest of kfin works the same on a
 live cluster and on a saved snapshot. Callers outside kfin.api name objects by ResourceType, namespace
-and name; the paths are built here and in kfin.api.paths only. The `kubernetes` package is imported
-only when a kubeconfig needs it, because importing it costs a third of a second.
+and name; the paths are built here and in kfin.api.paths only. Connecting (kubeconfig, credentials, TLS) is
+kfin.api.connect's job; sending, deadlines, retries and errors kfin.api.transport's.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import logging
-import os
-import re
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
 
-from kfin import __version__
-from kfin.api import protobuf, trace
-from kfin.api.exec_credential import bounded_provider
-from kfin.api.kubeconfig import load_static
-from kfin.api.kubeconfig_types import check_kubeconfig, header_safe
+from kfin.api import protobuf
+from kfin.api.connect import open_transport
 from kfin.api.paths import api_path, group_version_path, resource_path
 from kfin.api.shapes import ShapeError, check_dict, check_object, check_page
 from kfin.api.target import Target
-from kfin.errors import APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError, UnreachableError
+from kfin.api.transport import JSON, Transport, What, max_answer_bytes
+from kfin.errors import APIError, ConfigError, KfinError, NotFoundError
 from kfin.model import ResourceType
-from kfin.names import check_namespace, quoted
-from kfin.util.text import printable, redact_url
-
-# (verb, resource, namespace) of a request, for the message of a 403
-What = tuple[str, str, str | None]
-
-JSON = "application/json"
-# A Warning header's value (RFC 7234 5.5): code, agent, "quoted text" (k8s.io/apimachinery pkg/util/net
-# NewWarningHeader escapes quotes and backslashes); kube-apiserver sends one header per warning, and a proxy may
-# join them with commas.
-WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
-
-
-def show_warning(text: str) -> None:
-    """What the API server warns about a write kfin made (an admission webhook's `warnings`, kfin guard's among
-    them; a finalizer name it dislikes), on stderr as kubectl shows it."""
-    print(f"Warning: {printable(text, one_line=True)}", file=sys.stderr, flush=True)
-
-
-def warnings_of(headers: Any) -> list[str]:
-    """The texts of a response's Warning headers, unescaped."""
-    values = headers.getlist("Warning") if hasattr(headers, "getlist") else headers.get_all("Warning") or []
-    return [re.sub(r"\\(.)", r"\1", m) for value in values for m in WARNING.findall(value)]
-
+from kfin.names import check_namespace
 
 _PARSING = threading.Lock()  # one page parsed at a time: see Kube._pages
 # Metadata-only answers keep Secret data (and every spec) on the server. The JSON fallback lets
@@ -64,43 +32,6 @@ METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,
 # Lists of metadata as protobuf first (half the bytes; kfin.api.protobuf), JSON where that is not served.
 PROTOBUF_METADATA_LIST_ACCEPT = protobuf.CONTENT_TYPE + protobuf.METADATA_LIST + "," + METADATA_LIST_ACCEPT
 AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
-IN_CLUSTER_HOST = "KUBERNETES_SERVICE_HOST"
-
-
-def _kubeconfig_paths(explicit: str | None) -> list[str]:
-    if explicit:
-        return [explicit]
-    env = os.environ.get("KUBECONFIG")
-    if env:
-        return [p for p in env.split(os.pathsep) if p]
-    return [str(Path("~/.kube/config").expanduser())]
-
-
-def context_names(kubeconfig: str | None) -> list[str]:
-    """Every context of the kubeconfig (for --all-contexts), in the order kubectl merges them: the first file
-    that names a context wins. Read by kfin's own typed reading, not the kubernetes package (0.3 s to import)."""
-    existing = [p for p in _kubeconfig_paths(kubeconfig) if Path(p).expanduser().is_file()]
-    if not existing:
-        raise ConfigError("no kubeconfig found: set KUBECONFIG or pass --kubeconfig")
-    names: dict[str, None] = {}
-    for document in check_kubeconfig(existing):
-        names.update((entry["name"], None) for entry in document.get("contexts") or [])
-    if not names:
-        raise ConfigError(f"kubeconfig {', '.join(existing)} has no contexts")
-    return list(names)
-
-
-def load_transport() -> None:
-    """Import what requests go through (urllib3, ssl: ~80 ms) now, in a process about to fork workers that
-    would each import it again."""
-    import ssl  # noqa: F401
-
-    import urllib3  # noqa: F401
-
-
-# Without --request-timeout, a connection (TLS handshake included) and each silence of the server are still
-# bounded: kubectl's dial timeout, and more than any real server stays silent while it answers.
-DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT = 30.0, 120.0
 # At 500 items a page, 10 million objects: a server paging beyond is not a real one, or not one to read whole.
 MAX_PAGES = 20_000
 
@@ -108,12 +39,12 @@ MAX_PAGES = 20_000
 class Kube:
     """A connection to one API server (one kubeconfig context)."""
 
-    def __init__(self, transport: _Transport, context: str, server: str, namespace: str, timeout: float | None):
-        check_namespace(namespace, ConfigError, f'namespace of context "{context}"')
-        self._api = transport
-        self.context = context
-        self.server = server
-        self.shown = redact_url(server)  # how messages name it: never with a password in it
+    def __init__(self, transport: Transport, namespace: str, timeout: float | None):
+        check_namespace(namespace, ConfigError, f'namespace of context "{transport.context}"')
+        self._transport = transport
+        self.context = transport.context
+        self.server = transport.server
+        self.shown = transport.shown
         self.namespace = namespace
         self.timeout = timeout
 
@@ -127,140 +58,11 @@ class Kube:
     # ----- connecting ------------------------------------------------------------------------------
     @classmethod
     def connect(cls, target: Target = Target()) -> Kube:
-        paths = _kubeconfig_paths(target.kubeconfig)
-        existing = [p for p in paths if Path(p).expanduser().is_file()]
-        documents = check_kubeconfig(existing, target.context)
-        if existing and (not target.kubeconfig or existing == paths):
-            static = load_static(existing, target.context, documents[0] if len(documents) == 1 else None)
-            if static is not None:
-                configuration, context, namespace = static
-                return cls._make(configuration, context, namespace, target.request_timeout)
-        return cls._connect_with_client(target, paths, existing)
-
-    @classmethod
-    def _connect_with_client(cls, target: Target, paths: list[str], existing: list[str]) -> Kube:
-        from kubernetes import client, config
-        from kubernetes.config import kube_config
-        from kubernetes.config.config_exception import ConfigException
-        from kubernetes.config.exec_provider import ExecProvider
-
-        # the package looks its ExecProvider up when it runs a plugin (at load and at each refresh)
-        kube_config.ExecProvider = bounded_provider(ExecProvider, target.request_timeout)  # type: ignore[misc]
-        configuration = client.Configuration()
-        if target.kubeconfig and not existing:
-            raise ConfigError(f"kubeconfig {target.kubeconfig} does not exist")
-        if not existing:
-            if os.environ.get(IN_CLUSTER_HOST) and target.context is None:
-                try:
-                    config.load_incluster_config(client_configuration=configuration)
-                except ConfigException as error:
-                    raise ConfigError(f"in-cluster config is incomplete: {error}") from None
-                namespace = _in_cluster_namespace()
-                return cls._make(configuration, "in-cluster", namespace, target.request_timeout)
-            raise ConfigError(
-                "no kubeconfig found: set KUBECONFIG, pass --kubeconfig, or run kfin inside a "
-                f"cluster (looked for {', '.join(paths)})"
-            )
-        try:
-            contexts, active = config.list_kube_config_contexts(config_file=os.pathsep.join(existing))
-        except ConfigException as error:
-            raise ConfigError(f"cannot use kubeconfig {', '.join(existing)}: {error}") from None
-        except Exception as error:  # unreadable YAML and the like
-            raise ConfigError(f"cannot read kubeconfig {', '.join(existing)}: {error}") from None
-        names = [c["name"] for c in contexts or []]
-        name = target.context or (active or {}).get("name")
-        if not name:
-            raise ConfigError(
-                f"kubeconfig {', '.join(existing)} has no current context: pass --context "
-                f"(available: {', '.join(names) or 'none'})"
-            )
-        if name not in names:
-            raise ConfigError(f'context "{name}" not found in kubeconfig (available: {", ".join(names) or "none"})')
-        with _LoggedErrors() as logged:  # the package logs a failing exec plugin instead of raising
-            try:
-                config.load_kube_config(
-                    config_file=os.pathsep.join(existing),
-                    context=name,
-                    client_configuration=configuration,
-                    persist_config=False,
-                )
-            except Exception as error:  # ConfigException, and the package's own slips
-                raise ConfigError(f'cannot use context "{name}": {error}') from None
-        if logged:
-            raise ConfigError(f'cannot use context "{name}": {logged[0]}')
-        context = next(c for c in contexts if c["name"] == name)
-        namespace = (context.get("context") or {}).get("namespace") or "default"
-        return cls._make(configuration, name, namespace, target.request_timeout)
-
-    @classmethod
-    def _make(cls, configuration: Any, context: str, namespace: str, timeout: float | None) -> Kube:
-        """Requests go through urllib3 directly, set up from the client's Configuration.
-
-        The kubernetes package is used for what it does best and keeps stable (kubeconfig, in-cluster
-        config, exec and token-refresh auth, TLS settings); its generated ApiClient changes shape between
-        releases and cannot return raw metadata-only JSON without deserialising it.
-        """
-        import ssl  # with urllib3, 40 ms: only once a command needs a cluster
-
-        import urllib3
-
-        logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings are not for users
-        host = configuration.host or ""
-        try:
-            url = urlsplit(host)
-            usable = url.scheme in ("http", "https") and bool(url.hostname)
-            extra = url.query or url.fragment or "?" in host or "#" in host
-        except ValueError:
-            usable, extra = False, False
-        if not usable:
-            raise ConfigError(
-                f"context {quoted(context)} names no usable server (server: {quoted(redact_url(host))}): it must be "
-                "an http:// or https:// URL"
-            )
-        if extra:  # every request path is appended to it: a query or fragment would swallow them
-            raise ConfigError(
-                f"context {quoted(context)}: its server URL {quoted(redact_url(host))} has a query or a fragment; "
-                "a server URL is a scheme, a host and an optional path"
-            )
-        for attribute, what in (
-            ("ssl_ca_cert", "certificate-authority"),
-            ("cert_file", "client-certificate"),
-            ("key_file", "client-key"),
-        ):
-            path = getattr(configuration, attribute, None)
-            if path and not Path(path).is_file():
-                raise ConfigError(f'context "{context}": its {what} file {path} does not exist')
-
-        pool_args = {
-            "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
-            "ssl_context": _tls_context(configuration, context),
-            "maxsize": 32,
-            # A short retry for dropped connections on idempotent requests; a refused port still fails fast.
-            "retries": urllib3.Retry(total=2, connect=1, read=1, status=0, backoff_factor=0.1),
-        }
-        if getattr(configuration, "tls_server_name", None):
-            pool_args["server_hostname"] = configuration.tls_server_name
-        if configuration.assert_hostname is not None:
-            pool_args["assert_hostname"] = configuration.assert_hostname
-        if not configuration.verify_ssl:
-            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-        pool: urllib3.PoolManager
-        if configuration.proxy:
-            pool = urllib3.ProxyManager(proxy_url=configuration.proxy, **pool_args)
-        else:
-            pool = urllib3.PoolManager(**pool_args)
-        return cls(
-            _Transport(configuration, pool, context), context, configuration.host.rstrip("/"), namespace, timeout
-        )
+        """A connection to the target's API server (kfin.api.connect reads the kubeconfig)."""
+        transport, namespace = open_transport(target)
+        return cls(transport, namespace, target.request_timeout)
 
     # ----- requests --------------------------------------------------------------------------------
-    # Dropped connections are retried within the deadline: a refused port at most once, a lost answer
-    # once for reads only. A write whose answer is lost may have been carried out: repeated, a PUT /finalize
-    # or a DELETE answers 404 or 409 for its own success, and the audit log would say "nothing removed". The
-    # caller reads the object again instead (kfin.core.removal).
-    RETRY_CONNECT, RETRY_READ = 1, 1
-    SAFE_TO_REPEAT = frozenset({"GET", "HEAD"})
-
     def request(
         self,
         method: str,
@@ -273,7 +75,7 @@ class Kube:
     ) -> Any:
         """One API request; JSON in and out. `what` is (verb, resource, namespace) for error messages."""
         _, _, data = self.send(method, path, query, body, accept, content_type, what)
-        return self._json(path, data)
+        return self._transport.decode(path, data)
 
     def send(
         self,
@@ -287,161 +89,10 @@ class Kube:
         headers: dict | None = None,
         check: bool = True,
     ) -> tuple[int, Any, bytes]:
-        """(status, response headers, body bytes) of one request; an error status raises (unless `check` is
-        False: a dry run's rejection is its answer).
-
-        --request-timeout is a deadline for the whole request, retries and a slowly trickled body
-        included, as kubectl's: each wait on the socket gets only the time that is left.
-        """
-        import urllib3
-
-        deadline = time.monotonic() + self.timeout if self.timeout else None
-        sent = self._headers(accept, headers)
-        data = None
-        if body is not None:
-            sent["Content-Type"] = content_type or JSON
-            data = json.dumps(body).encode()
-        params = {k: v for k, v in (query or {}).items() if v is not None}
-        url = self.server + path + (("?" + urlencode(params)) if params else "")
-        tries = {"connect": 0, "read": 0}
-        while True:
-            started = time.monotonic()
-            left = self._left(deadline)
-            try:
-                response = self._api.pool.request(
-                    method,
-                    url,
-                    body=data,
-                    headers=sent,
-                    retries=False,
-                    redirect=False,
-                    preload_content=False,
-                    timeout=urllib3.Timeout(connect=left, read=left)
-                    if left
-                    else urllib3.Timeout(connect=DEFAULT_CONNECT_TIMEOUT, read=DEFAULT_READ_TIMEOUT),
-                )
-                payload = _read_body(response, deadline)
-                trace.request(method, url, response.status, response.reason or "", started, sent, payload)
-            except _DeadlinePassedError:
-                raise self._connection_error(TimeoutError("timed out")) from None
-            except (urllib3.exceptions.HTTPError, OSError) as error:
-                step = (
-                    "connect"
-                    if isinstance(
-                        error, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError)
-                    )
-                    else "read"
-                )
-                limit = self.RETRY_CONNECT if step == "connect" else self.RETRY_READ
-                retry = (
-                    tries[step] < limit
-                    and (step == "connect" or method in self.SAFE_TO_REPEAT)
-                    and not isinstance(error, urllib3.exceptions.TimeoutError)
-                    and not _is_tls(error)
-                )
-                if retry and (deadline is None or deadline - time.monotonic() > 0.1):
-                    tries[step] += 1
-                    time.sleep(0.1)
-                    continue
-                raise self._connection_error(error) from None
-            if response.status >= 400 and (check or response.status == 401):  # a 401 is the credentials'
-                raise self._api_error(response.status, response.reason, payload, what)
-            if 300 <= response.status < 400 and response.status != 304:  # 304: an ETag kfin sent still matches
-                raise self._redirect_error(response.status, response.headers.get("Location"))
-            if method not in self.SAFE_TO_REPEAT and not params.get("dryRun") and response.status < 300:
-                for text in warnings_of(response.headers):  # a dry run's are kfin's own business (explain)
-                    show_warning(text)
-            return response.status, response.headers, payload
-
-    def _headers(self, accept: str, extra: dict | None = None) -> dict:
-        """What every request sends: what it accepts, who asks, and the credentials (those win)."""
-        return {"Accept": accept, "User-Agent": f"kfin/{__version__}", **(extra or {}), **self._api.auth_headers()}
-
-    def _left(self, deadline: float | None) -> float | None:
-        if deadline is None:
-            return None
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise self._connection_error(TimeoutError("timed out"))
-        return left
-
-    def _json(self, path: str, data: bytes) -> Any:
-        if not data:
-            return None
-        try:
-            return json.loads(data)
-        except ValueError:
-            if _html(data):
-                raise self._not_kubernetes(f"an HTML page for {path}") from None
-            raise APIError(f"the API server at {self.shown} answered {path} with something that is not JSON") from None
-        except RecursionError:  # json's decoder recurses: no real answer nests this deep
-            raise APIError(f"the API server at {self.shown} answered {path} with JSON nested too deeply") from None
-
-    def _connection_error(self, reason: BaseException) -> KfinError:
-        from urllib3.exceptions import MaxRetryError, NewConnectionError, SSLError
-        from urllib3.exceptions import TimeoutError as Urllib3Timeout
-
-        if isinstance(reason, MaxRetryError) and reason.reason is not None:
-            reason = reason.reason
-        text = str(reason)
-        if isinstance(reason, NewConnectionError):  # a subclass of the timeout errors, but not one
-            return UnreachableError(
-                f"cannot reach the API server at {self.shown} (context {self.context}): {_short(text)}"
-            )
-        if isinstance(reason, SSLError) or "SSL" in text or "certificate" in text:
-            return AuthError(f"TLS handshake with {self.shown} failed (context {self.context}): {_short(text)}")
-        if isinstance(reason, (Urllib3Timeout, TimeoutError)) or "timed out" in text:
-            return UnreachableError(f"the API server at {self.shown} did not answer in time (context {self.context})")
-        return UnreachableError(f"cannot reach the API server at {self.shown} (context {self.context}): {_short(text)}")
-
-    def _redirect_error(self, code: int, location: str | None) -> KfinError:
-        """A 3xx: the API server never redirects; following one could send the credentials elsewhere."""
-        to = f" to {quoted(redact_url(location))}" if location else ""
-        return APIError(
-            f"the API server at {self.shown} answered {code} (a redirect{to}): kfin follows no "
-            "redirects; check the server URL of context " + quoted(self.context)
-        )
-
-    def _not_kubernetes(self, answer: str) -> APIError:
-        """Another HTTP server than a Kubernetes API server: its page is no message for the user."""
-        return APIError(
-            f"the server at {self.shown} does not answer like a Kubernetes API server ({answer}): check the server "
-            f"URL of context {quoted(self.context)}"
-        )
-
-    def _api_error(self, code: int, reason: str, body: bytes, what: What | None) -> KfinError:
-        status = _status_body(body)
-        message = status.get("message") or (body or b"").decode(errors="replace").strip() or reason
-        if code == 401:
-            return AuthError(
-                f"the API server at {self.shown} rejected the credentials of context {self.context} "
-                "(401 Unauthorized): log in again or check the kubeconfig user"
-            )
-        if not status and (_html(body) or _json_document(body)):
-            # kube-apiserver's errors are a Status, or a line of plain text (Go's "404 page not found")
-            kind = "an HTML page" if _html(body) else "JSON that is not a Kubernetes Status"
-            return self._not_kubernetes(f"{code} {reason} with {kind}")
-        if code == 403:
-            verb, resource, namespace = what or ("", "", None)
-            if verb:
-                where = f' in namespace "{namespace}"' if namespace else " at cluster scope"
-                return ForbiddenError(
-                    f'forbidden: kfin needs "{verb}" on "{resource}"{where} (server said: {message})',
-                    verb,
-                    resource,
-                    namespace,
-                )
-            return ForbiddenError(f"forbidden: {message}")
-        if code == 404:
-            details: dict = status["details"] if isinstance(status.get("details"), dict) else {}
-            return NotFoundError(message, str(details.get("kind") or ""), str(details.get("name") or ""))
-        if code == 503 and not status:  # an aggregated API without a backend answers in plain text
-            return APIError(
-                f"{message} (503): the APIService behind it has no available backend", code, "ServiceUnavailable"
-            )
-        return APIError(
-            f"{message} ({code} {status.get('reason') or reason})", code, status.get("reason", ""), _causes(status)
-        )
+        """(status, response headers, body bytes) of one request, through the transport within this
+        connection's deadline; an error status raises (unless `check` is False: a dry run's rejection is its
+        answer)."""
+        return self._transport.send(method, path, query, body, accept, content_type, what, headers, check, self.timeout)
 
     # ----- the calls kfin makes --------------------------------------------------------------------
     def server_version(self) -> dict:
@@ -588,7 +239,7 @@ class Kube:
                 if protobuf.is_protobuf(headers.get("Content-Type")):  # its messages type every field: no check_page
                     page = protobuf.metadata_list(data, f"GET {path}", keep is not None, keep)
                 else:
-                    page = check_page(self._json(path, data), f"GET {path}")
+                    page = check_page(self._transport.decode(path, data), f"GET {path}")
                 del data
                 token = (page.get("metadata") or {}).get("continue")
                 if token and (token in tokens or len(tokens) >= MAX_PAGES):  # a list that would never end
@@ -648,7 +299,7 @@ class Kube:
         )
         if status == 304:
             return None, etag
-        document = check_dict(self._json(path, data), f"GET {path} of {self.shown}")
+        document = check_dict(self._transport.decode(path, data), f"GET {path} of {self.shown}")
         if document.get("kind") != "APIGroupDiscoveryList":
             return document, None
         return document, headers.get("ETag")
@@ -680,24 +331,9 @@ class Kube:
             for k, v in dict(query, watch="1", allowWatchBookmarks="true", timeoutSeconds=str(timeout_seconds)).items()
             if v is not None
         }
-        headers = self._headers(accept)
         wait = urllib3.Timeout(connect=self.timeout or 30, read=idle or timeout_seconds + 15)
-        url = self.server + path + "?" + urlencode(params)
-        started = time.monotonic()
+        response = self._transport.open_stream(path, params, accept, what, wait, opened)
         try:
-            response = self._api.pool.request(
-                "GET", url, headers=headers, preload_content=False, retries=False, timeout=wait
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise self._connection_error(error) from None
-        trace.request("WATCH", url, response.status, response.reason or "", started, headers, b"")
-        if opened is not None:
-            opened(response)
-        try:
-            if response.status >= 400:
-                raise self._api_error(response.status, response.reason, response.read(), what)
-            if response.status >= 300:
-                raise self._redirect_error(response.status, response.headers.get("Location"))
             pending = b""
             try:
                 for chunk in response.stream(1 << 16):
@@ -730,188 +366,3 @@ class Kube:
             content_type="application/json-patch+json",
             what=what,
         )
-
-
-class _Transport:
-    """A urllib3 pool plus the client Configuration that knows the credentials (and refreshes them)."""
-
-    # The client's refresh hook re-applies the whole kubeconfig (and re-reads proxy settings from the
-    # environment) on every call: about a millisecond a request, measured in bench/. Tokens that expire
-    # are refreshed by that hook 5 minutes early, so asking it every few seconds loses nothing.
-    AUTH_REFRESH_SECONDS = 5.0
-
-    def __init__(self, configuration: Any, pool: Any, context: str):
-        self.configuration, self.pool, self.context = configuration, pool, context
-        self._auth: dict | None = None
-        self._auth_at = 0.0
-        self._auth_lock = threading.Lock()
-
-    def auth_headers(self) -> dict:
-        with self._auth_lock:
-            now = time.monotonic()
-            if self._auth is None or now - self._auth_at >= self.AUTH_REFRESH_SECONDS:
-                headers = {}
-                for setting in self.configuration.auth_settings().values():
-                    if setting.get("in") == "header" and setting.get("value"):
-                        # a token file ends with a line break more often than not: kubectl trims it too
-                        value = str(setting["value"]).strip()
-                        if not header_safe(value):  # from a token file or a plugin; never printed
-                            raise ConfigError(
-                                f"the credentials of context {quoted(self.context)} hold a line break, a control "
-                                "character or a character outside Latin-1: they cannot be sent in an HTTP header"
-                            )
-                        headers[setting["key"]] = value
-                self._auth, self._auth_at = headers, now
-            return dict(self._auth)
-
-
-class _LoggedErrors:
-    """Collects what is logged at ERROR while a kubeconfig is loaded (and keeps it off the terminal)."""
-
-    def __enter__(self) -> list[str]:
-        self.messages: list[str] = []
-        self.handler = logging.Handler(logging.ERROR)
-        self.handler.emit = lambda record: self.messages.append(record.getMessage())  # type: ignore[method-assign]
-        root = logging.getLogger()
-        self.had_handlers = bool(root.handlers)
-        root.addHandler(self.handler)
-        return self.messages
-
-    def __exit__(self, *exc: object) -> None:
-        root = logging.getLogger()
-        root.removeHandler(self.handler)
-        if not self.had_handlers:  # a later refresh of the plugin must not print "ERROR:root:" either
-            root.addHandler(logging.NullHandler())
-
-
-class _DeadlinePassedError(Exception):
-    """--request-timeout ran out while the answer was still arriving."""
-
-
-def max_answer_bytes() -> int:
-    """The largest answer kfin reads (256 MiB; KFIN_MAX_ANSWER_MB sets it): a page of 500 objects is a few MiB,
-    an endless chunked answer or a decompression bomb never ends."""
-    try:
-        megabytes = int(os.environ.get("KFIN_MAX_ANSWER_MB", "256"))
-    except ValueError:
-        megabytes = 256
-    return max(megabytes, 1) << 20
-
-
-def _read_body(response: Any, deadline: float | None) -> bytes:
-    """The whole body, each socket wait limited to the time left before `deadline`."""
-    chunks, size, limit = [], 0, max_answer_bytes()
-    try:
-        while True:
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise _DeadlinePassedError()
-                sock = getattr(getattr(response, "connection", None), "sock", None)
-                if sock is not None:
-                    sock.settimeout(left)
-            chunk = response.read1(1 << 16)  # decompressed: a gzip bomb is counted as what it becomes
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise ShapeError(
-                    f"an answer larger than {limit // (1 << 20)} MiB: refused (set KFIN_MAX_ANSWER_MB to allow more)"
-                )
-    except BaseException:
-        response.close()  # the connection is in an unknown state: never back to the pool
-        raise
-    response.release_conn()
-    return b"".join(chunks)
-
-
-def _tls_context(configuration: Any, context: str) -> Any:
-    """One SSLContext for every connection to the server, its CA and client certificate loaded once: urllib3
-    loads them again for each new connection otherwise, a third of a connection's CPU (bench/RESULTS.md)."""
-    import ssl
-
-    from urllib3.util import create_urllib3_context
-
-    tls = create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE)
-    ca_file, ca_data = configuration.ssl_ca_cert, getattr(configuration, "ca_cert_data", None)
-    try:
-        if ca_file or ca_data:
-            tls.load_verify_locations(cafile=ca_file, cadata=ca_data)
-        elif configuration.verify_ssl:
-            tls.load_default_certs()
-    except (ssl.SSLError, OSError, ValueError) as error:
-        raise ConfigError(
-            f"context {quoted(context)}: its certificate-authority cannot be used: {_short(str(error))}"
-        ) from None
-    try:
-        if configuration.cert_file:
-            tls.load_cert_chain(configuration.cert_file, configuration.key_file)
-    except (ssl.SSLError, OSError, ValueError) as error:
-        raise ConfigError(
-            f"context {quoted(context)}: its client-certificate and client-key cannot be used: {_short(str(error))}"
-        ) from None
-    return tls
-
-
-def _is_tls(error: BaseException) -> bool:
-    import urllib3
-
-    return isinstance(error, urllib3.exceptions.SSLError) or "SSL" in str(error) or "certificate" in str(error)
-
-
-def _status_body(body: bytes | None) -> dict:
-    try:
-        parsed = json.loads(body) if body else {}
-    except (ValueError, TypeError, RecursionError):
-        return {}
-    return parsed if isinstance(parsed, dict) and parsed.get("kind") == "Status" else {}
-
-
-def _html(body: bytes | None) -> bool:
-    """An HTML (or XML) page: no answer of kube-apiserver starts with '<'."""
-    return (body or b"").lstrip()[:1] == b"<"
-
-
-def _json_document(body: bytes | None) -> bool:
-    """A JSON object or array (a Status is one too: the caller tells them apart)."""
-    try:
-        return isinstance(json.loads(body or b""), (dict, list))
-    except (ValueError, RecursionError):
-        return False
-
-
-def _causes(status: dict) -> tuple[dict, ...]:
-    """A Status's details.causes, those of the expected shape (strings only)."""
-    details = status.get("details")
-    causes = details.get("causes") if isinstance(details, dict) else None
-    if not isinstance(causes, list):
-        return ()
-    return tuple(
-        {k: v for k, v in cause.items() if k in ("reason", "message", "field") and isinstance(v, str)}
-        for cause in causes
-        if isinstance(cause, dict)
-    )
-
-
-def _short(text: str) -> str:
-    """The useful end of urllib3's long connection messages."""
-    for marker in (
-        "Connection refused",
-        "Name or service not known",
-        "No route to host",
-        "nodename nor servname",
-        "timed out",
-        "WRONG_VERSION_NUMBER",
-        "CERTIFICATE_VERIFY_FAILED",
-    ):
-        if marker in text:
-            return marker.lower() if marker[0].isupper() and " " in marker else marker
-    return text.splitlines()[0][:200]
-
-
-def _in_cluster_namespace() -> str:
-    try:
-        return Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read_text().strip() or "default"
-    except OSError:
-        return "default"

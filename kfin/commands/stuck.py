@@ -6,7 +6,7 @@ import time
 
 import typer
 
-from kfin.api.connection import context_names
+from kfin.api.connect import context_names
 from kfin.commands import live
 from kfin.commands.flags import (
     AllNamespacesOpt,

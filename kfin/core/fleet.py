@@ -19,7 +19,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from functools import partial
 
-from kfin.api.connection import Kube, load_transport
+from kfin.api.connect import load_transport
+from kfin.api.connection import Kube
 from kfin.api.target import Target
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
