@@ -183,16 +183,15 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
             single.deleted, single.orphaned = [], []
             single.stuck = [s for s in single.stuck if s.obj.uid == obj.uid]
         result.unknown += [u for u in single.unknown if u not in result.unknown]
-        step.cascade = single.deleted
-        for each in [obj, *single.deleted]:
-            gone.setdefault(each.uid, step.number)
+        step.cascade = [o for o in single.deleted if o.uid not in gone]  # what an earlier step deleted: said there
+        for each in [obj, *step.cascade]:
+            gone[each.uid] = step.number
             if (each.type.group, each.type.resource) == SERVICES:
                 services_gone.setdefault((each.namespace, each.name), step.number)
-        step.stuck = list(single.stuck)
+        step.stuck = [s for s in single.stuck if gone.get(s.obj.uid, step.number) == step.number]
         known = {(s.obj.uid, s.finalizer) for s in single.stuck}
-        for each in [obj, *single.deleted]:
-            if gone[each.uid] == step.number:  # deleted by an earlier step: said there
-                step.stuck += _finalizer_updates_rejected(facts, each, services_gone, gone, step.number, known)
+        for each in [obj, *step.cascade]:
+            step.stuck += _finalizer_updates_rejected(facts, each, services_gone, gone, step.number, known)
         for s in single.orphaned:
             orphaned.setdefault((s.obj.uid, s.finalizer), s)
     # once every step's deletions are known: controllers deleted before, or moments after, what they finalize
@@ -203,16 +202,26 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
         for each in [step.obj, *step.cascade]:
             if gone.get(each.uid) == step.number:
                 step.stuck += _stranded(facts, each, step, gone, result, known)
-        if (step.obj.type.group, step.obj.type.resource) == CRDS and any(s.obj.uid != step.obj.uid for s in step.stuck):
-            names = ", ".join(dict.fromkeys(s.obj.name for s in step.stuck if s.obj.uid != step.obj.uid))
-            step.stuck.append(
-                Stuck(
-                    step.obj,
-                    "customresourcecleanup.apiextensions.k8s.io",
-                    f"it waits for its custom resources to go: {names} are left stuck",
-                    "HOLDING",
-                )
-            )
+    # a CRD waits for its custom resources, a namespace for its content: stuck at any step, they hold it
+    stuck = [s for d in result.steps for s in d.stuck]
+    for step in result.steps:
+        obj = step.obj
+        if obj is None or step.note or step.rejected:
+            continue
+        key = (obj.type.group, obj.type.resource)
+        if key == CRDS:
+            spec = obj.raw.get("spec") or {}
+            group, plural = spec.get("group"), (spec.get("names") or {}).get("plural")
+            held = [s.obj for s in stuck if (s.obj.type.group, s.obj.type.resource) == (group, plural)]
+            finalizer, what = "customresourcecleanup.apiextensions.k8s.io", "its custom resources"
+        elif key == NAMESPACES:
+            held = [s.obj for s in stuck if s.obj.namespace == obj.name and s.obj.uid != obj.uid]
+            finalizer, what = "kubernetes", "its content"
+        else:
+            continue
+        if held:
+            names = ", ".join(dict.fromkeys(o.name for o in held))
+            step.stuck.append(Stuck(obj, finalizer, f"it waits for {what} to go: {names} left stuck", "HOLDING"))
     # left without their controller: only what the teardown does not delete itself
     result.orphaned = [s for (uid, _), s in orphaned.items() if uid not in gone and uid not in teardown_uids]
     result.plan = _plan(result)

@@ -14,12 +14,13 @@ from kfin.render.terminal import columns_setting, console, say
 def teardown_report(result: Teardown) -> None:
     missing = sum(d.obj is None for d in result.steps)
     say(f"{result.tool}: {len(result.steps)} DELETE{'s' if len(result.steps) != 1 else ''} in this order")
-    if missing:
-        say(f"{missing} of the objects are not in the cluster (not found): nothing to delete there.")
     if result.tool.startswith("helm"):
         say("(a run of objects of one kind is deleted concurrently: its batch; Helm waits for none to be gone)")
     else:
         say("(one after the other; kubectl waits for them to be gone only after the last)")
+    if missing:
+        were = "is" if missing == 1 else "are"
+        say(f"{missing} of them {were} not in the cluster (not found): nothing to delete there.")
     for hook in result.hooks:
         events = ", ".join(e for e in hook["events"] if e.endswith("-delete"))
         say(

@@ -191,7 +191,8 @@ def test_an_operator_deleted_first_strands_its_custom_resources_a_race_while_it_
     first = from_manifests(f, [files[2], files[0], files[1]], "app", "kubectl delete -f op/")
     [racing] = first.steps[0].stuck
     assert not racing.certain and "deleted at step 2, moments later" in racing.reason
-    assert first.steps[2].stuck == []  # the CRD finds it deleted already: said once, at step 1
+    # the CRD finds it deleted already (said once, at step 1), and waits for it
+    assert [(s.obj.name, s.verdict) for s in first.steps[2].stuck] == [("widgets.example.com", "HOLDING")]
     # the plan's order: the custom resource deleted and gone (--wait) first, then the teardown finds nothing to race
     after = facts(*[o for o in f.everything(None) if o.name != "w1"], extra_types=(custom_type(),))
     assert from_manifests(after, files, "app", "kubectl delete -f op/").clean
@@ -236,3 +237,19 @@ def test_the_operators_serviceaccount_role_or_binding_deleted_first_strands_them
         result = from_manifests(f, [first, files[1], files[0]], "app", "kubectl delete -f op/")
         [stranded] = [s for s in result.steps[1].stuck if s.obj.name == "w1"]
         assert stranded.certain and why + " at step 1" in stranded.reason, stranded.reason
+
+
+def test_a_crd_deleted_before_its_namespace_is_said_once_and_holds_the_namespace_too():
+    widgets = custom_type()
+    crd = obj("crd.apiextensions.k8s.io", "widgets.example.com",
+              spec={"group": "example.com", "names": {"plural": "widgets", "kind": "Widget"}})
+    widget = obj(widgets, "w1", "app", finalizers=("example.com/gone-operator",))
+    f = facts(crd, widget, extra_types=(widgets,))
+    files = [as_manifest(doc("CustomResourceDefinition", "widgets.example.com", "apiextensions.k8s.io/v1", "")),
+             as_manifest(doc("Namespace", "app", namespace=""))]
+    result = from_manifests(f, files, "app", "kubectl delete -f x")
+    assert [(s.obj.name, s.verdict) for s in result.steps[0].stuck] == [
+        ("w1", "ORPHANED"), ("widgets.example.com", "HOLDING")]
+    assert result.steps[1].cascade == []  # w1: deleted at step 1 already
+    [held] = result.steps[1].stuck
+    assert (held.obj.name, held.finalizer, held.reason) == ("app", "kubernetes", "it waits for its content to go: w1 left stuck")
