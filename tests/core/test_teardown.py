@@ -4,6 +4,7 @@ Helm's uninstall order and release records, and what each step does to the next.
 import base64
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,8 @@ from kfin.core.teardown import from_manifests, from_release
 from kfin.errors import ExitCode, UsageError
 from tests.runner import kfin
 from tests.values import custom_type, facts, obj
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "stuck-cluster.json"
 
 
 def doc(kind: str, name: str, api_version: str = "v1", namespace: str = "app", **more) -> dict:
@@ -253,3 +256,21 @@ def test_a_crd_deleted_before_its_namespace_is_said_once_and_holds_the_namespace
     assert result.steps[1].cascade == []  # w1: deleted at step 1 already
     [held] = result.steps[1].stuck
     assert (held.obj.name, held.finalizer, held.reason) == ("app", "kubernetes", "it waits for its content to go: w1 left stuck")
+
+
+def test_a_teardown_from_a_snapshot_through_the_command(tmp_path):
+    """kfin preflight -f reads the snapshot as preflight does: the CRD's instance ORPHANED, the ConfigMap not found,
+    --exit-code 1 (a definite finding wins over the discovery failure's 8)."""
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: databases.acme.io}\n"
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: nothere, namespace: team-a}\n")
+    result = kfin("preflight", "-f", str(manifest), "--from-snapshot", str(EXAMPLE), "-o", "json",
+                  "--exit-code")
+    assert result.code == ExitCode.FOUND, result.stderr
+    report = json.loads(result.stdout)
+    assert report["kind"] == "TeardownPreflight" and report["clean"] is False
+    assert [(n["kind"], n["name"]) for n in report["notFound"]] == [("ConfigMap", "nothere")]
+    [orders] = [s for s in report["steps"][0]["wouldBeStuck"] if s["object"]["kind"] == "Database"]
+    assert (orders["object"]["name"], orders["verdict"]) == ("orders", "ORPHANED")
+    assert report["plan"][-1]["command"] == f"kubectl delete -f {manifest}"
