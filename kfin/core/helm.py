@@ -133,8 +133,10 @@ def uninstall_order(manifests: list[Manifest], major: int) -> list[Manifest]:
 
 
 def kept(manifest: Manifest) -> bool:
-    """`helm.sh/resource-policy: keep`: Helm leaves the object in place (filterManifestsToKeep)."""
-    return str(manifest.annotations.get(KEEP, "")).strip().lower() == "keep"
+    """Helm leaves the object in place (filterManifestsToKeep, pkg/action/resource_policy.go at v3.21.4): with
+    `helm.sh/resource-policy: keep`, and, as that function drops an object with any other value from both of
+    its lists, with any value at all."""
+    return KEEP in manifest.annotations
 
 
 def batches(manifests: list[Manifest]) -> list[int]:

@@ -29,7 +29,8 @@ def teardown_report(result: Teardown) -> None:
             + ": kfin does not run it; whatever it cleans up is not predicted here."
         )
     for m in result.kept:
-        say(f"Kept (helm.sh/resource-policy: keep): {m.kind}/{m.namespace + '/' if m.namespace else ''}{m.name}")
+        policy = m.annotations.get("helm.sh/resource-policy")
+        say(f"Kept (helm.sh/resource-policy: {policy}): {m.kind}/{m.namespace + '/' if m.namespace else ''}{m.name}")
     for crd in result.chart_crds:
         say(f"Never deleted by Helm: the chart's {crd} (its CRDs and their custom resources stay)")
     if result.unknown:

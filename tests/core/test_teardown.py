@@ -99,12 +99,15 @@ def test_a_release_record_decodes_as_helm_writes_it():
 def test_kept_objects_are_left_out_and_hooks_named():
     keep = doc("ConfigMap", "kept")
     keep["metadata"]["annotations"] = {"helm.sh/resource-policy": " Keep "}
-    release = helm.Release("r", "app", 1, "deployed", [as_manifest(keep), as_manifest(doc("ConfigMap", "gone"))],
+    odd = doc("ConfigMap", "odd")  # any other value: filterManifestsToKeep drops it from both lists
+    odd["metadata"]["annotations"] = {"helm.sh/resource-policy": "retain"}
+    release = helm.Release("r", "app", 1, "deployed",
+                           [as_manifest(keep), as_manifest(doc("ConfigMap", "gone")), as_manifest(odd)],
                            [{"name": "pre", "kind": "Job", "events": ["pre-delete"], "path": "x"},
                             {"name": "install", "kind": "Job", "events": ["post-install"], "path": "y"}])
     result = from_release(facts(), release, 3, "helm uninstall r -n app")
     assert [d.manifest.name for d in result.steps] == ["gone"]
-    assert [m.name for m in result.kept] == ["kept"]
+    assert [m.name for m in result.kept] == ["kept", "odd"]
     assert [h["name"] for h in result.hooks] == ["pre"]
     assert result.steps[0].obj is None  # not in the cluster: said so
 
