@@ -6,8 +6,10 @@
 - the order (pkg/releaseutil/kind_sorter.go, UninstallOrder; Helm 4: pkg/release/v1/util/kind_sorter.go):
   by kind, a kind's objects in manifest order (sort.SliceStable), unknown kinds last, alphabetically by kind.
   Helm 3 (v3.21.4, 813176c5) has no webhook configurations in its list: they go last, with the custom
-  resources; Helm 4 (main at e9b85e4d) deletes ValidatingWebhookConfiguration, then
-  MutatingWebhookConfiguration, first of all.
+  resources; Helm 4 (v4.2.4, 3900f434, and main at e9b85e4d) deletes ValidatingWebhookConfiguration, then
+  MutatingWebhookConfiguration, first of all. Helm's main (906f87ce, in no release yet) also skips the objects
+  that do not carry its ownership label and annotations (pkg/action/validate.go, verifyOwnershipBeforeDelete):
+  not modelled here.
 - the deletes (pkg/kube/client.go, batchPerform): a run of objects of the same kind is deleted concurrently,
   the next kind once those DELETEs returned; Helm never waits for the objects to be gone between kinds
   (`--wait` waits at the end only). Propagation background, unless `--cascade`.
