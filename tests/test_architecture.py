@@ -39,7 +39,9 @@ MAY_IMPORT = {
 # Imported inside a function only where start-up needs it: heavy packages, never kfin's own modules.
 LAZY_ALLOWED = {"networkx", "rich", "kubernetes", "yaml", "urllib3", "ssl", "importlib.metadata", "cel", "jsonschema", "jsonpath_ng",
                 # the MCP SDK and what it brings (an extra): imported by kfin mcp alone
-                "mcp", "pydantic", "anyio"}
+                "mcp", "pydantic", "anyio",
+                # cryptography (the guard extra): imported by kfin guard --self-signed alone
+                "cryptography"}
 PATH_LITERAL = re.compile(r"^/apis?(/|$)")
 
 

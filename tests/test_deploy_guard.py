@@ -126,3 +126,96 @@ def test_kubectl_apply_k_installs_the_guard(tmp_path):
                 "poddisruptionbudget.policy/kfin-guard"} <= set(done.stdout.split())
     finally:
         fake.stop()
+
+
+SELF_SIGNED = DEPLOY / "guard-self-signed"
+# kfin guard --self-signed's own writes: its Secret created and updated, its webhook configuration patched (a PATCH
+# is an UPDATE to admission). A webhook that matched one of them would make the guard depend on itself.
+OWN_WRITES = ("CREATE", "UPDATE")
+
+
+def test_the_guards_webhooks_never_match_its_own_writes():
+    """Both variants: every rule of every webhook is DELETE alone (never `*`, CREATE, UPDATE or CONNECT), so what
+    kfin guard writes to keep its certificate (CREATE and UPDATE of its Secret, a PATCH of its webhook
+    configuration) is never sent to it, and failing to write it never blocks a thing."""
+    for directory in (GUARD, SELF_SIGNED):
+        for obj in built(directory):
+            if obj["kind"] not in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+                continue
+            for hook in obj["webhooks"]:
+                operations = {op for rule in hook["rules"] for op in rule["operations"]}
+                assert operations == {"DELETE"}, (directory, hook["name"], operations)
+                assert not set(OWN_WRITES) & operations and "*" not in operations
+
+
+@needs_kubectl
+def test_the_self_signed_variant_is_the_guard_without_cert_manager_and_with_only_its_tls_rights(tmp_path):
+    objects = built(SELF_SIGNED)
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        assert not obj["apiVersion"].startswith("cert-manager.io/"), obj["kind"]
+    base = {(o["kind"], o["metadata"]["name"]) for o in built(GUARD) if not o["apiVersion"].startswith("cert-")}
+    named = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    assert set(named) == base | {("Role", "kfin-guard-tls"), ("RoleBinding", "kfin-guard-tls"),
+                                 ("ClusterRole", "kfin-guard-webhook-ca"),
+                                 ("ClusterRoleBinding", "kfin-guard-webhook-ca")}
+    config = named[("ValidatingWebhookConfiguration", "kfin-guard")]
+    assert "cert-manager.io/inject-ca-from" not in (config["metadata"].get("annotations") or {})
+    assert "caBundle" not in config["webhooks"][0]["clientConfig"]  # kfin guard writes it
+
+    # exactly: get and update of its Secret by name, create (which resourceNames cannot restrict), get and patch of
+    # its webhook configuration by name; the reader role stays read-only
+    role = named[("Role", "kfin-guard-tls")]
+    assert role["metadata"]["namespace"] == "kfin-system"
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["kfin-guard-ca"], "verbs": ["get", "update"]},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}]
+    assert named[("ClusterRole", "kfin-guard-webhook-ca")]["rules"] == [
+        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
+         "resourceNames": ["kfin-guard"], "verbs": ["get", "patch"]}]
+    assert all(set(rule["verbs"]) <= {"get", "list", "watch"}
+               for rule in named[("ClusterRole", "kfin-guard-reader")]["rules"])
+    for binding in (("RoleBinding", "kfin-guard-tls"), ("ClusterRoleBinding", "kfin-guard-webhook-ca")):
+        assert named[binding]["subjects"] == [{"kind": "ServiceAccount", "name": "kfin-guard",
+                                               "namespace": "kfin-system"}]
+
+    pod = named[("Deployment", "kfin-guard")]["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    args = container["args"]
+    value = {flag: args[i + 1] for i, flag in enumerate(args[:-1]) if flag.startswith("--")}
+    assert "--self-signed" in args and "--tls-cert-file" not in args
+    service = named[("Service", "kfin-guard")]["metadata"]
+    assert (value["--service-name"], value["--service-namespace"]) == (service["name"], service["namespace"])
+    assert value["--tls-secret"] == role["rules"][0]["resourceNames"][0]
+    assert value["--webhook-configuration"] == config["metadata"]["name"]
+    assert [v for v in pod["volumes"] if "secret" in v] == []  # the key never on a Secret volume
+    assert {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}} in pod["volumes"]
+    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+    # parsed in full, then refused only for the missing kubeconfig (exit 3), never as a usage error (exit 2)
+    result = kfin(*args[:1], "--kubeconfig", str(tmp_path / "none"), *args[1:])
+    assert result.code == 3 and "does not exist" in result.stderr, result
+
+
+@needs_kubectl
+def test_kubectl_apply_k_installs_the_self_signed_guard(tmp_path):
+    """`kubectl apply -k deploy/guard-self-signed/`, for real, against a tests/fakeapi of its own that knows no
+    cert-manager: every object is accepted."""
+    from tests.fakeapi import FakeAPIServer
+    from tests.fakeapi.tls import self_signed
+    from tests.test_deploy import KUBECTL
+
+    fake = FakeAPIServer().start(tls=self_signed(tmp_path))
+    try:
+        kubeconfig = fake.kubeconfig(tmp_path / "kubeconfig")
+        done = subprocess.run([KUBECTL, "apply", "--validate=false", "-k", str(SELF_SIGNED), "--kubeconfig",
+                               str(kubeconfig), "-o", "name"], capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert {"validatingwebhookconfiguration.admissionregistration.k8s.io/kfin-guard",
+                "deployment.apps/kfin-guard", "role.rbac.authorization.k8s.io/kfin-guard-tls",
+                "rolebinding.rbac.authorization.k8s.io/kfin-guard-tls",
+                "clusterrole.rbac.authorization.k8s.io/kfin-guard-webhook-ca",
+                "clusterrolebinding.rbac.authorization.k8s.io/kfin-guard-webhook-ca"} <= set(done.stdout.split())
+        assert not any("cert-manager" in line for line in done.stdout.split())
+    finally:
+        fake.stop()

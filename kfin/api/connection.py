@@ -143,6 +143,23 @@ class Kube:
             resource_path(rtype, namespace, name), operations, dry_run, ("patch", rtype.qualified, namespace)
         )
 
+    def create_object(self, rtype: ResourceType, namespace: str | None, body: dict) -> dict:
+        """POST one new object; the object the server made (409 AlreadyExists when its name is taken)."""
+        return check_object(
+            self.request(
+                "POST", resource_path(rtype, namespace), body=body, what=("create", rtype.qualified, namespace)
+            ),
+            f"POST {resource_path(rtype, namespace)}",
+        )
+
+    def replace_object(self, rtype: ResourceType, namespace: str | None, name: str, body: dict) -> dict:
+        """PUT one whole object: its metadata.resourceVersion guards the change (409 Conflict when it moved)."""
+        path = resource_path(rtype, namespace, name)
+        return check_object(
+            self.request("PUT", path, body=body, content_type=JSON, what=("update", rtype.qualified, namespace)),
+            f"PUT {path}",
+        )
+
     def delete_object(
         self, rtype: ResourceType, namespace: str | None, name: str, options: dict, dry_run: bool = False
     ) -> Any:

@@ -13,10 +13,11 @@ import typer
 from kfin.api.connection import Kube
 from kfin.commands.flags import ChunkSizeOpt, ContextOpt, KubeconfigOpt, TimeoutOpt, duration_seconds, merged
 from kfin.core.guard import CONTROL_PLANE_USERS, Guard
+from kfin.core.guard_tls import SelfSignedTLS, require_cryptography
 from kfin.core.watching import Watched
 from kfin.errors import UsageError
 from kfin.serve import exporter
-from kfin.serve.admission import Certificate, Reviews, admission_server
+from kfin.serve.admission import Certificate, HeldCertificate, Reviews, admission_server
 
 
 def _log(message: str) -> None:
@@ -32,6 +33,41 @@ def guard(
         "", "--tls-cert-file", metavar="FILE", help="The serving certificate (PEM), read again when it changes."
     ),
     tls_private_key_file: str = typer.Option("", "--tls-private-key-file", metavar="FILE", help="Its key (PEM)."),
+    self_signed: bool = typer.Option(
+        False,
+        "--self-signed",
+        help="Make and rotate its own CA and serving certificate (for the Service's DNS names), kept in the Secret "
+        "--tls-secret, and write the CA into the webhook configuration's caBundle (without cert-manager; needs the "
+        "guard extra).",
+    ),
+    service_name: str = typer.Option(
+        "kfin-guard", "--service-name", metavar="NAME", help="With --self-signed: the Service the certificate is for."
+    ),
+    service_namespace: str = typer.Option(
+        "kfin-system",
+        "--service-namespace",
+        metavar="NAMESPACE",
+        help="With --self-signed: its namespace, where the Secret is kept too.",
+    ),
+    tls_secret: str = typer.Option(
+        "kfin-guard-ca",
+        "--tls-secret",
+        metavar="NAME",
+        help="With --self-signed: the Secret kfin guard keeps its CA and certificate in (its own: created by it, "
+        "shared by its replicas).",
+    ),
+    webhook_configuration: str = typer.Option(
+        "kfin-guard",
+        "--webhook-configuration",
+        metavar="NAME",
+        help="With --self-signed: the ValidatingWebhookConfiguration whose caBundle it writes.",
+    ),
+    tls_san: list[str] = typer.Option(
+        [],
+        "--tls-san",
+        metavar="HOST",
+        help="With --self-signed: another DNS name or IP address for the certificate (repeatable).",
+    ),
     deny: bool = typer.Option(
         False,
         "--deny",
@@ -61,13 +97,18 @@ def guard(
     """An admission webhook for DELETE: what the deletion will leave stuck, as warnings every client prints.
 
     Answers kube-apiserver's AdmissionReview v1 on POST /validate from a watch cache of the cluster (as kfin serve
-    keeps one), with the same prediction as kfin preflight; it never writes, and sends no dry run. Deletions are
+    keeps one), with the same prediction as kfin preflight; it sends no dry run, and writes nothing but, with
+    --self-signed, its own TLS: the Secret it keeps its CA in and its webhook configuration's caBundle. Deletions are
     allowed, with warnings; in deny mode (--deny, or the label kfin.dev/guard=deny on the object or its namespace)
     a deletion predicted to leave objects that nothing will release is refused, unless the object is annotated
     kfin.dev/allow-stuck-deletion=<why>. Install it with deploy/guard (failurePolicy Ignore: when the guard is
-    down, deletions go on unguarded).
+    down, deletions go on unguarded), or deploy/guard-self-signed without cert-manager.
 
-    Example: kfin guard --tls-cert-file /tls/tls.crt --tls-private-key-file /tls/tls.key
+    Examples:
+
+      kfin guard --tls-cert-file /tls/tls.crt --tls-private-key-file /tls/tls.key     (cert-manager's certificate)
+
+      kfin guard --self-signed     (its own CA, kept in the Secret kfin-system/kfin-guard-ca, and rotated)
     """
     options = merged(ctx, kubeconfig=kubeconfig, context=context, request_timeout=request_timeout)
     every = duration_seconds(interval, "--interval")
@@ -75,6 +116,13 @@ def guard(
         raise UsageError("--interval must be at least 1s")
     if bool(tls_cert_file) != bool(tls_private_key_file):
         raise UsageError("--tls-cert-file and --tls-private-key-file go together")
+    if self_signed and tls_cert_file:
+        raise UsageError("--self-signed makes its own certificate: it goes without --tls-cert-file")
+    if tls_san and not self_signed:
+        raise UsageError("--tls-san goes with --self-signed")
+    if self_signed:
+        require_cryptography()
+    certificate: Certificate | HeldCertificate | None
     try:
         certificate = Certificate(tls_cert_file, tls_private_key_file) if tls_cert_file else None
     except (OSError, ValueError) as error:
@@ -84,7 +132,17 @@ def guard(
     for address in (listen, metrics_listen):  # a bad address is a usage error before anything is watched
         if address:
             exporter.parse_listen(address)
-    Kube.connect(options.target())  # a configuration that cannot work is an error now
+    kube = Kube.connect(options.target())  # a configuration that cannot work is an error now
+    own_tls = None
+    if self_signed:  # its own writes (a Secret, a caBundle): CREATE, UPDATE, PATCH, never what its webhook reviews
+        names = [f"{service_name}.{service_namespace}.svc", f"{service_name}.{service_namespace}.svc.cluster.local"]
+        own_tls = SelfSignedTLS(
+            kube.bounded(30), service_namespace, tls_secret, webhook_configuration, [*names, *tls_san], _log
+        )
+        held = HeldCertificate()
+        material = own_tls.ensure()
+        held.load(material.cert, material.key)
+        certificate = held
 
     watched = Watched(scope, every)
     reviews = Reviews()
@@ -113,9 +171,13 @@ def guard(
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     scheme = "https" if certificate else "http"
-    _log(f"kfin guard: watching, read-only; reviews on {scheme}://{listen}/validate")
+    writes = f"; its TLS in Secret {service_namespace}/{tls_secret}" if self_signed else ", read-only"
+    _log(f"kfin guard: watching{writes}; reviews on {scheme}://{listen}/validate")
     watched.start()
     threading.Thread(target=watched.keep_facts, args=(stop,), daemon=True, name="kfin-facts").start()
+    if own_tls is not None:
+        serve = lambda material: held.load(material.cert, material.key)  # noqa: E731
+        threading.Thread(target=own_tls.keep, args=(stop, serve), daemon=True, name="kfin-tls").start()
     for other in servers[1:]:
         _log(f"kfin guard: metrics on http://{metrics_listen}/metrics")
         threading.Thread(target=other.serve_until, args=(stop,), daemon=True, name="kfin-metrics").start()

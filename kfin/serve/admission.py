@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -92,10 +93,37 @@ class Certificate:
             return self._context
 
 
+class HeldCertificate:
+    """A serving certificate held in memory (kfin guard --self-signed makes it): `load` swaps it for new connections.
+    Python's ssl reads a key from a file only: it is written to a private temporary directory (TMPDIR; in the Pod,
+    an emptyDir in memory) and removed as soon as it is read."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._context: ssl.SSLContext | None = None
+
+    def load(self, cert: bytes, key: bytes) -> None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        with tempfile.TemporaryDirectory(prefix="kfin-guard-") as directory:  # mode 0700
+            path = os.path.join(directory, "tls.pem")
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+                file.write(key + b"\n" + cert)
+            context.load_cert_chain(path)
+        with self._lock:
+            self._context = context
+
+    def context(self) -> ssl.SSLContext:
+        with self._lock:
+            if self._context is None:
+                raise ssl.SSLError("no serving certificate yet")
+            return self._context
+
+
 class AdmissionServer(BoundedHTTPServer):
     """HTTPS (or, without a certificate, plain HTTP for tests and a sidecar proxy)."""
 
-    certificate: Certificate | None = None
+    certificate: Certificate | HeldCertificate | None = None
 
     def get_request(self) -> tuple[Any, Any]:
         sock, address = super().get_request()
@@ -110,7 +138,7 @@ def admission_server(
     reviews: Reviews,
     host: str,
     port: int,
-    certificate: Certificate | None,
+    certificate: Certificate | HeldCertificate | None,
     log: Callable[[str], None],
 ) -> AdmissionServer:
     """`decide(request)`: (the AdmissionReview response's `response`, without uid; the decision for the metrics)."""

@@ -1,0 +1,373 @@
+"""kfin guard's own TLS (`kfin guard --self-signed`): a CA and a serving certificate it makes, keeps in one Secret of
+its own, writes into its webhook configuration's caBundle, and rotates.
+
+    the Secret        one, by name (a GET of that name, never a list): created when absent, read when another replica
+                      made it first (409 AlreadyExists), replaced when rotated under its resourceVersion (409 Conflict:
+                      another replica rotated first, and its CA is read instead); so replicas share one CA
+    the caBundle      the CAs a client must trust, written into every webhook of the ValidatingWebhookConfiguration by
+                      a JSON Patch whose first operation tests the resourceVersion read (no lost update)
+    rotation          the serving certificate is re-issued SERVING_RENEW_BEFORE its end; the CA is replaced
+                      CA_RENEW_BEFORE its end, the old one kept in the caBundle until it expires, and the serving
+                      certificate moves to the new CA only once the caBundle has carried it for CA_SETTLE
+
+These writes are kfin guard's own (CREATE, UPDATE and PATCH, never a DELETE its webhook would review): the guard
+never depends on a request its own configuration matches. Nothing secret is logged: a CA is named by its fingerprint.
+The certificates are made with `cryptography` (the guard extra), imported only here and only when used.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import ipaddress
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kfin.api.connection import Kube
+from kfin.errors import APIError, ConfigError, KfinError, NotFoundError
+from kfin.model import ResourceType
+
+SECRETS = ResourceType("", "v1", "secrets", "Secret", True)
+WEBHOOKS = ResourceType(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False
+)
+MANAGED_BY = ("app.kubernetes.io/managed-by", "kfin-guard")  # the label that makes the Secret kfin guard's own
+
+DAY = datetime.timedelta(days=1)
+CA_VALIDITY = 365 * DAY
+CA_RENEW_BEFORE = 90 * DAY  # well before: the old CA stays trusted beside the new one until it ends
+CA_SETTLE = datetime.timedelta(minutes=10)  # the new CA in the caBundle for this long before serving with it
+SERVING_VALIDITY = 30 * DAY
+SERVING_RENEW_BEFORE = 10 * DAY
+BACKDATE = datetime.timedelta(minutes=5)  # notBefore a little in the past: clocks differ between nodes
+CHECK_EVERY = 60.0  # seconds between looks at the Secret and the caBundle (another replica may have rotated)
+
+EXTRA_MISSING = "kfin guard --self-signed needs the cryptography package, an extra of kfin: pip install 'kfin[guard]'"
+
+
+def require_cryptography() -> None:
+    """ConfigError (one line) when the guard extra is not installed."""
+    try:
+        import cryptography.x509  # noqa: F401
+    except ImportError:
+        raise ConfigError(EXTRA_MISSING) from None
+
+
+@dataclass(frozen=True)
+class Material:
+    """What the Secret holds, as PEM: the CAs to trust (current first), the current CA's key, the serving pair."""
+
+    ca_bundle: bytes
+    ca_key: bytes
+    cert: bytes
+    key: bytes
+
+    @property
+    def ca_cert(self) -> bytes:
+        return _pems(self.ca_bundle)[0]
+
+    def fingerprint(self) -> str:
+        return ca_fingerprint(self.ca_cert)
+
+
+def _pems(bundle: bytes) -> list[bytes]:
+    marker = b"-----END CERTIFICATE-----"
+    return [part.strip() + b"\n" + marker + b"\n" for part in bundle.split(marker)[:-1]]
+
+
+def ca_fingerprint(pem: bytes) -> str:
+    """sha256:<first 16 hex digits> of the certificate's DER: names a CA in a log without anything secret."""
+    from cryptography import x509
+
+    der = x509.load_pem_x509_certificate(pem).public_bytes(_der())
+    return "sha256:" + hashlib.sha256(der).hexdigest()[:16]
+
+
+def _der() -> Any:  # cryptography's Encoding, imported lazily
+    from cryptography.hazmat.primitives.serialization import Encoding
+
+    return Encoding.DER
+
+
+def _new_key() -> Any:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _key_pem(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def make_ca(now: datetime.datetime, common_name: str = "kfin-guard-ca") -> tuple[bytes, bytes]:
+    """(certificate, key) of a new CA, valid CA_VALIDITY from now."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import NameOID
+
+    key = _new_key()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(now + CA_VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+        )  # keyCertSign, cRLSign
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def make_serving(ca_cert: bytes, ca_key: bytes, names: list[str], now: datetime.datetime) -> tuple[bytes, bytes]:
+    """(certificate, key) for `names` (DNS names, or IP addresses), signed by the CA, valid SERVING_VALIDITY from
+    now and never past the CA's own end."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    ca = x509.load_pem_x509_certificate(ca_cert)
+    signer = serialization.load_pem_private_key(ca_key, None)
+    key = _new_key()
+    sans: list[x509.GeneralName] = []
+    for name in names:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            sans.append(x509.DNSName(name))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(min(now + SERVING_VALIDITY, ca.not_valid_after_utc))
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.public_key()),  # type: ignore[arg-type]
+            critical=False,
+        )
+        .sign(signer, hashes.SHA256())  # type: ignore[arg-type]
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def sans_of(cert: bytes) -> list[str]:
+    """The serving certificate's subject alternative names, as text."""
+    from cryptography import x509
+
+    extension = x509.load_pem_x509_certificate(cert).extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    return [str(name.value) for name in extension.value]
+
+
+def decide(material: Material | None, names: list[str], now: datetime.datetime) -> tuple[str, str]:
+    """(what to do, why): "create" (no CA yet), "new-ca" (the CA ends within CA_RENEW_BEFORE), "reissue" (the serving
+    certificate ends within SERVING_RENEW_BEFORE, names other hosts, or is signed by a CA other than the current one
+    that has been in the caBundle for CA_SETTLE), "prune" (a previous CA has expired: out of the caBundle), or
+    "keep"."""
+    from cryptography import x509
+
+    if material is None:
+        return "create", "no CA yet"
+    cas = [x509.load_pem_x509_certificate(pem) for pem in _pems(material.ca_bundle)]
+    ca, serving = cas[0], x509.load_pem_x509_certificate(material.cert)
+    if ca.not_valid_after_utc - now <= CA_RENEW_BEFORE:
+        return "new-ca", f"the CA ends {ca.not_valid_after_utc:%Y-%m-%d}"
+    if serving.issuer != ca.subject or _authority_key(serving) != _subject_key(ca):
+        if now - (ca.not_valid_before_utc + BACKDATE) >= CA_SETTLE:
+            return "reissue", "the serving certificate is signed by the previous CA"
+    elif serving.not_valid_after_utc - now <= SERVING_RENEW_BEFORE:
+        return "reissue", f"the serving certificate ends {serving.not_valid_after_utc:%Y-%m-%d %H:%M}Z"
+    elif sorted(sans_of(material.cert)) != sorted(names):
+        return "reissue", "the serving certificate names other hosts"
+    if any(old.not_valid_after_utc <= now for old in cas[1:]):
+        return "prune", "a previous CA has expired"
+    return "keep", ""
+
+
+def _subject_key(cert: Any) -> bytes:
+    from cryptography import x509
+
+    try:
+        return cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value.digest
+    except x509.ExtensionNotFound:
+        return b""
+
+
+def _authority_key(cert: Any) -> bytes:
+    from cryptography import x509
+
+    try:
+        return cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value.key_identifier or b""
+    except x509.ExtensionNotFound:
+        return b""
+
+
+def renewed(material: Material | None, action: str, names: list[str], now: datetime.datetime) -> Material:
+    """The material after `action` (decide's): a new CA keeps the current one in the caBundle (and the serving
+    certificate it signed) until the new one has settled; expired CAs leave the caBundle."""
+    from cryptography import x509
+
+    if material is None or action == "create":
+        ca_cert, ca_key = make_ca(now)
+        return Material(ca_cert, ca_key, *make_serving(ca_cert, ca_key, names, now))
+    live = [pem for pem in _pems(material.ca_bundle) if x509.load_pem_x509_certificate(pem).not_valid_after_utc > now]
+    if action == "new-ca":
+        ca_cert, ca_key = make_ca(now)
+        return Material(ca_cert + b"".join(live), ca_key, material.cert, material.key)
+    bundle = b"".join(live) if live else material.ca_cert
+    if action == "reissue":
+        return Material(bundle, material.ca_key, *make_serving(material.ca_cert, material.ca_key, names, now))
+    return Material(bundle, material.ca_key, material.cert, material.key)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _from_secret(secret: dict) -> Material:
+    data = secret.get("data") or {}
+    try:
+        return Material(*(base64.b64decode(data[key]) for key in ("ca.crt", "ca.key", "tls.crt", "tls.key")))
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError("its Secret lacks ca.crt, ca.key, tls.crt or tls.key") from None
+
+
+class SelfSignedTLS:
+    """The CA and serving certificate of kfin guard, kept in the Secret `namespace/secret`, their CAs written into the
+    ValidatingWebhookConfiguration `webhook_configuration`."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        secret: str,
+        webhook_configuration: str,
+        names: list[str],
+        log: Callable[[str], None],
+        clock: Callable[[], float] = time.time,
+    ):
+        self.kube, self.namespace, self.secret, self.configuration = kube, namespace, secret, webhook_configuration
+        self.names, self.log, self.clock = names, log, clock
+        self.material: Material | None = None
+        self._written_bundle: bytes | None = None
+
+    def _now(self) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(self.clock(), datetime.UTC)
+
+    def _read(self) -> tuple[Material | None, dict | None]:
+        """The Secret's material and the Secret (None, None when it does not exist): a GET of its name alone."""
+        secret = self.kube.read_object_or_none(SECRETS, self.namespace, self.secret)
+        if secret is None:
+            return None, None
+        labels = (secret.get("metadata") or {}).get("labels") or {}
+        if labels.get(MANAGED_BY[0]) != MANAGED_BY[1]:
+            raise ConfigError(
+                f"the Secret {self.namespace}/{self.secret} is not kfin guard's (no label {MANAGED_BY[0]}="
+                f"{MANAGED_BY[1]}): kfin guard --self-signed keeps its CA in a Secret of its own (--tls-secret)"
+            )
+        try:
+            return _from_secret(secret), secret
+        except ConfigError as error:
+            raise ConfigError(f"the Secret {self.namespace}/{self.secret}: {error.message}") from None
+
+    def _body(self, material: Material, resource_version: str | None) -> dict:
+        metadata: dict = {"name": self.secret, "namespace": self.namespace, "labels": dict([MANAGED_BY])}
+        if resource_version:
+            metadata["resourceVersion"] = resource_version
+        data = {"ca.crt": material.ca_bundle, "ca.key": material.ca_key, "tls.crt": material.cert,
+                "tls.key": material.key}  # fmt: skip
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": "kubernetes.io/tls",
+                "data": {k: _b64(v) for k, v in data.items()}}  # fmt: skip
+
+    def ensure(self) -> Material:
+        """The material to serve with: the Secret's, created or rotated first when it has to be. Replicas racing
+        each other: whoever writes second finds the first's work (409) and reads it again."""
+        for _ in range(5):
+            material, secret = self._read()
+            action, why = decide(material, self.names, self._now())
+            if action == "keep":
+                self.material = material
+                return material  # type: ignore[return-value]
+            new = renewed(material, action, self.names, self._now())
+            try:
+                if secret is None:
+                    self.kube.create_object(SECRETS, self.namespace, self._body(new, None))
+                else:
+                    version = (secret.get("metadata") or {}).get("resourceVersion")
+                    self.kube.replace_object(SECRETS, self.namespace, self.secret, self._body(new, version))
+            except APIError as error:
+                if error.status == 409:  # another replica wrote it first: read what it wrote
+                    continue
+                raise
+            self.log(f"kfin guard: {_ACTIONS[action]} ({why}): CA {new.fingerprint()} in Secret "
+                     f"{self.namespace}/{self.secret}")  # fmt: skip
+            self.material = new
+            return new
+        raise ConfigError(f"the Secret {self.namespace}/{self.secret} kept changing while kfin guard wrote it")
+
+    def publish(self, material: Material) -> bool:
+        """Write the caBundle into every webhook of the configuration that lacks it; True when it is there. A
+        JSON Patch: its first operation tests the resourceVersion read, so a concurrent change is never lost."""
+        bundle = _b64(material.ca_bundle)
+        try:
+            config = self.kube.read_object(WEBHOOKS, None, self.configuration)
+        except NotFoundError:
+            self.log(f"kfin guard: no ValidatingWebhookConfiguration {self.configuration} yet: its caBundle waits")
+            return False
+        hooks = config.get("webhooks") or []
+        stale = [i for i, hook in enumerate(hooks) if (hook.get("clientConfig") or {}).get("caBundle") != bundle]
+        if not stale:
+            return True
+        version = (config.get("metadata") or {}).get("resourceVersion")
+        operations: list[dict] = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}]
+        operations += [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle} for i in stale]
+        try:
+            self.kube.patch_object(WEBHOOKS, None, self.configuration, operations)
+        except APIError as error:
+            if error.status in (409, 422):  # changed since read (the test failed): again at the next look
+                return False
+            raise
+        self.log(f"kfin guard: caBundle of ValidatingWebhookConfiguration {self.configuration} written "
+                 f"(CA {material.fingerprint()})")  # fmt: skip
+        return True
+
+    def keep(self, stop: threading.Event, serve: Callable[[Material], None], every: float = CHECK_EVERY) -> None:
+        """Until `stop`: look at the Secret and the caBundle every `every` seconds (sooner while the caBundle could
+        not be written), hand a changed serving pair to `serve`. A failed look is logged and tried again."""
+        served = self.material
+        while True:
+            wait = every
+            try:
+                material = self.ensure()
+                if served is None or (material.cert, material.key) != (served.cert, served.key):
+                    serve(material)
+                    served = material
+                if not self.publish(material):
+                    wait = min(every, 5.0)
+            except KfinError as error:
+                self.log(f"kfin guard: its TLS could not be kept: {error.message}")
+                wait = min(every, 5.0)
+            if stop.wait(wait):
+                return
+
+
+_ACTIONS = {"create": "new CA and serving certificate", "new-ca": "new CA (the previous one stays trusted)",
+            "reissue": "serving certificate re-issued", "prune": "expired CA out of the caBundle"}  # fmt: skip
