@@ -92,3 +92,33 @@ def test_a_self_signed_guard_fills_the_ca_bundle_and_the_api_server_trusts_it(cl
     assert "new CA and serving certificate" in log_path.read_text()
     assert "written" not in second_log_path.read_text() and "new CA" not in second_log_path.read_text()
     assert "PRIVATE KEY" not in logs and stored["data"]["tls.key"] not in logs  # nothing secret logged
+
+
+def test_a_ca_bundle_written_over_a_change_made_meanwhile_is_refused_and_written_at_the_next_look(cluster):
+    """The caBundle's JSON Patch tests the resourceVersion kfin read: when the configuration changed since (another
+    writer, another replica), the server refuses it (422, a failed test) and kfin tries again from a new read."""
+    from kfin.api.connection import Kube
+    from kfin.api.target import Target
+    from kfin.core.guard_tls import SelfSignedTLS
+
+    config = copy.deepcopy(yaml.safe_load(WEBHOOK.read_text()))
+    config["metadata"] = {"name": cluster.name("kfin-guard")}
+    [hook] = config["webhooks"]
+    hook["clientConfig"] = {"url": "https://127.0.0.1:1/validate"}
+    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": cluster.name("nothing")}}
+    config_path = cluster.path_of(cluster.create(config))
+    logs: list[str] = []
+    kube = Kube.connect(Target(kubeconfig=str(cluster.kubeconfig)))
+    tls = SelfSignedTLS(kube, cluster.namespace, "kfin-guard-ca", config["metadata"]["name"], ["a.svc"], logs.append)
+    material = tls.ensure()
+    stale = kube.get(config_path)
+    cluster.api.merge_patch(config_path, {"metadata": {"labels": {"changed": "meanwhile"}}})
+    read = kube.read_object
+    kube.read_object = lambda *args, **kwargs: stale
+    assert tls.publish(material) is False
+    assert not cluster.get(config_path)["webhooks"][0]["clientConfig"].get("caBundle")
+    kube.read_object = read
+    assert tls.publish(material) is True
+    written = cluster.get(config_path)
+    assert base64.b64decode(written["webhooks"][0]["clientConfig"]["caBundle"]) == material.ca_bundle
+    assert written["metadata"]["labels"] == {"changed": "meanwhile"}  # the other change kept
