@@ -97,14 +97,7 @@ def graph(
     if fmt == "tree":
         drawn.tree_screen(shown, depth, subject.title, subject.focus)
     elif fmt in drawn.PICTURES:
-        if fmt == "png" and sys.stdout.isatty():
-            raise UsageError("-o png writes an image: redirect it to a file (kfin graph ... -o png > graph.png)")
-        image = drawn.picture(shown, fmt)
-        if fmt == "svg":  # text: it goes wherever stdout goes
-            sys.stdout.write(image.decode())
-        else:
-            sys.stdout.flush()
-            sys.stdout.buffer.write(image)
+        drawn.write_picture(drawn.to_dot(shown), fmt, "kfin graph ... -o png > graph.png")
     else:
         exported = drawn.export(shown, fmt)
         too_large = drawn.mermaid_too_large(exported, shown) if fmt == "mermaid" else None

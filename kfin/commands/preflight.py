@@ -4,6 +4,8 @@ order kubectl or Helm deletes them."""
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from kfin.commands.flags import (
@@ -30,8 +32,9 @@ from kfin.core.scope import Scope
 from kfin.core.teardown import Teardown, from_manifests, from_release
 from kfin.errors import ExitCode, NotFoundError, UsageError
 from kfin.render import data
+from kfin.render import graph as drawn
 from kfin.render.preflight import preflight_report
-from kfin.render.teardown import teardown_report
+from kfin.render.teardown import teardown_dot, teardown_report
 from kfin.render.terminal import say, warn_failures
 
 
@@ -85,7 +88,9 @@ def preflight(
     Helm keeps (helm.sh/resource-policy: keep), its delete hooks named. Each step says what it deletes with
     it and what it leaves stuck, given the steps before (an operator deleted before the custom resources only
     it finalizes; a webhook's Service deleted before its configuration); then the safe order. kustomize:
-    `kubectl kustomize DIR | kfin preflight -f -`.
+    `kubectl kustomize DIR | kfin preflight -f -`. -o dot, svg or png (Graphviz's dot draws svg and png) draw
+    a teardown: each step's object, what it leaves stuck in the verdict's colour, an edge from the step whose
+    deletion strands or rejects an object to it with the reason, and the safe order; only with -f or helm.
 
     Examples:
 
@@ -94,6 +99,8 @@ def preflight(
       kfin preflight -f deploy/ -R --exit-code
 
       kfin preflight helm my-operator -n operators
+
+      kfin preflight -f deploy/ -R -o svg > teardown.svg
 
       helm get manifest my-operator -n operators | kfin preflight -f - --helm 4 -n operators
 
@@ -115,6 +122,15 @@ def preflight(
         warn_failures(facts.inventory.failures)
         if fmt == "table":
             teardown_report(teardown)
+        elif fmt in drawn.PICTURES + ("dot",):
+            info = facts.inventory
+            text = teardown_dot(
+                teardown, drawn.heading(f"teardown: {teardown.command}", info.context, info.observed_at)
+            )
+            if fmt == "dot":
+                sys.stdout.write(text)
+            else:
+                drawn.write_picture(text, fmt, "kfin preflight -f ... -o png > teardown.png")
         else:
             data.dump(teardown.to_dict(), fmt)
         if exit_code and not teardown.clean:
@@ -124,6 +140,8 @@ def preflight(
         return
     if helm_major is not None or recursive or cascade != "background":
         raise UsageError("--helm, -R and --cascade go with -f (or helm RELEASE)")
+    if fmt in drawn.PICTURES + ("dot",):
+        raise UsageError(f"-o {fmt} draws a teardown: it goes with -f or helm RELEASE (kfin graph draws one object)")
     kind, name = subject(kind, name, "preflight")
     result, facts = predict(scope, kind, name)
     warn_failures(facts.inventory.failures)  # a deletion reaches every type: each failure bears on it

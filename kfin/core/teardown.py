@@ -71,6 +71,16 @@ class Deletion:
         }
 
 
+@dataclass
+class Caused(Stuck):
+    """What the teardown's order leaves stuck, with where it comes from (kfin preflight -o dot draws it): `by`,
+    the step whose deletion causes it (a controller, its ServiceAccount or rights, a webhook's Service deleted);
+    `waits_for`, the stuck objects a CRD or namespace waits for."""
+
+    by: int = 0
+    waits_for: tuple[KubeObject, ...] = ()
+
+
 def _stuck_dict(s: Stuck) -> dict:
     return {**s.to_dict(), "certain": s.certain}
 
@@ -175,7 +185,8 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
         rejections = _webhook_rejections(facts, obj, "DELETE", services_gone, gone, step.number)
         if rejections:
             step.rejected = [
-                Stuck(obj, "", f"its DELETE is rejected: {why}", "BLOCKED", actions) for why, actions in rejections
+                Caused(obj, "", f"its DELETE is rejected: {why}", "BLOCKED", actions, by=at)
+                for why, actions, at in rejections
             ]
             continue
         single = foresee(facts, obj)
@@ -221,7 +232,8 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
             continue
         if held:
             names = ", ".join(dict.fromkeys(o.name for o in held))
-            step.stuck.append(Stuck(obj, finalizer, f"it waits for {what} to go: {names} left stuck", "HOLDING"))
+            why = f"it waits for {what} to go: {names} left stuck"
+            step.stuck.append(Caused(obj, finalizer, why, "HOLDING", by=step.number, waits_for=tuple(held)))
     # left without their controller: only what the teardown does not delete itself
     result.orphaned = [s for (uid, _), s in orphaned.items() if uid not in gone and uid not in teardown_uids]
     result.plan = _plan(result)
@@ -233,7 +245,7 @@ def _stranded(
     """Finalizers of `obj` (deleted at this step) whose every controller the teardown takes away: deletes it, its
     ServiceAccount or its right to update the object; at an earlier step, or at a later one that does not wait
     for this deletion to finish (neither kubectl nor Helm waits)."""
-    out = []
+    out: list[Stuck] = []
     for finalizer in obj.finalizers:
         if control_plane_owned(finalizer) or (obj.uid, finalizer) in known:
             continue
@@ -257,7 +269,7 @@ def _stranded(
         if not sure:
             pods = "its Pods stop within their grace period; " if grace else ""
             reason += f": a race it usually loses ({pods}{finalizer} goes only if it reconciles this deletion first)"
-        out.append(Stuck(obj, finalizer, reason, "ORPHANED", (), first=True, certain=sure))
+        out.append(Caused(obj, finalizer, reason, "ORPHANED", (), first=True, certain=sure, by=at))
         known.add((obj.uid, finalizer))
     return out
 
@@ -373,15 +385,17 @@ def _webhooks_failing(
 
 def _webhook_rejections(
     facts: Facts, obj: KubeObject, operation: str, services_gone: dict, gone: dict, number: int
-) -> list[tuple[str, tuple[Action, ...]]]:
-    out: list[tuple[str, tuple[Action, ...]]] = []
+) -> list[tuple[str, tuple[Action, ...], int]]:
+    """Why `operation` on `obj` is rejected at step `number`, what to do first, and the step that deleted the
+    webhook's Service."""
+    out: list[tuple[str, tuple[Action, ...], int]] = []
     for config, hook, at in _webhooks_failing(facts, obj, operation, services_gone, gone, number):
         service = hook["clientConfig"]["service"]
         why = (
             f"webhook {hook.get('name')} of {config.type.kind} {config.name} fails closed: its Service "
             f"{service.get('namespace')}/{service.get('name')} is deleted at step {at}"
         )
-        out.append((why, (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),)))
+        out.append((why, (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),), at))
     return out
 
 
@@ -392,7 +406,7 @@ def _finalizer_updates_rejected(
     deletes its configuration. (One the teardown deletes later only delays the removal: controllers retry.)"""
     if not obj.finalizers:
         return []
-    out = []
+    out: list[Stuck] = []
     for config, hook, at in _webhooks_failing(facts, obj, "UPDATE", services_gone, gone, number + 1):
         if config.uid in gone:
             continue
@@ -405,13 +419,14 @@ def _finalizer_updates_rejected(
                 f"its Service is deleted at step {at}, its configuration stays"
             )
             out.append(
-                Stuck(
+                Caused(
                     obj,
                     finalizer,
                     why,
                     "BLOCKED",
                     (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),),
                     first=False,
+                    by=at,
                 )
             )
     return out

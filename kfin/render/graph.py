@@ -179,7 +179,7 @@ def _xml_safe(value: Any) -> Any:
     return printable(value, one_line=True) if isinstance(value, str) else value
 
 
-def _dot_quote(*lines: str) -> str:
+def dot_quote(*lines: str) -> str:
     """A DOT string of one or more lines: each escaped, joined by DOT's line break (never a literal `\\n`)."""
     return '"' + "\\n".join(printable(t, one_line=True).replace("\\", "\\\\").replace('"', '\\"') for t in lines) + '"'
 
@@ -264,7 +264,11 @@ def heading(what: str, context: str | None, observed: datetime | None) -> dict:
 
 def title_line(graph: nx.DiGraph) -> str | None:
     """`namespace shop, context prod-eu, observed 2026-11-23 02:05:01 UTC`: what a picture is of."""
-    info = graph.graph
+    return title_of(graph.graph)
+
+
+def title_of(info: dict) -> str | None:
+    """title_line of a heading() without a graph (kfin preflight's teardown draws its own DOT)."""
     if not info.get("title"):
         return None
     parts = [info["title"]]
@@ -284,7 +288,7 @@ def state_line(data: dict) -> str | None:
     return f"{data['verdict']}, {state}" if data.get("verdict") else state
 
 
-def _tint(colour: str, share: float = 0.15) -> str:
+def tint(colour: str, share: float = 0.15) -> str:
     """`colour` mixed into white: a fill that keeps black text readable."""
     rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
     return "#" + "".join(f"{round(255 - (255 - c) * share):02x}" for c in rgb)
@@ -318,20 +322,10 @@ LEGEND_EDGES = {  # kind of edge: (attributes of its sample line in the legend, 
 
 def _legend(graph: nx.DiGraph, roots: dict[str, str]) -> list[str]:
     """The legend: one small table of what the graph shows, nothing else."""
-    rows = ['<TR><TD COLSPAN="2" ALIGN="LEFT"><B>legend</B></TD></TR>']
     edges = {_edge_kind(d) for _, _, d in graph.edges(data=True)}
-    for kind, (sample, meaning) in LEGEND_EDGES.items():
-        if kind in edges:
-            rows.append(f'<TR><TD SIDES="B" {sample} WIDTH="30"></TD><TD ALIGN="LEFT">{meaning}</TD></TR>')
+    rows = [edge_row(sample, meaning) for kind, (sample, meaning) in LEGEND_EDGES.items() if kind in edges]
     shown = {d.get("verdict") or "?" for _, d in graph.nodes(data=True) if d.get("terminating")}
-    verdicts = [v for v in VERDICT_STYLE if v in shown] + (["?"] if "?" in shown else [])
-    for at, verdict in enumerate(verdicts):
-        colour = verdict_colour(None if verdict == "?" else verdict)
-        meaning = f'<TD ROWSPAN="{len(verdicts)}" ALIGN="LEFT" BALIGN="LEFT">Terminating,<BR/>by verdict</TD>'
-        rows.append(
-            f'<TR><TD BORDER="2" COLOR="{colour}" BGCOLOR="{_tint(colour)}" STYLE="rounded">{verdict}</TD>'
-            f"{meaning if at == 0 else ''}</TR>"
-        )
+    rows += verdict_rows(shown, "Terminating,<BR/>by verdict")
     for kind in [k for k in ROOT_LOOKS if k in roots.values()]:
         look = ROOT_LOOKS[kind]
         dashed = ' STYLE="dashed"' if look.dashed else ""
@@ -340,7 +334,34 @@ def _legend(graph: nx.DiGraph, roots: dict[str, str]) -> list[str]:
         )
     if any(d.get("missing") for _, d in graph.nodes(data=True)):
         rows.append('<TR><TD BORDER="1" STYLE="dashed"></TD><TD ALIGN="LEFT">missing</TD></TR>')
-    table = '<TABLE BORDER="1" COLOR="gray" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">' + "".join(rows)
+    return legend_block(rows)
+
+
+def edge_row(sample: str, meaning: str) -> str:
+    """A legend row: a sample line (LEGEND_EDGES' attributes), what it reads."""
+    return f'<TR><TD SIDES="B" {sample} WIDTH="30"></TD><TD ALIGN="LEFT">{meaning}</TD></TR>'
+
+
+def verdict_rows(shown: set[str], meaning: str) -> list[str]:
+    """Legend rows of the verdicts shown ("?": none), in VERDICT_STYLE's order, in their colours."""
+    verdicts = [v for v in VERDICT_STYLE if v in shown] + (["?"] if "?" in shown else [])
+    rows = []
+    for at, verdict in enumerate(verdicts):
+        colour = verdict_colour(None if verdict == "?" else verdict)
+        cell = f'<TD ROWSPAN="{len(verdicts)}" ALIGN="LEFT" BALIGN="LEFT">{meaning}</TD>'
+        rows.append(
+            f'<TR><TD BORDER="2" COLOR="{colour}" BGCOLOR="{tint(colour)}" STYLE="rounded">{verdict}</TD>'
+            f"{cell if at == 0 else ''}</TR>"
+        )
+    return rows
+
+
+def legend_block(rows: list[str]) -> list[str]:
+    """The legend's DOT: a small table headed `legend`, in an invisible cluster declared first."""
+    table = (
+        '<TABLE BORDER="1" COLOR="gray" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">'
+        '<TR><TD COLSPAN="2" ALIGN="LEFT"><B>legend</B></TD></TR>' + "".join(rows)
+    )
     return [
         "  subgraph cluster_legend {",  # declared first: Graphviz draws it below the graph (its last rank order)
         '    style="invis"; label="";',
@@ -352,12 +373,15 @@ def _legend(graph: nx.DiGraph, roots: dict[str, str]) -> list[str]:
 LABEL_WIDTH = 30  # characters: a long name is broken after a `/` or `,` (kind / namespace/name), as tables do
 
 
-def _wrapped(line: str) -> list[str]:
+def label_lines(line: str) -> list[str]:
+    """A node label's line broken to LABEL_WIDTH, after a `/` or `,` where it can."""
     return [line[a:b] for a, b in spans(line, LABEL_WIDTH)]
 
 
 def _node_dot(graph: nx.DiGraph, node: str, data: dict, roots: dict[str, str]) -> str:
-    text = _wrapped(label(graph, node)) + (_wrapped(", ".join(data["finalizers"])) if data.get("finalizers") else [])
+    text = label_lines(label(graph, node)) + (
+        label_lines(", ".join(data["finalizers"])) if data.get("finalizers") else []
+    )
     state = state_line(data)
     style = ["rounded"]
     attrs = []
@@ -365,7 +389,7 @@ def _node_dot(graph: nx.DiGraph, node: str, data: dict, roots: dict[str, str]) -
         text.append(state)
         colour = verdict_colour(data.get("verdict"))
         style.append("filled")
-        attrs += [f'color="{colour}"', f'fillcolor="{_tint(colour)}"', "penwidth=2"]
+        attrs += [f'color="{colour}"', f'fillcolor="{tint(colour)}"', "penwidth=2"]
     if node in roots:
         look = ROOT_LOOKS[roots[node]]
         text.append(root_line(roots[node]))
@@ -375,7 +399,7 @@ def _node_dot(graph: nx.DiGraph, node: str, data: dict, roots: dict[str, str]) -
     if data.get("missing"):
         style.append("dashed")
     attrs.append(f'style="{",".join(style)}"')
-    return f"  {_dot_quote(node)} [label={_dot_quote(*text)}, {', '.join(attrs)}];"
+    return f"  {dot_quote(node)} [label={dot_quote(*text)}, {', '.join(attrs)}];"
 
 
 def to_dot(graph: nx.DiGraph) -> str:
@@ -386,7 +410,7 @@ def to_dot(graph: nx.DiGraph) -> str:
     lines = [
         "digraph owners {",
         "  rankdir=LR; ranksep=0.3;",
-        *([f'  labelloc="t"; fontsize=14; {FONT}; label={_dot_quote(title)};'] if title else []),
+        *([f'  labelloc="t"; fontsize=14; {FONT}; label={dot_quote(title)};'] if title else []),
         f"  node [shape=box, {FONT}, fontsize=11];",
         f"  edge [{FONT}, fontsize=11];",
         *(_legend(graph, roots) if graph.number_of_nodes() else []),
@@ -401,8 +425,8 @@ def to_dot(graph: nx.DiGraph) -> str:
             "binds": ['style="dashed"', 'color="gray40"'],
             "problem": ['style="dashed"', 'color="orange"'],
             "owns": [],
-        }[kind] + ([f"label={_dot_quote(words)}"] if words else [])
-        lines.append(f"  {_dot_quote(a)} -> {_dot_quote(b)}{' [' + ', '.join(attrs) + ']' if attrs else ''};")
+        }[kind] + ([f"label={dot_quote(words)}"] if words else [])
+        lines.append(f"  {dot_quote(a)} -> {dot_quote(b)}{' [' + ', '.join(attrs) + ']' if attrs else ''};")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -468,7 +492,7 @@ def to_mermaid(graph: nx.DiGraph) -> str:
     for name in sorted(classes):
         if name.startswith("verdict_"):
             colour = verdict_colour(None if name == "verdict_none" else name.removeprefix("verdict_"))
-            lines.append(f"  classDef {name} fill:{_tint(colour)},stroke:{colour},stroke-width:2px;")
+            lines.append(f"  classDef {name} fill:{tint(colour)},stroke:{colour},stroke-width:2px;")
         elif name.startswith("root_"):
             look = ROOT_LOOKS[name.removeprefix("root_").replace("_", "-")]
             dashed = ",stroke-dasharray: 5 5" if look.dashed else ""
@@ -485,6 +509,11 @@ DOT_TIMEOUT_SECONDS = 120  # Graphviz lays out thousands of nodes in seconds; be
 
 def picture(graph: nx.DiGraph, fmt: str) -> bytes:
     """The graph drawn by Graphviz's `dot` (its DOT, legend included) as SVG or PNG."""
+    return draw(to_dot(graph), fmt)
+
+
+def draw(text: str, fmt: str) -> bytes:
+    """DOT drawn by Graphviz's `dot` as SVG or PNG; without it, one error naming the package."""
     dot = shutil.which("dot")
     if dot is None:
         raise UsageError(
@@ -492,15 +521,25 @@ def picture(graph: nx.DiGraph, fmt: str) -> bytes:
             "Fedora: dnf install graphviz; macOS: brew install graphviz); -o dot writes what it would draw"
         )
     try:
-        done = subprocess.run(
-            [dot, f"-T{fmt}"], input=to_dot(graph).encode(), capture_output=True, timeout=DOT_TIMEOUT_SECONDS
-        )
+        done = subprocess.run([dot, f"-T{fmt}"], input=text.encode(), capture_output=True, timeout=DOT_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
         raise UsageError(f"Graphviz's dot did not finish within {DOT_TIMEOUT_SECONDS} s: narrow the graph") from None
     if done.returncode != 0:
         said = one_line(done.stderr.decode(errors="replace"))[:300]
         raise UsageError(f"Graphviz's dot failed ({done.returncode}): {said}")
     return done.stdout
+
+
+def write_picture(text: str, fmt: str, example: str) -> None:
+    """DOT drawn as `fmt` to stdout: SVG as text, PNG as bytes, never to a terminal (`example` says how)."""
+    if fmt == "png" and sys.stdout.isatty():
+        raise UsageError(f"-o png writes an image: redirect it to a file ({example})")
+    image = draw(text, fmt)
+    if fmt == "svg":  # text: it goes wherever stdout goes
+        sys.stdout.write(image.decode())
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(image)
 
 
 def export(graph: nx.DiGraph, fmt: str) -> str:

@@ -4,7 +4,13 @@ Helm's uninstall order and release records, and what each step does to the next.
 import base64
 import gzip
 import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -12,6 +18,7 @@ from kfin.core import helm, manifests
 from kfin.core.manifests import Manifest
 from kfin.core.teardown import from_manifests, from_release
 from kfin.errors import ExitCode, UsageError
+from kfin.render.teardown import teardown_dot
 from tests.runner import kfin
 from tests.values import custom_type, facts, obj
 
@@ -153,7 +160,8 @@ def test_the_webhook_configuration_first_or_helm_4_order_rejects_nothing():
 
 # ----- the command's bad input -------------------------------------------------------------------------------
 @pytest.mark.parametrize("args", [["-f", "/nonexistent/dir"], ["-f", "-", "deploy", "x"], ["helm"],
-                                  ["helm", "r", "-f", "x.yaml"], ["deploy", "x", "--helm", "3"]])
+                                  ["helm", "r", "-f", "x.yaml"], ["deploy", "x", "--helm", "3"],
+                                  ["deploy", "x", "-o", "dot"], ["deploy", "x", "-o", "svg"]])
 def test_bad_teardown_input_is_one_error_line_and_exit_2(args, tmp_path):
     result = kfin("preflight", *args, "--kubeconfig", str(tmp_path / "none"))
     assert result.code == ExitCode.USAGE, result
@@ -277,3 +285,98 @@ def test_a_teardown_from_a_snapshot_through_the_command(tmp_path):
     [orders] = [s for s in report["steps"][0]["wouldBeStuck"] if s["object"]["kind"] == "Database"]
     assert (orders["object"]["name"], orders["verdict"]) == ("orders", "ORPHANED")
     assert report["plan"][-1]["command"] == f"kubectl delete -f {manifest}"
+
+
+# ----- the picture: -o dot|svg|png ----------------------------------------------------------------------------
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed (.ci/run installs it)")
+
+
+def graphviz_reads(dot: str) -> tuple[dict[str, str], list[tuple[str, str, str, str]]]:
+    """Graphviz's own reading of the DOT (`dot -Tplain`): each node's label by name, each edge's (tail, head, label,
+    style), a label's line breaks as newlines."""
+    out = subprocess.run(["dot", "-Tplain"], input=dot, capture_output=True, text=True, timeout=60, check=True).stdout
+    nodes, edges = {}, []
+    for line in out.replace("\\\n", "").splitlines():  # a long line goes on after a backslash
+        if line.startswith("node legend "):  # its label: an HTML table
+            nodes["legend"] = line
+            continue
+        words = shlex.shlex(line, posix=True)
+        words.whitespace_split, words.quotes = True, '"'
+        parts = [p.replace("\\n", "\n") for p in words]
+        if parts[0] == "node":
+            nodes[parts[1]] = parts[6]
+        elif parts[0] == "edge":
+            points = int(parts[3])
+            rest = parts[4 + 2 * points :]
+            label = rest[0] if len(rest) == 5 else ""
+            edges.append((parts[1], parts[2], label, rest[-2]))
+    return nodes, edges
+
+
+@needs_dot
+def test_the_teardown_drawn_each_step_a_node_the_stranded_custom_resource_marked_an_edge_from_its_operator():
+    f, files = operator_release()
+    sa = obj("sa", "operator", "app")
+    f = facts(*f.everything(None), sa, extra_types=(custom_type(),))
+    account = as_manifest(doc("ServiceAccount", "operator"))
+    for order, by, style in (([files[0], files[1], files[2]], "step 1", "dashed"),  # the operator first: a race
+                             ([account, files[2], files[1]], "step 1", "solid")):  # its ServiceAccount: certain
+        result = from_manifests(f, order, "app", "kubectl delete -f op/")
+        nodes, edges = graphviz_reads(teardown_dot(result, {"title": "teardown: kubectl delete -f op/"}))
+        assert [n for n in nodes if n.startswith("step ")] == ["step 1", "step 2", "step 3"]
+        assert nodes["step 1"].startswith("step 1\n" + order[0].kind)
+        [w1] = [n for n, text in nodes.items() if "Widget/app/w1" in text]
+        mark = "ORPHANED" if style == "solid" else "ORPHANED (race)"
+        assert nodes[w1].endswith(f"\n{mark}\nexample.com/cleanup"), nodes[w1]
+        [strands] = [e for e in edges if e[:2] == (by, w1) and e[2]]  # the reason on it
+        assert "is deleted at step 1" in strands[2].replace("\n", " ") and strands[3] == style, strands
+        assert ("step 1", "step 2", "", "solid") in edges  # the tool's order
+        # the CRD waits for the stranded Widget
+        crd = next(f"step {d.number}" for d in result.steps if d.manifest.kind == "CustomResourceDefinition")
+        assert "HOLDING" in nodes[crd] and (crd, w1, "", "dotted") in edges
+        assert "<B>safe order</B>" in nodes["legend"]  # the legend: what is drawn, then the safe order
+
+
+def test_the_picture_escapes_what_the_cluster_and_the_manifests_say(tmp_path):
+    hostile = 'x"\\y\x1b[2J\r\x07'
+    result = from_manifests(facts(), [as_manifest(doc("ConfigMap", hostile))], "app", f"kubectl delete -f {hostile}")
+    dot = teardown_dot(result, {"title": f"teardown: {result.command}", "context": hostile})
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", dot)
+    assert 'ConfigMap/app/x\\"\\\\y\\\\x1b[2J\\\\x0d\\\\x07\\n' in dot and 'style="rounded,dashed"' in dot  # not found
+    assert "kubectl delete -f x&quot;\\y\\x1b[2J\\x0d\\x07</TD>" in dot  # the safe order, in the legend's HTML
+    if shutil.which("dot"):
+        nodes, _ = graphviz_reads(dot)
+        assert nodes["step 1"] == 'step 1\nConfigMap/app/x"\\y\\x1b[2J\\x0d\\x07\nnot found: nothing to delete'
+
+
+def test_a_teardown_drawn_through_the_command_svg_and_png_or_the_package_named(tmp_path, monkeypatch):
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+                        "metadata: {name: databases.acme.io}\n")
+    args = ["preflight", "-f", str(manifest), "--from-snapshot", str(EXAMPLE)]
+    dot = kfin(*args, "-o", "dot")
+    assert dot.code == ExitCode.PARTIAL and dot.stdout.startswith("digraph teardown {"), dot
+    assert f'label="teardown: kubectl delete -f {manifest}, context prod-eu, observed' in dot.stdout
+    # the safe order, last in the legend: an instruction in its words, then the teardown's command as it is pasted
+    plan = dot.stdout[dot.stdout.index("<B>safe order</B>") :]
+    assert 'BALIGN="LEFT">install what removes acme.io/database-cleanup,' in plan
+    assert f'>2.</TD><TD ALIGN="LEFT" BALIGN="LEFT">kubectl delete -f {manifest}</TD>' in plan
+    if shutil.which("dot"):
+        nodes, edges = graphviz_reads(dot.stdout)
+        [orders] = [n for n, text in nodes.items() if "Database.acme.io/team-a/orders" in text]
+        assert "ORPHANED" in nodes[orders] and nodes[orders].startswith("deleted with step 1")
+        assert any(a == "step 1" and b == orders and "acme.io/database-cleanup" in label.replace("\n", "")
+                   for a, b, label, _ in edges), edges
+        svg = kfin(*args, "-o", "svg")
+        assert svg.code == ExitCode.PARTIAL and "<svg" in svg.stdout[:400], svg.stderr
+        root = ElementTree.fromstring(svg.stdout)
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+        texts = {t.text for t in root.iter("{http://www.w3.org/2000/svg}text")}
+        assert {"step 1", "legend", "safe order"} <= texts
+        png = subprocess.run([sys.executable, "-m", "kfin", *args, "-o", "png"], capture_output=True, timeout=60,
+                             cwd=EXAMPLE.parents[1])
+        assert png.stdout.startswith(b"\x89PNG\r\n\x1a\n"), png.stderr
+    monkeypatch.setenv("PATH", str(tmp_path))  # no dot here
+    missing = kfin(*args, "-o", "svg")
+    assert missing.code == ExitCode.USAGE and missing.stdout == ""
+    assert "Graphviz's dot, which is not installed (Debian and Ubuntu: apt install graphviz" in missing.stderr
