@@ -19,11 +19,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from kfin.render import metrics
-from kfin.serve.exporter import IDLE_TIMEOUT, BoundedHTTPServer
+from kfin.serve.exporter import IDLE_TIMEOUT, BoundedHTTPServer, QuietHandler
 from kfin.util.text import one_line
 
 MOST_BODY = 3 * 1024 * 1024  # kube-apiserver's own limit for a request body: an AdmissionReview is never larger
@@ -143,24 +142,11 @@ def admission_server(
 ) -> AdmissionServer:
     """`decide(request)`: (the AdmissionReview response's `response`, without uid; the decision for the metrics)."""
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class Handler(QuietHandler):
         timeout = IDLE_TIMEOUT
         # headers and body go in two writes: without TCP_NODELAY, Nagle's algorithm holds the body until the
         # client's delayed ACK (40 ms on Linux), which kube-apiserver would wait on at every review
         disable_nagle_algorithm = True
-
-        def log_message(self, *args: Any) -> None:  # one line per review would drown the log
-            pass
-
-        def _answer(self, status: int, body: str, content_type: str = "text/plain; charset=utf-8") -> None:
-            data = body.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
 
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]

@@ -208,22 +208,29 @@ def _drain(end: socket.socket) -> None:
         pass
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """What kfin serve's and kfin guard's endpoints share: HTTP/1.1, no line per request (one per scrape or
+    review would drown the log), and a whole answer in one call. Each server sets `timeout` (IDLE_TIMEOUT as it is
+    when the server is made)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _answer(self, status: int, body: str, content_type: str = "text/plain; charset=utf-8") -> None:
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+
 def http_server(exporter: Exporter, host: str, port: int) -> BoundedHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class Handler(QuietHandler):
         timeout = IDLE_TIMEOUT  # socket timeout: a silent or idle client is let go
-
-        def log_message(self, *args):  # one line per scrape would drown the scan log
-            pass
-
-        def _answer(self, status: int, body: str, content_type: str = "text/plain; charset=utf-8") -> None:
-            data = body.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
 
         def do_GET(self):
             path = self.path.split("?", 1)[0]
@@ -236,7 +243,7 @@ def http_server(exporter: Exporter, host: str, port: int) -> BoundedHTTPServer:
             else:
                 self._answer(404, "not found: try /metrics, /healthz or /readyz\n")
 
-        do_HEAD = do_GET  # noqa: N815  (http.server's name for HEAD's handler)
+        do_HEAD = do_GET
 
     try:
         server = BoundedHTTPServer((host, port), Handler)
