@@ -575,6 +575,18 @@ def requests_preview(plan_: Plan) -> list[str]:
     return lines
 
 
+def as_read(o: KubeObject) -> dict:
+    """The object a removal was planned on, as read: its identity and the version the patch was made from."""
+    return {
+        "apiVersion": o.type.api_version,
+        "kind": o.type.kind,
+        "namespace": o.namespace or None,
+        "name": o.name,
+        "uid": o.uid,
+        "resourceVersion": o.meta.get("resourceVersion"),
+    }
+
+
 def audit_record(kube: Kube, user: str, plan_: Plan, outcome: Outcome, forced: bool) -> dict:
     """The audit log's record of one applied plan: what was read, selected and really removed."""
     o = plan_.obj
@@ -584,14 +596,7 @@ def audit_record(kube: Kube, user: str, plan_: Plan, outcome: Outcome, forced: b
         "context": kube.context,
         "server": kube.shown,  # an audit log is read by others: never a password in it
         "user": user,
-        "object": {
-            "apiVersion": o.type.api_version,
-            "kind": o.type.kind,
-            "namespace": o.namespace or None,
-            "name": o.name,
-            "uid": o.uid,
-            "resourceVersion": o.meta.get("resourceVersion"),
-        },
+        "object": as_read(o),
         "finalizersBefore": outcome.before,
         "finalizersAfter": outcome.after,
         "selected": [f.finalizer for f in plan_.selected],

@@ -18,7 +18,16 @@ from pathlib import Path
 from kfin.core import audit
 from kfin.core.causes import Verdict, explain_object
 from kfin.core.lookup import fresh_facts, live_target, load_target
-from kfin.core.removal import Outcome, Plan, Remover, audit_record, metadata_patch, plan, requests_preview
+from kfin.core.removal import (
+    Outcome,
+    Plan,
+    Remover,
+    as_read,
+    audit_record,
+    metadata_patch,
+    plan,
+    requests_preview,
+)
 from kfin.core.scope import Scope
 from kfin.errors import ExitCode, KfinError
 from kfin.model import KubeObject
@@ -112,15 +121,7 @@ def plan_document(planned: Planned, writes_allowed: bool) -> dict:
     meta = [f.finalizer for f in p.selected if f.location == "metadata.finalizers"]
     refused = refusal(p)
     return {
-        "object": {
-            "apiVersion": o.type.api_version,
-            "kind": o.type.kind,
-            "namespace": o.namespace or None,
-            "name": o.name,
-            "uid": o.uid,
-            "resourceVersion": o.meta.get("resourceVersion"),
-            "terminating": o.terminating,
-        },
+        "object": {**as_read(o), "terminating": o.terminating},
         "finalizers": o.finalizers + o.spec_finalizers,
         "choices": [
             {
