@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 
 from kfin.core.preflight import Preflight, Stuck
-from kfin.render.steps import print_lines, step_lines, wrapped
+from kfin.render.steps import print_plan
 from kfin.render.tables import plain_table
-from kfin.render.terminal import columns_setting, console, say
+from kfin.render.terminal import say
 from kfin.util.durations import format_age
 
 
@@ -34,13 +33,7 @@ def preflight_report(result: Preflight) -> None:
         _table(result.orphaned)
     say("")
     say("Plan, in order (kfin preflight deletes nothing; the steps are yours):")
-    # each command alone on its line, never wrapped, so that it pastes whole
-    target = console(piped_width=columns_setting() or 120)
-    lines = []
-    for number, step in enumerate(result.plan, 1):
-        lines += step_lines(number, step.actions, target.width) + wrapped(step.why, "     ", "     ", target.width)
-    print_lines(lines, target)
-    sys.stdout.flush()
+    print_plan(result.plan)  # each command alone on its line, never wrapped, so that it pastes whole
 
 
 def _table(rows: list[Stuck]) -> None:

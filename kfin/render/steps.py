@@ -4,11 +4,13 @@ between words. No line ends in a space."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import sys
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from kfin.core.causes import Action
 from kfin.render.layout import spans
+from kfin.render.terminal import columns_setting, console
 from kfin.util.text import printable
 
 if TYPE_CHECKING:
@@ -54,3 +56,22 @@ def print_lines(lines: list[Line], target: Console) -> None:
 
     for line, style in lines:
         target.print(Text(line.rstrip(), style=style), soft_wrap=True)
+
+
+class ExplainedStep(Protocol):
+    """A plan's step that says why it is there (kfin preflight's plan, a teardown's safe order)."""
+
+    @property
+    def actions(self) -> Sequence[Action]: ...
+    @property
+    def why(self) -> str: ...
+
+
+def print_plan(steps: Iterable[ExplainedStep]) -> None:
+    """Numbered steps on stdout, each with why below it, laid out for the terminal (or $COLUMNS or 120 in a pipe)."""
+    target = console(piped_width=columns_setting() or 120)
+    lines: list[Line] = []
+    for number, step in enumerate(steps, 1):
+        lines += step_lines(number, step.actions, target.width) + wrapped(step.why, "     ", "     ", target.width)
+    print_lines(lines, target)
+    sys.stdout.flush()

@@ -5,16 +5,15 @@ svg, png)."""
 from __future__ import annotations
 
 import html
-import sys
 
 from kfin.core.preflight import Stuck
 from kfin.core.teardown import Caused, Deletion, Teardown
 from kfin.render.explanation import verdict_colour
 from kfin.render.graph import FONT, dot_quote, edge_row, label_lines, legend_block, tint, title_of, verdict_rows
 from kfin.render.layout import spans
-from kfin.render.steps import print_lines, step_lines, wrapped
+from kfin.render.steps import print_plan
 from kfin.render.tables import plain_table
-from kfin.render.terminal import columns_setting, console, say
+from kfin.render.terminal import say
 from kfin.util.text import printable
 
 
@@ -78,12 +77,7 @@ def teardown_report(result: Teardown) -> None:
         say("Nothing would be left stuck: the teardown should complete by itself.")
     say("")
     say("Safe order (kfin preflight deletes nothing; the steps are yours):")
-    target = console(piped_width=columns_setting() or 120)
-    lines = []
-    for number, step in enumerate(result.plan, 1):
-        lines += step_lines(number, step.actions, target.width) + wrapped(step.why, "     ", "     ", target.width)
-    print_lines(lines, target)
-    sys.stdout.flush()
+    print_plan(result.plan)  # each command alone on its line, never wrapped, so that it pastes whole
 
 
 def _row(d: Deletion, shared_batch: bool) -> list[str]:
