@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import signal
-import sys
 import threading
-import time
 from dataclasses import replace
 
 import typer
@@ -16,12 +14,9 @@ from kfin.core.guard import CONTROL_PLANE_USERS, Guard
 from kfin.core.guard_tls import SelfSignedTLS, require_cryptography
 from kfin.core.watching import Watched
 from kfin.errors import UsageError
+from kfin.render.terminal import log
 from kfin.serve import exporter
 from kfin.serve.admission import Certificate, HeldCertificate, Reviews, admission_server
-
-
-def _log(message: str) -> None:
-    print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}", file=sys.stderr, flush=True)
 
 
 def guard(
@@ -137,7 +132,7 @@ def guard(
     if self_signed:  # its own writes (a Secret, a caBundle): CREATE, UPDATE, PATCH, never what its webhook reviews
         names = [f"{service_name}.{service_namespace}.svc", f"{service_name}.{service_namespace}.svc.cluster.local"]
         own_tls = SelfSignedTLS(
-            kube.bounded(30), service_namespace, tls_secret, webhook_configuration, [*names, *tls_san], _log
+            kube.bounded(30), service_namespace, tls_secret, webhook_configuration, [*names, *tls_san], log
         )
         held = HeldCertificate()
         material = own_tls.ensure()
@@ -151,7 +146,7 @@ def guard(
     def decide(request: dict) -> tuple[dict, str]:
         review = judge.review(request)
         if review.decision == "denied":
-            _log(f"denied: DELETE {request.get('resource', {}).get('resource')} {request.get('name')}")
+            log(f"denied: DELETE {request.get('resource', {}).get('resource')} {request.get('name')}")
         return review.answer(), review.decision
 
     def ready() -> bool:  # filled, and every watch up: what the guard answers is a prediction
@@ -163,7 +158,7 @@ def guard(
             continue
         where, at = exporter.parse_listen(address)
         try:
-            servers.append(admission_server(decide, ready, reviews, where, at, tls, _log))
+            servers.append(admission_server(decide, ready, reviews, where, at, tls, log))
         except OSError as error:
             raise UsageError(f"cannot listen on {where}:{at}: {error.strerror or error}") from None
     server = servers[0]
@@ -172,14 +167,14 @@ def guard(
         signal.signal(sig, lambda *_: stop.set())
     scheme = "https" if certificate else "http"
     writes = f"; its TLS in Secret {service_namespace}/{tls_secret}" if self_signed else ", read-only"
-    _log(f"kfin guard: watching{writes}; reviews on {scheme}://{listen}/validate")
+    log(f"kfin guard: watching{writes}; reviews on {scheme}://{listen}/validate")
     watched.start()
     threading.Thread(target=watched.keep_facts, args=(stop,), daemon=True, name="kfin-facts").start()
     if own_tls is not None:
         serve = lambda material: held.load(material.cert, material.key)  # noqa: E731
         threading.Thread(target=own_tls.keep, args=(stop, serve), daemon=True, name="kfin-tls").start()
     for other in servers[1:]:
-        _log(f"kfin guard: metrics on http://{metrics_listen}/metrics")
+        log(f"kfin guard: metrics on http://{metrics_listen}/metrics")
         threading.Thread(target=other.serve_until, args=(stop,), daemon=True, name="kfin-metrics").start()
     try:
         server.serve_until(stop)
@@ -187,4 +182,4 @@ def guard(
         for each in servers:
             each.server_close()
         watched.stop()
-    _log("kfin guard: stopped")
+    log("kfin guard: stopped")

@@ -29,12 +29,8 @@ from kfin.core.stuck import StuckObject, find_all
 from kfin.core.watching import Watched
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.model import Inventory
-from kfin.render.terminal import progress_bar, warn_failures
+from kfin.render.terminal import log, progress_bar, warn_failures
 from kfin.serve import exporter
-
-
-def _log(message: str) -> None:
-    print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}", file=sys.stderr, flush=True)
 
 
 def serve(
@@ -112,9 +108,9 @@ def serve(
             rows, sources = find_all(scope, progress=progress_bar)
             return rows, [facts.inventory for facts in sources]
 
-        served = exporter.Exporter(scan, max_info_series, log=_log)
+        served = exporter.Exporter(scan, max_info_series, log=log)
         server = exporter.http_server(served, host, port)
-        _log(f"kfin serve: scanning every {interval}, read-only; metrics on http://{host}:{server.server_port}/metrics")
+        log(f"kfin serve: scanning every {interval}, read-only; metrics on http://{host}:{server.server_port}/metrics")
         exporter.run(served, server, every, stop)
     else:
         watched = Watched(scope, every)
@@ -129,17 +125,15 @@ def serve(
         def due() -> bool:  # no time limit: idle, nothing wakes until a change, the refresh or the stop
             return watched.due(None)
 
-        served = exporter.Exporter(
-            answer, max_info_series, log=_log, requests=watched.requests, current=watched.current
-        )
+        served = exporter.Exporter(answer, max_info_series, log=log, requests=watched.requests, current=watched.current)
         server = exporter.http_server(served, host, port)
-        _log(f"kfin serve: watching, read-only; metrics on http://{host}:{server.server_port}/metrics")
+        log(f"kfin serve: watching, read-only; metrics on http://{host}:{server.server_port}/metrics")
         watched.start()
         try:
             exporter.run(served, server, every, stop, due)
         finally:
             watched.stop()
-    _log("kfin serve: stopped")
+    log("kfin serve: stopped")
     if threading.active_count() > 1:  # a scan in flight: it only reads, so its requests are left, not awaited
         sys.stderr.flush()
         os._exit(ExitCode.OK)  # the interpreter's exit would join the scan's worker threads

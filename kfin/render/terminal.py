@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
@@ -111,6 +112,11 @@ def warn_failures(failures: Iterable[Failure], prefix: str = "", unrelated: Iter
         warn(prefix + failure.line())
     for failure in unrelated:
         warn(prefix + failure.line() + " (unrelated to what was asked: the answer is complete)")
+
+
+def log(message: str) -> None:
+    """A line of a long-running server's log (kfin serve, kfin guard): on stderr, after the UTC time."""
+    print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}", file=sys.stderr, flush=True)
 
 
 def say(message: str, err: bool = False, hanging: int = 0) -> None:
