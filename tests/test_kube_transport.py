@@ -88,3 +88,42 @@ def test_a_certificate_authority_that_is_no_certificate_is_a_kubeconfig_error(tl
     assert refused.code == ExitCode.CONFIG, refused
     assert refused.stderr.startswith('error: context "') and "its certificate-authority cannot be used" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def _failing_once(transport, monkeypatch, error):
+    """The pool's first request fails with `error`, the next ones go through: how many were sent."""
+    sent = []
+    real = transport.pool.request
+
+    def request(*args, **kwargs):
+        sent.append(args[0])
+        if len(sent) == 1:
+            raise error
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(transport.pool, "request", request)
+    return sent
+
+
+def test_a_tls_decode_alert_from_the_server_is_retried_once_even_for_a_write(tls_fake, tmp_path, monkeypatch):
+    """The server's TLS layer refused the handshake: it read no request, so repeating it (a POST too) is safe."""
+    import urllib3
+
+    kube = Kube.connect(Target(str(tls_fake.kubeconfig(tmp_path / "kubeconfig"))))
+    alert = urllib3.exceptions.SSLError("[SSL: TLSV1_ALERT_DECODE_ERROR] tlsv1 alert decode error (_ssl.c:2580)")
+    sent = _failing_once(kube._transport, monkeypatch, alert)
+    kube.request("POST", "/api/v1/namespaces/default/configmaps",
+                 body={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-alert"}})
+    assert sent == ["POST", "POST"]
+    assert tls_fake.cluster.find(tls_fake.cluster.types[("", "configmaps")], "default", "after-alert") is not None
+
+
+def test_a_certificate_that_fails_verification_is_never_retried(tls_fake, tmp_path, monkeypatch):
+    import urllib3
+
+    kube = Kube.connect(Target(str(tls_fake.kubeconfig(tmp_path / "kubeconfig"))))
+    failure = urllib3.exceptions.SSLError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    sent = _failing_once(kube._transport, monkeypatch, failure)
+    with pytest.raises(Exception, match="TLS handshake with https://127.0.0.1:"):
+        kube.request("GET", "/version")
+    assert sent == ["GET"]

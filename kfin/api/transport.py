@@ -147,6 +147,7 @@ class Transport:
                     if isinstance(
                         error, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError)
                     )
+                    or _is_handshake_alert(error)
                     else "read"
                 )
                 limit = self.RETRY_CONNECT if step == "connect" else self.RETRY_READ
@@ -154,7 +155,7 @@ class Transport:
                     tries[step] < limit
                     and (step == "connect" or method in self.SAFE_TO_REPEAT)
                     and not isinstance(error, urllib3.exceptions.TimeoutError)
-                    and not _is_tls(error)
+                    and (not _is_tls(error) or _is_handshake_alert(error))
                 )
                 if retry and (deadline is None or deadline - time.monotonic() > 0.1):
                     tries[step] += 1
@@ -338,6 +339,12 @@ def _is_tls(error: BaseException) -> bool:
     import urllib3
 
     return isinstance(error, urllib3.exceptions.SSLError) or "SSL" in str(error) or "certificate" in str(error)
+
+
+def _is_handshake_alert(error: BaseException) -> bool:
+    """The server's TLS layer could not decode what it got (seen once from a busy kube-apiserver in CI): no HTTP
+    request was read, so one retry is safe for any verb. Certificate errors stay final: they are permanent."""
+    return "ALERT_DECODE_ERROR" in str(error)
 
 
 def _status_body(body: bytes | None) -> dict:
