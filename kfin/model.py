@@ -6,7 +6,12 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
+
+# A Kubernetes object, or any JSON object, as the API server sends it: string keys, any JSON value. Values stay
+# Any rather than a recursive union because the code reads nested fields with .get() and checks the shapes
+# that matter where it reads them (what a server sends is not checked against a schema).
+JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -18,10 +23,10 @@ class ResourceType:
     resource: str  # plural, as in the URL
     kind: str
     namespaced: bool
-    verbs: tuple = ()
-    short_names: tuple = ()
+    verbs: tuple[str, ...] = ()
+    short_names: tuple[str, ...] = ()
     singular: str = ""
-    categories: tuple = ()
+    categories: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -42,13 +47,13 @@ class ResourceType:
         """kubectl -o name's prefix: configmap, deployment.apps."""
         return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         # not dataclasses.asdict: it deep-copies field by field, a tenth of a small cluster's discovery
         values = ((f.name, getattr(self, f.name)) for f in fields(self))
         return {name: list(value) if isinstance(value, tuple) else value for name, value in values}
 
     @classmethod
-    def from_dict(cls, d: dict) -> ResourceType:
+    def from_dict(cls, d: JSON) -> ResourceType:
         return cls(
             d["group"],
             d["version"],
@@ -67,23 +72,27 @@ class KubeObject:
     """An object's metadata (and, for the kinds explanations need, a reduced spec and status)."""
 
     type: ResourceType
-    raw: dict
+    raw: JSON
 
     @property
-    def meta(self) -> dict:
-        return self.raw.get("metadata") or {}
+    def meta(self) -> JSON:
+        meta: JSON = self.raw.get("metadata") or {}
+        return meta
 
     @property
     def name(self) -> str:
-        return self.meta.get("name", "")
+        name: str = self.meta.get("name", "")
+        return name
 
     @property
     def namespace(self) -> str:
-        return self.meta.get("namespace", "")
+        namespace: str = self.meta.get("namespace", "")
+        return namespace
 
     @property
     def uid(self) -> str:
-        return self.meta.get("uid", "")
+        uid: str = self.meta.get("uid", "")
+        return uid
 
     @property
     def finalizers(self) -> list[str]:
@@ -95,7 +104,7 @@ class KubeObject:
         return list(((self.raw.get("spec") or {}).get("finalizers")) or [])
 
     @property
-    def owner_references(self) -> list[dict]:
+    def owner_references(self) -> list[JSON]:
         return list(self.meta.get("ownerReferences") or [])
 
     def owner_uids(self, blocking: bool = False) -> list[str]:
@@ -140,16 +149,16 @@ class ThinObject(KubeObject):
         """`owners`: owner_tuples() of its metadata (an OwnedObject keeps owner uids only, see there)."""
         self.type, self._name, self._namespace, self._uid, self._owners = rtype, name, namespace, uid, owners
 
-    def __reduce__(self) -> tuple:  # pickled by what it keeps (a fleet's worker sends it to the parent)
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled by what it keeps (a fleet's worker sends it to the parent)
         return (type(self), (self.type, self._name, self._namespace, self._uid, self._owners))
 
     @property
-    def raw(self) -> dict:  # type: ignore[override]  # read-only here: made up from the few fields kept
+    def raw(self) -> JSON:  # type: ignore[override]  # read-only here: made up from the few fields kept
         return {"apiVersion": self.type.api_version, "kind": self.type.kind, "metadata": self.meta}
 
     @property
-    def meta(self) -> dict:
-        meta: dict[str, Any] = {"name": self._name, "uid": self._uid}
+    def meta(self) -> JSON:
+        meta: JSON = {"name": self._name, "uid": self._uid}
         if self._namespace:
             meta["namespace"] = self._namespace
         if self._owners:
@@ -177,10 +186,10 @@ class ThinObject(KubeObject):
         return []
 
     @property
-    def owner_references(self) -> list[dict]:
+    def owner_references(self) -> list[JSON]:
         out = []
         for api_version, kind, name, uid, controller, block in self._owners:
-            ref = {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}
+            ref: JSON = {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}
             if controller is not None:
                 ref["controller"] = controller
             if block is not None:
@@ -208,20 +217,23 @@ class OwnedObject(ThinObject):
 
     __slots__ = ("_blocking",)
 
-    def __init__(self, rtype: ResourceType, name: str, namespace: str, uid: str, owners: str | tuple, blocking: int):
+    def __init__(
+        self, rtype: ResourceType, name: str, namespace: str, uid: str, owners: str | tuple[str, ...], blocking: int
+    ):
         """`owners`: the owner's uid, or a tuple of uids when several; `blocking`: bit i set when owner i has
         blockOwnerDeletion: true."""
         super().__init__(rtype, name, namespace, uid, owners)
         self._blocking = blocking
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.type, self._name, self._namespace, self._uid, self._owners, self._blocking))
 
-    def _uids(self) -> tuple:
-        return (self._owners,) if isinstance(self._owners, str) else self._owners
+    def _uids(self) -> tuple[str, ...]:
+        uids: tuple[str, ...] = (self._owners,) if isinstance(self._owners, str) else self._owners
+        return uids
 
     @property
-    def owner_references(self) -> list[dict]:
+    def owner_references(self) -> list[JSON]:
         return [
             {"uid": uid, "blockOwnerDeletion": bool(self._blocking >> at & 1)} for at, uid in enumerate(self._uids())
         ]
@@ -230,7 +242,11 @@ class OwnedObject(ThinObject):
         return [uid for at, uid in enumerate(self._uids()) if not blocking or self._blocking >> at & 1]
 
 
-def owner_edge(meta: dict) -> tuple[list[str], int] | None:
+# A ThinObject's owner reference: (apiVersion, kind, name, uid, controller, blockOwnerDeletion)
+OwnerTuple = tuple[str, str, str, str, bool | None, bool | None]
+
+
+def owner_edge(meta: JSON) -> tuple[list[str], int] | None:
     """(owner uids, blockOwnerDeletion bits: bit i for owner i) from metadata; None without owners."""
     refs = [r for r in meta.get("ownerReferences") or () if isinstance(r, dict)]
     if not refs:
@@ -242,7 +258,7 @@ def owner_edge(meta: dict) -> tuple[list[str], int] | None:
     return [r.get("uid") or "" for r in refs], blocking
 
 
-def owner_tuples(meta: dict, intern: Callable[[str], str] = str) -> tuple:
+def owner_tuples(meta: JSON, intern: Callable[[str], str] = str) -> tuple[OwnerTuple, ...]:
     """A ThinObject's owners from metadata.ownerReferences (apiVersion and kind interned: few distinct)."""
     refs = meta.get("ownerReferences")
     if not refs:
@@ -274,7 +290,7 @@ class Failure:
     def line(self) -> str:
         return f"{self.what} of {self.target} failed: {self.message}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         out = asdict(self)
         out["keys"] = list(self.keys)
         if not self.keys:
@@ -294,13 +310,13 @@ class Inventory:
     server: str = ""
     namespace: str | None = None  # None: all namespaces and cluster-scoped objects
     # (group, resource, namespace) read as reduced full objects; namespace "" means everywhere
-    detailed: set = field(default_factory=set)
+    detailed: set[tuple[str, str, str]] = field(default_factory=set)
     # (group, resource, namespace) -> objects a lean scan counted but did not keep (kfin.api.scan.Lean)
-    dropped: dict = field(default_factory=dict)
+    dropped: dict[tuple[str, str, str], int] = field(default_factory=dict)
     # the same objects by (group, resource), when the source holds them so (informers), or None
-    by_type: dict | None = field(default=None, compare=False, repr=False)
+    by_type: dict[tuple[str, str], list[KubeObject]] | None = field(default=None, compare=False, repr=False)
     # of the same objects, those that are not ThinObjects, when the source keeps them apart (informers), or None
-    kept: list | None = field(default=None, compare=False, repr=False)
+    kept: list[KubeObject] | None = field(default=None, compare=False, repr=False)
 
     @property
     def complete(self) -> bool:
@@ -350,12 +366,15 @@ STORAGE_READ_ERROR = "StorageReadError"
 MANAGERS = "finalizerManagers"  # kept beside an object's metadata: {finalizer: the field manager that added it}
 
 
+WriteVerb = Literal["delete", "patch", "update"]
+
+
 @dataclass(frozen=True)
 class Write:
     """One write to send as a dry run: a DELETE with DeleteOptions, a JSON Patch (guarded by `test` ops), or an
     UPDATE of the whole object (guarded by its resourceVersion)."""
 
-    verb: str  # "delete", "patch" or "update"
+    verb: WriteVerb
     rtype: ResourceType
     namespace: str | None
     name: str
@@ -364,17 +383,19 @@ class Write:
 
     @classmethod
     def delete(
-        cls, rtype: ResourceType, namespace: str | None, name: str, options: dict, actor: str | None = None
+        cls, rtype: ResourceType, namespace: str | None, name: str, options: JSON, actor: str | None = None
     ) -> Write:
         return cls("delete", rtype, namespace, name, json.dumps(options, sort_keys=True), actor)
 
     @classmethod
-    def patch(cls, rtype: ResourceType, namespace: str | None, name: str, ops: list, actor: str | None = None) -> Write:
+    def patch(
+        cls, rtype: ResourceType, namespace: str | None, name: str, ops: list[JSON], actor: str | None = None
+    ) -> Write:
         return cls("patch", rtype, namespace, name, json.dumps(ops), actor)
 
     @classmethod
     def update(
-        cls, rtype: ResourceType, namespace: str | None, name: str, obj: dict, actor: str | None = None
+        cls, rtype: ResourceType, namespace: str | None, name: str, obj: JSON, actor: str | None = None
     ) -> Write:
         return cls("update", rtype, namespace, name, json.dumps(obj, sort_keys=True), actor)
 
@@ -393,7 +414,7 @@ class Answer:
     reason: str  # the Status's reason: Forbidden, Invalid, InternalError, NotFound, Conflict...
     message: str
     sent_as: str | None  # the user it was sent as (impersonated); None: as kfin's user
-    details: dict  # the Status's details (name, kind, causes)
+    details: JSON  # the Status's details (name, kind, causes)
 
     @property
     def accepted(self) -> bool:

@@ -20,7 +20,7 @@ from kfin.core.causes.registry import GATES, Action, Context, Finding, Link, Ver
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
 from kfin.core.causes.webhooks import hook_named
 from kfin.core.facts import ClusterFacts
-from kfin.model import GARBAGE_COLLECTOR, NAMESPACE_CONTROLLER, Answer, KubeObject, Write
+from kfin.model import GARBAGE_COLLECTOR, JSON, NAMESPACE_CONTROLLER, Answer, KubeObject, Write
 
 MOST_TYPES = 4  # dry-run DELETEs of a namespace's content: of this many remaining types,
 MOST_PER_TYPE = 3  # this many objects each (a namespace is made with two ConfigMaps of the control plane's)
@@ -219,7 +219,7 @@ def finalizer_removal(
         return [], None
     namespace, _, name = account.partition("/")
     actor = f"system:serviceaccount:{namespace}:{name}"
-    ops = [
+    ops: list[JSON] = [
         {"op": "test", "path": "/metadata/finalizers", "value": obj.finalizers},
         {"op": "remove", "path": f"/metadata/finalizers/{obj.finalizers.index(finalizer)}"},
     ]
