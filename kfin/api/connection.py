@@ -19,9 +19,9 @@ from kfin.api.connect import open_transport
 from kfin.api.paths import api_path, group_version_path, resource_path
 from kfin.api.shapes import ShapeError, check_dict, check_object, check_page
 from kfin.api.target import Target
-from kfin.api.transport import JSON, Transport, What, max_answer_bytes
+from kfin.api.transport import APPLICATION_JSON, Headers, Query, Transport, What, max_answer_bytes
 from kfin.errors import APIError, ConfigError, KfinError, NotFoundError
-from kfin.model import ResourceType
+from kfin.model import JSON, ResourceType
 from kfin.names import check_namespace
 
 _PARSING = threading.Lock()  # one page parsed at a time: see Kube._pages
@@ -67,9 +67,9 @@ class Kube:
         self,
         method: str,
         path: str,
-        query: dict | None = None,
+        query: Query | None = None,
         body: Any = None,
-        accept: str = JSON,
+        accept: str = APPLICATION_JSON,
         content_type: str | None = None,
         what: What | None = None,
     ) -> Any:
@@ -81,12 +81,12 @@ class Kube:
         self,
         method: str,
         path: str,
-        query: dict | None = None,
+        query: Query | None = None,
         body: Any = None,
-        accept: str = JSON,
+        accept: str = APPLICATION_JSON,
         content_type: str | None = None,
         what: What | None = None,
-        headers: dict | None = None,
+        headers: Headers | None = None,
         check: bool = True,
     ) -> tuple[int, Any, bytes]:
         """(status, response headers, body bytes) of one request, through the transport within this
@@ -95,7 +95,7 @@ class Kube:
         return self._transport.send(method, path, query, body, accept, content_type, what, headers, check, self.timeout)
 
     # ----- the calls kfin makes --------------------------------------------------------------------
-    def server_version(self) -> dict:
+    def server_version(self) -> JSON:
         return check_dict(self.request("GET", "/version"), f"GET /version of {self.shown}")
 
     def whoami(self) -> str:
@@ -113,22 +113,22 @@ class Kube:
         except KfinError as error:
             return f"unknown (SelfSubjectReview: {error.message})"
 
-    def get(self, path: str, what: What | None = None) -> dict:
+    def get(self, path: str, what: What | None = None) -> JSON:
         """One whole object."""
         return check_object(self.request("GET", path, what=what), f"GET {path}")
 
-    def get_metadata(self, path: str, what: What | None = None) -> dict:
+    def get_metadata(self, path: str, what: What | None = None) -> JSON:
         return check_object(self.request("GET", path, accept=METADATA_ACCEPT, what=what), f"GET {path}")
 
     # ----- objects by type, namespace and name: what kfin's core asks for ------------------------------
     def read_object(
         self, rtype: ResourceType, namespace: str | None, name: str, *, metadata_only: bool = False
-    ) -> dict:
+    ) -> JSON:
         """One object, whole or metadata-only; NotFoundError when it does not exist."""
         path, what = resource_path(rtype, namespace, name), ("get", rtype.qualified, namespace)
         return self.get_metadata(path, what) if metadata_only else self.get(path, what)
 
-    def read_object_or_none(self, rtype: ResourceType, namespace: str | None, name: str) -> dict | None:
+    def read_object_or_none(self, rtype: ResourceType, namespace: str | None, name: str) -> JSON | None:
         """One whole object, or None when it is gone."""
         try:
             return self.read_object(rtype, namespace, name)
@@ -136,14 +136,14 @@ class Kube:
             return None
 
     def patch_object(
-        self, rtype: ResourceType, namespace: str | None, name: str, operations: list, dry_run: bool = False
+        self, rtype: ResourceType, namespace: str | None, name: str, operations: list[JSON], dry_run: bool = False
     ) -> Any:
         """A JSON Patch (RFC 6902) of one object: its `test` operations guard it."""
         return self.patch_json(
             resource_path(rtype, namespace, name), operations, dry_run, ("patch", rtype.qualified, namespace)
         )
 
-    def create_object(self, rtype: ResourceType, namespace: str | None, body: dict) -> dict:
+    def create_object(self, rtype: ResourceType, namespace: str | None, body: JSON) -> JSON:
         """POST one new object; the object the server made (409 AlreadyExists when its name is taken)."""
         return check_object(
             self.request(
@@ -152,16 +152,18 @@ class Kube:
             f"POST {resource_path(rtype, namespace)}",
         )
 
-    def replace_object(self, rtype: ResourceType, namespace: str | None, name: str, body: dict) -> dict:
+    def replace_object(self, rtype: ResourceType, namespace: str | None, name: str, body: JSON) -> JSON:
         """PUT one whole object: its metadata.resourceVersion guards the change (409 Conflict when it moved)."""
         path = resource_path(rtype, namespace, name)
         return check_object(
-            self.request("PUT", path, body=body, content_type=JSON, what=("update", rtype.qualified, namespace)),
+            self.request(
+                "PUT", path, body=body, content_type=APPLICATION_JSON, what=("update", rtype.qualified, namespace)
+            ),
             f"PUT {path}",
         )
 
     def delete_object(
-        self, rtype: ResourceType, namespace: str | None, name: str, options: dict, dry_run: bool = False
+        self, rtype: ResourceType, namespace: str | None, name: str, options: JSON, dry_run: bool = False
     ) -> Any:
         """DELETE one object with DeleteOptions (preconditions, grace period). A dry run is asked for in the
         DeleteOptions: kube-apiserver reads a DELETE's query parameters only when it has no body, so dryRun=All in
@@ -175,18 +177,18 @@ class Kube:
             what=("delete", rtype.qualified, namespace),
         )
 
-    def finalize_namespace(self, rtype: ResourceType, name: str, namespace_body: dict, dry_run: bool = False) -> Any:
+    def finalize_namespace(self, rtype: ResourceType, name: str, namespace_body: JSON, dry_run: bool = False) -> Any:
         """PUT the whole Namespace to its /finalize subresource (its resourceVersion guards the change)."""
         return self.request(
             "PUT",
             resource_path(rtype, None, name, "finalize"),
             {"dryRun": "All" if dry_run else None},
             body=namespace_body,
-            content_type=JSON,
+            content_type=APPLICATION_JSON,
             what=("update", "namespaces/finalize", None),
         )
 
-    def create_namespace(self, name: str) -> dict:
+    def create_namespace(self, name: str) -> JSON:
         """Create a Namespace; the object the server made."""
         created = self.request(
             "POST",
@@ -196,7 +198,7 @@ class Kube:
         )
         return created if isinstance(created, dict) else {}
 
-    def first_page(self, rtype: ResourceType, namespace: str | None, limit: int = 500) -> dict:
+    def first_page(self, rtype: ResourceType, namespace: str | None, limit: int = 500) -> JSON:
         """The first page of a metadata-only list (Tab completion's candidates)."""
         return next(
             self.list_metadata_pages(resource_path(rtype, namespace), limit, ("list", rtype.qualified, namespace))
@@ -207,10 +209,10 @@ class Kube:
         path: str,
         limit: int = 500,
         what: What | None = None,
-        reduce: Callable[[dict], Any] | None = None,
-        query: dict | None = None,
+        reduce: Callable[[JSON], Any] | None = None,
+        query: Query | None = None,
         keep: protobuf.Keep | None = None,
-    ) -> Iterator:
+    ) -> Iterator[Any]:
         """Every page of a metadata-only list (an empty list answers `items: null`); `reduce(page)` is
         yielded instead of a page when given (see _pages). Asked as protobuf first (kfin.api.protobuf);
         `keep`: of a protobuf page, objects neither being deleted nor with finalizers are made by it from their
@@ -223,11 +225,11 @@ class Kube:
         path: str,
         limit: int = 500,
         what: What | None = None,
-        reduce: Callable[[dict], Any] | None = None,
-        query: dict | None = None,
-    ) -> Iterator:
+        reduce: Callable[[JSON], Any] | None = None,
+        query: Query | None = None,
+    ) -> Iterator[Any]:
         """Every page of a list of full objects."""
-        return self._pages(path, limit, JSON, what, reduce, query)
+        return self._pages(path, limit, APPLICATION_JSON, what, reduce, query)
 
     def _pages(
         self,
@@ -235,10 +237,10 @@ class Kube:
         limit: int,
         accept: str,
         what: What | None,
-        reduce: Callable[[dict], Any] | None = None,
-        query: dict | None = None,
+        reduce: Callable[[JSON], Any] | None = None,
+        query: Query | None = None,
         keep: protobuf.Keep | None = None,
-    ) -> Iterator:
+    ) -> Iterator[Any]:
         """Pages are fetched by as many threads as list at once, but parsed (and reduced) one at a time:
         parsing holds the GIL anyway, and so only one page is ever held parsed, not one per thread, which is
         most of a large scan's memory (issue 17)."""
@@ -303,7 +305,7 @@ class Kube:
             )
         return out
 
-    def aggregated_discovery(self, path: str, etag: str | None) -> tuple[dict | None, str | None]:
+    def aggregated_discovery(self, path: str, etag: str | None) -> tuple[JSON | None, str | None]:
         """(document, ETag) of /api or /apis as an APIGroupDiscoveryList; (None, etag) when the server
         answers 304 Not Modified to `etag`. A server without aggregated discovery answers its legacy
         document, returned with no ETag."""
@@ -321,7 +323,7 @@ class Kube:
             return document, None
         return document, headers.get("ETag")
 
-    def resource_list(self, group: str, version: str) -> dict:
+    def resource_list(self, group: str, version: str) -> JSON:
         """Legacy discovery of one group version (/api/v1 or /apis/GROUP/VERSION)."""
         path = group_version_path(group, version)
         return check_dict(self.request("GET", path, what=("get", path, None)), f"GET {path} of {self.shown}")
@@ -329,13 +331,13 @@ class Kube:
     def watch(
         self,
         path: str,
-        query: dict,
+        query: Query,
         timeout_seconds: int,
         accept: str = METADATA_ACCEPT,
         what: What | None = None,
         opened: Callable[[Any], None] | None = None,
         idle: float | None = None,
-    ) -> Iterator[dict]:
+    ) -> Iterator[JSON]:
         """The events of one watch (dicts), until the server ends it after `timeout_seconds`; bookmarks
         asked for. An ERROR event (410 Expired) is yielded like the others: the caller lists again.
         `opened(response)`: given the response once it is open, so that another thread may end the watch
@@ -374,7 +376,7 @@ class Kube:
             response.close()
             response.release_conn()
 
-    def patch_json(self, path: str, operations: list, dry_run: bool = False, what: What | None = None) -> Any:
+    def patch_json(self, path: str, operations: list[JSON], dry_run: bool = False, what: What | None = None) -> Any:
         return self.request(
             "PATCH",
             path,

@@ -23,7 +23,7 @@ from kfin.api.connection import Kube
 from kfin.api.resources import aggregated_versions, parse_aggregated, parse_resource_list
 from kfin.api.shapes import ShapeError, resource_problem
 from kfin.errors import ForbiddenError, KfinError, NotFoundError, UnreachableError
-from kfin.model import STORAGE_READ_ERROR, Failure, ResourceType
+from kfin.model import JSON, STORAGE_READ_ERROR, Failure, ResourceType
 from kfin.util.parallel import ordered
 
 # "group/version", or "v1" for the core group: what a cached discovery failure names
@@ -64,7 +64,7 @@ def no_longer_served(kube: Kube, rtype: ResourceType) -> bool:
     return not any(r.resource == rtype.resource for r in served)
 
 
-def read_cache(path: Path) -> dict | None:
+def read_cache(path: Path) -> JSON | None:
     """The cached discovery, or None when missing, unreadable or of the wrong shape (it is rebuilt)."""
     try:
         cached = json.loads(path.read_text())
@@ -146,7 +146,7 @@ def _attempt(call: Callable[[], Any]) -> Any:
         return error
 
 
-def _retry_failed(kube: Kube, path: Path, cached: dict) -> tuple[list[ResourceType], list[Failure]]:
+def _retry_failed(kube: Kube, path: Path, cached: JSON) -> tuple[list[ResourceType], list[Failure]]:
     """The cached types, and the group versions that failed last time asked again (one request each): those
     that answer now join the cache; the others are reported again, and completion still has every other kind."""
 
@@ -169,14 +169,14 @@ def _retry_failed(kube: Kube, path: Path, cached: dict) -> tuple[list[ResourceTy
 
 
 def _resources(
-    kube: Kube, groups: list[tuple[str, list[str], str]], core_doc: dict, apis_doc: dict
+    kube: Kube, groups: list[tuple[str, list[str], str]], core_doc: JSON, apis_doc: JSON
 ) -> tuple[list[ResourceType], list[Failure]]:
     """Core first, then groups in the server's priority order (earlier types win a tie, as in kubectl)."""
     core = aggregated_versions(core_doc, f"GET /api of {kube.shown}", core=True)
     aggregated = aggregated_versions(apis_doc, f"GET /apis of {kube.shown}")
     wanted = [("", "v1")] + [(group, preferred) for group, _, preferred in groups]
     found: dict[tuple[str, str], list[ResourceType] | KfinError] = {}
-    legacy = []
+    legacy: list[tuple[str, str]] = []
     for group, version in wanted:
         entry = (core if not group else aggregated).get((group, version))
         if entry is None or entry.get("freshness", "Current") != "Current":
@@ -187,7 +187,7 @@ def _resources(
         except ShapeError as error:
             found[(group, version)] = error
 
-    def fetch(gv):
+    def fetch(gv: tuple[str, str]) -> tuple[tuple[str, str], list[ResourceType] | KfinError]:
         group, version = gv
         try:
             return gv, parse_resource_list(group, version, kube.resource_list(group, version))
@@ -227,7 +227,7 @@ def _resources(
     return resources, failures
 
 
-def _save(path: Path, document: dict) -> None:
+def _save(path: Path, document: JSON) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 
 from kfin.api.access import may
-from kfin.api.connection import JSON, Kube
+from kfin.api.connection import Kube
 from kfin.api.kubeconfig_types import header_safe
 from kfin.api.paths import resource_path
+from kfin.api.transport import APPLICATION_JSON
 from kfin.model import Answer, Write
 from kfin.names import check_name, check_namespace
 
@@ -47,9 +48,10 @@ def send(kube: Kube, write: Write, impersonate: bool) -> Answer:
     if write.namespace:
         check_namespace(write.namespace)
     path = resource_path(write.rtype, write.namespace, write.name)
-    as_actor = impersonate and write.actor and header_safe(write.actor)  # a name from managedFields, in a header
-    headers = {"Impersonate-User": write.actor} if as_actor else None
-    method, content_type = {"delete": ("DELETE", JSON), "update": ("PUT", JSON)}.get(
+    # a name from managedFields, sent in a header
+    actor = write.actor if impersonate and write.actor and header_safe(write.actor) else None
+    headers = {"Impersonate-User": actor} if actor else None
+    method, content_type = {"delete": ("DELETE", APPLICATION_JSON), "update": ("PUT", APPLICATION_JSON)}.get(
         write.verb, ("PATCH", "application/json-patch+json")
     )
     body = json.loads(write.body)

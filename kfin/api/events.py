@@ -5,11 +5,12 @@ from __future__ import annotations
 from kfin.api.connection import Kube
 from kfin.api.paths import api_path
 from kfin.errors import KfinError
+from kfin.model import JSON
 
 SOURCES = (("events.k8s.io", "regarding", ("apis", "events.k8s.io", "v1")), ("", "involvedObject", ("api", "v1")))
 
 
-def warning_events(kube: Kube, namespace: str, kind: str, name: str, uid: str, most: int = 5) -> list[dict] | None:
+def warning_events(kube: Kube, namespace: str, kind: str, name: str, uid: str, most: int = 5) -> list[JSON] | None:
     """The object's recent Warning Events, newest first, as {type, reason, message, count, lastTimestamp}:
     from events.k8s.io/v1, falling back to core v1 (as kubectl describe reads them); None when neither
     API answers."""
@@ -31,7 +32,7 @@ def warning_events(kube: Kube, namespace: str, kind: str, name: str, uid: str, m
     return None
 
 
-def _event(event: dict, group: str) -> dict:
+def _event(event: JSON, group: str) -> JSON:
     """An Event of either API in one shape."""
     if group:
         return {

@@ -20,13 +20,14 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from kfin.api.connection import JSON, METADATA_ACCEPT, Kube
+from kfin.api.connection import METADATA_ACCEPT, Kube
 from kfin.api.discovery import discover, failure_of
 from kfin.api.paths import resource_path
 from kfin.api.resources import one_per_storage
 from kfin.api.scan import Lean, to_object
+from kfin.api.transport import APPLICATION_JSON
 from kfin.errors import APIError, ForbiddenError, KfinError
-from kfin.model import CRDS, NAMESPACES, Failure, Inventory, KubeObject, ResourceType, ThinObject
+from kfin.model import CRDS, JSON, NAMESPACES, Failure, Inventory, KubeObject, OwnerTuple, ResourceType, ThinObject
 
 # Each watch asks for a random 30 to 60 minutes, what kube-apiserver gives a watch that asks for nothing
 # (--min-request-timeout 1800 s, times 1 to 2), so that watches do not all end at once and a steady state
@@ -105,13 +106,13 @@ class Informer:
             pass  # that watch has ended already
 
     # ----- what is known -----------------------------------------------------------------------------
-    def _keep(self, item: dict) -> KubeObject | None:
+    def _keep(self, item: JSON) -> KubeObject | None:
         return to_object(self.rtype, item, self.full, KEEP_ALL)
 
-    def _keep_parts(self, name: str, namespace: str, uid: str, owners: tuple) -> KubeObject | None:
+    def _keep_parts(self, name: str, namespace: str, uid: str, owners: tuple[OwnerTuple, ...]) -> KubeObject | None:
         return KEEP_ALL.keep_parts(self.rtype, name, namespace, uid, owners)
 
-    def _query(self) -> dict:
+    def _query(self) -> JSON:
         return {"fieldSelector": f"metadata.name={self.only_name}"} if self.only_name else {}
 
     def _set(self, key: Key, new: KubeObject | None) -> None:
@@ -134,10 +135,11 @@ class Informer:
         what = ("list", self.rtype.qualified, self.namespace)
         versions: list[str] = []
 
-        def kept(page: dict) -> list[KubeObject]:
+        def kept(page: JSON) -> list[KubeObject]:
             versions.append(str((page.get("metadata") or {}).get("resourceVersion") or ""))
             found = (self._keep(item) for item in page.get("items") or [])
-            return [obj for obj in found if obj is not None] + page.get("kept", [])
+            kept_whole: list[KubeObject] = page.get("kept", [])
+            return [obj for obj in found if obj is not None] + kept_whole
 
         if self.full:
             pages = self.kube.list_pages(self.path, self.page_size, what=what, reduce=kept, query=self._query())
@@ -164,7 +166,7 @@ class Informer:
             self.path,
             dict(self._query(), resourceVersion=self.version or None),
             seconds,
-            accept=JSON if self.full else METADATA_ACCEPT,
+            accept=APPLICATION_JSON if self.full else METADATA_ACCEPT,
             what=("watch", self.rtype.qualified, self.namespace),
             opened=self._opened,
             idle=WATCH_IDLE,
@@ -179,7 +181,7 @@ class Informer:
                 if obj.get("code") == 410:
                     raise ExpiredError()
                 raise APIError(f"the watch of {self.rtype.qualified} ended: {obj.get('message') or obj}")
-            meta: dict = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+            meta: JSON = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
             self.version = str(meta.get("resourceVersion") or self.version)
             if kind == "BOOKMARK":
                 continue

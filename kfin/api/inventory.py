@@ -17,7 +17,7 @@ from kfin.api.resources import KindLookup, one_object_per_storage, one_per_stora
 from kfin.api.scan import REDUCED_FIELDS, Lean, scan, to_object
 from kfin.api.shapes import object_problem, resource_problem, type_name
 from kfin.errors import UsageError
-from kfin.model import NAMESPACES, Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
+from kfin.model import JSON, NAMESPACES, Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
 from kfin.util.gcpause import paused_gc
 
 SNAPSHOT_KIND = "Snapshot"
@@ -160,7 +160,7 @@ KEEP_ALL = Lean(for_file=True)  # thin, never dropped: a file cannot be read aga
 
 def _load(handle: TextIO, path: str) -> Inventory:
 
-    document: dict = {}
+    document: JSON = {}
     items: _ListItems | None = None
     kept: list[KubeObject] | None = None
     for key, value in members(handle, STREAMED):
@@ -187,7 +187,7 @@ def _load(handle: TextIO, path: str) -> Inventory:
     raise UsageError(f"{path} is neither a kfin snapshot nor a kubectl List")
 
 
-def _kept(rtype: ResourceType, raw: dict) -> KubeObject:
+def _kept(rtype: ResourceType, raw: JSON) -> KubeObject:
     """A loaded object as a scan would keep it: whole (reduced) kinds, Terminating objects and objects with
     finalizers as they are, the rest thin."""
     meta = raw.get("metadata") or {}
@@ -198,7 +198,7 @@ def _kept(rtype: ResourceType, raw: dict) -> KubeObject:
     return kept
 
 
-def _entries(document: dict, key: str, path: str) -> list:
+def _entries(document: JSON, key: str, path: str) -> list[Any]:
     value = document.get(key)
     if value is None:
         return []
@@ -211,7 +211,7 @@ def _bad(path: str, where: str, problem: str) -> UsageError:
     return UsageError(f"{path}: {where} is malformed: {problem}")
 
 
-def _from_snapshot(document: dict, path: str, kept: list[KubeObject] | None = None) -> Inventory:
+def _from_snapshot(document: JSON, path: str, kept: list[KubeObject] | None = None) -> Inventory:
     """A kfin snapshot; `kept`: its objects, when they were already turned into KubeObjects as read."""
     for key in ("observedAt", "context", "server", "namespace"):
         if document.get(key) is not None and not isinstance(document[key], str):
@@ -244,7 +244,7 @@ def _from_snapshot(document: dict, path: str, kept: list[KubeObject] | None = No
     )
 
 
-def _snapshot_resources(document: dict, path: str) -> list[ResourceType]:
+def _snapshot_resources(document: JSON, path: str) -> list[ResourceType]:
     resources = []
     for index, entry in enumerate(_entries(document, "resources", path)):
         problem = resource_problem(entry)
@@ -265,7 +265,7 @@ def _snapshot_objects(raws: Iterable[Any], resources: list[ResourceType], path: 
     return objects
 
 
-def _identity_problem(raw: dict) -> str | None:
+def _identity_problem(raw: JSON) -> str | None:
     for key in ("apiVersion", "kind"):
         if not raw.get(key):
             return f"{key} is missing"
@@ -282,8 +282,8 @@ class _ListItems:
         self.path, self.api_version = path, api_version
         self.kinds = KindLookup(builtin_resources())
         self.objects: list[KubeObject] = []
-        self.seen: dict = {}
-        self.kindless: list[tuple[int, dict]] = []
+        self.seen: dict[tuple[str, str], ResourceType] = {}
+        self.kindless: list[tuple[int, JSON]] = []
 
     def add(self, index: int, item: Any, list_kind: str | None = None) -> None:
         problem = object_problem(item)
@@ -315,7 +315,7 @@ class _ListItems:
         assert kept is not None  # a file's Lean keeps everything
         self.objects.append(kept)
 
-    def inventory(self, document: dict) -> Inventory:
+    def inventory(self, document: JSON) -> Inventory:
         list_kind = str(document.get("kind") or "List")
         waiting, self.kindless = self.kindless, []
         for index, item in waiting:
@@ -327,7 +327,7 @@ class _ListItems:
         return Inventory(resources, self.objects, [], datetime.now(UTC), "", f"file:{self.path}", None, detailed)
 
 
-def _type_of(lookup: KindLookup, raw: dict) -> ResourceType:
+def _type_of(lookup: KindLookup, raw: JSON) -> ResourceType:
     meta = raw.get("metadata") or {}
     return lookup.for_kind(raw["apiVersion"], raw["kind"]) or _guess_type(
         raw["apiVersion"], raw["kind"], bool(meta.get("namespace"))

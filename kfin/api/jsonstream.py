@@ -60,7 +60,7 @@ class _Buffer:
             return value
 
 
-def members(handle: TextIO, streamed: frozenset = frozenset(), chunk: int = 1 << 20) -> Iterator[tuple[str, Any]]:
+def members(handle: TextIO, streamed: frozenset[str] = frozenset(), chunk: int = 1 << 20) -> Iterator[tuple[str, Any]]:
     """(key, value) of each member of the file's top-level object, in file order. The value of a key in
     `streamed` that holds an array is an iterator over its elements instead: consume it before the next
     member."""

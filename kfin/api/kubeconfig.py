@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kfin.model import JSON
+
 PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
 CLUSTER_KEYS = {
     "server",
@@ -45,7 +47,7 @@ class StaticConfiguration:
     proxy: str | None = None
     token: str | None = None
 
-    def auth_settings(self) -> dict:
+    def auth_settings(self) -> JSON:
         if not self.token:
             return {}
         return {
@@ -53,7 +55,7 @@ class StaticConfiguration:
         }
 
 
-def _named(entries: Any, name: object) -> dict | None:
+def _named(entries: Any, name: object) -> JSON | None:
     for entry in entries or []:
         if isinstance(entry, dict) and entry.get("name") == name:
             return entry
@@ -70,7 +72,7 @@ def _data_file(data: str) -> str:
 
 
 def load_static(
-    paths: list[str], context: str | None, document: dict | None = None
+    paths: list[str], context: str | None, document: JSON | None = None
 ) -> tuple[StaticConfiguration, str, str] | None:
     """(configuration, context name, namespace) when the kubeconfig is simple enough, else None. `document`:
     the file's YAML already read (kfin.api.kubeconfig_types), else it is read here."""

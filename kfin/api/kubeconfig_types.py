@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kfin.errors import ConfigError
+from kfin.model import JSON
 from kfin.names import quoted
 
 MAX_BYTES = 16 * 1024 * 1024  # far above any real kubeconfig (certificates inline included)
@@ -183,13 +184,13 @@ def _parse(path: Path, raw: bytes) -> Any:
 AUTH_PROVIDERS = ("oidc", "gcp", "azure")
 
 
-def check_kubeconfig(paths: list[str], context: str | None = None) -> list[dict]:
+def check_kubeconfig(paths: list[str], context: str | None = None) -> list[JSON]:
     """Read every kubeconfig file by its types; raise ConfigError (exit 3) naming the file and field. Returns
     the documents read (an empty file left out), so that nothing parses them again."""
     documents = _typed_documents(paths)
     current = context or next((d.get("current-context") for d, _ in documents if d.get("current-context")), None)
     # merged as kubectl merges several files: the first file that names an entry wins
-    entries: dict[tuple[str, str], tuple[dict, Path | None]] = {}
+    entries: dict[tuple[str, str], tuple[JSON, Path | None]] = {}
     for document, origin in documents:
         for section, inner in (("contexts", "context"), ("users", "user")):
             for item in document.get(section) or []:
@@ -224,7 +225,7 @@ def _check_token_file(path: Path, context: str) -> None:
         )
 
 
-def _typed_documents(paths: list[str]) -> list[tuple[dict, Path]]:
+def _typed_documents(paths: list[str]) -> list[tuple[JSON, Path]]:
     out = []
     for text in paths:
         path = Path(text).expanduser()

@@ -23,6 +23,7 @@ from google.protobuf.message import DecodeError
 
 from kfin.api.proto import metadata_pb2
 from kfin.api.shapes import ShapeError
+from kfin.model import JSON, OwnerTuple
 
 MAGIC = b"k8s\x00"
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
@@ -42,7 +43,7 @@ def _time(value: Any) -> str:
     return datetime.fromtimestamp(value.seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _owner(ref: Any) -> dict:
+def _owner(ref: Any) -> JSON:
     out = {"apiVersion": ref.apiVersion, "kind": ref.kind, "name": ref.name, "uid": ref.uid}
     if ref.HasField("controller"):
         out["controller"] = ref.controller
@@ -51,8 +52,8 @@ def _owner(ref: Any) -> dict:
     return out
 
 
-def _managed(entry: Any) -> dict:
-    out: dict = {"manager": entry.manager}
+def _managed(entry: Any) -> JSON:
+    out: JSON = {"manager": entry.manager}
     try:
         out["fieldsV1"] = json.loads(entry.fieldsV1.Raw) if entry.fieldsV1.Raw else {}
     except (ValueError, RecursionError):
@@ -60,11 +61,11 @@ def _managed(entry: Any) -> dict:
     return out
 
 
-def metadata(meta: Any, light: bool) -> dict:
+def metadata(meta: Any, light: bool) -> JSON:
     """ObjectMeta as the dict a JSON answer gives (empty fields left out, as Go's omitempty does).
     `light`: for an object neither being deleted nor with finalizers, only what a lean scan keeps of it
     (name, namespace, uid, owners): its labels, annotations and managedFields are never made into dicts."""
-    out: dict = {"name": meta.name, "uid": meta.uid}
+    out: JSON = {"name": meta.name, "uid": meta.uid}
     if meta.namespace:
         out["namespace"] = meta.namespace
     if meta.ownerReferences:
@@ -96,10 +97,10 @@ def metadata(meta: Any, light: bool) -> dict:
 
 # What a lean read keeps of an object neither being deleted nor with finalizers, made from its fields: (name,
 # namespace, uid, owners as kfin.model.owner_tuples gives them) -> the object kept, or None (kfin.api.scan.Lean)
-Keep = Callable[[str, str, str, tuple], Any]
+Keep = Callable[[str, str, str, tuple[OwnerTuple, ...]], Any]
 
 
-def _owners(refs: Any) -> tuple:
+def _owners(refs: Any) -> tuple[OwnerTuple, ...]:
     """An object's ownerReferences as kfin.model.owner_tuples gives them."""
     return tuple(
         [
@@ -116,7 +117,7 @@ def _owners(refs: Any) -> tuple:
     )
 
 
-def metadata_list(data: bytes, where: str, light: bool = False, keep: Keep | None = None) -> dict:
+def metadata_list(data: bytes, where: str, light: bool = False, keep: Keep | None = None) -> JSON:
     """A PartialObjectMetadataList answer as the dict its JSON form would give (items' metadata only).
     `keep` (with `light`): objects neither being deleted nor with finalizers are made by it straight from the
     messages, with no metadata dict, and come in the page's "kept" (what it kept), not in its items."""
@@ -130,7 +131,7 @@ def metadata_list(data: bytes, where: str, light: bool = False, keep: Keep | Non
         raise ShapeError(f"{where} answered a protobuf list kfin cannot decode") from None
     if envelope.typeMeta.kind and envelope.typeMeta.kind != "PartialObjectMetadataList":
         raise ShapeError(f"{where} answered a protobuf {envelope.typeMeta.kind[:60]!r}, not a metadata list")
-    list_meta: dict = {}
+    list_meta: JSON = {}
     if listed.metadata.resourceVersion:
         list_meta["resourceVersion"] = listed.metadata.resourceVersion
     token = getattr(listed.metadata, "continue")  # a keyword in Python

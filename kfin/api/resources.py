@@ -8,7 +8,7 @@ from typing import Any
 
 from kfin.api.shapes import ShapeError
 from kfin.errors import NotFoundError
-from kfin.model import KubeObject, ResourceType
+from kfin.model import JSON, KubeObject, ResourceType
 from kfin.names import quoted
 
 DISCOVERY_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -96,7 +96,7 @@ def _strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def parse_resource_list(group: str, version: str, doc: dict) -> list[ResourceType]:
+def parse_resource_list(group: str, version: str, doc: JSON) -> list[ResourceType]:
     """Listable resource types of a legacy discovery document (APIResourceList).
 
     Subresources (pods/log) and types without `list` (bindings, reviews) are left out.
@@ -124,7 +124,7 @@ def parse_resource_list(group: str, version: str, doc: dict) -> list[ResourceTyp
     return out
 
 
-def aggregated_versions(doc: dict, where: str, core: bool = False) -> dict[tuple[str, str], dict]:
+def aggregated_versions(doc: JSON, where: str, core: bool = False) -> dict[tuple[str, str], JSON]:
     """{(group, version): version entry} of an APIGroupDiscoveryList; {} for a legacy document."""
     if doc.get("kind") != "APIGroupDiscoveryList":
         return {}
@@ -144,7 +144,7 @@ def aggregated_versions(doc: dict, where: str, core: bool = False) -> dict[tuple
     return out
 
 
-def parse_aggregated(group: str, version: str, entry: dict) -> list[ResourceType]:
+def parse_aggregated(group: str, version: str, entry: JSON) -> list[ResourceType]:
     """Listable resource types of one version entry of aggregated discovery (apidiscovery.k8s.io/v2).
     Subresources are nested in their resource's entry there; one named as a resource is left out, as the
     legacy documents' are."""

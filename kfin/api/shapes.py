@@ -12,6 +12,10 @@ from datetime import datetime
 from typing import Any
 
 from kfin.errors import APIError
+from kfin.model import JSON
+
+# A field's check: true when the value has the shape the API server gives it
+Check = Callable[[Any], bool]
 
 
 class ShapeError(APIError):
@@ -38,7 +42,7 @@ def _is_str_list(value: object) -> bool:
 
 
 # metadata field -> (check, what it must be)
-METADATA_FIELDS = {
+METADATA_FIELDS: dict[str, tuple[Check, str]] = {
     "name": (lambda v: isinstance(v, str), "a string"),
     "namespace": (lambda v: isinstance(v, str), "a string"),
     "uid": (lambda v: isinstance(v, str), "a string"),
@@ -82,7 +86,7 @@ def metadata_problem(meta: Any, named: bool = True) -> str | None:
     return None
 
 
-def _well_formed(meta: dict) -> bool:
+def _well_formed(meta: JSON) -> bool:
     """METADATA_FIELDS' checks, all passed (JSON gives exact types, so `type(v) is` suffices)."""
     get = meta.get
     if not (
@@ -170,7 +174,7 @@ _DICT = (lambda v: isinstance(v, dict), "an object")
 _INT = (_is_int, "a number")
 # The fields of whole objects that kfin's explanations read, with the types the API gives them;
 # null counts as absent. Checked on whatever is present, whatever the kind.
-FIELD_SHAPES = {
+FIELD_SHAPES: dict[str, tuple[Check, str]] = {
     "spec": _DICT,
     "status": _DICT,
     "spec.finalizers": (_is_str_list, "a list of strings"),
@@ -271,7 +275,7 @@ FIELD_SHAPES = {
 
 
 # By top-level key: a metadata-only item (most of a scan) has none of them and is checked in a few lookups.
-_SHAPES_BY_TOP: dict[str, list] = {}
+_SHAPES_BY_TOP: dict[str, list[tuple[str, list[str], Check, str]]] = {}
 for _path, (_ok, _wanted) in FIELD_SHAPES.items():
     _SHAPES_BY_TOP.setdefault(_path.split(".")[0], []).append((_path, _path.split(".")[1:], _ok, _wanted))
 
@@ -303,14 +307,15 @@ def object_problem(obj: Any) -> str | None:
     return None
 
 
-def check_object(answer: Any, where: str) -> dict:
+def check_object(answer: Any, where: str) -> JSON:
     problem = object_problem(answer)
     if problem:
         raise ShapeError(f"{where} answered an object of the wrong shape: {problem}")
-    return answer
+    checked: JSON = answer  # object_problem found it an object
+    return checked
 
 
-def check_page(page: Any, where: str) -> dict:
+def check_page(page: Any, where: str) -> JSON:
     """One page of a list: an object with `items` (a list, or null when empty) of well-formed objects."""
     if not isinstance(page, dict):
         raise ShapeError(f"{where} answered {type_name(page)} where a list was expected")
@@ -335,7 +340,7 @@ def check_page(page: Any, where: str) -> dict:
     return page
 
 
-def check_dict(answer: Any, where: str, what: str = "an object") -> dict:
+def check_dict(answer: Any, where: str, what: str = "an object") -> JSON:
     if not isinstance(answer, dict):
         raise ShapeError(f"{where} answered {type_name(answer)} where {what} was expected")
     return answer

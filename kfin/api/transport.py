@@ -19,13 +19,16 @@ from kfin.api import trace
 from kfin.api.kubeconfig_types import header_safe
 from kfin.api.shapes import ShapeError
 from kfin.errors import APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError, UnreachableError
+from kfin.model import JSON
 from kfin.names import quoted
 from kfin.util.text import printable, redact_url
 
 # (verb, resource, namespace) of a request, for the message of a 403
 What = tuple[str, str, str | None]
+Query = dict[str, Any]  # query parameters: a None value is left out
+Headers = dict[str, str]
 
-JSON = "application/json"
+APPLICATION_JSON = "application/json"
 # A Warning header's value (RFC 7234 5.5): code, agent, "quoted text" (k8s.io/apimachinery pkg/util/net
 # NewWarningHeader escapes quotes and backslashes); kube-apiserver sends one header per warning, and a proxy may
 # join them with commas.
@@ -62,15 +65,15 @@ class Transport:
         self.configuration, self.pool, self.context = configuration, pool, context
         self.server = server
         self.shown = redact_url(server)  # how messages name it: never with a password in it
-        self._auth: dict | None = None
+        self._auth: Headers | None = None
         self._auth_at = 0.0
         self._auth_lock = threading.Lock()
 
-    def auth_headers(self) -> dict:
+    def auth_headers(self) -> Headers:
         with self._auth_lock:
             now = time.monotonic()
             if self._auth is None or now - self._auth_at >= self.AUTH_REFRESH_SECONDS:
-                headers = {}
+                headers: Headers = {}
                 for setting in self.configuration.auth_settings().values():
                     if setting.get("in") == "header" and setting.get("value"):
                         # a token file ends with a line break more often than not: kubectl trims it too
@@ -95,12 +98,12 @@ class Transport:
         self,
         method: str,
         path: str,
-        query: dict | None = None,
+        query: Query | None = None,
         body: Any = None,
-        accept: str = JSON,
+        accept: str = APPLICATION_JSON,
         content_type: str | None = None,
         what: What | None = None,
-        headers: dict | None = None,
+        headers: Headers | None = None,
         check: bool = True,
         timeout: float | None = None,
     ) -> tuple[int, Any, bytes]:
@@ -116,7 +119,7 @@ class Transport:
         sent = self.headers(accept, headers)
         data = None
         if body is not None:
-            sent["Content-Type"] = content_type or JSON
+            sent["Content-Type"] = content_type or APPLICATION_JSON
             data = json.dumps(body).encode()
         params = {k: v for k, v in (query or {}).items() if v is not None}
         url = self.server + path + (("?" + urlencode(params)) if params else "")
@@ -171,7 +174,7 @@ class Transport:
                     show_warning(text)
             return response.status, response.headers, payload
 
-    def headers(self, accept: str, extra: dict | None = None) -> dict:
+    def headers(self, accept: str, extra: Headers | None = None) -> Headers:
         """What every request sends: what it accepts, who asks, and the credentials (those win)."""
         return {"Accept": accept, "User-Agent": f"kfin/{__version__}", **(extra or {}), **self.auth_headers()}
 
@@ -253,7 +256,7 @@ class Transport:
                 )
             return ForbiddenError(f"forbidden: {message}")
         if code == 404:
-            details: dict = status["details"] if isinstance(status.get("details"), dict) else {}
+            details: JSON = status["details"] if isinstance(status.get("details"), dict) else {}
             return NotFoundError(message, str(details.get("kind") or ""), str(details.get("name") or ""))
         if code == 503 and not status:  # an aggregated API without a backend answers in plain text
             return APIError(
@@ -264,7 +267,7 @@ class Transport:
         )
 
     def open_stream(
-        self, path: str, params: dict, accept: str, what: What | None, wait: Any, opened: Callable[[Any], None] | None
+        self, path: str, params: Query, accept: str, what: What | None, wait: Any, opened: Callable[[Any], None] | None
     ) -> Any:
         """A streamed GET (a watch), open, its status checked: the response, to read as it comes and close."""
         import urllib3
@@ -347,7 +350,7 @@ def _is_handshake_alert(error: BaseException) -> bool:
     return "ALERT_DECODE_ERROR" in str(error)
 
 
-def _status_body(body: bytes | None) -> dict:
+def _status_body(body: bytes | None) -> JSON:
     try:
         parsed = json.loads(body) if body else {}
     except (ValueError, TypeError, RecursionError):
@@ -368,7 +371,7 @@ def _json_document(body: bytes | None) -> bool:
         return False
 
 
-def _causes(status: dict) -> tuple[dict, ...]:
+def _causes(status: JSON) -> tuple[JSON, ...]:
     """A Status's details.causes, those of the expected shape (strings only)."""
     details = status.get("details")
     causes = details.get("causes") if isinstance(details, dict) else None

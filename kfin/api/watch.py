@@ -6,15 +6,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from kfin.api.connection import JSON, METADATA_ACCEPT, METADATA_LIST_ACCEPT, Kube
+from kfin.api.connection import METADATA_ACCEPT, METADATA_LIST_ACCEPT, Kube
 from kfin.api.paths import resource_path
 from kfin.api.shapes import check_page
-from kfin.model import ResourceType
+from kfin.api.transport import APPLICATION_JSON
+from kfin.model import JSON, ResourceType
 
 LONGEST_WATCH = 60  # seconds asked of the server per watch; kfin starts the next one from where it was
 
 
-def _state(obj: dict) -> str:
+def _state(obj: JSON) -> str:
     """What is left to go, in a line: a namespace's remaining content, or an object's finalizers."""
     meta = obj.get("metadata") or {}
     for condition in (obj.get("status") or {}).get("conditions") or []:
@@ -52,7 +53,7 @@ def wait_gone(
                 "GET",
                 path,
                 query,
-                accept=JSON if whole else METADATA_LIST_ACCEPT,
+                accept=APPLICATION_JSON if whole else METADATA_LIST_ACCEPT,
                 what=("list", rtype.qualified, namespace),
             ),
             f"GET {path}",
@@ -71,11 +72,11 @@ def wait_gone(
                 path,
                 dict(query, resourceVersion=version),
                 max(1, min(int(left), LONGEST_WATCH)),
-                accept=JSON if whole else METADATA_ACCEPT,
+                accept=APPLICATION_JSON if whole else METADATA_ACCEPT,
                 what=what,
             ):
-                obj: dict = event["object"] if isinstance(event.get("object"), dict) else {}
-                meta: dict = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+                obj: JSON = event["object"] if isinstance(event.get("object"), dict) else {}
+                meta: JSON = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
                 if event.get("type") == "ERROR":
                     expired = True  # 410 Expired: list again
                     break
@@ -88,7 +89,7 @@ def wait_gone(
                     return False
 
 
-def _report(obj: dict, last: str | None, report: Callable[[str], None]) -> str:
+def _report(obj: JSON, last: str | None, report: Callable[[str], None]) -> str:
     state = _state(obj)
     if state != last:
         report(state)
