@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kfin.core.guard import DENY_LABEL, MOST_RUNES, MOST_WARNINGS, OVERRIDE_ANNOTATION
 from tests.fakeapi.server import Fault
+from tests.runner import kfin
 from tests.scenario import ScenarioCluster
 from tests.scenarios.test_preflight import widget_operator
 from tests.test_serve import ROOT, _free_port
@@ -288,3 +289,42 @@ def test_a_denial_names_what_would_be_stranded_even_when_more_would_only_wait(fa
         assert answer["warnings"][0].startswith(f"kfin: deleting namespace {ns} leaves 3 Gizmos stuck"), answer
         assert answer["status"]["message"].startswith(
             f"kfin guard denies deleting namespace {ns}: deleting namespace {ns} leaves 2 Widgets stuck"), answer
+
+
+
+def test_a_namespace_deletion_is_said_by_the_teardown_model_naming_what_it_waits_for(fake, tmp_path):
+    """A Namespace's DELETE deletes its content: the guard says it as kfin preflight -f of a manifest holding that
+    Namespace does (kfin.core.teardown.of_deletion), the namespace's wait for the Widgets its deletion strands
+    named, in the words of preflight -f's JSON."""
+    cluster, group, ns = team(fake, tmp_path)
+    with running_guard(cluster.kubeconfig) as url:
+        answer = review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace"))
+    held = f"kfin: deleting namespace {ns} stays stuck: it waits for its content to go: w0, w1 left stuck"
+    assert answer["warnings"] == [
+        f"kfin: deleting namespace {ns} leaves 2 Widgets stuck ({group}/cleanup): their controller is deleted with "
+        f"it; delete them first: kubectl delete widgets.{group} -n {ns} --all",
+        held, f"kfin: the whole answer: kfin preflight namespace {ns}"]
+    manifest = tmp_path / "namespace.yaml"
+    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+    result = kfin("preflight", "-f", str(manifest), "-o", "json", "--kubeconfig", str(cluster.kubeconfig))
+    [step] = json.loads(result.stdout)["steps"]
+    reasons = {(s["object"]["name"], s["reason"]) for s in step["wouldBeStuck"]}
+    assert (ns, held.split(": ", 2)[2]) in reasons  # the same words
+    assert {name for name, _ in reasons} == {ns, "w0", "w1"}
+
+
+def test_a_crds_deletion_names_the_custom_resources_that_would_stick_and_the_crds_wait(fake, tmp_path):
+    """A CRD's DELETE deletes its custom resources (customresourcecleanup): the Widgets whose operator is not
+    running stay, and the CRD waits for them."""
+    cluster, group, ns = team(fake, tmp_path)
+    crd = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
+    with running_guard(cluster.kubeconfig) as url:
+        answer = review(url, delete_of(cluster, crd, "CustomResourceDefinition"))
+    assert answer["allowed"] is True, answer
+    first, held, whole = answer["warnings"]
+    assert first.startswith(f"kfin: deleting customresourcedefinition widgets.{group} leaves 2 Widgets stuck "
+                            f"({group}/cleanup): its controller Pod"), first
+    assert first.endswith(" first") and f"fix or scale up Pod {ns}/widget-operator-" in first
+    assert held == (f"kfin: deleting customresourcedefinition widgets.{group} stays stuck: it waits for its custom "
+                    "resources to go: w0, w1 left stuck")
+    assert whole == f"kfin: the whole answer: kfin preflight customresourcedefinition widgets.{group}"

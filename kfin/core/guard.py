@@ -1,7 +1,10 @@
 """kfin guard's answer to a DELETE: what `kfin preflight` predicts it leaves stuck, said to whoever deletes.
 
 The request comes from kube-apiserver's admission chain (an AdmissionReview v1's `request`); the answer is worked
-out from the watch cache (kfin.core.watching) by the same code as `kfin preflight` (kfin.core.preflight.foresee),
+out from the watch cache (kfin.core.watching) by the same code as `kfin preflight` (kfin.core.preflight.foresee);
+a request that deletes many objects (a Namespace, its content; a CRD, its custom resources) by the teardown model
+of `kfin preflight -f` (kfin.core.teardown.of_deletion: what that deletion's cascade takes away from what it
+deletes, a controller or a webhook's Service; what the namespace or CRD then waits for), in the same words;
 never by a request the guard's own webhook configuration matches: no write, no dry run, only what the watches
 hold and the reads `explain` makes on demand (GET and LIST, which the configuration never matches).
 
@@ -19,7 +22,8 @@ from dataclasses import dataclass, field
 
 from kfin.core.facts import Facts
 from kfin.core.preflight import Preflight, Stuck, foresee
-from kfin.model import KubeObject
+from kfin.core.teardown import Caused, Teardown, of_deletion
+from kfin.model import CRDS, NAMESPACES, KubeObject
 
 # The label that turns deny mode on for one object, or for everything in a namespace (on the Namespace).
 DENY_LABEL = "kfin.dev/guard"
@@ -128,7 +132,8 @@ class Guard:
                 return Review(True, ALLOWED)
             target = KubeObject(rtype, old)
             namespace = facts.find("", "namespaces", "", target.namespace, full=True) if target.namespace else None
-            result = foresee(facts, target)
+            many = (rtype.group, rtype.resource) in (NAMESPACES, CRDS)
+            result = _of_teardown(of_deletion(facts, target)) if many else foresee(facts, target)
         notes = [short(f"kfin: could not read {', '.join(result.unknown[:3])}: the prediction may miss some")]
         notes = notes if result.unknown else []
         if why:  # a watch is down: what it would say is not known, so nothing is refused on it
@@ -171,6 +176,13 @@ class Guard:
         )
 
 
+def _of_teardown(model: Teardown) -> Preflight:
+    """The teardown of one DELETE as a preflight's answer: what its one step deletes and leaves stuck."""
+    [step] = model.steps
+    assert step.obj is not None  # the object of the request: always there
+    return Preflight(step.obj, step.cascade, step.stuck + step.rejected, model.plan, model.unknown, model.orphaned)
+
+
 def _preflight(request: dict, kind: str, name: str) -> str:
     # the object's own namespace: a Namespace's request names itself as its namespace (kube-apiserver's RequestInfo)
     namespace = ((request.get("oldObject") or {}).get("metadata") or {}).get("namespace")
@@ -192,9 +204,9 @@ def _warnings(result: Preflight, what: str) -> list[str]:
         first = found[0]
         obj = first.obj
         if obj is result.target:
-            out.append(
-                _said(f"kfin: deleting {what} stays stuck", first.reason, _step(first.step) or "see kfin preflight")
-            )
+            # what a namespace or CRD waits for is named: what to do about it is in the warnings about those
+            step = "" if isinstance(first, Caused) and first.waits_for else _step(first.step) or "see kfin preflight"
+            out.append(_said(f"kfin: deleting {what} stays stuck", first.reason, step))
             continue
         count = len({s.obj.uid for s in found})
         subject = f"{obj.type.kind} {obj.name}" if count == 1 else f"{count} {obj.type.kind}s"

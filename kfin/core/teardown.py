@@ -166,6 +166,21 @@ def from_release(facts: Facts, release: Release, major: int, command: str, casca
     return result
 
 
+def of_deletion(facts: Facts, target: KubeObject) -> Teardown:
+    """One DELETE that deletes many objects, as the teardown it starts: a Namespace (its content, in the namespace
+    controller's order: its Pods first, the rest once they are gone, since 1.34), a CRD (its custom resources,
+    deleted by customresourcecleanup, then the CRD once they are gone). The same model, and so the same words, as
+    `kfin preflight -f` of a manifest that holds this one object: kfin guard says what that would."""
+    rtype = target.type
+    manifest = Manifest(rtype.api_version, rtype.kind, target.name, target.namespace, "-", target.raw)
+    ns = f" -n {target.namespace}" if target.namespace else ""
+    result = Teardown(
+        "kubectl delete", f"kubectl delete {rtype.qualified} {target.name}{ns}", [Deletion(1, manifest, target)]
+    )
+    _predict(facts, result)
+    return result
+
+
 def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> None:
     """`cascade`: the propagation policy of the DELETEs (kubectl's and Helm's --cascade): with orphan, the
     garbage collector deletes no dependents (a Deployment's Pods keep running: its controller too), though a
@@ -203,6 +218,8 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
         known = {(s.obj.uid, s.finalizer) for s in single.stuck}
         for each in [obj, *step.cascade]:
             step.stuck += _finalizer_updates_rejected(facts, each, services_gone, gone, step.number, known)
+        if (obj.type.group, obj.type.resource) == NAMESPACES:
+            step.stuck += _content_deletes_rejected(facts, step, services_gone, gone)
         for s in single.orphaned:
             orphaned.setdefault((s.obj.uid, s.finalizer), s)
     # once every step's deletions are known: controllers deleted before, or moments after, what they finalize
@@ -249,7 +266,7 @@ def _stranded(
     for finalizer in obj.finalizers:
         if control_plane_owned(finalizer) or (obj.uid, finalizer) in known:
             continue
-        ctx = Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer))
+        ctx = Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer, facts.catalog))
         found = finalizer_controllers(ctx)
         losses = [_losses(ctx, w, running, gone, result) for w, running in found or []]
         if not losses or not all(losses):
@@ -396,6 +413,43 @@ def _webhook_rejections(
             f"{service.get('namespace')}/{service.get('name')} is deleted at step {at}"
         )
         out.append((why, (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),), at))
+    return out
+
+
+def _content_deletes_rejected(facts: Facts, step: Deletion, services_gone: dict, gone: dict) -> list[Stuck]:
+    """A namespace whose content holds a webhook's Service, the webhook failing closed on DELETE of other content:
+    the namespace controller deletes the Pods first (since 1.34), the Service's endpoints with them when it selects
+    its Pods (a selector selects in its own namespace only), then the Service itself with the rest; from then on
+    its DELETEs the webhook matches are rejected, and the namespace waits for good (its configuration, not in a
+    namespace, stays). A Service without a selector keeps its endpoints until it goes: a race then."""
+    namespace = step.obj
+    assert namespace is not None
+    mine = {key: at for key, at in services_gone.items() if key[0] == namespace.name and at == step.number}
+    said = " ".join(s.reason for s in step.stuck if s.obj.uid == namespace.uid)
+    found: dict[str, tuple[KubeObject, dict, list[KubeObject]]] = {}
+    for each in step.cascade:
+        if (each.type.group, each.type.resource) in (SERVICES, ("", "pods")):
+            continue  # the Pods go while the webhook still answers; a Service's DELETE is what breaks it
+        for config, hook, _ in _webhooks_failing(facts, each, "DELETE", mine, gone, step.number + 1):
+            key = f"{config.uid}/{hook.get('name')}"
+            found.setdefault(key, (config, hook, []))[2].append(each)
+    out: list[Stuck] = []
+    for config, hook, held in found.values():
+        if f"{config.type.kind} {config.name}" in said:  # the rules already say it fails closed now
+            continue
+        service = hook["clientConfig"]["service"]
+        svc = facts.find("", "services", service.get("namespace", ""), service.get("name", ""), full=True)
+        selects = bool(svc is not None and (svc.raw.get("spec") or {}).get("selector"))
+        names = ", ".join(f"{o.type.kind} {o.name}" for o in held[:3]) + (" ..." if len(held) > 3 else "")
+        why = (
+            f"webhook {hook.get('name')} of {config.type.kind} {config.name} fails closed once its Service "
+            f"{service.get('namespace')}/{service.get('name')} "
+            + ("loses its Pods (the namespace's Pods go first)" if selects else "is deleted with the namespace")
+            + f": the namespace controller cannot delete {names}"
+            + ("" if selects else " (a race: those deleted before the Service go)")
+        )
+        action = (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),)
+        out.append(Caused(namespace, "kubernetes", why, "BLOCKED", action, certain=selects, by=step.number))
     return out
 
 

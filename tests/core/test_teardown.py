@@ -16,7 +16,7 @@ import pytest
 
 from kfin.core import helm, manifests
 from kfin.core.manifests import Manifest
-from kfin.core.teardown import from_manifests, from_release
+from kfin.core.teardown import from_manifests, from_release, of_deletion
 from kfin.errors import ExitCode, UsageError
 from kfin.render.teardown import teardown_dot
 from tests.runner import kfin
@@ -380,3 +380,86 @@ def test_a_teardown_drawn_through_the_command_svg_and_png_or_the_package_named(t
     missing = kfin(*args, "-o", "svg")
     assert missing.code == ExitCode.USAGE and missing.stdout == ""
     assert "Graphviz's dot, which is not installed (Debian and Ubuntu: apt install graphviz" in missing.stderr
+
+
+# ----- one DELETE that deletes many objects (kfin guard's model of a Namespace's or a CRD's deletion) -----------
+def test_a_namespaces_deletion_is_the_teardown_of_its_content_in_the_words_of_preflight_f():
+    f, files = operator_release()
+    [namespace] = [o for o in f.everything(None) if o.type.resource == "namespaces" and o.name == "app"]
+    result = of_deletion(f, namespace)
+    kinds = [o.type.kind for o in result.steps[0].cascade]
+    assert kinds[0] == "Pod" and "Widget" in kinds  # the namespace controller's order: Pods first
+    [w1] = [s for s in result.stuck if s.obj.name == "w1"]
+    assert (w1.verdict, w1.certain) == ("ORPHANED", True) and "lives in namespace app" in w1.reason
+    [held] = [s for s in result.stuck if s.obj is namespace]
+    assert (held.finalizer, held.reason) == ("kubernetes", "it waits for its content to go: w1 left stuck")
+    assert result.command == "kubectl delete namespaces app"
+    # the same situation through kubectl delete -f of a manifest holding the Namespace: the same words
+    same = from_manifests(f, [as_manifest(doc("Namespace", "app", namespace=""))], "app", "kubectl delete -f ns.yaml")
+    assert [(s.obj.name, s.finalizer, s.reason, s.verdict) for s in same.stuck] == [
+        (s.obj.name, s.finalizer, s.reason, s.verdict) for s in result.stuck]
+
+
+def test_a_crds_deletion_deletes_its_custom_resources_and_waits_for_those_that_stick():
+    widgets = custom_type()
+    crd = obj("crd.apiextensions.k8s.io", "widgets.example.com",
+              spec={"group": "example.com", "names": {"plural": "widgets", "kind": "Widget"}})
+    stuck = obj(widgets, "w1", "app", finalizers=("example.com/gone-operator",))
+    free = obj(widgets, "w2", "app")
+    result = of_deletion(facts(crd, stuck, free, extra_types=(widgets,)), crd)
+    assert [o.name for o in result.steps[0].cascade] == ["w1", "w2"]
+    assert [(s.obj.name, s.verdict) for s in result.stuck] == [("w1", "ORPHANED"), ("widgets.example.com", "HOLDING")]
+    assert result.stuck[1].finalizer == "customresourcecleanup.apiextensions.k8s.io"
+    assert result.stuck[1].reason == "it waits for its custom resources to go: w1 left stuck"
+
+
+def namespace_with_its_webhook(selector: dict | None):
+    """Namespace app holding a webhook's Service (with a selector: its Pods are its endpoints) and a ConfigMap the
+    webhook, failing closed, checks on DELETE; its configuration is not in a namespace."""
+    hook = {"name": "check.example.com", "failurePolicy": "Fail",
+            "rules": [{"operations": ["DELETE", "UPDATE"], "apiGroups": ["", "example.com"], "apiVersions": ["*"],
+                       "resources": ["configmaps", "widgets"]}],
+            "clientConfig": {"service": {"namespace": "app", "name": "checker"}}}
+    config = obj("validatingwebhookconfigurations.admissionregistration.k8s.io", "checker", webhooks=[hook])
+    service = obj("svc", "checker", "app", spec={"selector": selector} if selector else {})
+    backend = obj("pods", "checker-1", "app", labels={"app": "checker"}, spec={"nodeName": "n1"},
+                  status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+    endpoints = obj("endpointslices.discovery.k8s.io", "checker-1", "app",
+                    labels={"kubernetes.io/service-name": "checker"}, endpoints=[{"conditions": {"ready": True}}])
+    return [config, service, backend, endpoints, obj("cm", "settings", "app")]
+
+
+def test_a_namespace_holding_a_webhooks_service_waits_for_good_for_what_the_webhook_checks():
+    objects = namespace_with_its_webhook({"app": "checker"})
+    f = facts(*objects)
+    namespace = f.find("", "namespaces", "", "app", full=True)
+    result = of_deletion(f, namespace)
+    [blocked] = [s for s in result.stuck if s.obj is namespace and s.verdict == "BLOCKED"]
+    assert blocked.certain and blocked.reason == (
+        "webhook check.example.com of ValidatingWebhookConfiguration checker fails closed once its Service "
+        "app/checker loses its Pods (the namespace's Pods go first): the namespace controller cannot delete "
+        "ConfigMap settings")
+    assert result.plan[0].actions[0].command == "kubectl delete validatingwebhookconfiguration checker"
+    # without a selector its endpoints stay until the Service goes, alongside the rest: a race
+    race = of_deletion(facts(*namespace_with_its_webhook(None)), namespace)
+    [racing] = [s for s in race.stuck if s.verdict == "BLOCKED"]
+    assert not racing.certain and "(a race: those deleted before the Service go)" in racing.reason
+
+
+def test_a_finalizer_removal_the_webhook_checks_is_rejected_for_good_once_its_service_went_with_the_namespace():
+    widgets = custom_type()
+    widget = obj(widgets, "w1", "app", finalizers=("example.com/cleanup",))
+    # its operator runs elsewhere (namespace ops), allowed to update Widgets everywhere
+    operator = obj("pods", "op-1", "ops", spec={"serviceAccountName": "operator", "nodeName": "n1"},
+                   status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+    role = obj("clusterroles.rbac.authorization.k8s.io", "op",
+               rules=[{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["update"]}])
+    binding = obj("clusterrolebindings.rbac.authorization.k8s.io", "op",
+                  roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "op"},
+                  subjects=[{"kind": "ServiceAccount", "name": "operator", "namespace": "ops"}])
+    f = facts(*namespace_with_its_webhook({"app": "checker"}), widget, operator, role, binding, extra_types=(widgets,))
+    result = of_deletion(f, f.find("", "namespaces", "", "app", full=True))
+    rejected = [s for s in result.stuck if s.obj.name == "w1" and s.verdict == "BLOCKED"]
+    assert [s.reason for s in rejected] == [
+        "webhook check.example.com of ValidatingWebhookConfiguration checker rejects the removal of "
+        "example.com/cleanup: its Service is deleted at step 1, its configuration stays"]
