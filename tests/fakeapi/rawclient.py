@@ -76,6 +76,7 @@ class RawClient:
             code, headers, raw = error.code, error.headers, error.read()
         warnings = []
         for header in headers.get_all("Warning") or []:
+            header = header.encode("latin-1").decode()  # http.client reads header bytes as latin-1: they are UTF-8
             code_, agent, text = header.split(" ", 2)
             assert (code_, agent) == ("299", "-") and text.startswith('"') and text.endswith('"'), header
             warnings.append(text[1:-1].replace('\\"', '"').replace("\\\\", "\\"))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kfin.core.guard import DENY_LABEL, OVERRIDE_ANNOTATION
+from kfin.core.guard import DENY_LABEL, MOST_RUNES, OVERRIDE_ANNOTATION
 from tests.fakeapi.tls import self_signed
 from tests.scenarios.test_preflight import really_stuck, widget_operator
 from tests.test_serve import ROOT, _free_port
@@ -123,7 +123,9 @@ def test_deleting_a_namespace_that_strands_its_widgets_says_so_and_the_namespace
             sent = warned_when_ready(cluster, path, expected)
             code, answer, warnings = cluster.api.delete_warned(path)
             assert code == 200 and answer["metadata"]["deletionTimestamp"], answer
-            assert warnings == [expected, f"kfin: the whole answer: kfin preflight namespace {ns}"]
+            # the teardown model of the namespace's content (kfin preflight -f's): what it waits for, named
+            held = f"kfin: deleting namespace {ns} stays stuck: it waits for its content to go: w0, w1 left stuck"
+            assert warnings == [expected, held, f"kfin: the whole answer: kfin preflight namespace {ns}"]
             # what was predicted is what happens: the namespace controller deletes the operator with the rest
             widgets = f"/apis/{group}/v1/namespaces/{ns}/widgets"
             cluster.eventually(lambda: all((cluster.get(f"{widgets}/w{i}") or {}).get("metadata", {})
@@ -133,6 +135,7 @@ def test_deleting_a_namespace_that_strands_its_widgets_says_so_and_the_namespace
                                                               "widget-operator"), message="the operator to go")
             stuck = really_stuck(cluster, ns)
             assert {("Widget", "w0"), ("Widget", "w1")} <= set(stuck), stuck
+            cluster.eventually(lambda: ("Namespace", ns) in really_stuck(cluster), message="the namespace held")
             # the namespace controller's own deletes (the Widgets, the Deployment...) were never sent to kfin:
             # only the scenario's DELETEs were reviewed (matchConditions on request.userInfo.username)
             assert reviews(url, trust) == sent + 1
@@ -274,3 +277,36 @@ def test_a_deletecollection_is_reviewed_object_by_object(cluster, tmp_path):
             cluster.api.delete(cluster.path_of(config))
             for i in range(2):
                 cluster.strip_finalizers(f"{collection}/w{i}")
+
+
+@pytest.mark.controllers
+def test_deleting_a_crd_names_the_custom_resources_that_stick_and_the_crd_waits_for_them(cluster, tmp_path):
+    """A CRD's DELETE deletes its custom resources (kube-apiserver's customresourcecleanup): kfin guard says, by
+    the teardown model, which of them stick (their operator is not running) and that the CRD waits for them;
+    then it happens so."""
+    group, ns = team(cluster)
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
+    held = (f"kfin: deleting customresourcedefinition widgets.{group} stays stuck: it waits for its custom "
+            "resources to go: w0, w1 left stuck")
+    widgets = f"/apis/{group}/v1/namespaces/{ns}/widgets"
+    with guard(cluster, tmp_path) as (url, trust, cert, _):
+        config = webhook(cluster, url, cert, ns)  # a CRD is not in a namespace: the namespaceSelector lets it by
+        try:
+            warned_when_ready(cluster, path, held)
+            code, answer, warnings = cluster.api.delete_warned(path)
+            assert code == 200 and answer["metadata"]["deletionTimestamp"], answer
+            [stuck] = [w for w in warnings if "leaves 2 Widgets stuck" in w]
+            assert stuck.startswith(f"kfin: deleting customresourcedefinition widgets.{group} leaves 2 Widgets stuck "
+                                    f"({group}/cleanup)"), warnings
+            assert held in warnings
+            assert all(len(w) <= MOST_RUNES for w in warnings), warnings  # one shortened with "…": sent as UTF-8
+            cluster.eventually(lambda: all((cluster.get(f"{widgets}/w{i}") or {}).get("metadata", {})
+                                           .get("deletionTimestamp") for i in range(2)),
+                               message="customresourcecleanup to delete the Widgets")
+            cluster.eventually(lambda: {("Widget", "w0"), ("Widget", "w1"), ("CustomResourceDefinition",
+                                                                          f"widgets.{group}")}
+                               <= set(really_stuck(cluster)), message="kfin stuck to see what was predicted")
+        finally:
+            cluster.api.delete(cluster.path_of(config))
+            for i in range(2):
+                cluster.strip_finalizers(f"{widgets}/w{i}")
