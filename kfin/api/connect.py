@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from kfin.api.exec_credential import bounded_provider
+from kfin.api.exec_credential import bounded_loader
 from kfin.api.kubeconfig import load_static
 from kfin.api.kubeconfig_types import check_kubeconfig
 from kfin.api.target import Target
@@ -67,13 +67,14 @@ def open_transport(target: Target = Target()) -> tuple[Transport, str]:
 
 
 def _with_client(target: Target, paths: list[str], existing: list[str]) -> tuple[Transport, str]:
-    from kubernetes import client, config
-    from kubernetes.config import kube_config
+    from kubernetes import client
+    from kubernetes import config as untyped_config
+    from kubernetes.config import kube_config as untyped_kube_config
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.config.exec_provider import ExecProvider
 
-    # the package looks its ExecProvider up when it runs a plugin (at load and at each refresh)
-    kube_config.ExecProvider = bounded_provider(ExecProvider, target.request_timeout)  # type: ignore[misc]
+    config: Any = untyped_config  # the package has no type annotations: its calls are checked by the tests
+    kube_config: Any = untyped_kube_config
     configuration = client.Configuration()
     if target.kubeconfig and not existing:
         raise ConfigError(f"kubeconfig {target.kubeconfig} does not exist")
@@ -106,12 +107,12 @@ def _with_client(target: Target, paths: list[str], existing: list[str]) -> tuple
         raise ConfigError(f'context "{name}" not found in kubeconfig (available: {", ".join(names) or "none"})')
     with _LoggedErrors() as logged:  # the package logs a failing exec plugin instead of raising
         try:
-            config.load_kube_config(
-                config_file=os.pathsep.join(existing),
-                context=name,
-                client_configuration=configuration,
-                persist_config=False,
-            )
+            # config.load_kube_config, with kfin's runner of exec plugins handed to the loader (bounded_loader)
+            merged = kube_config.KubeConfigMerger(os.pathsep.join(existing)).config
+            if merged is None:
+                raise ConfigException("Invalid kube-config file. No configuration found.")
+            loader = bounded_loader(kube_config.KubeConfigLoader, ExecProvider, target.request_timeout)
+            loader(config_dict=merged, config_base_path=None, active_context=name).load_and_set(configuration)
         except Exception as error:  # ConfigException, and the package's own slips
             raise ConfigError(f'cannot use context "{name}": {error}') from None
     if logged:

@@ -2,8 +2,9 @@
 
 The kubernetes package runs a kubeconfig's exec plugin with no timeout and reads its output whole: a plugin
 that hangs (a login waiting for a browser nobody opens) hangs kfin whatever --request-timeout says, and one
-that prints without end fills memory. kfin gives its own runner to the package (`bounded_provider`), which
-keeps everything else the package does with the credential (client certificates, expiry and refresh).
+that prints without end fills memory. kfin hands its own runner to the package's kubeconfig loading
+(`bounded_loader`), which keeps everything else the package does with the credential (client certificates,
+expiry and refresh); the package's own modules are left as they are, so each connection has its own deadline.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from typing import Any, TypeVar
 
 from kfin.api.kubeconfig_types import header_safe
@@ -25,17 +27,33 @@ DEFAULT_DEADLINE = 120.0
 MAX_OUTPUT = 1024 * 1024
 MAX_STDERR_SHOWN = 300
 Provider = TypeVar("Provider")
+Loader = TypeVar("Loader")
 
 
 class PluginError(Exception):
     """What went wrong with a plugin; the package logs it, and kfin reports it as a kubeconfig problem."""
 
 
+def bounded_loader(base: type[Loader], provider: type[Any], deadline: float | None) -> type[Loader]:
+    """A subclass of the package's KubeConfigLoader that runs a kubeconfig's exec plugin with `provider` (its
+    ExecProvider) bounded by `deadline` seconds, at load and at each refresh.
+
+    Its exec step is the package's own code, run with the bounded provider in place of the name ExecProvider
+    it looks up: what the package does with the credential stays the package's, and nothing of the package
+    is changed (another connection, with another deadline, gets a loader of its own)."""
+    method = base._load_from_exec_plugin  # type: ignore[attr-defined]
+    if "ExecProvider" not in method.__code__.co_names:  # a release that runs plugins otherwise: refuse to go
+        raise RuntimeError("the kubernetes package's KubeConfigLoader no longer runs exec plugins by ExecProvider")
+    names = dict(method.__globals__, ExecProvider=bounded_provider(provider, deadline))
+    bounded = types.FunctionType(method.__code__, names, method.__name__, method.__defaults__, method.__closure__)
+    return type("BoundedKubeConfigLoader", (base,), {"_load_from_exec_plugin": bounded})
+
+
 def bounded_provider(base: type[Provider], deadline: float | None) -> type[Provider]:
     """A subclass of the package's ExecProvider whose `run` is bounded by `deadline` seconds (or the default)."""
 
     class BoundedExecProvider(base):  # type: ignore[valid-type,misc]
-        def run(self, previous_response: Any = None) -> dict:
+        def run(self, previous_response: Any = None) -> dict[str, Any]:
             interactive = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
             info: dict[str, Any] = {
                 "apiVersion": self.api_version,
@@ -55,8 +73,8 @@ def bounded_provider(base: type[Provider], deadline: float | None) -> type[Provi
 
 
 def run_plugin(
-    args: list[str], env: dict, cwd: str | None, api_version: str, interactive: bool, deadline: float
-) -> dict:
+    args: list[str], env: dict[str, str], cwd: str | None, api_version: str, interactive: bool, deadline: float
+) -> dict[str, Any]:
     """The `status` of the ExecCredential the plugin prints; PluginError when it fails, hangs or floods."""
     command = os.path.basename(str(args[0]))
     try:
@@ -91,7 +109,7 @@ def run_plugin(
         raise PluginError(f"exec: plugin {command} printed an ExecCredential without a status")
     if data.get("apiVersion") != api_version or data.get("kind") != "ExecCredential":
         raise PluginError(f"exec: plugin {command} answered with another apiVersion or kind than {api_version}")
-    status: dict = data["status"]
+    status: dict[str, Any] = data["status"]
     for key in ("token", "clientCertificateData", "clientKeyData", "expirationTimestamp"):
         if key in status and not isinstance(status[key], str):
             raise PluginError(f"exec: plugin {command} returned a {key} that is not a string")
@@ -104,7 +122,7 @@ def run_plugin(
     return status
 
 
-def _read_bounded(process: subprocess.Popen, command: str, until: float, deadline: float) -> tuple[bytes, bytes]:
+def _read_bounded(process: subprocess.Popen[bytes], command: str, until: float, deadline: float) -> tuple[bytes, bytes]:
     streams = {process.stdout: bytearray(), process.stderr: bytearray()}
     with selectors.DefaultSelector() as selector:
         for stream in streams:
@@ -130,7 +148,7 @@ def _read_bounded(process: subprocess.Popen, command: str, until: float, deadlin
     return bytes(streams[process.stdout]), bytes(streams.get(process.stderr) or b"")
 
 
-def _stop(process: subprocess.Popen, interactive: bool) -> None:
+def _stop(process: subprocess.Popen[bytes], interactive: bool) -> None:
     """Kill what is left of the plugin (its children too, when it has its own group) and close its pipes."""
     if process.poll() is None:
         try:
