@@ -23,6 +23,7 @@ it deletes with it, what its gates and finalizers leave stuck), and then what th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from kfin.api.builtin_kinds import builtin_resources
@@ -205,6 +206,7 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
             ]
             continue
         single = foresee(facts, obj)
+        single.stuck = _without_deleted_webhooks(single.stuck, result, gone)
         if cascade == "orphan" and (obj.type.group, obj.type.resource) not in (NAMESPACES, CRDS):
             single.deleted, single.orphaned = [], []
             single.stuck = [s for s in single.stuck if s.obj.uid == obj.uid]
@@ -266,7 +268,7 @@ def _stranded(
     for finalizer in obj.finalizers:
         if control_plane_owned(finalizer) or (obj.uid, finalizer) in known:
             continue
-        ctx = Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer, facts.catalog))
+        ctx = Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer))
         found = finalizer_controllers(ctx)
         losses = [_losses(ctx, w, running, gone, result) for w, running in found or []]
         if not losses or not all(losses):
@@ -367,6 +369,21 @@ def _named(w: KubeObject, at: Deletion) -> str:
     """A controller by the object its step deletes (the Deployment, not the Pod its cascade deletes)."""
     top = at.obj if at.obj is not None and w.uid != at.obj.uid else w
     return f"{top.type.kind} {top.namespace + '/' if top.namespace else ''}{top.name}"
+
+
+def _without_deleted_webhooks(stuck: list[Stuck], result: Teardown, gone: dict[str, int]) -> list[Stuck]:
+    """foresee reads the cluster as it is: a webhook that rejects a DELETE now (its rules, or the server's answer to a
+    dry run) rejects nothing once an earlier step deleted its configuration (Helm 4 deletes them first)."""
+    deleted = [
+        f"{o.type.kind} {o.name}"
+        for d in result.steps
+        for o in ([d.obj] if d.obj is not None else [])
+        if o.uid in gone and (o.type.group, o.type.resource) in [(WEBHOOK_GROUP, k) for k in WEBHOOK_KINDS]
+    ]
+    if not deleted:
+        return stuck
+    named = re.compile("|".join(re.escape(name) for name in deleted) + r"(?![\w.-])")
+    return [s for s in stuck if s.verdict != "BLOCKED" or not named.search(s.reason)]
 
 
 def _webhooks_failing(

@@ -266,3 +266,131 @@ def kfin_with_stdin(text: str, *args: str):
         return kfin(*args)
     finally:
         sys.stdin = saved
+
+
+# ----- a webhook deleted after its Service -------------------------------------------------------------------
+def webhook_files(cluster, ns: str) -> dict[str, list[dict]]:
+    """A webhook failing closed on DELETE of ConfigMaps in `ns`, its Service, and a ConfigMap it checks, in files
+    whose (lexical) order deletes the Service first. Neither tier can reach a Service's backend (no kube-proxy, no
+    Pods running: kube-apiserver without aggregator routing calls the ClusterIP; the fake has no network), so the
+    webhook fails closed while its Service exists too: no request it matches is sent before the Service's deletion
+    (it checks DELETE only, and the prediction sends no dry-run DELETE of the ConfigMap: its step is predicted
+    rejected before any). After it, both tiers answer as kube-apiserver does for a webhook whose Service is gone
+    (failed calling webhook: service not found)."""
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "checker", "namespace": ns},
+        "spec": {"selector": {"app": "checker"}, "ports": [{"port": 443, "targetPort": 8443}]},
+    }
+    settings = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": ns},
+        "data": {"a": "b"},
+    }
+    config = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": cluster.name("checker")},
+        "webhooks": [
+            {
+                "name": "check.kfin.test",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 2,
+                "clientConfig": {"service": {"namespace": ns, "name": "checker", "path": "/validate", "port": 443}},
+                "rules": [
+                    {"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+                ],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+            }
+        ],
+    }
+    return {"00-service.yaml": [service], "01-settings.yaml": [settings], "02-webhook.yaml": [config]}
+
+
+def delete_each(cluster, objects: list[dict]) -> dict[str, int]:
+    """kubectl delete -f's DELETEs in order, going on after a rejected one (its builder is ContinueOnError): the
+    status of each, by kind."""
+    return {o["kind"]: cluster.api.delete(cluster.path_of(o), "Background", None)[0] for o in objects}
+
+
+@pytest.mark.controllers
+def test_a_webhooks_service_deleted_before_it_makes_it_reject_what_comes_after(cluster, tmp_path):
+    """kubectl deletes 00-service.yaml first: the webhook fails closed for the ConfigMap's DELETE at step 2 (it
+    stays); predicted so, with Helm 3's order the same and Helm 4's (webhook configurations first) clean."""
+    ns = cluster.namespace
+    files = webhook_files(cluster, ns)
+    objects = install(cluster, files, tmp_path / "release")
+    settings = f"/api/v1/namespaces/{ns}/configmaps/settings"
+    config = objects[-1]
+    try:
+        report = teardown(cluster, "-f", str(tmp_path / "release"), "-n", ns)
+        assert report["clean"] is False
+        rejected = {(s["object"]["kind"], s["object"]["name"]): s for step in report["steps"] for s in step["rejected"]}
+        assert list(rejected) == [("ConfigMap", "settings")]
+        assert rejected[("ConfigMap", "settings")]["reason"] == (
+            f"its DELETE is rejected: webhook check.kfin.test of ValidatingWebhookConfiguration "
+            f"{config['metadata']['name']} fails closed: its Service {ns}/checker is deleted at step 1"
+        )
+        assert (
+            report["plan"][0]["command"]
+            == f"kubectl delete validatingwebhookconfiguration {config['metadata']['name']}"
+        )
+        manifest = "".join("---\n" + yaml.safe_dump(o) for o in objects)
+        for major, clean in (("3", False), ("4", True)):
+            helm = json.loads(
+                kfin_with_stdin(
+                    manifest,
+                    "preflight",
+                    "-f",
+                    "-",
+                    "--helm",
+                    major,
+                    "-n",
+                    ns,
+                    "-o",
+                    "json",
+                    "--kubeconfig",
+                    str(cluster.kubeconfig),
+                ).stdout
+            )
+            assert helm["clean"] is clean, (major, helm)
+
+        codes = delete_each(cluster, objects)
+        # what happened: the ConfigMap's DELETE refused (the webhook cannot be called), the ConfigMap still there
+        assert codes["Service"] == 200 and codes["ValidatingWebhookConfiguration"] == 200, codes
+        assert codes["ConfigMap"] >= 400, codes
+        kept = cluster.get(settings)
+        assert kept is not None and not kept["metadata"].get("deletionTimestamp")
+        assert ours(really_stuck(cluster), "", ns) == stuck_of(report) == set()  # rejected, not stuck
+    finally:
+        cluster.api.delete(cluster.path_of(config))
+        cluster.api.delete(settings)
+
+
+@pytest.mark.controllers
+def test_the_safe_order_deletes_the_webhook_configuration_first_and_everything_goes(cluster, tmp_path):
+    ns = cluster.namespace
+    objects = install(cluster, webhook_files(cluster, ns), tmp_path / "release")
+    config = objects[-1]
+    try:
+        report = teardown(cluster, "-f", str(tmp_path / "release"), "-n", ns)
+        assert (
+            report["plan"][0]["command"]
+            == f"kubectl delete validatingwebhookconfiguration {config['metadata']['name']}"
+        )
+        cluster.delete(config)  # the plan's first step
+        cluster.eventually(lambda: cluster.get(cluster.path_of(config)) is None, message="the configuration gone")
+        after = teardown(cluster, "-f", str(tmp_path / "release"), "-n", ns)
+        assert after["clean"] is True, after
+        assert [n["kind"] for n in after["notFound"]] == ["ValidatingWebhookConfiguration"]
+
+        codes = delete_each(cluster, objects)
+        assert codes == {"Service": 200, "ConfigMap": 200, "ValidatingWebhookConfiguration": 404}, codes
+        assert cluster.get(f"/api/v1/namespaces/{ns}/configmaps/settings") is None
+        assert ours(really_stuck(cluster), "", ns) == set()
+    finally:
+        cluster.api.delete(cluster.path_of(config))
