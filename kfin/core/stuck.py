@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Literal
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import KindLookup, stored_as
@@ -16,7 +17,7 @@ from kfin.core.scope import Scope
 from kfin.core.selectors import Selector
 from kfin.core.sources import ProgressFactory, gather, no_progress
 from kfin.errors import KfinError, NotFoundError
-from kfin.model import Inventory, KubeObject, format_time
+from kfin.model import JSON, Inventory, KubeObject, format_time
 from kfin.names import check_kind
 from kfin.util.globs import glob_match
 from kfin.util.parallel import ordered
@@ -26,12 +27,13 @@ from kfin.util.parallel import ordered
 class StuckObject:
     obj: KubeObject
     terminating_seconds: float
+    _: KW_ONLY
     finalizers: list[str]  # metadata.finalizers, then a namespace's spec.finalizers
     families: list[str]
     blocker: str
-    conditions: list[dict] = field(default_factory=list)
+    conditions: list[JSON] = field(default_factory=list)
     context: str = ""
-    root_causes: list[dict] = field(default_factory=list)
+    root_causes: list[JSON] = field(default_factory=list)
     verdict: str | None = None  # of the finding that speaks for it (causes.main_finding)
     family: str | None = None  # that finding's family
     chain: Chain | None = field(default=None, repr=False, compare=False)  # its blocking chain, as followed here
@@ -42,7 +44,7 @@ class StuckObject:
         first = self.root_causes[0] if self.root_causes else {}
         return first.get("object") or first.get("actor") or self.obj.ref
 
-    def to_dict(self, with_context: bool = False) -> dict:
+    def to_dict(self, with_context: bool = False) -> JSON:
         o, meta = self.obj, self.obj.meta
         out: dict[str, object] = {"context": self.context} if with_context else {}
         out.update(
@@ -87,7 +89,7 @@ class StuckObject:
 
 @dataclass
 class Filters:
-    kinds: set | None = None  # {(group, resource)}
+    kinds: set[tuple[str, str]] | None = None  # {(group, resource)}
     finalizer: str | None = None
     older_than: float | None = None  # seconds
 
@@ -135,22 +137,22 @@ def find_stuck(
             StuckObject(
                 obj,
                 seconds,
-                names,
-                list(dict.fromkeys(family(f).name for f in names)),
-                f"{line}; {root}" if root else line,
-                conditions,
-                inventory.context,
-                chain.root_causes(),
-                main.verdict.value if main else None,
-                main.family if main else None,
-                chain,
+                finalizers=names,
+                families=list(dict.fromkeys(family(f).name for f in names)),
+                blocker=f"{line}; {root}" if root else line,
+                conditions=conditions,
+                context=inventory.context,
+                root_causes=chain.root_causes(),
+                verdict=main.verdict.value if main else None,
+                family=main.family if main else None,
+                chain=chain,
             )
         )
     rows.sort(key=lambda r: (-r.terminating_seconds, r.obj.namespace, r.obj.type.kind_display, r.obj.name))
     return rows
 
 
-def storage_problems(inventory: Inventory) -> list[dict]:
+def storage_problems(inventory: Inventory) -> list[JSON]:
     """Related problems a storage scan finds: claims Lost (their volume is gone) and volumes Released with
     reclaim policy Retain (their disk is kept until someone deletes it)."""
     out = []
@@ -191,7 +193,7 @@ def matches(finalizer: str, pattern: str) -> bool:
     return pattern in finalizer
 
 
-def report(rows: list[StuckObject], inventories: list[Inventory]) -> dict:
+def report(rows: list[StuckObject], inventories: list[Inventory]) -> JSON:
     """The machine-readable result of `kfin stuck -o json|yaml` (schema documented in README.md)."""
     several = len(inventories) > 1
     return {
@@ -296,15 +298,20 @@ def gating_webhooks(rows: list[StuckObject], sources: list[Facts]) -> dict[str, 
     return found
 
 
-def row_key(row: StuckObject) -> tuple:
+# (context, group, resource, namespace, name, uid): a row the same from one scan to the next
+RowKey = tuple[str, str, str, str, str, str]
+Change = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+def row_key(row: StuckObject) -> RowKey:
     return (row.context, row.obj.type.group, row.obj.type.resource, row.obj.namespace, row.obj.name, row.obj.uid)
 
 
-def changes(before: dict[tuple, StuckObject], after: list[StuckObject]) -> list[tuple[str, StuckObject]]:
+def changes(before: dict[RowKey, StuckObject], after: list[StuckObject]) -> list[tuple[Change, StuckObject]]:
     """(ADDED | MODIFIED | DELETED, row) between two scans, as kubectl -w names them: MODIFIED when the
     verdict, the blocker or the finalizers changed."""
     now = {row_key(r): r for r in after}
-    out: list[tuple[str, StuckObject]] = []
+    out: list[tuple[Change, StuckObject]] = []
     for key, row in now.items():
         old = before.get(key)
         if old is None:

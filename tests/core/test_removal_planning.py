@@ -116,7 +116,8 @@ def test_changes_between_two_scans_are_named_as_kubectl_w_names_them():
     from kfin.core.stuck import StuckObject, changes, row_key
 
     claim, _ = held_claim()
-    row = StuckObject(claim, 60.0, ["kubernetes.io/pvc-protection"], ["pvc-protection"], "pvc-protection: in use",
+    row = StuckObject(claim, 60.0, finalizers=["kubernetes.io/pvc-protection"], families=["pvc-protection"],
+                      blocker="pvc-protection: in use",
                       verdict="HOLDING")
     assert [e for e, _ in changes({}, [row])] == ["ADDED"]
     before = {row_key(row): row}

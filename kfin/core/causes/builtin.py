@@ -37,8 +37,8 @@ def load_balancer(ctx: Context) -> Finding:
             "bring the cloud controller manager back, or delete the load balancer "
             "in the cloud console, then remove the finalizer",
             risk,
-            [liveness],
-            alive,
+            evidence=[liveness],
+            alive=alive,
         )
         found.infrastructure = outside
         found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
@@ -61,8 +61,8 @@ def load_balancer(ctx: Context) -> Finding:
         Verdict.WAITING,
         "check the cloud controller manager's logs for errors deleting the load balancer",
         risk,
-        [liveness],
-        alive,
+        evidence=[liveness],
+        alive=alive,
     )
     found.summary = "a Service until its cloud load balancer is deleted"
     found.infrastructure = outside
@@ -122,7 +122,7 @@ def crd_cleanup(ctx: Context) -> Finding:
             Verdict.HOLDING,
             "unstick the custom resources first (their blockers are named below)",
             risk,
-            evidence,
+            evidence=evidence,
             controller="kube-apiserver (CRD finalizer)",
         )
         found.links = [

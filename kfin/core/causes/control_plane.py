@@ -36,8 +36,8 @@ def control_plane(ctx: Context) -> Finding:
         "bring kube-controller-manager back if it is down",
         "unknown: whatever the control plane guards with it (addresses, volumes, devices, a cloud resource) may "
         "still be in use, and removing it skips that cleanup",
-        evidence,
-        alive,
+        evidence=evidence,
+        alive=alive,
         controller=owner,
     )
     found.summary = f"{ctx.finalizer} (the control plane's; kfin does not know what it waits for)"

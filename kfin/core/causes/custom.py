@@ -30,7 +30,7 @@ from kfin.core.causes.registry import (
     kfin_remove_command,
 )
 from kfin.core.facts import ClusterFacts
-from kfin.model import MANAGERS, KubeObject
+from kfin.model import JSON, MANAGERS, KubeObject
 
 RBAC = "rbac.authorization.k8s.io"
 DEFAULT_ROLES = ("cluster-admin", "admin", "edit")
@@ -51,7 +51,7 @@ class Grant:
         return f"{self.subject_kind} {self.service_account}"
 
 
-def _grants_write(rule: dict, group: str, resource: str, by_name_only: bool = False) -> bool:
+def _grants_write(rule: JSON, group: str, resource: str, by_name_only: bool = False) -> bool:
     """Does the rule allow update or patch of the resource? `by_name_only`: only when it names the group and
     the resource (a `system:` role's wildcards, the garbage collector's and the namespace controller's, are
     about every resource and say nothing of who removes this finalizer)."""
@@ -82,7 +82,7 @@ def find_grants(ctx: Context) -> list[Grant] | None:
     return list(dict.fromkeys(cluster + local))
 
 
-def _memo(facts: ClusterFacts, key: tuple, work: Callable[[], Any]) -> Any:
+def _memo(facts: ClusterFacts, key: tuple[str, ...], work: Callable[[], Any]) -> Any:
     if key not in facts.memo:
         facts.memo[key] = work()  # a read on demand meanwhile clears the memo: this is what was read
     return facts.memo[key]
@@ -140,7 +140,8 @@ def _granted(bindings: list[tuple[KubeObject, KubeObject | None, str]], group: s
 
 def _rbac_read(ctx: Context) -> str:
     """How much RBAC the verdict rests on, in words (once per namespace for the same facts)."""
-    return _memo(ctx.facts, ("rbac read", ctx.obj.namespace), lambda: _rbac_counted(ctx))
+    read: str = _memo(ctx.facts, ("rbac read", ctx.obj.namespace), lambda: _rbac_counted(ctx))
+    return read
 
 
 def _rbac_counted(ctx: Context) -> str:
@@ -271,7 +272,8 @@ def workloads_of_manager(facts: ClusterFacts, manager: str) -> list[tuple[KubeOb
     if key not in facts.memo:
         facts.prefetch({(group, resource, None, True) for group, resource in WORKLOADS})  # one round trip, not three
         facts.memo[key] = _workloads_named(facts, manager)
-    return facts.memo[key]
+    found: list[tuple[KubeObject, int, int]] | None = facts.memo[key]
+    return found
 
 
 def _workloads_named(facts: ClusterFacts, manager: str) -> list[tuple[KubeObject, int, int]] | None:
@@ -331,7 +333,15 @@ def _names_one_of(
 
 
 def forbidden_finding(
-    ctx: Context, w: KubeObject, ready: int, wanted: int, risk: str, evidence: list, controller: str, who: str
+    ctx: Context,
+    w: KubeObject,
+    *,
+    ready: int,
+    wanted: int,
+    risk: str,
+    evidence: list[str],
+    controller: str,
+    who: str,
 ) -> Finding:
     """Its controller runs, but RBAC lets it neither update nor patch the object's type: the grant it lacks."""
     account = workload_account(w)
@@ -345,13 +355,13 @@ def forbidden_finding(
         f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} "
         f"(a rule {{{rule}}}, bound to it); it then removes the finalizer",
         risk,
-        [
+        evidence=[
             *evidence,
             f"RBAC read: no grant of update or patch on {resource.qualified} names ServiceAccount "
             f"{w.namespace}/{account}",
         ],
-        True,
-        controller,
+        alive=True,
+        controller=controller,
     )
     found.summary = f"{ctx.finalizer} ({controller} runs but is forbidden to update it)"
     found.detail = {"forbidden": True, "serviceAccount": f"{w.namespace}/{account}", "rule": rule}
@@ -372,7 +382,9 @@ def forbidden_finding(
     return found
 
 
-def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controller: str, line: str) -> Finding | None:
+def _by_evidence(
+    ctx: Context, manager: str, *, risk: str, evidence: list[str], controller: str, line: str
+) -> Finding | None:
     """The workload of the field manager that added the finalizer, if kfin sees it: running (and allowed to
     update the resource, or not), or installed but not running."""
     matched = workloads_of_manager(ctx.facts, manager)
@@ -383,7 +395,14 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
         w, ready, wanted = running[0]
         if may_update(ctx, w.namespace, workload_account(w)) is False:
             return forbidden_finding(
-                ctx, w, ready, wanted, risk, evidence, controller, ", the field manager that added it"
+                ctx,
+                w,
+                ready=ready,
+                wanted=wanted,
+                risk=risk,
+                evidence=evidence,
+                controller=controller,
+                who=", the field manager that added it",
             )
         found = ctx.finding(
             f"its controller is running ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, "
@@ -391,9 +410,9 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
             Verdict.WAITING,
             "check that controller's logs for why it does not finish",
             risk,
-            evidence,
-            True,
-            controller,
+            evidence=evidence,
+            alive=True,
+            controller=controller,
         )
         found.summary = line
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
@@ -407,9 +426,9 @@ def _by_evidence(ctx: Context, manager: str, risk: str, evidence: list, controll
         Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
         f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
         risk,
-        [*evidence, *pod_warnings(ctx.facts, w)],
-        False,
-        controller,
+        evidence=[*evidence, *pod_warnings(ctx.facts, w)],
+        alive=False,
+        controller=controller,
     )
     found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
     found.summary = f"{ctx.finalizer} ({controller} is installed but not running)"
@@ -458,7 +477,11 @@ def custom(ctx: Context) -> Finding:
         evidence.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
     grants = find_grants(ctx)
     if grants is None:
-        found = _by_evidence(ctx, manager, risk, evidence, controller, line) if manager else None
+        found = (
+            _by_evidence(ctx, manager, risk=risk, evidence=evidence, controller=controller, line=line)
+            if manager
+            else None
+        )
         if found is not None:
             return found
         found = ctx.finding(
@@ -466,7 +489,7 @@ def custom(ctx: Context) -> Finding:
             Verdict.UNKNOWN,
             f"find the operator that manages {obj.type.qualified} and check its logs",
             risk,
-            evidence,
+            evidence=evidence,
             controller=controller,
         )
         found.summary = line
@@ -495,9 +518,9 @@ def custom(ctx: Context) -> Finding:
             "controller's logs for why it does not finish: it usually waits on something outside the "
             "cluster",
             risk,
-            evidence,
-            True,
-            controller,
+            evidence=evidence,
+            alive=True,
+            controller=controller,
         )
         found.summary = line
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
@@ -506,7 +529,7 @@ def custom(ctx: Context) -> Finding:
             ctx, found, f"{pod.namespace}/{_pod_account(pod)}", f"Pod {pod.namespace}/{pod.name}, Ready", pod
         )
     if manager:  # the workload of the field manager that added it: running (allowed or not), or down
-        found = _by_evidence(ctx, manager, risk, evidence, controller, line)
+        found = _by_evidence(ctx, manager, risk=risk, evidence=evidence, controller=controller, line=line)
         if found is not None:
             return found
     if pods_all or idle_all:  # installed, but not running: the controller needs fixing, not the finalizer
@@ -519,9 +542,9 @@ def custom(ctx: Context) -> Finding:
             Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
             "fix the controller (kubectl logs and describe its Pods) or scale it up: running, it removes the finalizer",
             risk,
-            evidence,
-            False,
-            controller,
+            evidence=evidence,
+            alive=False,
+            controller=controller,
         )
         found.remove_command = kfin_remove_command(obj, ctx.finalizer)
         found.summary = f"{ctx.finalizer} ({controller} is installed but not running)"
@@ -545,9 +568,12 @@ def custom(ctx: Context) -> Finding:
             Verdict.UNKNOWN,
             f"check whether {unfollowed[0].subject} still runs and why it does not remove {ctx.finalizer}",
             risk,
-            [*evidence, *(f"the {g.role} grants update on {obj.type.qualified} to {g.subject}" for g in unfollowed)],
-            None,
-            controller,
+            evidence=[
+                *evidence,
+                *(f"the {g.role} grants update on {obj.type.qualified} to {g.subject}" for g in unfollowed),
+            ],
+            alive=None,
+            controller=controller,
         )
         found.summary = line
         found.remove_command = kfin_remove_command(obj, ctx.finalizer)
@@ -558,7 +584,7 @@ def custom(ctx: Context) -> Finding:
             Verdict.UNKNOWN,
             f"find what runs as {manager} and check its logs",
             risk,
-            evidence,
+            evidence=evidence,
             controller=controller,
         )
         found.summary = line
@@ -581,7 +607,7 @@ def custom(ctx: Context) -> Finding:
             "ClusterRole grants it to anyone (system roles included where they name it): its controller is gone"
         )
         fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
-    found = ctx.finding(condition, Verdict.ORPHANED, fix, risk, evidence, False, controller)
+    found = ctx.finding(condition, Verdict.ORPHANED, fix, risk, evidence=evidence, alive=False, controller=controller)
     found.remove_command = kfin_remove_command(obj, ctx.finalizer)
     found.summary = line
     found.links.append(

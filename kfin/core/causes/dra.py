@@ -4,6 +4,8 @@ resourceclaim controller deallocates it and removes the finalizer (pkg/controlle
 
 from __future__ import annotations
 
+from typing import Any
+
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
     OBJECT_NAMESPACE,
@@ -16,12 +18,12 @@ from kfin.core.causes.registry import (
     explains,
     waiting_on_controller_manager,
 )
-from kfin.model import KubeObject
+from kfin.model import JSON, KubeObject
 
 RESOURCE = "resource.k8s.io"
 
 
-def _at(node: object, *path: str) -> list | None:
+def _at(node: object, *path: str) -> list[Any] | None:
     """The list at `path` in a status read from the server (any other shape: None)."""
     for part in path:
         node = node.get(part) if isinstance(node, dict) else None
@@ -61,8 +63,8 @@ def resource_claim(ctx: Context) -> Finding:
             f"check by hand: kubectl get resourceclaim -n {claim.namespace} {claim.name} -o yaml (status.reservedFor)",
             risk,
         )
-    holders: list[tuple[dict, KubeObject | None]] = []
-    gone: list[tuple[dict, KubeObject | None]] = []
+    holders: list[tuple[JSON, KubeObject | None]] = []
+    gone: list[tuple[JSON, KubeObject | None]] = []
     for ref in reserved:
         pod = next(
             (p for p in pods if p.name == ref.get("name") and (not ref.get("uid") or p.uid == ref.get("uid"))), None
@@ -82,7 +84,7 @@ def resource_claim(ctx: Context) -> Finding:
         "delete the Pods it is reserved for (or let them finish); the controller then deallocates the claim "
         "and removes the finalizer",
         risk,
-        [f"status.reservedFor: {r.get('resource')}/{r.get('name')}" for r in reserved],
+        evidence=[f"status.reservedFor: {r.get('resource')}/{r.get('name')}" for r in reserved],
     )
     found.summary = f"reserved for {names}"
     for _, pod in holders:

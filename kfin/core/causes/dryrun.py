@@ -14,13 +14,13 @@ evidence only. A few dry runs per explanation (MOST_TYPES, MOST_DEPENDENTS), eac
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
-from kfin.core.causes.registry import GATES, Action, Context, Finding, Link, Verdict, prose
+from kfin.core.causes.registry import GATES, Action, Context, Finding, Link, LinkKind, Verdict, prose
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
 from kfin.core.causes.webhooks import hook_named
 from kfin.core.facts import ClusterFacts
-from kfin.model import GARBAGE_COLLECTOR, JSON, NAMESPACE_CONTROLLER, Answer, KubeObject, Write
+from kfin.model import GARBAGE_COLLECTOR, JSON, NAMESPACE_CONTROLLER, Answer, KubeObject, ResourceType, Write
 
 MOST_TYPES = 4  # dry-run DELETEs of a namespace's content: of this many remaining types,
 MOST_PER_TYPE = 3  # this many objects each (a namespace is made with two ConfigMaps of the control plane's)
@@ -41,7 +41,8 @@ class Refusal:
     write: Write
     answer: Answer
     why: str
-    kind: str  # the link's kind: webhook, admission-policy, forbidden, storage, namespace-terminating, rejected
+    _: KW_ONLY
+    kind: LinkKind  # webhook, admission-policy, forbidden, storage, namespace-terminating, rejected
     target: KubeObject | None
     step: tuple[Action, ...]
     risk: str | None = None
@@ -103,7 +104,9 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
             if config is not None:
                 delete = f"kubectl delete {config.type.kind.lower()} {config.name}"
                 step += (Action(delete, when="instead, if its operator was uninstalled"),)
-            return Refusal(write, answer, why, "webhook", config, step, WEBHOOK_RISK, True)
+            return Refusal(
+                write, answer, why, kind="webhook", target=config, step=step, risk=WEBHOOK_RISK, as_actor=True
+            )
         why = f"webhook {name}{holder} denies the {verb} of {write.rtype.qualified} by {actor}: {denied.group(2)}"  # type: ignore[union-attr]
         step = (
             Action(
@@ -113,7 +116,9 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
         )
         if config is not None:
             step += (Action(f"kubectl delete {config.type.kind.lower()} {config.name}", when="instead"),)
-        return Refusal(write, answer, why, "webhook", config, step, WEBHOOK_RISK, as_actor)
+        return Refusal(
+            write, answer, why, kind="webhook", target=config, step=step, risk=WEBHOOK_RISK, as_actor=as_actor
+        )
     policy_denial = DENIED_BY_POLICY.search(message)
     if policy_denial:
         policy_name, binding, said = policy_denial.groups()
@@ -134,11 +139,15 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
             ),
         )
         risk = "changing or unbinding the policy lifts what it enforces for every request it matches"
-        return Refusal(write, answer, why, "admission-policy", policy, step, risk, as_actor)
+        return Refusal(
+            write, answer, why, kind="admission-policy", target=policy, step=step, risk=risk, as_actor=as_actor
+        )
     if answer.reason == "NamespaceTerminating" or "because it is being terminated" in message:
         why = f"the {verb} would create content in a namespace being deleted: {message}"
         first = (Action(None, note="let the namespace go first"),)
-        return Refusal(write, answer, why, "namespace-terminating", None, first, None, True)
+        return Refusal(
+            write, answer, why, kind="namespace-terminating", target=None, step=first, risk=None, as_actor=True
+        )
     if answer.code == 403:
         if not as_actor:  # kfin's user may not do it: nothing said of the actor
             return None
@@ -148,7 +157,7 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
         step = (
             Action(None, note=f"grant {actor} {write.verb} on {resource}{where} (a Role or ClusterRole bound to it)"),
         )
-        return Refusal(write, answer, why, "forbidden", None, step, None, True)
+        return Refusal(write, answer, why, kind="forbidden", target=None, step=step, risk=None, as_actor=True)
     if answer.code >= 500 and STORAGE.search(message):
         why = f"the server cannot read {write.rtype.qualified}/{write.name} from its storage: {message}"
         step = (
@@ -158,12 +167,12 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
                 "or etcd); until then nothing deletes it",
             ),
         )
-        return Refusal(write, answer, why, "storage", None, step, None, True)
+        return Refusal(write, answer, why, kind="storage", target=None, step=step, risk=None, as_actor=True)
     if answer.code in (404, 409, 422, 429) or answer.code >= 500:
         return None  # gone, changed since, or the server was busy: nothing about the write itself
     why = f"the server rejects the {verb} of {write.rtype.qualified}/{write.name}: {message}"
     said = (Action(None, note=f"deal with what the server says ({message})"),)
-    return Refusal(write, answer, why, "rejected", None, said, None, as_actor)
+    return Refusal(write, answer, why, kind="rejected", target=None, step=said, risk=None, as_actor=as_actor)
 
 
 def content_deletions(facts: ClusterFacts, namespace: KubeObject, content: list[KubeObject]) -> list[Refusal]:
@@ -171,7 +180,7 @@ def content_deletions(facts: ClusterFacts, namespace: KubeObject, content: list[
     controller: up to MOST_PER_TYPE objects not yet being deleted of each of MOST_TYPES types, newest first (what a
     namespace is made with, its kube-root-ca.crt and default ServiceAccount, is the oldest), a type's first rejection
     enough. What it cannot delete."""
-    by_type: dict = {}
+    by_type: dict[ResourceType, list[KubeObject]] = {}
     for obj in content:
         if obj.namespace == namespace.name and obj.type.namespaced and not obj.terminating:
             by_type.setdefault(obj.type, []).append(obj)
@@ -187,7 +196,7 @@ def content_deletions(facts: ClusterFacts, namespace: KubeObject, content: list[
     return out
 
 
-def _age_order(obj: KubeObject) -> tuple:
+def _age_order(obj: KubeObject) -> tuple[str, int]:
     """Newer last: by creation, then by resourceVersion (an etcd revision as kube-apiserver's storage gives it)
     within the second a timestamp resolves."""
     version = str(obj.meta.get("resourceVersion") or "")
@@ -289,9 +298,9 @@ def _forbidden(
         Verdict.STALLED,  # it runs, but nothing changes until someone grants it the right
         f"{grant} (a rule {{{rule}}}, bound to it); it then removes the finalizer",
         found.risk,
-        [f"before: {found.verdict.value}: {found.condition}", *found.evidence, *said],
-        True,
-        found.controller,
+        evidence=[f"before: {found.verdict.value}: {found.condition}", *found.evidence, *said],
+        alive=True,
+        controller=found.controller,
     )
     stalled.summary = f"{ctx.finalizer} ({found.controller} runs but is forbidden to update it)"
     stalled.detail = {"forbidden": True, "serviceAccount": account, "rule": rule}
@@ -352,7 +361,7 @@ def _blocked(ctx: Context, refused: list[Refusal], actor: str, what: str, risk: 
         Verdict.BLOCKED,
         prose(a for r in blocking for a in r.step) + f"; {actor} then carries on",
         "; ".join(dict.fromkeys([r.risk for r in blocking if r.risk] + [risk])),
-        [r.evidence for r in refused] + also,
+        evidence=[r.evidence for r in refused] + also,
         controller=f"kube-controller-manager ({actor.removeprefix('the ')})",
     )
     found.summary = f"{blocking[0].why}, so {actor} cannot delete {what}"

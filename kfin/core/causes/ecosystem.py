@@ -22,7 +22,7 @@ from kfin.core.causes.registry import (
     kfin_remove_command,
 )
 from kfin.core.facts import ClusterFacts
-from kfin.model import MANAGERS, KubeObject
+from kfin.model import JSON, MANAGERS, KubeObject
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
@@ -38,7 +38,7 @@ class Holding:
     missing: bool = False  # a required object that is gone
     fix: str = ""  # what lets it go, when the holder says (a delete hook's owner removes its annotation)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "effect": self.effect,
             "object": self.target.ref if self.target else None,
@@ -104,7 +104,7 @@ def holdings(ctx: Context, entry: CatalogEntry) -> list[Holding] | None:
     return out
 
 
-def _from_self(holder: dict, whole: dict) -> list[Holding]:
+def _from_self(holder: JSON, whole: JSON) -> list[Holding]:
     if holder.get("annotationPrefix"):  # <prefix>/<name>: <owner>, as Cluster API's delete hooks are written
         annotations = _at(whole, "metadata.annotations")
         prefix = holder["annotationPrefix"] + "/"
@@ -147,7 +147,7 @@ def _from_self(holder: dict, whole: dict) -> list[Holding]:
     return out
 
 
-def _related(facts: ClusterFacts, obj: KubeObject, holder: dict) -> list[Holding] | None:
+def _related(facts: ClusterFacts, obj: KubeObject, holder: JSON) -> list[Holding] | None:
     group = obj.type.group if holder.get("sameGroup") else str(holder.get("group") or "")
     rtype = facts.resource(group, holder["resource"])
     if rtype is None:
@@ -163,7 +163,7 @@ def _related(facts: ClusterFacts, obj: KubeObject, holder: dict) -> list[Holding
     ]
 
 
-def _required(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -> list[Holding] | None:
+def _required(facts: ClusterFacts, obj: KubeObject, holder: JSON, whole: JSON) -> list[Holding] | None:
     """An object the controller needs to finish (an Issuer): named, and whether it is gone."""
     ref = _at(whole, holder["resourceOf"])
     if not isinstance(ref, dict) or not ref.get("name"):
@@ -181,7 +181,7 @@ def _required(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -
     return [Holding("requires", text, holder["meaning"], target, missing=target is None)]
 
 
-def _using(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -> list[Holding] | None:
+def _using(facts: ClusterFacts, obj: KubeObject, holder: JSON, whole: JSON) -> list[Holding] | None:
     """The resource that uses what the object protects ({apiVersion, kind, resourceRef: {name}}, as a Crossplane
     Usage's spec.by), while it exists; only where the object carries `whenLabel` (Crossplane waits on it only for a
     Usage its composite composed), in the object's namespace or cluster-wide."""
@@ -206,7 +206,7 @@ def _using(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -> l
     return [Holding(holder["effect"], text, holder["meaning"], target)]
 
 
-def _drain(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -> list[Holding] | None:
+def _drain(facts: ClusterFacts, obj: KubeObject, holder: JSON, whole: JSON) -> list[Holding] | None:
     """The Pods a drain of the object's node must evict, and what stops it: a PodDisruptionBudget that
     allows no disruption, or a Pod annotated karpenter.sh/do-not-disrupt."""
     node = ""
@@ -259,7 +259,7 @@ def _drain(facts: ClusterFacts, obj: KubeObject, holder: dict, whole: dict) -> l
     return out
 
 
-def _selects(budget: KubeObject, labels: dict) -> bool:
+def _selects(budget: KubeObject, labels: JSON) -> bool:
     selector = (budget.raw.get("spec") or {}).get("selector")
     if not isinstance(selector, dict):
         return False
@@ -339,7 +339,7 @@ def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             Verdict.HOLDING,
             "; ".join(dict.fromkeys([h.fix for h in holding if h.fix] + [entry.fix])),
             entry.risk,
-            [f"{h.text}: {h.meaning}" for h in holding[:20]],
+            evidence=[f"{h.text}: {h.meaning}" for h in holding[:20]],
             controller=controller.name,
         )
         found.summary = f"{entry.project}: {holding[0].text} ({holding[0].meaning})" + (
@@ -362,7 +362,7 @@ def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             Verdict.STALLED,  # nothing progresses until someone recreates it or cleans up by hand
             f"recreate {gone.text}, or clean up by hand; {entry.fix}",
             entry.risk,
-            [f"{gone.text} does not exist"],
+            evidence=[f"{gone.text} does not exist"],
             controller=controller.name,
         )
         found.summary = f"{entry.project}: {gone.text} is gone ({gone.meaning})"
@@ -449,9 +449,9 @@ def _may_run_elsewhere(ctx: Context, entry: CatalogEntry, orphaned: Finding) -> 
         f"check whether {controller} runs outside the cluster ({first.split(':')[0]}): there, it removes the "
         f"finalizer itself; {entry.fix}",
         entry.risk,
-        [*found, *unread, *orphaned.evidence],
-        None,
-        controller,
+        evidence=[*found, *unread, *orphaned.evidence],
+        alive=None,
+        controller=controller,
     )
     found_it.summary = f"{entry.project}: {controller} may run outside the cluster ({first.split(':')[0]})"
     return found_it
@@ -467,7 +467,14 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
         w, ready, wanted = running[0]
         if custom.may_update(ctx, w.namespace, custom.workload_account(w)) is False:
             found = custom.forbidden_finding(
-                ctx, w, ready, wanted, entry.risk, [f"found through the catalog in {where}"], controller.name, ""
+                ctx,
+                w,
+                ready=ready,
+                wanted=wanted,
+                risk=entry.risk,
+                evidence=[f"found through the catalog in {where}"],
+                controller=controller.name,
+                who="",
             )
             found.summary = f"{entry.project}: {controller.name} runs but is forbidden to update it"
             return found
@@ -477,9 +484,9 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             Verdict.WAITING,
             f"check {w.type.kind} {w.namespace}/{w.name}'s logs for why it does not finish; {entry.fix}",
             entry.risk,
-            [f"found through the catalog in {where}"],
-            True,
-            controller.name,
+            evidence=[f"found through the catalog in {where}"],
+            alive=True,
+            controller=controller.name,
         )
         found.summary = f"{entry.project}: {controller.name} runs and should remove it"
         found.links.append(Link("controller", f"{controller.name} runs and should remove it", actor=controller.name))
@@ -497,9 +504,9 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
             f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer; {entry.fix}",
             entry.risk,
-            [f"found through the catalog in {where}", *custom.pod_warnings(ctx.facts, w)],
-            False,
-            controller.name,
+            evidence=[f"found through the catalog in {where}", *custom.pod_warnings(ctx.facts, w)],
+            alive=False,
+            controller=controller.name,
         )
         found.summary = f"{entry.project}: {controller.name} is not running ({w.type.kind} {w.namespace}/{w.name})"
         found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)

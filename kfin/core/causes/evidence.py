@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 
 from kfin.core.facts import ClusterFacts
-from kfin.model import KubeObject
+from kfin.model import JSON, KubeObject
 
 # A condition whose type says something failed (the namespace controller's NamespaceDeletionDiscoveryFailure,
 # NamespaceDeletionGroupVersionParsingFailure and NamespaceDeletionContentFailure; an operator's ...Failed,
@@ -61,7 +61,7 @@ def failed_reads(
     return against, gaps
 
 
-def warning_lines(events: Iterable[dict] | None) -> list[str]:
+def warning_lines(events: Iterable[JSON] | None) -> list[str]:
     """Warning events, each as evidence."""
     return [
         f"Warning event {e.get('reason')}: {e.get('message')}"

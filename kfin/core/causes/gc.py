@@ -36,7 +36,7 @@ def _unreadable(ctx: Context, risk: str) -> Finding | None:
     )
 
 
-def _chain(ctx: Context, owner: KubeObject, depth: int, lines: list[str], seen: set) -> int:
+def _chain(ctx: Context, owner: KubeObject, depth: int, lines: list[str], seen: set[str]) -> int:
     count = 0
     for dependent in ctx.facts.blocking_dependents(owner.uid):
         if dependent.uid in seen:
@@ -69,7 +69,7 @@ def _rejected(ctx: Context, direct: list[KubeObject], risk: str, lines: list[str
         Verdict.BLOCKED,
         prose(a for r in rejections for a in r.step) + "; the garbage collector then carries on",
         "; ".join(dict.fromkeys([r.risk for r in rejections] + [risk])),
-        [r.why for r in rejections] + lines,
+        evidence=[r.why for r in rejections] + lines,
     )
     found.summary = f"{rejections[0].why}, so the garbage collector cannot delete its blocking dependents"
     found.links = [r.link() for r in rejections]
@@ -101,7 +101,7 @@ def foreground(ctx: Context) -> Finding:
             Verdict.HOLDING,
             "unstick the blocking dependents below (their own blockers are named); the owner then goes by itself",
             risk,
-            lines,
+            evidence=lines,
         )
         direct = ctx.facts.blocking_dependents(ctx.obj.uid)
         gated = _rejected(ctx, direct, risk, lines)

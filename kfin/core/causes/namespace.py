@@ -30,7 +30,7 @@ from kfin.core.causes.unreadable import list_failure_causes, storage_finding, un
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
 from kfin.core.causes.webhooks import Rejection, hook_named, rejecting_webhooks
 from kfin.core.facts import ClusterFacts
-from kfin.model import NAMESPACE_CONTROLLER, KubeObject, ResourceType
+from kfin.model import JSON, NAMESPACE_CONTROLLER, KubeObject, ResourceType
 
 STALE_GROUP = re.compile(r"(\S+): stale GroupVersion discovery")
 
@@ -84,7 +84,7 @@ def _unexplained(ctx: Context, remaining: list[KubeObject], unread: list[str], f
             f"read what kfin could not: kubectl get {' '.join(line.split(' ')[0] for line in unread)} -n {ns.name} "
             "(an error there is what holds the namespace)"
         )
-    found = ctx.finding(condition, Verdict.UNKNOWN, fix, FINALIZE_RISK, evidence)
+    found = ctx.finding(condition, Verdict.UNKNOWN, fix, FINALIZE_RISK, evidence=evidence)
     found.summary = condition
     return found
 
@@ -157,9 +157,9 @@ def forbidden_controller(ctx: Context, failed_content: str) -> Finding | None:
         Verdict.STALLED,  # it runs and retries, but acts only once someone gives it back its right
         step.text + "; the namespace controller then carries on",
         FINALIZE_RISK,
-        evidence,
-        True,
-        "kube-controller-manager (namespace controller)",
+        evidence=evidence,
+        alive=True,
+        controller="kube-controller-manager (namespace controller)",
     )
     found.summary = f"the namespace controller is forbidden {missing[0]} (RBAC), so it cannot delete its content"
     found.links = [
@@ -174,7 +174,7 @@ def forbidden_controller(ctx: Context, failed_content: str) -> Finding | None:
     return found
 
 
-def _allows(rule: dict, verb: str, group: str, resource: str) -> bool:
+def _allows(rule: JSON, verb: str, group: str, resource: str) -> bool:
     """Whether an RBAC rule grants the verb on the resource of the group."""
     return all(
         wanted in (rule.get(key) or []) or "*" in (rule.get(key) or [])
@@ -215,7 +215,7 @@ def deletion_gates(
     collector), by kfin's rules: each webhook failing closed whose rules match it (by its backend) and each bound
     ValidatingAdmissionPolicy that denies it, evaluated as that user. `namespace`: all of them are in it (the
     namespace controller's), else each is placed by its own."""
-    by_place: dict[tuple[ResourceType, str], list[dict]] = {}
+    by_place: dict[tuple[ResourceType, str], list[JSON]] = {}
     for obj in objects:
         by_place.setdefault((obj.type, obj.namespace), []).append(obj.meta.get("labels") or {})
     found: dict[str, Rejecter] = {}
@@ -288,7 +288,7 @@ def rejected_deletes(
     return list(found.values())
 
 
-def unavailable_apiservices(ctx: Context) -> list:
+def unavailable_apiservices(ctx: Context) -> list[tuple[KubeObject, str]]:
     """(APIService, why) of every APIService that is not Available."""
     services = ctx.facts.objects("apiregistration.k8s.io", "apiservices", full=True) or []
     out = []
@@ -330,7 +330,7 @@ def namespace(ctx: Context) -> Finding:
             Verdict.HOLDING,
             fix,
             FINALIZE_RISK,
-            evidence,
+            evidence=evidence,
             controller="kube-controller-manager (namespace controller)",
         )
         found.summary = (
@@ -376,7 +376,7 @@ def namespace(ctx: Context) -> Finding:
             prose(a for crd, _ in converting for a in conversion_step(crd))
             + "; the namespace controller then carries on",
             FINALIZE_RISK,
-            [why for _, why in converting]
+            evidence=[why for _, why in converting]
             + ([f"condition NamespaceDeletionContentFailure: {failure.get('message')}"] if failure else []),
         )
         found.summary = f"{converting[0][1]}, so the namespace controller cannot delete what it converts"
@@ -401,7 +401,7 @@ def namespace(ctx: Context) -> Finding:
             Verdict.BLOCKED,
             prose(a for r in rejections for a in r.step) + "; the namespace controller then carries on",
             "; ".join(dict.fromkeys([r.risk for r in rejections] + [FINALIZE_RISK])),
-            [r.why for r in rejections]
+            evidence=[r.why for r in rejections]
             + ([f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []),
         )
         found.summary = f"{rejections[0].why}, so the namespace controller cannot delete its content"
@@ -429,7 +429,7 @@ def namespace(ctx: Context) -> Finding:
             Verdict.HOLDING,
             fix,
             FINALIZE_RISK,
-            evidence,
+            evidence=evidence,
         )
         true = {
             c: conditions[c]
@@ -490,7 +490,7 @@ def unpurged_namespace(ctx: Context) -> Finding:
         Verdict.HOLDING,
         fix,
         FINALIZE_RISK if remaining or content is None else "none: an empty namespace",
-        [f"{len(remaining)} object{'s' if len(remaining) != 1 else ''} still in it, never deleted"]
+        evidence=[f"{len(remaining)} object{'s' if len(remaining) != 1 else ''} still in it, never deleted"]
         if remaining
         else [],
     )

@@ -107,7 +107,7 @@ def service_cidr(ctx: Context) -> Finding:
         "delete the Services that hold those addresses (or recreate them with addresses in another ServiceCIDR), "
         "or create a ServiceCIDR that also covers them; the controller then removes the finalizer",
         risk,
-        evidence,
+        evidence=evidence,
     )
     found.summary = f"{len(held)} address{'es' if len(held) != 1 else ''} still allocated ({holders[0][1]})"
     for address, who, parent in holders:

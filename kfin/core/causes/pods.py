@@ -77,8 +77,8 @@ def graceful_deletion(ctx: Context) -> Finding:
             Verdict.STALLED if alive is False else Verdict.WAITING,
             "nothing runs it any more: force-delete it (safe, its node is gone)",
             FORCE_RISK,
-            [liveness],
-            alive,
+            evidence=[liveness],
+            alive=alive,
             controller="kube-controller-manager (pod garbage collector)",
         )
         found.summary = f"its node {node_name} is gone; the pod garbage collector should delete it"

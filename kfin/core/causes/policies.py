@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from kfin.core.causes.registry import EVERYWHERE, Action, Link, gates
 from kfin.core.causes.webhooks import rule_matches, selector_matches
 from kfin.core.facts import ClusterFacts
-from kfin.model import KubeObject
+from kfin.model import JSON, KubeObject
 
 GROUP = "admissionregistration.k8s.io"
 POLICIES, BINDINGS = "validatingadmissionpolicies", "validatingadmissionpolicybindings"
@@ -25,7 +25,7 @@ class UnevaluableError(Exception):
     """kfin cannot tell what the expression answers for the real object."""
 
 
-def evaluate(expression: str, variables: dict) -> object:
+def evaluate(expression: str, variables: JSON) -> object:
     """The CEL expression's value; UnevaluableError when it reads beyond metadata or does not evaluate here (an
     extension function of kube-apiserver's, params, the authorizer)."""
     if any(field != "metadata" for field in FIELD_READ.findall(expression)):
@@ -40,7 +40,7 @@ def evaluate(expression: str, variables: dict) -> object:
         raise UnevaluableError(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
 
 
-def _matches(resources: dict | None, obj: KubeObject, namespace_labels: dict, operation: str) -> bool:
+def _matches(resources: JSON | None, obj: KubeObject, namespace_labels: JSON, operation: str) -> bool:
     """matchConstraints or a binding's matchResources: rules, exclusions and selectors (None matches all)."""
     if not resources:
         return True
@@ -54,19 +54,19 @@ def _matches(resources: dict | None, obj: KubeObject, namespace_labels: dict, op
     return selector_matches(resources.get("objectSelector"), obj.meta.get("labels") or {})
 
 
-def _without(obj: KubeObject, finalizer: str) -> dict:
+def _without(obj: KubeObject, finalizer: str) -> JSON:
     after = copy.deepcopy(obj.raw)
     after["metadata"]["finalizers"] = [f for f in obj.finalizers if f != finalizer]
     return after
 
 
-def _bound(facts: ClusterFacts, obj: KubeObject, operation: str) -> list[tuple[KubeObject, KubeObject, dict]]:
+def _bound(facts: ClusterFacts, obj: KubeObject, operation: str) -> list[tuple[KubeObject, KubeObject, JSON]]:
     """(policy, binding, policy spec) of each denying binding whose policy and binding match `operation` on the
     object."""
     policies = {p.name: p for p in facts.objects(GROUP, POLICIES, full=True) or []}
     if not policies:
         return []
-    labels: dict = {}
+    labels: JSON = {}
     if obj.namespace:
         ns = (facts.namespaces_by_name() or {}).get(obj.namespace)
         labels = (ns.meta.get("labels") or {}) if ns else {}
@@ -165,7 +165,7 @@ def _step(policy: KubeObject, binding: KubeObject, what: str) -> tuple[Action, .
 RISK = "changing or unbinding the policy lifts what it enforces for every object it matches"
 
 
-def _denials(obj: KubeObject, policy: KubeObject, binding: KubeObject, spec: dict) -> list[Link]:
+def _denials(obj: KubeObject, policy: KubeObject, binding: KubeObject, spec: JSON) -> list[Link]:
     """A Link for each finalizer whose removal the policy denies (or may deny)."""
     fail_closed = (spec.get("failurePolicy") or "Fail") == "Fail"
     named = f"ValidatingAdmissionPolicy {policy.name} (binding {binding.name})"

@@ -16,12 +16,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from functools import lru_cache
+from typing import Literal
 
 from kfin.core import catalog
 from kfin.core.catalog import CatalogEntry
 from kfin.core.causes.evidence import creates_refused, failed_reads, failure_conditions, warning_lines
 from kfin.core.facts import ClusterFacts
-from kfin.model import KubeObject, parse_time
+from kfin.model import JSON, KubeObject, parse_time
 from kfin.util.durations import format_age
 from kfin.util.globs import glob_match
 
@@ -64,7 +65,7 @@ class Action:
             what += f" ({self.note})"
         return f"{self.when}: {what}" if self.when else what
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {"command": self.command, "when": self.when, "note": self.note}
 
 
@@ -73,12 +74,50 @@ def prose(actions: Iterable[Action]) -> str:
     return "; ".join(dict.fromkeys(action.text for action in actions))
 
 
+# What a link's end is to the object explained; a cause that finds a new kind of blocker adds its kind here
+LinkKind = Literal[
+    # objects that use or hold it
+    "used-by-pod",
+    "bound-claim",
+    "bound-content",
+    "attachment",
+    "allocated-address",
+    "reserved-for",
+    "member-pod",
+    "holder",
+    "named-by",
+    "requires",
+    "custom-resource",
+    "blocking-dependent",
+    "content",
+    "ghost",
+    "snapshot-in-progress",
+    "restoring",
+    "cloning",
+    "bound-snapshot",
+    # something outside the API, or the controller that should act
+    "controller",
+    "kubelet",
+    "cloud",
+    # what the API server itself cannot do or refuses (a dry run's answer: kfin.core.causes.dryrun)
+    "discovery-failure",
+    "conversion-failure",
+    "unreadable-storage",
+    "webhook",
+    "admission-policy",
+    "forbidden",
+    "storage",
+    "namespace-terminating",
+    "rejected",
+]
+
+
 @dataclass
 class Link:
     """An edge of the blocking graph: the object explained cannot go until `target` (an object) or
     `actor` (a controller, a cloud, a node's kubelet: something outside the API) is dealt with."""
 
-    kind: str  # used-by-pod, bound-claim, blocking-dependent, content, discovery-failure, controller, kubelet...
+    kind: LinkKind
     why: str  # one line: what the target does to it
     target: KubeObject | None = None
     actor: str | None = None
@@ -97,7 +136,7 @@ class Link:
     def gates(self, finalizer: str) -> bool:
         return not self.possible and (self.finalizers is None or finalizer in self.finalizers)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "type": self.kind,
             "why": self.why,
@@ -117,7 +156,7 @@ class Verdict(str, Enum):
     BLOCKED = "BLOCKED"  # something in front of every writer (a webhook failing closed) rejects its removal
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Finding:
     finalizer: str
     location: str  # metadata.finalizers, spec.finalizers, or "deletion" (a cause without a finalizer)
@@ -133,7 +172,7 @@ class Finding:
     remove_command: str | None = None  # when removing the finalizer is the right next step
     summary: str | None = None  # the one line `kfin stuck` shows after the family (default: condition)
     links: list[Link] = field(default_factory=list)  # what it waits on, for the blocking graph
-    detail: dict = field(default_factory=dict)  # facts a removal needs (a Pod's node: missing, lost since)
+    detail: JSON = field(default_factory=dict)  # facts a removal needs (a Pod's node: missing, lost since)
     # what it guards outside the cluster (a catalog entry's: a cloud load balancer, a disk, a VM), left behind
     # when it is forced: said first wherever its risk is, and never removed in bulk without --force
     infrastructure: str = ""
@@ -142,7 +181,7 @@ class Finding:
     def line(self) -> str:
         return f"{self.family}: {self.summary or self.condition}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         out = asdict(self)
         out = {"finalizer": out.pop("finalizer"), "field": out.pop("location"), **out}
         out["verdict"] = self.verdict.value
@@ -169,22 +208,25 @@ class Context:
         verdict: Verdict,
         fix: str,
         risk: str,
+        *,
         evidence: Iterable[str] = (),
         alive: bool | None = None,
         controller: str | None = None,
     ) -> Finding:
+        """The finding of this finalizer (or deletion): `alive` whether its controller runs (None: not known),
+        `controller` who removes it when the family's owner does not say."""
         return Finding(
-            self.finalizer,
-            self.location,
-            self.family.name,
-            self.family.protects,
-            controller or self.family.owner,
-            condition,
-            verdict,
-            fix,
-            risk,
-            list(evidence),
-            alive,
+            finalizer=self.finalizer,
+            location=self.location,
+            family=self.family.name,
+            protects=self.family.protects,
+            controller=controller or self.family.owner,
+            condition=condition,
+            verdict=verdict,
+            fix=fix,
+            risk=risk,
+            evidence=list(evidence),
+            controller_alive=alive,
         )
 
 
@@ -200,15 +242,17 @@ DELETION_CAUSES: list[tuple[str, Callable[[KubeObject], bool], str, str]] = []
 # names and metadata only, where EVERYWHERE (every namespace, or a cluster-scoped kind), OBJECT_NAMESPACE
 # (the explained object's), or a namespace's name.
 EVERYWHERE, OBJECT_NAMESPACE = "*", "."
-READS: dict[str, tuple] = {}
+Read = tuple[str, str, str] | tuple[str, str, str, bool]
+Reads = tuple[Read, ...]
+READS: dict[str, Reads] = {}
 WORKLOADS = (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"))
 
 
-def entry_reads(entry: CatalogEntry) -> tuple:
+def entry_reads(entry: CatalogEntry) -> Reads:
     """What explaining an ecosystem finalizer reads whole, from its catalog entry: the workloads where its
     controller is looked for, and the related objects its holders name."""
     where = entry.controller.namespaces or (EVERYWHERE,)
-    reads = (
+    reads: list[Read] = (
         [(group, resource, ns) for ns in where for group, resource in WORKLOADS] if entry.controller.searchable else []
     )
     for holder in entry.holders:
@@ -219,11 +263,11 @@ def entry_reads(entry: CatalogEntry) -> tuple:
     return tuple(reads)
 
 
-GATE_READS: list[tuple] = []
+GATE_READS: list[Read] = []
 CONTROLLER_MANAGER_LEASE = ("coordination.k8s.io", "leases", "kube-system")
 
 
-def explains(name: str, *entries: Entry, reads: tuple = ()) -> Callable[[Explainer], Explainer]:
+def explains(name: str, *entries: Entry, reads: Reads = ()) -> Callable[[Explainer], Explainer]:
     """Register a cause: its explainer, the finalizer names it covers, and what it reads."""
 
     def register(fn: Explainer) -> Explainer:
@@ -241,7 +285,7 @@ Gate = Callable[[KubeObject, ClusterFacts], list[Link]]
 GATES: list[Gate] = []
 
 
-def gates(*, reads: tuple = ()) -> Callable[[Gate], Gate]:
+def gates(*, reads: Reads = ()) -> Callable[[Gate], Gate]:
     """Register a cause that gates every finalizer of an object, and what it reads whole."""
 
     def register(fn: Gate) -> Gate:
@@ -253,7 +297,7 @@ def gates(*, reads: tuple = ()) -> Callable[[Gate], Gate]:
 
 
 def explains_deletion(
-    name: str, applies: Callable[[KubeObject], bool], protects: str, owner: str, reads: tuple = ()
+    name: str, applies: Callable[[KubeObject], bool], protects: str, owner: str, reads: Reads = ()
 ) -> Callable[[Explainer], Explainer]:
     """Register a cause that holds a deletion without a finalizer (a Pod's graceful deletion)."""
 
@@ -277,7 +321,7 @@ def reads_for(obj: KubeObject) -> set[tuple[str, str, str | None, bool]]:
     declared += [read for fam in families if fam.entry for read in entry_reads(fam.entry)]
     if obj.finalizers:
         declared += GATE_READS
-    out = set()
+    out: set[tuple[str, str, str | None, bool]] = set()
     for group, resource, where, *whole in declared:
         namespace = None if where == EVERYWHERE else (obj.namespace or None) if where == OBJECT_NAMESPACE else where
         out.add((group, resource, namespace, whole[0] if whole else True))
@@ -333,7 +377,7 @@ def _family(finalizer: str) -> Family:
     return Family("unknown", "unknown: not a domain-qualified name, so no owner can be told", "unknown")
 
 
-def condition(obj: KubeObject, kind: str) -> dict:
+def condition(obj: KubeObject, kind: str) -> JSON:
     """The object's status condition of that type ({} when it has none)."""
     return next(
         (
@@ -391,7 +435,7 @@ def waiting_on_controller_manager(
         fix = "nothing to fix: kube-controller-manager should remove it within seconds; if it does not, check its logs"
     # down, it is there (its lease says so) but acts no more: nothing progresses until someone brings it back
     verdict = Verdict.STALLED if alive is False else Verdict.WAITING
-    found = ctx.finding(condition, verdict, fix, risk, [*evidence, liveness], alive)
+    found = ctx.finding(condition, verdict, fix, risk, evidence=[*evidence, liveness], alive=alive)
     found.summary = summary
     if alive is False:
         found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
@@ -431,7 +475,7 @@ class Explanation:
     findings: list[Finding]
     terminating_seconds: float | None
 
-    def to_dict(self, facts: ClusterFacts) -> dict:
+    def to_dict(self, facts: ClusterFacts) -> JSON:
         o = self.obj
         return {
             "apiVersion": "kfin.dev/v1",
@@ -487,7 +531,7 @@ def explain_object(obj: KubeObject, facts: ClusterFacts) -> Explanation:
     return explanation
 
 
-def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: list[dict] | None = None) -> None:
+def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: list[JSON] | None = None) -> None:
     """No answer against the evidence kfin holds. The object's failure conditions and kfin's failed reads of what
     its causes read are quoted on every finding of a Terminating object (a snapshot holds them too); a WAITING
     finding ("its controller should remove it"), or a deletion kfin expects to complete on its own, then becomes
@@ -575,7 +619,8 @@ def explain_cached(obj: KubeObject, facts: ClusterFacts) -> Explanation:
     if key not in memo:
         memo[key] = Explanation(obj, [], None)  # in progress
         memo[key] = explain_object(obj, facts)
-    return memo[key]
+    explanation: Explanation = memo[key]
+    return explanation
 
 
 def state_line(obj: KubeObject, facts: ClusterFacts) -> str:

@@ -118,7 +118,7 @@ def podgroup_protection(ctx: Context) -> Finding:
         Verdict.HOLDING,
         fix,
         risk,
-        [*(f"{d} names it in spec.schedulingGroup.podGroupName" for d in described[:10]), *evidence],
+        evidence=[*(f"{d} names it in spec.schedulingGroup.podGroupName" for d in described[:10]), *evidence],
     )
     more = f" and {len(members) - 1} more" if len(members) > 1 else ""
     found.summary = f"held by its member {described[0]}{more}"

@@ -12,10 +12,11 @@ from kfin.core.causes.registry import (
     Entry,
     Finding,
     Link,
+    LinkKind,
     Verdict,
     explains,
 )
-from kfin.model import KubeObject
+from kfin.model import JSON, KubeObject
 
 SNAPSHOTS = "snapshot.storage.k8s.io"
 PREFIX = "snapshot.storage.kubernetes.io/"
@@ -25,23 +26,23 @@ RISK = (
 )
 
 
-def _spec(obj: KubeObject) -> dict:
+def _spec(obj: KubeObject) -> JSON:
     spec = obj.raw.get("spec")
     return spec if isinstance(spec, dict) else {}
 
 
-def _status(obj: KubeObject) -> dict:
+def _status(obj: KubeObject) -> JSON:
     status = obj.raw.get("status")
     return status if isinstance(status, dict) else {}
 
 
-def _held(ctx: Context, holders: list[KubeObject], what: str, kind: str) -> Finding:
+def _held(ctx: Context, holders: list[KubeObject], what: str, kind: LinkKind) -> Finding:
     found = ctx.finding(
         f"{what}: {', '.join(h.ref for h in holders[:3])}{', ...' if len(holders) > 3 else ''}",
         Verdict.HOLDING,
         "let those operations finish (or delete what started them); the controller then removes it",
         RISK,
-        [f"{h.ref} {what}" for h in holders[:10]],
+        evidence=[f"{h.ref} {what}" for h in holders[:10]],
     )
     found.summary = f"{what} ({holders[0].ref})"
     found.links = [Link(kind, what, target=h) for h in holders]

@@ -148,7 +148,7 @@ def pvc_protection(ctx: Context) -> Finding:
             Verdict.HOLDING,
             fix,
             risk,
-            evidence,
+            evidence=evidence,
         )
         first = users[0]
         more = f" and {len(users) - 1} more Pod{'s' if len(users) > 2 else ''}" if len(users) > 1 else ""
@@ -227,7 +227,7 @@ def pv_protection(ctx: Context) -> Finding:
             Verdict.HOLDING,
             f"deal with the claim first: kfin explain pvc {claim_ref.get('name')} -n {claim_ref.get('namespace')}",
             risk,
-            evidence,
+            evidence=evidence,
         )
         found.summary = f"still Bound to claim {claim_name} (reclaim policy {policy})"
         if claim is not None:
@@ -297,7 +297,7 @@ def csi_volume(ctx: Context) -> Finding:
                 Verdict.HOLDING,
                 "let the volume detach: stop the Pods using it on that node",
                 risk,
-                evidence,
+                evidence=evidence,
                 controller=f"the CSI driver {driver}" if driver else None,
             )
             found.links = [
@@ -331,7 +331,7 @@ def csi_volume(ctx: Context) -> Finding:
             f"reinstall the {driver} driver so that it cleans up, or delete the "
             "disk in the storage backend yourself, then remove the finalizer",
             risk,
-            [
+            evidence=[
                 f"CSIDriver objects read: {', '.join(d.name for d in drivers) or 'none'}; a driver may also run "
                 "without one, so this is no proof"
             ],
@@ -413,7 +413,7 @@ def vac_protection(ctx: Context) -> Finding:
         Verdict.HOLDING,
         "move those claims to another VolumeAttributesClass (or delete them); the controller then removes it",
         risk,
-        [f"{u.ref} names it" for u in users[:10]],
+        evidence=[f"{u.ref} names it" for u in users[:10]],
     )
     found.summary = f"named by {users[0].ref}" + (f" (+{len(users) - 1} more)" if len(users) > 1 else "")
     for user in users:
@@ -483,8 +483,8 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
             Verdict.WAITING,
             f"check the {driver} attacher's logs{shutdown}",
             risk,
-            evidence,
-            True,
+            evidence=evidence,
+            alive=True,
             controller=f"the external-attacher of {driver}",
         )
         return found
@@ -495,8 +495,8 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
             Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
             f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it detaches and removes it",
             risk,
-            evidence,
-            False,
+            evidence=evidence,
+            alive=False,
             controller=f"the external-attacher of {driver}",
         )
         found.links.append(
@@ -515,6 +515,6 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
         f"check that the {driver} CSI controller (its external-attacher) runs{shutdown}; if the driver was "
         "uninstalled, detach the disk in the storage backend, then remove the finalizer",
         risk,
-        evidence,
+        evidence=evidence,
         controller=f"the external-attacher of {driver}",
     )

@@ -261,7 +261,7 @@ def storage_finding(ctx: Context, items: list[Unreadable], failed_content: str, 
         Verdict.BLOCKED if certain else Verdict.UNKNOWN,
         prose(a for step in steps for a in step),
         f"{UNSAFE_DELETE_RISK}; {risk}",
-        evidence,
+        evidence=evidence,
         controller="kube-controller-manager (namespace controller)",
     )
     found.summary = (

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kfin.core.causes.registry import EVERYWHERE, Action, Link, gates
 from kfin.core.facts import ClusterFacts
-from kfin.model import KubeObject, ResourceType
+from kfin.model import JSON, KubeObject, ResourceType
 
 GROUP = "admissionregistration.k8s.io"
 KINDS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
@@ -21,7 +21,7 @@ def _has(values: list[str] | None, wanted: str) -> bool:
     return "*" in (values or []) or wanted in (values or [])
 
 
-def rule_matches(rule: dict, rtype: ResourceType, operation: str = "UPDATE") -> bool:
+def rule_matches(rule: JSON, rtype: ResourceType, operation: str = "UPDATE") -> bool:
     """Does an admission rule match `operation` on objects of a type (the objects themselves, no subresource)?"""
     scope = rule.get("scope") or "*"
     if scope != "*" and scope != ("Namespaced" if rtype.namespaced else "Cluster"):
@@ -35,7 +35,7 @@ def rule_matches(rule: dict, rtype: ResourceType, operation: str = "UPDATE") -> 
     )
 
 
-def selector_matches(selector: dict | None, labels: dict) -> bool:
+def selector_matches(selector: JSON | None, labels: JSON) -> bool:
     selector = selector or {}
     if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
         return False
@@ -52,7 +52,7 @@ def selector_matches(selector: dict | None, labels: dict) -> bool:
     return True
 
 
-def backend_problem(hook: dict, facts: ClusterFacts) -> str | None:
+def backend_problem(hook: JSON, facts: ClusterFacts) -> str | None:
     """Why the webhook's backend cannot answer, or None when it looks healthy."""
     config = hook.get("clientConfig") or {}
     service = config.get("service")
@@ -94,7 +94,7 @@ class Rejection:
 
 
 def rejecting_webhooks(
-    facts: ClusterFacts, rtype: ResourceType, operation: str, namespace: str, labels: list[dict]
+    facts: ClusterFacts, rtype: ResourceType, operation: str, namespace: str, labels: list[JSON]
 ) -> list[Rejection]:
     """The webhooks failing closed whose rules match `operation` on objects of `rtype` in `namespace` with one of
     the `labels` (an object selector matches an object's labels), and whose backend cannot answer."""
