@@ -1,6 +1,7 @@
 """python -m bench: kfin's scan, start-up and graph against what users would use instead.
 
     python -m bench                         # tests/fakeapi, N = 1,000, 10,000 and 50,000
+    python -m bench --servers fake,real --sizes 1000,50000   # and a real control plane, side by side
     python -m bench --kubeconfig K --context C   # a real cluster (objects in kfin-bench-* namespaces)
     python -m bench --sizes 200 --crds 3 --repeat 1 --startup-runs 1 --list-objects 2000 --fleet 2 \
         --serve-seconds 10   # smoke run
@@ -25,7 +26,7 @@ from pathlib import Path
 from bench import listfile, measure, report
 from bench.fleet import Fleet
 from bench.load import Loader, object_types
-from bench.servers import FakeServer, RealServer
+from bench.servers import ControlPlaneServer, FakeServer, RealServer
 from bench.tools import TOOLS, base_environment, kfin_command
 
 
@@ -42,7 +43,7 @@ def parse_args(argv):
                         help="items of the kubectl List read with --from-snapshot (0: skip)")
     parser.add_argument("--fleet", type=int, default=20, help="contexts of the --all-contexts run (0: skip)")
     parser.add_argument("--fleet-size", type=int, default=1000, help="objects in each cluster of the fleet")
-    parser.add_argument("--fleet-latencies", default="0,0.02",
+    parser.add_argument("--fleet-latencies", default="0.02",
                         help="seconds each fake of the fleet waits before it answers, comma-separated: a fleet each "
                              "(0: on this machine; 0.02: as clusters a network away)")
     parser.add_argument("--graph-max", type=int, default=50_000,
@@ -61,6 +62,13 @@ def parse_args(argv):
     parser.add_argument("--serve-every", type=float, default=60, help="seconds between new stuck objects then")
     parser.add_argument("--soak", type=float, default=0, help="seconds of kfin serve (by watch) under churn, "
                                                              "its RSS sampled each minute (0: skip; fake only)")
+    parser.add_argument("--servers", default="fake",
+                        help="where the scans run, comma-separated: fake (tests/fakeapi in this process), real (the "
+                             "real control plane of tests/control_plane.py, started here: KUBEBUILDER_ASSETS or "
+                             "../shared/control-plane); both are reported side by side")
+    parser.add_argument("--guard-reviews", type=int, default=200,
+                        help="kfin guard reviews timed at each size on the real control plane (0: skip; "
+                             "bench/guard.py)")
     parser.add_argument("--kubeconfig", help="benchmark a real cluster instead of tests/fakeapi")
     parser.add_argument("--context", help="the kubeconfig context (with --kubeconfig)")
     parser.add_argument("--keep", action="store_true", help="leave the loaded objects on the server")
@@ -70,6 +78,11 @@ def parse_args(argv):
     args.sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     args.fleet_latencies = [float(t) for t in args.fleet_latencies.split(",") if t.strip()]
+    args.servers = [t.strip() for t in args.servers.split(",") if t.strip()]
+    if args.kubeconfig:
+        args.servers = ["real"]  # the cluster given
+    elif not args.servers or set(args.servers) - {"fake", "real"}:
+        parser.error("--servers takes fake, real or both")
     unknown = [t for t in args.tools if t not in TOOLS]
     if unknown or "kfin" not in args.tools:
         parser.error(f"--tools takes kfin plus any of {', '.join(TOOLS)}")
@@ -168,27 +181,35 @@ def serve_here(args, server, workdir: Path, size: int, results: dict) -> None:
         progress(f"  RSS {results['soak']['rss_mb']}")
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    tools = [TOOLS[name] for name in args.tools]
-    results = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "sizes": args.sizes, "crds": args.crds,
-               "scan": [], "graph": [], "skipped": {}}
-    workdir = Path(tempfile.mkdtemp(prefix="kfin-bench-"))
-    os.environ["KFIN_CACHE_DIR"] = str(workdir / "discovery-cache")  # never the user's own cache
-    server = RealServer(workdir, args.kubeconfig, args.context) if args.kubeconfig else FakeServer(workdir)
-    results["server"] = server.describe()
-    results["types"] = {"populated": len(object_types(args.crds)), "crds": args.crds}
+def open_server(args, tier: str, workdir: Path):
+    if args.kubeconfig:
+        return RealServer(workdir, args.kubeconfig, args.context)
+    if tier == "real":
+        progress("starting the real control plane (tests/control_plane.py)")
+        return ControlPlaneServer(workdir)
+    return FakeServer(workdir)
+
+
+def run_tier(args, tier: str, tools: list, workdir: Path, results: dict) -> None:
+    """Load the data set on one server (fake or real) size by size and run every scan there; on the real
+    control plane, kfin guard's review latency too."""
+    server = open_server(args, tier, workdir)
+    results["servers"][tier] = server.describe()
+    results.setdefault("server", results["servers"][tier])  # the first tier's (older reports had one)
     loader = Loader(server.kube, args.crds, log=progress)
     measured = [n for n in args.sizes if n <= args.serve_at] or args.sizes[:1]
-    serve_size = max(measured) if (args.serve_seconds or args.soak) and not args.kubeconfig else None
+    serve_size = max(measured) if (args.serve_seconds or args.soak) and tier == "fake" else None
     try:
-        progress(f"server: {results['server']}")
+        progress(f"server ({tier}): {results['servers'][tier]}")
         loader.prepare()
         for size in args.sizes:
             started = time.perf_counter()
             loader.grow(size)
             server.settle()
-            progress(f"loaded {size} objects ({len(loader.held)} Terminating) in {time.perf_counter() - started:.1f} s")
+            loaded = time.perf_counter() - started
+            results["loads"].append({"tier": tier, "size": size, "seconds": round(loaded, 1),
+                                     "load_average": os.getloadavg()[0]})
+            progress(f"loaded {size} objects ({len(loader.held)} Terminating) in {loaded:.1f} s")
             expected = loader.expected_terminating()
             for tool in tools:
                 why_not = tool.available()
@@ -196,17 +217,44 @@ def main(argv=None) -> int:
                     results["skipped"][tool.name] = why_not
                     continue
                 row = scan(server, tool, workdir, size, expected, args.repeat if size <= 50_000 else args.repeat_large)
+                row["tier"] = tier
+                row["load_average"] = os.getloadavg()[0]
                 progress(f"  {tool.name}: {row['wall']:.2f} s, {row['requests']} requests, "
                          f"{row['bytes'] / 1e6:.1f} MB, {row['peak_rss_mb']:.0f} MB RSS, "
                          f"found {row['found']}/{row['expected']}")
                 results["scan"].append(row)
-            if size <= args.graph_max:
+            if size <= args.graph_max and tier == args.servers[0]:
                 figures = graph_once(server, workdir, size)
                 progress(f"  graph: {figures['nodes']} nodes, {sum(figures['seconds'].values()):.2f} s")
                 results["graph"].append(figures)
             if size == serve_size:
                 serve_here(args, server, workdir, size, results)
+            if tier == "real" and not args.kubeconfig and args.guard_reviews:
+                from bench import guard
+                figures = guard.measure(server.kube, loader, size, args.guard_reviews, workdir, server.kubeconfig)
+                progress(f"  kfin guard: review p50 {figures['review']['p50_ms']} ms, "
+                         f"p99 {figures['review']['p99_ms']} ms")
+                results["guard"].append(figures)
         results["types"]["listable"] = len(_listable_types(server))
+    finally:
+        if not args.keep and server.needs_cleanup:
+            progress("removing the benchmark's objects")
+            loader.cleanup()
+        server.close()
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    tools = [TOOLS[name] for name in args.tools]
+    results = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "sizes": args.sizes, "crds": args.crds,
+               "tiers": args.servers, "servers": {}, "scan": [], "graph": [], "guard": [], "loads": [],
+               "skipped": {}, "load_average_before": os.getloadavg()[0]}
+    workdir = Path(tempfile.mkdtemp(prefix="kfin-bench-"))
+    os.environ["KFIN_CACHE_DIR"] = str(workdir / "discovery-cache")  # never the user's own cache
+    results["types"] = {"populated": len(object_types(args.crds)), "crds": args.crds}
+    try:
+        for tier in args.servers:
+            run_tier(args, tier, tools, workdir, results)
         if args.list_objects:
             progress(f"kubectl List of {args.list_objects:,} items, read with --from-snapshot")
             results["list_file"] = listfile.measure_list(workdir, args.list_objects)
@@ -233,11 +281,8 @@ def main(argv=None) -> int:
             progress("start-up")
             results["startup"] = startup(args.startup_runs)
     finally:
-        if not args.keep and server.needs_cleanup:
-            progress("removing the benchmark's objects")
-            loader.cleanup()
-        server.close()
         shutil.rmtree(workdir, ignore_errors=True)
+    results["load_average_after"] = os.getloadavg()[0]
     results["environment"] = report.environment()
     text = report.markdown(results)
     print(text)

@@ -106,6 +106,36 @@ class RealServer:
         pass
 
 
+class ControlPlaneServer(RealServer):
+    """The real control plane of the scenario tier (tests/control_plane.py: etcd, kube-apiserver and
+    kube-controller-manager from KUBEBUILDER_ASSETS or ../shared/control-plane), started for the benchmark on
+    this machine and stopped with it: what it holds goes with it, so nothing is cleaned up."""
+
+    needs_cleanup = False
+
+    def __init__(self, workdir: Path):
+        from tests.control_plane import EnvtestControlPlane, find_assets
+
+        assets, why = find_assets()
+        if assets is None:
+            raise SystemExit(f"error: no real control plane: {why}")
+        self.plane = EnvtestControlPlane(assets).start()
+        try:
+            kubeconfig = self.plane.kubeconfig(workdir / "control-plane.kubeconfig", self.plane.ADMIN_TOKEN, "admin")
+            super().__init__(workdir, str(kubeconfig), None)
+        except BaseException:
+            self.plane.stop()
+            raise
+
+    def describe(self) -> str:
+        return (f"kube-apiserver {self.kube.server_version().get('gitVersion', '?')} with etcd and "
+                f"kube-controller-manager (tests/control_plane.py, on this machine, started in "
+                f"{self.plane.started_in:.1f} s)")
+
+    def close(self) -> None:
+        self.plane.stop()
+
+
 class CountingProxy:
     def __init__(self, kube):
         self.kube = kube

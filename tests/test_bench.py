@@ -9,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.load import APP_SIZE, CYCLE, HOLD, NAMESPACE_PREFIX, Loader, is_held, plan, object_types
 from kfin.api.connection import Kube, Target
+from tests.scenario import envtest_absent
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,3 +129,27 @@ def test_a_smoke_run_against_a_cluster_given_by_kubeconfig_cleans_up_after_itsel
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.mark.skipif(bool(envtest_absent()), reason=envtest_absent() or "")
+def test_a_smoke_run_on_the_real_control_plane_beside_the_fake(tmp_path):
+    """--servers fake,real: the real control plane of the scenario tier is started by the benchmark, loaded, scanned
+    by the same tools as the fake, kfin guard reviews on it, and both are reported side by side (issue 47)."""
+    figures = tmp_path / "figures.json"
+    done = subprocess.run([sys.executable, "-m", "bench", "--servers", "fake,real", "--sizes", "200", "--crds", "2",
+                           "--repeat", "1", "--tools", "floor-pb,kfin", "--startup-runs", "0", "--list-objects", "0",
+                           "--fleet", "0", "--serve-seconds", "0", "--decode-items", "0", "--guard-reviews", "3",
+                           "--json", str(figures)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(figures.read_text())
+    assert results["tiers"] == ["fake", "real"] and "kube-apiserver v1.36" in results["servers"]["real"]
+    ran = {(row["tier"], row["tool"]) for row in results["scan"]}
+    assert ran == {(tier, tool) for tier in ("fake", "real") for tool in ("floor-pb", "kfin")}
+    for row in results["scan"]:
+        assert row["found"] == row["expected"] > 0 and row["extra"] == 0 and not row.get("note"), row
+        assert row["requests"] > 0 and row["bytes"] > 0
+    [guard] = results["guard"]
+    assert guard["objects"] == 200 and guard["review"]["n"] == 3 and guard["warnings"]
+    assert "### Side by side: tests/fakeapi and real server" in done.stdout
+    assert "### kfin guard's review latency on the real server" in done.stdout
