@@ -105,15 +105,16 @@ COMMANDS = {
 
 def load_command(name: str) -> Any:
     """The Click command of one registry entry, built by Typer from its module's function (or its Typer app,
-    for a command with subcommands)."""
-    found = getattr(importlib.import_module(COMMANDS[name].module), name)
+    for a command with subcommands), of the module's COMMAND_CLASS when it has one."""
+    module = importlib.import_module(COMMANDS[name].module)
+    found = getattr(module, name)
     if isinstance(found, typer.Typer):
         command = typer.main.get_command(found)
         command.name = name
         _own_formats(command, name)
         return command
     single = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
-    single.command(name)(found)
+    single.command(name, cls=getattr(module, "COMMAND_CLASS", None))(found)
     command = typer.main.get_command(single)
     command.name = name
     _own_formats(command, name)

@@ -5,8 +5,10 @@ order kubectl or Helm deletes them."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperCommand
 
 from kfin.commands.flags import (
     ContextOpt,
@@ -37,6 +39,29 @@ from kfin.render.preflight import preflight_report
 from kfin.render.teardown import teardown_dot, teardown_report
 from kfin.render.terminal import say, warn_failures
 
+# Without a version (`--helm` alone, or `kfin preflight helm RELEASE`), the Helm that uninstalls is taken to be the
+# current major version, 4 (4.0.0, November 2025: what a new install of the helm CLI is), said on stderr with what
+# Helm 3's order would change; `--helm 3` for a Helm 3 CLI.
+ASSUMED_HELM = 4
+
+
+class PreflightCommand(TyperCommand):
+    """`--helm` may go without its value: Typer's parser wants one, so a `--helm` not followed by 3 or 4 reaches it
+    as `--helm=` (the version unsaid)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        out = list(args)
+        for at, word in enumerate(out):
+            if word == "--":
+                break
+            if word == "--helm" and (at + 1 == len(out) or out[at + 1] not in ("3", "4")):
+                out[at] = "--helm="
+        parsed: list[str] = super().parse_args(ctx, out)
+        return parsed
+
+
+COMMAND_CLASS = PreflightCommand  # kfin.commands.app builds the command of this class
+
 
 def preflight(
     ctx: typer.Context,
@@ -50,12 +75,13 @@ def preflight(
         help="The manifests a `kubectl delete -f` would delete (repeatable; - for stdin): predict that teardown.",
     ),
     recursive: bool = typer.Option(False, "-R", "--recursive", help="With -f DIR: its subdirectories too."),
-    helm_major: int | None = typer.Option(
+    helm_version: str | None = typer.Option(
         None,
         "--helm",
-        metavar="3|4",
-        help="With -f: the uninstall order of that Helm instead of kubectl's file order; with `kfin preflight "
-        "helm`, the Helm that uninstalls it (default 3). Helm 4 deletes webhook configurations first.",
+        metavar="[3|4]",
+        help="With -f: Helm's uninstall order instead of kubectl's file order; with `kfin preflight helm`, the Helm "
+        "that uninstalls it. Helm 4 deletes webhook configurations first. Alone, or not given with `helm`: Helm 4 "
+        "is assumed (said on stderr, with what Helm 3's order would change).",
     ),
     cascade: str = typer.Option(
         "background",
@@ -102,7 +128,7 @@ def preflight(
 
       kfin preflight -f deploy/ -R -o svg > teardown.svg
 
-      helm get manifest my-operator -n operators | kfin preflight -f - --helm 4 -n operators
+      helm get manifest my-operator -n operators | kfin preflight -f - -n operators --helm
 
       kfin preflight crd databases.acme.io -o json
 
@@ -113,8 +139,9 @@ def preflight(
     )
     fmt = check_output(options, OUTPUTS["preflight"])
     scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
-    if helm_major not in (None, 3, 4):
-        raise UsageError("--helm takes 3 or 4")
+    if helm_version not in (None, "", "3", "4"):
+        raise UsageError("--helm takes 3 or 4, or nothing (Helm 4)")
+    helm_major = None if helm_version is None else int(helm_version or 0)
     if cascade not in ("background", "foreground", "orphan"):
         raise UsageError("--cascade takes background, foreground or orphan")
     if filename or kind == "helm":
@@ -138,7 +165,7 @@ def preflight(
         if facts.inventory.failures:
             raise typer.Exit(ExitCode.PARTIAL)
         return
-    if helm_major is not None or recursive or cascade != "background":
+    if helm_version is not None or recursive or cascade != "background":
         raise UsageError("--helm, -R and --cascade go with -f (or helm RELEASE)")
     if fmt in drawn.PICTURES + ("dot",):
         raise UsageError(f"-o {fmt} draws a teardown: it goes with -f or helm RELEASE (kfin graph draws one object)")
@@ -184,10 +211,31 @@ def _teardown(
         say(f"kfin reads the release record: GET {rtype.kind} {namespace}/{record}", err=True)
         release = helm.read_release(facts, rtype, namespace, record)
         command = f"helm uninstall {release.name} -n {release.namespace}{policy}"
-        return from_release(facts, release, major or 3, command, cascade), facts
+        return _uninstall(facts, release, major, command, cascade), facts
     where = f" -n {scope.namespace}" if scope.namespace else ""
     if major is not None:
         release = helm.Release(name or "", namespace, 0, "", objects)
-        return from_release(facts, release, major, f"helm uninstall RELEASE{where}{policy}", cascade), facts
+        return _uninstall(facts, release, major, f"helm uninstall RELEASE{where}{policy}", cascade), facts
     shown = " ".join(f"-f {f}" for f in files) + (" -R" if recursive else "")
     return from_manifests(facts, objects, namespace, f"kubectl delete {shown}{where}{policy}", cascade), facts
+
+
+def _uninstall(facts: Facts, release: helm.Release, major: int | None, command: str, cascade: str) -> Teardown:
+    """Helm's uninstall of `release` by Helm `major`; 0 or None: unsaid, ASSUMED_HELM, and what Helm 3's order
+    would change, said on stderr (the installed Helm is not known here)."""
+    if major:
+        return from_release(facts, release, major, command, cascade)
+    result = from_release(facts, release, ASSUMED_HELM, command, cascade)
+    other = from_release(facts, release, 3, command, cascade)
+
+    def count(t: Teardown) -> int:
+        return len(t.stuck) + len(t.orphaned) + sum(len(d.rejected) for d in t.steps)
+
+    change = (
+        f"; Helm 3's order (webhook configurations last) would leave {count(other)} stuck or rejected, not "
+        f"{count(result)}"
+        if count(other) != count(result)
+        else "; Helm 3's order would leave the same"
+    )
+    say(f"kfin assumes Helm {ASSUMED_HELM}'s uninstall order (--helm 3 for Helm 3's){change}", err=True)
+    return result

@@ -14,6 +14,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from kfin.commands.preflight import _uninstall
 from kfin.core import helm, manifests
 from kfin.core.manifests import Manifest
 from kfin.core.teardown import from_manifests, from_release, of_deletion
@@ -463,3 +464,32 @@ def test_a_finalizer_removal_the_webhook_checks_is_rejected_for_good_once_its_se
     assert [s.reason for s in rejected] == [
         "webhook check.example.com of ValidatingWebhookConfiguration checker rejects the removal of "
         "example.com/cleanup: its Service is deleted at step 1, its configuration stays"]
+
+
+# ----- a bare --helm: Helm 4 assumed, said -------------------------------------------------------------------
+def test_a_bare_helm_assumes_helm_4_and_says_so_on_stderr(tmp_path):
+    """`helm get manifest R | kfin preflight -f - --helm`: the installed Helm is not known; kfin takes the current
+    major version's order and says so, and whether Helm 3's would differ. --helm goes bare anywhere (before other
+    options too); --helm 3 and --helm=4 still take their value."""
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: databases.acme.io}\n")
+    for where in (["--helm", "-o", "json"], ["-o", "json", "--helm"]):
+        result = kfin("preflight", "-f", str(manifest), "--from-snapshot", str(EXAMPLE), *where)
+        assert json.loads(result.stdout)["tool"] == "helm 4 uninstall", result
+        assert ("kfin assumes Helm 4's uninstall order (--helm 3 for Helm 3's); Helm 3's order would leave the "
+                "same") in result.stderr.splitlines()
+    for given, tool in (("3", "helm 3 uninstall"), ("4", "helm 4 uninstall")):
+        result = kfin("preflight", "-f", str(manifest), "--from-snapshot", str(EXAMPLE), "--helm", given, "-o", "json")
+        assert json.loads(result.stdout)["tool"] == tool and "assumes" not in result.stderr
+    bad = kfin("preflight", "-f", str(manifest), "--from-snapshot", str(EXAMPLE), "--helm=5")
+    assert bad.code == ExitCode.USAGE and bad.stderr == "error: --helm takes 3 or 4, or nothing (Helm 4)\n"
+
+
+def test_when_helm_3s_order_would_differ_the_assumption_says_by_how_much(capsys):
+    f, m = webhook_set()
+    release = helm.Release("r", "app", 1, "deployed", [m["service"], m["cm"], m["config"]])
+    assumed = _uninstall(f, release, None, "helm uninstall r", "background")
+    assert assumed.tool == "helm 4 uninstall" and assumed.clean
+    assert capsys.readouterr().err == ("kfin assumes Helm 4's uninstall order (--helm 3 for Helm 3's); Helm 3's order "
+                                       "(webhook configurations last) would leave 1 stuck or rejected, not 0\n")

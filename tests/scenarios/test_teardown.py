@@ -221,7 +221,8 @@ def test_a_helm_release_record_reads_back_into_the_same_prediction(cluster, tmp_
                         "data": {"release": base64.b64encode(encode(record).encode()).decode()}})
 
     seen = len(cluster.fake.requests) if cluster.is_fake else 0
-    result = kfin("preflight", "helm", "widgets", "-n", ns, "-o", "json", "--kubeconfig", str(cluster.kubeconfig))
+    result = kfin("preflight", "helm", "widgets", "-n", ns, "-o", "json", "--helm", "3",
+                  "--kubeconfig", str(cluster.kubeconfig))
     assert result.code in (0, ExitCode.PARTIAL), result.stderr
     assert f"GET Secret {ns}/sh.helm.release.v1.widgets.v2" in result.stderr
     if cluster.is_fake:  # the record's data: one named GET; Secrets otherwise listed metadata-only
@@ -236,6 +237,16 @@ def test_a_helm_release_record_reads_back_into_the_same_prediction(cluster, tmp_
     four = kfin_with_stdin(manifest, "preflight", "-f", "-", "--helm", "4", "-n", ns, "-o", "json",
                            "--kubeconfig", str(cluster.kubeconfig))
     assert json.loads(four.stdout)["tool"] == "helm 4 uninstall"
+    # the Helm unsaid (the record's, or a bare --helm): Helm 4 assumed, said on stderr; its order here is Helm 3's
+    assumed = kfin("preflight", "helm", "widgets", "-n", ns, "-o", "json", "--kubeconfig", str(cluster.kubeconfig))
+    bare = kfin_with_stdin(manifest, "preflight", "-f", "-", "-n", ns, "-o", "json",
+                           "--kubeconfig", str(cluster.kubeconfig), "--helm")
+    for answer in (assumed, bare):
+        assert json.loads(answer.stdout)["tool"] == "helm 4 uninstall", answer.stderr
+        assert ("kfin assumes Helm 4's uninstall order (--helm 3 for Helm 3's); Helm 3's order would leave the same"
+                in answer.stderr.splitlines()), answer.stderr
+        assert [s["object"]["name"] for s in json.loads(answer.stdout)["steps"]] == [
+            s["object"]["name"] for s in from_manifest["steps"]]
     assert [s["object"] for s in from_record["steps"]] == [
         {**s["object"], "source": from_record["steps"][i]["object"]["source"]}
         for i, s in enumerate(from_manifest["steps"])]
