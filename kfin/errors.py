@@ -2,6 +2,8 @@
 
 from enum import IntEnum
 
+from kfin.model import JSON
+
 
 class ExitCode(IntEnum):
     OK = 0
@@ -70,7 +72,7 @@ class UsageError(KfinError):
 class APIError(KfinError):
     exit_code = ExitCode.API
 
-    def __init__(self, message: str, status: int = 0, reason: str = "", causes: tuple[dict, ...] = ()):
+    def __init__(self, message: str, status: int = 0, reason: str = "", causes: tuple[JSON, ...] = ()):
         """`causes`: the Status's details.causes ({reason, message, field}), which a StorageReadError fills with
         the storage keys it could not read."""
         super().__init__(message)

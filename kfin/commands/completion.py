@@ -20,7 +20,7 @@ from kfin.api.discovery import cached_resources
 from kfin.api.resources import KindLookup
 from kfin.api.target import Target
 from kfin.commands.outputs import OUTPUTS, VERDICTS
-from kfin.model import ResourceType
+from kfin.model import JSON, ResourceType
 from kfin.names import path_segment_problem
 
 NAME_TIMEOUT_SECONDS = 1.0
@@ -47,7 +47,7 @@ def _param(ctx: Any, name: str) -> Any:
     return None
 
 
-def _kubeconfig(ctx: typer.Context) -> tuple[dict, str | None]:
+def _kubeconfig(ctx: typer.Context) -> tuple[JSON, str | None]:
     """(merged kubeconfig, its current or chosen context) read directly, without the kubernetes client."""
     import yaml  # 20 ms: only on Tab
 
@@ -58,7 +58,7 @@ def _kubeconfig(ctx: typer.Context) -> tuple[dict, str | None]:
         else [p for p in (os.environ.get("KUBECONFIG") or "").split(os.pathsep) if p]
         or [str(Path("~/.kube/config").expanduser())]
     )
-    merged: dict = {"clusters": [], "contexts": [], "users": []}
+    merged: JSON = {"clusters": [], "contexts": [], "users": []}
     for path in paths:
         if not Path(path).is_file():
             continue
@@ -114,7 +114,7 @@ def namespaces(ctx: typer.Context, incomplete: str) -> list[str]:
     return _candidates(_kube(ctx).first_page(namespaces_type, None))
 
 
-def _candidates(page: dict) -> list[str]:
+def _candidates(page: JSON) -> list[str]:
     """Names from a list page; only those that can be names (a hostile server's newlines or escape
     sequences never reach the shell)."""
     names = [(item.get("metadata") or {}).get("name") for item in page.get("items") or [] if isinstance(item, dict)]

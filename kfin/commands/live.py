@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from kfin.core.stuck import StuckObject, changes, row_key
+from kfin.core.stuck import RowKey, StuckObject, changes, row_key
 from kfin.errors import KfinError
 from kfin.model import Failure
 from kfin.render import tables
@@ -31,7 +31,7 @@ def follow(
     would say the watch had finished). `next_due()` returns when the next answer is due. A failing answer is a
     warning, and the last one stays on screen; what could not be read is warned of when it changes."""
     terminal = sys.stdout.isatty()
-    seen: dict[tuple, StuckObject] = {}
+    seen: dict[RowKey, StuckObject] = {}
     unread: list[str] = []
     first = True
     while True:

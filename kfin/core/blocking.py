@@ -18,7 +18,7 @@ from typing import Any
 from kfin.core.causes import Action, Verdict, blocker_line, explain_cached, main_finding
 from kfin.core.facts import ClusterFacts, Facts
 from kfin.core.preflight import Stuck, holds_next
-from kfin.model import KubeObject
+from kfin.model import JSON, KubeObject
 
 MAX_OBJECTS = 500  # a namespace with thousands of stuck objects: the plan stays readable, and says so
 
@@ -36,7 +36,7 @@ class Step:
         """A finalizer removal kfin can do; every other step is the operator's."""
         return (self.actions[0].command or "").startswith("kfin remove")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             **self.actions[0].to_dict(),
             "more": [action.to_dict() for action in self.actions[1:]],
@@ -60,8 +60,8 @@ class Digraph:
 
     def __init__(self) -> None:
         self.nodes = _Nodes()
-        self._out: dict[str, dict[str, dict]] = {}
-        self._in: dict[str, dict[str, dict]] = {}
+        self._out: dict[str, dict[str, JSON]] = {}
+        self._in: dict[str, dict[str, JSON]] = {}
 
     def add_node(self, node: str, **data: Any) -> None:
         self.nodes.setdefault(node, {}).update(data)
@@ -114,12 +114,13 @@ class Chain:
     steps: list[Step] = field(default_factory=list)
     afterwards: list[str] = field(default_factory=list)
     truncated: bool = False
-    depth: dict = field(default_factory=dict)  # node -> distance from the start
+    depth: dict[str, int] = field(default_factory=dict)  # node -> distance from the start
 
     def label(self, node: str) -> str:
-        return self.graph.nodes[node]["label"]
+        label: str = self.graph.nodes[node]["label"]
+        return label
 
-    def root_causes(self) -> list[dict]:
+    def root_causes(self) -> list[JSON]:
         """`rootCauses[]` of kfin stuck's report."""
         out = []
         for root in self.roots:
@@ -136,7 +137,7 @@ class Chain:
             )
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         """`chain` and `plan` of kfin explain's report."""
         edges = [
             {
@@ -266,7 +267,7 @@ def _steps(chain: Chain) -> list[Step]:
     return steps
 
 
-def _afterwards(chain: Chain, reachable: set, facts: ClusterFacts, later: list[Stuck]) -> list[str]:
+def _afterwards(chain: Chain, reachable: set[str], facts: ClusterFacts, later: list[Stuck]) -> list[str]:
     """What the controllers then do by themselves: every stuck object above the roots, deepest first; for the
     namespace explained, what will hold it `later`."""
     graph, depth, out = chain.graph, chain.depth, []

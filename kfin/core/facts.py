@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol
 
 from kfin.api.access import may
 from kfin.api.connection import Kube
@@ -22,8 +22,15 @@ from kfin.api.events import warning_events
 from kfin.api.resources import KindLookup, stored_as
 from kfin.api.scan import read_objects, scan
 from kfin.errors import KfinError
-from kfin.model import MANAGERS, Answer, Failure, Inventory, KubeObject, ResourceType, Write
+from kfin.model import JSON, MANAGERS, Answer, Failure, Inventory, KubeObject, ResourceType, Write
 from kfin.util.parallel import completed
+
+# What analyses worked out from the facts, each under a key of its own (explanations, grants, namespaces by name)
+Memo = dict[Hashable, Any]
+# (group, resource, namespace) of what is read: namespace "" for everywhere, and for a cluster-scoped type
+TypeWhere = tuple[str, str, str]
+# {(group, resource): {namespace: [objects]}}
+TypeIndex = dict[tuple[str, str], dict[str, list[KubeObject]]]
 
 
 class ClusterFacts(Protocol):
@@ -32,8 +39,8 @@ class ClusterFacts(Protocol):
 
     inventory: Inventory
     kube: Kube | None
-    memo: dict
-    unreadable: dict[tuple, Failure]  # (group, resource, namespace) that could not be read, and why
+    memo: Memo
+    unreadable: dict[TypeWhere, Failure]  # (group, resource, namespace) that could not be read, and why
     dry_runs_allowed: bool  # whether writes may be sent as dry runs (dryRun=All) to explain
 
     def resource(self, group: str, resource: str) -> ResourceType | None: ...
@@ -49,8 +56,8 @@ class ClusterFacts(Protocol):
     def dependents(self, uid: str) -> list[KubeObject]: ...
     def blocking_dependents(self, uid: str) -> list[KubeObject]: ...
     def namespaces_by_name(self) -> dict[str, KubeObject] | None: ...
-    def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None: ...
-    def whole(self, obj: KubeObject) -> dict | None: ...
+    def warnings_about(self, obj: KubeObject, most: int = 5) -> list[JSON] | None: ...
+    def whole(self, obj: KubeObject) -> JSON | None: ...
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None: ...
     def prefetch(self, wanted: set[tuple[str, str, str | None, bool]], concurrency: int = 8) -> None: ...
     def dry_run(self, write: Write) -> Answer | None: ...
@@ -77,8 +84,8 @@ class Facts:
         self._connect: Callable[[], Kube] | None = None  # see connect_when_needed
         self.chunk_size = chunk_size
         self.kinds = KindLookup(inventory.resources)
-        self.unreadable: dict[tuple, Failure] = {}
-        self._listed: set[tuple] = set()
+        self.unreadable: dict[TypeWhere, Failure] = {}
+        self._listed: set[TypeWhere] = set()
         if scanned:  # types listed without failure are known in full for the inventory's scope
             failed = {f.target for f in inventory.failures if f.what == "list"}
             scope = inventory.namespace or ""
@@ -90,12 +97,12 @@ class Facts:
         self._dropped = set(inventory.dropped)  # left out by a lean scan: read again when asked for
         self._dropped_types = {(g, r) for g, r, _ in self._dropped}
         self._blocking: dict[str, list[KubeObject]] | None = None
-        self._index: dict | None = None  # see _by_type
+        self._index: TypeIndex | None = None  # see _by_type
         # the inventory's objects by type, until a read on demand changes them (see _of_type)
         self._grouped: dict[tuple[str, str], list[KubeObject]] | None = inventory.by_type
         self._types: dict[tuple[str, str], ResourceType] | None = None  # see resource
-        self._namespaces_read: Counter = Counter()  # (group, resource) -> namespaces read one by one
-        self.memo: dict = {}  # what analyses worked out from these facts (explanations), kept for reuse
+        self._namespaces_read: Counter[tuple[str, str]] = Counter()  # (group, resource) -> namespaces read one by one
+        self.memo: Memo = {}  # what analyses worked out from these facts (explanations), kept for reuse
         self.reads = 0  # reads from the API server on demand: an answer that made none is current from watches
         # Writes sent as dry runs (kfin.core.causes.dryrun): only where a command allows it (not --no-dry-run),
         # each answered once; who kfin's user may impersonate, asked once each.
@@ -135,7 +142,7 @@ class Facts:
         return self.kinds.for_kind(api_version, kind)
 
     # ----- objects ---------------------------------------------------------------------------------
-    def _known(self, key: tuple, full: bool) -> bool:
+    def _known(self, key: TypeWhere, full: bool) -> bool:
         group, resource, namespace = key
         if full:
             return self.inventory.has_details(group, resource, namespace)
@@ -182,13 +189,15 @@ class Facts:
             return list(by_namespace.get(ns, ()))
         return [o for found in by_namespace.values() for o in found]
 
-    def _by_type(self) -> dict:
+    def _by_type(self) -> TypeIndex:
         """{(group, resource): {namespace: [objects]}}, built once and kept up to date by reads: causes ask
         for one type in one namespace many times, and a cluster holds hundreds of thousands of objects."""
         if self._index is None:
             self._grouped = None  # the whole index is wanted: the grouping is no longer needed
-            index: dict = {}
-            rtype, namespace, bucket = None, None, []
+            index: TypeIndex = {}
+            rtype: ResourceType | None = None
+            namespace: str | None = None
+            bucket: list[KubeObject] = []
             for o in self.inventory.objects:  # in runs of one type and namespace, as lists and informers give them
                 if o.type is not rtype or o.namespace != namespace:
                     rtype, namespace = o.type, o.namespace
@@ -272,7 +281,7 @@ class Facts:
         once instead of one after another. What is already known, or not served, is skipped."""
         if self.kube is None:
             return
-        by_type: dict[tuple, set] = {}
+        by_type: dict[tuple[str, str, bool], set[str | None]] = {}
         for group, resource, namespace, full in wanted:
             by_type.setdefault((group, resource, full), set()).add(namespace)
         tasks = []
@@ -447,9 +456,10 @@ class Facts:
         if "namespaces" not in self.memo:
             listed = self.objects("", "namespaces")
             self.memo["namespaces"] = None if listed is None else {o.name: o for o in listed}
-        return self.memo["namespaces"]
+        by_name: dict[str, KubeObject] | None = self.memo["namespaces"]
+        return by_name
 
-    def warnings_about(self, obj: KubeObject, most: int = 5) -> list[dict] | None:
+    def warnings_about(self, obj: KubeObject, most: int = 5) -> list[JSON] | None:
         """The object's recent Warning Events, newest first (kfin.api.events); None when they cannot be read
         (a snapshot holds none)."""
         if self.kube is None or not obj.namespace:
@@ -457,7 +467,7 @@ class Facts:
         self.reads += 1
         return warning_events(self.kube, obj.namespace, obj.type.kind, obj.name, obj.uid, most)
 
-    def whole(self, obj: KubeObject) -> dict | None:
+    def whole(self, obj: KubeObject) -> JSON | None:
         """The object as the server has it now, every field (what a catalog entry's holders read of it); from a
         snapshot, the object as kept when it holds more than metadata; None for a Secret (its data stays on
         the server), or when it cannot be read."""
@@ -472,7 +482,7 @@ class Facts:
                 self.memo[key] = self.kube.read_object(obj.type, obj.namespace or None, obj.name)
             except KfinError:
                 self.memo[key] = None
-        found: dict | None = self.memo[key]
+        found: JSON | None = self.memo[key]
         return found
 
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from kfin.api.connection import Kube
 from kfin.errors import APIError, ConfigError, KfinError, NotFoundError
-from kfin.model import ResourceType
+from kfin.model import JSON, ResourceType
 
 SECRETS = ResourceType("", "v1", "secrets", "Secret", True)
 WEBHOOKS = ResourceType(
@@ -102,9 +102,10 @@ def _new_key() -> Any:
 def _key_pem(key: Any) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
-    return key.private_bytes(
+    pem: bytes = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
+    return pem
 
 
 def make_ca(now: datetime.datetime, common_name: str = "kfin-guard-ca") -> tuple[bytes, bytes]:
@@ -206,7 +207,8 @@ def _subject_key(cert: Any) -> bytes:
     from cryptography import x509
 
     try:
-        return cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value.digest
+        digest: bytes = cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value.digest
+        return digest
     except x509.ExtensionNotFound:
         return b""
 
@@ -242,7 +244,7 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def _from_secret(secret: dict) -> Material:
+def _from_secret(secret: JSON) -> Material:
     data = secret.get("data") or {}
     try:
         return Material(*(base64.b64decode(data[key]) for key in ("ca.crt", "ca.key", "tls.crt", "tls.key")))
@@ -272,7 +274,7 @@ class SelfSignedTLS:
     def _now(self) -> datetime.datetime:
         return datetime.datetime.fromtimestamp(self.clock(), datetime.UTC)
 
-    def _read(self) -> tuple[Material | None, dict | None]:
+    def _read(self) -> tuple[Material | None, JSON | None]:
         """The Secret's material and the Secret (None, None when it does not exist): a GET of its name alone."""
         secret = self.kube.read_object_or_none(SECRETS, self.namespace, self.secret)
         if secret is None:
@@ -288,8 +290,8 @@ class SelfSignedTLS:
         except ConfigError as error:
             raise ConfigError(f"the Secret {self.namespace}/{self.secret}: {error.message}") from None
 
-    def _body(self, material: Material, resource_version: str | None) -> dict:
-        metadata: dict = {"name": self.secret, "namespace": self.namespace, "labels": dict([MANAGED_BY])}
+    def _body(self, material: Material, resource_version: str | None) -> JSON:
+        metadata: JSON = {"name": self.secret, "namespace": self.namespace, "labels": dict([MANAGED_BY])}
         if resource_version:
             metadata["resourceVersion"] = resource_version
         data = {"ca.crt": material.ca_bundle, "ca.key": material.ca_key, "tls.crt": material.cert,
@@ -337,7 +339,7 @@ class SelfSignedTLS:
         if not stale:
             return True
         version = (config.get("metadata") or {}).get("resourceVersion")
-        operations: list[dict] = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}]
+        operations: list[JSON] = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}]
         operations += [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle} for i in stale]
         try:
             self.kube.patch_object(WEBHOOKS, None, self.configuration, operations)

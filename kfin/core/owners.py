@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from kfin.core.blocking import Chain, node_id
-from kfin.model import KubeObject
+from kfin.model import JSON, KubeObject
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -32,7 +32,7 @@ class Problem:
 def build(
     objects: list[KubeObject],
     observed_at: datetime | None = None,
-    listed_kinds: set | None = None,
+    listed_kinds: set[tuple[str, str]] | None = None,
     blocker: Callable[[KubeObject], str] | None = None,
     verdict: Callable[[KubeObject], str | None] | None = None,
 ) -> nx.DiGraph:
@@ -102,7 +102,7 @@ def build(
 
 def _object_attributes(
     obj: KubeObject, observed_at: datetime | None, blocker: str | None, verdict: str | None = None
-) -> dict:
+) -> JSON:
     """A graph node's attributes for an object read from the cluster."""
     since = obj.deletion_requested_at
     return {
@@ -123,7 +123,10 @@ def _object_attributes(
 
 
 def _object_node(
-    graph: nx.DiGraph, obj: KubeObject, observed_at: datetime | None, verdict: Callable | None = None
+    graph: nx.DiGraph,
+    obj: KubeObject,
+    observed_at: datetime | None,
+    verdict: Callable[[KubeObject], str | None] | None = None,
 ) -> str:
     node = node_id(obj)
     if node not in graph:
@@ -352,7 +355,7 @@ def label(graph: nx.DiGraph, node: str) -> str:
     return _label_of(graph.nodes[node])
 
 
-def _label_of(d: dict) -> str:
+def _label_of(d: JSON) -> str:
     kind = f"{d['kind']}.{d['group']}" if d.get("group") else d["kind"]
     return f"{kind}/{d['namespace'] + '/' if d.get('namespace') else ''}{d['name']}"
 

@@ -37,7 +37,7 @@ from kfin.core.facts import Facts
 from kfin.core.lookup import facts_on_demand
 from kfin.core.scope import Scope
 from kfin.errors import NotFoundError, UsageError
-from kfin.model import CRDS, GARBAGE_COLLECTOR, NAMESPACES, KubeObject
+from kfin.model import CRDS, GARBAGE_COLLECTOR, JSON, NAMESPACES, KubeObject
 
 FIRST = "first"  # _survives' step for an object to delete before the target, while its controller runs
 NODES = ("", "nodes")
@@ -60,7 +60,7 @@ class Stuck:
         """What to do first, in a sentence (the plan gives its commands, each on its own)."""
         return prose(self.actions)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "object": reference(self.obj),
             "finalizer": self.finalizer or None,
@@ -70,7 +70,7 @@ class Stuck:
         }
 
 
-def reference(obj: KubeObject) -> dict:
+def reference(obj: KubeObject) -> JSON:
     """How the JSON output names an object."""
     return {
         "apiVersion": obj.type.api_version,
@@ -85,7 +85,7 @@ class Step:
     actions: tuple[Action, ...]  # an exact command (or an instruction), then its alternatives, each saying when
     why: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {**self.actions[0].to_dict(), "more": [a.to_dict() for a in self.actions[1:]], "why": self.why}
 
 
@@ -103,7 +103,7 @@ class Preflight:
     def clean(self) -> bool:
         return not self.stuck and not self.orphaned
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "apiVersion": "kfin.dev/v1",
             "kind": "Preflight",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kfin.core.blocking import Chain, Step, joined
-from kfin.model import KubeObject
+from kfin.model import JSON, KubeObject
 
 
 class HeldObject(Protocol):
@@ -32,7 +32,7 @@ class RootCause:
     step: Step | None = None  # what frees them; None where only waiting is left
     context: str = ""
 
-    def to_dict(self, with_context: bool = False) -> dict:
+    def to_dict(self, with_context: bool = False) -> JSON:
         out: dict[str, object] = {"context": self.context} if with_context else {}
         out.update(
             {

@@ -26,7 +26,7 @@ FIELDS = {"metadata.name": lambda o: o.name, "metadata.namespace": lambda o: o.n
 
 @dataclass(frozen=True)
 class Selector:
-    label: Callable[[dict], bool]
+    label: Callable[[dict[str, str]], bool]
     field: Callable[[KubeObject], bool]
 
     def matches(self, obj: KubeObject) -> bool:
@@ -47,7 +47,7 @@ def _split(text: str) -> list[str]:
     return [p for p in parts if p.strip()] if text.strip() else []
 
 
-def _label_test(key: str, allowed: frozenset[str] | None, negated: bool) -> Callable[[dict], bool]:
+def _label_test(key: str, allowed: frozenset[str] | None, negated: bool) -> Callable[[dict[str, str]], bool]:
     """One requirement: the label's value is one of `allowed` (None: the label exists), or the negation of
     that (!=, notin, !key: which an object without the label meets)."""
     if allowed is None:
@@ -59,8 +59,8 @@ def _field_test(read: Callable[[KubeObject], str], value: str, negated: bool) ->
     return lambda obj: (read(obj) == value) != negated
 
 
-def label_selector(text: str | None) -> Callable[[dict], bool]:
-    tests: list[Callable[[dict], bool]] = []
+def label_selector(text: str | None) -> Callable[[dict[str, str]], bool]:
+    tests: list[Callable[[dict[str, str]], bool]] = []
     for part in _split(text or ""):
         if found := _SET.match(part):
             key, op, raw = found.groups()

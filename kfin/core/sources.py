@@ -26,7 +26,7 @@ def no_progress(label: str) -> AbstractContextManager[Progress | None]:
 
 def gather(
     scope: Scope,
-    full: set | None = None,
+    full: set[tuple[str, str]] | None = None,
     lean: bool = False,
     progress: ProgressFactory = no_progress,
     failed: dict[str, KfinError] | None = None,

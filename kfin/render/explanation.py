@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kfin.core.blocking import Chain
 from kfin.core.causes import Explanation
-from kfin.model import parse_time
+from kfin.model import JSON, parse_time
 from kfin.render.steps import Line, print_lines, step_lines, wrapped
 from kfin.render.terminal import NARROW_PANEL, columns_setting, console, text
 from kfin.util.durations import format_age
@@ -108,7 +108,7 @@ def _live(explanation: Explanation, target: Console) -> None:
     target.print(Text(printable(f"What deleting it would leave stuck: kfin preflight {kind} {o.name}{where}")))
 
 
-def warning_events(events: list[dict], now: datetime, out: Console | None = None) -> None:
+def warning_events(events: list[JSON], now: datetime, out: Console | None = None) -> None:
     """The object's recent Warning Events, newest first: what its controllers reported."""
     from rich.text import Text
 
@@ -141,9 +141,9 @@ def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
     if not chain.steps and graph.out_degree(chain.start) == 0:
         return
     tree = Tree(Text("Why it is stuck", style="bold"), guide_style="dim")
-    drawn: set = set()
+    drawn: set[str] = set()
 
-    def add(parent: Tree, node: str, edge: dict | None) -> None:
+    def add(parent: Tree, node: str, edge: JSON | None) -> None:
         data = graph.nodes[node]
         label = Text()
         if edge:

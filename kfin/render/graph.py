@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kfin.core.owners import blocking_chain, label, labels, problems, roots
 from kfin.errors import UsageError
+from kfin.model import JSON
 from kfin.render.explanation import VERDICT_STYLE, verdict_colour
 from kfin.render.layout import hanging, spans
 from kfin.render.terminal import console, markup_safe
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 RICH_TREE_MAX = 2000
 
 
-def _state(data: dict) -> list[tuple[str, str]]:
+def _state(data: JSON) -> list[tuple[str, str]]:
     """(style, text) pieces after a node's label: missing, Terminating for how long, its finalizers."""
     parts = []
     if data.get("missing"):
@@ -145,7 +146,7 @@ def to_json(graph: nx.DiGraph) -> str:
     json's compact encoder, which is C, where its indenting one is Python (about 40 µs a node)."""
     encode = json.JSONEncoder(default=str, separators=(", ", ": ")).encode
 
-    def spliced(head: str, attributes: dict) -> str:
+    def spliced(head: str, attributes: JSON) -> str:
         rest = encode(attributes)
         return "    {" + head + (", " + rest[1:] if len(rest) > 2 else "}")
 
@@ -253,7 +254,7 @@ def root_line(kind: str) -> str:
     return "root cause" if kind == "other" else f"root cause: {look.name}"
 
 
-def heading(what: str, context: str | None, observed: datetime | None) -> dict:
+def heading(what: str, context: str | None, observed: datetime | None) -> JSON:
     """The graph's title (graph.graph): what is drawn, from which kube context, as of when."""
     return {
         "title": what,
@@ -267,7 +268,7 @@ def title_line(graph: nx.DiGraph) -> str | None:
     return title_of(graph.graph)
 
 
-def title_of(info: dict) -> str | None:
+def title_of(info: JSON) -> str | None:
     """title_line of a heading() without a graph (kfin preflight's teardown draws its own DOT)."""
     if not info.get("title"):
         return None
@@ -279,7 +280,7 @@ def title_of(info: dict) -> str | None:
     return printable(", ".join(parts), one_line=True)
 
 
-def state_line(data: dict) -> str | None:
+def state_line(data: JSON) -> str | None:
     """`HOLDING, Terminating for 3d`: a Terminating object's verdict and how long it has been deleted."""
     if not data.get("terminating"):
         return None
@@ -294,7 +295,7 @@ def tint(colour: str, share: float = 0.15) -> str:
     return "#" + "".join(f"{round(255 - (255 - c) * share):02x}" for c in rgb)
 
 
-def _edge_kind(data: dict) -> str:
+def _edge_kind(data: JSON) -> str:
     if data.get("blocking"):
         return "blocking"
     for kind in ("holder", "binds", "problem"):
@@ -303,7 +304,7 @@ def _edge_kind(data: dict) -> str:
     return "owns"
 
 
-def _edge_text(data: dict) -> str | None:
+def _edge_text(data: JSON) -> str | None:
     kind = _edge_kind(data)
     if kind == "blocking":
         return data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
@@ -378,7 +379,7 @@ def label_lines(line: str) -> list[str]:
     return [line[a:b] for a, b in spans(line, LABEL_WIDTH)]
 
 
-def _node_dot(graph: nx.DiGraph, node: str, data: dict, roots: dict[str, str]) -> str:
+def _node_dot(graph: nx.DiGraph, node: str, data: JSON, roots: dict[str, str]) -> str:
     text = label_lines(label(graph, node)) + (
         label_lines(", ".join(data["finalizers"])) if data.get("finalizers") else []
     )

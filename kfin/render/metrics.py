@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from kfin import __version__
 from kfin.core.stuck import StuckObject
-from kfin.model import Inventory
+from kfin.model import JSON, Inventory
 from kfin.util.text import printable
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -33,7 +33,7 @@ class Family:
     name: str
     kind: str  # gauge or counter
     help: str
-    samples: list[tuple[dict, float]] = field(default_factory=list)
+    samples: list[tuple[JSON, float]] = field(default_factory=list)
 
     def text(self) -> str:
         lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} {self.kind}"]
@@ -66,8 +66,8 @@ def stuck_families(
     max_info: int = DEFAULT_MAX_INFO,
 ) -> list[Family]:
     """The families of one scan: its stuck objects, and the inventories it read."""
-    counts: dict[tuple, int] = defaultdict(int)
-    oldest: dict[tuple, float] = defaultdict(float)
+    counts: dict[tuple[str, str, str, str, str, str], int] = defaultdict(int)
+    oldest: dict[tuple[str, str, str, str, str, str], float] = defaultdict(float)
     for row in rows:
         key = (
             row.context,
@@ -161,7 +161,7 @@ def stuck_families(
         "Stuck objects left out of kfin_stuck_object_info by its cap (--max-info-series).",
         [({}, len(rows) - len(shown))],
     )
-    failures: dict[tuple, int] = defaultdict(int)
+    failures: dict[tuple[str, str], int] = defaultdict(int)
     for inv in inventories:
         for failure in inv.failures:
             failures[(inv.context, failure.reason)] += 1

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from kfin.core.roots import root_causes
 from kfin.core.stuck import StuckObject, report
-from kfin.model import Inventory
+from kfin.model import JSON, Inventory
 from kfin.render import data, metrics, tables, templates
 from kfin.render.terminal import say
 
@@ -22,7 +22,7 @@ class Scan:
     rows: list[StuckObject]
     inventories: list[Inventory]
     webhooks: dict[str, int] = field(default_factory=dict)  # a webhook failing closed -> how many it gates
-    related: list[dict] = field(default_factory=list)  # storage problems beside the stuck objects
+    related: list[JSON] = field(default_factory=list)  # storage problems beside the stuck objects
     started: float = 0.0  # time.monotonic() when the scan began (the exposition's scan duration)
 
 

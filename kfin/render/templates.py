@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from kfin.errors import UsageError
+from kfin.model import JSON
 from kfin.util.text import printable
 
 _PIECE = re.compile(r"\{((?:[^{}\"]|\"(?:[^\"\\]|\\.)*\")*)\}")
@@ -18,7 +19,7 @@ _PIECE = re.compile(r"\{((?:[^{}\"]|\"(?:[^\"\\]|\\.)*\")*)\}")
 
 def _compile(expression: str, flag: str) -> Any:
     from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
-    from jsonpath_ng.ext import parse
+    from jsonpath_ng.ext.parser import parse
 
     text = expression.strip()
     if text in ("", "."):
@@ -87,7 +88,7 @@ def _render(tokens: list[tuple[str, str]], start: int, document: Any) -> tuple[s
     return out, index
 
 
-def custom_columns(spec: str, items: list[dict]) -> tuple[list[str], list[list[str]]]:
+def custom_columns(spec: str, items: list[JSON]) -> tuple[list[str], list[list[str]]]:
     """kubectl's `-o custom-columns=HEADER:.path,...`: (headers, a row per item)."""
     columns = []
     for part in spec.split(","):
@@ -106,7 +107,7 @@ def sort_key(path: str) -> Any:
     """--sort-by=JSONPATH: a key function over items (missing values first, numbers by value, as kubectl)."""
     compiled = _compile(path.strip().strip("{}"), "--sort-by")
 
-    def key(item: dict) -> tuple:
+    def key(item: JSON) -> tuple[int, Any, str]:
         values = _values(compiled, item)
         value = values[0] if values else None
         if value is None:

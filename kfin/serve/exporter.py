@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from kfin.errors import KfinError, UsageError
+from kfin.model import Inventory
 from kfin.render import metrics
 from kfin.util.text import one_line
 
@@ -38,7 +39,7 @@ class Exporter:
 
     def __init__(
         self,
-        scan: Callable[[], tuple[list, list]],
+        scan: Callable[[], tuple[list[Any], list[Inventory]]],
         max_info: int = metrics.DEFAULT_MAX_INFO,
         log: Callable[[str], None] = print,
         requests: Callable[[], tuple[int, int]] | None = None,
@@ -56,7 +57,7 @@ class Exporter:
         self.scans = self.errors = 0
         self.last_ok = False
         self._answering = False  # an answer is being worked out: the one served is not known to hold
-        self._said: tuple | None = None  # (stuck, partial) last logged by a watching exporter
+        self._said: tuple[int, bool] | None = None  # (stuck, partial) last logged by a watching exporter
 
     def scan_once(self) -> bool:
         started = time.monotonic()
@@ -232,7 +233,7 @@ def http_server(exporter: Exporter, host: str, port: int) -> BoundedHTTPServer:
     class Handler(QuietHandler):
         timeout = IDLE_TIMEOUT  # socket timeout: a silent or idle client is let go
 
-        def do_GET(self):
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 self._answer(200, exporter.exposition(), metrics.CONTENT_TYPE)

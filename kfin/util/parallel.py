@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-def completed(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[tuple[T, Future]]:
+def completed(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[tuple[T, Future[R]]]:
     """(item, its finished future) as each finishes."""
     pool = ThreadPoolExecutor(max_workers=max(1, workers))
     try:
@@ -31,7 +31,7 @@ def completed(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterato
 def ordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> list[R]:
     """fn(item) of every item, in the order of the items (an exception of fn is raised, as pool.map does)."""
     indexed = list(enumerate(items))
-    results: list = [None] * len(indexed)
+    results: list[Any] = [None] * len(indexed)
     for (index, _), future in completed(lambda pair: fn(pair[1]), indexed, workers):
         results[index] = future.result()
     return results
