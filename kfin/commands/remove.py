@@ -32,20 +32,19 @@ from kfin.commands.flags import (
 )
 from kfin.commands.wait import follow_to_end
 from kfin.core import audit
+from kfin.core.applying import Applied, apply_plans
 from kfin.core.causes import explain_object
 from kfin.core.facts import Facts
 from kfin.core.lookup import fresh_facts, live_target, load_target
-from kfin.core.removal import FORCE_DELETION, Outcome, Plan, Remover, audit_record, plan, recreate_namespace
+from kfin.core.removal import FORCE_DELETION, Plan, plan, recreate_namespace
 from kfin.core.scope import Scope
 from kfin.core.stuck import find_all, narrowed
-from kfin.errors import ExitCode, InterruptedByUserError, KfinError, UsageError
+from kfin.errors import ExitCode, InterruptedByUserError, UsageError
 from kfin.model import format_time
 from kfin.render.removal import print_plan, unrecorded
 from kfin.render.tables import removal_table
 from kfin.render.terminal import progress_bar, say, warn
 from kfin.util.text import one_line
-
-OK_RESULTS = ("removed", "gone", "unchanged", "force-deleted")
 
 
 @dataclass(frozen=True)
@@ -168,24 +167,34 @@ def remove(
     if all_stuck:
         if kind or name:
             raise UsageError("--all-stuck takes no KIND NAME: it works on every stuck object in -n NS or -A")
-        raise typer.Exit(remove_all_stuck(scope, choices, yes, narrow))
+        raise typer.Exit(remove_all_stuck(scope, choices, yes=yes, narrow=narrow))
     if kind is None:
         raise UsageError("kfin remove needs KIND NAME or KIND/NAME (or --all-stuck)")
     kind, name = subject(kind, name, "remove")
-    raise typer.Exit(remove_one(scope, kind, name, choices, seconds if wait else None, recreate_namespace))
+    raise typer.Exit(
+        remove_one(
+            scope,
+            kind,
+            name,
+            choices=choices,
+            wait_for=seconds if wait else None,
+            again_namespace=recreate_namespace,
+        )
+    )
 
 
-def _record(entry: dict, path: Path) -> bool:
-    """Append to the audit log; if that fails after a write, the record goes to stderr instead of being lost."""
-    error = audit.record(entry, path)
-    if error is not None:
-        unrecorded(entry, error)
-    return error is None
+def _said_unrecorded(applied: Applied) -> bool:
+    """Whether the audit log took the record; if it could not after a write, the record goes to stderr instead
+    of being lost."""
+    if applied.record is not None and applied.unrecorded is not None:
+        unrecorded(applied.record, applied.unrecorded)
+    return applied.recorded
 
 
 def remove_one(
-    scope: Scope, kind: str, name: str, choices: Choices, wait_for: float | None, again_namespace: bool
+    scope: Scope, kind: str, name: str, *, choices: Choices, wait_for: float | None, again_namespace: bool
 ) -> int:
+    """One object: its plan shown, refused, or (with --confirm or --server-dry-run) applied and said."""
     obj, facts = load_target(scope, kind, name)  # from a snapshot: its Facts have no connection, nothing is sent
     findings = explain_object(obj, facts).findings
     if (
@@ -196,7 +205,10 @@ def remove_one(
     ):
         assert facts.kube is not None
         log_path = audit.check_writable(choices.audit_log)
-        _record(recreate_namespace(facts.kube, obj.namespace), log_path)
+        created = recreate_namespace(facts.kube, obj.namespace)
+        problem = audit.record(created, log_path)
+        if problem is not None:
+            unrecorded(created, problem)
         say(
             f"namespace {obj.namespace} created again, so that what was left in it can be written; delete it once "
             f"its content is dealt with (kubectl delete namespace {obj.namespace})",
@@ -215,11 +227,17 @@ def remove_one(
                 err=True,
             )
             return ExitCode.REFUSED
-    plan_ = plan(obj, findings, choices.patterns, choices.force, choices.allow_live, choices.node_lost_after)
+    plan_ = plan(
+        obj,
+        findings,
+        choices.patterns,
+        force=choices.force,
+        allow_live=choices.allow_live,
+        node_lost_after=choices.node_lost_after,
+    )
     print_plan(plan_)
-    if plan_.refused or plan_.blocked:
-        reason = plan_.refused or "; ".join(f"{c.finding.finalizer}: {c.refused}" for c in plan_.blocked)
-        say(f"error: refused to remove finalizers from {obj.ref}: {one_line(reason)}", err=True)
+    if plan_.refusal is not None:
+        say(f"error: refused to remove finalizers from {obj.ref}: {one_line(plan_.refusal)}", err=True)
         return ExitCode.REFUSED
     for c in plan_.choices:
         if c.warning and c.selected:
@@ -240,36 +258,35 @@ def remove_one(
         return ExitCode.OK
     kube = facts.kube
     assert kube is not None  # live_target's facts are live
-    remover = Remover(kube, fresh_facts(kube, facts.inventory.resources), choices.node_lost_after)
-    if choices.server_dry_run:
-        outcome = remover.apply(plan_, choices.patterns, choices.force, choices.allow_live, dry_run=True)
-        say(f"server dry run: {outcome.message}")
-        return ExitCode.OK
-    log_path = audit.check_writable(choices.audit_log)  # before anything is written
-    user = kube.whoami()
-    before = obj.finalizers + obj.spec_finalizers
-    try:
-        outcome = remover.apply(plan_, choices.patterns, choices.force, choices.allow_live)
-    except KfinError as error:
-        _record(
-            audit_record(kube, user, plan_, Outcome("failed", error.message, before=before), choices.force), log_path
-        )
-        raise
-    except KeyboardInterrupt:  # the object is read back (briefly): what the write did is said and recorded
-        outcome = remover.read_back(plan_, before)
-        recorded = _record(audit_record(kube, user, plan_, outcome, choices.force), log_path)
+    dry_run = choices.server_dry_run
+    [applied] = apply_plans(
+        [plan_],
+        kube=kube,
+        facts_for=fresh_facts(kube, facts.inventory.resources),
+        audit_log=choices.audit_log,
+        dry_run=dry_run,
+    )
+    outcome = applied.outcome
+    recorded = _said_unrecorded(applied)
+    if outcome.result == "interrupted":
+        if dry_run:
+            raise InterruptedByUserError("interrupted")
         raise InterruptedByUserError(
             f"interrupted while {_doing(plan_, obj.ref)}: {outcome.message}"
-            + (f" (recorded in {log_path})" if recorded else "")
-        ) from None
-    recorded = _record(audit_record(kube, user, plan_, outcome, choices.force), log_path)
-    if outcome.result in OK_RESULTS:
+            + (f" (recorded in {applied.log})" if recorded else "")
+        )
+    if applied.error is not None:
+        raise applied.error
+    if dry_run:
+        say(f"server dry run: {outcome.message}")
+        return ExitCode.OK
+    if applied.ok:
         say(f"{outcome.result}: {obj.ref}: {outcome.message}")
     else:  # a removal that did not happen (or may not have) is an error, said as every error is
         print(f"error: {one_line(f'{outcome.result}: {obj.ref}: {outcome.message}')}", file=sys.stderr)
     if recorded:
-        print(f"recorded in {log_path}", file=sys.stderr)
-    if not (outcome.result in OK_RESULTS and recorded):
+        print(f"recorded in {applied.log}", file=sys.stderr)
+    if not (applied.ok and recorded):
         return ExitCode.API
     if wait_for is not None and outcome.after is not None:
         return follow_to_end(scope, kind, name, obj, kube, wait_for)
@@ -289,7 +306,7 @@ def _doing(plan_: Plan, ref: str = "") -> str:
     return f"removing {', '.join(f.finalizer for f in plan_.selected)}" + (f" from {ref}" if ref else "")
 
 
-def remove_all_stuck(scope: Scope, choices: Choices, yes: bool, narrow: Narrowing) -> int:
+def remove_all_stuck(scope: Scope, choices: Choices, *, yes: bool, narrow: Narrowing) -> int:
     """Every stuck object kfin stuck lists with the same flags (the same scan and narrowing), each planned."""
     found, [facts] = find_all(scope, narrow.kinds, None, narrow.older, progress=progress_bar)
     rows = narrowed(found, narrow.verdicts, narrow.chosen)
@@ -299,9 +316,9 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool, narrow: Narrowin
             r.obj,
             explain_object(r.obj, facts).findings,
             patterns,
-            choices.force,
-            choices.allow_live,
-            choices.node_lost_after,
+            force=choices.force,
+            allow_live=choices.allow_live,
+            node_lost_after=choices.node_lost_after,
             bulk=True,
         )
         for r in rows
@@ -311,7 +328,7 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool, narrow: Narrowin
         print("Nothing to remove: no stuck object matches.", file=sys.stderr)
         return ExitCode.OK
     removal_table(plans)
-    runnable = [p for p in plans if not p.refused and not p.blocked]
+    runnable = [p for p in plans if p.refusal is None]
     refused = len(plans) - len(runnable)
     dry_run = choices.server_dry_run
     kube = facts.kube
@@ -342,33 +359,26 @@ def remove_all_stuck(scope: Scope, choices: Choices, yes: bool, narrow: Narrowin
         if answer.strip().lower() not in ("y", "yes"):
             print("Nothing was changed.", file=sys.stderr)
             return ExitCode.REFUSED
-    log_path = None if dry_run else audit.check_writable(choices.audit_log)
-    remover = Remover(kube, fresh_facts(kube, facts.inventory.resources), choices.node_lost_after)
-    user = "" if dry_run else kube.whoami()
+    each = apply_plans(
+        runnable,
+        kube=kube,
+        facts_for=fresh_facts(kube, facts.inventory.resources),
+        audit_log=choices.audit_log,
+        dry_run=dry_run,
+    )
     done = failed = unrecorded_count = 0
     number = 0
     try:
-        for number, p in enumerate(runnable, 1):
-            before = p.obj.finalizers + p.obj.spec_finalizers
-            try:
-                outcome = remover.apply(p, patterns, choices.force, choices.allow_live, dry_run=dry_run)
-            except KfinError as error:
-                outcome = Outcome("failed", error.message, before=before)
-            except KeyboardInterrupt:  # read back (briefly): what the write in flight did is said and recorded
-                if log_path is None:  # dry runs
-                    read_back = "a dry run, nothing was changed"
-                else:
-                    outcome = remover.read_back(p, before)
-                    _record(audit_record(kube, user, p, outcome, choices.force), log_path)
-                    read_back = outcome.message
-                raise InterruptedByUserError(
-                    f"interrupted at [{number}/{len(runnable)}] {p.obj.ref} while {_doing(p)}: {read_back}: "
-                    f"done {done}, failed {failed}, not started {len(runnable) - number}"
-                ) from None
-            if log_path and not _record(audit_record(kube, user, p, outcome, choices.force), log_path):
+        for number, applied in enumerate(each, 1):
+            p, outcome = applied.plan, applied.outcome
+            if applied.record is not None and not _said_unrecorded(applied):
                 unrecorded_count += 1
-            ok = outcome.result in (*OK_RESULTS, "dry-run")
-            done, failed = done + ok, failed + (not ok)
+            if outcome.result == "interrupted":  # what the write in flight did, as read back, is recorded
+                raise InterruptedByUserError(
+                    f"interrupted at [{number}/{len(runnable)}] {p.obj.ref} while {_doing(p)}: {outcome.message}: "
+                    f"done {done}, failed {failed}, not started {len(runnable) - number}"
+                )
+            done, failed = done + applied.ok, failed + (not applied.ok)
             say(f"[{number}/{len(runnable)}] {outcome.result}: {p.obj.ref}: {outcome.message}", err=True)
     except KeyboardInterrupt:  # between two objects: each one started has been said
         raise InterruptedByUserError(

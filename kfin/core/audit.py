@@ -12,6 +12,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kfin.errors import KfinError, UsageError
 from kfin.model import KubeObject
@@ -43,7 +44,7 @@ def check_writable(path: Path | None = None) -> Path:
     return path
 
 
-def append(record: dict, path: Path | None = None) -> Path:
+def append(record: dict[str, Any], path: Path | None = None) -> Path:
     path = path or default_path()
     line = json.dumps(record, sort_keys=False, separators=(",", ":")) + "\n"
     # One write of one line, opened for append: concurrent kfin runs interleave whole records.
@@ -59,7 +60,7 @@ def append(record: dict, path: Path | None = None) -> Path:
     return path
 
 
-def record(entry: dict, path: Path) -> AuditError | None:
+def record(entry: dict[str, Any], path: Path) -> AuditError | None:
     """Append one record; the failure, if it could not be appended (the caller shows the record instead:
     a change that was applied is never left unrecorded)."""
     try:
@@ -71,7 +72,7 @@ def record(entry: dict, path: Path) -> AuditError | None:
 
 @dataclass
 class AuditLog:
-    records: list[dict] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
     bad_lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
 
 

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any, Literal
 
 from kfin import __version__
 from kfin.api.connection import Kube
@@ -28,7 +29,7 @@ from kfin.core.causes.pods import GRACEFUL_DELETION
 from kfin.core.causes.registry import control_plane_owned
 from kfin.core.facts import ClusterFacts
 from kfin.errors import APIError, KfinError, NotFoundError, UnreachableError
-from kfin.model import KubeObject, format_time
+from kfin.model import JSON, KubeObject, format_time
 from kfin.util.durations import format_age
 from kfin.util.globs import glob_match
 
@@ -50,6 +51,38 @@ NAMED_REFUSAL = re.compile(r'admission webhook "|ValidatingAdmissionPolicy |is f
 GARDENER_FINALIZER = "gardener"
 
 
+# How one plan's removal ended, as said and recorded in the audit log (its `result`). Applied: removed, gone,
+# unchanged, force-deleted. Not: put-back (a live controller wrote it again), failed, unknown (an answer lost and
+# no read after it), interrupted (Ctrl-C during the write: what a read back found), refused (never sent).
+# dry-run: the server validated it (dryRun=All).
+Result = Literal[
+    "removed",
+    "gone",
+    "unchanged",
+    "force-deleted",
+    "put-back",
+    "failed",
+    "unknown",
+    "interrupted",
+    "refused",
+    "dry-run",
+]
+APPLIED: tuple[Result, ...] = ("removed", "gone", "unchanged", "force-deleted")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a plan was asked for, beyond its object: kept with the plan, so that a plan made again after a race
+    asks the same."""
+
+    patterns: tuple[str, ...] = ()  # --finalizer; none: those kfin proved nothing else will remove
+    force: bool = False
+    allow_live: bool = False
+    node_lost_after: float = 300
+    bulk: bool = False  # --all-stuck: force-deletes a Pod, or takes an outside-the-cluster finalizer, only if forced
+    proven_only: bool = False  # kfin mcp: a finalizer its controller still wants is refused even when named
+
+
 @dataclass
 class Choice:
     finding: Finding
@@ -63,6 +96,7 @@ class Plan:
     obj: KubeObject
     choices: list[Choice]
     refused: str | None = None  # why nothing is done for the whole object
+    asked: Asked = field(default_factory=Asked)
 
     @property
     def selected(self) -> list[Finding]:
@@ -72,10 +106,17 @@ class Plan:
     def blocked(self) -> list[Choice]:
         return [c for c in self.choices if c.selected and c.refused]
 
+    @property
+    def refusal(self) -> str | None:
+        """Why nothing of it is removed: the whole object's reason, or each refused finalizer's; None if runnable."""
+        if self.refused:
+            return self.refused
+        return "; ".join(f"{c.finding.finalizer}: {c.refused}" for c in self.blocked) or None
+
 
 @dataclass
 class Outcome:
-    result: str  # removed, gone, unchanged, refused, failed, unknown (an answer lost, no read after), dry-run
+    result: Result
     message: str
     removed: list[str] = field(default_factory=list)
     before: list[str] = field(default_factory=list)
@@ -140,18 +181,41 @@ def _outside_the_cluster(choice: Choice, force: bool, bulk: bool) -> None:
 def plan(
     obj: KubeObject,
     findings: list[Finding],
-    patterns: list[str] | None,
+    patterns: list[str] | tuple[str, ...] | None,
+    *,
     force: bool,
     allow_live: bool,
     node_lost_after: float = 300,
     bulk: bool = False,
+    proven_only: bool = False,
 ) -> Plan:
     """Which finalizers to remove, and which are refused (with the reason and the safe fix). `bulk`: for
-    --all-stuck, which force-deletes a Pod only with --force."""
+    --all-stuck, which force-deletes a Pod only with --force. `proven_only`: for kfin mcp (kfin/mcp/removal.py),
+    which removes only what kfin proved nothing else will remove."""
+    asked = Asked(
+        patterns=tuple(patterns or ()),
+        force=force,
+        allow_live=allow_live,
+        node_lost_after=node_lost_after,
+        bulk=bulk,
+        proven_only=proven_only,
+    )
+    return plan_asked(obj, findings, asked)
+
+
+# The verdicts kfin mcp leaves to a person even when named: their controller still wants them
+WANTED = (Verdict.WAITING, Verdict.STALLED)
+
+
+def plan_asked(obj: KubeObject, findings: list[Finding], asked: Asked) -> Plan:
+    """plan(), for what was asked already (a plan made again after a race asks what the first one did)."""
+    patterns = list(asked.patterns)
     choices = []
     for f in findings:
         if f.family == FORCE_DELETION:  # --finalizer patterns name finalizers, never this
-            choices.append(Choice(f, False) if patterns else _force_choice(f, force, node_lost_after, bulk))
+            choices.append(
+                Choice(f, False) if patterns else _force_choice(f, asked.force, asked.node_lost_after, asked.bulk)
+            )
             continue
         if patterns:
             chosen = matches(f.finalizer, patterns)
@@ -166,7 +230,7 @@ def plan(
                 Verdict.UNKNOWN: "kfin could not prove what holds it: ",
                 Verdict.BLOCKED: "it cannot be removed now: ",
             }.get(f.verdict, f"it belongs to the Kubernetes control plane ({f.controller}), which removes it: ")
-            if force:
+            if asked.force:
                 choice.warning = f"forced although {why}{f.condition}. Risk: {f.risk}"
             else:
                 choice.refused = f"{why}{f.condition}. Safe fix: {f.fix}"
@@ -177,13 +241,19 @@ def plan(
                 f"its controller is there but cannot act ({f.condition}); once it can, it cleans up: {f.fix}"
             )
         if chosen and f.infrastructure and not choice.refused:
-            _outside_the_cluster(choice, force, bulk)
+            _outside_the_cluster(choice, asked.force, asked.bulk)
+        if chosen and asked.proven_only and not choice.refused and f.verdict in WANTED:
+            choice.refused = (
+                f"it is {f.verdict.value}: {f.condition}. Safe fix: {f.fix}. kfin mcp removes only what kfin "
+                f"proved nothing else will remove; a person may decide otherwise with kfin remove --finalizer "
+                f"{f.finalizer}"
+            )
         choices.append(choice)
     refused = None
     ghost = next((f for f in findings if f.family == "ghost"), None)
     if ghost is not None and not obj.terminating:  # live or not, nothing can be written to it before its namespace
         refused = f"{ghost.condition}. Safe fix: {ghost.fix}"
-    elif not obj.terminating and not allow_live:
+    elif not obj.terminating and not asked.allow_live:
         refused = (
             "it is not being deleted: removing finalizers from a live object is almost never wanted "
             "(--allow-live to do it anyway)"
@@ -198,7 +268,7 @@ def plan(
         refused = (
             "no finalizer is safe to remove. Safe fix: " + "; ".join(dict.fromkeys(fixes)) if fixes else "no finalizer"
         ) + ". Only if that cannot be done: --finalizer NAME --force"
-    return Plan(obj, choices, refused)
+    return Plan(obj, choices, refused, asked)
 
 
 def refused_by_admission_plugin(error: APIError, remove: list[str]) -> APIError:
@@ -219,9 +289,9 @@ def refused_by_admission_plugin(error: APIError, remove: list[str]) -> APIError:
     )
 
 
-def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[dict]:
+def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[dict[str, Any]]:
     """The smallest guarded JSON Patch: the uid and the whole list as read, then each removal."""
-    ops: list[dict] = [
+    ops: list[dict[str, Any]] = [
         {"op": "test", "path": "/metadata/uid", "value": uid},
         {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
     ]
@@ -245,19 +315,16 @@ def _state_after_removal(obj: KubeObject) -> str:
 class Remover:
     """Applies a plan to a live cluster (or asks the server to validate it with dryRun=All)."""
 
-    def __init__(self, kube: Kube, facts_for: Callable[[KubeObject], ClusterFacts], node_lost_after: float = 300):
+    def __init__(self, kube: Kube, facts_for: Callable[[KubeObject], ClusterFacts]):
         self.kube = kube
         self.facts_for = facts_for  # (obj) -> fresh facts, to explain again after a race
-        self.node_lost_after = node_lost_after
         self.in_flight: str | None = None  # the write sent whose answer has not come (what Ctrl-C interrupts)
         self.attempts = 0
 
-    def _read(self, obj: KubeObject) -> dict | None:
+    def _read(self, obj: KubeObject) -> JSON | None:
         return self.kube.read_object_or_none(obj.type, obj.namespace or None, obj.name)
 
-    def apply(
-        self, plan_: Plan, patterns: list[str] | None, force: bool, allow_live: bool, dry_run: bool = False
-    ) -> Outcome:
+    def apply(self, plan_: Plan, *, dry_run: bool = False) -> Outcome:
         obj = plan_.obj
         wanted = {f.finalizer for f in plan_.selected}
         meta_wanted = [f.finalizer for f in plan_.selected if f.location == "metadata.finalizers"]
@@ -285,14 +352,7 @@ class Remover:
                     outcome.result, outcome.message = "failed", "it was deleted and created again: nothing removed"
                     return outcome
                 # Explain again: what holds may have changed. Only finalizers read and selected again go.
-                replanned = plan(
-                    current,
-                    explain_object(current, self.facts_for(current)).findings,
-                    patterns,
-                    force,
-                    allow_live,
-                    self.node_lost_after,
-                )
+                replanned = plan_asked(current, explain_object(current, self.facts_for(current)).findings, plan_.asked)
                 still = {f.finalizer for f in replanned.selected} & wanted
                 meta_wanted = [f for f in current.finalizers if f in still]
                 spec_wanted = [f for f in current.spec_finalizers if f in still]
@@ -359,7 +419,7 @@ class Remover:
             outcome.message = "the API server accepted the forced deletion, but the Pod is still there"
         return outcome
 
-    def _not_found(self, outcome: Outcome, obj: KubeObject, wanted: set, error: NotFoundError) -> Outcome:
+    def _not_found(self, outcome: Outcome, obj: KubeObject, wanted: set[str], error: NotFoundError) -> Outcome:
         """A 404 on a write is no proof that the object is gone: read it again. An object left in a
         namespace forced through /finalize is still stored, but every write to it answers 404 for its
         namespace until the namespace exists again."""
@@ -408,7 +468,7 @@ class Remover:
             )
         return outcome
 
-    def _done(self, outcome: Outcome, obj: KubeObject, wanted: set, result: str, message: str) -> Outcome:
+    def _done(self, outcome: Outcome, obj: KubeObject, wanted: set[str], result: Result, message: str) -> Outcome:
         """Read again and report the real state, never a hoped-for one."""
         after = self._read(obj)
         outcome.result = result
@@ -575,7 +635,7 @@ def requests_preview(plan_: Plan) -> list[str]:
     return lines
 
 
-def as_read(o: KubeObject) -> dict:
+def as_read(o: KubeObject) -> dict[str, Any]:
     """The object a removal was planned on, as read: its identity and the version the patch was made from."""
     return {
         "apiVersion": o.type.api_version,
@@ -587,38 +647,7 @@ def as_read(o: KubeObject) -> dict:
     }
 
 
-def audit_record(kube: Kube, user: str, plan_: Plan, outcome: Outcome, forced: bool) -> dict:
-    """The audit log's record of one applied plan: what was read, selected and really removed."""
-    o = plan_.obj
-    return {
-        "time": format_time(datetime.now(UTC)),
-        "kfinVersion": __version__,
-        "context": kube.context,
-        "server": kube.shown,  # an audit log is read by others: never a password in it
-        "user": user,
-        "object": as_read(o),
-        "finalizersBefore": outcome.before,
-        "finalizersAfter": outcome.after,
-        "selected": [f.finalizer for f in plan_.selected],
-        "removed": outcome.removed,
-        "verdicts": {c.finding.finalizer: c.finding.verdict.value for c in plan_.choices},
-        "forced": forced
-        and any(
-            c.warning
-            and (
-                c.finding.verdict.value in ("HOLDING", "UNKNOWN", "BLOCKED")
-                or (c.finding.family == FORCE_DELETION and c.warning.startswith("forced although"))
-            )
-            for c in plan_.choices
-            if c.selected
-        ),
-        "result": outcome.result,
-        "message": outcome.message,
-        "attempts": outcome.attempts,
-    }
-
-
-def recreate_namespace(kube: Kube, namespace: str) -> dict:
+def recreate_namespace(kube: Kube, namespace: str) -> dict[str, Any]:
     """--recreate-namespace: create the namespace of a ghost again, so that writes to what was left in it
     are accepted; the audit record of that creation is returned (the namespace is left for the operator
     to delete once its content is dealt with)."""

@@ -14,27 +14,17 @@ import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from kfin.core import audit
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.applying import apply_plans
+from kfin.core.causes import explain_object
+from kfin.core.facts import Facts
 from kfin.core.lookup import fresh_facts, live_target, load_target
-from kfin.core.removal import (
-    Outcome,
-    Plan,
-    Remover,
-    as_read,
-    audit_record,
-    metadata_patch,
-    plan,
-    requests_preview,
-)
+from kfin.core.removal import Plan, as_read, metadata_patch, plan, requests_preview
 from kfin.core.scope import Scope
 from kfin.errors import ExitCode, KfinError
 from kfin.model import KubeObject
 from kfin.util.text import one_line
-
-# The verdicts a person must decide on: their controller still wants them (WAITING, STALLED)
-WANTED = (Verdict.WAITING, Verdict.STALLED)
 
 
 class RefusedError(KfinError):
@@ -84,36 +74,27 @@ def digest_of(obj: KubeObject, server: str, remove: list[str]) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(bound, sort_keys=True).encode()).hexdigest()
 
 
-def assistant_plan(obj: KubeObject, scope_plan: Plan) -> Plan:
-    """kfin remove's plan, less what a person must decide on (module docstring)."""
-    for choice in scope_plan.choices:
-        f = choice.finding
-        if choice.selected and not choice.refused and f.verdict in WANTED:
-            choice.refused = (
-                f"it is {f.verdict.value}: {f.condition}. Safe fix: {f.fix}. kfin mcp removes only what kfin "
-                f"proved nothing else will remove; a person may decide otherwise with kfin remove --finalizer "
-                f"{f.finalizer}"
-            )
-    return scope_plan
+def assistant_plan(obj: KubeObject, facts: Facts, request: Request) -> Plan:
+    """kfin remove's plan, less what a person must decide on (module docstring): kept with the plan, so that a
+    plan made again after a race is held to it too."""
+    findings = explain_object(obj, facts).findings
+    return plan(obj, findings, request.finalizers, force=False, allow_live=False, proven_only=True)
 
 
 def make_plan(scope: Scope, request: Request) -> tuple[Plan, str]:
     """The plan for the object as read now (live, or from the snapshot), and the server it was read from."""
     obj, facts = load_target(scope, request.kind, request.name)
-    findings = explain_object(obj, facts).findings
-    planned = plan(obj, findings, list(request.finalizers) or None, force=False, allow_live=False)
-    return assistant_plan(obj, planned), facts.inventory.server
+    return assistant_plan(obj, facts, request), facts.inventory.server
 
 
 def refusal(p: Plan) -> str | None:
     """Why nothing is removed, as kfin remove says it, or None."""
-    if p.refused or p.blocked:
-        reason = p.refused or "; ".join(f"{c.finding.finalizer}: {c.refused}" for c in p.blocked)
-        return f"refused to remove finalizers from {p.obj.ref}: {one_line(reason)}"
+    if p.refusal is not None:
+        return f"refused to remove finalizers from {p.obj.ref}: {one_line(p.refusal)}"
     return None
 
 
-def plan_document(planned: Planned, writes_allowed: bool) -> dict:
+def plan_document(planned: Planned, writes_allowed: bool) -> dict[str, Any]:
     """What plan_removal answers: the object as read, each finalizer's fate, the exact requests and patch, the
     risks, and the digest that apply_removal needs."""
     p = planned.plan
@@ -169,9 +150,9 @@ class Writes:
     audit_log: Path | None = None
 
 
-def apply_removal(scope: Scope, digest: str, ledger: Ledger, writes: Writes, client: str) -> dict:
+def apply_removal(scope: Scope, digest: str, ledger: Ledger, writes: Writes, client: str) -> dict[str, Any]:
     """Apply the plan a digest names, if writes are allowed, the object is still as planned, and the verdicts still
-    allow it; through the same Remover as kfin remove --confirm, recorded with the MCP client's name."""
+    allow it; applied and recorded as kfin remove --confirm does (kfin.core.applying), with the MCP client's name."""
     with ledger.lock:
         request = ledger.issued.get(digest)
     if request is None:
@@ -188,8 +169,7 @@ def apply_removal(scope: Scope, digest: str, ledger: Ledger, writes: Writes, cli
     if scope.from_snapshot:
         raise RefusedError("refused: kfin mcp reads a snapshot (--from-snapshot), which cannot be written")
     obj, facts = live_target(scope, request.kind, request.name)
-    findings = explain_object(obj, facts).findings
-    p = assistant_plan(obj, plan(obj, findings, list(request.finalizers) or None, force=False, allow_live=False))
+    p = assistant_plan(obj, facts, request)
     reason = refusal(p)
     if reason is not None:
         raise RefusedError(f"{reason} (as read now)")
@@ -204,20 +184,16 @@ def apply_removal(scope: Scope, digest: str, ledger: Ledger, writes: Writes, cli
     with ledger.lock:
         if ledger.issued.pop(digest, None) is None:  # another call took it meanwhile
             raise RefusedError("refused: this digest was used already")
-    log_path = audit.check_writable(writes.audit_log)  # before anything is written
-    user = kube.whoami()
-    remover = Remover(kube, fresh_facts(kube, facts.inventory.resources))
-    names = [f.finalizer for f in p.selected]
-    try:
-        outcome = remover.apply(p, names, force=False, allow_live=False)
-    except KfinError as error:  # recorded as kfin remove records it, then said
-        before = obj.finalizers + obj.spec_finalizers
-        failed = audit_record(kube, user, p, Outcome("failed", error.message, before=before), forced=False)
-        audit.record(dict(failed, mcpClient=client), log_path)
-        raise
-    entry = audit_record(kube, user, p, outcome, forced=False)
-    entry["mcpClient"] = client
-    problem = audit.record(entry, log_path)
+    [applied] = apply_plans(
+        [p],
+        kube=kube,
+        facts_for=fresh_facts(kube, facts.inventory.resources),
+        audit_log=writes.audit_log,
+        noted={"mcpClient": client},
+    )
+    if applied.error is not None:  # recorded as kfin remove records it, then said
+        raise applied.error
+    outcome = applied.outcome
     return {
         "result": outcome.result,
         "object": obj.ref,
@@ -225,7 +201,7 @@ def apply_removal(scope: Scope, digest: str, ledger: Ledger, writes: Writes, cli
         "removed": outcome.removed,
         "finalizersBefore": outcome.before,
         "finalizersAfter": outcome.after,
-        "recorded": str(log_path) if problem is None else None,
-        "auditRecord": entry if problem is not None else None,
-        "ok": outcome.result in ("removed", "gone", "unchanged", "force-deleted") and problem is None,
+        "recorded": str(applied.log) if applied.recorded else None,
+        "auditRecord": applied.record if not applied.recorded else None,
+        "ok": applied.ok and applied.recorded,
     }

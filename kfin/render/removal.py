@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 from kfin.core.audit import AuditError
 from kfin.core.removal import FORCE_DELETION, Plan, requests_preview
@@ -38,7 +39,7 @@ def print_plan(plan_: Plan) -> None:
             say(f"  {line}", hanging=4)
 
 
-def unrecorded(entry: dict, error: AuditError) -> None:
+def unrecorded(entry: dict[str, Any], error: AuditError) -> None:
     """The audit log could not take a record after a write: the record goes to stderr instead of being lost."""
     say(f"error: {one_line(error.message)}; the record of what was applied follows:", err=True)
     print(json.dumps(entry, separators=(",", ":")), file=sys.stderr)

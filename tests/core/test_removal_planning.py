@@ -190,7 +190,7 @@ def test_a_refusal_by_an_admission_plugin_of_the_server_is_named_as_such(message
     findings = explain_object(shoot, facts(shoot, extra_types=(shoots,))).findings
     chosen = plan(shoot, findings, ["gardener"], force=True, allow_live=False)
     with pytest.raises(APIError) as raised:
-        Remover(RefusingKube(shoot, message), lambda _: facts(shoot)).apply(chosen, ["gardener"], True, False)
+        Remover(RefusingKube(shoot, message), lambda _: facts(shoot)).apply(chosen)
     if named:
         assert raised.value.message == (
             "refused by an admission plugin of the API server itself (Gardener's FinalizerRemoval, which keeps the "
