@@ -656,7 +656,7 @@ def recreate_namespace(kube: Kube, namespace: str) -> dict[str, Any]:
         "time": format_time(datetime.now(UTC)),
         "kfinVersion": __version__,
         "context": kube.context,
-        "server": kube.server,
+        "server": kube.shown,  # as every audit record: never a password in it
         "user": kube.whoami(),
         "object": {
             "apiVersion": "v1",

@@ -10,7 +10,7 @@ import pytest
 
 from kfin.core.applying import apply_plans
 from kfin.core.causes import explain_object
-from kfin.core.removal import plan
+from kfin.core.removal import plan, recreate_namespace
 from kfin.errors import APIError
 from tests.values import custom_type, facts, lease, obj, pod
 
@@ -23,7 +23,9 @@ class Cluster:
     """Stores objects by name and applies a JSON Patch's removals; `interrupt` names an object whose PATCH is
     applied, then Ctrl-C comes before its answer; `refuse` one whose PATCH the server refuses (403)."""
 
-    context, shown = "test-context", "https://cluster.test"
+    context = "test-context"
+    # a kubeconfig's server may carry a user and password; kfin names it without (Kube.shown)
+    server, shown = "https://admin:hunter2@cluster.test", "https://<redacted>@cluster.test"
 
     def __init__(self, *objects, interrupt=None, refuse=None, race=None):
         self.stored = {o.name: copy.deepcopy(o.raw) for o in objects}
@@ -33,6 +35,9 @@ class Cluster:
 
     def whoami(self):
         return "alice"
+
+    def create_namespace(self, name):
+        return {"metadata": {"name": name, "uid": "u-1", "resourceVersion": "1"}}
 
     def bounded(self, _seconds):
         return self
@@ -155,3 +160,14 @@ def test_after_a_race_the_plan_is_made_again_from_what_it_was_asked(tmp_path):
     assert (applied.outcome.result, applied.outcome.attempts) == ("removed", 2)
     assert cluster.stored["one"]["metadata"]["finalizers"] == ["example.com/keep"]
     assert applied.record["attempts"] == 2 and applied.record["removed"] == ["example.com/cleanup"]
+
+
+def test_no_audit_record_carries_the_password_of_the_server_url(tmp_path):
+    """The removal's record and --recreate-namespace's name the server as kfin shows it; the latter wrote the URL
+    as the kubeconfig gave it, password and all."""
+    one = widget("one")
+    cluster, log = Cluster(one), tmp_path / "audit.jsonl"
+    [applied] = run(cluster, [orphaned(one)], log)
+    created = recreate_namespace(cluster, "shop")
+    for record in (applied.record, created):
+        assert record["server"] == "https://<redacted>@cluster.test" and "hunter2" not in json.dumps(record)
