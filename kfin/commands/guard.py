@@ -14,6 +14,7 @@ from kfin.core.guard import CONTROL_PLANE_USERS, Guard
 from kfin.core.guard_tls import SelfSignedTLS, require_cryptography
 from kfin.core.watching import Watched
 from kfin.errors import UsageError
+from kfin.model import JSON
 from kfin.render.terminal import log
 from kfin.serve import exporter
 from kfin.serve.admission import Certificate, HeldCertificate, Reviews, admission_server
@@ -143,7 +144,7 @@ def guard(
     reviews = Reviews()
     judge = Guard(watched.facts, deny_everywhere=deny, skip_users=(*CONTROL_PLANE_USERS, *skip_user))
 
-    def decide(request: dict) -> tuple[dict, str]:
+    def decide(request: JSON) -> tuple[JSON, str]:
         review = judge.review(request)
         if review.decision == "denied":
             log(f"denied: DELETE {request.get('resource', {}).get('resource')} {request.get('name')}")

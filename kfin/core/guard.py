@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from kfin.core.facts import Facts
 from kfin.core.preflight import Preflight, Stuck, foresee
 from kfin.core.teardown import Caused, Teardown, of_deletion
-from kfin.model import CRDS, NAMESPACES, KubeObject
+from kfin.model import CRDS, JSON, NAMESPACES, KubeObject
 
 # The label that turns deny mode on for one object, or for everything in a namespace (on the Namespace).
 DENY_LABEL = "kfin.dev/guard"
@@ -72,9 +72,9 @@ class Review:
     message: str = ""  # why it is denied
     audit: dict[str, str] = field(default_factory=dict)  # auditAnnotations (kube-apiserver prefixes the webhook)
 
-    def answer(self) -> dict:
+    def answer(self) -> JSON:
         """The AdmissionReview v1 `response` kube-apiserver reads back (its uid is the request's)."""
-        answer: dict = {"allowed": self.allowed}
+        answer: JSON = {"allowed": self.allowed}
         if self.warnings:
             answer["warnings"] = self.warnings
         if not self.allowed:
@@ -109,7 +109,7 @@ class Guard:
         self.skip_users = set(skip_users)
         self._lock = threading.Lock()  # a Facts is worked on by one answer at a time
 
-    def review(self, request: dict) -> Review:
+    def review(self, request: JSON) -> Review:
         old = request.get("oldObject")
         # a deletecollection is reviewed object by object, its request naming none (v1.36.2 on the real tier): the
         # object deleted is its oldObject
@@ -183,7 +183,7 @@ def _of_teardown(model: Teardown) -> Preflight:
     return Preflight(step.obj, step.cascade, step.stuck + step.rejected, model.plan, model.unknown, model.orphaned)
 
 
-def _preflight(request: dict, kind: str, name: str) -> str:
+def _preflight(request: JSON, kind: str, name: str) -> str:
     # the object's own namespace: a Namespace's request names itself as its namespace (kube-apiserver's RequestInfo)
     namespace = ((request.get("oldObject") or {}).get("metadata") or {}).get("namespace")
     ns = f" -n {namespace}" if namespace else ""
@@ -192,10 +192,10 @@ def _preflight(request: dict, kind: str, name: str) -> str:
 
 def _warnings(result: Preflight, what: str) -> list[str]:
     """One warning per kind of object and reason, most objects first."""
-    groups: dict[tuple, list[Stuck]] = {}
+    groups: dict[tuple[object, ...], list[Stuck]] = {}
     for stuck in result.stuck + result.orphaned:
         if stuck.obj is result.target:
-            key: tuple = ("target", stuck.finalizer, stuck.reason)
+            key: tuple[object, ...] = ("target", stuck.finalizer, stuck.reason)
         else:
             key = (stuck.obj.type.qualified, stuck.obj.namespace, stuck.finalizer, stuck.verdict, stuck.first)
         groups.setdefault(key, []).append(stuck)

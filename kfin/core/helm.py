@@ -28,7 +28,7 @@ from kfin.api.builtin_kinds import builtin_resources
 from kfin.core.facts import Facts
 from kfin.core.manifests import Manifest, parse
 from kfin.errors import UsageError
-from kfin.model import ResourceType
+from kfin.model import JSON, ResourceType
 
 UNINSTALL_ORDER_3 = [
     "APIService",
@@ -80,11 +80,11 @@ class Release:
     version: int
     status: str
     manifests: list[Manifest]
-    hooks: list[dict] = field(default_factory=list)  # name, kind, events
+    hooks: list[JSON] = field(default_factory=list)  # name, kind, events
     chart_crds: list[str] = field(default_factory=list)  # files under the chart's crds/: never deleted by Helm
 
 
-def decode(encoded: str | bytes) -> dict:
+def decode(encoded: str | bytes) -> JSON:
     """A release from what Helm stores under `release` (base64 of gzip of JSON; an older release: of JSON)."""
     try:
         data = base64.b64decode(encoded, validate=False)
@@ -104,12 +104,12 @@ def decode(encoded: str | bytes) -> dict:
     return found
 
 
-def encode(release: dict) -> str:
+def encode(release: JSON) -> str:
     """As Helm writes it (encodeRelease): JSON, gzip at best compression, base64 standard encoding."""
     return base64.b64encode(gzip.compress(json.dumps(release).encode(), compresslevel=9)).decode()
 
 
-def release_of(record: dict, namespace: str) -> Release:
+def release_of(record: JSON, namespace: str) -> Release:
     source = f"release {record.get('name')}"
     hooks = [
         {"name": h.get("name"), "kind": h.get("kind"), "events": list(h.get("events") or []), "path": h.get("path")}

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from kfin.errors import UsageError
+from kfin.model import JSON
 
 EXTENSIONS = (".json", ".yaml", ".yml")  # cli-runtime's FileExtensions
 
@@ -28,17 +29,17 @@ class Manifest:
     name: str
     namespace: str  # as written ("" when the manifest has none: the default namespace of the command applies)
     source: str  # file path, or "-" for stdin
-    raw: dict
+    raw: JSON
 
     @property
     def group(self) -> str:
         return self.api_version.rpartition("/")[0]
 
     @property
-    def annotations(self) -> dict:
+    def annotations(self) -> dict[str, str]:
         return (self.raw.get("metadata") or {}).get("annotations") or {}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "apiVersion": self.api_version,
             "kind": self.kind,

@@ -36,9 +36,11 @@ from kfin.core.facts import Facts
 from kfin.core.helm import Release, batches, kept, uninstall_order
 from kfin.core.manifests import Manifest
 from kfin.core.preflight import Step, Stuck, finalizer_controllers, foresee, reference
-from kfin.model import CRDS, NAMESPACES, KubeObject, ResourceType
+from kfin.model import CRDS, JSON, NAMESPACES, KubeObject, ResourceType
 
 SERVICES = ("", "services")
+Gone = dict[str, int]  # uid -> the step whose DELETE (or its cascade) deletes it
+ServicesGone = dict[tuple[str, str], int]  # (namespace, name) of a Service -> the step that deletes it
 
 
 @dataclass
@@ -59,7 +61,7 @@ class Deletion:
         m = self.manifest
         return f"{m.kind}/{m.namespace + '/' if m.namespace else ''}{m.name}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "step": self.number,
             "batch": self.batch or None,
@@ -82,7 +84,7 @@ class Caused(Stuck):
     waits_for: tuple[KubeObject, ...] = ()
 
 
-def _stuck_dict(s: Stuck) -> dict:
+def _stuck_dict(s: Stuck) -> JSON:
     return {**s.to_dict(), "certain": s.certain}
 
 
@@ -92,7 +94,7 @@ class Teardown:
     command: str  # the command predicted, to paste after the plan's first steps
     steps: list[Deletion]
     kept: list[Manifest] = field(default_factory=list)  # helm.sh/resource-policy: keep
-    hooks: list[dict] = field(default_factory=list)  # Helm's delete hooks: named, not run
+    hooks: list[JSON] = field(default_factory=list)  # Helm's delete hooks: named, not run
     chart_crds: list[str] = field(default_factory=list)
     orphaned: list[Stuck] = field(default_factory=list)  # left in place without the controller of their finalizer
     plan: list[Step] = field(default_factory=list)
@@ -106,7 +108,7 @@ class Teardown:
     def clean(self) -> bool:
         return not self.stuck and not self.orphaned and not any(d.rejected for d in self.steps)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "apiVersion": "kfin.dev/v1",
             "kind": "TeardownPreflight",
@@ -201,7 +203,7 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
         rejections = _webhook_rejections(facts, obj, "DELETE", services_gone, gone, step.number)
         if rejections:
             step.rejected = [
-                Caused(obj, "", f"its DELETE is rejected: {why}", "BLOCKED", actions, by=at)
+                Caused(obj, "", reason=f"its DELETE is rejected: {why}", verdict="BLOCKED", actions=actions, by=at)
                 for why, actions, at in rejections
             ]
             continue
@@ -252,14 +254,16 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
         if held:
             names = ", ".join(dict.fromkeys(o.name for o in held))
             why = f"it waits for {what} to go: {names} left stuck"
-            step.stuck.append(Caused(obj, finalizer, why, "HOLDING", by=step.number, waits_for=tuple(held)))
+            step.stuck.append(
+                Caused(obj, finalizer, reason=why, verdict="HOLDING", by=step.number, waits_for=tuple(held))
+            )
     # left without their controller: only what the teardown does not delete itself
     result.orphaned = [s for (uid, _), s in orphaned.items() if uid not in gone and uid not in teardown_uids]
     result.plan = _plan(result)
 
 
 def _stranded(
-    facts: Facts, obj: KubeObject, step: Deletion, gone: dict[str, int], result: Teardown, known: set
+    facts: Facts, obj: KubeObject, step: Deletion, gone: dict[str, int], result: Teardown, known: set[tuple[str, str]]
 ) -> list[Stuck]:
     """Finalizers of `obj` (deleted at this step) whose every controller the teardown takes away: deletes it, its
     ServiceAccount or its right to update the object; at an earlier step, or at a later one that does not wait
@@ -288,7 +292,7 @@ def _stranded(
         if not sure:
             pods = "its Pods stop within their grace period; " if grace else ""
             reason += f": a race it usually loses ({pods}{finalizer} goes only if it reconciles this deletion first)"
-        out.append(Caused(obj, finalizer, reason, "ORPHANED", (), first=True, certain=sure, by=at))
+        out.append(Caused(obj, finalizer, reason=reason, verdict="ORPHANED", first=True, certain=sure, by=at))
         known.add((obj.uid, finalizer))
     return out
 
@@ -333,7 +337,7 @@ def _losses(
     return found
 
 
-def _grant_lost(ctx: Context, grant: Grant, account: str, gone_objects: list[KubeObject], gone: dict) -> int | None:
+def _grant_lost(ctx: Context, grant: Grant, account: str, gone_objects: list[KubeObject], gone: Gone) -> int | None:
     """The step that takes a grant away: its Role or ClusterRole deleted, or every binding of it to the
     ServiceAccount; None when the teardown leaves it."""
     kind, _, where = grant.role.partition(" ")
@@ -387,13 +391,13 @@ def _without_deleted_webhooks(stuck: list[Stuck], result: Teardown, gone: dict[s
 
 
 def _webhooks_failing(
-    facts: Facts, obj: KubeObject, operation: str, services_gone: dict, gone: dict, number: int
-) -> list[tuple[KubeObject, dict, int]]:
+    facts: Facts, obj: KubeObject, operation: str, services_gone: ServicesGone, gone: Gone, number: int
+) -> list[tuple[KubeObject, JSON, int]]:
     """Webhooks still configured at step `number` whose Service an earlier step deleted, failing closed, that
     match `operation` on `obj`: (configuration, webhook, the step that deleted the Service)."""
     if not services_gone:
         return []
-    namespace_labels: dict = {}
+    namespace_labels: dict[str, str] = {}
     if obj.namespace:
         ns = (facts.namespaces_by_name() or {}).get(obj.namespace)
         namespace_labels = (ns.meta.get("labels") or {}) if ns else {}
@@ -418,7 +422,7 @@ def _webhooks_failing(
 
 
 def _webhook_rejections(
-    facts: Facts, obj: KubeObject, operation: str, services_gone: dict, gone: dict, number: int
+    facts: Facts, obj: KubeObject, operation: str, services_gone: ServicesGone, gone: Gone, number: int
 ) -> list[tuple[str, tuple[Action, ...], int]]:
     """Why `operation` on `obj` is rejected at step `number`, what to do first, and the step that deleted the
     webhook's Service."""
@@ -433,7 +437,7 @@ def _webhook_rejections(
     return out
 
 
-def _content_deletes_rejected(facts: Facts, step: Deletion, services_gone: dict, gone: dict) -> list[Stuck]:
+def _content_deletes_rejected(facts: Facts, step: Deletion, services_gone: ServicesGone, gone: Gone) -> list[Stuck]:
     """A namespace whose content holds a webhook's Service, the webhook failing closed on DELETE of other content:
     the namespace controller deletes the Pods first (since 1.34), the Service's endpoints with them when it selects
     its Pods (a selector selects in its own namespace only), then the Service itself with the rest; from then on
@@ -443,7 +447,7 @@ def _content_deletes_rejected(facts: Facts, step: Deletion, services_gone: dict,
     assert namespace is not None
     mine = {key: at for key, at in services_gone.items() if key[0] == namespace.name and at == step.number}
     said = " ".join(s.reason for s in step.stuck if s.obj.uid == namespace.uid)
-    found: dict[str, tuple[KubeObject, dict, list[KubeObject]]] = {}
+    found: dict[str, tuple[KubeObject, JSON, list[KubeObject]]] = {}
     for each in step.cascade:
         if (each.type.group, each.type.resource) in (SERVICES, ("", "pods")):
             continue  # the Pods go while the webhook still answers; a Service's DELETE is what breaks it
@@ -466,12 +470,16 @@ def _content_deletes_rejected(facts: Facts, step: Deletion, services_gone: dict,
             + ("" if selects else " (a race: those deleted before the Service go)")
         )
         action = (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),)
-        out.append(Caused(namespace, "kubernetes", why, "BLOCKED", action, certain=selects, by=step.number))
+        out.append(
+            Caused(
+                namespace, "kubernetes", reason=why, verdict="BLOCKED", actions=action, certain=selects, by=step.number
+            )
+        )
     return out
 
 
 def _finalizer_updates_rejected(
-    facts: Facts, obj: KubeObject, services_gone: dict, gone: dict, number: int, known: set
+    facts: Facts, obj: KubeObject, services_gone: ServicesGone, gone: Gone, number: int, known: set[tuple[str, str]]
 ) -> list[Stuck]:
     """A finalizer removal (an UPDATE) rejected for good: the webhook's Service is gone and the teardown never
     deletes its configuration. (One the teardown deletes later only delays the removal: controllers retry.)"""
@@ -493,9 +501,9 @@ def _finalizer_updates_rejected(
                 Caused(
                     obj,
                     finalizer,
-                    why,
-                    "BLOCKED",
-                    (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),),
+                    reason=why,
+                    verdict="BLOCKED",
+                    actions=(Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),),
                     first=False,
                     by=at,
                 )

@@ -8,6 +8,7 @@ import html
 
 from kfin.core.preflight import Stuck
 from kfin.core.teardown import Caused, Deletion, Teardown
+from kfin.model import JSON
 from kfin.render.explanation import verdict_colour
 from kfin.render.graph import FONT, dot_quote, edge_row, label_lines, legend_block, tint, title_of, verdict_rows
 from kfin.render.layout import spans
@@ -112,7 +113,7 @@ EDGE_ATTRIBUTES = {
 REASON_WIDTH = 40  # characters of an edge's reason on a line
 
 
-def teardown_dot(result: Teardown, heading: dict) -> str:
+def teardown_dot(result: Teardown, heading: JSON) -> str:
     """Graphviz's DOT of the teardown: each step's object a node (its step, what it leaves stuck, in the verdict's
     colour; not found: dashed), the tool's order between them, an edge from the step whose deletion strands or
     rejects an object to it (the reason on it), what a CRD or namespace waits for, and the safe order last."""
@@ -210,7 +211,12 @@ def _node(node: str, text: list[str], marks: list[tuple[str, Stuck]], missing: b
     return f"  {dot_quote(node)} [label={dot_quote(*lines)}, {', '.join(attrs)}];"
 
 
-def _legend(result: Teardown, marks: dict, edges: dict, missing: set[str]) -> list[str]:
+def _legend(
+    result: Teardown,
+    marks: dict[str, list[tuple[str, Stuck]]],
+    edges: dict[tuple[str, str, str], list[str]],
+    missing: set[str],
+) -> list[str]:
     """What the picture shows, then the safe order (its commands, numbered)."""
     kinds = {kind for _, _, kind in edges} | ({"then"} if len(result.steps) > 1 else set())
     rows = [edge_row(*TEARDOWN_EDGES[k]) for k in TEARDOWN_EDGES if k in kinds]

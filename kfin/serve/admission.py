@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kfin.model import JSON
 from kfin.render import metrics
 from kfin.serve.exporter import IDLE_TIMEOUT, BoundedHTTPServer, QuietHandler
 from kfin.util.text import one_line
@@ -77,7 +78,7 @@ class Certificate:
     def __init__(self, cert: str, key: str):
         self.cert, self.key = cert, key
         self._lock = threading.Lock()
-        self._seen: tuple = ()
+        self._seen: tuple[int, ...] = ()
         self._context: ssl.SSLContext | None = None
         self.context()  # a certificate that cannot be read is an error at start
 
@@ -132,7 +133,7 @@ class AdmissionServer(BoundedHTTPServer):
 
 
 def admission_server(
-    decide: Callable[[dict], tuple[dict, str]],
+    decide: Callable[[JSON], tuple[JSON, str]],
     ready: Callable[[], bool],
     reviews: Reviews,
     host: str,
