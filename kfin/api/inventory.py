@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Set
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -50,8 +51,10 @@ def live(
     concurrency: int = 16,
     chunk_size: int = 500,
     lean: bool = False,
+    seen: Callable[[list[ResourceType], list[KubeObject]], None] | None = None,
 ) -> Inventory:
-    """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean)."""
+    """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean).
+    `seen`: given the types and what is kept of each type as soon as it is listed (kfin.core.ahead)."""
     served, failures = discover(kube, refresh)
     resources = one_per_storage(served)  # events.k8s.io's Events are core's: read once
     left_out = Lean() if lean else None
@@ -70,6 +73,7 @@ def live(
         page_size=chunk_size,
         progress=progress,
         lean=left_out,
+        seen=partial(seen, resources) if seen is not None else None,
     )
     if wide:
         more, more_failures = scan(kube, wide, None, full=full, concurrency=concurrency, page_size=chunk_size)

@@ -384,12 +384,14 @@ def scan(
     page_size: int = 500,
     lean: Lean | None = None,
     progress: Callable[[int, int], None] | None = None,
+    seen: Callable[[list[KubeObject]], None] | None = None,
 ) -> tuple[list[KubeObject], list[Failure]]:
     """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types).
 
     Types in `full` are read as whole objects and reduced to REDUCED_FIELDS; all others metadata-only.
     Within one namespace, cluster-scoped types are skipped, except the Namespace itself. With `lean`,
     Namespaces are read first, so that the content of Terminating ones is kept whole (see Lean).
+    `seen` is given what is kept of each type as soon as it is listed (kfin.core.ahead), in this thread.
     """
     tasks = [r for r in resources if namespace is None or r.namespaced or (r.group, r.resource) == NAMESPACES]
     objects: list[KubeObject] = []
@@ -425,6 +427,8 @@ def scan(
             failures.append(failure_of("list", target, error))
             return []
         objects.extend(found)
+        if seen is not None and found:
+            seen(found)
         return found
 
     with paused_gc():

@@ -33,6 +33,13 @@ TypeWhere = tuple[str, str, str]
 TypeIndex = dict[tuple[str, str], dict[str, list[KubeObject]]]
 
 
+class Ahead(Protocol):
+    """Reads started before these facts existed, while the scan still listed (kfin.core.ahead.ReadsAhead)."""
+
+    def take(self, rtype: ResourceType, namespace: str | None, full: bool) -> list[KubeObject] | KfinError | None: ...
+    def close(self) -> None: ...
+
+
 class ClusterFacts(Protocol):
     """What causes, blocking chains and stuck-finding ask of a cluster, alike for a snapshot and a live
     cluster (Facts is the one implementation; a test may bring its own)."""
@@ -104,6 +111,7 @@ class Facts:
         self._namespaces_read: Counter[tuple[str, str]] = Counter()  # (group, resource) -> namespaces read one by one
         self.memo: Memo = {}  # what analyses worked out from these facts (explanations), kept for reuse
         self.reads = 0  # reads from the API server on demand: an answer that made none is current from watches
+        self.ahead: Ahead | None = None  # the scan's reads ahead, taken by the first prefetch
         # Writes sent as dry runs (kfin.core.causes.dryrun): only where a command allows it (not --no-dry-run),
         # each answered once; who kfin's user may impersonate, asked once each.
         self.dry_runs_allowed = False
@@ -303,12 +311,21 @@ class Facts:
                 if not self._known((group, resource, (ns or "") if rtype.namespaced else ""), full)
                 and (group, resource, ns or "") not in self.unreadable
             ]
+        ahead, self.ahead = self.ahead, None
         if not tasks:
+            if ahead is not None:
+                ahead.close()
             return  # all known: what was worked out from it (memo) still holds
-        fetched = [
-            (task, future.result())
-            for task, future in completed(lambda task: self._fetch(task[0], task[1], task[2]), tasks, concurrency)
-        ]
+
+        def fetch(task: tuple[ResourceType, str | None, bool]) -> list[KubeObject] | KfinError:
+            taken = ahead.take(*task) if ahead is not None else None  # started while the scan listed
+            return taken if taken is not None else self._fetch(*task)
+
+        try:
+            fetched = [(task, future.result()) for task, future in completed(fetch, tasks, concurrency)]
+        finally:
+            if ahead is not None:
+                ahead.close()
         for full in (True, False):
             self._apply_all([(rtype, ns, result) for (rtype, ns, whole), result in fetched if whole is full], full)
 

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 
 from kfin.api import inventory
 from kfin.api.connection import Kube
+from kfin.api.scan import read_objects
 from kfin.api.target import Target
 from kfin.core import catalog
+from kfin.core.ahead import ReadsAhead, Wanted
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.errors import KfinError, UsageError
-from kfin.model import Failure, Inventory
+from kfin.model import Failure, Inventory, KubeObject, ResourceType
 from kfin.util.parallel import ordered
 
 # (done, total) as a scan goes; a command passes one in (a progress bar on a terminal), or nothing.
@@ -24,17 +27,25 @@ def no_progress(label: str) -> AbstractContextManager[Progress | None]:
     return nullcontext(None)
 
 
+def read_whole(kube: Kube, chunk_size: int, rtype: ResourceType, namespace: str | None) -> list[KubeObject]:
+    """A type's objects whole (in a namespace, or everywhere with None), as Facts reads them (Facts._fetch)."""
+    return read_objects(kube, rtype, namespace, chunk_size, full=True)
+
+
 def gather(
     scope: Scope,
     full: set[tuple[str, str]] | None = None,
     lean: bool = False,
     progress: ProgressFactory = no_progress,
     failed: dict[str, KfinError] | None = None,
+    ahead: Callable[[KubeObject], Iterable[Wanted]] | None = None,
 ) -> list[Facts]:
     """What is known of each context (or of the snapshot), scanned in parallel. Live Facts keep their
     connection, so that analysis may read the few whole objects it needs. `lean`: keep only what finding
     stuck objects needs (kfin.api.scan.Lean), for commands that report stuck objects and nothing else.
-    `failed`: filled with the contexts that could not be read, instead of an error when none could."""
+    `failed`: filled with the contexts that could not be read, instead of an error when none could.
+    `ahead`: what explaining a Terminating object reads (kfin.core.causes.reads_for), started as soon as the
+    scan lists it (kfin.core.ahead) and taken by Facts.prefetch."""
     catalog.use_files(scope.catalogs)
     target, contexts = scope.target, list(scope.contexts)
     if scope.from_snapshot:
@@ -48,18 +59,25 @@ def gather(
 
     def one(context: str | None, concurrency: int = scope.concurrency) -> Facts:
         kube = Kube.connect(Target(target.kubeconfig, context, target.request_timeout))
+        namespace = scope.namespace_of(kube.namespace)
+        early = None
+        if ahead is not None:
+            read = partial(read_whole, kube, scope.chunk_size)
+            early = ReadsAhead(read, namespace, wanted, ahead, min(4, concurrency))
         with progress(f"scanning {kube.context}") as report:
             scanned = inventory.live(
                 kube,
-                scope.namespace_of(kube.namespace),
+                namespace,
                 full=wanted,
                 refresh=scope.refresh,
                 progress=report,
                 concurrency=concurrency,
                 chunk_size=scope.chunk_size,
                 lean=lean,
+                seen=early.found if early is not None else None,
             )
         facts = Facts(scanned, kube, scope.chunk_size)
+        facts.ahead = early
         facts.dry_runs_allowed = scope.dry_run
         return facts
 

@@ -258,7 +258,7 @@ def find_all(
 ) -> tuple[list[StuckObject], list[Facts]]:
     """(stuck rows of every context, oldest first; the Facts they came from): what `kfin stuck` prints
     and what `kfin serve --rescan` exposes at each scan. `failed`: as gather's."""
-    sources = gather(scope, lean=True, progress=progress, failed=failed)
+    sources = gather(scope, lean=True, progress=progress, failed=failed, ahead=reads_for)
     return stuck_in(sources, kinds, finalizer, older), sources
 
 
