@@ -11,6 +11,7 @@ import pytest
 from kfin.core.applying import apply_plans
 from kfin.core.causes import explain_object
 from kfin.core.removal import plan, recreate_namespace
+from kfin.model import MANAGERS
 from kfin.errors import APIError
 from tests.values import custom_type, facts, lease, obj, pod
 
@@ -77,8 +78,10 @@ def orphaned(o):
     return plan(o, explain_object(o, facts(o, extra_types=(WIDGETS,))).findings, None, force=False, allow_live=False)
 
 
-def run(cluster, plans, log, **options):
-    return list(apply_plans(plans, kube=cluster, facts_for=lambda o: facts(o, extra_types=(WIDGETS,)),
+def run(cluster, plans, log, *found, **options):
+    """The plans applied; `found`: what a read after a race finds beside the object (the facts it is explained
+    with again)."""
+    return list(apply_plans(plans, kube=cluster, facts_for=lambda o: facts(o, *found, extra_types=(WIDGETS,)),
                             audit_log=log, **options))
 
 
@@ -160,6 +163,28 @@ def test_after_a_race_the_plan_is_made_again_from_what_it_was_asked(tmp_path):
     assert (applied.outcome.result, applied.outcome.attempts) == ("removed", 2)
     assert cluster.stored["one"]["metadata"]["finalizers"] == ["example.com/keep"]
     assert applied.record["attempts"] == 2 and applied.record["removed"] == ["example.com/cleanup"]
+
+
+@pytest.mark.parametrize("proven_only", [True, False], ids=["kfin-mcp", "kfin-remove-finalizer"])
+def test_after_a_race_kfin_mcp_still_removes_only_what_kfin_proved(proven_only, tmp_path):
+    """Planned ORPHANED (no controller found); after a race, the read again finds its controller installed but scaled
+    to zero: STALLED. kfin mcp's plan leaves it (it made its plan again with the names it had selected as
+    --finalizer, so the finalizer went); a person's --finalizer takes it, as kfin remove does."""
+    one = obj(WIDGETS, "one", "shop", finalizers=("example.com/cleanup", "example.com/other"), deleting_for=DELETING,
+              **{MANAGERS: {"example.com/cleanup": "widget-operator"}})
+    findings = explain_object(one, facts(one, extra_types=(WIDGETS,))).findings
+    chosen = plan(one, findings, None if proven_only else ["example.com/cleanup"], force=False, allow_live=False,
+                  proven_only=proven_only)
+    assert "example.com/cleanup" in [f.finalizer for f in chosen.selected]
+    operator = obj("deploy.apps", "widget-operator", "operators", spec={"replicas": 0, "template": {"spec": {}}},
+                   status={})
+    cluster = Cluster(one, race=("one", "example.com/other"))
+    [applied] = run(cluster, [chosen], tmp_path / "audit.jsonl", operator)
+    if proven_only:
+        assert applied.outcome.result == "unchanged"
+        assert cluster.stored["one"]["metadata"]["finalizers"] == ["example.com/cleanup"]
+    else:
+        assert applied.outcome.result == "removed" and "one" not in cluster.stored
 
 
 def test_no_audit_record_carries_the_password_of_the_server_url(tmp_path):
