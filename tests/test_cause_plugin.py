@@ -16,7 +16,7 @@ def lock_cause():
                                            "the lock service"))
     def test_lock(ctx: core.Context) -> core.Finding:
         found = ctx.finding("the lock service still holds its lock", core.Verdict.HOLDING,
-                            "release the lock in the lock service", "the lock is lost")
+                            fix="release the lock in the lock service", risk="the lock is lost")
         found.summary = "locked by the lock service"
         found.links.append(core.Link("lock", "the lock service holds it", actor="lock service",
                                      step=(core.Action("lockctl release", note="releases the lock"),)))

@@ -231,7 +231,9 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
         gates += [f for f in findings if f.verdict == Verdict.HOLDING and control_plane_owned(f.finalizer)]
     for finding in gates:
         actions = tuple(a for link in finding.links for a in link.step) or (Action(None, note=finding.fix),)
-        result.stuck.append(Stuck(obj, finding.finalizer, finding.condition, finding.verdict.value, actions))
+        result.stuck.append(
+            Stuck(obj, finding.finalizer, reason=finding.condition, verdict=finding.verdict.value, actions=actions)
+        )
     gated = {f.finalizer for f in gates}
     for finalizer in obj.finalizers:
         if finalizer in gated:
@@ -240,7 +242,7 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
         if reason:
             first = step == FIRST
             actions = _delete(obj) if first else (Action(None, note=step),)
-            result.stuck.append(Stuck(obj, finalizer, reason, verdict, actions, first))
+            result.stuck.append(Stuck(obj, finalizer, reason=reason, verdict=verdict, actions=actions, first=first))
 
 
 def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str | None) -> tuple[str, str, str]:
@@ -330,7 +332,7 @@ def _left_without_controller(facts: Facts, result: Preflight, gone_namespace: st
                 f"{with_target}: nothing removes {finalizer} after"
                 + ("" if obj.terminating else f", so {obj.type.kind} {obj.name} sticks when it is deleted")
             )
-            entry = Stuck(obj, finalizer, reason, "ORPHANED", _delete(obj), True)
+            entry = Stuck(obj, finalizer, reason=reason, verdict="ORPHANED", actions=_delete(obj), first=True)
             (result.stuck if obj.terminating else result.orphaned).append(entry)
 
 
@@ -388,9 +390,9 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
             Stuck(
                 namespace,
                 "kubernetes",
-                f"{why}: the namespace controller stops before deleting anything",
-                "HOLDING",
-                (
+                reason=f"{why}: the namespace controller stops before deleting anything",
+                verdict="HOLDING",
+                actions=(
                     Action(f"kubectl delete apiservice {service.name}", when="if its server was uninstalled"),
                     Action(None, when="else", note="repair its backend"),
                 ),
@@ -402,9 +404,9 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
             Stuck(
                 namespace,
                 "kubernetes",
-                f"{rejection.why}: the namespace controller cannot delete it",
-                "BLOCKED",
-                rejection.step,
+                reason=f"{rejection.why}: the namespace controller cannot delete it",
+                verdict="BLOCKED",
+                actions=rejection.step,
                 certain=rejection.certain,
             )
         )
@@ -415,9 +417,9 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
                 Stuck(
                     namespace,
                     "kubernetes",
-                    f"{why}: the namespace controller cannot delete its resources",
-                    "HOLDING",
-                    conversion_step(crd),
+                    reason=f"{why}: the namespace controller cannot delete its resources",
+                    verdict="HOLDING",
+                    actions=conversion_step(crd),
                 )
             )
 
@@ -431,9 +433,9 @@ def _dependent_gates(facts: Facts, target: KubeObject, dependents: list[KubeObje
             Stuck(
                 target,
                 "foregroundDeletion",
-                _collector_held(rejection.why, target),
-                "BLOCKED",
-                rejection.step,
+                reason=_collector_held(rejection.why, target),
+                verdict="BLOCKED",
+                actions=rejection.step,
                 certain=rejection.certain,
             )
         )
@@ -458,7 +460,7 @@ def _asked(
         refused = None
     if refused is not None:
         why = f"your DELETE would be rejected: {refused.why} ({refused.evidence})"
-        result.stuck.append(Stuck(target, "", why, "BLOCKED", refused.step))
+        result.stuck.append(Stuck(target, "", reason=why, verdict="BLOCKED", actions=refused.step))
     if answer is None or refused is not None:
         return
     asked = [
@@ -477,7 +479,7 @@ def _asked(
         if any(s.certain for s in same):
             continue
         result.stuck = [s for s in result.stuck if s not in same]
-        result.stuck.append(Stuck(target, finalizer, why, "BLOCKED", refusal.step))
+        result.stuck.append(Stuck(target, finalizer, reason=why, verdict="BLOCKED", actions=refusal.step))
 
 
 def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:

@@ -34,9 +34,9 @@ def load_balancer(ctx: Context) -> Finding:
             "the cloud controller manager that deletes the load balancer is not running",
             # the control plane's: it acts again once someone brings it back, so never ORPHANED
             Verdict.STALLED,
-            "bring the cloud controller manager back, or delete the load balancer "
+            fix="bring the cloud controller manager back, or delete the load balancer "
             "in the cloud console, then remove the finalizer",
-            risk,
+            risk=risk,
             evidence=[liveness],
             alive=alive,
         )
@@ -59,8 +59,8 @@ def load_balancer(ctx: Context) -> Finding:
     found = ctx.finding(
         "waiting for the cloud controller manager to delete the load balancer",
         Verdict.WAITING,
-        "check the cloud controller manager's logs for errors deleting the load balancer",
-        risk,
+        fix="check the cloud controller manager's logs for errors deleting the load balancer",
+        risk=risk,
         evidence=[liveness],
         alive=alive,
     )
@@ -82,7 +82,7 @@ def load_balancer(ctx: Context) -> Finding:
 )
 def job_tracking(ctx: Context) -> Finding:
     return waiting_on_controller_manager(
-        ctx, "the Job controller has not yet counted this Pod", "low: the Job may miscount this Pod's result"
+        ctx, "the Job controller has not yet counted this Pod", risk="low: the Job may miscount this Pod's result"
     )
 
 
@@ -111,8 +111,8 @@ def crd_cleanup(ctx: Context) -> Finding:
         return ctx.finding(
             f"kfin could not list the {plural}.{group} resources",
             Verdict.UNKNOWN,
-            f"check by hand: kubectl get {plural}.{group} -A",
-            risk,
+            fix=f"check by hand: kubectl get {plural}.{group} -A",
+            risk=risk,
             controller="kube-apiserver (CRD finalizer)",
         )
     if instances:
@@ -120,8 +120,8 @@ def crd_cleanup(ctx: Context) -> Finding:
         found = ctx.finding(
             f"{len(instances)} {plural}.{group} remain",
             Verdict.HOLDING,
-            "unstick the custom resources first (their blockers are named below)",
-            risk,
+            fix="unstick the custom resources first (their blockers are named below)",
+            risk=risk,
             evidence=evidence,
             controller="kube-apiserver (CRD finalizer)",
         )
@@ -134,8 +134,8 @@ def crd_cleanup(ctx: Context) -> Finding:
     return ctx.finding(
         f"no {plural}.{group} remain: kube-apiserver should finish",
         Verdict.WAITING,
-        "nothing to fix: kube-apiserver removes it",
-        risk,
+        fix="nothing to fix: kube-apiserver removes it",
+        risk=risk,
         controller="kube-apiserver (CRD finalizer)",
     )
 
@@ -145,9 +145,9 @@ def unknown(ctx: Context) -> Finding:
     found = ctx.finding(
         f"{ctx.finalizer!r} is not a domain-qualified name: kfin cannot tell which controller owns it",
         Verdict.UNKNOWN,
-        "find the tool that added it (annotations and managedFields of the object "
+        fix="find the tool that added it (annotations and managedFields of the object "
         "name the writers: kubectl get -o yaml --show-managed-fields)",
-        "unknown: whatever that finalizer was meant to clean up will not be cleaned up",
+        risk="unknown: whatever that finalizer was meant to clean up will not be cleaned up",
     )
     found.summary = f"{ctx.finalizer} (unknown must remove it)"
     return found

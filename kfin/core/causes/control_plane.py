@@ -32,9 +32,9 @@ def control_plane(ctx: Context) -> Finding:
     found = ctx.finding(
         "a control-plane finalizer kfin does not know: its component removes it once what it guards is gone",
         Verdict.UNKNOWN,
-        f"find what {owner} waits for (its logs; the object's conditions and events); "
+        fix=f"find what {owner} waits for (its logs; the object's conditions and events); "
         "bring kube-controller-manager back if it is down",
-        "unknown: whatever the control plane guards with it (addresses, volumes, devices, a cloud resource) may "
+        risk="unknown: whatever the control plane guards with it (addresses, volumes, devices, a cloud resource) may "
         "still be in use, and removing it skips that cleanup",
         evidence=evidence,
         alive=alive,

@@ -352,9 +352,9 @@ def forbidden_finding(
         f"forbidden to update {resource.qualified}: no Role or ClusterRole grants update or patch to "
         f"ServiceAccount {w.namespace}/{account}",
         Verdict.STALLED,  # it runs, but nothing changes until someone grants it the right
-        f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} "
+        fix=f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} "
         f"(a rule {{{rule}}}, bound to it); it then removes the finalizer",
-        risk,
+        risk=risk,
         evidence=[
             *evidence,
             f"RBAC read: no grant of update or patch on {resource.qualified} names ServiceAccount "
@@ -408,8 +408,8 @@ def _by_evidence(
             f"its controller is running ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, "
             f"the field manager that added it) and should remove it",
             Verdict.WAITING,
-            "check that controller's logs for why it does not finish",
-            risk,
+            fix="check that controller's logs for why it does not finish",
+            risk=risk,
             evidence=evidence,
             alive=True,
             controller=controller,
@@ -424,8 +424,8 @@ def _by_evidence(
         f"its controller {w.type.kind} {w.namespace}/{w.name} (the field manager that added it) is "
         f"installed but not running ({ready}/{wanted} ready){': ' + why if why else ''}",
         Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
-        f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
-        risk,
+        fix=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
+        risk=risk,
         evidence=[*evidence, *pod_warnings(ctx.facts, w)],
         alive=False,
         controller=controller,
@@ -487,8 +487,8 @@ def custom(ctx: Context) -> Finding:
         found = ctx.finding(
             "kfin could not read RBAC to find the controller",
             Verdict.UNKNOWN,
-            f"find the operator that manages {obj.type.qualified} and check its logs",
-            risk,
+            fix=f"find the operator that manages {obj.type.qualified} and check its logs",
+            risk=risk,
             evidence=evidence,
             controller=controller,
         )
@@ -514,10 +514,10 @@ def custom(ctx: Context) -> Finding:
             f"its controller is running ({', '.join(f'Pod {p.namespace}/{p.name}' for p in healthy[:3])}"
             ", Ready) and should remove it",
             Verdict.WAITING,
-            "give it time, and check that "
+            fix="give it time, and check that "
             "controller's logs for why it does not finish: it usually waits on something outside the "
             "cluster",
-            risk,
+            risk=risk,
             evidence=evidence,
             alive=True,
             controller=controller,
@@ -540,8 +540,9 @@ def custom(ctx: Context) -> Finding:
         found = ctx.finding(
             f"its controller is installed but not running: {why}",
             Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
-            "fix the controller (kubectl logs and describe its Pods) or scale it up: running, it removes the finalizer",
-            risk,
+            fix="fix the controller (kubectl logs and describe its Pods) or scale it up: running, it removes the "
+            "finalizer",
+            risk=risk,
             evidence=evidence,
             alive=False,
             controller=controller,
@@ -566,8 +567,8 @@ def custom(ctx: Context) -> Finding:
             f"update on {obj.type.qualified} is granted to {', '.join(g.subject for g in unfollowed[:3])}, which "
             "kfin cannot follow to a workload: something outside kfin's view may remove it",
             Verdict.UNKNOWN,
-            f"check whether {unfollowed[0].subject} still runs and why it does not remove {ctx.finalizer}",
-            risk,
+            fix=f"check whether {unfollowed[0].subject} still runs and why it does not remove {ctx.finalizer}",
+            risk=risk,
             evidence=[
                 *evidence,
                 *(f"the {g.role} grants update on {obj.type.qualified} to {g.subject}" for g in unfollowed),
@@ -582,8 +583,8 @@ def custom(ctx: Context) -> Finding:
         found = ctx.finding(
             f'kfin could not read the workloads that may be field manager "{manager}", which added it',
             Verdict.UNKNOWN,
-            f"find what runs as {manager} and check its logs",
-            risk,
+            fix=f"find what runs as {manager} and check its logs",
+            risk=risk,
             evidence=evidence,
             controller=controller,
         )
@@ -607,7 +608,9 @@ def custom(ctx: Context) -> Finding:
             "ClusterRole grants it to anyone (system roles included where they name it): its controller is gone"
         )
         fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
-    found = ctx.finding(condition, Verdict.ORPHANED, fix, risk, evidence=evidence, alive=False, controller=controller)
+    found = ctx.finding(
+        condition, Verdict.ORPHANED, fix=fix, risk=risk, evidence=evidence, alive=False, controller=controller
+    )
     found.remove_command = kfin_remove_command(obj, ctx.finalizer)
     found.summary = line
     found.links.append(

@@ -53,15 +53,16 @@ def resource_claim(ctx: Context) -> Finding:
     reserved = [r for r in _at(status, "reservedFor") or [] if isinstance(r, dict)]
     if not reserved:
         return waiting_on_controller_manager(
-            ctx, "no Pod reserves it any more: the controller deallocates its devices and removes it", risk
+            ctx, "no Pod reserves it any more: the controller deallocates its devices and removes it", risk=risk
         )
     pods = facts.objects("", "pods", claim.namespace, full=True)
     if pods is None:
         return ctx.finding(
             f"reserved for {len(reserved)} consumer(s), whose Pods kfin could not read",
             Verdict.UNKNOWN,
-            f"check by hand: kubectl get resourceclaim -n {claim.namespace} {claim.name} -o yaml (status.reservedFor)",
-            risk,
+            fix=f"check by hand: kubectl get resourceclaim -n {claim.namespace} {claim.name} -o yaml "
+            "(status.reservedFor)",
+            risk=risk,
         )
     holders: list[tuple[JSON, KubeObject | None]] = []
     gone: list[tuple[JSON, KubeObject | None]] = []
@@ -75,15 +76,15 @@ def resource_claim(ctx: Context) -> Finding:
             ctx,
             f"reserved only for Pods that are gone ({', '.join(str(r.get('name')) for r, _ in gone)}): the "
             "controller drops those reservations, then deallocates it",
-            risk,
+            risk=risk,
         )
     names = ", ".join(f"Pod {claim.namespace}/{pod.name}" for _, pod in holders if pod is not None)
     found = ctx.finding(
         f"reserved for {names}" + (f" (devices {', '.join(devices[:3])})" if devices else ""),
         Verdict.HOLDING,
-        "delete the Pods it is reserved for (or let them finish); the controller then deallocates the claim "
+        fix="delete the Pods it is reserved for (or let them finish); the controller then deallocates the claim "
         "and removes the finalizer",
-        risk,
+        risk=risk,
         evidence=[f"status.reservedFor: {r.get('resource')}/{r.get('name')}" for r in reserved],
     )
     found.summary = f"reserved for {names}"

@@ -296,8 +296,8 @@ def _forbidden(
         f"its controller runs ({runs}) but is forbidden to update {resource.qualified}: the server refuses "
         f"ServiceAccount {account} the removal of {ctx.finalizer}, patched or updated ({refused.answer.message})",
         Verdict.STALLED,  # it runs, but nothing changes until someone grants it the right
-        f"{grant} (a rule {{{rule}}}, bound to it); it then removes the finalizer",
-        found.risk,
+        fix=f"{grant} (a rule {{{rule}}}, bound to it); it then removes the finalizer",
+        risk=found.risk,
         evidence=[f"before: {found.verdict.value}: {found.condition}", *found.evidence, *said],
         alive=True,
         controller=found.controller,
@@ -359,8 +359,8 @@ def _blocked(ctx: Context, refused: list[Refusal], actor: str, what: str, risk: 
     found = ctx.finding(
         "; ".join(r.why for r in blocking) + f": {actor} cannot delete them",
         Verdict.BLOCKED,
-        prose(a for r in blocking for a in r.step) + f"; {actor} then carries on",
-        "; ".join(dict.fromkeys([r.risk for r in blocking if r.risk] + [risk])),
+        fix=prose(a for r in blocking for a in r.step) + f"; {actor} then carries on",
+        risk="; ".join(dict.fromkeys([r.risk for r in blocking if r.risk] + [risk])),
         evidence=[r.evidence for r in refused] + also,
         controller=f"kube-controller-manager ({actor.removeprefix('the ')})",
     )

@@ -337,8 +337,8 @@ def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             + "; ".join(h.text for h in holding[:5])
             + ("; ..." if len(holding) > 5 else ""),
             Verdict.HOLDING,
-            "; ".join(dict.fromkeys([h.fix for h in holding if h.fix] + [entry.fix])),
-            entry.risk,
+            fix="; ".join(dict.fromkeys([h.fix for h in holding if h.fix] + [entry.fix])),
+            risk=entry.risk,
             evidence=[f"{h.text}: {h.meaning}" for h in holding[:20]],
             controller=controller.name,
         )
@@ -360,8 +360,8 @@ def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
         found = ctx.finding(
             f"{gone.text} is gone, and {controller.name} {gone.meaning}: it cannot finish",
             Verdict.STALLED,  # nothing progresses until someone recreates it or cleans up by hand
-            f"recreate {gone.text}, or clean up by hand; {entry.fix}",
-            entry.risk,
+            fix=f"recreate {gone.text}, or clean up by hand; {entry.fix}",
+            risk=entry.risk,
             evidence=[f"{gone.text} does not exist"],
             controller=controller.name,
         )
@@ -446,9 +446,9 @@ def _may_run_elsewhere(ctx: Context, entry: CatalogEntry, orphaned: Finding) -> 
         if found
         else f"no {controller} runs in the cluster, and kfin cannot tell whether it runs outside it: {first}",
         Verdict.UNKNOWN,  # a controller kfin cannot see may still remove it: never ORPHANED
-        f"check whether {controller} runs outside the cluster ({first.split(':')[0]}): there, it removes the "
+        fix=f"check whether {controller} runs outside the cluster ({first.split(':')[0]}): there, it removes the "
         f"finalizer itself; {entry.fix}",
-        entry.risk,
+        risk=entry.risk,
         evidence=[*found, *unread, *orphaned.evidence],
         alive=None,
         controller=controller,
@@ -482,8 +482,8 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             f"{controller.name} runs ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready) "
             "and should remove it",
             Verdict.WAITING,
-            f"check {w.type.kind} {w.namespace}/{w.name}'s logs for why it does not finish; {entry.fix}",
-            entry.risk,
+            fix=f"check {w.type.kind} {w.namespace}/{w.name}'s logs for why it does not finish; {entry.fix}",
+            risk=entry.risk,
             evidence=[f"found through the catalog in {where}"],
             alive=True,
             controller=controller.name,
@@ -502,8 +502,8 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             f"{controller.name} is installed but not running ({w.type.kind} {w.namespace}/{w.name}, "
             f"{ready}/{wanted} ready){': ' + why if why else ''}",
             Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
-            f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer; {entry.fix}",
-            entry.risk,
+            fix=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer; {entry.fix}",
+            risk=entry.risk,
             evidence=[f"found through the catalog in {where}", *custom.pod_warnings(ctx.facts, w)],
             alive=False,
             controller=controller.name,

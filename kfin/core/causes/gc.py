@@ -31,8 +31,8 @@ def _unreadable(ctx: Context, risk: str) -> Finding | None:
     return ctx.finding(
         "kfin could not read the objects that may depend on it",
         Verdict.UNKNOWN,
-        "check the dependents by hand (kfin graph)",
-        risk,
+        fix="check the dependents by hand (kfin graph)",
+        risk=risk,
     )
 
 
@@ -67,8 +67,8 @@ def _rejected(ctx: Context, direct: list[KubeObject], risk: str, lines: list[str
     found = ctx.finding(
         "; ".join(r.why for r in rejections) + ": the garbage collector cannot delete them",
         Verdict.BLOCKED,
-        prose(a for r in rejections for a in r.step) + "; the garbage collector then carries on",
-        "; ".join(dict.fromkeys([r.risk for r in rejections] + [risk])),
+        fix=prose(a for r in rejections for a in r.step) + "; the garbage collector then carries on",
+        risk="; ".join(dict.fromkeys([r.risk for r in rejections] + [risk])),
         evidence=[r.why for r in rejections] + lines,
     )
     found.summary = f"{rejections[0].why}, so the garbage collector cannot delete its blocking dependents"
@@ -99,8 +99,8 @@ def foreground(ctx: Context) -> Finding:
         found = ctx.finding(
             f"{count} dependent{'s' if count != 1 else ''} with blockOwnerDeletion must go first",
             Verdict.HOLDING,
-            "unstick the blocking dependents below (their own blockers are named); the owner then goes by itself",
-            risk,
+            fix="unstick the blocking dependents below (their own blockers are named); the owner then goes by itself",
+            risk=risk,
             evidence=lines,
         )
         direct = ctx.facts.blocking_dependents(ctx.obj.uid)
@@ -130,9 +130,9 @@ def foreground(ctx: Context) -> Finding:
     return waiting_on_controller_manager(
         ctx,
         "no blocking dependent is left",
-        risk,
-        (),
-        "no blocking dependent left; the garbage collector should finish",
+        risk=risk,
+        evidence=(),
+        summary="no blocking dependent left; the garbage collector should finish",
     )
 
 
@@ -157,5 +157,9 @@ def orphan(ctx: Context) -> Finding:
         else "no dependent names it as owner any more"
     )
     return waiting_on_controller_manager(
-        ctx, condition, risk, evidence, "the garbage collector must first remove this owner from its dependents"
+        ctx,
+        condition,
+        risk=risk,
+        evidence=evidence,
+        summary="the garbage collector must first remove this owner from its dependents",
     )

@@ -84,7 +84,7 @@ def _unexplained(ctx: Context, remaining: list[KubeObject], unread: list[str], f
             f"read what kfin could not: kubectl get {' '.join(line.split(' ')[0] for line in unread)} -n {ns.name} "
             "(an error there is what holds the namespace)"
         )
-    found = ctx.finding(condition, Verdict.UNKNOWN, fix, FINALIZE_RISK, evidence=evidence)
+    found = ctx.finding(condition, Verdict.UNKNOWN, fix=fix, risk=FINALIZE_RISK, evidence=evidence)
     found.summary = condition
     return found
 
@@ -155,8 +155,8 @@ def forbidden_controller(ctx: Context, failed_content: str) -> Finding | None:
     found = ctx.finding(
         condition,
         Verdict.STALLED,  # it runs and retries, but acts only once someone gives it back its right
-        step.text + "; the namespace controller then carries on",
-        FINALIZE_RISK,
+        fix=step.text + "; the namespace controller then carries on",
+        risk=FINALIZE_RISK,
         evidence=evidence,
         alive=True,
         controller="kube-controller-manager (namespace controller)",
@@ -328,8 +328,8 @@ def namespace(ctx: Context) -> Finding:
             f"API discovery of {', '.join(groups) or 'an aggregated API'} fails, so the namespace "
             "controller stops before deleting anything in the namespace",
             Verdict.HOLDING,
-            fix,
-            FINALIZE_RISK,
+            fix=fix,
+            risk=FINALIZE_RISK,
             evidence=evidence,
             controller="kube-controller-manager (namespace controller)",
         )
@@ -355,9 +355,9 @@ def namespace(ctx: Context) -> Finding:
         return ctx.finding(
             "kfin could not list the namespace's content",
             Verdict.UNKNOWN,
-            f"check by hand: kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 "
+            fix=f"check by hand: kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 "
             f"kubectl get -n {ns.name}",
-            FINALIZE_RISK,
+            risk=FINALIZE_RISK,
         )
     unlistable = list_failure_causes(facts)
     failure = conditions.get("NamespaceDeletionContentFailure", {})
@@ -373,9 +373,9 @@ def namespace(ctx: Context) -> Finding:
             f"the namespace controller cannot list {', '.join(crd.name for crd, _ in converting)} to delete them: "
             + "; ".join(why for _, why in converting),
             Verdict.HOLDING,
-            prose(a for crd, _ in converting for a in conversion_step(crd))
+            fix=prose(a for crd, _ in converting for a in conversion_step(crd))
             + "; the namespace controller then carries on",
-            FINALIZE_RISK,
+            risk=FINALIZE_RISK,
             evidence=[why for _, why in converting]
             + ([f"condition NamespaceDeletionContentFailure: {failure.get('message')}"] if failure else []),
         )
@@ -399,8 +399,8 @@ def namespace(ctx: Context) -> Finding:
         found = ctx.finding(
             "; ".join(r.why for r in rejections) + ": the namespace controller cannot delete them",
             Verdict.BLOCKED,
-            prose(a for r in rejections for a in r.step) + "; the namespace controller then carries on",
-            "; ".join(dict.fromkeys([r.risk for r in rejections] + [FINALIZE_RISK])),
+            fix=prose(a for r in rejections for a in r.step) + "; the namespace controller then carries on",
+            risk="; ".join(dict.fromkeys([r.risk for r in rejections] + [FINALIZE_RISK])),
             evidence=[r.why for r in rejections]
             + ([f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []),
         )
@@ -427,8 +427,8 @@ def namespace(ctx: Context) -> Finding:
         found = ctx.finding(
             f"{len(remaining)} object{'s' if len(remaining) != 1 else ''} remain ({len(stuck)} terminating)",
             Verdict.HOLDING,
-            fix,
-            FINALIZE_RISK,
+            fix=fix,
+            risk=FINALIZE_RISK,
             evidence=evidence,
         )
         true = {
@@ -444,11 +444,15 @@ def namespace(ctx: Context) -> Finding:
         return ctx.finding(
             "the namespace is not being deleted",
             Verdict.HOLDING,
-            "nothing to do: the finalizer acts only once the namespace is deleted",
-            FINALIZE_RISK,
+            fix="nothing to do: the finalizer acts only once the namespace is deleted",
+            risk=FINALIZE_RISK,
         )
     return waiting_on_controller_manager(
-        ctx, "the namespace is empty", FINALIZE_RISK, (), "waiting for the namespace controller to finalize it"
+        ctx,
+        "the namespace is empty",
+        risk=FINALIZE_RISK,
+        evidence=(),
+        summary="waiting for the namespace controller to finalize it",
     )
 
 
@@ -488,8 +492,8 @@ def unpurged_namespace(ctx: Context) -> Finding:
         "its finalizers were removed before it was deleted, so the namespace controller never acts on it and "
         "kube-apiserver purges it only at another DELETE: nothing will delete it or its content",
         Verdict.HOLDING,
-        fix,
-        FINALIZE_RISK if remaining or content is None else "none: an empty namespace",
+        fix=fix,
+        risk=FINALIZE_RISK if remaining or content is None else "none: an empty namespace",
         evidence=[f"{len(remaining)} object{'s' if len(remaining) != 1 else ''} still in it, never deleted"]
         if remaining
         else [],

@@ -78,8 +78,8 @@ def service_cidr(ctx: Context) -> Finding:
         return ctx.finding(
             "kfin could not list the IPAddresses and ServiceCIDRs that decide it",
             Verdict.UNKNOWN,
-            f"check by hand: kubectl get ipaddresses (those inside {', '.join(map(str, networks(cidr)))})",
-            risk,
+            fix=f"check by hand: kubectl get ipaddresses (those inside {', '.join(map(str, networks(cidr)))})",
+            risk=risk,
         )
     ranges = networks(cidr)
     covered_elsewhere = [n for o in others if o.name != cidr.name and not o.terminating for n in networks(o)]
@@ -92,7 +92,7 @@ def service_cidr(ctx: Context) -> Finding:
             continue  # another ServiceCIDR keeps the address valid: not this one's to hold
         held.append(address)
     if not held:
-        return waiting_on_controller_manager(ctx, "no address of its ranges is allocated any more", risk)
+        return waiting_on_controller_manager(ctx, "no address of its ranges is allocated any more", risk=risk)
     holders = [(address, *_parent(ctx, address)) for address in held]
     evidence = [f"IPAddress {a.name} is allocated to {who}" for a, who, _ in holders[:10]]
     if len(holders) > 10:
@@ -104,9 +104,9 @@ def service_cidr(ctx: Context) -> Finding:
         f"{len(held)} address{'es' if len(held) != 1 else ''} of its ranges still allocated "
         f"({', '.join(f'{a.name} to {who}' for a, who, _ in holders[:3])}{', ...' if len(holders) > 3 else ''})",
         Verdict.HOLDING,
-        "delete the Services that hold those addresses (or recreate them with addresses in another ServiceCIDR), "
+        fix="delete the Services that hold those addresses (or recreate them with addresses in another ServiceCIDR), "
         "or create a ServiceCIDR that also covers them; the controller then removes the finalizer",
-        risk,
+        risk=risk,
         evidence=evidence,
     )
     found.summary = f"{len(held)} address{'es' if len(held) != 1 else ''} still allocated ({holders[0][1]})"

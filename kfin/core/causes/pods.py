@@ -60,8 +60,8 @@ def graceful_deletion(ctx: Context) -> Finding:
         found = ctx.finding(
             "kfin could not read which node runs it",
             Verdict.UNKNOWN,
-            f"check by hand: kubectl get pod -n {pod.namespace} {pod.name} -o wide",
-            FORCE_RISK,
+            fix=f"check by hand: kubectl get pod -n {pod.namespace} {pod.name} -o wide",
+            risk=FORCE_RISK,
         )
         found.summary = default
         return found
@@ -75,8 +75,8 @@ def graceful_deletion(ctx: Context) -> Finding:
             + (", but kube-controller-manager is not running" if alive is False else ""),
             # the pod garbage collector's job, never ORPHANED; stalled while kube-controller-manager is down
             Verdict.STALLED if alive is False else Verdict.WAITING,
-            "nothing runs it any more: force-delete it (safe, its node is gone)",
-            FORCE_RISK,
+            fix="nothing runs it any more: force-delete it (safe, its node is gone)",
+            risk=FORCE_RISK,
             evidence=[liveness],
             alive=alive,
             controller="kube-controller-manager (pod garbage collector)",
@@ -96,8 +96,8 @@ def graceful_deletion(ctx: Context) -> Finding:
         found = ctx.finding(
             f"waiting for the kubelet of node {node_name} (kfin could not read the node)",
             Verdict.UNKNOWN,
-            f"check the node: kubectl get node {node_name}",
-            FORCE_RISK,
+            fix=f"check the node: kubectl get node {node_name}",
+            risk=FORCE_RISK,
         )
         found.summary = default
         return found
@@ -114,10 +114,10 @@ def graceful_deletion(ctx: Context) -> Finding:
             "its kubelet does not answer, so nobody confirms that the containers stopped"
             + ("; the node is marked out of service, so the pod garbage collector deletes the Pod" if marked else ""),
             Verdict.WAITING,
-            f"if the node is shut down for good, mark it out of service ({_taint(node_name)}): Kubernetes then "
+            fix=f"if the node is shut down for good, mark it out of service ({_taint(node_name)}): Kubernetes then "
             "deletes its Pods and detaches their volumes itself, the safe path for StatefulSets; or delete the "
             "Node; if it may come back, wait for it. Force-deleting the Pod is the last resort",
-            FORCE_RISK,
+            risk=FORCE_RISK,
             controller=f"the kubelet of node {node_name}",
         )
         found.summary = f"waiting for the kubelet of node {node_name}, which is not Ready"
@@ -146,8 +146,8 @@ def graceful_deletion(ctx: Context) -> Finding:
     found = ctx.finding(
         f"its node {node_name} is Ready: the kubelet is alive but has not stopped the Pod yet",
         Verdict.WAITING,
-        f"look at the Pod's events and containers: kubectl describe pod -n {pod.namespace} {pod.name}",
-        FORCE_RISK,
+        fix=f"look at the Pod's events and containers: kubectl describe pod -n {pod.namespace} {pod.name}",
+        risk=FORCE_RISK,
         controller=f"the kubelet of node {node_name}",
     )
     found.summary = default

@@ -83,9 +83,9 @@ def podgroup_protection(ctx: Context) -> Finding:
         return ctx.finding(
             "kfin could not read the Pods of its namespace, which decide it",
             Verdict.UNKNOWN,
-            f"check by hand: kubectl get pods -n {group.namespace} -o "
+            fix=f"check by hand: kubectl get pods -n {group.namespace} -o "
             "custom-columns=NAME:.metadata.name,GROUP:.spec.schedulingGroup.podGroupName,PHASE:.status.phase",
-            risk,
+            risk=risk,
         )
     named = [p for p in pods if group_of(p) == group.name]
     members = [p for p in named if _phase(p) not in FINISHED]
@@ -94,9 +94,9 @@ def podgroup_protection(ctx: Context) -> Finding:
         return waiting_on_controller_manager(
             ctx,
             "no Pod that has not finished names it any more",
-            risk,
-            evidence,
-            "no unfinished Pod names it any more; kube-controller-manager should release it",
+            risk=risk,
+            evidence=evidence,
+            summary="no unfinished Pod names it any more; kube-controller-manager should release it",
         )
     described = [_described(p) for p in members]
     owners = sorted(
@@ -116,8 +116,8 @@ def podgroup_protection(ctx: Context) -> Finding:
         f"named by {len(members)} Pod{'s' if len(members) > 1 else ''} that ha{'ve' if len(members) > 1 else 's'} "
         "not finished: " + ", ".join(described),
         Verdict.HOLDING,
-        fix,
-        risk,
+        fix=fix,
+        risk=risk,
         evidence=[*(f"{d} names it in spec.schedulingGroup.podGroupName" for d in described[:10]), *evidence],
     )
     more = f" and {len(members) - 1} more" if len(members) > 1 else ""

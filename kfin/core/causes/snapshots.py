@@ -40,8 +40,8 @@ def _held(ctx: Context, holders: list[KubeObject], what: str, kind: LinkKind) ->
     found = ctx.finding(
         f"{what}: {', '.join(h.ref for h in holders[:3])}{', ...' if len(holders) > 3 else ''}",
         Verdict.HOLDING,
-        "let those operations finish (or delete what started them); the controller then removes it",
-        RISK,
+        fix="let those operations finish (or delete what started them); the controller then removes it",
+        risk=RISK,
         evidence=[f"{h.ref} {what}" for h in holders[:10]],
     )
     found.summary = f"{what} ({holders[0].ref})"
@@ -53,8 +53,8 @@ def _waiting(ctx: Context, condition: str) -> Finding:
     return ctx.finding(
         condition,
         Verdict.WAITING,
-        f"check {ctx.family.owner}'s Pods and logs: it removes the finalizer",
-        RISK,
+        fix=f"check {ctx.family.owner}'s Pods and logs: it removes the finalizer",
+        risk=RISK,
     )
 
 
@@ -62,8 +62,8 @@ def _unreadable(ctx: Context, what: str) -> Finding:
     return ctx.finding(
         f"kfin could not read the {what} that may hold it",
         Verdict.UNKNOWN,
-        f"check by hand: kubectl get {what} -n {ctx.obj.namespace}",
-        RISK,
+        fix=f"check by hand: kubectl get {what} -n {ctx.obj.namespace}",
+        risk=RISK,
     )
 
 
@@ -165,9 +165,9 @@ def snapshot_bound(ctx: Context) -> Finding:
         f"its VolumeSnapshotContent {content.name} must be deleted first (deletionPolicy "
         f"{_spec(content).get('deletionPolicy') or 'unknown'}: the storage snapshot goes with it)",
         Verdict.WAITING,
-        f"let the snapshot controller and the CSI snapshotter delete VolumeSnapshotContent {content.name} "
+        fix=f"let the snapshot controller and the CSI snapshotter delete VolumeSnapshotContent {content.name} "
         "(its own blocker is named below)",
-        RISK,
+        risk=RISK,
     )
     found.links.append(Link("bound-content", "its content, deleted first", target=content))
     return found

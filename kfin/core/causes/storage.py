@@ -105,8 +105,8 @@ def pvc_protection(ctx: Context) -> Finding:
         found = ctx.finding(
             "kfin could not read the Pods of the claim's namespace" + (f" ({failure.message})" if failure else ""),
             Verdict.UNKNOWN,
-            f"check by hand: kubectl get pods -n {claim.namespace} -o wide",
-            risk,
+            fix=f"check by hand: kubectl get pods -n {claim.namespace} -o wide",
+            risk=risk,
         )
         found.summary = "held while a scheduled Pod uses the claim (kfin could not read the Pods)"
         return found
@@ -146,8 +146,8 @@ def pvc_protection(ctx: Context) -> Finding:
         found = ctx.finding(
             f"in use by {len(users)} scheduled Pod{'s' if len(users) > 1 else ''}: " + ", ".join(described),
             Verdict.HOLDING,
-            fix,
-            risk,
+            fix=fix,
+            risk=risk,
             evidence=evidence,
         )
         first = users[0]
@@ -171,17 +171,17 @@ def pvc_protection(ctx: Context) -> Finding:
         return waiting_on_controller_manager(
             ctx,
             "kfin sees no scheduled Pod using the claim, but its Unused condition says a Pod used it",
-            risk,
-            evidence,
-            "kfin sees no scheduled Pod using the claim (its Unused condition disagrees); kube-controller-manager "
-            "should release it",
+            risk=risk,
+            evidence=evidence,
+            summary="kfin sees no scheduled Pod using the claim (its Unused condition disagrees); "
+            "kube-controller-manager should release it",
         )
     return waiting_on_controller_manager(
         ctx,
         "no scheduled Pod uses the claim any more",
-        risk,
-        evidence,
-        "no scheduled Pod uses the claim any more; kube-controller-manager should release it",
+        risk=risk,
+        evidence=evidence,
+        summary="no scheduled Pod uses the claim any more; kube-controller-manager should release it",
     )
 
 
@@ -202,8 +202,8 @@ def pv_protection(ctx: Context) -> Finding:
         found = ctx.finding(
             "kfin could not read the volume's phase",
             Verdict.UNKNOWN,
-            f"check by hand: kubectl get pv {volume.name}",
-            risk,
+            fix=f"check by hand: kubectl get pv {volume.name}",
+            risk=risk,
         )
         found.summary = "held while the volume is Bound to a claim (kfin could not read it)"
         return found
@@ -218,15 +218,15 @@ def pv_protection(ctx: Context) -> Finding:
             return waiting_on_controller_manager(
                 ctx,
                 f"still marked Bound, but its claim {claim_name} is gone: the binder should release it",
-                risk,
-                evidence,
+                risk=risk,
+                evidence=evidence,
             )
         state = "Terminating" if claim is not None and claim.terminating else "in use"
         found = ctx.finding(
             f"Bound to claim {claim_name} ({state})",
             Verdict.HOLDING,
-            f"deal with the claim first: kfin explain pvc {claim_ref.get('name')} -n {claim_ref.get('namespace')}",
-            risk,
+            fix=f"deal with the claim first: kfin explain pvc {claim_ref.get('name')} -n {claim_ref.get('namespace')}",
+            risk=risk,
             evidence=evidence,
         )
         found.summary = f"still Bound to claim {claim_name} (reclaim policy {policy})"
@@ -247,9 +247,9 @@ def pv_protection(ctx: Context) -> Finding:
     return waiting_on_controller_manager(
         ctx,
         f"not bound any more (phase {phase})",
-        risk,
-        evidence,
-        f"not bound any more (phase {phase}); kube-controller-manager should release it",
+        risk=risk,
+        evidence=evidence,
+        summary=f"not bound any more (phase {phase}); kube-controller-manager should release it",
     )
 
 
@@ -295,8 +295,8 @@ def csi_volume(ctx: Context) -> Finding:
             found = ctx.finding(
                 f"still attached to node {node} (VolumeAttachment {attached[0].name})",
                 Verdict.HOLDING,
-                "let the volume detach: stop the Pods using it on that node",
-                risk,
+                fix="let the volume detach: stop the Pods using it on that node",
+                risk=risk,
                 evidence=evidence,
                 controller=f"the CSI driver {driver}" if driver else None,
             )
@@ -321,16 +321,16 @@ def csi_volume(ctx: Context) -> Finding:
     if obj.type.group == "storage.k8s.io" and obj.type.resource == "volumeattachments" and driver:
         return _attachment(ctx, full, driver, risk)
     if ctx.finalizer == "kubernetes.io/pv-controller" or not driver:
-        return waiting_on_controller_manager(ctx, "the persistent volume controller deprovisions the volume", risk)
+        return waiting_on_controller_manager(ctx, "the persistent volume controller deprovisions the volume", risk=risk)
     drivers = facts.objects("storage.k8s.io", "csidrivers")
     if drivers is not None and not any(d.name == driver for d in drivers):
         # No proof the driver is gone: a CSI driver may run without a CSIDriver object, so UNKNOWN, not ORPHANED.
         found = ctx.finding(
             f"no CSIDriver {driver} is registered: the driver that would remove it is probably not installed",
             Verdict.UNKNOWN,
-            f"reinstall the {driver} driver so that it cleans up, or delete the "
+            fix=f"reinstall the {driver} driver so that it cleans up, or delete the "
             "disk in the storage backend yourself, then remove the finalizer",
-            risk,
+            risk=risk,
             evidence=[
                 f"CSIDriver objects read: {', '.join(d.name for d in drivers) or 'none'}; a driver may also run "
                 "without one, so this is no proof"
@@ -355,8 +355,8 @@ def csi_volume(ctx: Context) -> Finding:
     return ctx.finding(
         f"waiting for the CSI driver {driver} to delete or detach the volume",
         Verdict.WAITING,
-        f"check the {driver} controller's Pods and logs",
-        risk,
+        fix=f"check the {driver} controller's Pods and logs",
+        risk=risk,
         controller=f"the CSI driver {driver}",
     )
 
@@ -401,18 +401,18 @@ def vac_protection(ctx: Context) -> Finding:
         return ctx.finding(
             "kfin could not list the claims and volumes that may name it",
             Verdict.UNKNOWN,
-            f"check by hand: kubectl get pvc -A -o wide; kubectl get pv (VOLUMEATTRIBUTESCLASS {vac.name})",
-            risk,
+            fix=f"check by hand: kubectl get pvc -A -o wide; kubectl get pv (VOLUMEATTRIBUTESCLASS {vac.name})",
+            risk=risk,
         )
     users = [o for o in claims + volumes if _names_class(o, vac.name)]
     if not users:
-        return waiting_on_controller_manager(ctx, "no claim or volume names it any more", risk)
+        return waiting_on_controller_manager(ctx, "no claim or volume names it any more", risk=risk)
     found = ctx.finding(
         f"named by {len(users)} claim{'s' if len(users) != 1 else ''} or volume{'s' if len(users) != 1 else ''} "
         f"({', '.join(u.ref for u in users[:3])}{', ...' if len(users) > 3 else ''})",
         Verdict.HOLDING,
-        "move those claims to another VolumeAttributesClass (or delete them); the controller then removes it",
-        risk,
+        fix="move those claims to another VolumeAttributesClass (or delete them); the controller then removes it",
+        risk=risk,
         evidence=[f"{u.ref} names it" for u in users[:10]],
     )
     found.summary = f"named by {users[0].ref}" + (f" (+{len(users) - 1} more)" if len(users) > 1 else "")
@@ -481,8 +481,8 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
                 else ""
             ),
             Verdict.WAITING,
-            f"check the {driver} attacher's logs{shutdown}",
-            risk,
+            fix=f"check the {driver} attacher's logs{shutdown}",
+            risk=risk,
             evidence=evidence,
             alive=True,
             controller=f"the external-attacher of {driver}",
@@ -493,8 +493,8 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
         found = ctx.finding(
             f"the external-attacher of {driver} ({w.type.kind} {w.namespace}/{w.name}) is installed but not running",
             Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
-            f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it detaches and removes it",
-            risk,
+            fix=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it detaches and removes it",
+            risk=risk,
             evidence=evidence,
             alive=False,
             controller=f"the external-attacher of {driver}",
@@ -512,9 +512,9 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
         f"kfin found no running external-attacher of {driver}"
         + (f" and its node {node_name} is gone" if node_gone else ""),
         Verdict.UNKNOWN,
-        f"check that the {driver} CSI controller (its external-attacher) runs{shutdown}; if the driver was "
+        fix=f"check that the {driver} CSI controller (its external-attacher) runs{shutdown}; if the driver was "
         "uninstalled, detach the disk in the storage backend, then remove the finalizer",
-        risk,
+        risk=risk,
         evidence=evidence,
         controller=f"the external-attacher of {driver}",
     )

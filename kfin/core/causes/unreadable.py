@@ -259,8 +259,8 @@ def storage_finding(ctx: Context, items: list[Unreadable], failed_content: str, 
     found = ctx.finding(
         condition if certain else condition + " (its condition does not say so yet)",
         Verdict.BLOCKED if certain else Verdict.UNKNOWN,
-        prose(a for step in steps for a in step),
-        f"{UNSAFE_DELETE_RISK}; {risk}",
+        fix=prose(a for step in steps for a in step),
+        risk=f"{UNSAFE_DELETE_RISK}; {risk}",
         evidence=evidence,
         controller="kube-controller-manager (namespace controller)",
     )
