@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 
+from kfin.core.helm import KEEP
 from kfin.core.preflight import Stuck
 from kfin.core.teardown import Caused, Deletion, Teardown
 from kfin.model import JSON
@@ -103,13 +104,17 @@ TEARDOWN_EDGES = {
     "certain": ('BORDER="2" COLOR="red"', "its deletion strands / rejects"),
     "race": ('BORDER="2" COLOR="red" STYLE="dashed"', "strands, a race"),
     "waits": ('BORDER="1" COLOR="red" STYLE="dotted"', "waits for"),
+    "hook": ('BORDER="1" COLOR="gray40" STYLE="dotted"', "a delete hook runs<BR/>(kfin does not run it)"),
 }
 EDGE_ATTRIBUTES = {
     "then": 'color="gray60"',
     "certain": 'color="red", penwidth=2',
     "race": 'color="red", penwidth=2, style="dashed"',
     "waits": 'color="red", style="dotted"',
+    "hook": 'color="gray40", style="dotted"',
 }
+# what the uninstall does not delete (kept objects, the chart's crds/) and its delete hooks: drawn apart, in gray
+ASIDE = 'style="rounded,dotted", color="gray40", fontcolor="gray30"'
 REASON_WIDTH = 40  # characters of an edge's reason on a line
 
 
@@ -172,8 +177,46 @@ def teardown_dot(result: Teardown, heading: JSON) -> str:
         label = [line for reason in reasons for line in _reason_lines(reason)]
         attrs = EDGE_ATTRIBUTES[kind] + (f", label={dot_quote(*label)}" if label else "")
         lines.append(f"  {dot_quote(source)} -> {dot_quote(target)} [{attrs}];")
+    lines += _aside(result)
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _aside(result: Teardown) -> list[str]:
+    """Helm's uninstall besides its DELETEs: the objects it keeps (helm.sh/resource-policy) and the chart's crds/,
+    never deleted, in a box of their own; each delete hook, run before the first DELETE (pre-delete) or after the
+    last (post-delete), an edge to or from that step."""
+    lines: list[str] = []
+    kept = [
+        (
+            f"kept {m.kind}/{m.namespace}/{m.name}",
+            [
+                f"kept (helm.sh/resource-policy: {m.annotations.get(KEEP)})",
+                *label_lines(f"{m.kind}/{m.namespace + '/' if m.namespace else ''}{m.name}"),
+            ],
+        )
+        for m in result.kept
+    ] + [(f"crds/ {crd}", ["never deleted (the chart's crds/)", *label_lines(crd)]) for crd in result.chart_crds]
+    if kept:
+        lines += [
+            "  subgraph cluster_not_deleted {",
+            f'    label="not deleted by the uninstall"; style="dashed"; color="gray60"; {FONT}; fontsize=10;',
+        ]
+        lines += [f"    {dot_quote(node)} [label={dot_quote(*text)}, {ASIDE}];" for node, text in kept]
+        lines.append("  }")
+    if not result.steps:
+        return lines
+    first, last = dot_quote(f"step {result.steps[0].number}"), dot_quote(f"step {result.steps[-1].number}")
+    for hook in result.hooks:
+        events = [e for e in hook.get("events") or [] if e in ("pre-delete", "post-delete")]
+        node = dot_quote(f"hook {hook.get('kind')}/{hook.get('name')}")
+        text = [f"{', '.join(events)} hook", *label_lines(f"{hook.get('kind')}/{hook.get('name')}"), "not run by kfin"]
+        lines.append(f"  {node} [label={dot_quote(*text)}, {ASIDE}];")
+        if "pre-delete" in events:
+            lines.append(f"  {node} -> {first} [{EDGE_ATTRIBUTES['hook']}];")
+        if "post-delete" in events:
+            lines.append(f"  {last} -> {node} [{EDGE_ATTRIBUTES['hook']}];")
+    return lines
 
 
 def _what(d: Deletion) -> str:
@@ -219,10 +262,13 @@ def _legend(
 ) -> list[str]:
     """What the picture shows, then the safe order (its commands, numbered)."""
     kinds = {kind for _, _, kind in edges} | ({"then"} if len(result.steps) > 1 else set())
+    kinds |= {"hook"} if result.hooks and result.steps else set()
     rows = [edge_row(*TEARDOWN_EDGES[k]) for k in TEARDOWN_EDGES if k in kinds]
     rows += verdict_rows({s.verdict for found in marks.values() for _, s in found}, "left stuck,<BR/>by verdict")
     if missing:
         rows.append('<TR><TD BORDER="1" STYLE="dashed"></TD><TD ALIGN="LEFT">not found</TD></TR>')
+    if result.kept or result.chart_crds:
+        rows.append('<TR><TD BORDER="1" STYLE="dotted"></TD><TD ALIGN="LEFT">not deleted (kept, crds/)</TD></TR>')
     rows.append('<TR><TD COLSPAN="2" ALIGN="LEFT"><B>safe order</B></TD></TR>')
     for number, step in enumerate(result.plan, 1):
         action = step.actions[0]  # a command as it is pasted; an instruction (no command) in its words, wrapped

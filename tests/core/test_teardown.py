@@ -350,6 +350,27 @@ def test_the_picture_escapes_what_the_cluster_and_the_manifests_say(tmp_path):
         assert nodes["step 1"] == 'step 1\nConfigMap/app/x"\\y\\x1b[2J\\x0d\\x07\nnot found: nothing to delete'
 
 
+@needs_dot
+def test_kept_objects_the_charts_crds_and_delete_hooks_are_drawn_apart_from_the_deletes():
+    """What Helm's uninstall does not delete (a kept object, the chart's crds/) in a box of its own, and its delete
+    hooks, not run by kfin, before the first DELETE or after the last."""
+    keep = doc("ConfigMap", "kept")
+    keep["metadata"]["annotations"] = {"helm.sh/resource-policy": "keep"}
+    release = helm.Release("r", "app", 1, "deployed", [as_manifest(keep), as_manifest(doc("ConfigMap", "gone")),
+                                                         as_manifest(doc("Secret", "also-gone"))],
+                           [{"name": "pre", "kind": "Job", "events": ["pre-delete"], "path": "x"},
+                            {"name": "post", "kind": "Job", "events": ["post-delete"], "path": "y"}],
+                           chart_crds=["crds/widgets.yaml"])
+    dot = teardown_dot(from_release(facts(), release, 3, "helm uninstall r -n app"), {"title": "teardown"})
+    nodes, edges = graphviz_reads(dot)
+    assert nodes["kept ConfigMap/app/kept"] == "kept (helm.sh/resource-policy: keep)\nConfigMap/app/kept"
+    assert nodes["crds/ crds/widgets.yaml"] == "never deleted (the chart's crds/)\ncrds/widgets.yaml"
+    assert nodes["hook Job/pre"] == "pre-delete hook\nJob/pre\nnot run by kfin"
+    assert ("hook Job/pre", "step 1", "", "dotted") in edges and ("step 2", "hook Job/post", "", "dotted") in edges
+    assert "subgraph cluster_not_deleted {" in dot and "not deleted (kept, crds/)" in nodes["legend"]
+    assert "a delete hook runs" in nodes["legend"]
+
+
 def test_a_teardown_drawn_through_the_command_svg_and_png_or_the_package_named(tmp_path, monkeypatch):
     manifest = tmp_path / "m.yaml"
     manifest.write_text("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
