@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1] / "kfin"
 LAYERS = [("kfin.__main__", "entry"), ("kfin.api", "api"), ("kfin.core.causes", "causes"), ("kfin.core", "core"),
           ("kfin.render", "render"),
           ("kfin.serve", "serve"), ("kfin.mcp", "mcp"), ("kfin.commands", "commands"), ("kfin.util", "base"), ("kfin.errors", "base"),
-          ("kfin.model", "base"), ("kfin.names", "base"), ("kfin", "base")]
+          ("kfin.model", "base"), ("kfin.names", "base"), ("kfin.settings", "base"), ("kfin", "base")]
 # What each layer may import (besides itself): commands -> core -> api; commands -> render and serve;
 # render sees core's values and the model, never api; everything sees the small shared base. The causes
 # (kfin.core.causes) reason on facts only: what they read comes through kfin.core.facts, never from api.
@@ -192,7 +192,9 @@ def test_the_folders_are_the_layers():
     assert {layer_of(n) for n in names} == set(MAY_IMPORT)
     flat = sorted(n for n in names if n.count(".") == 1 and n not in ("kfin.__main__",)
                   and layer_of(n) == "base" and not n.startswith("kfin.util"))
-    assert flat == ["kfin.errors", "kfin.model", "kfin.names"], "shared values only beside the layer folders"
+    # kfin.settings: one command's choices (issue 46), read by api/ and core/ alike
+    assert flat == ["kfin.errors", "kfin.model", "kfin.names", "kfin.settings"], \
+        "shared values only beside the layer folders"
 
 
 DOC = '"""A module."""\n'

@@ -156,9 +156,8 @@ def test_a_traced_request_is_written_whole_so_parallel_requests_never_share_a_li
 
     monkeypatch.setattr("sys.stderr", Recording())
     for level in (6, 8):
-        monkeypatch.setattr(trace, "LEVEL", level)
         writes.clear()
-        trace.request("GET", "https://h/api/v1/pods", 200, "OK", time.monotonic(),
+        trace.request(level, "GET", "https://h/api/v1/pods", 200, "OK", time.monotonic(),
                       {"Accept": "application/json", "Authorization": "Bearer x"}, b'{"kind":"PodList"}')
         assert len(writes) == 1 and writes[0].endswith("\n"), writes
         lines = writes[0].splitlines()

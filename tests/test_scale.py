@@ -212,11 +212,12 @@ def test_the_plain_tree_reads_as_the_rich_tree_of_the_same_graph():
 def test_what_causes_declare_they_read_is_fetched_once_before_explaining(populated, fake):
     from collections import Counter
 
+    from kfin.core.catalog import Catalog
     from kfin.core.causes import reads_for
 
     lean = inventory.live(populated, None, lean=True)
     held = next(o for o in lean.objects if o.name == "held")
-    wanted = reads_for(held)
+    wanted = reads_for(held, Catalog())
     assert {("rbac.authorization.k8s.io", "roles", "active", True), ("rbac.authorization.k8s.io", "clusterroles", None, True),
             ("admissionregistration.k8s.io", "validatingwebhookconfigurations", None, True),
             ("apiextensions.k8s.io", "customresourcedefinitions", None, False)} <= wanted  # CRDs: names only

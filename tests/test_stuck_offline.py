@@ -9,6 +9,7 @@ from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube, Target
 from kfin.api.discovery import discover
 from kfin.api.resources import KindLookup, parse_resource_list
+from kfin.core.catalog import Catalog
 from kfin.core.causes import family
 from kfin.errors import ExitCode, NotFoundError
 from kfin.util.durations import format_age, parse_duration
@@ -65,7 +66,7 @@ def test_builtin_kinds_match_discovery(fake_kubeconfig):
     ("batch.kubernetes.io/job-tracking", "job-tracking"), ("widgets.example.com/cleanup", "custom"),
     ("cleanup", "unknown")])
 def test_finalizer_families(finalizer, name):
-    assert family(finalizer).name == name
+    assert family(finalizer, Catalog()).name == name
 
 
 def test_kubectl_list_input_keeps_metadata_and_drops_secret_data(tmp_path):

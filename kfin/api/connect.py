@@ -17,6 +17,7 @@ from kfin.api.target import Target
 from kfin.api.transport import Transport, short_error
 from kfin.errors import ConfigError
 from kfin.names import quoted
+from kfin.settings import Settings
 from kfin.util.text import redact_url
 
 IN_CLUSTER_HOST = "KUBERNETES_SERVICE_HOST"
@@ -62,7 +63,7 @@ def open_transport(target: Target = Target()) -> tuple[Transport, str]:
         static = load_static(existing, target.context, documents[0] if len(documents) == 1 else None)
         if static is not None:
             configuration, context, namespace = static
-            return _transport(configuration, context), namespace
+            return _transport(configuration, context, target.settings), namespace
     return _with_client(target, paths, existing)
 
 
@@ -85,7 +86,7 @@ def _with_client(target: Target, paths: list[str], existing: list[str]) -> tuple
             except ConfigException as error:
                 raise ConfigError(f"in-cluster config is incomplete: {error}") from None
             namespace = _in_cluster_namespace()
-            return _transport(configuration, "in-cluster"), namespace
+            return _transport(configuration, "in-cluster", target.settings), namespace
         raise ConfigError(
             "no kubeconfig found: set KUBECONFIG, pass --kubeconfig, or run kfin inside a "
             f"cluster (looked for {', '.join(paths)})"
@@ -119,10 +120,10 @@ def _with_client(target: Target, paths: list[str], existing: list[str]) -> tuple
         raise ConfigError(f'cannot use context "{name}": {logged[0]}')
     context = next(c for c in contexts if c["name"] == name)
     namespace = (context.get("context") or {}).get("namespace") or "default"
-    return _transport(configuration, name), namespace
+    return _transport(configuration, name, target.settings), namespace
 
 
-def _transport(configuration: Any, context: str) -> Transport:
+def _transport(configuration: Any, context: str, settings: Settings) -> Transport:
     """Requests go through urllib3 directly, set up from the client's Configuration.
 
     The kubernetes package is used for what it does best and keeps stable (kubeconfig, in-cluster
@@ -178,7 +179,7 @@ def _transport(configuration: Any, context: str) -> Transport:
         pool = urllib3.ProxyManager(proxy_url=configuration.proxy, **pool_args)
     else:
         pool = urllib3.PoolManager(**pool_args)
-    return Transport(configuration, pool, context, configuration.host.rstrip("/"))
+    return Transport(configuration, pool, context, configuration.host.rstrip("/"), settings)
 
 
 class _LoggedErrors:

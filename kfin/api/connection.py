@@ -23,6 +23,7 @@ from kfin.api.transport import APPLICATION_JSON, Headers, Query, Transport, What
 from kfin.errors import APIError, ConfigError, KfinError, NotFoundError
 from kfin.model import JSON, ResourceType
 from kfin.names import check_namespace
+from kfin.settings import Settings
 
 _PARSING = threading.Lock()  # one page parsed at a time: see Kube._pages
 # Metadata-only answers keep Secret data (and every spec) on the server. The JSON fallback lets
@@ -47,6 +48,11 @@ class Kube:
         self.shown = transport.shown
         self.namespace = namespace
         self.timeout = timeout
+
+    @property
+    def settings(self) -> Settings:
+        """The choices of the command that connected (kfin.settings): its -v, the fields its catalog keeps."""
+        return self._transport.settings
 
     def bounded(self, seconds: float) -> Kube:
         """This connection with each request's deadline at most `seconds`: a read after Ctrl-C must not keep

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Set
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 from kfin.api.connection import Kube
@@ -23,14 +24,16 @@ from kfin.model import (
     ThinObject,
     owner_tuples,
 )
+from kfin.settings import KeptFields
 from kfin.util.gcpause import paused_gc
 from kfin.util.parallel import completed
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 # What explanations need of the few kinds read as full objects, and nothing more: a snapshot never holds
-# Secret data, environment values, or container specs.
-REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+# Secret data, environment values, or container specs. A command's catalog keeps a few more fields of what its
+# related holders read on demand (KeptFields, kfin.core.catalog.Catalog.kept_fields), never by writing here.
+_REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "namespaces"): ("spec", "status"),
     ("", "persistentvolumeclaims"): (
         "spec.volumeName",
@@ -99,21 +102,14 @@ REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ),
     ("networking.k8s.io", "ipaddresses"): ("spec.parentRef",),
     ("resource.k8s.io", "resourceclaims"): ("status.reservedFor", "status.allocation.devices.results"),
+    ("policy", "poddisruptionbudgets"): ("spec.selector", "status.disruptionsAllowed"),
 }
+REDUCED_FIELDS = MappingProxyType(_REDUCED_FIELDS)  # read-only: what one command keeps never reaches the next
 
 
-REDUCED_FIELDS[("policy", "poddisruptionbudgets")] = ("spec.selector", "status.disruptionsAllowed")
-
-
-def keep_fields(resource: str, fields: Iterable[str], group: str = "*") -> None:
-    """Keep these fields too when objects of `resource` are read whole (`group` "*": in any group): what the
-    catalog of ecosystem finalizers reads of related objects (kfin.core.catalog)."""
-    key = (group, resource)
-    REDUCED_FIELDS[key] = tuple(dict.fromkeys((*REDUCED_FIELDS.get(key, ()), *fields)))
-
-
-def _reduced_fields(key: tuple[str, str]) -> tuple[str, ...]:
-    return REDUCED_FIELDS.get(key, ()) + REDUCED_FIELDS.get(("*", key[1]), ())
+def kept_of(key: tuple[str, str], kept: KeptFields | None) -> tuple[str, ...]:
+    """The catalog's fields to keep too of objects of `key` read whole (none without a catalog)."""
+    return kept.kept_fields(*key) if kept is not None else ()
 
 
 def finalizer_managers(meta: dict) -> dict:
@@ -171,10 +167,10 @@ def _webhook(hook: dict) -> dict:
     return out
 
 
-def reduce_object(key: tuple[str, str], obj: dict) -> dict:
-    """The fields of REDUCED_FIELDS that the object has, at their places, and nothing else."""
+def reduce_object(key: tuple[str, str], obj: dict, kept: tuple[str, ...] = ()) -> dict:
+    """The fields of REDUCED_FIELDS (and `kept`, kept_of) that the object has, at their places, and nothing else."""
     out: dict = {}
-    for path in _reduced_fields(key):
+    for path in dict.fromkeys((*REDUCED_FIELDS.get(key, ()), *kept)) if kept else REDUCED_FIELDS.get(key, ()):
         node: Any = obj
         parts = path.split(".")
         for part in parts:
@@ -337,15 +333,17 @@ class Lean:
         return None
 
 
-def to_object(r: ResourceType, item: dict, full: bool, lean: Lean | None = None) -> KubeObject | None:
+def to_object(
+    r: ResourceType, item: dict, full: bool, lean: Lean | None = None, kept: tuple[str, ...] = ()
+) -> KubeObject | None:
     """One listed item as kfin keeps it: metadata without bookkeeping (plus the reduced fields of `full`
-    kinds), or, for a lean scan, thin or not at all when nothing will read it."""
+    kinds, and `kept`), or, for a lean scan, thin or not at all when nothing will read it."""
     meta = item.get("metadata") or {}
     if lean is not None and not full and not meta.get("deletionTimestamp") and not meta.get("finalizers"):
         return lean.keep(r, meta)
     raw = {"apiVersion": r.api_version, "kind": r.kind, "metadata": slim_metadata(meta)}
     if full:
-        raw.update(reduce_object((r.group, r.resource), item))
+        raw.update(reduce_object((r.group, r.resource), item, kept))
     return KubeObject(r, with_managers(raw, meta))
 
 
@@ -356,21 +354,24 @@ def read_objects(
     page_size: int = 500,
     full: bool = False,
     lean: Lean | None = None,
+    kept: KeptFields | None = None,
 ) -> list[KubeObject]:
-    """Every object of one type: metadata-only, or whole and reduced to REDUCED_FIELDS (`full`). Each page
-    is turned into what is kept as it is parsed (Kube._pages), so a page's parsed JSON never outlives it."""
+    """Every object of one type: metadata-only, or whole and reduced to REDUCED_FIELDS (`full`; with the fields
+    `kept` keeps of the type). Each page is turned into what is kept as it is parsed (Kube._pages), so a page's
+    parsed JSON never outlives it."""
     what = ("list", r.qualified, namespace if r.namespaced else None)
+    fields = kept_of((r.group, r.resource), kept) if full else ()
 
-    def kept(page: dict) -> list[KubeObject]:
-        found = (to_object(r, item, full, lean) for item in page.get("items") or [])
+    def kept_objects(page: dict) -> list[KubeObject]:
+        found = (to_object(r, item, full, lean, fields) for item in page.get("items") or [])
         return [obj for obj in found if obj is not None] + page.get("kept", [])
 
     path = resource_path(r, namespace)
     if full:
-        pages = kube.list_pages(path, page_size, what=what, reduce=kept)
+        pages = kube.list_pages(path, page_size, what=what, reduce=kept_objects)
     else:
         keep = partial(lean.keep_parts, r) if lean is not None else None
-        pages = kube.list_metadata_pages(path, page_size, what=what, reduce=kept, keep=keep)
+        pages = kube.list_metadata_pages(path, page_size, what=what, reduce=kept_objects, keep=keep)
     return [obj for objects in pages for obj in objects]
 
 
@@ -384,11 +385,13 @@ def scan(
     page_size: int = 500,
     lean: Lean | None = None,
     progress: Callable[[int, int], None] | None = None,
+    kept: KeptFields | None = None,
     seen: Callable[[list[KubeObject]], None] | None = None,
 ) -> tuple[list[KubeObject], list[Failure]]:
     """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types).
 
-    Types in `full` are read as whole objects and reduced to REDUCED_FIELDS; all others metadata-only.
+    Types in `full` are read as whole objects and reduced to REDUCED_FIELDS (and the fields `kept` keeps of
+    them); all others metadata-only.
     Within one namespace, cluster-scoped types are skipped, except the Namespace itself. With `lean`,
     Namespaces are read first, so that the content of Terminating ones is kept whole (see Lean).
     `seen` is given what is kept of each type as soon as it is listed (kfin.core.ahead), in this thread.
@@ -411,11 +414,11 @@ def scan(
                         "apiVersion": r.api_version,
                         "kind": r.kind,
                         "metadata": slim_metadata(item.get("metadata") or {}),
-                        **reduce_object(key, item),
+                        **reduce_object(key, item, kept_of(key, kept)),
                     },
                 )
             ]
-        return read_objects(kube, r, namespace, page_size, full=key in full, lean=lean)
+        return read_objects(kube, r, namespace, page_size, full=key in full, lean=lean, kept=kept)
 
     def collect(r: ResourceType, result: Callable[[], list[KubeObject]]) -> list[KubeObject]:
         try:

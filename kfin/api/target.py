@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from kfin.settings import Settings
 
 
 @dataclass(frozen=True)
 class Target:
-    """The kubeconfig, its context and the request deadline a connection is made from."""
+    """The kubeconfig, its context and the request deadline a connection is made from, and the settings of the
+    command that makes it (its -v, its catalog)."""
 
     kubeconfig: str | None = None
     context: str | None = None
     request_timeout: float | None = None
+    settings: Settings = field(default_factory=Settings)

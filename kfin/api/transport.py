@@ -21,6 +21,7 @@ from kfin.api.shapes import ShapeError
 from kfin.errors import APIError, AuthError, ConfigError, ForbiddenError, KfinError, NotFoundError, UnreachableError
 from kfin.model import JSON
 from kfin.names import quoted
+from kfin.settings import Settings
 from kfin.util.text import printable, redact_url
 
 # (verb, resource, namespace) of a request, for the message of a 403
@@ -61,9 +62,10 @@ class Transport:
     # are refreshed by that hook 5 minutes early, so asking it every few seconds loses nothing.
     AUTH_REFRESH_SECONDS = 5.0
 
-    def __init__(self, configuration: Any, pool: Any, context: str, server: str):
+    def __init__(self, configuration: Any, pool: Any, context: str, server: str, settings: Settings | None = None):
         self.configuration, self.pool, self.context = configuration, pool, context
         self.server = server
+        self.settings = settings or Settings()  # the command's: its -v traces each request (kfin.api.trace)
         self.shown = redact_url(server)  # how messages name it: never with a password in it
         self._auth: Headers | None = None
         self._auth_at = 0.0
@@ -141,7 +143,9 @@ class Transport:
                     else urllib3.Timeout(connect=DEFAULT_CONNECT_TIMEOUT, read=DEFAULT_READ_TIMEOUT),
                 )
                 payload = _read_body(response, deadline)
-                trace.request(method, url, response.status, response.reason or "", started, sent, payload)
+                trace.request(
+                    self.settings.trace, method, url, response.status, response.reason or "", started, sent, payload
+                )
             except _DeadlinePassedError:
                 raise self.connection_error(TimeoutError("timed out")) from None
             except (urllib3.exceptions.HTTPError, OSError) as error:
@@ -281,7 +285,7 @@ class Transport:
             )
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise self.connection_error(error) from None
-        trace.request("WATCH", url, response.status, response.reason or "", started, headers, b"")
+        trace.request(self.settings.trace, "WATCH", url, response.status, response.reason or "", started, headers, b"")
         if opened is not None:
             opened(response)
         try:

@@ -28,7 +28,6 @@ except ImportError:  # older Typer releases use Click itself
     from click import exceptions as click_exceptions  # type: ignore[import-not-found,no-redef,unused-ignore]
     from click import utils as click_utils  # type: ignore[import-not-found,no-redef,unused-ignore]
 
-from kfin.api import trace
 from kfin.commands.about import print_version
 from kfin.commands.flags import (
     AllNamespacesOpt,
@@ -41,6 +40,7 @@ from kfin.commands.flags import (
     request_timeout_seconds,
 )
 from kfin.commands.outputs import OUTPUTS
+from kfin.core.catalog import Catalog
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.render.terminal import QuietPipe
 from kfin.util.gcpause import paused_gc
@@ -210,6 +210,11 @@ def root(
     Connection flags (--kubeconfig, --context, -n, -A, -o, --request-timeout) work before or after the command,
     and so does -v=6 (a line per request on stderr) or -v=8 (with headers, credentials masked, and answers).
     """
+    # -v: main took it out of the line already (verbosity) and handed its level in; typer's CliRunner, calling
+    # the app itself, leaves it to Click
+    level = ctx.obj if isinstance(ctx.obj, int) else 0
+    if verbose is not None:
+        level = verbosity(["-v", verbose])[1]
     ctx.obj = Options(
         kubeconfig,
         context,
@@ -217,7 +222,8 @@ def root(
         bool(all_namespaces),
         output,
         request_timeout_seconds(request_timeout),
-        tuple(catalog or ()),
+        Catalog(tuple(catalog or ())),
+        level,
     )
 
 
@@ -258,12 +264,11 @@ def main(argv: list[str] | None = None) -> None:
     code: Any = ExitCode.OK
     try:
         argv, level = verbosity(list(sys.argv[1:] if argv is None else argv))
-        trace.set_level(level)
         # A command is one short batch of work (kfin/util/gcpause.py). What it leaves is frozen: the collections
         # of the interpreter's exit would walk all of it, about 50 ms of a small scan, to free what the OS takes
         # back anyway.
         with paused_gc():
-            code = app(args=argv, prog_name=_prog_name(), standalone_mode=False)
+            code = app(args=argv, prog_name=_prog_name(), standalone_mode=False, obj=level)
         if code == ExitCode.INTERRUPTED:  # Typer turns Ctrl-C into Exit(130)
             raise KeyboardInterrupt
     except KfinError as error:

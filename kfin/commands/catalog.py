@@ -36,8 +36,7 @@ def listing(ctx: typer.Context, output: OutputOpt = None) -> None:
         return
     options = merged(ctx, output=output)
     fmt = check_output(options, OUTPUTS["catalog"])
-    finalizer_catalog.use_files(options.catalogs)
-    entries = finalizer_catalog.entries()
+    entries = options.catalog.entries()
     if fmt == "table":
         catalog_table(entries)
     else:

@@ -12,10 +12,12 @@ import typer
 
 from kfin.api.target import Target
 from kfin.commands.outputs import VERDICTS
+from kfin.core.catalog import Catalog
 from kfin.core.scope import Scope
 from kfin.core.selectors import Selector, selector
 from kfin.errors import UsageError
 from kfin.names import check_kind, check_name, check_namespace
+from kfin.settings import Settings
 from kfin.util.durations import parse_duration
 
 COMPLETION = "kfin.commands.completion"
@@ -212,14 +214,17 @@ class Options:
     all_namespaces: bool = False
     output: str | None = None
     request_timeout: float | None = None
-    catalogs: tuple[str, ...] = ()  # --catalog FILE: entries of the user's own (kfin.core.catalog)
+    catalog: Catalog = field(default_factory=Catalog)  # with --catalog FILE: entries of the user's own
+    trace: int = 0  # -v: kfin.api.trace
 
     def __post_init__(self) -> None:
         if self.namespace is not None:
             check_namespace(self.namespace)
 
     def target(self) -> Target:
-        return Target(self.kubeconfig, self.context, self.request_timeout)
+        """Where the command points, with its settings: every connection made for it traces at its -v and
+        explains with its catalog."""
+        return Target(self.kubeconfig, self.context, self.request_timeout, Settings(self.trace, self.catalog))
 
     def scope(
         self,
@@ -240,7 +245,7 @@ class Options:
             refresh,
             concurrency,
             chunk_size,
-            self.catalogs,
+            self.catalog,
             dry_run,
         )
 

@@ -73,7 +73,8 @@ def mcp(
     before += [f"--context={options.context}"] if options.context else []
     before += [f"--namespace={options.namespace}"] if options.namespace else []
     before += [f"--request-timeout={options.request_timeout:g}s"] if options.request_timeout else []
-    before += [f"--catalog={path}" for path in options.catalogs]
+    before += [f"--catalog={path}" for path in options.catalog.files]
+    before += [f"--v={options.trace}"] if options.trace else []  # its -v: the commands it runs trace too
     settings = server.Settings(
         options.scope(from_snapshot=from_snapshot),
         tuple(before),

@@ -1,18 +1,22 @@
 """The catalog of ecosystem finalizers, as data: shipped in kfin/data/catalog.yaml, extended (and overridden by
 entry name) by $XDG_CONFIG_HOME/kfin/catalog.d/*.yaml and --catalog FILE, each validated against
 kfin/data/catalog.schema.json when read. What each operator's finalizer means lives here; the logic that reads
-its holders lives in kfin.core.causes.ecosystem."""
+its holders lives in kfin.core.causes.ecosystem.
+
+A command's catalog is one value (Catalog), made by the command from its --catalog files and carried by its Scope
+to the Facts that explain with it: nothing of it is kept in this module, so one command's entries never reach the
+next in the same process (kfin serve, kfin mcp, a test session)."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from kfin.api.scan import keep_fields
 from kfin.errors import UsageError
 from kfin.util.globs import glob_match
 
@@ -20,6 +24,7 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 SHIPPED = DATA / "catalog.yaml"
 SCHEMA = DATA / "catalog.schema.json"
 MAX_FILE_BYTES = 1 << 20  # a catalog is a few kilobytes: a larger file is a mistake, not a catalog
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -49,14 +54,14 @@ class CatalogEntry:
     checked_against: str = ""
     docs: str = ""
     kinds: tuple[tuple[str, str], ...] = ()
-    holders: tuple[dict, ...] = field(default=(), compare=False)
+    holders: tuple[dict[str, Any], ...] = field(default=(), compare=False)
     source: str = ""
     # what outside the cluster the finalizer guards (a cloud load balancer, a disk, a bucket, a DNS record, a VM):
     # forcing it leaves that behind, so a bulk removal takes it only with --force; "" when it guards none
     infrastructure: str = ""
     # where else its controller may run (a managed control plane) and the sign kfin reads of it: an API group
     # served or a node label; while one shows, or cannot be read, "no controller found" is not "not installed"
-    elsewhere: tuple[dict, ...] = field(default=(), compare=False)
+    elsewhere: tuple[dict[str, Any], ...] = field(default=(), compare=False)
 
     def matches(self, finalizer: str) -> bool:
         return any(glob_match(finalizer, pattern) for pattern in self.finalizers)
@@ -88,16 +93,59 @@ class CatalogEntry:
         }
 
 
-_extra_files: list[Path] = []
-_loaded: list[CatalogEntry] | None = None
+@dataclass(frozen=True)
+class Catalog:
+    """The catalog one command explains with: its --catalog files (`files`), then $XDG_CONFIG_HOME/kfin/catalog.d,
+    then the shipped one. Read when first asked (a command that explains nothing never reads it), once; what it
+    works out is kept in the value itself, so that it lives and dies with the command."""
+
+    files: tuple[str, ...] = ()  # --catalog FILE: read after catalog.d, so their entries win
+    # what was read and worked out, per value: the entries, the fields they keep, each finalizer's entry
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def entries(self) -> list[CatalogEntry]:
+        """Every entry, the user's first: --catalog files, then catalog.d (in name order), then the shipped ones;
+        an entry's name given again replaces the earlier one."""
+        loaded: list[CatalogEntry] | None = self._memo.get("entries")
+        if loaded is None:
+            seen: dict[str, CatalogEntry] = {}
+            for path in [*reversed([Path(p) for p in self.files]), *sorted(user_dir().glob("*.yaml"), reverse=True)]:
+                for entry in read_file(path):
+                    seen.setdefault(entry.name, entry)
+            for entry in shipped():
+                seen.setdefault(entry.name, entry)
+            loaded = list(seen.values())
+            self._memo["kept"] = _holder_fields(loaded)
+            self._memo["entries"] = loaded  # last: another thread sees the entries only with their fields
+        return loaded
+
+    def match(self, finalizer: str) -> CatalogEntry | None:
+        """The first entry whose patterns match the finalizer. Kept per name: a watching serve explains the same
+        few finalizers at every answer, and each is matched against every pattern of every entry."""
+        matched: dict[str, CatalogEntry | None] = self._memo.setdefault("matched", {})
+        if finalizer not in matched:
+            matched[finalizer] = next((entry for entry in self.entries() if entry.matches(finalizer)), None)
+        return matched[finalizer]
+
+    def kept_fields(self, group: str, resource: str) -> tuple[str, ...]:
+        """The fields its related holders match and describe, to keep too when objects of the type are read
+        whole (kfin.api.scan): those of entries naming the group, then those of entries naming any group."""
+        self.entries()
+        kept: dict[tuple[str, str], tuple[str, ...]] = self._memo["kept"]
+        return tuple(dict.fromkeys((*kept.get((group, resource), ()), *kept.get(("*", resource), ()))))
+
+    def remembered(self, key: Hashable, work: Callable[[], T]) -> T:
+        """`work()`, worked out once per key for this catalog (kfin.core.causes.registry.family)."""
+        memo: dict[Hashable, T] = self._memo.setdefault("remembered", {})
+        if key not in memo:
+            memo[key] = work()
+        return memo[key]
 
 
-def use_files(paths: Iterable[str]) -> None:
-    """--catalog FILE: read these too, after the user's catalog.d (so they win)."""
-    global _loaded
-    _extra_files[:] = [Path(p) for p in paths]
-    _loaded = None
-    _matched.clear()
+@lru_cache(maxsize=1)
+def shipped() -> tuple[CatalogEntry, ...]:
+    """The entries of kfin's own catalog: a file shipped with kfin, read once per process (entries are frozen)."""
+    return tuple(read_file(SHIPPED, validate=False))
 
 
 def user_dir() -> Path:
@@ -140,7 +188,7 @@ def read_file(path: Path, validate: bool = True) -> list[CatalogEntry]:
     return [_entry(raw, str(path)) for raw in document["entries"]]
 
 
-def _entry(raw: dict, source: str) -> CatalogEntry:
+def _entry(raw: dict[str, Any], source: str) -> CatalogEntry:
     c = raw["controller"]
     controller = Controller(
         c["name"],
@@ -169,43 +217,18 @@ def _entry(raw: dict, source: str) -> CatalogEntry:
     )
 
 
-def entries() -> list[CatalogEntry]:
-    """Every entry, the user's first: --catalog files, then catalog.d (in name order), then the shipped ones;
-    an entry's name given again replaces the earlier one."""
-    global _loaded
-    if _loaded is None:
-        files = [*reversed(_extra_files), *sorted(user_dir().glob("*.yaml"), reverse=True), SHIPPED]
-        seen: dict[str, CatalogEntry] = {}
-        for path in files:
-            for entry in read_file(path, validate=path != SHIPPED):
-                seen.setdefault(entry.name, entry)
-        _loaded = list(seen.values())
-        for entry in _loaded:
-            _keep_holder_fields(entry)
-    return _loaded
-
-
-_matched: dict[str, CatalogEntry | None] = {}  # finalizer -> its entry, for the catalog loaded
-
-
-def match(finalizer: str) -> CatalogEntry | None:
-    """The first entry whose patterns match the finalizer. Kept per name: a watching serve explains the same
-    few finalizers at every answer, and each is matched against every pattern of every entry."""
-    if _loaded is None:
-        _matched.clear()
-    if finalizer not in _matched:
-        _matched[finalizer] = next((entry for entry in entries() if entry.matches(finalizer)), None)
-    return _matched[finalizer]
-
-
-def _keep_holder_fields(entry: CatalogEntry) -> None:
-    """Related holders are read from lists of whole objects: the fields they match and describe are kept."""
-    for holder in entry.holders:
-        if holder.get("from") == "related" and holder.get("resource"):
-            fields = [holder["match"]["field"], *field_names(holder.get("describe", ""))]
-            keep_fields(
-                holder["resource"], [f for f in fields if not f.startswith("metadata.")], holder.get("group") or "*"
-            )
+def _holder_fields(entries: Iterable[CatalogEntry]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(group, or "*" for any, resource) -> the fields related holders match and describe: related holders are
+    read from lists of whole objects, reduced to what kfin keeps (kfin.api.scan.REDUCED_FIELDS, and these)."""
+    kept: dict[tuple[str, str], tuple[str, ...]] = {}
+    for entry in entries:
+        for holder in entry.holders:
+            if holder.get("from") == "related" and holder.get("resource"):
+                fields = [holder["match"]["field"], *field_names(holder.get("describe", ""))]
+                key = (holder.get("group") or "*", holder["resource"])
+                wanted = [f for f in fields if not f.startswith("metadata.")]
+                kept[key] = tuple(dict.fromkeys((*kept.get(key, ()), *wanted)))
+    return kept
 
 
 def field_names(template: str) -> list[str]:

@@ -21,6 +21,7 @@ from kfin.api.dryrun import send as send_dry_run
 from kfin.api.events import warning_events
 from kfin.api.resources import KindLookup, stored_as
 from kfin.api.scan import read_objects, scan
+from kfin.core.catalog import Catalog
 from kfin.errors import KfinError
 from kfin.model import JSON, MANAGERS, Answer, Failure, Inventory, KubeObject, ResourceType, Write
 from kfin.util.parallel import completed
@@ -49,6 +50,7 @@ class ClusterFacts(Protocol):
     memo: Memo
     unreadable: dict[TypeWhere, Failure]  # (group, resource, namespace) that could not be read, and why
     dry_runs_allowed: bool  # whether writes may be sent as dry runs (dryRun=All) to explain
+    catalog: Catalog  # the command's catalog of ecosystem finalizers (kfin.core.catalog)
 
     def resource(self, group: str, resource: str) -> ResourceType | None: ...
     def type_of_kind(self, api_version: str, kind: str) -> ResourceType | None: ...
@@ -80,13 +82,29 @@ MOST_DRY_RUNS = 40
 WIDEN_AFTER = 4
 
 
+def catalog_of(kube: Kube | None) -> Catalog:
+    """The catalog of the command that made the connection (its settings carry it), else the default one."""
+    found = kube.settings.catalog if kube is not None else None
+    return found if isinstance(found, Catalog) else Catalog()
+
+
 class Facts:
     """An inventory, and the connection it came from when live: every question answered once, reads on demand."""
 
-    def __init__(self, inventory: Inventory, kube: Kube | None = None, chunk_size: int = 500, scanned: bool = True):
+    def __init__(
+        self,
+        inventory: Inventory,
+        kube: Kube | None = None,
+        chunk_size: int = 500,
+        scanned: bool = True,
+        catalog: Catalog | None = None,
+    ):
         """`scanned`: the inventory holds every object of its types and scope (a scan or a snapshot);
-        False for an inventory that starts empty and is filled on demand (kfin explain)."""
+        False for an inventory that starts empty and is filled on demand (kfin explain). `catalog`: the
+        command's; by default the one the connection was made with (kfin.settings.Settings), else the
+        shipped one and catalog.d's."""
         self.inventory = inventory
+        self.catalog = catalog if catalog is not None else catalog_of(kube)
         self._kube = kube
         self._connect: Callable[[], Kube] | None = None  # see connect_when_needed
         self.chunk_size = chunk_size
@@ -244,7 +262,7 @@ class Facts:
         assert self.kube is not None  # only live facts read
         self.reads += 1
         try:
-            return read_objects(self.kube, rtype, namespace, self.chunk_size, full=full)
+            return read_objects(self.kube, rtype, namespace, self.chunk_size, full=full, kept=self.catalog)
         except KfinError as error:
             return error
 

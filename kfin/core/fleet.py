@@ -21,7 +21,6 @@ from functools import partial
 
 from kfin.api.connect import load_transport
 from kfin.api.connection import Kube
-from kfin.api.target import Target
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.core.sources import ProgressFactory, no_progress, nothing_read
@@ -111,6 +110,6 @@ def _in_processes(
     sources = [by_context[c] for c in contexts if c in by_context]
     for facts in sources:
         if facts.inventory.context not in errors:  # for what a command may read afterwards (culprits, webhooks)
-            target = Target(scope.target.kubeconfig, facts.inventory.context, scope.target.request_timeout)
+            target = replace(scope.target, context=facts.inventory.context)
             facts.connect_when_needed(partial(Kube.connect, target))
     return oldest_first(rows), sources

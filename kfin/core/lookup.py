@@ -11,7 +11,6 @@ from kfin.api.connection import Kube
 from kfin.api.discovery import discover
 from kfin.api.resources import KindLookup, stored_as
 from kfin.api.scan import REDUCED_FIELDS, reduce_object, slim_metadata, with_managers
-from kfin.core import catalog
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.errors import KfinError, NotFoundError, UsageError
@@ -20,7 +19,6 @@ from kfin.model import Inventory, KubeObject, ResourceType
 
 def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     """The object to explain and the Facts to explain it with (live, or from a snapshot)."""
-    catalog.use_files(scope.catalogs)
     if not scope.from_snapshot:
         return live_target(scope, kind, name)
     inv = inventory.load(scope.from_snapshot)
@@ -44,7 +42,7 @@ def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
             f'{rtype.qualified} "{name}" exists in several namespaces of the snapshot '
             f"({', '.join(o.namespace for o in matches)}): pass -n"
         )
-    return matches[0], Facts(inv)
+    return matches[0], Facts(inv, catalog=scope.catalog)
 
 
 class MissingObjectError(NotFoundError):
@@ -73,7 +71,6 @@ class MissingObjectError(NotFoundError):
 def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     """The object as the API server has it now (whole for the kinds explanations read whole), and Facts
     that start with it alone and read the rest on demand."""
-    catalog.use_files(scope.catalogs)
     kube = Kube.connect(scope.target)
     resources, failures = discover(kube, scope.refresh)
     rtype: ResourceType = KindLookup(resources).find(kind)
@@ -113,26 +110,26 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
         namespace,
         {(rtype.group, rtype.resource, namespace or "")} if full else set(),
     )
-    facts = Facts(inv, kube, scanned=False)
+    facts = Facts(inv, kube, scanned=False, catalog=scope.catalog)
     facts.dry_runs_allowed = scope.dry_run
     return obj, facts
 
 
 def facts_on_demand(scope: Scope) -> Facts:
     """Facts that read what they are asked for (live), or everything a snapshot holds."""
-    catalog.use_files(scope.catalogs)
     if scope.from_snapshot:
-        return Facts(inventory.load(scope.from_snapshot))
+        return Facts(inventory.load(scope.from_snapshot), catalog=scope.catalog)
     kube = Kube.connect(scope.target)
     resources, failures = discover(kube, scope.refresh)
     inv = Inventory(resources, [], list(failures), datetime.now(UTC), kube.context, kube.server, kube.namespace)
-    facts = Facts(inv, kube, scanned=False)
+    facts = Facts(inv, kube, scanned=False, catalog=scope.catalog)
     facts.dry_runs_allowed = scope.dry_run
     return facts
 
 
 def fresh_facts(kube: Kube, resources: list[ResourceType]) -> Callable[[KubeObject], Facts]:
-    """A maker of Facts for one object read again, to explain it afresh (after a race, kfin remove)."""
+    """A maker of Facts for one object read again, to explain it afresh (after a race, kfin remove), with the
+    catalog of the command that made the connection."""
 
     def make(obj: KubeObject) -> Facts:
         inv = Inventory(resources, [obj], [], datetime.now(UTC), kube.context, kube.server, obj.namespace or None)

@@ -37,7 +37,7 @@ from kfin.core.facts import Facts
 from kfin.core.lookup import facts_on_demand
 from kfin.core.scope import Scope
 from kfin.errors import NotFoundError, UsageError
-from kfin.model import CRDS, GARBAGE_COLLECTOR, JSON, NAMESPACES, KubeObject
+from kfin.model import CRDS, GARBAGE_COLLECTOR, NAMESPACES, KubeObject
 
 FIRST = "first"  # _survives' step for an object to delete before the target, while its controller runs
 NODES = ("", "nodes")
@@ -60,7 +60,7 @@ class Stuck:
         """What to do first, in a sentence (the plan gives its commands, each on its own)."""
         return prose(self.actions)
 
-    def to_dict(self) -> JSON:
+    def to_dict(self) -> dict:
         return {
             "object": reference(self.obj),
             "finalizer": self.finalizer or None,
@@ -70,7 +70,7 @@ class Stuck:
         }
 
 
-def reference(obj: KubeObject) -> JSON:
+def reference(obj: KubeObject) -> dict:
     """How the JSON output names an object."""
     return {
         "apiVersion": obj.type.api_version,
@@ -85,7 +85,7 @@ class Step:
     actions: tuple[Action, ...]  # an exact command (or an instruction), then its alternatives, each saying when
     why: str
 
-    def to_dict(self) -> JSON:
+    def to_dict(self) -> dict:
         return {**self.actions[0].to_dict(), "more": [a.to_dict() for a in self.actions[1:]], "why": self.why}
 
 
@@ -103,7 +103,7 @@ class Preflight:
     def clean(self) -> bool:
         return not self.stuck and not self.orphaned
 
-    def to_dict(self) -> JSON:
+    def to_dict(self) -> dict:
         return {
             "apiVersion": "kfin.dev/v1",
             "kind": "Preflight",
@@ -231,9 +231,7 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
         gates += [f for f in findings if f.verdict == Verdict.HOLDING and control_plane_owned(f.finalizer)]
     for finding in gates:
         actions = tuple(a for link in finding.links for a in link.step) or (Action(None, note=finding.fix),)
-        result.stuck.append(
-            Stuck(obj, finding.finalizer, reason=finding.condition, verdict=finding.verdict.value, actions=actions)
-        )
+        result.stuck.append(Stuck(obj, finding.finalizer, finding.condition, finding.verdict.value, actions))
     gated = {f.finalizer for f in gates}
     for finalizer in obj.finalizers:
         if finalizer in gated:
@@ -242,13 +240,13 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
         if reason:
             first = step == FIRST
             actions = _delete(obj) if first else (Action(None, note=step),)
-            result.stuck.append(Stuck(obj, finalizer, reason=reason, verdict=verdict, actions=actions, first=first))
+            result.stuck.append(Stuck(obj, finalizer, reason, verdict, actions, first))
 
 
 def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str | None) -> tuple[str, str, str]:
     """("", "", "") when the finalizer's controller would remove it; else (why it would stay, the verdict, the
     step that avoids it)."""
-    fam = family(finalizer)
+    fam = family(finalizer, facts.catalog)
     ctx = Context(obj, finalizer, "metadata.finalizers", facts, fam)
     if fam.entry is not None:
         held = [h for h in holdings(ctx, fam.entry) or [] if h.effect == "holds"]
@@ -321,7 +319,9 @@ def _left_without_controller(facts: Facts, result: Preflight, gone_namespace: st
                 continue
             key = (obj.type.group, obj.type.resource, finalizer)
             if key not in answers:
-                found = finalizer_controllers(Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer)))
+                found = finalizer_controllers(
+                    Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer, facts.catalog))
+                )
                 answers[key] = _workload(found[0][0], result) if found and all(dies(w) for w, _ in found) else None
             controller = answers[key]
             if controller is None:
@@ -332,7 +332,7 @@ def _left_without_controller(facts: Facts, result: Preflight, gone_namespace: st
                 f"{with_target}: nothing removes {finalizer} after"
                 + ("" if obj.terminating else f", so {obj.type.kind} {obj.name} sticks when it is deleted")
             )
-            entry = Stuck(obj, finalizer, reason=reason, verdict="ORPHANED", actions=_delete(obj), first=True)
+            entry = Stuck(obj, finalizer, reason, "ORPHANED", _delete(obj), True)
             (result.stuck if obj.terminating else result.orphaned).append(entry)
 
 
@@ -384,15 +384,15 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
     """What stops the namespace controller before it deletes anything (an unavailable APIService) or while it
     deletes (a webhook failing closed on DELETE of what is here; a CRD whose conversion webhook cannot be called,
     for a type with objects here)."""
-    ctx = Context(namespace, "kubernetes", "spec.finalizers", facts, family("kubernetes"))
+    ctx = Context(namespace, "kubernetes", "spec.finalizers", facts, family("kubernetes", facts.catalog))
     for service, why in unavailable_apiservices(ctx):
         result.stuck.append(
             Stuck(
                 namespace,
                 "kubernetes",
-                reason=f"{why}: the namespace controller stops before deleting anything",
-                verdict="HOLDING",
-                actions=(
+                f"{why}: the namespace controller stops before deleting anything",
+                "HOLDING",
+                (
                     Action(f"kubectl delete apiservice {service.name}", when="if its server was uninstalled"),
                     Action(None, when="else", note="repair its backend"),
                 ),
@@ -404,9 +404,9 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
             Stuck(
                 namespace,
                 "kubernetes",
-                reason=f"{rejection.why}: the namespace controller cannot delete it",
-                verdict="BLOCKED",
-                actions=rejection.step,
+                f"{rejection.why}: the namespace controller cannot delete it",
+                "BLOCKED",
+                rejection.step,
                 certain=rejection.certain,
             )
         )
@@ -417,9 +417,9 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
                 Stuck(
                     namespace,
                     "kubernetes",
-                    reason=f"{why}: the namespace controller cannot delete its resources",
-                    verdict="HOLDING",
-                    actions=conversion_step(crd),
+                    f"{why}: the namespace controller cannot delete its resources",
+                    "HOLDING",
+                    conversion_step(crd),
                 )
             )
 
@@ -433,9 +433,9 @@ def _dependent_gates(facts: Facts, target: KubeObject, dependents: list[KubeObje
             Stuck(
                 target,
                 "foregroundDeletion",
-                reason=_collector_held(rejection.why, target),
-                verdict="BLOCKED",
-                actions=rejection.step,
+                _collector_held(rejection.why, target),
+                "BLOCKED",
+                rejection.step,
                 certain=rejection.certain,
             )
         )
@@ -460,7 +460,7 @@ def _asked(
         refused = None
     if refused is not None:
         why = f"your DELETE would be rejected: {refused.why} ({refused.evidence})"
-        result.stuck.append(Stuck(target, "", reason=why, verdict="BLOCKED", actions=refused.step))
+        result.stuck.append(Stuck(target, "", why, "BLOCKED", refused.step))
     if answer is None or refused is not None:
         return
     asked = [
@@ -479,7 +479,7 @@ def _asked(
         if any(s.certain for s in same):
             continue
         result.stuck = [s for s in result.stuck if s not in same]
-        result.stuck.append(Stuck(target, finalizer, reason=why, verdict="BLOCKED", actions=refusal.step))
+        result.stuck.append(Stuck(target, finalizer, why, "BLOCKED", refusal.step))
 
 
 def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:

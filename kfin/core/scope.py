@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kfin.api.target import Target
+from kfin.core.catalog import Catalog
 
 
 @dataclass(frozen=True)
 class Scope:
-    """What a command reads: the connection flags, which contexts (or a file), and how."""
+    """What a command reads: the connection flags, which contexts (or a file), and how. Its target carries the
+    command's settings (kfin.settings: -v, the catalog) to every connection made for it."""
 
     target: Target = field(default_factory=Target)
     namespace: str | None = None  # -n; None: the context's
@@ -19,7 +21,9 @@ class Scope:
     refresh: bool = False  # rediscover the API instead of using the cache
     concurrency: int = 16
     chunk_size: int = 500
-    catalogs: tuple[str, ...] = ()  # --catalog FILE: read after the shipped catalog and the user's catalog.d
+    # the command's catalog (--catalog FILE, read after the shipped catalog and the user's catalog.d); the same
+    # value as target.settings.catalog, typed for core
+    catalog: Catalog = field(default_factory=Catalog)
     # send the writes a deletion still needs as dry runs (dryRun=All): explain, stuck, preflight and graph, unless
     # --no-dry-run
     dry_run: bool = False

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from functools import partial
 
 from kfin.api import inventory
 from kfin.api.connection import Kube
 from kfin.api.scan import read_objects
-from kfin.api.target import Target
-from kfin.core import catalog
 from kfin.core.ahead import ReadsAhead, Wanted
+from kfin.core.catalog import Catalog
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.errors import KfinError, UsageError
@@ -27,9 +27,11 @@ def no_progress(label: str) -> AbstractContextManager[Progress | None]:
     return nullcontext(None)
 
 
-def read_whole(kube: Kube, chunk_size: int, rtype: ResourceType, namespace: str | None) -> list[KubeObject]:
+def read_whole(
+    kube: Kube, chunk_size: int, catalog: Catalog, rtype: ResourceType, namespace: str | None
+) -> list[KubeObject]:
     """A type's objects whole (in a namespace, or everywhere with None), as Facts reads them (Facts._fetch)."""
-    return read_objects(kube, rtype, namespace, chunk_size, full=True)
+    return read_objects(kube, rtype, namespace, chunk_size, full=True, kept=catalog)
 
 
 def gather(
@@ -46,7 +48,6 @@ def gather(
     `failed`: filled with the contexts that could not be read, instead of an error when none could.
     `ahead`: what explaining a Terminating object reads (kfin.core.causes.reads_for), started as soon as the
     scan lists it (kfin.core.ahead) and taken by Facts.prefetch."""
-    catalog.use_files(scope.catalogs)
     target, contexts = scope.target, list(scope.contexts)
     if scope.from_snapshot:
         if contexts:
@@ -54,15 +55,15 @@ def gather(
         loaded = inventory.load(scope.from_snapshot)
         if scope.namespace and not scope.all_namespaces:
             loaded = inventory.restrict(loaded, scope.namespace)
-        return [Facts(loaded)]
+        return [Facts(loaded, catalog=scope.catalog)]
     wanted = inventory.STUCK_FULL if full is None else full
 
     def one(context: str | None, concurrency: int = scope.concurrency) -> Facts:
-        kube = Kube.connect(Target(target.kubeconfig, context, target.request_timeout))
+        kube = Kube.connect(replace(target, context=context))
         namespace = scope.namespace_of(kube.namespace)
         early = None
         if ahead is not None:
-            read = partial(read_whole, kube, scope.chunk_size)
+            read = partial(read_whole, kube, scope.chunk_size, scope.catalog)
             early = ReadsAhead(read, namespace, wanted, ahead, min(4, concurrency))
         with progress(f"scanning {kube.context}") as report:
             scanned = inventory.live(
@@ -76,7 +77,7 @@ def gather(
                 lean=lean,
                 seen=early.found if early is not None else None,
             )
-        facts = Facts(scanned, kube, scope.chunk_size)
+        facts = Facts(scanned, kube, scope.chunk_size, catalog=scope.catalog)
         facts.ahead = early
         facts.dry_runs_allowed = scope.dry_run
         return facts

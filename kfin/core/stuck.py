@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import KW_ONLY, dataclass, field
+from functools import partial
 from typing import Literal
 
 from kfin.api.builtin_kinds import builtin_resources
@@ -106,7 +107,8 @@ def find_stuck(
     # Thin objects are neither being deleted nor holding finalizers (kfin.model.ThinObject): most of a large
     # cluster, passed over at once
     if facts.kube is not None:  # what the explanations below will read whole, fetched in parallel first
-        facts.prefetch({read for obj in inventory.kept_objects() if obj.terminating for read in reads_for(obj)})
+        reads = (reads_for(obj, facts.catalog) for obj in inventory.kept_objects() if obj.terminating)
+        facts.prefetch({read for wanted in reads for read in wanted})
     for obj in inventory.kept_objects():  # as they are after the prefetch
         # a ghost (its namespace forced away) is listed only by a cluster-wide scan: one namespace's does not
         # read every namespace to tell
@@ -138,7 +140,7 @@ def find_stuck(
                 obj,
                 seconds,
                 finalizers=names,
-                families=list(dict.fromkeys(family(f).name for f in names)),
+                families=list(dict.fromkeys(family(f, facts.catalog).name for f in names)),
                 blocker=f"{line}; {root}" if root else line,
                 conditions=conditions,
                 context=inventory.context,
@@ -258,7 +260,9 @@ def find_all(
 ) -> tuple[list[StuckObject], list[Facts]]:
     """(stuck rows of every context, oldest first; the Facts they came from): what `kfin stuck` prints
     and what `kfin serve --rescan` exposes at each scan. `failed`: as gather's."""
-    sources = gather(scope, lean=True, progress=progress, failed=failed, ahead=reads_for)
+    sources = gather(
+        scope, lean=True, progress=progress, failed=failed, ahead=partial(reads_for, catalog=scope.catalog)
+    )
     return stuck_in(sources, kinds, finalizer, older), sources
 
 

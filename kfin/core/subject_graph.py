@@ -105,7 +105,7 @@ def catalog_holders(obj: KubeObject, facts: Facts) -> list[Holding]:
     """What the catalog finalizers of `obj` will delete or need (those that hold it are chain links already)."""
     out: list[Holding] = []
     for finalizer in obj.finalizers:
-        fam = family(finalizer)
+        fam = family(finalizer, facts.catalog)
         if fam.entry is not None:
             ctx = Context(obj, finalizer, "metadata.finalizers", facts, fam)
             out += [h for h in holdings(ctx, fam.entry) or [] if h.effect != "holds"]

@@ -272,7 +272,7 @@ def _stranded(
     for finalizer in obj.finalizers:
         if control_plane_owned(finalizer) or (obj.uid, finalizer) in known:
             continue
-        ctx = Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer))
+        ctx = Context(obj, finalizer, "metadata.finalizers", facts, family(finalizer, facts.catalog))
         found = finalizer_controllers(ctx)
         losses = [_losses(ctx, w, running, gone, result) for w, running in found or []]
         if not losses or not all(losses):

@@ -11,12 +11,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 
 from kfin.api.connection import Kube
 from kfin.api.informer import Informers
 from kfin.api.inventory import STUCK_FULL
-from kfin.api.target import Target
-from kfin.core import catalog
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.core.sources import unread_context
@@ -56,21 +55,19 @@ class Watched:
     def __init__(self, scope: Scope, refresh: float):
         if scope.from_snapshot:
             raise UsageError("a snapshot cannot be watched: --watch and kfin serve read a live cluster")
-        catalog.use_files(scope.catalogs)
         self.refresh = refresh
         self.changes = threading.Condition()  # every context's informers notify it
         self._answered, self._read_on_demand = 0.0, False  # the last answer: when, and whether it read on demand
         self._seen = 0  # the version the last answer was worked out from
         self._stopped = False  # wakes a waiter at once: see stop()
-        self._facts: tuple[Facts, tuple[str, ...], float] | None = (
-            None  # see facts(): (facts, the watches' versions, when)
-        )
+        self._facts: tuple[Facts, tuple, float] | None = None  # see facts(): (facts, the watches' versions, when)
         self._checked = 0.0  # when keep_facts() last saw that the facts still hold (0: it does not run)
         self.sources: list[tuple[str, Kube | None, Informers | None, KfinError | None]] = []
         names: list[str | None] = list(scope.contexts) or [scope.target.context]
         for name in names:
             try:
-                kube = Kube.connect(Target(scope.target.kubeconfig, name, scope.target.request_timeout))
+                # with the command's settings: its Facts explain with its catalog (kfin.core.facts.catalog_of)
+                kube = Kube.connect(replace(scope.target, context=name))
             except KfinError as error:
                 if len(names) == 1:
                     raise

@@ -19,13 +19,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from kfin import __version__
-from kfin.core import catalog as finalizer_catalog
 from kfin.core.roots import root_causes
 from kfin.core.scope import Scope
 from kfin.core.stuck import find_all
 from kfin.errors import ConfigError, ExitCode, KfinError, UsageError
 from kfin.mcp import removal
-from kfin.model import JSON
 from kfin.names import check_kind, check_name, check_namespace
 from kfin.util.text import one_line
 
@@ -148,7 +146,7 @@ def bounded(document: Any, limit: int) -> Any:
     return _cut(document, items, low)
 
 
-def _cut(document: JSON, items: list[Any], keep: int) -> JSON:
+def _cut(document: dict, items: list, keep: int) -> dict:
     return dict(
         document,
         items=items[:keep],
@@ -270,8 +268,7 @@ class Tools:
 
     def catalog_lookup(self, finalizer: str) -> Result:
         def run() -> Result:
-            finalizer_catalog.use_files(self.settings.scope.catalogs)
-            entry = finalizer_catalog.match(finalizer)
+            entry = self.settings.scope.catalog.match(finalizer)
             document = {"finalizer": finalizer, "entry": entry.to_dict() if entry is not None else None}
             return Result(json.dumps(document, indent=2), document)
 

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kfin.core.causes import Verdict, explain_object
+from kfin.core.catalog import Catalog
 from kfin.core.causes.registry import control_plane_owned, family
 from kfin.core.removal import plan
 from tests.values import custom_type, facts, lease, obj
@@ -54,7 +55,7 @@ def test_a_control_plane_finalizer_is_never_orphaned_nor_removed_by_default(fina
 def test_an_unknown_kubernetes_finalizer_is_the_control_planes_and_says_what_was_seen():
     target = obj("svc", "web", "shop", finalizers=("service.kubernetes.io/future-cleanup",),
                  deleting_for=timedelta(hours=1))
-    assert family("service.kubernetes.io/future-cleanup").name == "control-plane"
+    assert family("service.kubernetes.io/future-cleanup", Catalog()).name == "control-plane"
     [finding] = explain_object(target, facts(target, lease())).findings
     assert finding.verdict == Verdict.UNKNOWN and finding.controller_alive is True
     assert any("kube-controller-manager is running" in line for line in finding.evidence)

@@ -21,7 +21,7 @@ KINDS = ("namespaces", "pvc", "pv", "pods", "services", "configmaps", "deploy.ap
 
 def _names() -> list[str]:
     """A concrete finalizer name of every entry, kfin's causes' and the operators' catalog's."""
-    patterns = [entry.pattern for entry, _ in CATALOG] + [p for e in catalog.entries() for p in e.finalizers]
+    patterns = [entry.pattern for entry, _ in CATALOG] + [p for e in catalog.Catalog().entries() for p in e.finalizers]
     return sorted({p.replace("*", "x") for p in patterns})
 
 

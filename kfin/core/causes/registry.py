@@ -18,8 +18,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import Literal
 
-from kfin.core import catalog
-from kfin.core.catalog import CatalogEntry
+from kfin.core.catalog import Catalog, CatalogEntry
 from kfin.core.causes.evidence import creates_refused, failed_reads, failure_conditions, warning_lines
 from kfin.core.facts import ClusterFacts
 from kfin.model import JSON, KubeObject, parse_time
@@ -206,9 +205,9 @@ class Context:
         self,
         condition: str,
         verdict: Verdict,
-        *,
         fix: str,
         risk: str,
+        *,
         evidence: Iterable[str] = (),
         alive: bool | None = None,
         controller: str | None = None,
@@ -310,10 +309,10 @@ def explains_deletion(
     return register
 
 
-def reads_for(obj: KubeObject) -> set[tuple[str, str, str | None, bool]]:
-    """(group, resource, namespace or None for everywhere, whole) of what explaining `obj` reads, as its
-    causes declare it."""
-    families = [family(f) for f in obj.finalizers + obj.spec_finalizers]
+def reads_for(obj: KubeObject, catalog: Catalog) -> set[tuple[str, str, str | None, bool]]:
+    """(group, resource, namespace or None for everywhere, whole) of what explaining `obj` with `catalog` reads,
+    as its causes declare it."""
+    families = [family(f, catalog) for f in obj.finalizers + obj.spec_finalizers]
     names = ["ecosystem" if fam.entry else fam.name for fam in families]
     if not names and obj.terminating:
         names = [name for name, applies, _, _ in DELETION_CAUSES if applies(obj)]
@@ -340,24 +339,14 @@ def control_plane_owned(finalizer: str) -> bool:
     return any(glob_match(finalizer, pattern) for pattern in CONTROL_PLANE_PATTERNS)
 
 
-_families: dict[str, Family] = {}
-_families_from: list = [None, -1]  # the catalog entries and the number of registered names they were found with
+def family(finalizer: str, catalog: Catalog) -> Family:
+    """The cause a finalizer belongs to: an entry of the command's catalog, else the control plane's (by its
+    domain), custom (domain-qualified) or unknown. Kept per name with the catalog while the causes stay the same:
+    a scan or a watching serve asks it for the same few names at every stuck object."""
+    return catalog.remembered(("family", finalizer, len(CATALOG)), lambda: _family(finalizer, catalog))
 
 
-def family(finalizer: str) -> Family:
-    """The cause a finalizer belongs to: a catalog entry, else the control plane's (by its domain), custom
-    (domain-qualified) or unknown. Kept per name while the catalog and the causes stay the same: a scan or a
-    watching serve asks it for the same few names at every stuck object."""
-    loaded = catalog.entries()
-    if _families_from[0] is not loaded or _families_from[1] != len(CATALOG):
-        _families.clear()
-        _families_from[:] = [loaded, len(CATALOG)]
-    if finalizer not in _families:
-        _families[finalizer] = _family(finalizer)
-    return _families[finalizer]
-
-
-def _family(finalizer: str) -> Family:
+def _family(finalizer: str, catalog: Catalog) -> Family:
     for entry, name in CATALOG:
         if glob_match(finalizer, entry.pattern):
             return Family(name, entry.protects, entry.owner)
@@ -422,7 +411,7 @@ def controller_manager(facts: ClusterFacts) -> tuple[bool | None, str]:
 
 
 def waiting_on_controller_manager(
-    ctx: Context, condition: str, *, risk: str, evidence: Iterable[str] = (), summary: str | None = None
+    ctx: Context, condition: str, risk: str, evidence: Iterable[str] = (), summary: str | None = None
 ) -> Finding:
     """The protected condition is gone: kube-controller-manager should remove the finalizer now."""
     alive, liveness = controller_manager(ctx.facts)
@@ -435,7 +424,7 @@ def waiting_on_controller_manager(
         fix = "nothing to fix: kube-controller-manager should remove it within seconds; if it does not, check its logs"
     # down, it is there (its lease says so) but acts no more: nothing progresses until someone brings it back
     verdict = Verdict.STALLED if alive is False else Verdict.WAITING
-    found = ctx.finding(condition, verdict, fix=fix, risk=risk, evidence=[*evidence, liveness], alive=alive)
+    found = ctx.finding(condition, verdict, fix, risk, evidence=[*evidence, liveness], alive=alive)
     found.summary = summary
     if alive is False:
         found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
@@ -454,7 +443,7 @@ def waiting_on_controller_manager(
 
 
 def explain_finalizer(obj: KubeObject, finalizer: str, where: str, facts: ClusterFacts) -> Finding:
-    fam = family(finalizer)
+    fam = family(finalizer, facts.catalog)
     ctx = Context(obj, finalizer, where, facts, fam)
     explainer = EXPLAINERS.get("ecosystem" if fam.entry else fam.name)
     if explainer is None:
@@ -541,7 +530,7 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
     obj = explanation.obj
     if not obj.terminating:
         return
-    unread, gaps = failed_reads(facts, obj, reads_for(obj))
+    unread, gaps = failed_reads(facts, obj, reads_for(obj, facts.catalog))
     quoted = list(dict.fromkeys(failure_conditions(obj) + unread + gaps))
     against = list(dict.fromkeys(failure_conditions(obj) + unread + warning_lines(events)))
     if not quoted and not against:
@@ -551,7 +540,7 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
             return
         ctx = Context(obj, "", "deletion", facts, Family("unknown", "nothing kfin knows of", "unknown"))
         explanation.findings.append(
-            ctx.finding("no finalizer is left and nothing kfin knows holds it", Verdict.WAITING, fix="", risk="unknown")
+            ctx.finding("no finalizer is left and nothing kfin knows holds it", Verdict.WAITING, "", "unknown")
         )
     for finding in explanation.findings:
         doubtful = finding.verdict == Verdict.WAITING or (finding.verdict == Verdict.ORPHANED and unread)

@@ -7,6 +7,7 @@ import pytest
 
 from kfin.model import Answer, Write
 from kfin.core.causes import Verdict, explain_object
+from kfin.core.catalog import Catalog
 from kfin.core.causes.registry import family
 from kfin.model import ResourceType
 from tests.values import custom_type, facts, obj, pod
@@ -45,7 +46,7 @@ def controller(name: str, namespace: str, ready: int, labels: dict | None = None
     ("objectstorage.k8s.io/protection", "cosi"), ("cosi.objectstorage.k8s.io/bucket-protection", "cosi-v1alpha1"),
 ])
 def test_each_family_is_known_by_name(finalizer, entry):
-    fam = family(finalizer)
+    fam = family(finalizer, Catalog())
     assert fam.entry is not None and fam.entry.name == entry
 
 
@@ -271,7 +272,7 @@ def test_a_running_catalog_controllers_removal_accepted_as_itself_stays_waiting_
     ("usage.apiextensions.crossplane.io", "crossplane-usage"),
 ])
 def test_each_new_family_is_known_by_name(finalizer, entry):
-    fam = family(finalizer)
+    fam = family(finalizer, Catalog())
     assert fam.entry is not None and fam.entry.name == entry
 
 

@@ -4,6 +4,7 @@ and external-provisioner's pkg/controller/controller.go spell them, on plain val
 from datetime import timedelta
 
 from kfin.core.causes import Verdict, explain_object
+from kfin.core.catalog import Catalog
 from kfin.core.causes.registry import family
 from kfin.model import ResourceType
 from tests.values import facts, obj
@@ -27,7 +28,7 @@ def test_each_finalizer_has_its_own_cause():
                         ("snapshot.storage.kubernetes.io/volumesnapshot-bound-protection", "snapshot-bound"),
                         ("snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection", "content-bound"),
                         ("snapshot.storage.kubernetes.io/volumesnapshot-in-group-protection", "volume-snapshot")]:
-        assert family(name).name == cause, name
+        assert family(name, Catalog()).name == cause, name
 
 
 def test_a_claim_is_held_while_a_snapshot_of_it_is_being_taken():
