@@ -18,7 +18,7 @@ import yaml
 from kfin.core.helm import encode
 from kfin.errors import ExitCode
 from tests.runner import kfin
-from tests.scenarios.test_preflight import really_stuck
+from tests.scenarios.test_preflight import really_stuck, widget_operator
 
 RBAC = "rbac.authorization.k8s.io/v1"
 
@@ -405,3 +405,60 @@ def test_the_safe_order_deletes_the_webhook_configuration_first_and_everything_g
         assert ours(really_stuck(cluster), "", ns) == set()
     finally:
         cluster.api.delete(cluster.path_of(config))
+
+
+@pytest.mark.controllers
+def test_a_webhook_whose_service_the_teardown_deletes_but_not_it_rejects_the_finalizer_removal_for_good(
+    cluster, tmp_path
+):
+    """The webhook (checking UPDATE of Widgets, failing closed) is not in the manifests; its Service is, before a
+    Widget whose operator runs elsewhere. Once the Service is gone, the operator's finalizer removal is rejected,
+    and nothing in the teardown ever deletes the configuration: the Widget stays Terminating. Predicted so with
+    kfin's rules alone (--no-dry-run: a dry-run UPDATE would be sent to the webhook, which neither tier can reach;
+    the Service's EndpointSlice says it is served, as it would be in a cluster), and kfin stuck finds it after."""
+    group, ns = cluster.widget_crd(), cluster.namespace
+    ops = cluster.name("ops")
+    widget_operator(cluster, group, ops, cluster_wide=True)
+    operator_runs(cluster, ops)
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "checker", "namespace": ns},
+               "spec": {"ports": [{"port": 443, "targetPort": 8443}]}}
+    widget = {"apiVersion": f"{group}/v1", "kind": "Widget",
+              "metadata": {"name": "w1", "namespace": ns, "finalizers": [f"{group}/cleanup"]}}
+    objects = install(cluster, {"00-service.yaml": [service], "01-widgets.yaml": [widget]}, tmp_path / "release")
+    cluster.create({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+                    "metadata": {"name": "checker-1", "namespace": ns,
+                                 "labels": {"kubernetes.io/service-name": "checker"}},
+                    "endpoints": [{"addresses": ["10.0.0.9"], "conditions": {"ready": True}}],
+                    "ports": [{"port": 8443, "protocol": "TCP"}]})
+    name = cluster.name("checker")
+    config = cluster.create({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{"name": "check.kfin.test", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                      "failurePolicy": "Fail", "timeoutSeconds": 2,
+                      "clientConfig": {"service": {"namespace": ns, "name": "checker", "path": "/validate"}},
+                      "rules": [{"operations": ["UPDATE"], "apiGroups": [group], "apiVersions": ["v1"],
+                                 "resources": ["widgets"]}],
+                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}]})
+    path = f"/apis/{group}/v1/namespaces/{ns}/widgets/w1"
+    try:
+        report = teardown(cluster, "-f", str(tmp_path / "release"), "-n", ns, "--no-dry-run")
+        [stuck] = [s for step in report["steps"] for s in step["wouldBeStuck"]]
+        assert (stuck["object"]["name"], stuck["verdict"]) == ("w1", "BLOCKED"), report
+        assert stuck["reason"] == (f"webhook check.kfin.test of ValidatingWebhookConfiguration {name} rejects the "
+                                   f"removal of {group}/cleanup: its Service is deleted at step 1, its configuration "
+                                   "stays")
+        commands = [p["command"] for p in report["plan"]]
+        assert commands[-2:] == [f"kubectl delete validatingwebhookconfiguration {name}",
+                                 f"kubectl delete -f {tmp_path / 'release'} -n {ns}"], commands
+
+        codes = delete_each(cluster, objects)
+        assert codes == {"Service": 200, "Widget": 200}, codes
+        # the operator's finalizer removal, after the Service went: refused (the webhook cannot be called)
+        code, answer = cluster.api.merge_patch(path, {"metadata": {"finalizers": None}})
+        assert code >= 400 and "failed calling webhook" in str(answer), (code, answer)
+        assert cluster.get(path)["metadata"]["finalizers"] == [f"{group}/cleanup"]
+        assert ours(really_stuck(cluster), "", ns) == stuck_of(report) == {("Widget", "w1")}
+    finally:
+        cluster.api.delete(cluster.path_of(config))
+        cluster.strip_finalizers(path)
