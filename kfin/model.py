@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import KW_ONLY, asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -304,6 +304,7 @@ class Inventory:
 
     resources: list[ResourceType]
     objects: list[KubeObject]
+    _: KW_ONLY
     failures: list[Failure] = field(default_factory=list)
     observed_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     context: str = ""

@@ -66,8 +66,9 @@ def facts(*objects: KubeObject, extra_types: tuple[ResourceType, ...] = (), fail
     types += [t for t in extra_types if t not in types]
     types += [o.type for o in objects if o.type not in types]
     failed = [Failure("list", r.qualified, "Forbidden", "forbidden") for r in types if r.resource in unlisted]
-    inventory = Inventory(types, [o for o in objects if o.type.resource not in unlisted], list(failures) + failed,
-                          NOW, detailed={(r.group, r.resource, "") for r in types if r.resource not in unlisted})
+    inventory = Inventory(types, [o for o in objects if o.type.resource not in unlisted],
+                          failures=list(failures) + failed, observed_at=NOW,
+                          detailed={(r.group, r.resource, "") for r in types if r.resource not in unlisted})
     return Facts(inventory)
 
 

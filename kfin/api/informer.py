@@ -408,12 +408,12 @@ class Informers:
         return Inventory(
             self.resources,
             objects,
-            failures,
-            datetime.now(UTC),
-            self.kube.context,
-            self.kube.shown,
-            self.namespace,
-            detailed,
+            failures=failures,
+            observed_at=datetime.now(UTC),
+            context=self.kube.context,
+            server=self.kube.shown,
+            namespace=self.namespace,
+            detailed=detailed,
             by_type=by_type,
             kept=kept,
         )

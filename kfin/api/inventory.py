@@ -89,13 +89,13 @@ def live(
     return Inventory(
         resources,
         objects,
-        failures + list_failures,
-        datetime.now(UTC),
-        kube.context,
-        kube.shown,  # a snapshot is shared: never a password in it
-        namespace,
-        detailed,
-        dict(left_out.dropped) if left_out else {},
+        failures=failures + list_failures,
+        observed_at=datetime.now(UTC),
+        context=kube.context,
+        server=kube.shown,  # a snapshot is shared: never a password in it
+        namespace=namespace,
+        detailed=detailed,
+        dropped=dict(left_out.dropped) if left_out else {},
     )
 
 
@@ -239,12 +239,12 @@ def _from_snapshot(document: JSON, path: str, kept: list[KubeObject] | None = No
     return Inventory(
         resources,
         objects,
-        failures,
-        parse_time(document.get("observedAt")) or datetime.now(UTC),
-        document.get("context") or "",
-        document.get("server") or "",
-        document.get("namespace"),
-        detailed,
+        failures=failures,
+        observed_at=parse_time(document.get("observedAt")) or datetime.now(UTC),
+        context=document.get("context") or "",
+        server=document.get("server") or "",
+        namespace=document.get("namespace"),
+        detailed=detailed,
     )
 
 
@@ -328,7 +328,16 @@ class _ListItems:
         resources = list(dict.fromkeys(o.type for o in self.objects))
         # Items of a List are whole objects: the kinds explanations read are known in full where present.
         detailed = {(r.group, r.resource, "") for r in resources if (r.group, r.resource) in REDUCED_FIELDS}
-        return Inventory(resources, self.objects, [], datetime.now(UTC), "", f"file:{self.path}", None, detailed)
+        return Inventory(
+            resources,
+            self.objects,
+            failures=[],
+            observed_at=datetime.now(UTC),
+            context="",
+            server=f"file:{self.path}",
+            namespace=None,
+            detailed=detailed,
+        )
 
 
 def _type_of(lookup: KindLookup, raw: JSON) -> ResourceType:
@@ -365,10 +374,10 @@ def restrict(inventory: Inventory, namespace: str | None) -> Inventory:
     return Inventory(
         inventory.resources,
         kept,
-        inventory.failures,
-        inventory.observed_at,
-        inventory.context,
-        inventory.server,
-        namespace,
-        inventory.detailed,
+        failures=inventory.failures,
+        observed_at=inventory.observed_at,
+        context=inventory.context,
+        server=inventory.server,
+        namespace=namespace,
+        detailed=inventory.detailed,
     )

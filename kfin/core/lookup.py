@@ -103,12 +103,12 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     inv = Inventory(
         resources,
         [obj],
-        list(failures),
-        datetime.now(UTC),
-        kube.context,
-        kube.server,
-        namespace,
-        {(rtype.group, rtype.resource, namespace or "")} if full else set(),
+        failures=list(failures),
+        observed_at=datetime.now(UTC),
+        context=kube.context,
+        server=kube.server,
+        namespace=namespace,
+        detailed={(rtype.group, rtype.resource, namespace or "")} if full else set(),
     )
     facts = Facts(inv, kube, scanned=False, catalog=scope.catalog)
     facts.dry_runs_allowed = scope.dry_run
@@ -121,7 +121,15 @@ def facts_on_demand(scope: Scope) -> Facts:
         return Facts(inventory.load(scope.from_snapshot), catalog=scope.catalog)
     kube = Kube.connect(scope.target)
     resources, failures = discover(kube, scope.refresh)
-    inv = Inventory(resources, [], list(failures), datetime.now(UTC), kube.context, kube.server, kube.namespace)
+    inv = Inventory(
+        resources,
+        [],
+        failures=list(failures),
+        observed_at=datetime.now(UTC),
+        context=kube.context,
+        server=kube.server,
+        namespace=kube.namespace,
+    )
     facts = Facts(inv, kube, scanned=False, catalog=scope.catalog)
     facts.dry_runs_allowed = scope.dry_run
     return facts
@@ -132,7 +140,15 @@ def fresh_facts(kube: Kube, resources: list[ResourceType]) -> Callable[[KubeObje
     catalog of the command that made the connection."""
 
     def make(obj: KubeObject) -> Facts:
-        inv = Inventory(resources, [obj], [], datetime.now(UTC), kube.context, kube.server, obj.namespace or None)
+        inv = Inventory(
+            resources,
+            [obj],
+            failures=[],
+            observed_at=datetime.now(UTC),
+            context=kube.context,
+            server=kube.server,
+            namespace=obj.namespace or None,
+        )
         return Facts(inv, kube, scanned=False)
 
     return make

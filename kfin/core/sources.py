@@ -125,4 +125,6 @@ def nothing_read(contexts: list[str], errors: dict[str, KfinError]) -> KfinError
 
 def unread_context(context: str, error: KfinError) -> Facts:
     """What is known of a context that could not be read: only that, and why."""
-    return Facts(Inventory([], [], [Failure("context", context, type(error).__name__, error.message)], context=context))
+    return Facts(
+        Inventory([], [], failures=[Failure("context", context, type(error).__name__, error.message)], context=context)
+    )
