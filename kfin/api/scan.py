@@ -15,11 +15,13 @@ from kfin.api.paths import resource_path
 from kfin.errors import KfinError, NotFoundError
 from kfin.model import (
     CRDS,
+    JSON,
     MANAGERS,
     NAMESPACES,
     Failure,
     KubeObject,
     OwnedObject,
+    OwnerTuple,
     ResourceType,
     ThinObject,
     owner_tuples,
@@ -29,6 +31,9 @@ from kfin.util.gcpause import paused_gc
 from kfin.util.parallel import completed
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+# OwnerEdges' rows: (types, namespaces, names, uids, owners' uids, masks), a column each, filled, then packed
+OpenRows = tuple[list[ResourceType], list[str], list[str], list[str], list[str], bytearray]
+PackedRows = tuple[list[ResourceType], list[str], str, str, str, bytes]
 
 # What explanations need of the few kinds read as full objects, and nothing more: a snapshot never holds
 # Secret data, environment values, or container specs. A command's catalog keeps a few more fields of what its
@@ -112,10 +117,10 @@ def kept_of(key: tuple[str, str], kept: KeptFields | None) -> tuple[str, ...]:
     return kept.kept_fields(*key) if kept is not None else ()
 
 
-def finalizer_managers(meta: dict) -> dict:
+def finalizer_managers(meta: JSON) -> dict[str, str]:
     """Which field manager added each finalizer, from managedFields (`f:metadata/f:finalizers/v:"NAME"`):
     evidence of a finalizer's owner that even a user who may not read RBAC can see."""
-    out = {}
+    out: dict[str, str] = {}
     for entry in meta.get("managedFields") or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("manager"), str):
             continue
@@ -126,7 +131,7 @@ def finalizer_managers(meta: dict) -> dict:
     return out
 
 
-def with_managers(raw: dict, meta: dict) -> dict:
+def with_managers(raw: JSON, meta: JSON) -> JSON:
     """`raw` with the finalizer managers of `meta` (when it names any), before managedFields are dropped."""
     managers = finalizer_managers(meta) if meta.get("finalizers") else {}
     if managers:
@@ -134,7 +139,7 @@ def with_managers(raw: dict, meta: dict) -> dict:
     return raw
 
 
-def slim_metadata(meta: dict) -> dict:
+def slim_metadata(meta: JSON) -> JSON:
     """Metadata without server bookkeeping (managedFields) and without kubectl's copy of the object.
     Copies only when there is something to drop: this runs once for every object of a scan."""
     if "managedFields" in meta:
@@ -145,7 +150,7 @@ def slim_metadata(meta: dict) -> dict:
     return meta
 
 
-def _pod_volume(volume: dict) -> dict | None:
+def _pod_volume(volume: JSON) -> JSON | None:
     if volume.get("persistentVolumeClaim"):
         return {
             "name": volume.get("name"),
@@ -159,17 +164,17 @@ def _pod_volume(volume: dict) -> dict | None:
 WEBHOOK_FIELDS = ("name", "rules", "failurePolicy", "namespaceSelector", "objectSelector", "matchConditions")
 
 
-def _webhook(hook: dict) -> dict:
+def _webhook(hook: JSON) -> JSON:
     """What decides whether a webhook gates an object, and where its backend is (never its CA bundle)."""
     out = {k: hook[k] for k in WEBHOOK_FIELDS if k in hook}
-    config: dict = hook["clientConfig"] if isinstance(hook.get("clientConfig"), dict) else {}
+    config: JSON = hook["clientConfig"] if isinstance(hook.get("clientConfig"), dict) else {}
     out["clientConfig"] = {k: config[k] for k in ("service", "url") if k in config}
     return out
 
 
-def reduce_object(key: tuple[str, str], obj: dict, kept: tuple[str, ...] = ()) -> dict:
+def reduce_object(key: tuple[str, str], obj: JSON, kept: tuple[str, ...] = ()) -> JSON:
     """The fields of REDUCED_FIELDS (and `kept`, kept_of) that the object has, at their places, and nothing else."""
-    out: dict = {}
+    out: JSON = {}
     for path in dict.fromkeys((*REDUCED_FIELDS.get(key, ()), *kept)) if kept else REDUCED_FIELDS.get(key, ()):
         node: Any = obj
         parts = path.split(".")
@@ -215,9 +220,9 @@ class OwnerEdges:
     CHUNK = 1000
     SEPARATOR = "/"  # never in a name (a path segment) nor in a uid; rows that have one are kept as objects
 
-    def __init__(self):
-        self.chunks: list[tuple] = []
-        self._open: tuple = ([], [], [], [], [], bytearray())
+    def __init__(self) -> None:
+        self.chunks: list[PackedRows] = []
+        self._open: OpenRows = ([], [], [], [], [], bytearray())
 
     def add(self, rtype: ResourceType, namespace: str, name: str, uid: str, owners: list[str], mask: int) -> bool:
         """False when the row cannot be packed (a separator in it, or more than 8 owners)."""
@@ -302,21 +307,23 @@ class Lean:
     def __init__(self, whole_namespaces: set[str] | None = None, for_file: bool = False):
         self.whole_namespaces = whole_namespaces  # None: not known yet, nothing is left out
         self.for_file = for_file
-        self.dropped: Counter = Counter()  # (group, resource, namespace) -> objects not kept as objects
+        self.dropped: Counter[tuple[str, str, str]] = Counter()  # (group, resource, namespace) -> objects not kept
         self.edges = OwnerEdges()
 
-    def keep(self, r: ResourceType, meta: dict) -> KubeObject | None:
+    def keep(self, r: ResourceType, meta: JSON) -> KubeObject | None:
         return self.keep_parts(
             r, meta.get("name") or "", meta.get("namespace") or "", meta.get("uid") or "", owner_tuples(meta)
         )
 
-    def keep_parts(self, r: ResourceType, name: str, namespace: str, uid: str, owners: tuple) -> KubeObject | None:
+    def keep_parts(
+        self, r: ResourceType, name: str, namespace: str, uid: str, owners: tuple[OwnerTuple, ...]
+    ) -> KubeObject | None:
         """keep, from the fields themselves (a protobuf page gives them without a metadata dict); `owners`:
         kfin.model.owner_tuples."""
         namespace = sys.intern(namespace)
         if self.for_file:
-            owners = tuple((sys.intern(a), sys.intern(k), *rest) for a, k, *rest in owners)
-            return ThinObject(r, name, namespace, uid, owners)
+            interned = tuple((sys.intern(a), sys.intern(k), *rest) for a, k, *rest in owners)
+            return ThinObject(r, name, namespace, uid, interned)
         # every CRD is kept (thin): explanations ask whether a custom resource's CRD is still there
         whole = self.whole_namespaces is None or namespace in self.whole_namespaces or (r.group, r.resource) == CRDS
         if owners:
@@ -334,7 +341,7 @@ class Lean:
 
 
 def to_object(
-    r: ResourceType, item: dict, full: bool, lean: Lean | None = None, kept: tuple[str, ...] = ()
+    r: ResourceType, item: JSON, full: bool, lean: Lean | None = None, kept: tuple[str, ...] = ()
 ) -> KubeObject | None:
     """One listed item as kfin keeps it: metadata without bookkeeping (plus the reduced fields of `full`
     kinds, and `kept`), or, for a lean scan, thin or not at all when nothing will read it."""
@@ -362,9 +369,10 @@ def read_objects(
     what = ("list", r.qualified, namespace if r.namespaced else None)
     fields = kept_of((r.group, r.resource), kept) if full else ()
 
-    def kept_objects(page: dict) -> list[KubeObject]:
+    def kept_objects(page: JSON) -> list[KubeObject]:
         found = (to_object(r, item, full, lean, fields) for item in page.get("items") or [])
-        return [obj for obj in found if obj is not None] + page.get("kept", [])
+        already: list[KubeObject] = page.get("kept", [])  # kept as the page was parsed (Lean.keep_parts)
+        return [obj for obj in found if obj is not None] + already
 
     path = resource_path(r, namespace)
     if full:
