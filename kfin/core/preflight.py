@@ -13,7 +13,7 @@ predicted too; and a Node's drain that a PodDisruptionBudget allowing no disrupt
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import KindLookup
@@ -37,7 +37,7 @@ from kfin.core.facts import Facts
 from kfin.core.lookup import facts_on_demand
 from kfin.core.scope import Scope
 from kfin.errors import NotFoundError, UsageError
-from kfin.model import CRDS, GARBAGE_COLLECTOR, NAMESPACES, KubeObject
+from kfin.model import CRDS, GARBAGE_COLLECTOR, JSON, NAMESPACES, KubeObject
 
 FIRST = "first"  # _survives' step for an object to delete before the target, while its controller runs
 NODES = ("", "nodes")
@@ -49,6 +49,7 @@ class Stuck:
 
     obj: KubeObject
     finalizer: str  # "" for a gate of the whole object (a namespace's discovery)
+    _: KW_ONLY
     reason: str
     verdict: str  # what explain would say once it is stuck
     actions: tuple[Action, ...] = ()  # what to do first so that it is not
@@ -60,7 +61,7 @@ class Stuck:
         """What to do first, in a sentence (the plan gives its commands, each on its own)."""
         return prose(self.actions)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "object": reference(self.obj),
             "finalizer": self.finalizer or None,
@@ -70,7 +71,7 @@ class Stuck:
         }
 
 
-def reference(obj: KubeObject) -> dict:
+def reference(obj: KubeObject) -> JSON:
     """How the JSON output names an object."""
     return {
         "apiVersion": obj.type.api_version,
@@ -85,7 +86,7 @@ class Step:
     actions: tuple[Action, ...]  # an exact command (or an instruction), then its alternatives, each saying when
     why: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {**self.actions[0].to_dict(), "more": [a.to_dict() for a in self.actions[1:]], "why": self.why}
 
 
@@ -103,7 +104,7 @@ class Preflight:
     def clean(self) -> bool:
         return not self.stuck and not self.orphaned
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "apiVersion": "kfin.dev/v1",
             "kind": "Preflight",
@@ -231,7 +232,9 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
         gates += [f for f in findings if f.verdict == Verdict.HOLDING and control_plane_owned(f.finalizer)]
     for finding in gates:
         actions = tuple(a for link in finding.links for a in link.step) or (Action(None, note=finding.fix),)
-        result.stuck.append(Stuck(obj, finding.finalizer, finding.condition, finding.verdict.value, actions))
+        result.stuck.append(
+            Stuck(obj, finding.finalizer, reason=finding.condition, verdict=finding.verdict.value, actions=actions)
+        )
     gated = {f.finalizer for f in gates}
     for finalizer in obj.finalizers:
         if finalizer in gated:
@@ -240,7 +243,7 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
         if reason:
             first = step == FIRST
             actions = _delete(obj) if first else (Action(None, note=step),)
-            result.stuck.append(Stuck(obj, finalizer, reason, verdict, actions, first))
+            result.stuck.append(Stuck(obj, finalizer, reason=reason, verdict=verdict, actions=actions, first=first))
 
 
 def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str | None) -> tuple[str, str, str]:
@@ -332,7 +335,7 @@ def _left_without_controller(facts: Facts, result: Preflight, gone_namespace: st
                 f"{with_target}: nothing removes {finalizer} after"
                 + ("" if obj.terminating else f", so {obj.type.kind} {obj.name} sticks when it is deleted")
             )
-            entry = Stuck(obj, finalizer, reason, "ORPHANED", _delete(obj), True)
+            entry = Stuck(obj, finalizer, reason=reason, verdict="ORPHANED", actions=_delete(obj), first=True)
             (result.stuck if obj.terminating else result.orphaned).append(entry)
 
 
@@ -390,9 +393,9 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
             Stuck(
                 namespace,
                 "kubernetes",
-                f"{why}: the namespace controller stops before deleting anything",
-                "HOLDING",
-                (
+                reason=f"{why}: the namespace controller stops before deleting anything",
+                verdict="HOLDING",
+                actions=(
                     Action(f"kubectl delete apiservice {service.name}", when="if its server was uninstalled"),
                     Action(None, when="else", note="repair its backend"),
                 ),
@@ -404,9 +407,9 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
             Stuck(
                 namespace,
                 "kubernetes",
-                f"{rejection.why}: the namespace controller cannot delete it",
-                "BLOCKED",
-                rejection.step,
+                reason=f"{rejection.why}: the namespace controller cannot delete it",
+                verdict="BLOCKED",
+                actions=rejection.step,
                 certain=rejection.certain,
             )
         )
@@ -417,9 +420,9 @@ def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> 
                 Stuck(
                     namespace,
                     "kubernetes",
-                    f"{why}: the namespace controller cannot delete its resources",
-                    "HOLDING",
-                    conversion_step(crd),
+                    reason=f"{why}: the namespace controller cannot delete its resources",
+                    verdict="HOLDING",
+                    actions=conversion_step(crd),
                 )
             )
 
@@ -433,9 +436,9 @@ def _dependent_gates(facts: Facts, target: KubeObject, dependents: list[KubeObje
             Stuck(
                 target,
                 "foregroundDeletion",
-                _collector_held(rejection.why, target),
-                "BLOCKED",
-                rejection.step,
+                reason=_collector_held(rejection.why, target),
+                verdict="BLOCKED",
+                actions=rejection.step,
                 certain=rejection.certain,
             )
         )
@@ -460,7 +463,7 @@ def _asked(
         refused = None
     if refused is not None:
         why = f"your DELETE would be rejected: {refused.why} ({refused.evidence})"
-        result.stuck.append(Stuck(target, "", why, "BLOCKED", refused.step))
+        result.stuck.append(Stuck(target, "", reason=why, verdict="BLOCKED", actions=refused.step))
     if answer is None or refused is not None:
         return
     asked = [
@@ -479,7 +482,7 @@ def _asked(
         if any(s.certain for s in same):
             continue
         result.stuck = [s for s in result.stuck if s not in same]
-        result.stuck.append(Stuck(target, finalizer, why, "BLOCKED", refusal.step))
+        result.stuck.append(Stuck(target, finalizer, reason=why, verdict="BLOCKED", actions=refusal.step))
 
 
 def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:

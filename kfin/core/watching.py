@@ -60,7 +60,9 @@ class Watched:
         self._answered, self._read_on_demand = 0.0, False  # the last answer: when, and whether it read on demand
         self._seen = 0  # the version the last answer was worked out from
         self._stopped = False  # wakes a waiter at once: see stop()
-        self._facts: tuple[Facts, tuple, float] | None = None  # see facts(): (facts, the watches' versions, when)
+        self._facts: tuple[Facts, tuple[str, ...], float] | None = (
+            None  # see facts(): (facts, the watches' versions, when)
+        )
         self._checked = 0.0  # when keep_facts() last saw that the facts still hold (0: it does not run)
         self.sources: list[tuple[str, Kube | None, Informers | None, KfinError | None]] = []
         names: list[str | None] = list(scope.contexts) or [scope.target.context]

@@ -24,6 +24,7 @@ from kfin.core.scope import Scope
 from kfin.core.stuck import find_all
 from kfin.errors import ConfigError, ExitCode, KfinError, UsageError
 from kfin.mcp import removal
+from kfin.model import JSON
 from kfin.names import check_kind, check_name, check_namespace
 from kfin.util.text import one_line
 
@@ -146,7 +147,7 @@ def bounded(document: Any, limit: int) -> Any:
     return _cut(document, items, low)
 
 
-def _cut(document: dict, items: list, keep: int) -> dict:
+def _cut(document: JSON, items: list[Any], keep: int) -> JSON:
     return dict(
         document,
         items=items[:keep],

@@ -205,9 +205,9 @@ class Context:
         self,
         condition: str,
         verdict: Verdict,
+        *,
         fix: str,
         risk: str,
-        *,
         evidence: Iterable[str] = (),
         alive: bool | None = None,
         controller: str | None = None,
@@ -411,7 +411,7 @@ def controller_manager(facts: ClusterFacts) -> tuple[bool | None, str]:
 
 
 def waiting_on_controller_manager(
-    ctx: Context, condition: str, risk: str, evidence: Iterable[str] = (), summary: str | None = None
+    ctx: Context, condition: str, *, risk: str, evidence: Iterable[str] = (), summary: str | None = None
 ) -> Finding:
     """The protected condition is gone: kube-controller-manager should remove the finalizer now."""
     alive, liveness = controller_manager(ctx.facts)
@@ -424,7 +424,7 @@ def waiting_on_controller_manager(
         fix = "nothing to fix: kube-controller-manager should remove it within seconds; if it does not, check its logs"
     # down, it is there (its lease says so) but acts no more: nothing progresses until someone brings it back
     verdict = Verdict.STALLED if alive is False else Verdict.WAITING
-    found = ctx.finding(condition, verdict, fix, risk, evidence=[*evidence, liveness], alive=alive)
+    found = ctx.finding(condition, verdict, fix=fix, risk=risk, evidence=[*evidence, liveness], alive=alive)
     found.summary = summary
     if alive is False:
         found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
@@ -540,7 +540,7 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
             return
         ctx = Context(obj, "", "deletion", facts, Family("unknown", "nothing kfin knows of", "unknown"))
         explanation.findings.append(
-            ctx.finding("no finalizer is left and nothing kfin knows holds it", Verdict.WAITING, "", "unknown")
+            ctx.finding("no finalizer is left and nothing kfin knows holds it", Verdict.WAITING, fix="", risk="unknown")
         )
     for finding in explanation.findings:
         doubtful = finding.verdict == Verdict.WAITING or (finding.verdict == Verdict.ORPHANED and unread)
