@@ -328,3 +328,37 @@ def test_a_crds_deletion_names_the_custom_resources_that_would_stick_and_the_crd
     assert held == (f"kfin: deleting customresourcedefinition widgets.{group} stays stuck: it waits for its custom "
                     "resources to go: w0, w1 left stuck")
     assert whole == f"kfin: the whole answer: kfin preflight customresourcedefinition widgets.{group}"
+
+
+def test_a_namespace_holding_a_webhooks_service_is_said_to_wait_for_good_for_what_the_webhook_checks(fake, tmp_path):
+    """The webhook's configuration is not in a namespace, its Service is: once the namespace's Pods (its endpoints)
+    are gone, the webhook fails closed and the namespace controller cannot delete what it checks. Said by the
+    teardown model, with the command that avoids it."""
+    cluster = ScenarioCluster("fakeapi", fake.url, "admin-token", tmp_path, fake=fake)
+    ns = cluster.name("hooked")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "checker", "namespace": ns},
+                    "spec": {"ports": [{"port": 443}]}})  # its EndpointSlice made here, as the fake has no Pods
+    cluster.create({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+                    "metadata": {"name": "checker-1", "namespace": ns,
+                                 "labels": {"kubernetes.io/service-name": "checker"}},
+                    "endpoints": [{"addresses": ["10.0.0.9"], "conditions": {"ready": True},
+                                   "targetRef": {"kind": "Pod", "namespace": ns, "name": "checker-1"}}],
+                    "ports": [{"port": 443, "protocol": "TCP"}]})  # served now by a Pod that goes with the namespace
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": ns}})
+    name = cluster.name("checker")
+    cluster.create({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                    "metadata": {"name": name},
+                    "webhooks": [{"name": "check.kfin.test", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                                  "failurePolicy": "Fail", "clientConfig": {"service": {"namespace": ns, "name": "checker"}},
+                                  "rules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                             "resources": ["configmaps"]}],
+                                  "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}]})
+    with running_guard(cluster.kubeconfig) as url:
+        answer = review(url, delete_of(cluster, f"/api/v1/namespaces/{ns}", "Namespace"))
+    assert answer["allowed"] is True
+    [said] = [w for w in answer["warnings"] if "fails closed" in w]
+    assert said.startswith(f"kfin: deleting namespace {ns} stays stuck: webhook check.kfin.test of "
+                           f"ValidatingWebhookConfiguration {name} fails closed once its Service {ns}/checker loses "
+                           "its Pods"), said
+    assert said.endswith(f"; kubectl delete validatingwebhookconfiguration {name}"), said

@@ -439,10 +439,10 @@ def _webhook_rejections(
 
 def _content_deletes_rejected(facts: Facts, step: Deletion, services_gone: ServicesGone, gone: Gone) -> list[Stuck]:
     """A namespace whose content holds a webhook's Service, the webhook failing closed on DELETE of other content:
-    the namespace controller deletes the Pods first (since 1.34), the Service's endpoints with them when it selects
-    its Pods (a selector selects in its own namespace only), then the Service itself with the rest; from then on
-    its DELETEs the webhook matches are rejected, and the namespace waits for good (its configuration, not in a
-    namespace, stays). A Service without a selector keeps its endpoints until it goes: a race then."""
+    the namespace controller deletes the Pods first (since 1.34), the Service's endpoints with them when they are
+    Pods of the namespace (a selector selects in its own namespace only), then the Service itself with the rest;
+    from then on its DELETEs the webhook matches are rejected, and the namespace waits for good (its
+    configuration, not in a namespace, stays). Endpoints elsewhere stay until the Service goes: a race then."""
     namespace = step.obj
     assert namespace is not None
     mine = {key: at for key, at in services_gone.items() if key[0] == namespace.name and at == step.number}
@@ -459,8 +459,7 @@ def _content_deletes_rejected(facts: Facts, step: Deletion, services_gone: Servi
         if f"{config.type.kind} {config.name}" in said:  # the rules already say it fails closed now
             continue
         service = hook["clientConfig"]["service"]
-        svc = facts.find("", "services", service.get("namespace", ""), service.get("name", ""), full=True)
-        selects = bool(svc is not None and (svc.raw.get("spec") or {}).get("selector"))
+        selects = _served_by_pods_of(facts, namespace.name, str(service.get("name", "")))
         names = ", ".join(f"{o.type.kind} {o.name}" for o in held[:3]) + (" ..." if len(held) > 3 else "")
         why = (
             f"webhook {hook.get('name')} of {config.type.kind} {config.name} fails closed once its Service "
@@ -476,6 +475,22 @@ def _content_deletes_rejected(facts: Facts, step: Deletion, services_gone: Servi
             )
         )
     return out
+
+
+def _served_by_pods_of(facts: Facts, namespace: str, service: str) -> bool:
+    """Whether every endpoint of the Service is a Pod of its namespace (its EndpointSlices' targetRefs: the
+    endpointslice controller names the Pods a selector selects)."""
+    slices = [
+        s
+        for s in facts.objects("discovery.k8s.io", "endpointslices", namespace, full=True) or []
+        if (s.meta.get("labels") or {}).get("kubernetes.io/service-name") == service
+    ]
+    # the lists keep whether each endpoint is ready, not what it is: the slice itself is read for its targetRefs
+    endpoints = [e for s in slices for e in (facts.whole(s) or s.raw).get("endpoints") or []]
+    return bool(endpoints) and all(
+        (e.get("targetRef") or {}).get("kind") == "Pod" and (e.get("targetRef") or {}).get("namespace") == namespace
+        for e in endpoints
+    )
 
 
 def _finalizer_updates_rejected(

@@ -186,9 +186,10 @@ def admission_server(
                 }
                 decision = ERROR
             response = dict(response, uid=uid)
-            body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-            self._answer(200, json.dumps(body), "application/json")
+            body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+            # counted before it is sent: whoever got the answer finds it in /metrics already
             reviews.record(decision, time.monotonic() - started)
+            self._answer(200, body, "application/json")
 
     server = AdmissionServer((host, port), Handler)
     server.certificate = certificate

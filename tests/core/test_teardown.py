@@ -446,8 +446,10 @@ def namespace_with_its_webhook(selector: dict | None):
     service = obj("svc", "checker", "app", spec={"selector": selector} if selector else {})
     backend = obj("pods", "checker-1", "app", labels={"app": "checker"}, spec={"nodeName": "n1"},
                   status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+    pod = {"targetRef": {"kind": "Pod", "namespace": "app", "name": "checker-1"}} if selector else {}
     endpoints = obj("endpointslices.discovery.k8s.io", "checker-1", "app",
-                    labels={"kubernetes.io/service-name": "checker"}, endpoints=[{"conditions": {"ready": True}}])
+                    labels={"kubernetes.io/service-name": "checker"},
+                    endpoints=[{"conditions": {"ready": True}, **pod}])
     return [config, service, backend, endpoints, obj("cm", "settings", "app")]
 
 
@@ -462,7 +464,7 @@ def test_a_namespace_holding_a_webhooks_service_waits_for_good_for_what_the_webh
         "app/checker loses its Pods (the namespace's Pods go first): the namespace controller cannot delete "
         "ConfigMap settings")
     assert result.plan[0].actions[0].command == "kubectl delete validatingwebhookconfiguration checker"
-    # without a selector its endpoints stay until the Service goes, alongside the rest: a race
+    # without a selector its endpoints (not Pods of the namespace) stay until the Service goes, with the rest: a race
     race = of_deletion(facts(*namespace_with_its_webhook(None)), namespace)
     [racing] = [s for s in race.stuck if s.verdict == "BLOCKED"]
     assert not racing.certain and "(a race: those deleted before the Service go)" in racing.reason
