@@ -310,3 +310,56 @@ def test_deleting_a_crd_names_the_custom_resources_that_stick_and_the_crd_waits_
             cluster.api.delete(cluster.path_of(config))
             for i in range(2):
                 cluster.strip_finalizers(f"{widgets}/w{i}")
+
+
+@pytest.mark.controllers
+def test_deleting_a_namespace_that_holds_a_webhooks_service_warns_it_will_wait_for_good(cluster, tmp_path):
+    """A webhook checking DELETE of ConfigMaps, failing closed, its configuration cluster-wide, its Service in the
+    namespace, served by a Pod of the namespace (its EndpointSlice says so): kfin guard says, by the teardown model,
+    that the namespace controller will not be able to delete the ConfigMap once that Pod is gone, and that
+    deleting the configuration avoids it; then the namespace stays, held by the webhook. (Neither tier can call
+    a Service's backend, so the webhook fails closed from the first of the namespace controller's DELETEs: the
+    end is the one predicted, sooner.)"""
+    ns = cluster.name("hooked")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    cluster.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "checker", "namespace": ns},
+                    "spec": {"ports": [{"port": 443, "targetPort": 8443}]}})
+    cluster.create({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+                    "metadata": {"name": "checker-1", "namespace": ns,
+                                 "labels": {"kubernetes.io/service-name": "checker"}},
+                    "endpoints": [{"addresses": ["10.0.0.9"], "conditions": {"ready": True},
+                                   "targetRef": {"kind": "Pod", "namespace": ns, "name": "checker-1"}}],
+                    "ports": [{"port": 8443, "protocol": "TCP"}]})
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": ns}})
+    name = cluster.name("checker")
+    checker = cluster.create({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{"name": "check.kfin.test", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                      "failurePolicy": "Fail", "timeoutSeconds": 2,
+                      "clientConfig": {"service": {"namespace": ns, "name": "checker", "path": "/validate"}},
+                      "rules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                 "resources": ["configmaps"]}],
+                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}]})
+    path = f"/api/v1/namespaces/{ns}"
+    head = (f"kfin: deleting namespace {ns} stays stuck: webhook check.kfin.test of ValidatingWebhookConfiguration "
+            f"{name} fails closed once its Service {ns}/checker")
+    command = f"; kubectl delete validatingwebhookconfiguration {name}"
+
+    def said(warnings: list[str]) -> str | None:
+        return next((w for w in warnings if w.startswith(head) and w.endswith(command)), None)
+
+    with guard(cluster, tmp_path) as (url, trust, cert, _):
+        config = webhook(cluster, url, cert, ns)
+        try:
+            until(lambda: said(cluster.api.delete_warned(path, dry_run=True)[2]), "kfin guard's warning")
+            code, answer, warnings = cluster.api.delete_warned(path)
+            assert code == 200 and answer["metadata"]["deletionTimestamp"], answer
+            assert said(warnings), warnings
+            # what happens: the namespace controller's DELETE of the ConfigMap is refused, the namespace waits
+            cluster.eventually(lambda: "check.kfin.test" in (really_stuck(cluster).get(("Namespace", ns)) or {})
+                               .get("blocker", ""), message="kfin stuck to name the webhook holding the namespace")
+            assert cluster.get(f"{path}/configmaps/settings") is not None
+        finally:
+            cluster.api.delete(cluster.path_of(config))
+            cluster.api.delete(cluster.path_of(checker))
