@@ -180,7 +180,10 @@ def _of_teardown(model: Teardown) -> Preflight:
     """The teardown of one DELETE as a preflight's answer: what its one step deletes and leaves stuck."""
     [step] = model.steps
     assert step.obj is not None  # the object of the request: always there
-    return Preflight(step.obj, step.cascade, step.stuck + step.rejected, model.plan, model.unknown, model.orphaned)
+    stuck = step.stuck + step.rejected
+    return Preflight(
+        step.obj, step.cascade, stuck=stuck, plan=model.plan, unknown=model.unknown, orphaned=model.orphaned
+    )
 
 
 def _preflight(request: JSON, kind: str, name: str) -> str:
