@@ -45,7 +45,16 @@ def show_warning(text: str) -> None:
 def warnings_of(headers: Any) -> list[str]:
     """The texts of a response's Warning headers, unescaped."""
     values = headers.getlist("Warning") if hasattr(headers, "getlist") else headers.get_all("Warning") or []
-    return [re.sub(r"\\(.)", r"\1", m) for value in values for m in WARNING.findall(value)]
+    return [re.sub(r"\\(.)", r"\1", m) for value in values for m in WARNING.findall(_as_utf8(value))]
+
+
+def _as_utf8(value: str) -> str:
+    """http.client reads header bytes as Latin-1; kube-apiserver sends a warning's text as UTF-8 (apimachinery's
+    NewWarningHeader requires valid UTF-8 and writes it as it is)."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
 
 
 # Without --request-timeout, a connection (TLS handshake included) and each silence of the server are still

@@ -198,7 +198,8 @@ def test_deny_mode_refuses_with_kfins_reason_and_the_override_lets_it_through(cl
 def test_kfin_shows_what_the_api_server_warns_about_its_own_writes(cluster, tmp_path, monkeypatch):
     """kfin's client prints a write's Warning headers on stderr as kubectl does (an admission webhook's warnings,
     kfin guard's among them, come the same way): here a ValidatingAdmissionPolicy that warns (validationActions
-    Warn) when a Widget's finalizer is removed."""
+    Warn) when a Widget's finalizer is removed. The text is shown as the server sent it, UTF-8 (the em dash: http.client
+    reads headers as Latin-1, which printed it as 'â€”')."""
     from tests.runner import kfin
 
     monkeypatch.setenv("KFIN_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
@@ -211,7 +212,7 @@ def test_kfin_shows_what_the_api_server_warns_about_its_own_writes(cluster, tmp_
                                                          "operations": ["UPDATE"], "resources": ["widgets"]}]},
                  "validations": [{"expression": "has(object.metadata.finalizers) && "
                                                 "size(object.metadata.finalizers) == size(oldObject.metadata.finalizers)",
-                                  "message": "a finalizer was removed by hand"}]}})
+                                  "message": "a finalizer was removed by hand — ask its owner"}]}})
     binding = cluster.create({
         "apiVersion": admission, "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": cluster.name("told")},
         "spec": {"policyName": policy["metadata"]["name"], "validationActions": ["Warn"], "matchResources": {
@@ -220,7 +221,7 @@ def test_kfin_shows_what_the_api_server_warns_about_its_own_writes(cluster, tmp_
                              "metadata": {"name": "w1", "finalizers": ["example.com/a", "example.com/b"]}})
     cluster.delete(widget)
     expected = (f"Warning: Validation failed for ValidatingAdmissionPolicy '{policy['metadata']['name']}' with "
-                f"binding '{binding['metadata']['name']}': a finalizer was removed by hand")
+                f"binding '{binding['metadata']['name']}': a finalizer was removed by hand — ask its owner")
     base = ("--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
 
     def warned() -> bool:  # the policy is enforced a moment after it is made, on the real tier
