@@ -150,7 +150,7 @@ class Writes:
     audit_log: Path | None = None
 
 
-def apply_removal(scope: Scope, digest: str, ledger: Ledger, writes: Writes, client: str) -> dict[str, Any]:
+def apply_removal(scope: Scope, digest: str, *, ledger: Ledger, writes: Writes, client: str) -> dict[str, Any]:
     """Apply the plan a digest names, if writes are allowed, the object is still as planned, and the verdicts still
     allow it; applied and recorded as kfin remove --confirm does (kfin.core.applying), with the MCP client's name."""
     with ledger.lock:

@@ -326,7 +326,9 @@ class Tools:
         def run() -> Result:
             scope = self.settings.scope
             with self.commands.lock:  # the Remover's messages must not land in a command's captured output
-                done = removal.apply_removal(scope, digest, self.ledger, self.settings.writes, client)
+                done = removal.apply_removal(
+                    scope, digest, ledger=self.ledger, writes=self.settings.writes, client=client
+                )
             text = json.dumps(done, indent=2)
             if not done["ok"]:
                 return Result(text, done, code=ExitCode.API, error=True)
