@@ -29,9 +29,9 @@ from kfin.commands.outputs import OUTPUTS
 from kfin.core import helm, manifests
 from kfin.core.facts import Facts
 from kfin.core.lookup import facts_on_demand
-from kfin.core.preflight import predict
+from kfin.core.preflight import target_of
 from kfin.core.scope import Scope
-from kfin.core.teardown import Teardown, from_manifests, from_release
+from kfin.core.teardown import Teardown, from_manifests, from_release, preflight_of
 from kfin.errors import ExitCode, NotFoundError, UsageError
 from kfin.render import data
 from kfin.render import graph as drawn
@@ -170,7 +170,8 @@ def preflight(
     if fmt in drawn.PICTURES + ("dot",):
         raise UsageError(f"-o {fmt} draws a teardown: it goes with -f or helm RELEASE (kfin graph draws one object)")
     kind, name = subject(kind, name, "preflight")
-    result, facts = predict(scope, kind, name)
+    target, facts = target_of(scope, kind, name)
+    result = preflight_of(facts, target)  # kfin guard's answer too: its warnings point here
     warn_failures(facts.inventory.failures)  # a deletion reaches every type: each failure bears on it
     if fmt == "table":
         preflight_report(result)

@@ -1,10 +1,11 @@
 """kfin guard's answer to a DELETE: what `kfin preflight` predicts it leaves stuck, said to whoever deletes.
 
 The request comes from kube-apiserver's admission chain (an AdmissionReview v1's `request`); the answer is worked
-out from the watch cache (kfin.core.watching) by the same code as `kfin preflight` (kfin.core.preflight.foresee);
-a request that deletes many objects (a Namespace, its content; a CRD, its custom resources) by the teardown model
-of `kfin preflight -f` (kfin.core.teardown.of_deletion: what that deletion's cascade takes away from what it
-deletes, a controller or a webhook's Service; what the namespace or CRD then waits for), in the same words;
+out from the watch cache (kfin.core.watching) by the same code as `kfin preflight KIND NAME`
+(kfin.core.teardown.preflight_of: kfin.core.preflight.foresee's answer; a request that deletes many objects, a
+Namespace its content, a CRD its custom resources, by the teardown model of `kfin preflight -f`
+(kfin.core.teardown.of_deletion: what that deletion's cascade takes away from what it deletes, a controller or a
+webhook's Service; what the namespace or CRD then waits for), in the same words);
 never by a request the guard's own webhook configuration matches: no write, no dry run, only what the watches
 hold and the reads `explain` makes on demand (GET and LIST, which the configuration never matches).
 
@@ -21,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kfin.core.facts import Facts
-from kfin.core.preflight import Preflight, Stuck, foresee
-from kfin.core.teardown import Caused, Teardown, of_deletion
-from kfin.model import CRDS, JSON, NAMESPACES, KubeObject
+from kfin.core.preflight import Preflight, Stuck
+from kfin.core.teardown import Caused, preflight_of
+from kfin.model import JSON, KubeObject
 
 # The label that turns deny mode on for one object, or for everything in a namespace (on the Namespace).
 DENY_LABEL = "kfin.dev/guard"
@@ -132,8 +133,7 @@ class Guard:
                 return Review(True, ALLOWED)
             target = KubeObject(rtype, old)
             namespace = facts.find("", "namespaces", "", target.namespace, full=True) if target.namespace else None
-            many = (rtype.group, rtype.resource) in (NAMESPACES, CRDS)
-            result = _of_teardown(of_deletion(facts, target)) if many else foresee(facts, target)
+            result = preflight_of(facts, target)  # the answer `kfin preflight KIND NAME` gives
         notes = [short(f"kfin: could not read {', '.join(result.unknown[:3])}: the prediction may miss some")]
         notes = notes if result.unknown else []
         if why:  # a watch is down: what it would say is not known, so nothing is refused on it
@@ -174,16 +174,6 @@ class Guard:
         return any(
             (o.meta.get("labels") or {}).get(DENY_LABEL) == DENY_VALUE for o in (target, namespace) if o is not None
         )
-
-
-def _of_teardown(model: Teardown) -> Preflight:
-    """The teardown of one DELETE as a preflight's answer: what its one step deletes and leaves stuck."""
-    [step] = model.steps
-    assert step.obj is not None  # the object of the request: always there
-    stuck = step.stuck + step.rejected
-    return Preflight(
-        step.obj, step.cascade, stuck=stuck, plan=model.plan, unknown=model.unknown, orphaned=model.orphaned
-    )
 
 
 def _preflight(request: JSON, kind: str, name: str) -> str:

@@ -129,8 +129,8 @@ def _delete(obj: KubeObject) -> tuple[Action, ...]:
     return (Action(f"kubectl delete {obj.type.qualified} {obj.name}{ns}"),)
 
 
-def predict(scope: Scope, kind: str, name: str) -> tuple[Preflight, Facts]:
-    """What deleting KIND NAME would leave stuck, and the plan that avoids it."""
+def target_of(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
+    """The object `kfin preflight KIND NAME` asks about (kfin.core.teardown.preflight_of answers), and the facts."""
     facts = facts_on_demand(scope)
     rtype = KindLookup(facts.inventory.resources + builtin_resources()).find(kind)
     namespace = (scope.namespace or facts.inventory.namespace or "default") if rtype.namespaced else ""
@@ -140,7 +140,7 @@ def predict(scope: Scope, kind: str, name: str) -> tuple[Preflight, Facts]:
     if target is None:
         where = f' in namespace "{namespace}"' if namespace else ""
         raise NotFoundError(f'{rtype.qualified} "{name}" not found{where}')
-    return foresee(facts, target), facts
+    return target, facts
 
 
 def foresee(facts: Facts, target: KubeObject) -> Preflight:
@@ -160,7 +160,7 @@ def foresee(facts: Facts, target: KubeObject) -> Preflight:
     _asked(facts, target, deleted if gone_namespace else [], result, collected)
     if gone_namespace or target.type.group == "apps":
         _left_without_controller(facts, result, gone_namespace)
-    result.plan = _plan(result, gone_namespace)
+    result.plan = safe_order(result)
     return result
 
 
@@ -485,18 +485,19 @@ def _asked(
         result.stuck.append(Stuck(target, finalizer, reason=why, verdict="BLOCKED", actions=refusal.step))
 
 
-def _plan(result: Preflight, gone_namespace: str | None) -> list[Step]:
+def safe_order(result: Preflight) -> list[Step]:
     """The order that avoids what would be stuck: custom resources first while their controllers run (each
     followed to its end), then what would stop the rest (controllers down, gates, budgets), then the object
     itself, followed to its end (only followed when it is already being deleted)."""
     steps: list[Step] = []
     done: set[tuple[Action, ...]] = set()
     for stuck in [s for s in result.stuck + result.orphaned if s.first]:
-        if stuck.actions in done:
+        actions = stuck.actions or _delete(stuck.obj)  # the teardown model's stranded ones say no command
+        if actions in done:
             continue
-        steps.append(Step(stuck.actions, f"first, while its controller still runs ({stuck.reason})"))
+        steps.append(Step(actions, f"first, while its controller still runs ({stuck.reason})"))
         steps.append(Step(_wait(stuck.obj), f"its controller removes the finalizer before {result.target.ref} goes"))
-        done.add(stuck.actions)
+        done.add(actions)
     for stuck in result.stuck:
         if stuck.actions and stuck.actions not in done:
             done.add(stuck.actions)

@@ -35,7 +35,7 @@ from kfin.core.causes.webhooks import rule_matches, selector_matches
 from kfin.core.facts import Facts
 from kfin.core.helm import Release, batches, kept, uninstall_order
 from kfin.core.manifests import Manifest
-from kfin.core.preflight import Step, Stuck, finalizer_controllers, foresee, reference
+from kfin.core.preflight import Preflight, Step, Stuck, finalizer_controllers, foresee, reference, safe_order
 from kfin.model import CRDS, JSON, NAMESPACES, KubeObject, ResourceType
 
 SERVICES = ("", "services")
@@ -181,6 +181,22 @@ def of_deletion(facts: Facts, target: KubeObject) -> Teardown:
         "kubectl delete", f"kubectl delete {rtype.qualified} {target.name}{ns}", [Deletion(1, manifest, target)]
     )
     _predict(facts, result)
+    return result
+
+
+def preflight_of(facts: Facts, target: KubeObject) -> Preflight:
+    """The answer to one DELETE, as `kfin preflight KIND NAME` and kfin guard give it: foresee's; for a Namespace or
+    a CRD, the teardown it starts (of_deletion), which says what foresee says and what the cascade adds (what the
+    namespace or CRD waits for, named; a webhook whose Service goes with the namespace), in the same words as
+    `kfin preflight -f`. Its plan is preflight's: deleted first what would be stranded, then the object, followed."""
+    if (target.type.group, target.type.resource) not in (NAMESPACES, CRDS):
+        return foresee(facts, target)
+    model = of_deletion(facts, target)
+    [step] = model.steps
+    result = Preflight(
+        target, step.cascade, stuck=step.stuck + step.rejected, unknown=model.unknown, orphaned=model.orphaned
+    )
+    result.plan = safe_order(result)
     return result
 
 

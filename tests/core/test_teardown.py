@@ -17,7 +17,8 @@ import pytest
 from kfin.commands.preflight import _uninstall
 from kfin.core import helm, manifests
 from kfin.core.manifests import Manifest
-from kfin.core.teardown import from_manifests, from_release, of_deletion
+from kfin.core.guard import Guard
+from kfin.core.teardown import from_manifests, from_release, of_deletion, preflight_of
 from kfin.errors import ExitCode, UsageError
 from kfin.render.teardown import teardown_dot
 from tests.runner import kfin
@@ -487,6 +488,58 @@ def test_a_finalizer_removal_the_webhook_checks_is_rejected_for_good_once_its_se
     assert [s.reason for s in rejected] == [
         "webhook check.example.com of ValidatingWebhookConfiguration checker rejects the removal of "
         "example.com/cleanup: its Service is deleted at step 1, its configuration stays"]
+
+
+def test_preflight_of_a_crd_names_its_wait_in_the_words_of_the_guard_and_keeps_what_it_said():
+    """kfin guard's pointer, `kfin preflight crd NAME`, gives the teardown model's answer too: the CRD waits for the
+    custom resources that stick (named, as the guard and preflight -f say it), in JSON and on the table; what
+    preflight said of the custom resource and its plan stay as they were."""
+    args = ("preflight", "crd", "databases.acme.io", "--from-snapshot", str(EXAMPLE))
+    report = json.loads(kfin(*args, "-o", "json").stdout)
+    held = "it waits for its custom resources to go: orders left stuck"
+    assert [(s["object"]["name"], s["finalizer"], s["verdict"], s["reason"]) for s in report["wouldBeStuck"]] == [
+        ("orders", "acme.io/database-cleanup", "ORPHANED",
+         "no controller of acme.io/database-cleanup runs or is installed: nothing will remove it"),
+        ("databases.acme.io", "customresourcecleanup.apiextensions.k8s.io", "HOLDING", held)]
+    assert [s["command"] for s in report["plan"]] == [
+        None, "kubectl delete customresourcedefinitions.apiextensions.k8s.io databases.acme.io",
+        "kfin wait customresourcedefinitions.apiextensions.k8s.io databases.acme.io --timeout 10m"]
+    table = kfin(*args, "-n", "team-a").stdout
+    assert "2 would be left Terminating:" in table and held in " ".join(table.split())
+
+
+def test_preflight_of_a_namespace_says_all_the_guard_warns_of():
+    """The guard's warnings end with `kfin preflight namespace X`: that answer names each object the guard names
+    stuck, the namespace's wait, and a webhook whose Service goes with the namespace, in the same words."""
+    f0, _ = operator_release()
+    objects = [o for o in f0.everything(None) if o.type.resource != "namespaces"]
+    f = facts(*objects, *namespace_with_its_webhook({"app": "checker"}), extra_types=(custom_type(),))
+    namespace = f.find("", "namespaces", "", "app", full=True)
+    request = {"uid": "1", "operation": "DELETE", "name": "app", "namespace": "app",
+               "kind": {"group": "", "version": "v1", "kind": "Namespace"},
+               "resource": {"group": "", "version": "v1", "resource": "namespaces"},
+               "userInfo": {"username": "admin"}, "oldObject": namespace.raw}
+    warnings = Guard(lambda: (f, "")).review(request).warnings
+    assert warnings[0] == ("kfin: deleting namespace app leaves Widget w1 stuck (example.com/cleanup): its controller "
+                           "is deleted with it; delete first: kubectl delete widgets.example.com w1 -n app")
+    assert warnings[-1] == "kfin: the whole answer: kfin preflight namespace app"
+    answer = preflight_of(f, namespace)
+    said = {(s.obj.name, s.finalizer, s.reason) for s in answer.stuck}
+    [w1] = [s for s in answer.stuck if s.obj.name == "w1"]  # foresee's words, as before
+    assert (w1.finalizer, w1.verdict) == ("example.com/cleanup", "ORPHANED") and "lives in namespace app" in w1.reason
+    head = "kfin: deleting namespace app stays stuck: "
+    waits = [w.removeprefix(head) for w in warnings if w.startswith(head)]
+    assert len(waits) == 2 and "it waits for its content to go: w1 left stuck" in waits
+    for wait in waits:  # the guard's words, whole, or shortened ("…") to keep within kube-apiserver's 256 runes
+        reason, _, step = wait.rpartition("; ") if "; kubectl" in wait else (wait, "", "")
+        assert any(name == "app" and finalizer == "kubernetes" and (r == reason or r.startswith(reason[:-1]))
+                   for name, finalizer, r in said), (reason, said)
+        assert not step or step in [s.actions[0].command for s in answer.plan]
+    # what preflight said before stays: the Widget first while its operator runs, then the namespace, followed
+    commands = [s.actions[0].command for s in answer.plan]
+    assert commands[0] == "kubectl delete widgets.example.com w1 -n app"
+    assert "kubectl delete validatingwebhookconfiguration checker" in commands
+    assert commands[-2:] == ["kubectl delete namespaces app", "kfin wait namespaces app --timeout 10m"]
 
 
 # ----- a bare --helm: Helm 4 assumed, said -------------------------------------------------------------------

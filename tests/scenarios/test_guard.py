@@ -21,7 +21,8 @@ import yaml
 
 from kfin.core.guard import DENY_LABEL, MOST_RUNES, OVERRIDE_ANNOTATION
 from tests.fakeapi.tls import self_signed
-from tests.scenarios.test_preflight import really_stuck, widget_operator
+from tests.runner import kfin
+from tests.scenarios.test_preflight import preflight, really_stuck, widget_operator
 from tests.test_serve import ROOT, _free_port
 
 WEBHOOK = ROOT / "deploy" / "guard" / "webhook.yaml"
@@ -117,6 +118,19 @@ def test_deleting_a_namespace_that_strands_its_widgets_says_so_and_the_namespace
     path = f"/api/v1/namespaces/{ns}"
     expected = (f"kfin: deleting namespace {ns} leaves 2 Widgets stuck ({group}/cleanup): their controller is "
                 f"deleted with it; delete them first: kubectl delete widgets.{group} -n {ns} --all")
+    held = f"kfin: deleting namespace {ns} stays stuck: it waits for its content to go: w0, w1 left stuck"
+    # the guard's last warning points to `kfin preflight namespace NS`: asked before the guard is there (its own
+    # dry runs would be reviewed too), it names what the guard names: the same Widgets stuck, the namespace's wait
+    pointed = preflight(cluster, "namespace", ns)
+    widgets_said = {(s["object"]["name"], s["finalizer"], s["verdict"]) for s in pointed["wouldBeStuck"]
+                    if s["object"]["kind"] == "Widget"}
+    assert widgets_said == {(f"w{i}", f"{group}/cleanup", "ORPHANED") for i in range(2)}, pointed
+    waits = [s["reason"] for s in pointed["wouldBeStuck"] if s["object"]["kind"] == "Namespace"]
+    assert held.removeprefix(f"kfin: deleting namespace {ns} stays stuck: ") in waits, waits
+    first = {s["command"] for s in pointed["plan"] if (s["command"] or "").startswith("kubectl delete widgets")}
+    assert first == {f"kubectl delete widgets.{group} w{i} -n {ns}" for i in range(2)}, pointed["plan"]
+    table = kfin("preflight", "namespace", ns, "--kubeconfig", str(cluster.kubeconfig)).stdout
+    assert "it waits for its content to go: w0, w1 left stuck" in " ".join(table.split()), table
     with guard(cluster, tmp_path) as (url, trust, cert, _):
         config = webhook(cluster, url, cert, ns)
         try:
@@ -124,7 +138,6 @@ def test_deleting_a_namespace_that_strands_its_widgets_says_so_and_the_namespace
             code, answer, warnings = cluster.api.delete_warned(path)
             assert code == 200 and answer["metadata"]["deletionTimestamp"], answer
             # the teardown model of the namespace's content (kfin preflight -f's): what it waits for, named
-            held = f"kfin: deleting namespace {ns} stays stuck: it waits for its content to go: w0, w1 left stuck"
             assert warnings == [expected, held, f"kfin: the whole answer: kfin preflight namespace {ns}"]
             # what was predicted is what happens: the namespace controller deletes the operator with the rest
             widgets = f"/apis/{group}/v1/namespaces/{ns}/widgets"
@@ -290,6 +303,11 @@ def test_deleting_a_crd_names_the_custom_resources_that_stick_and_the_crd_waits_
     held = (f"kfin: deleting customresourcedefinition widgets.{group} stays stuck: it waits for its custom "
             "resources to go: w0, w1 left stuck")
     widgets = f"/apis/{group}/v1/namespaces/{ns}/widgets"
+    # the guard's pointer, in its spelling (`kfin preflight customresourcedefinition NAME`), names the same wait
+    pointed = preflight(cluster, "customresourcedefinition", f"widgets.{group}")
+    said = {(s["object"]["kind"], s["object"]["name"], s["reason"]) for s in pointed["wouldBeStuck"]}
+    assert ("CustomResourceDefinition", f"widgets.{group}", held.partition(" stays stuck: ")[2]) in said, said
+    assert {("Widget", f"w{i}") for i in range(2)} <= {(kind, name) for kind, name, _ in said}, said
     with guard(cluster, tmp_path) as (url, trust, cert, _):
         config = webhook(cluster, url, cert, ns)  # a CRD is not in a namespace: the namespaceSelector lets it by
         try:

@@ -105,7 +105,11 @@ def test_a_crd_whose_resources_carry_the_finalizer_of_an_operator_that_is_gone(c
 
     report = preflight(cluster, "crd", crd)
     assert deleted(report) == {("Widget", "w1"), ("Widget", "w2")}
-    assert predicted(report) == {("Widget", "w1", f"{group}/cleanup", "ORPHANED")}
+    assert predicted(report) == {("Widget", "w1", f"{group}/cleanup", "ORPHANED"),
+                                 ("CustomResourceDefinition", crd, "customresourcecleanup.apiextensions.k8s.io",
+                                  "HOLDING")}  # the CRD waits for w1 (kfin guard's words: its pointer leads here)
+    [wait] = [s["reason"] for s in report["wouldBeStuck"] if s["object"]["kind"] == "CustomResourceDefinition"]
+    assert wait == "it waits for its custom resources to go: w1 left stuck"
     assert report["plan"][0]["command"] is None
     assert report["plan"][0]["note"].startswith(f"install what removes {group}/cleanup")
 
@@ -117,6 +121,8 @@ def test_a_crd_whose_resources_carry_the_finalizer_of_an_operator_that_is_gone(c
                        message="the Widget without finalizers to go")
     left = really_stuck(cluster, cluster.namespace)
     assert set(left) == {("Widget", "w1")}
+    cluster.eventually(lambda: ("CustomResourceDefinition", crd) in really_stuck(cluster),
+                       message="kfin stuck to see the CRD waiting for w1, as predicted")
     cluster.strip_finalizers(widget)
 
 
