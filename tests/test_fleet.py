@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kfin.api.target import Target
-from kfin.core import fleet, sources
+from kfin.core import fleet, fleet_processes, sources
 from kfin.core.scope import Scope
 from kfin.core.stuck import find_all
 from kfin.errors import ExitCode, UnreachableError
@@ -53,12 +53,12 @@ def test_contexts_are_scanned_in_processes_with_the_answer_of_one_process(four_c
                   contexts=("c0", "c1", "c2", "c3", "gone"))
     pools = []
 
-    class CountingPool(fleet.ProcessPoolExecutor):
+    class CountingPool(fleet_processes.ProcessPoolExecutor):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             pools.append(self)
 
-    monkeypatch.setattr(fleet, "ProcessPoolExecutor", CountingPool)
+    monkeypatch.setattr(fleet_processes, "ProcessPoolExecutor", CountingPool)
     monkeypatch.setattr(fleet, "workers_for", lambda contexts: 2)
     rows, sources = fleet.find_all_contexts(scope)
     assert len(pools) == 1
@@ -97,6 +97,23 @@ def test_kfin_stuck_all_contexts_from_the_command_line(four_clusters, tmp_path):
     assert sorted((i["context"], i["name"]) for i in report["items"]) == [
         ("c0", "held-0"), ("c1", "held-1"), ("c2", "held-2"), ("c3", "held-3")]
     assert [f["context"] for f in report["failures"]] == ["gone"] and "Traceback" not in result.stderr
+
+
+def test_one_cluster_scan_does_not_load_the_fleets_worker_processes(fake_kubeconfig, four_clusters, tmp_path):
+    """multiprocessing is 7 ms of start-up (bench/PROFILE.md): a scan of one cluster does without it; a fleet
+    large enough for processes loads it, and answers from them."""
+    code = ("import sys\nfrom kfin.commands.app import main\ntry:\n main(sys.argv[1:])\nexcept SystemExit: pass\n"
+            "print('multiprocessing' in sys.modules, 'concurrent.futures.process' in sys.modules, file=sys.stderr)")
+    env = {**os.environ, "KFIN_CACHE_DIR": str(tmp_path / "cache")}
+    one = subprocess.run([sys.executable, "-c", code, "stuck", "-A", "-o", "json", "--kubeconfig",
+                          str(fake_kubeconfig)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert one.returncode == ExitCode.OK and json.loads(one.stdout)["complete"], one.stderr
+    assert one.stderr.splitlines()[-1] == "False False"
+    fleet_run = subprocess.run([sys.executable, "-c", code, "stuck", "--all-contexts", "-o", "json", "--kubeconfig",
+                                str(four_clusters), "--request-timeout", "5s"], capture_output=True, text=True,
+                               cwd=ROOT, env=env, timeout=120)
+    assert len(json.loads(fleet_run.stdout)["items"]) == 4, fleet_run.stderr
+    assert fleet_run.stderr.splitlines()[-1] == ("True True" if fleet.workers_for(5) >= 2 else "False False")
 
 
 def test_all_contexts_reads_the_kubeconfig_without_the_kubernetes_package(four_clusters):

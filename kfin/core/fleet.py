@@ -1,57 +1,29 @@
 """Many contexts at once (--all-contexts, several --context): scanned in parallel processes.
 
-Threads overlap the waiting on many API servers, but parsing their answers and explaining what is stuck hold
-the GIL: twenty clusters in one process take twenty times one cluster's parsing. So the contexts are shared
-out among one process per core; each scans its share with threads (kfin.core.stuck.find_all) and sends back
-its rows and Facts (without their connections, which are opened again here for what a command reads later).
-A context that fails is reported, and the others go on.
+Below PROCESSES_FROM contexts (or one core) they are scanned in this process, with threads
+(kfin.core.stuck.find_all). Above, the contexts are shared out among one process per core by
+kfin.core.fleet_processes, which is loaded by name (PROCESSES) only then, as the command registry loads a
+command's module: its multiprocessing is 7 ms of start-up every other scan would pay (bench/PROFILE.md).
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import importlib
 import os
-import sys
-import threading
-from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import replace
-from functools import partial
+from collections.abc import Callable, Iterable
 
-from kfin.api.connect import load_transport
-from kfin.api.connection import Kube
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
-from kfin.core.sources import ProgressFactory, no_progress, nothing_read
-from kfin.core.stuck import StuckObject, find_all, oldest_first
-from kfin.errors import KfinError
+from kfin.core.sources import ProgressFactory, no_progress
+from kfin.core.stuck import StuckObject, find_all
 
 PROCESSES_FROM = 4  # contexts; below this, a process's start costs more than sharing one GIL does
+PROCESSES = "kfin.core.fleet_processes"  # find_in_processes: the worker processes of a large fleet
 
 
 def workers_for(contexts: int) -> int:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return min(contexts, cores) if contexts >= PROCESSES_FROM else 1
-
-
-Share = tuple[list[StuckObject], list[Facts], dict[str, KfinError]]
-
-
-def _scan_share(scope: Scope, kinds: tuple[str, ...], finalizer: str | None, older: float | None) -> Share:
-    """In a worker: its contexts scanned with threads; Facts sent back without their connections."""
-    failed: dict[str, KfinError] = {}
-    rows, sources = find_all(scope, kinds, finalizer, older, failed=failed)
-    for facts in sources:
-        facts.kube = None
-    return rows, sources, failed
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    """fork where it is safe (Linux, no other thread yet): nothing is imported again. Else spawn."""
-    if sys.platform == "linux" and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
 
 
 def find_all_contexts(
@@ -62,54 +34,10 @@ def find_all_contexts(
     progress: ProgressFactory = no_progress,
 ) -> tuple[list[StuckObject], list[Facts]]:
     """kfin.core.stuck.find_all, with the contexts shared among processes when there are enough of them."""
-    contexts = list(scope.contexts)
-    workers = workers_for(len(contexts))
+    workers = workers_for(len(scope.contexts))
     if workers < 2 or scope.from_snapshot:
         return find_all(scope, kinds, finalizer, older, progress)
-    try:
-        return _in_processes(scope, contexts, workers, tuple(kinds), finalizer, older, progress)
-    except BrokenProcessPool:  # a worker died (killed, out of memory): the contexts are scanned here instead
-        return find_all(scope, kinds, finalizer, older, progress)
-
-
-def _in_processes(
-    scope: Scope,
-    contexts: list[str],
-    workers: int,
-    kinds: tuple[str, ...],
-    finalizer: str | None,
-    older: float | None,
-    progress: ProgressFactory,
-) -> tuple[list[StuckObject], list[Facts]]:
-    shares = [contexts[n::workers] for n in range(workers)]
-    rows: list[StuckObject] = []
-    by_context: dict[str, Facts] = {}
-    errors: dict[str, KfinError] = {}
-    start = _context()
-    if start.get_start_method() == "fork":
-        load_transport()
-    pool = ProcessPoolExecutor(workers, mp_context=start)
-    try:
-        futures = [
-            pool.submit(_scan_share, replace(scope, contexts=tuple(share)), kinds, finalizer, older) for share in shares
-        ]
-        with progress(f"scanning {len(contexts)} contexts in {workers} processes") as report:
-            done = 0
-            for future in as_completed(futures):
-                part_rows, part_sources, part_errors = future.result()
-                rows += part_rows
-                by_context.update({facts.inventory.context: facts for facts in part_sources})
-                errors.update(part_errors)
-                done += len(part_sources)
-                if report:
-                    report(done, len(contexts))
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    if len(errors) == len(contexts):
-        raise nothing_read(contexts, errors)
-    sources = [by_context[c] for c in contexts if c in by_context]
-    for facts in sources:
-        if facts.inventory.context not in errors:  # for what a command may read afterwards (culprits, webhooks)
-            target = replace(scope.target, context=facts.inventory.context)
-            facts.connect_when_needed(partial(Kube.connect, target))
-    return oldest_first(rows), sources
+    in_processes: Callable[..., tuple[list[StuckObject], list[Facts]]] = importlib.import_module(
+        PROCESSES
+    ).find_in_processes
+    return in_processes(scope, workers, tuple(kinds), finalizer, older, progress)
