@@ -166,7 +166,27 @@ def from_release(facts: Facts, release: Release, major: int, command: str, casca
         f"helm {major} uninstall", command, steps, [m for m in ordered if kept(m)], hooks, release.chart_crds
     )
     _predict(facts, result, cascade)
+    result.hooks = [{**h, "wouldHaveTo": hook_duty(result, h["events"])} for h in hooks]
     return result
+
+
+def hook_duty(result: Teardown, events: list[str]) -> str:
+    """What a delete hook would have to do for the uninstall to leave nothing stuck, drawn from the model (kfin
+    does not run the hook, so the prediction is what happens without it): the safe order's steps before the
+    uninstall. A pre-delete hook runs before the first DELETE, the operator still running (helm.py); a post-delete
+    hook after the last, its controllers and webhook Services deleted by then: too late for those steps."""
+    if result.clean:
+        return "nothing would be left stuck without it"
+    stuck = [s.obj for d in result.steps for s in d.stuck + d.rejected] + [s.obj for s in result.orphaned]
+    names = ", ".join(dict.fromkeys(f"{o.type.kind} {o.name}" for o in stuck))
+    todo = "; then ".join(f"{step.actions[0].text} ({step.why})" for step in result.plan[:-1])
+    if "pre-delete" in events:
+        return f"without it {names} would be left stuck or not deleted: it would have to {todo}"
+    return (
+        "it runs after the last DELETE, the teardown's controllers and webhook Services deleted by then: the safe "
+        f"order's steps come before the uninstall: {todo}; without a pre-delete hook (or you) doing them, {names} "
+        "would be left stuck or not deleted"
+    )
 
 
 def of_deletion(facts: Facts, target: KubeObject) -> Teardown:

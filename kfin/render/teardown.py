@@ -36,6 +36,8 @@ def teardown_report(result: Teardown) -> None:
             + ("before the first DELETE" if "pre-delete" in events else "after the last DELETE")
             + ": kfin does not run it; whatever it cleans up is not predicted here."
         )
+        if hook.get("wouldHaveTo"):
+            say(f"  For nothing to be left stuck: {hook['wouldHaveTo']}.")
     for m in result.kept:
         policy = m.annotations.get("helm.sh/resource-policy")
         say(f"Kept (helm.sh/resource-policy: {policy}): {m.kind}/{m.namespace + '/' if m.namespace else ''}{m.name}")

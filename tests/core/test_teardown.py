@@ -20,7 +20,7 @@ from kfin.core.manifests import Manifest
 from kfin.core.guard import Guard
 from kfin.core.teardown import from_manifests, from_release, of_deletion, preflight_of
 from kfin.errors import ExitCode, UsageError
-from kfin.render.teardown import teardown_dot
+from kfin.render.teardown import teardown_dot, teardown_report
 from tests.runner import kfin
 from tests.values import custom_type, facts, obj
 
@@ -287,6 +287,35 @@ def test_a_teardown_from_a_snapshot_through_the_command(tmp_path):
     [orders] = [s for s in report["steps"][0]["wouldBeStuck"] if s["object"]["kind"] == "Database"]
     assert (orders["object"]["name"], orders["verdict"]) == ("orders", "ORPHANED")
     assert report["plan"][-1]["command"] == f"kubectl delete -f {manifest}"
+
+
+def test_each_delete_hook_is_said_what_it_would_have_to_do_drawn_from_the_model(capsys):
+    """Issue 43: a delete hook is named "and what it would have to do": the safe order's steps before the
+    uninstall, for what would be left stuck without them; a pre-delete hook can (the operator still runs), a
+    post-delete one comes after the last DELETE; a teardown that leaves nothing stuck asks nothing of them."""
+    f, files = operator_release()
+    hooks = [{"name": "cleanup", "kind": "Job", "events": ["pre-delete"], "path": "x"},
+             {"name": "after", "kind": "Job", "events": ["post-delete"], "path": "y"}]
+    release = helm.Release("op", "app", 1, "deployed", files, hooks)
+    result = from_release(f, release, 4, "helm uninstall op -n app")
+    pre, post = (h["wouldHaveTo"] for h in result.hooks)
+    assert pre == ("without it Widget w1, CustomResourceDefinition widgets.example.com would be left stuck or not "
+                   "deleted: it would have to kubectl delete widgets.example.com w1 -n app --wait --timeout=10m "
+                   "(first, while their controller still runs: it removes their finalizers before it goes)")
+    assert post == ("it runs after the last DELETE, the teardown's controllers and webhook Services deleted by then: "
+                    "the safe order's steps come before the uninstall: kubectl delete widgets.example.com w1 -n app "
+                    "--wait --timeout=10m (first, while their controller still runs: it removes their finalizers "
+                    "before it goes); without a pre-delete hook (or you) doing them, Widget w1, "
+                    "CustomResourceDefinition widgets.example.com would be left stuck or not deleted")
+    assert release.hooks == hooks  # the release as read stays as read
+    teardown_report(result)
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "Hook Job cleanup (pre-delete) runs before the first DELETE: kfin does not run it" in shown
+    assert f"For nothing to be left stuck: {pre}." in shown
+    # nothing stuck: nothing asked of them
+    after = facts(*[o for o in f.everything(None) if o.name != "w1"], extra_types=(custom_type(),))
+    clean = from_release(after, release, 4, "helm uninstall op -n app")
+    assert [h["wouldHaveTo"] for h in clean.hooks] == ["nothing would be left stuck without it"] * 2
 
 
 # ----- the picture: -o dot|svg|png ----------------------------------------------------------------------------

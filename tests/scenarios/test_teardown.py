@@ -253,6 +253,11 @@ def test_a_helm_release_record_reads_back_into_the_same_prediction(cluster, tmp_
     assert stuck_of(from_record) == stuck_of(from_manifest) != set()
     assert [k["name"] for k in from_record["kept"]] == ["widget-settings"]
     assert [h["name"] for h in from_record["hooks"]] == ["widget-cleanup"]
+    # what the pre-delete hook would have to do: the safe order's first step, for the Widgets that stick without it
+    # (kfin does not run the hook: the replay below is the uninstall without it, and they stick)
+    duty = from_record["hooks"][0]["wouldHaveTo"]
+    assert duty.startswith("without it ") and from_record["plan"][0]["command"] in duty, duty
+    assert all(f"Widget {w}" in duty.partition(" would be left stuck")[0] for w in ("w1", "w2")), duty
     kinds = [s["object"]["kind"] for s in from_record["steps"]]
     # Helm 3's UninstallOrder: Deployment, RoleBinding, Role, CRD, ServiceAccount, then the unknown kind Widget
     assert kinds == ["Deployment", "RoleBinding", "Role", "CustomResourceDefinition", "ServiceAccount",
