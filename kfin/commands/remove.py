@@ -41,8 +41,7 @@ from kfin.core.scope import Scope
 from kfin.core.stuck import find_all, narrowed
 from kfin.errors import ExitCode, InterruptedByUserError, UsageError
 from kfin.model import format_time
-from kfin.render.removal import print_plan, unrecorded
-from kfin.render.tables import removal_table
+from kfin.render.removal import print_plan, removal_table, unrecorded
 from kfin.render.terminal import progress_bar, say, warn
 from kfin.util.text import one_line
 

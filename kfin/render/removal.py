@@ -1,16 +1,21 @@
-"""kfin remove's screen: the plan for one object (what is removed, kept or refused, and why), and a record
-the audit log could not take."""
+"""kfin remove's screen: the plan for one object (what is removed, kept or refused, and why), --all-stuck's table
+of plans, and a record the audit log could not take."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from kfin.core.audit import AuditError
 from kfin.core.removal import FORCE_DELETION, Plan, requests_preview
+from kfin.render.tables import plain_table
 from kfin.render.terminal import say
 from kfin.util.text import one_line
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def print_plan(plan_: Plan) -> None:
@@ -43,3 +48,29 @@ def unrecorded(entry: dict[str, Any], error: AuditError) -> None:
     """The audit log could not take a record after a write: the record goes to stderr instead of being lost."""
     say(f"error: {one_line(error.message)}; the record of what was applied follows:", err=True)
     print(json.dumps(entry, separators=(",", ":")), file=sys.stderr)
+
+
+def removal_table(plans: Iterable[Plan], out: Console | None = None) -> None:
+    """kfin remove --all-stuck's plan: a line per finalizer, with its verdict and what kfin will do."""
+    rows = []
+    for p in plans:
+        o = p.obj
+        if p.refused:
+            rows.append([o.namespace or "-", o.type.kind_display, o.name, "-", "-", f"refused: {p.refused}"])
+            continue
+        for c in p.choices:
+            f = c.finding
+            forced = f.family == FORCE_DELETION
+            if not c.selected:
+                action = "keep"
+            elif c.refused:
+                action = f"refused: {c.refused}"
+            elif forced:  # no finalizer: the Pod goes with a DELETE of grace period 0, whose risk is said
+                action = f"force-delete: {c.warning or 'risk: ' + f.risk}"
+            elif f.infrastructure and c.warning:  # --force took what guards infrastructure outside the cluster
+                action = f"remove: {c.warning}"
+            else:
+                action = "remove"
+            name = f"({f.family})" if forced else f.finalizer
+            rows.append([o.namespace or "-", o.type.kind_display, o.name, name, f.verdict.value, action])
+    plain_table(["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], rows, out)

@@ -1,4 +1,5 @@
-"""Tables: stuck objects, planned removals, the audit log (one block per row on a narrow terminal)."""
+"""Tables: stuck objects, the audit log, the catalog (one block per row on a narrow terminal). kfin remove's
+table is kfin.render.removal's: kfin stuck, which prints these, does without kfin.core.removal."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kfin.core.catalog import CatalogEntry
-from kfin.core.removal import FORCE_DELETION, Plan
 from kfin.core.roots import RootCause
 from kfin.core.stuck import StuckObject
 from kfin.render import layout
@@ -157,32 +157,6 @@ def plain_table(
         _blocks(headers, cells, target)
         return
     _print_lines(([] if no_headers else [laid[0]]) + [line for lines in laid[1] for line in lines], target)
-
-
-def removal_table(plans: Iterable[Plan], out: Console | None = None) -> None:
-    """kfin remove --all-stuck's plan: a line per finalizer, with its verdict and what kfin will do."""
-    rows = []
-    for p in plans:
-        o = p.obj
-        if p.refused:
-            rows.append([o.namespace or "-", o.type.kind_display, o.name, "-", "-", f"refused: {p.refused}"])
-            continue
-        for c in p.choices:
-            f = c.finding
-            forced = f.family == FORCE_DELETION
-            if not c.selected:
-                action = "keep"
-            elif c.refused:
-                action = f"refused: {c.refused}"
-            elif forced:  # no finalizer: the Pod goes with a DELETE of grace period 0, whose risk is said
-                action = f"force-delete: {c.warning or 'risk: ' + f.risk}"
-            elif f.infrastructure and c.warning:  # --force took what guards infrastructure outside the cluster
-                action = f"remove: {c.warning}"
-            else:
-                action = "remove"
-            name = f"({f.family})" if forced else f.finalizer
-            rows.append([o.namespace or "-", o.type.kind_display, o.name, name, f.verdict.value, action])
-    plain_table(["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], rows, out)
 
 
 def audit_table(records: Iterable[dict[str, Any]], out: Console | None = None) -> None:
