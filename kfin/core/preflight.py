@@ -124,7 +124,8 @@ def _wait(obj: KubeObject) -> tuple[Action, ...]:
     return (Action(f"kfin wait {obj.type.qualified} {obj.name}{ns} --timeout 10m"),)
 
 
-def _delete(obj: KubeObject) -> tuple[Action, ...]:
+def delete_step(obj: KubeObject) -> tuple[Action, ...]:
+    """The DELETE of `obj`, as a plan's step."""
     ns = f" -n {obj.namespace}" if obj.namespace else ""
     return (Action(f"kubectl delete {obj.type.qualified} {obj.name}{ns}"),)
 
@@ -242,7 +243,7 @@ def _predict_object(facts: Facts, obj: KubeObject, gone_namespace: str | None, r
         reason, verdict, step = _survives(facts, obj, finalizer, gone_namespace)
         if reason:
             first = step == FIRST
-            actions = _delete(obj) if first else (Action(None, note=step),)
+            actions = delete_step(obj) if first else (Action(None, note=step),)
             result.stuck.append(Stuck(obj, finalizer, reason=reason, verdict=verdict, actions=actions, first=first))
 
 
@@ -335,7 +336,7 @@ def _left_without_controller(facts: Facts, result: Preflight, gone_namespace: st
                 f"{with_target}: nothing removes {finalizer} after"
                 + ("" if obj.terminating else f", so {obj.type.kind} {obj.name} sticks when it is deleted")
             )
-            entry = Stuck(obj, finalizer, reason=reason, verdict="ORPHANED", actions=_delete(obj), first=True)
+            entry = Stuck(obj, finalizer, reason=reason, verdict="ORPHANED", actions=delete_step(obj), first=True)
             (result.stuck if obj.terminating else result.orphaned).append(entry)
 
 
@@ -492,12 +493,11 @@ def safe_order(result: Preflight) -> list[Step]:
     steps: list[Step] = []
     done: set[tuple[Action, ...]] = set()
     for stuck in [s for s in result.stuck + result.orphaned if s.first]:
-        actions = stuck.actions or _delete(stuck.obj)  # the teardown model's stranded ones say no command
-        if actions in done:
+        if stuck.actions in done:
             continue
-        steps.append(Step(actions, f"first, while its controller still runs ({stuck.reason})"))
+        steps.append(Step(stuck.actions, f"first, while its controller still runs ({stuck.reason})"))
         steps.append(Step(_wait(stuck.obj), f"its controller removes the finalizer before {result.target.ref} goes"))
-        done.add(actions)
+        done.add(stuck.actions)
     for stuck in result.stuck:
         if stuck.actions and stuck.actions not in done:
             done.add(stuck.actions)
@@ -508,6 +508,6 @@ def safe_order(result: Preflight) -> list[Step]:
         )
         steps.append(Step(_wait(result.target), why))
         return steps
-    steps.append(Step(_delete(result.target), "nothing would be left stuck" if result.clean else "then delete it"))
+    steps.append(Step(delete_step(result.target), "nothing would be left stuck" if result.clean else "then delete it"))
     steps.append(Step(_wait(result.target), "and follow it to its end"))
     return steps

@@ -35,7 +35,16 @@ from kfin.core.causes.webhooks import rule_matches, selector_matches
 from kfin.core.facts import Facts
 from kfin.core.helm import Release, batches, kept, uninstall_order
 from kfin.core.manifests import Manifest
-from kfin.core.preflight import Preflight, Step, Stuck, finalizer_controllers, foresee, reference, safe_order
+from kfin.core.preflight import (
+    Preflight,
+    Step,
+    Stuck,
+    delete_step,
+    finalizer_controllers,
+    foresee,
+    reference,
+    safe_order,
+)
 from kfin.model import CRDS, JSON, NAMESPACES, KubeObject, ResourceType
 
 SERVICES = ("", "services")
@@ -328,7 +337,18 @@ def _stranded(
         if not sure:
             pods = "its Pods stop within their grace period; " if grace else ""
             reason += f": a race it usually loses ({pods}{finalizer} goes only if it reconciles this deletion first)"
-        out.append(Caused(obj, finalizer, reason=reason, verdict="ORPHANED", first=True, certain=sure, by=at))
+        out.append(
+            Caused(
+                obj,
+                finalizer,
+                reason=reason,
+                verdict="ORPHANED",
+                actions=delete_step(obj),  # first, while its controller runs: the plan waits for it to go
+                first=True,
+                certain=sure,
+                by=at,
+            )
+        )
         known.add((obj.uid, finalizer))
     return out
 

@@ -571,6 +571,33 @@ def test_preflight_of_a_namespace_says_all_the_guard_warns_of():
     assert commands[-2:] == ["kubectl delete namespaces app", "kfin wait namespaces app --timeout 10m"]
 
 
+def test_what_the_namespaces_deletion_strands_by_taking_its_controllers_rights_is_given_its_delete_first():
+    """The operator runs elsewhere, its right to update Widgets comes from a Role and RoleBinding of the namespace
+    being deleted: the teardown model strands the Widget (the binding goes with the namespace). The guard's warning
+    and preflight's answer both say what to do first, the Widget's own DELETE (the guard said "delete first:" and
+    nothing more)."""
+    widgets = custom_type()
+    widget = obj(widgets, "w1", "app", finalizers=("example.com/cleanup",))
+    operator = obj("pods", "op-1", "ops", spec={"serviceAccountName": "operator", "nodeName": "n1"},
+                   status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+    role = obj("roles.rbac.authorization.k8s.io", "op", "app",
+               rules=[{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["update"]}])
+    binding = obj("rolebindings.rbac.authorization.k8s.io", "op", "app",
+                  roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "op"},
+                  subjects=[{"kind": "ServiceAccount", "name": "operator", "namespace": "ops"}])
+    f = facts(widget, operator, role, binding, extra_types=(widgets,))
+    namespace = f.find("", "namespaces", "", "app", full=True)
+    request = {"uid": "1", "operation": "DELETE", "name": "app", "kind": {"kind": "Namespace"},
+               "resource": {"group": "", "version": "v1", "resource": "namespaces"},
+               "userInfo": {"username": "admin"}, "oldObject": namespace.raw}
+    warnings = Guard(lambda: (f, "")).review(request).warnings
+    assert warnings[0].startswith("kfin: deleting namespace app leaves Widget w1 stuck (example.com/cleanup)")
+    assert warnings[0].endswith("; delete first: kubectl delete widgets.example.com w1 -n app"), warnings
+    [w1] = [s for s in preflight_of(f, namespace).stuck if s.obj.name == "w1"]
+    assert "right to update widgets (Role app/op) is deleted" in w1.reason
+    assert w1.to_dict()["step"] == "kubectl delete widgets.example.com w1 -n app"
+
+
 # ----- a bare --helm: Helm 4 assumed, said -------------------------------------------------------------------
 def test_a_bare_helm_assumes_helm_4_and_says_so_on_stderr(tmp_path):
     """`helm get manifest R | kfin preflight -f - --helm`: the installed Helm is not known; kfin takes the current
