@@ -68,6 +68,7 @@ class Stuck:
             "reason": self.reason,
             "verdict": self.verdict,
             "step": self.step or None,
+            "certain": self.certain,  # false: a race, or a rule only the server's answer decides
         }
 
 

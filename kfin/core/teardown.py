@@ -78,8 +78,8 @@ class Deletion:
             "found": self.obj is not None,
             "note": self.note or None,
             "cascade": [reference(o) for o in self.cascade],
-            "wouldBeStuck": [_stuck_dict(s) for s in self.stuck],
-            "rejected": [_stuck_dict(s) for s in self.rejected],
+            "wouldBeStuck": [s.to_dict() for s in self.stuck],
+            "rejected": [s.to_dict() for s in self.rejected],
         }
 
 
@@ -91,10 +91,6 @@ class Caused(Stuck):
 
     by: int = 0
     waits_for: tuple[KubeObject, ...] = ()
-
-
-def _stuck_dict(s: Stuck) -> JSON:
-    return {**s.to_dict(), "certain": s.certain}
 
 
 @dataclass
@@ -129,7 +125,7 @@ class Teardown:
             "kept": [m.to_dict() for m in self.kept],
             "hooks": self.hooks,
             "chartCRDs": self.chart_crds,
-            "leftWithoutController": [_stuck_dict(s) for s in self.orphaned],
+            "leftWithoutController": [s.to_dict() for s in self.orphaned],
             "plan": [s.to_dict() for s in self.plan],
             "couldNotRead": self.unknown,
         }

@@ -596,6 +596,8 @@ def test_what_the_namespaces_deletion_strands_by_taking_its_controllers_rights_i
     [w1] = [s for s in preflight_of(f, namespace).stuck if s.obj.name == "w1"]
     assert "right to update widgets (Role app/op) is deleted" in w1.reason
     assert w1.to_dict()["step"] == "kubectl delete widgets.example.com w1 -n app"
+    # a race (the operator may reconcile first), said so in preflight's JSON as in preflight -f's
+    assert "a race it usually loses" in w1.reason and w1.to_dict()["certain"] is False
 
 
 # ----- a bare --helm: Helm 4 assumed, said -------------------------------------------------------------------
