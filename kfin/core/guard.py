@@ -206,7 +206,8 @@ def _warnings(result: Preflight, what: str) -> list[str]:
         left = "stuck" if first in result.stuck else "without a controller"
         reason, step = first.reason, _step(first.step)
         if first.first:  # its controller goes with the deletion: the reason names a Pod, the step says it all
-            reason = f"{'their' if count > 1 else 'its'} controller is deleted with it"
+            if not isinstance(first, Caused):  # the teardown model's says what goes: the controller, or its rights
+                reason = f"{'their' if count > 1 else 'its'} controller is deleted with it"
             ns = f" -n {obj.namespace}" if obj.namespace else ""
             same = obj.namespace and all(s.obj.namespace == obj.namespace for s in found)
             step = (

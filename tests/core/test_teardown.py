@@ -593,6 +593,8 @@ def test_what_the_namespaces_deletion_strands_by_taking_its_controllers_rights_i
     warnings = Guard(lambda: (f, "")).review(request).warnings
     assert warnings[0].startswith("kfin: deleting namespace app leaves Widget w1 stuck (example.com/cleanup)")
     assert warnings[0].endswith("; delete first: kubectl delete widgets.example.com w1 -n app"), warnings
+    # what goes with the namespace is the operator's right to update Widgets, not the operator: said as it is
+    assert "its controller's right to update widgets (Role app/op) is deleted" in warnings[0], warnings
     [w1] = [s for s in preflight_of(f, namespace).stuck if s.obj.name == "w1"]
     assert "right to update widgets (Role app/op) is deleted" in w1.reason
     assert w1.to_dict()["step"] == "kubectl delete widgets.example.com w1 -n app"
