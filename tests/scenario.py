@@ -372,3 +372,29 @@ def namespace_behind_an_unavailable_apiservice(cluster) -> tuple[str, str, str]:
                                    for c in (cluster.get(f"/api/v1/namespaces/{ns}") or {}).get("status", {})
                                    .get("conditions") or []), message="the namespace controller to stop")
     return ns, name, group_version
+
+
+def service_webhook(name: str, namespace: str, rule: dict) -> dict:
+    """A ValidatingWebhookConfiguration failing closed, backed by Service `checker` of `namespace`, for one rule and
+    only that namespace's requests (neither tier can call a Service's backend: it rejects whatever it matches)."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{"name": "check.kfin.test", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                      "failurePolicy": "Fail", "timeoutSeconds": 2,
+                      "clientConfig": {"service": {"namespace": namespace, "name": "checker", "path": "/validate",
+                                                   "port": 443}},
+                      "rules": [rule],
+                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}]}
+
+
+def served_by(cluster, namespace: str, pod: str | None = None) -> dict:
+    """The EndpointSlice of Service `checker` saying it is served (by Pod `pod` of the namespace, when named), as
+    it would be in a cluster with an EndpointSlice controller."""
+    endpoint: dict = {"addresses": ["10.0.0.9"], "conditions": {"ready": True}}
+    if pod:
+        endpoint["targetRef"] = {"kind": "Pod", "namespace": namespace, "name": pod}
+    return cluster.create({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+                           "metadata": {"name": "checker-1", "namespace": namespace,
+                                        "labels": {"kubernetes.io/service-name": "checker"}},
+                           "endpoints": [endpoint], "ports": [{"port": 8443, "protocol": "TCP"}]})

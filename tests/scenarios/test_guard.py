@@ -22,6 +22,7 @@ import yaml
 from kfin.core.guard import DENY_LABEL, MOST_RUNES, OVERRIDE_ANNOTATION
 from tests.fakeapi.tls import self_signed
 from tests.runner import kfin
+from tests.scenario import served_by, service_webhook
 from tests.scenarios.test_preflight import preflight, really_stuck, widget_operator
 from tests.test_serve import ROOT, _free_port
 
@@ -343,23 +344,11 @@ def test_deleting_a_namespace_that_holds_a_webhooks_service_warns_it_will_wait_f
     cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     cluster.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "checker", "namespace": ns},
                     "spec": {"ports": [{"port": 443, "targetPort": 8443}]}})
-    cluster.create({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
-                    "metadata": {"name": "checker-1", "namespace": ns,
-                                 "labels": {"kubernetes.io/service-name": "checker"}},
-                    "endpoints": [{"addresses": ["10.0.0.9"], "conditions": {"ready": True},
-                                   "targetRef": {"kind": "Pod", "namespace": ns, "name": "checker-1"}}],
-                    "ports": [{"port": 8443, "protocol": "TCP"}]})
+    served_by(cluster, ns, pod="checker-1")
     cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": ns}})
     name = cluster.name("checker")
-    checker = cluster.create({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": name},
-        "webhooks": [{"name": "check.kfin.test", "admissionReviewVersions": ["v1"], "sideEffects": "None",
-                      "failurePolicy": "Fail", "timeoutSeconds": 2,
-                      "clientConfig": {"service": {"namespace": ns, "name": "checker", "path": "/validate"}},
-                      "rules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"],
-                                 "resources": ["configmaps"]}],
-                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}]})
+    checker = cluster.create(service_webhook(name, ns, {"operations": ["DELETE"], "apiGroups": [""],
+                                                        "apiVersions": ["v1"], "resources": ["configmaps"]}))
     path = f"/api/v1/namespaces/{ns}"
     head = (f"kfin: deleting namespace {ns} stays stuck: webhook check.kfin.test of ValidatingWebhookConfiguration "
             f"{name} fails closed once its Service {ns}/checker")

@@ -18,6 +18,7 @@ import yaml
 from kfin.core.helm import encode
 from kfin.errors import ExitCode
 from tests.runner import kfin
+from tests.scenario import served_by, service_webhook
 from tests.scenarios.test_preflight import really_stuck, widget_operator
 
 RBAC = "rbac.authorization.k8s.io/v1"
@@ -305,25 +306,11 @@ def webhook_files(cluster, ns: str) -> dict[str, list[dict]]:
         "metadata": {"name": "settings", "namespace": ns},
         "data": {"a": "b"},
     }
-    config = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": cluster.name("checker")},
-        "webhooks": [
-            {
-                "name": "check.kfin.test",
-                "admissionReviewVersions": ["v1"],
-                "sideEffects": "None",
-                "failurePolicy": "Fail",
-                "timeoutSeconds": 2,
-                "clientConfig": {"service": {"namespace": ns, "name": "checker", "path": "/validate", "port": 443}},
-                "rules": [
-                    {"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
-                ],
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-            }
-        ],
-    }
+    config = service_webhook(
+        cluster.name("checker"),
+        ns,
+        {"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]},
+    )
     return {"00-service.yaml": [service], "01-settings.yaml": [settings], "02-webhook.yaml": [config]}
 
 
@@ -430,21 +417,10 @@ def test_a_webhook_whose_service_the_teardown_deletes_but_not_it_rejects_the_fin
     widget = {"apiVersion": f"{group}/v1", "kind": "Widget",
               "metadata": {"name": "w1", "namespace": ns, "finalizers": [f"{group}/cleanup"]}}
     objects = install(cluster, {"00-service.yaml": [service], "01-widgets.yaml": [widget]}, tmp_path / "release")
-    cluster.create({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
-                    "metadata": {"name": "checker-1", "namespace": ns,
-                                 "labels": {"kubernetes.io/service-name": "checker"}},
-                    "endpoints": [{"addresses": ["10.0.0.9"], "conditions": {"ready": True}}],
-                    "ports": [{"port": 8443, "protocol": "TCP"}]})
+    served_by(cluster, ns)
     name = cluster.name("checker")
-    config = cluster.create({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": name},
-        "webhooks": [{"name": "check.kfin.test", "admissionReviewVersions": ["v1"], "sideEffects": "None",
-                      "failurePolicy": "Fail", "timeoutSeconds": 2,
-                      "clientConfig": {"service": {"namespace": ns, "name": "checker", "path": "/validate"}},
-                      "rules": [{"operations": ["UPDATE"], "apiGroups": [group], "apiVersions": ["v1"],
-                                 "resources": ["widgets"]}],
-                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}]})
+    config = cluster.create(service_webhook(name, ns, {"operations": ["UPDATE"], "apiGroups": [group],
+                                                       "apiVersions": ["v1"], "resources": ["widgets"]}))
     path = f"/apis/{group}/v1/namespaces/{ns}/widgets/w1"
     try:
         report = teardown(cluster, "-f", str(tmp_path / "release"), "-n", ns, "--no-dry-run")
