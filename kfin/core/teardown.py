@@ -24,6 +24,7 @@ it deletes with it, what its gates and finalizers leave stuck), and then what th
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kfin.api.builtin_kinds import builtin_resources
@@ -108,6 +109,14 @@ class Teardown:
     @property
     def stuck(self) -> list[Stuck]:
         return [s for d in self.steps for s in d.stuck]
+
+    def at(self, number: int) -> str:
+        """When step `number` deletes something, as a reason says it: "at step 2"; in the teardown of one DELETE
+        (kfin guard's, kfin preflight namespace X's) there are no steps to count: "with namespace app"."""
+        if len(self.steps) == 1:
+            only = self.steps[0].manifest
+            return f"with {only.kind.lower()} {only.namespace + '/' if only.namespace else ''}{only.name}"
+        return f"at step {number}"
 
     @property
     def clean(self) -> bool:
@@ -241,7 +250,7 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
             earlier = result.steps[gone[obj.uid] - 1]
             step.note = f"already deleted with {earlier.ref} at step {earlier.number}"
             continue
-        rejections = _webhook_rejections(facts, obj, "DELETE", services_gone, gone, step.number)
+        rejections = _webhook_rejections(facts, obj, "DELETE", services_gone, gone, step.number, when=result.at)
         if rejections:
             step.rejected = [
                 Caused(obj, "", reason=f"its DELETE is rejected: {why}", verdict="BLOCKED", actions=actions, by=at)
@@ -262,7 +271,9 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
         step.stuck = [s for s in single.stuck if gone.get(s.obj.uid, step.number) == step.number]
         known = {(s.obj.uid, s.finalizer) for s in single.stuck}
         for each in [obj, *step.cascade]:
-            step.stuck += _finalizer_updates_rejected(facts, each, services_gone, gone, step.number, known)
+            step.stuck += _finalizer_updates_rejected(
+                facts, each, services_gone, gone, step.number, known, when=result.at
+            )
         if (obj.type.group, obj.type.resource) == NAMESPACES:
             step.stuck += _content_deletes_rejected(facts, step, services_gone, gone)
         for s in single.orphaned:
@@ -359,7 +370,7 @@ def _losses(
     found: list[tuple[int, str, bool, bool]] = []
     if w.uid in gone:
         at = result.steps[gone[w.uid] - 1]
-        why = f"its controller {_named(w, at)} is deleted at step {at.number}" + (
+        why = f"its controller {_named(w, at)} is deleted {result.at(at.number)}" + (
             "" if running else " (not running now)"
         )
         found.append((at.number, why, not running, running))
@@ -370,7 +381,9 @@ def _losses(
     sa = ctx.facts.find("", "serviceaccounts", w.namespace, account)
     if sa is not None and sa.uid in gone:
         n = gone[sa.uid]
-        why = f"its controller's ServiceAccount {w.namespace}/{account} is deleted at step {n} (its token is refused)"
+        why = (
+            f"its controller's ServiceAccount {w.namespace}/{account} is deleted {result.at(n)} (its token is refused)"
+        )
         found.append((n, why, True, False))
     gone_objects = [
         o for d in result.steps for o in ([d.obj] if d.obj is not None else []) + d.cascade if o.uid in gone
@@ -384,7 +397,7 @@ def _losses(
     if grants and all(n is not None for n in lost):
         n = max(x for x in lost if x is not None)
         names = ", ".join(dict.fromkeys(g.role for g in grants))
-        why = f"its controller's right to update {ctx.obj.type.resource} ({names}) is deleted at step {n}"
+        why = f"its controller's right to update {ctx.obj.type.resource} ({names}) is deleted {result.at(n)}"
         found.append((n, why, True, False))
     return found
 
@@ -474,7 +487,14 @@ def _webhooks_failing(
 
 
 def _webhook_rejections(
-    facts: Facts, obj: KubeObject, operation: str, services_gone: ServicesGone, gone: Gone, number: int
+    facts: Facts,
+    obj: KubeObject,
+    operation: str,
+    services_gone: ServicesGone,
+    gone: Gone,
+    number: int,
+    *,
+    when: Callable[[int], str],
 ) -> list[tuple[str, tuple[Action, ...], int]]:
     """Why `operation` on `obj` is rejected at step `number`, what to do first, and the step that deleted the
     webhook's Service."""
@@ -483,7 +503,7 @@ def _webhook_rejections(
         service = hook["clientConfig"]["service"]
         why = (
             f"webhook {hook.get('name')} of {config.type.kind} {config.name} fails closed: its Service "
-            f"{service.get('namespace')}/{service.get('name')} is deleted at step {at}"
+            f"{service.get('namespace')}/{service.get('name')} is deleted {when(at)}"
         )
         out.append((why, (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),), at))
     return out
@@ -546,7 +566,14 @@ def _served_by_pods_of(facts: Facts, namespace: str, service: str) -> bool:
 
 
 def _finalizer_updates_rejected(
-    facts: Facts, obj: KubeObject, services_gone: ServicesGone, gone: Gone, number: int, known: set[tuple[str, str]]
+    facts: Facts,
+    obj: KubeObject,
+    services_gone: ServicesGone,
+    gone: Gone,
+    number: int,
+    known: set[tuple[str, str]],
+    *,
+    when: Callable[[int], str],
 ) -> list[Stuck]:
     """A finalizer removal (an UPDATE) rejected for good: the webhook's Service is gone and the teardown never
     deletes its configuration. (One the teardown deletes later only delays the removal: controllers retry.)"""
@@ -562,7 +589,7 @@ def _finalizer_updates_rejected(
             known.add((obj.uid, finalizer))
             why = (
                 f"webhook {hook.get('name')} of {config.type.kind} {config.name} rejects the removal of {finalizer}: "
-                f"its Service is deleted at step {at}, its configuration stays"
+                f"its Service is deleted {when(at)}, its configuration stays"
             )
             out.append(
                 Caused(

@@ -516,7 +516,7 @@ def test_a_finalizer_removal_the_webhook_checks_is_rejected_for_good_once_its_se
     rejected = [s for s in result.stuck if s.obj.name == "w1" and s.verdict == "BLOCKED"]
     assert [s.reason for s in rejected] == [
         "webhook check.example.com of ValidatingWebhookConfiguration checker rejects the removal of "
-        "example.com/cleanup: its Service is deleted at step 1, its configuration stays"]
+        "example.com/cleanup: its Service is deleted with namespace app, its configuration stays"]
 
 
 def test_preflight_of_a_crd_names_its_wait_in_the_words_of_the_guard_and_keeps_what_it_said():
@@ -594,9 +594,11 @@ def test_what_the_namespaces_deletion_strands_by_taking_its_controllers_rights_i
     assert warnings[0].startswith("kfin: deleting namespace app leaves Widget w1 stuck (example.com/cleanup)")
     assert warnings[0].endswith("; delete first: kubectl delete widgets.example.com w1 -n app"), warnings
     # what goes with the namespace is the operator's right to update Widgets, not the operator: said as it is
-    assert "its controller's right to update widgets (Role app/op) is deleted" in warnings[0], warnings
+    # (one DELETE has no steps to count: "with namespace app", never "at step 1")
+    assert "its controller's right to update widgets (Role app/op) is deleted with namespace app" in warnings[0]
+    assert "at step" not in warnings[0], warnings
     [w1] = [s for s in preflight_of(f, namespace).stuck if s.obj.name == "w1"]
-    assert "right to update widgets (Role app/op) is deleted" in w1.reason
+    assert "right to update widgets (Role app/op) is deleted with namespace app" in w1.reason
     assert w1.to_dict()["step"] == "kubectl delete widgets.example.com w1 -n app"
     # a race (the operator may reconcile first), said so in preflight's JSON as in preflight -f's
     assert "a race it usually loses" in w1.reason and w1.to_dict()["certain"] is False
