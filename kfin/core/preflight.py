@@ -55,6 +55,7 @@ class Stuck:
     actions: tuple[Action, ...] = ()  # what to do first so that it is not
     first: bool = False  # delete it before the target, while its controller still runs
     certain: bool = True  # False: a rule that only may hold it (a policy kfin could not evaluate): a dry run decides
+    race: bool = False  # not certain because its controller may still finish first (a teardown's race)
 
     @property
     def step(self) -> str:
@@ -69,6 +70,7 @@ class Stuck:
             "verdict": self.verdict,
             "step": self.step or None,
             "certain": self.certain,  # false: a race, or a rule only the server's answer decides
+            "race": self.race,
         }
 
 

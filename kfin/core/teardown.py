@@ -353,6 +353,7 @@ def _stranded(
                 actions=delete_step(obj),  # first, while its controller runs: the plan waits for it to go
                 first=True,
                 certain=sure,
+                race=not sure,
                 by=at,
             )
         )
@@ -543,7 +544,14 @@ def _content_deletes_rejected(facts: Facts, step: Deletion, services_gone: Servi
         action = (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),)
         out.append(
             Caused(
-                namespace, "kubernetes", reason=why, verdict="BLOCKED", actions=action, certain=selects, by=step.number
+                namespace,
+                "kubernetes",
+                reason=why,
+                verdict="BLOCKED",
+                actions=action,
+                certain=selects,
+                race=not selects,
+                by=step.number,
             )
         )
     return out

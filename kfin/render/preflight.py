@@ -40,7 +40,20 @@ def _table(rows: list[Stuck]) -> None:
     plain_table(
         ["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "WHY"],
         [
-            [s.obj.namespace or "-", s.obj.type.kind_display, s.obj.name, s.finalizer or "-", s.verdict, s.reason]
+            [
+                s.obj.namespace or "-",
+                s.obj.type.kind_display,
+                s.obj.name,
+                s.finalizer or "-",
+                s.verdict + doubt(s),
+                s.reason,
+            ]
             for s in rows
         ],
     )
+
+
+def doubt(s: Stuck) -> str:
+    """How a verdict that is not certain is marked: a race its controller may win, or a rule only the server's
+    answer decides (a policy kfin could not evaluate)."""
+    return "" if s.certain else " (race)" if s.race else " (may)"

@@ -13,6 +13,7 @@ from kfin.model import JSON
 from kfin.render.explanation import verdict_colour
 from kfin.render.graph import FONT, dot_quote, edge_row, label_lines, legend_block, tint, title_of, verdict_rows
 from kfin.render.layout import spans
+from kfin.render.preflight import doubt
 from kfin.render.steps import print_plan
 from kfin.render.tables import plain_table
 from kfin.render.terminal import say
@@ -62,7 +63,7 @@ def teardown_report(result: Teardown) -> None:
                     s.obj.type.kind_display,
                     s.obj.name,
                     s.finalizer or "-",
-                    ("REJECTED" if s in d.rejected else s.verdict) + ("" if s.certain else " (race)"),
+                    ("REJECTED" if s in d.rejected else s.verdict) + doubt(s),
                     s.reason,
                 ]
                 for d, s in stuck
@@ -232,9 +233,10 @@ def _what(d: Deletion) -> str:
 
 
 def _mark(s: Stuck) -> str:
-    """What an object is left as: its verdict to be (a race said so), then the finalizer on a line of its own."""
+    """What an object is left as: its verdict to be (a race or a may said so), then the finalizer on a line of its
+    own."""
     what = "REJECTED" if not s.finalizer and s.verdict == "BLOCKED" else s.verdict
-    return f"{what}{'' if s.certain else ' (race)'}" + (f"\n{s.finalizer}" if s.finalizer else "")
+    return f"{what}{doubt(s)}" + (f"\n{s.finalizer}" if s.finalizer else "")
 
 
 def _reason_lines(reason: str) -> list[str]:

@@ -631,3 +631,30 @@ def test_when_helm_3s_order_would_differ_the_assumption_says_by_how_much(capsys)
     assert assumed.tool == "helm 4 uninstall" and assumed.clean
     assert capsys.readouterr().err == ("kfin assumes Helm 4's uninstall order (--helm 3 for Helm 3's); Helm 3's order "
                                        "(webhook configurations last) would leave 1 stuck or rejected, not 0\n")
+
+
+def test_a_verdict_that_is_not_certain_is_marked_with_why_a_race_or_a_rule_only_the_server_decides(capsys):
+    """"(race)": its controller may still win (the teardown's races); "(may)": a policy kfin could not evaluate (it
+    reads the object's data) may deny the namespace controller's DELETE: only the server's answer decides. Both used
+    to be marked "(race)" by kfin preflight -f, and not at all by kfin preflight KIND NAME."""
+    from kfin.render.preflight import preflight_report
+
+    group = "admissionregistration.k8s.io"
+    policy = obj(f"validatingadmissionpolicies.{group}", "keep-settings", spec={
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
+                                                "resources": ["configmaps"]}]},
+        "validations": [{"expression": "oldObject.data.keep != 'yes'", "message": "kept"}]})
+    binding = obj(f"validatingadmissionpolicybindings.{group}", "keep-settings",
+                  spec={"policyName": "keep-settings", "validationActions": ["Deny"]})
+    f = facts(policy, binding, obj("configmaps", "settings", "app"))
+    result = preflight_of(f, f.find("", "namespaces", "", "app", full=True))
+    [may] = [s for s in result.stuck if "may deny" in s.reason]
+    assert (may.certain, may.to_dict()["race"]) == (False, False)
+    preflight_report(result)
+    [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("-          Namespace  app")]
+    assert " BLOCKED (may) " in row and "(race)" not in row
+    # a teardown's race is still one: the operator deleted with the Widgets it finalizes
+    f, files = operator_release()
+    racing = [s for s in from_manifests(f, files, "app", "kubectl delete -f app/").stuck if not s.certain]
+    assert racing and all(s.race and s.to_dict()["race"] is True for s in racing)
