@@ -2,12 +2,15 @@
 `kfin catalog`, checked by `kfin catalog check`, and extended by users (catalog.d and --catalog) without code."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kfin.core import catalog
 from kfin.errors import ExitCode
 from tests.runner import kfin
 
@@ -29,6 +32,20 @@ def test_the_shipped_catalog_is_valid_and_every_entry_is_listed():
             "AWS Controllers for Kubernetes (ACK)", "Karpenter (AWS provider)", "Karpenter (Azure provider)",
             "OpenShift Machine API", "HyperShift (hosted control planes)", "Knative Serving", "Tekton Chains",
             "Gateway API (kubernetes-sigs)", "Gardener"} <= {e["project"] for e in listed["entries"]}
+
+
+def test_kfin_reads_the_shipped_catalog_as_its_yaml_says(tmp_path):
+    """Issue 47: kfin reads the shipped catalog from kfin/data/catalog.json (JSON parses in a fraction of the YAML's
+    12 ms), generated from catalog.yaml by scripts/generate_catalog.py. An edit of the YAML without regenerating
+    fails here, and the entries kfin works with are those of the YAML, each naming the YAML as its source."""
+    fresh = tmp_path / "catalog.json"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "generate_catalog.py"), str(fresh)], check=True, cwd=ROOT)
+    committed = (ROOT / "kfin" / "data" / "catalog.json").read_text(encoding="utf-8")
+    assert committed == fresh.read_text(encoding="utf-8"), (
+        "kfin/data/catalog.json is out of date: python scripts/generate_catalog.py"
+    )
+    assert list(catalog.shipped()) == catalog.read_file(catalog.SHIPPED)  # validated against the schema too
+    assert {e.source for e in catalog.shipped()} == {str(catalog.SHIPPED)}
 
 
 def test_every_shipped_entry_says_what_it_guards_outside_the_cluster(monkeypatch):

@@ -38,7 +38,7 @@ def test_the_wheel_carries_kfins_data_licence_and_metadata(built):
     wheel, sdist = built
     assert wheel.name == f"kfin-{kfin.__version__}-py3-none-any.whl"
     names = zipfile.ZipFile(wheel).namelist()
-    assert "kfin/data/catalog.yaml" in names and any(n.endswith("/licenses/LICENSE") for n in names)
+    assert {"kfin/data/catalog.yaml", "kfin/data/catalog.json"} <= set(names) and any(n.endswith("/licenses/LICENSE") for n in names)
     assert f"kfin-{kfin.__version__}.data/data/share/man/man1/kfin.1" in names  # `man kfin` once installed
     metadata = zipfile.ZipFile(wheel).read(f"kfin-{kfin.__version__}.dist-info/METADATA").decode()
     assert "License-Expression: Apache-2.0" in metadata and "Classifier: Environment :: Console" in metadata

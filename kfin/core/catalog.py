@@ -22,6 +22,9 @@ from kfin.util.globs import glob_match
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SHIPPED = DATA / "catalog.yaml"
+# the shipped catalog as kfin reads it: generated from SHIPPED by scripts/generate_catalog.py (tests/test_catalog.py
+# fails when it is out of date), since parsing the YAML took 12 ms of every scan that explains a custom finalizer
+SHIPPED_JSON = DATA / "catalog.json"
 SCHEMA = DATA / "catalog.schema.json"
 MAX_FILE_BYTES = 1 << 20  # a catalog is a few kilobytes: a larger file is a mistake, not a catalog
 T = TypeVar("T")
@@ -144,8 +147,10 @@ class Catalog:
 
 @lru_cache(maxsize=1)
 def shipped() -> tuple[CatalogEntry, ...]:
-    """The entries of kfin's own catalog: a file shipped with kfin, read once per process (entries are frozen)."""
-    return tuple(read_file(SHIPPED, validate=False))
+    """The entries of kfin's own catalog: a file shipped with kfin, read once per process (entries are frozen).
+    Read from its JSON twin; each entry's source is the YAML, the file people read and edit."""
+    document = json.loads(SHIPPED_JSON.read_bytes())
+    return tuple(_entry(raw, str(SHIPPED)) for raw in document["entries"])
 
 
 def user_dir() -> Path:
@@ -160,10 +165,10 @@ def _where(path: Iterable[Any]) -> str:
     return out or "the document"
 
 
-def read_file(path: Path, validate: bool = True) -> list[CatalogEntry]:
-    """The entries of one catalog file, validated; a UsageError naming the file and the field otherwise.
-    `validate`: False for the shipped catalog alone, which its tests validate (tests/test_catalog.py): its
-    schema check and jsonschema's import were a fifth of a small cluster's scan."""
+def read_file(path: Path) -> list[CatalogEntry]:
+    """The entries of one catalog file (a user's), validated; a UsageError naming the file and the field otherwise.
+    The shipped catalog is read by shipped() without the schema check, which its tests make (tests/test_catalog.py):
+    the check and jsonschema's import were a fifth of a small cluster's scan."""
     import yaml
 
     try:
@@ -177,8 +182,6 @@ def read_file(path: Path, validate: bool = True) -> list[CatalogEntry]:
         document = yaml.load(data.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise UsageError(f"catalog {path}: not YAML: {' '.join(str(error).split())[:200]}") from None
-    if not validate:
-        return [_entry(raw, str(path)) for raw in document["entries"]]
     import jsonschema  # 0.1 s to import: only when a user's catalog is read
 
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text(encoding="utf-8")))
