@@ -44,6 +44,7 @@ from kfin.core.catalog import Catalog
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.render.terminal import QuietPipe
 from kfin.util.gcpause import paused_gc
+from kfin.util.gilturns import short_gil_turns
 from kfin.util.text import one_line
 
 COMPLETE_VAR = "_KFIN_COMPLETE"
@@ -266,8 +267,8 @@ def main(argv: list[str] | None = None) -> None:
         argv, level = verbosity(list(sys.argv[1:] if argv is None else argv))
         # A command is one short batch of work (kfin/util/gcpause.py). What it leaves is frozen: the collections
         # of the interpreter's exit would walk all of it, about 50 ms of a small scan, to free what the OS takes
-        # back anyway.
-        with paused_gc():
+        # back anyway. Its threads wait on the network: each takes its turn at the GIL sooner (kfin/util/gilturns.py).
+        with paused_gc(), short_gil_turns():
             code = app(args=argv, prog_name=_prog_name(), standalone_mode=False, obj=level)
         if code == ExitCode.INTERRUPTED:  # Typer turns Ctrl-C into Exit(130)
             raise KeyboardInterrupt
