@@ -71,6 +71,46 @@ def test_the_workloads_where_a_field_manager_is_looked_for_are_read_at_once(popu
     assert sorted(read) == ["/apis/apps/v1/daemonsets", "/apis/apps/v1/deployments", "/apis/apps/v1/statefulsets"]
 
 
+def test_what_runs_as_the_service_accounts_rbac_names_is_read_at_once(populated, fake, monkeypatch):  # noqa: F811
+    """Issue 47: RBAC grants update on a stuck object's type to a ServiceAccount: its namespace's Pods,
+    Deployments and StatefulSets (is the controller running?) are read in one round trip, not three (they were
+    read one after another, the last requests of a scan on a real server)."""
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "operators"}})
+    api.create(f"{rbac}/clusterroles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "cm-operator"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "update", "patch"]}]})
+    api.create(f"{rbac}/clusterrolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "cm-operator"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm-operator"},
+        "subjects": [{"kind": "ServiceAccount", "name": "cm-operator", "namespace": "operators"}]})
+    try:
+        lean = inventory.live(populated, None, lean=True, refresh=True)
+        facts = Facts(lean, populated)
+        barrier = threading.Barrier(3, timeout=5)
+        fetch = facts._fetch
+
+        def fetched(rtype, namespace, full):
+            if namespace == "operators":
+                barrier.wait()
+            return fetch(rtype, namespace, full)
+
+        monkeypatch.setattr(facts, "_fetch", fetched)
+        fake.requests.clear()
+        rows = find_stuck(lean, facts=facts)
+        evidence = [line for row in rows for f in explain_cached(row.obj, facts).findings for line in f.evidence]
+        assert any("to ServiceAccount operators/cm-operator" in line for line in evidence), evidence
+        read = sorted(r.path for r in fake.requests if "/namespaces/operators/" in r.path)
+        assert read == ["/api/v1/namespaces/operators/pods", "/apis/apps/v1/namespaces/operators/deployments",
+                        "/apis/apps/v1/namespaces/operators/statefulsets"]
+    finally:
+        api.delete(f"{rbac}/clusterrolebindings/cm-operator")
+        api.delete(f"{rbac}/clusterroles/cm-operator")
+
+
 def test_a_lean_scan_keeps_the_crds_that_explanations_ask_about(fake, fake_kubeconfig):
     """Whether a stuck custom resource's CRD is still there comes from the scan's own list of CRDs (kept thin
     however many there are): explaining reads no CRD list again."""
