@@ -12,6 +12,8 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from bench.servers import QUIET_CORES
+
 START, END = "<!-- bench:results:start -->", "<!-- bench:results:end -->"
 FLOORS = ("floor", "floor-pb")  # they fetch and find nothing
 NAMES = {"floor": "bare fetch (floor)", "floor-pb": "bare fetch, protobuf (floor)", "kfin": "kfin stuck -A -o json",
@@ -195,7 +197,7 @@ def markdown(results: dict) -> str:
     if results.get("loads"):
         parts.append("Loading (parallel creates, 16 at a time): " + ", ".join(
             f"{TIER_NAMES.get(load['tier'], load['tier'])} to {load['size']:,} objects in {load['seconds']:.0f} s"
-            for load in results["loads"]) + ". This machine's load average (1 min): "
+            f"{_settling(load)}" for load in results["loads"]) + ". This machine's load average (1 min): "
             f"{results.get('load_average_before', 0):.1f} at the start, "
             f"{results.get('load_average_after', 0):.1f} at the end, "
             f"{min(r.get('load_average', 0) for r in results['scan']):.1f}–"
@@ -221,7 +223,10 @@ def markdown(results: dict) -> str:
         parts += [f"### Full scan, {TIER_NAMES.get(tier, tier)} (cold: a fresh discovery cache each run)",
                   "The floor fetches every list kfin makes, in parallel, as JSON, and parses nothing "
                   "(bench/bare_fetch.py; the protobuf floor asks as kfin does); × floor is each figure over that "
-                  "floor's, at the same size.",
+                  "floor's, at the same size."
+                  + (" On the real control plane each size is timed once it has settled: kube-controller-manager "
+                     "watches every type of the data set, then its processes use under "
+                     f"{QUIET_CORES:.0%} of a core for two 1 s windows in a row." if tier == "real" else ""),
                   _table(["objects", "tool", "wall s (median)", "min–max s", "wall × floor", "wall × protobuf floor",
                           "requests", "MB received", "peak RSS MB", "RSS × floor", "Terminating found",
                           "kfin faster by"], rows)]
@@ -332,6 +337,18 @@ def record(path: Path, text: str) -> None:
     else:
         new = old.rstrip("\n") + "\n\n" + block + "\n"
     path.write_text(new)
+
+
+def _settling(load: dict) -> str:
+    """How long the real control plane took to go quiet after the load (bench/servers.py settle), if it was
+    waited for."""
+    if "settled" not in load:
+        return ""
+    if load["settled"]:
+        return f" (settled {load['settle_seconds']:.0f} s later)"
+    why = (f"at {load['settle_cores']:.0%} of a core" if load.get("settle_watching", True) else
+           "kube-controller-manager not watching every type")
+    return f" (not settled {load['settle_seconds']:.0f} s later, {why}: timed anyway)"
 
 
 def _where(fleet: dict) -> str:

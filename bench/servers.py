@@ -7,13 +7,86 @@ the proxy never adds to the timed runs.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from bench.load import connect
+from bench.load import GROUP, connect
+
+
+# After a load the controller manager (garbage collector, quota monitor, namespace controller...) works through the
+# new objects for a while, and etcd and kube-apiserver with it: scans timed then move with that work. It finds new
+# CRDs only when it next polls discovery (every 30 s: `go garbageCollector.Sync(ctx, discoveryClient,
+# 30*time.Second)` in cmd/kube-controller-manager/app), then lists and watches their objects: measured here, 1,000
+# objects were quiet 1 s after the load and busy (0.2-0.3 of a core for 5 s) 26 s later. So the plane is settled once
+# it watches every type of the data set and then its processes' summed CPU stays under QUIET_CORES of one core for
+# QUIET_WINDOWS windows of WINDOW_S in a row (idle, the three use about 0.05 together on this kind of machine),
+# waited for at most LONGEST_S.
+WINDOW_S = 1.0
+QUIET_CORES = 0.10
+QUIET_WINDOWS = 2
+LONGEST_S = 120.0
+
+
+def busy_cores(samples: list[tuple[float, float]]) -> list[float]:
+    """The CPU use, in cores, over each window between consecutive samples (seconds, CPU seconds so far)."""
+    return [(cpu - cpu_before) / (at - at_before) if at > at_before else 0.0
+            for (at_before, cpu_before), (at, cpu) in zip(samples, samples[1:])]
+
+
+def is_quiet(samples: list[tuple[float, float]], cores: float = QUIET_CORES, windows: int = QUIET_WINDOWS) -> bool:
+    """Whether the last `windows` windows of these samples each used less than `cores` of CPU."""
+    used = busy_cores(samples)
+    return len(used) >= windows and all(u < cores for u in used[-windows:])
+
+
+def cpu_seconds(pids) -> float:
+    """User and system CPU seconds of these processes so far (/proc/PID/stat fields 14 and 15); a process that
+    has gone counts nothing."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # from field 3, after the name (which may hold spaces)
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def watched_resources(metrics: str, group: str) -> set[str]:
+    """The resources of `group` that some client watches, from kube-apiserver's /metrics
+    (apiserver_longrunning_requests, the WATCH requests open now)."""
+    out = set()
+    for line in metrics.splitlines():
+        if line.startswith("apiserver_longrunning_requests{") and 'verb="WATCH"' in line \
+                and f'group="{group}"' in line and float(line.rsplit(" ", 1)[1]) > 0:
+            out.add(line.split('resource="', 1)[1].split('"', 1)[0])
+    return out
+
+
+def wait_until_quiet(read_cpu, watching=lambda: True, longest: float = LONGEST_S, clock=time.monotonic,
+                     sleep=time.sleep) -> dict:
+    """Sample read_cpu() (CPU seconds so far) every WINDOW_S until watching() holds and the samples since are
+    is_quiet, at most `longest` seconds: how long that took, whether it settled, whether watching() held at
+    the end, and the last window's CPU use in cores."""
+    begun = clock()
+    samples = [(begun, read_cpu())]
+    watched = watching()
+    while not (watched and is_quiet(samples)) and samples[-1][0] - begun < longest:
+        sleep(WINDOW_S)
+        samples.append((clock(), read_cpu()))
+        if not watched:
+            watched = watching()
+            samples = samples[-1:]  # what was quiet before the controllers found the new types does not count
+    last = busy_cores(samples)[-1:] or [0.0]
+    return {"settle_seconds": round(samples[-1][0] - begun, 1), "settled": watched and is_quiet(samples),
+            "settle_watching": watched, "settle_cores": round(last[0], 3)}
 
 
 @dataclass
@@ -47,12 +120,13 @@ class FakeServer:
     def describe(self) -> str:
         return f"tests/fakeapi (Python, in the benchmark's process), Kubernetes {self._version()}"
 
-    def settle(self) -> None:
+    def settle(self) -> dict:
         """After loading: set the stored objects aside from Python's collector, which would otherwise walk
         all of them again and again while the fake serves (kube-apiserver's Go GC runs beside its work)."""
         import gc
         gc.collect()
         gc.freeze()
+        return {}
 
     def _version(self) -> str:
         return self.kube.server_version().get("gitVersion", "?")
@@ -85,8 +159,9 @@ class RealServer:
         self.kube = connect(kubeconfig, context)
         self.context = self.kube.context
 
-    def settle(self) -> None:
-        pass
+    def settle(self) -> dict:
+        """Nothing to wait for: a cluster's processes are not this machine's to watch."""
+        return {}
 
     def describe(self) -> str:
         return f"{self.kube.server} (context {self.context}), Kubernetes " \
@@ -126,6 +201,21 @@ class ControlPlaneServer(RealServer):
         except BaseException:
             self.plane.stop()
             raise
+
+    def settle(self) -> dict:
+        """After a load: wait until kube-controller-manager watches every CRD of the data set, then until the plane's
+        processes are quiet (wait_until_quiet)."""
+        pids = [process.pid for process in self.plane.processes.values()]
+        crds = self.kube.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+        ours = {crd["spec"]["names"]["plural"] for crd in crds if crd["spec"]["group"] == GROUP}
+
+        def watching() -> bool:
+            if not self.plane.has_controller_manager:
+                return True  # nobody to wait for
+            _, _, metrics = self.kube.send("GET", "/metrics", accept="text/plain")
+            return ours <= watched_resources(metrics.decode(), GROUP)
+
+        return wait_until_quiet(lambda: cpu_seconds(pids), watching)
 
     def describe(self) -> str:
         return (f"kube-apiserver {self.kube.server_version().get('gitVersion', '?')} with etcd and "

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.load import APP_SIZE, CYCLE, HOLD, NAMESPACE_PREFIX, Loader, is_held, plan, object_types
+from bench.load import APP_SIZE, CYCLE, HOLD, NAMESPACE_PREFIX, Loader, is_held, object_types, plan
+from bench.servers import is_quiet, wait_until_quiet, watched_resources
 from kfin.api.connection import Kube, Target
 from tests.scenario import envtest_absent
 
@@ -39,10 +40,10 @@ def test_the_loader_leaves_its_objects_terminating_and_takes_everything_away(fak
     loader.grow(150)
     loader.grow(300)  # grows, does not start again
     objects = [o for key, store in fake.cluster.objects.items() if key != ("events.k8s.io", "events")  # core's, again
-               for o in store.values() if o["metadata"].get("namespace", "").startswith(NAMESPACE_PREFIX)
-               and o["metadata"]["name"] != "kube-root-ca.crt" and o["kind"] != "ServiceAccount"
-               or o["kind"] == "ServiceAccount" and o["metadata"]["name"] != "default"
-               and o["metadata"].get("namespace", "").startswith(NAMESPACE_PREFIX)]
+               for o in store.values() if (o["metadata"].get("namespace", "").startswith(NAMESPACE_PREFIX)
+               and o["metadata"]["name"] != "kube-root-ca.crt" and o["kind"] != "ServiceAccount")
+               or (o["kind"] == "ServiceAccount" and o["metadata"]["name"] != "default"
+               and o["metadata"].get("namespace", "").startswith(NAMESPACE_PREFIX))]
     assert len(objects) == 300
     terminating = {(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects
                    if o["metadata"].get("deletionTimestamp")}
@@ -57,9 +58,77 @@ def test_the_loader_leaves_its_objects_terminating_and_takes_everything_away(fak
     loader.cleanup(timeout=30)
     left = [(key, name) for key, store in fake.cluster.objects.items() for (ns, name) in store
             if ns.startswith(NAMESPACE_PREFIX) or key[0] == "bench.kfin.dev"
-            or key == ("", "namespaces") and name.startswith(NAMESPACE_PREFIX)
-            or key == ("apiextensions.k8s.io", "customresourcedefinitions") and name.endswith(".bench.kfin.dev")]
+            or (key == ("", "namespaces") and name.startswith(NAMESPACE_PREFIX))
+            or (key == ("apiextensions.k8s.io", "customresourcedefinitions") and name.endswith(".bench.kfin.dev"))]
     assert left == []
+
+
+def samples(*cores_each_second: float) -> list[tuple[float, float]]:
+    """(seconds, CPU seconds so far) sampled once a second, the CPU used in each second as given."""
+    out, cpu = [(0.0, 0.0)], 0.0
+    for at, used in enumerate(cores_each_second, 1):
+        cpu += used
+        out.append((float(at), cpu))
+    return out
+
+
+def test_the_control_plane_is_quiet_after_two_windows_in_a_row_under_a_tenth_of_a_core():
+    assert not is_quiet(samples())
+    assert not is_quiet(samples(0.01))  # one window is not two
+    assert is_quiet(samples(0.01, 0.02))
+    assert is_quiet(samples(1.6, 0.9, 0.05, 0.08))
+    assert not is_quiet(samples(1.6, 0.05, 0.9))  # the collector came back
+    assert not is_quiet(samples(0.05, 0.05, 0.3))
+    assert not is_quiet(samples(0.05, 0.10))  # the threshold itself is busy
+    # use is CPU over the window's length: 0.15 s of CPU over two seconds is 0.075 of a core
+    assert is_quiet([(0.0, 0.0), (2.0, 0.15), (3.0, 0.2)])
+    assert not is_quiet([(0.0, 0.0), (0.5, 0.07), (1.5, 0.1)])
+
+
+def clocked(used: list[float], longest: float = 120, watched_from: float = 0) -> dict:
+    """wait_until_quiet on a clock of its own: the CPU used in each second as given (then half a core for good),
+    the new types watched from second `watched_from` on."""
+    now, cpu, left = [0.0], [0.0], iter(used)
+
+    def sleep(seconds):
+        now[0] += seconds
+        cpu[0] += next(left, 0.5)
+
+    return wait_until_quiet(lambda: cpu[0], lambda: now[0] >= watched_from, longest, clock=lambda: now[0],
+                            sleep=sleep)
+
+
+def test_settling_waits_for_the_quiet_and_gives_up_after_the_longest_wait():
+    assert clocked([0.9, 0.6, 0.02, 0.4, 0.03, 0.01]) == {
+        "settle_seconds": 6.0, "settled": True, "settle_watching": True, "settle_cores": 0.01}
+    assert clocked([0.03, 0.01])["settle_seconds"] == 2.0
+    assert clocked([], longest=5) == {
+        "settle_seconds": 5.0, "settled": False, "settle_watching": True, "settle_cores": 0.5}
+
+
+def test_settling_counts_the_quiet_only_once_the_controllers_watch_every_type():
+    """kube-controller-manager finds new CRDs up to 30 s late (its discovery poll), and only then works through
+    their objects: quiet seconds before that do not settle the plane."""
+    quiet_then_busy = [0.02] * 26 + [0.3] * 5 + [0.03] * 10
+    settled = clocked(quiet_then_busy, watched_from=26)
+    assert settled["settled"] and settled["settle_seconds"] == 33.0  # 26 + 5 busy + 2 quiet
+    never_watched = clocked([0.01] * 10, longest=8, watched_from=1000)
+    assert never_watched == {"settle_seconds": 8.0, "settled": False, "settle_watching": False,
+                             "settle_cores": 0.0}
+
+
+def test_the_types_someone_watches_are_read_from_kube_apiservers_metrics():
+    metrics = "\n".join([
+        "# HELP apiserver_longrunning_requests [STABLE] Gauge of all active long-running apiserver requests",
+        'apiserver_longrunning_requests{component="apiserver",group="bench.kfin.dev",resource="gadget00s",'
+        'scope="cluster",subresource="",verb="WATCH",version="v1"} 1',
+        'apiserver_longrunning_requests{component="apiserver",group="bench.kfin.dev",resource="gadget01s",'
+        'scope="cluster",subresource="",verb="WATCH",version="v1"} 0',
+        'apiserver_longrunning_requests{component="apiserver",group="apps",resource="deployments",'
+        'scope="cluster",subresource="",verb="WATCH",version="v1"} 2',
+        'apiserver_longrunning_requests{component="apiserver",group="bench.kfin.dev",resource="gadget02s",'
+        'scope="cluster",subresource="log",verb="CONNECT",version="v1"} 1'])
+    assert watched_resources(metrics, "bench.kfin.dev") == {"gadget00s"}
 
 
 def test_a_smoke_run_of_the_benchmark(tmp_path):
@@ -80,7 +149,8 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
         assert row["found"] == row["expected"] > 0 and row["extra"] == 0 and not row.get("note"), row
         assert row["requests"] > 0 and row["bytes"] > 0 and row["wall"] > 0
     rows = {row["tool"]: row for row in results["scan"]}
-    assert rows["floor"]["requests"] >= results["types"]["listable"] and rows["floor"]["bytes"] > 0.5 * rows["kfin"]["bytes"]
+    assert rows["floor"]["requests"] >= results["types"]["listable"]
+    assert rows["floor"]["bytes"] > 0.5 * rows["kfin"]["bytes"]
     assert results["graph"][0]["nodes"] >= 200 and results["graph"][0]["seconds"]["json"] > 0
     listing = results["list_file"]
     assert listing["found"] == listing["expected"] > 0 and listing["file_bytes"] > 2000 * 500
@@ -149,6 +219,9 @@ def test_a_smoke_run_on_the_real_control_plane_beside_the_fake(tmp_path):
     for row in results["scan"]:
         assert row["found"] == row["expected"] > 0 and row["extra"] == 0 and not row.get("note"), row
         assert row["requests"] > 0 and row["bytes"] > 0
+    [real_load] = [load for load in results["loads"] if load["tier"] == "real"]
+    assert isinstance(real_load["settled"], bool) and real_load["settle_seconds"] >= 0  # waited for, not timed
+    assert "settled" not in next(load for load in results["loads"] if load["tier"] == "fake")
     [guard] = results["guard"]
     assert guard["objects"] == 200 and guard["review"]["n"] == 3 and guard["warnings"]
     assert "### Side by side: tests/fakeapi and real server" in done.stdout
