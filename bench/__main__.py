@@ -92,19 +92,50 @@ def parse_args(argv):
     return args
 
 
-def scan(server, tool, workdir: Path, size: int, expected: set, repeat: int) -> dict:
-    """`repeat` cold runs (a fresh discovery cache each time); the median wall time is reported."""
+def scan_size(server, tools: list, workdir: Path, size: int, expected: set, repeats: dict[str, int]) -> list[dict]:
+    """Each tool's repeats[name] cold runs (a fresh discovery cache each time), taken in rounds: every round runs
+    each tool once, in the order given, and a tool with fewer repeats drops out of the later rounds. So each tool's
+    median comes from the same stretch of time as the others', and drift of the server (its controllers' work,
+    the machine's other load) falls on all of them alike. A row per tool: the median wall and, for each tool but
+    the floors when the protobuf floor ran, the median over the rounds of its wall over the floor's in that round."""
+    runs: dict[str, list] = {tool.name: [] for tool in tools}  # (ProcessRun, Counts or None) of each round
+    rounds = max(repeats.values(), default=0)
+    for turn in range(rounds):
+        for tool in tools:
+            if turn < repeats[tool.name]:
+                runs[tool.name].append(_timed_run(server, tool, workdir, size))
+        progress(f"  round {turn + 1} of {rounds}: " + ", ".join(
+            f"{tool.name} {runs[tool.name][turn][0].wall:.2f} s" for tool in tools if turn < repeats[tool.name]))
+    floor_walls = [ran.wall for ran, _ in runs.get("floor-pb", [])]
+    rows = []
+    for tool in tools:
+        row = _scan_row(server, tool, workdir, size, expected, runs[tool.name])
+        if floor_walls and tool.name not in report.FLOORS:
+            paired = [ran.wall / floor for (ran, _), floor in zip(runs[tool.name], floor_walls) if floor > 0]
+            if paired:
+                row["paired_ratios_to_floor_pb"] = paired  # round by round
+                row["paired_ratio_to_floor_pb"] = sorted(paired)[len(paired) // 2]  # as the wall's median
+        rows.append(row)
+    return rows
+
+
+def _timed_run(server, tool, workdir: Path, size: int) -> tuple:
     stdout, stderr = workdir / f"{tool.name}-{size}.out", workdir / f"{tool.name}-{size}.err"
-    runs = []
-    for _ in range(repeat):
-        cache = Path(tempfile.mkdtemp(prefix=f"{tool.name}-cache-", dir=workdir))
-        command, env = tool.command(server.kubeconfig, server.context, cache)
+    cache = Path(tempfile.mkdtemp(prefix=f"{tool.name}-cache-", dir=workdir))
+    command, env = tool.command(server.kubeconfig, server.context, cache)
+    try:
         if server.counts_in_timed_run:
             with server.counting() as counts:
-                runs.append((measure.run(command, env, stdout, stderr), counts))
-        else:
-            runs.append((measure.run(command, env, stdout, stderr), None))
+                return measure.run(command, env, stdout, stderr), counts
+        return measure.run(command, env, stdout, stderr), None
+    finally:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def _scan_row(server, tool, workdir: Path, size: int, expected: set, runs: list) -> dict:
+    """One tool's row from its timed runs (the answer checked is the last run's); on a real server, requests and
+    bytes are counted in one more run through the counting proxy, untimed."""
+    stdout, stderr = workdir / f"{tool.name}-{size}.out", workdir / f"{tool.name}-{size}.err"
     if not server.counts_in_timed_run:
         with server.counting_proxy() as (kubeconfig, context, counts):
             recount = Path(tempfile.mkdtemp(prefix=f"{tool.name}-count-", dir=workdir))
@@ -211,17 +242,22 @@ def run_tier(args, tier: str, tools: list, workdir: Path, results: dict) -> None
                                      "load_average": os.getloadavg()[0]})
             progress(f"loaded {size} objects ({len(loader.held)} Terminating) in {loaded:.1f} s{_settled(settling)}")
             expected = loader.expected_terminating()
+            ready = []
             for tool in tools:
                 why_not = tool.available()
                 if why_not:
                     results["skipped"][tool.name] = why_not
-                    continue
-                row = scan(server, tool, workdir, size, expected, args.repeat if size <= 50_000 else args.repeat_large)
+                else:
+                    ready.append(tool)
+            repeat = args.repeat if size <= 50_000 else args.repeat_large
+            for row in scan_size(server, ready, workdir, size, expected, {tool.name: repeat for tool in ready}):
                 row["tier"] = tier
                 row["load_average"] = os.getloadavg()[0]
-                progress(f"  {tool.name}: {row['wall']:.2f} s, {row['requests']} requests, "
+                paired = row.get("paired_ratio_to_floor_pb")
+                progress(f"  {row['tool']}: {row['wall']:.2f} s, {row['requests']} requests, "
                          f"{row['bytes'] / 1e6:.1f} MB, {row['peak_rss_mb']:.0f} MB RSS, "
-                         f"found {row['found']}/{row['expected']}")
+                         f"found {row['found']}/{row['expected']}"
+                         + ("" if paired is None else f", {paired:.2f}× floor-pb paired by round"))
                 results["scan"].append(row)
             if size <= args.graph_max and tier == args.servers[0]:
                 figures = graph_once(server, workdir, size)

@@ -7,12 +7,16 @@ against the loaded server and found exactly the objects the loader left Terminat
 import json
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from bench import __main__ as bench_main
 from bench.load import APP_SIZE, CYCLE, HOLD, NAMESPACE_PREFIX, Loader, is_held, object_types, plan
-from bench.servers import is_quiet, wait_until_quiet, watched_resources
+from bench.measure import ProcessRun
+from bench.servers import Counts, is_quiet, wait_until_quiet, watched_resources
+from bench.tools import Tool
 from kfin.api.connection import Kube, Target
 from tests.scenario import envtest_absent
 
@@ -61,6 +65,79 @@ def test_the_loader_leaves_its_objects_terminating_and_takes_everything_away(fak
             or (key == ("", "namespaces") and name.startswith(NAMESPACE_PREFIX))
             or (key == ("apiextensions.k8s.io", "customresourcedefinitions") and name.endswith(".bench.kfin.dev"))]
     assert left == []
+
+
+class Scripted(Tool):
+    """A tool whose command is its name and the kubeconfig it was given, and which finds the one object."""
+
+    def command(self, kubeconfig, context, cache):
+        return [self.name, str(kubeconfig)], {}
+
+    def terminating(self, stdout):
+        return {("Pod", "kfin-bench-000", "held")}
+
+
+class Server:
+    """The two ways a server counts requests: during the timed runs (tests/fakeapi), or in a proxied pass after
+    them (a real cluster)."""
+
+    def __init__(self, workdir: Path, counts_in_timed_run: bool):
+        self.kubeconfig, self.context, self.counts_in_timed_run = workdir / "timed", "c", counts_in_timed_run
+        self.workdir = workdir
+
+    @contextmanager
+    def counting(self):
+        yield Counts(requests=7, bytes=700)
+
+    @contextmanager
+    def counting_proxy(self):
+        yield self.workdir / "proxied", "proxy", Counts(requests=9, bytes=900)
+
+
+@pytest.mark.parametrize("counts_in_timed_run", [True, False], ids=["fake", "real"])
+def test_the_tools_take_turns_round_by_round_and_each_is_paired_with_the_floor_of_its_round(
+        tmp_path, monkeypatch, counts_in_timed_run):
+    """Issue 47: the floor and kfin see the same stretch of the server's time; a tool with fewer repeats drops out
+    of the later rounds; the paired figure is the median of the rounds' ratios, not the ratio of the medians."""
+    walls = {"floor-pb": [1.0, 2.0, 1.0], "kfin": [1.1, 2.4, 1.3], "naive": [5.0]}
+    ran = []
+
+    def run(command, env, stdout=None, stderr=None):
+        name, kubeconfig = command
+        ran.append((name, Path(kubeconfig).name))
+        if stdout is None:  # the proxied pass that counts
+            return ProcessRun(0.5, 10.0, 0)
+        return ProcessRun(walls[name][sum(r == (name, "timed") for r in ran) - 1], 10.0, 0)
+
+    monkeypatch.setattr(bench_main.measure, "run", run)
+    tools = [Scripted("floor-pb", "floor", finds=False), Scripted("kfin", "kfin"), Scripted("naive", "naive")]
+    expected = {("Pod", "kfin-bench-000", "held")}
+    rows = bench_main.scan_size(Server(tmp_path, counts_in_timed_run), tools, tmp_path, 1000, expected,
+                                {"floor-pb": 3, "kfin": 3, "naive": 1})
+
+    timed = [("floor-pb", "timed"), ("kfin", "timed"), ("naive", "timed"),
+             ("floor-pb", "timed"), ("kfin", "timed"), ("floor-pb", "timed"), ("kfin", "timed")]
+    proxied = [] if counts_in_timed_run else [("floor-pb", "proxied"), ("kfin", "proxied"), ("naive", "proxied")]
+    assert ran == timed + proxied
+    floor, kfin, naive = rows
+    assert [r["tool"] for r in rows] == ["floor-pb", "kfin", "naive"]
+    assert kfin["walls"] == [1.1, 1.3, 2.4] and kfin["wall"] == 1.3 and floor["wall"] == 1.0
+    assert kfin["paired_ratios_to_floor_pb"] == pytest.approx([1.1, 1.2, 1.3])
+    assert kfin["paired_ratio_to_floor_pb"] == pytest.approx(1.2)  # the ratio of the medians is 1.3
+    assert naive["paired_ratios_to_floor_pb"] == [5.0] and naive["wall"] == 5.0
+    assert "paired_ratio_to_floor_pb" not in floor
+    requests = 7 if counts_in_timed_run else 9
+    for row in rows:
+        assert row["requests"] == requests and row["bytes"] == 100 * requests and row["peak_rss_mb"] == 10.0
+        assert row["found"] == row["expected"] == 1 and not row.get("note")
+
+
+def test_without_the_protobuf_floor_no_tool_is_paired(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench_main.measure, "run", lambda command, env, stdout=None, stderr=None:
+                        ProcessRun(1.0, 1.0, 0))
+    rows = bench_main.scan_size(Server(tmp_path, True), [Scripted("kfin", "kfin")], tmp_path, 1000,
+                                {("Pod", "kfin-bench-000", "held")}, {"kfin": 2})
+    assert "paired_ratio_to_floor_pb" not in rows[0] and rows[0]["walls"] == [1.0, 1.0]
 
 
 def samples(*cores_each_second: float) -> list[tuple[float, float]]:
@@ -151,6 +228,8 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
     rows = {row["tool"]: row for row in results["scan"]}
     assert rows["floor"]["requests"] >= results["types"]["listable"]
     assert rows["floor"]["bytes"] > 0.5 * rows["kfin"]["bytes"]
+    assert all(rows[tool]["paired_ratio_to_floor_pb"] > 0 for tool in ran - {"floor", "floor-pb"})
+    assert "paired_ratio_to_floor_pb" not in rows["floor-pb"] and "paired × protobuf floor" in done.stdout
     assert results["graph"][0]["nodes"] >= 200 and results["graph"][0]["seconds"]["json"] > 0
     listing = results["list_file"]
     assert listing["found"] == listing["expected"] > 0 and listing["file_bytes"] > 2000 * 500
@@ -222,6 +301,7 @@ def test_a_smoke_run_on_the_real_control_plane_beside_the_fake(tmp_path):
     [real_load] = [load for load in results["loads"] if load["tier"] == "real"]
     assert isinstance(real_load["settled"], bool) and real_load["settle_seconds"] >= 0  # waited for, not timed
     assert "settled" not in next(load for load in results["loads"] if load["tier"] == "fake")
+    assert all(row["paired_ratio_to_floor_pb"] > 0 for row in results["scan"] if row["tool"] == "kfin")
     [guard] = results["guard"]
     assert guard["objects"] == 200 and guard["review"]["n"] == 3 and guard["warnings"]
     assert "### Side by side: tests/fakeapi and real server" in done.stdout
