@@ -117,6 +117,51 @@ def _owners(refs: Any) -> tuple[OwnerTuple, ...]:
     )
 
 
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
+
+
+def _field(data: bytes, at: int, end: int, number: int) -> tuple[int, int] | None:
+    """(start, end) of the first length-delimited field `number` of the message in data[at:end], the others
+    skipped by their length; None when there is none or the bytes are not a message."""
+    while at < end:
+        key, at = _varint(data, at)
+        kind = key & 7
+        if kind == 2:
+            length, at = _varint(data, at)
+            if key >> 3 == number:
+                return (at, at + length) if at + length <= end else None
+            at += length
+        elif kind == 0:
+            _, at = _varint(data, at)
+        elif kind in (1, 5):
+            at += 8 if kind == 1 else 4
+        else:
+            return None
+    return None
+
+
+def continue_of(data: bytes) -> str | None:
+    """A protobuf list's continue token, read from the wire without decoding its items: Unknown.raw (2) →
+    the list's ListMeta (1) → continue (3), which Go writes before the items. Kube._pages asks for the next
+    page with it while this one is parsed; the parsed token stays the one that counts. None when not found."""
+    if not data.startswith(MAGIC):
+        return None
+    try:
+        raw = _field(data, len(MAGIC), len(data), 2)
+        meta = raw and _field(data, raw[0], raw[1], 1)
+        token = meta and _field(data, meta[0], meta[1], 3)
+        return data[token[0] : token[1]].decode() if token else None
+    except (IndexError, UnicodeDecodeError):  # not a message: the parse says what is wrong
+        return None
+
+
 def metadata_list(data: bytes, where: str, light: bool = False, keep: Keep | None = None) -> JSON:
     """A PartialObjectMetadataList answer as the dict its JSON form would give (items' metadata only).
     `keep` (with `light`): objects neither being deleted nor with finalizers are made by it straight from the

@@ -7,6 +7,7 @@ started and leaves the rest behind (kfin.commands.app then exits at once, withou
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any, TypeVar
@@ -32,6 +33,21 @@ def completed(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterato
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+def in_background(fn: Callable[[], R]) -> Future[R]:
+    """fn() in a thread of its own, as a future: a daemon thread, so that neither Ctrl-C nor the interpreter's
+    exit waits for a request nobody will read (kfin.api.connection asks for a list's next page with it)."""
+    future: Future[R] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn())
+        except BaseException as error:  # the caller's to see, as a pool's future gives it
+            future.set_exception(error)
+
+    threading.Thread(target=run, daemon=True).start()
+    return future
 
 
 def _ran(fn: Callable[[T], R], item: T) -> Future[R]:
