@@ -7,7 +7,8 @@ kfin run is kfin's own work (start-up, parsing, analysis, the report).
     python -m bench.bare_fetch KUBECONFIG CONTEXT [--protobuf]    # prints bytes and requests as JSON
 
 --protobuf asks for the lists as kfin does by default (protobuf metadata lists, JSON where not served) and
-finds the continue token by walking the first few protobuf fields, decoding nothing else: the protobuf floor.
+finds the continue token by walking the first few protobuf fields (kfin.api.protobuf.continue_of, which kfin uses
+to ask for a list's next page early), decoding nothing else: the protobuf floor.
 """
 
 import json
@@ -27,48 +28,11 @@ def continue_token(page: bytes) -> str | None:
     return None
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        value |= (byte & 0x7F) << shift
-        at, shift = at + 1, shift + 7
-        if byte < 0x80:
-            return value, at
-
-
-def _field(data: bytes, at: int, end: int, number: int) -> bytes | None:
-    """The first length-delimited field `number` of a message, skipping the others by their length."""
-    while at < end:
-        key, at = _varint(data, at)
-        kind = key & 7
-        if kind == 2:
-            length, at = _varint(data, at)
-            if key >> 3 == number:
-                return data[at:at + length]
-            at += length
-        elif kind == 0:
-            _, at = _varint(data, at)
-        elif kind in (1, 5):
-            at += 8 if kind == 1 else 4
-        else:
-            return None
-    return None
-
-
-def protobuf_continue(page: bytes) -> str | None:
-    """Unknown.raw (2) → PartialObjectMetadataList.metadata (1) → ListMeta.continue (3), the list's own
-    metadata coming first as Go encodes it."""
-    raw = _field(page, 4, len(page), 2)
-    meta = raw and _field(raw, 0, len(raw), 1)
-    token = meta and _field(meta, 0, len(meta), 3)
-    return token.decode() if token else None
-
-
 def main(kubeconfig: str, context: str, protobuf: bool = False) -> int:
-    from kfin.api.discovery import discover
     from kfin.api.connection import METADATA_LIST_ACCEPT, PROTOBUF_METADATA_LIST_ACCEPT, Kube, Target
+    from kfin.api.discovery import discover
     from kfin.api.paths import resource_path
+    from kfin.api.protobuf import continue_of  # the list's own metadata, read off the wire as kfin does
 
     kube = Kube.connect(Target(kubeconfig, context, 60))
     resources, _ = discover(kube, True)
@@ -80,7 +44,7 @@ def main(kubeconfig: str, context: str, protobuf: bool = False) -> int:
                                          accept=PROTOBUF_METADATA_LIST_ACCEPT if protobuf else METADATA_LIST_ACCEPT)
             size, requests = size + len(body), requests + 1
             binary = (headers.get("Content-Type") or "").startswith("application/vnd.kubernetes.protobuf")
-            token = protobuf_continue(body) if binary else continue_token(body)
+            token = continue_of(body) if binary else continue_token(body)
             if not token:
                 return size, requests
 

@@ -12,8 +12,8 @@ import json
 import sys
 import time
 
-from bench.bare_fetch import _varint
 from kfin.api import protobuf
+from kfin.api.protobuf import _varint  # the wire walk kfin reads a continue token with
 from tests.fakeapi import protobuf as encoder
 
 
