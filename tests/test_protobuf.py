@@ -69,7 +69,7 @@ def test_a_protobuf_item_without_a_name_is_a_shape_error_as_in_json():
 @pytest.mark.parametrize("lean", ["scan", "file"])
 def test_objects_kept_straight_from_protobuf_messages_are_those_kept_from_their_metadata(lean):
     """A lean read makes what it keeps of objects nobody deletes from the messages, without metadata dicts
-    (Lean.keep_parts); the same objects as Lean.keep makes from the dicts of the same page."""
+    (Lean.keep_refs); the same objects as Lean.keep makes from the dicts of the same page."""
     from functools import partial
 
     from kfin.api.scan import Lean, to_object
@@ -83,6 +83,8 @@ def test_objects_kept_straight_from_protobuf_messages_are_those_kept_from_their_
              {"name": "owned", "namespace": "shop", "uid": "u-2", "ownerReferences": owners[:1]},
              {"name": "twice", "namespace": "gone", "uid": "u-3", "ownerReferences": owners},
              {"name": "sep\x1fname", "namespace": "shop", "uid": "u-4", "ownerReferences": owners[1:]},
+             # not being deleted, with finalizers: read again whole, every finalizer kept
+             {"name": "held", "namespace": "shop", "uid": "u-5", "finalizers": ["a.example.com/x", "b.example.com/y"]},
              META]
     data = fake_protobuf.metadata_list([{"metadata": m} for m in metas], {})
 
@@ -97,9 +99,11 @@ def test_objects_kept_straight_from_protobuf_messages_are_those_kept_from_their_
         by_dicts, by_messages = made(whole_namespaces=whole), made(whole_namespaces=whole)
         page = protobuf.metadata_list(data, "GET /api/v1/pods", light=True)
         from_dicts = [o for o in (to_object(rtype, item, False, by_dicts) for item in page["items"]) if o]
-        page = protobuf.metadata_list(data, "GET /api/v1/pods", True, partial(by_messages.keep_parts, rtype))
-        assert [i["metadata"]["name"] for i in page["items"]] == ["db"]  # being deleted: kept whole, as a dict
-        from_messages = [to_object(rtype, page["items"][0], False, by_messages), *page["kept"]]
+        page = protobuf.metadata_list(data, "GET /api/v1/pods", True, partial(by_messages.keep_refs, rtype))
+        # with finalizers or being deleted: read again whole, as a dict
+        assert [i["metadata"]["name"] for i in page["items"]] == ["held", "db"]
+        assert page["items"][0]["metadata"]["finalizers"] == ["a.example.com/x", "b.example.com/y"]
+        from_messages = [*(to_object(rtype, item, False, by_messages) for item in page["items"]), *page["kept"]]
         assert seen(from_messages) == seen(from_dicts)
         assert by_messages.dropped == by_dicts.dropped
         if lean == "scan":  # objects kept only as owner edges: the same dependents come back

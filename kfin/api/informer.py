@@ -16,18 +16,19 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from kfin.api.connection import METADATA_ACCEPT, Kube
 from kfin.api.discovery import discover, failure_of
 from kfin.api.paths import resource_path
+from kfin.api.protobuf import OwnerRef
 from kfin.api.resources import one_per_storage
 from kfin.api.scan import Lean, to_object
 from kfin.api.transport import APPLICATION_JSON
 from kfin.errors import APIError, ForbiddenError, KfinError
-from kfin.model import CRDS, JSON, NAMESPACES, Failure, Inventory, KubeObject, OwnerTuple, ResourceType, ThinObject
+from kfin.model import CRDS, JSON, NAMESPACES, Failure, Inventory, KubeObject, ResourceType, ThinObject
 
 # Each watch asks for a random 30 to 60 minutes, what kube-apiserver gives a watch that asks for nothing
 # (--min-request-timeout 1800 s, times 1 to 2), so that watches do not all end at once and a steady state
@@ -109,8 +110,8 @@ class Informer:
     def _keep(self, item: JSON) -> KubeObject | None:
         return to_object(self.rtype, item, self.full, KEEP_ALL)
 
-    def _keep_parts(self, name: str, namespace: str, uid: str, owners: tuple[OwnerTuple, ...]) -> KubeObject | None:
-        return KEEP_ALL.keep_parts(self.rtype, name, namespace, uid, owners)
+    def _keep_refs(self, name: str, namespace: str, uid: str, refs: Sequence[OwnerRef]) -> KubeObject | None:
+        return KEEP_ALL.keep_refs(self.rtype, name, namespace, uid, refs)
 
     def _query(self) -> JSON:
         return {"fieldSelector": f"metadata.name={self.only_name}"} if self.only_name else {}
@@ -145,7 +146,7 @@ class Informer:
             pages = self.kube.list_pages(self.path, self.page_size, what=what, reduce=kept, query=self._query())
         else:
             pages = self.kube.list_metadata_pages(
-                self.path, self.page_size, what=what, reduce=kept, query=self._query(), keep=self._keep_parts
+                self.path, self.page_size, what=what, reduce=kept, query=self._query(), keep=self._keep_refs
             )
         fresh = {(o.namespace, o.name): o for objects in pages for o in objects}
         self.lists += 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -95,12 +95,15 @@ def metadata(meta: Any, light: bool) -> JSON:
     return out
 
 
+OwnerRef = metadata_pb2.OwnerReference
+
 # What a lean read keeps of an object neither being deleted nor with finalizers, made from its fields: (name,
-# namespace, uid, owners as kfin.model.owner_tuples gives them) -> the object kept, or None (kfin.api.scan.Lean)
-Keep = Callable[[str, str, str, tuple[OwnerTuple, ...]], Any]
+# namespace, uid, its ownerReferences' messages) -> the object kept, or None (kfin.api.scan.Lean.keep_refs, which
+# reads of the owners only what it keeps: most objects of a cluster are read this way)
+Keep = Callable[[str, str, str, Sequence[OwnerRef]], Any]
 
 
-def _owners(refs: Any) -> tuple[OwnerTuple, ...]:
+def owners_of(refs: Sequence[OwnerRef]) -> tuple[OwnerTuple, ...]:
     """An object's ownerReferences as kfin.model.owner_tuples gives them."""
     return tuple(
         [
@@ -201,8 +204,7 @@ def metadata_list(data: bytes, where: str, light: bool = False, keep: Keep | Non
         elif keep is None:
             items.append({"metadata": metadata(meta, True)})
         else:
-            refs = meta.ownerReferences
-            obj = keep(name, meta.namespace, meta.uid, _owners(refs) if refs else ())
+            obj = keep(name, meta.namespace, meta.uid, meta.ownerReferences)
             if obj is not None:
                 kept.append(obj)
     if light and keep is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Set
+from collections.abc import Callable, Sequence, Set
 from functools import partial
 from types import MappingProxyType
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of, no_longer_served
 from kfin.api.paths import resource_path
+from kfin.api.protobuf import OwnerRef, owners_of
 from kfin.errors import KfinError, NotFoundError
 from kfin.model import (
     CRDS,
@@ -224,9 +225,9 @@ class OwnerEdges:
         self.chunks: list[PackedRows] = []
         self._open: OpenRows = ([], [], [], [], [], bytearray())
 
-    def add(self, rtype: ResourceType, namespace: str, name: str, uid: str, owners: list[str], mask: int) -> bool:
+    def add(self, rtype: ResourceType, namespace: str, name: str, uid: str, owners: Sequence[str], mask: int) -> bool:
         """False when the row cannot be packed (a separator in it, or more than 8 owners)."""
-        sep, joined = self.SEPARATOR, ",".join(owners)
+        sep, joined = self.SEPARATOR, owners[0] if len(owners) == 1 else ",".join(owners)
         if len(owners) > 8 or sep in name or sep in uid or sep in joined or joined.count(",") != len(owners) - 1:
             return False  # (a comma in an owner's uid shows as one comma too many)
         types, namespaces, names, uids, owner_uids, masks = self._open
@@ -318,22 +319,43 @@ class Lean:
     def keep_parts(
         self, r: ResourceType, name: str, namespace: str, uid: str, owners: tuple[OwnerTuple, ...]
     ) -> KubeObject | None:
-        """keep, from the fields themselves (a protobuf page gives them without a metadata dict); `owners`:
-        kfin.model.owner_tuples."""
-        namespace = sys.intern(namespace)
+        """keep, from the fields themselves; `owners`: kfin.model.owner_tuples."""
         if self.for_file:
             interned = tuple((sys.intern(a), sys.intern(k), *rest) for a, k, *rest in owners)
-            return ThinObject(r, name, namespace, uid, interned)
+            return ThinObject(r, name, sys.intern(namespace), uid, interned)
+        blocking = 0
+        for at, owner in enumerate(owners):
+            if owner[5]:
+                blocking |= 1 << at
+        return self._lean(r, name, namespace, uid, tuple([owner[3] for owner in owners]), blocking)
+
+    def keep_refs(
+        self, r: ResourceType, name: str, namespace: str, uid: str, refs: Sequence[OwnerRef]
+    ) -> KubeObject | None:
+        """keep, from a protobuf page's fields (protobuf.Keep): of the owners' messages only the uid and
+        blockOwnerDeletion are read, unless the owners are kept whole (`for_file`)."""
+        if self.for_file:
+            return self.keep_parts(r, name, namespace, uid, owners_of(refs) if refs else ())
+        if len(refs) == 1:  # most objects with owners: one (a Pod's ReplicaSet), read without a loop
+            ref = refs[0]
+            return self._lean(r, name, namespace, uid, (ref.uid,), 1 if ref.blockOwnerDeletion else 0)
+        blocking = 0
+        for at, ref in enumerate(refs):
+            if ref.blockOwnerDeletion:
+                blocking |= 1 << at
+        return self._lean(r, name, namespace, uid, tuple([ref.uid for ref in refs]), blocking)
+
+    def _lean(
+        self, r: ResourceType, name: str, namespace: str, uid: str, owners: tuple[str, ...], blocking: int
+    ) -> KubeObject | None:
+        """An object of a lean scan: `owners`, its owners' uids; bit i of `blocking` set when owner i has
+        blockOwnerDeletion."""
+        namespace = sys.intern(namespace)
         # every CRD is kept (thin): explanations ask whether a custom resource's CRD is still there
         whole = self.whole_namespaces is None or namespace in self.whole_namespaces or (r.group, r.resource) == CRDS
         if owners:
-            uids = [owner[3] for owner in owners]
-            blocking = 0
-            for at, owner in enumerate(owners):
-                if owner[5]:
-                    blocking |= 1 << at
-            if whole or not self.edges.add(r, namespace, name, uid, uids, blocking):
-                return OwnedObject(r, name, namespace, uid, uids[0] if len(uids) == 1 else tuple(uids), blocking)
+            if whole or not self.edges.add(r, namespace, name, uid, owners, blocking):
+                return OwnedObject(r, name, namespace, uid, owners[0] if len(owners) == 1 else owners, blocking)
         elif whole:
             return ThinObject(r, name, namespace, uid)
         self.dropped[(r.group, r.resource, namespace if r.namespaced else "")] += 1
@@ -371,14 +393,14 @@ def read_objects(
 
     def kept_objects(page: JSON) -> list[KubeObject]:
         found = (to_object(r, item, full, lean, fields) for item in page.get("items") or [])
-        already: list[KubeObject] = page.get("kept", [])  # kept as the page was parsed (Lean.keep_parts)
+        already: list[KubeObject] = page.get("kept", [])  # kept as the page was parsed (Lean.keep_refs)
         return [obj for obj in found if obj is not None] + already
 
     path = resource_path(r, namespace)
     if full:
         pages = kube.list_pages(path, page_size, what=what, reduce=kept_objects)
     else:
-        keep = partial(lean.keep_parts, r) if lean is not None else None
+        keep = partial(lean.keep_refs, r) if lean is not None else None
         pages = kube.list_metadata_pages(path, page_size, what=what, reduce=kept_objects, keep=keep)
     return [obj for objects in pages for obj in objects]
 
