@@ -36,6 +36,64 @@ def test_discovery_asks_for_its_three_documents_at_once(fake, fake_kubeconfig, m
     assert ("", "configmaps") in {(t.group, t.resource) for t in types} and failures == []
 
 
+def test_a_lean_scan_asks_for_the_namespaces_with_discovery(fake, fake_kubeconfig, monkeypatch):
+    """A lean scan needs the Namespaces before its other lists (which namespaces are Terminating decides what it
+    keeps): they go out with discovery's three documents, not a round trip after them. Namespaces discovery
+    describes differently than core v1 are not counted (the scan then leaves nothing out)."""
+    from tests.fakeapi.rawclient import RawClient
+
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces", {"metadata": {"name": "going", "finalizers": ["example.com/hold"]}})
+    api.delete("/api/v1/namespaces/going")
+    barrier = threading.Barrier(4, timeout=5)
+    groups, aggregated, pages = Kube.api_groups, Kube.aggregated_discovery, Kube.list_pages
+
+    def held_groups(self):
+        barrier.wait()
+        return groups(self)
+
+    def held_aggregated(self, path, etag):
+        barrier.wait()
+        return aggregated(self, path, etag)
+
+    def held_pages(self, path, *args, **kwargs):
+        if path == "/api/v1/namespaces":
+            barrier.wait()
+        return pages(self, path, *args, **kwargs)
+
+    kube = Kube.connect(Target(str(fake_kubeconfig)))
+    try:
+        monkeypatch.setattr(Kube, "api_groups", held_groups)
+        monkeypatch.setattr(Kube, "aggregated_discovery", held_aggregated)
+        monkeypatch.setattr(Kube, "list_pages", held_pages)
+        lean = inventory.live(kube, None, lean=True, refresh=True)
+        monkeypatch.undo()
+        whole = inventory.live(kube, None, refresh=True)
+        namespaces = sorted(o.name for o in lean.objects if (o.type.group, o.type.resource) == ("", "namespaces"))
+        assert "going" in namespaces and namespaces == sorted(
+            o.name for o in whole.objects if (o.type.group, o.type.resource) == ("", "namespaces")
+        )
+        listed = next(r for r in lean.resources if r.resource == "namespaces")
+        assert all(o.type is listed for o in lean.objects if o.type.resource == "namespaces")  # as discovered
+        assert lean.failures == []
+        assert len([r for r in fake.requests if r.method == "GET" and r.path == "/api/v1/namespaces"]) == 2  # once each
+    finally:
+        api.json_patch("/api/v1/namespaces/going", [{"op": "remove", "path": "/metadata/finalizers"}])
+
+
+def test_namespaces_read_early_count_only_as_discovery_describes_them(fake, fake_kubeconfig, monkeypatch):
+    """Read early as a type discovery does not list (here: a made-up version, which answers 404), the early read
+    is dropped, failure included, and the Namespaces discovery lists are read as any other type."""
+    from kfin.model import ResourceType
+
+    monkeypatch.setattr(inventory, "EARLY_NAMESPACES", ResourceType("", "v9", "namespaces", "Namespace", False))
+    kube = Kube.connect(Target(str(fake_kubeconfig)))
+    lean = inventory.live(kube, None, lean=True, refresh=True)
+    assert lean.failures == []
+    assert "default" in {o.name for o in lean.objects if o.type.resource == "namespaces"}
+    assert any(r.path == "/api/v9/namespaces" for r in fake.requests)
+
+
 def test_the_contexts_of_a_fleet_are_explained_side_by_side(monkeypatch):
     """What explanations read of one context then waits beside another's, not after it."""
     barrier = threading.Barrier(2, timeout=5)

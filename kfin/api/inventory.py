@@ -20,7 +20,9 @@ from kfin.api.shapes import object_problem, resource_problem, type_name
 from kfin.errors import UsageError
 from kfin.model import JSON, NAMESPACES, Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
 from kfin.util.gcpause import paused_gc
+from kfin.util.parallel import in_background
 
+EARLY_NAMESPACES = ResourceType("", "v1", "namespaces", "Namespace", False)  # asked for with discovery
 SNAPSHOT_KIND = "Snapshot"
 SNAPSHOT_API_VERSION = "kfin.dev/v1"
 # `stuck` reads namespaces whole: their spec.finalizers and status conditions say what holds them. And the
@@ -55,15 +57,33 @@ def live(
 ) -> Inventory:
     """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean).
     `seen`: given the types and what is kept of each type as soon as it is listed (kfin.core.ahead)."""
+    left_out = Lean() if lean else None
+    # A lean scan reads Namespaces before anything else (scan.Lean): they are asked for with discovery, not after
+    # it, since every API server serves core v1 Namespaces. What discovery says then decides what they count for.
+    early = None
+    if left_out is not None:
+        early = in_background(
+            partial(scan, kube, [EARLY_NAMESPACES], namespace, full=full, page_size=chunk_size, lean=left_out)
+        )
     served, failures = discover(kube, refresh)
     resources = one_per_storage(served)  # events.k8s.io's Events are core's: read once
-    left_out = Lean() if lean else None
+    first: tuple[list[KubeObject], list[Failure]] = ([], [])
+    listed = None
+    if early is not None:
+        listed = next((r for r in resources if _same_type(r, EARLY_NAMESPACES)), None)
+        read, read_failures = early.result()
+        if listed is not None:  # as discovery describes them, and not listed again below
+            first = ([KubeObject(listed, o.raw) for o in read], read_failures)
+            if seen is not None and first[0]:
+                seen(resources, first[0])
+        elif left_out is not None:  # not served as kfin expected: nothing is left out, nothing read early kept
+            left_out.whole_namespaces = None
     wide = []
     if namespace is not None and full == SNAPSHOT_FULL:
         # A namespace's snapshot still needs what explains it from elsewhere (RBAC and the controllers it
         # names, volumes, nodes, APIServices, CRDs, leases): those kinds are read cluster-wide, reduced.
         wide = [r for r in resources if (r.group, r.resource) in full and (r.group, r.resource) != NAMESPACES]
-    local = [r for r in resources if r not in wide]
+    local = [r for r in resources if r not in wide and r is not listed]
     objects, list_failures = scan(
         kube,
         local,
@@ -75,6 +95,7 @@ def live(
         lean=left_out,
         seen=partial(seen, resources) if seen is not None else None,
     )
+    objects, list_failures = first[0] + objects, first[1] + list_failures
     if wide:
         more, more_failures = scan(kube, wide, None, full=full, concurrency=concurrency, page_size=chunk_size)
         objects, list_failures = objects + more, list_failures + more_failures
@@ -96,6 +117,16 @@ def live(
         namespace=namespace,
         detailed=detailed,
         dropped=dict(left_out.dropped) if left_out else {},
+    )
+
+
+def _same_type(discovered: ResourceType, expected: ResourceType) -> bool:
+    return (discovered.group, discovered.version, discovered.resource, discovered.kind, discovered.namespaced) == (
+        expected.group,
+        expected.version,
+        expected.resource,
+        expected.kind,
+        expected.namespaced,
     )
 
 
