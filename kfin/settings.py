@@ -19,6 +19,8 @@ class KeptFields(Protocol):
 
 @dataclass(frozen=True)
 class NoKeptFields:
+    """Settings' kept fields when a command keeps none beyond kfin's own."""
+
     def kept_fields(self, group: str, resource: str) -> tuple[str, ...]:
         return ()
 

@@ -25,6 +25,8 @@ MAX_OBJECTS = 500  # a namespace with thousands of stuck objects: the plan stays
 
 @dataclass
 class Step:
+    """One step of unblocking an object: its actions, the root cause it resolves, and why."""
+
     # what to do: a kfin remove or kubectl command, or an instruction for the operator; then its alternatives and
     # last resorts, each saying when (the causes' own words: kfin.core.causes.registry.Action)
     actions: tuple[Action, ...]
@@ -108,6 +110,8 @@ class Digraph:
 
 @dataclass
 class Chain:
+    """What blocks an object, followed to its root causes in the blocking graph, with the steps that unblock it."""
+
     graph: Digraph
     start: str
     roots: list[str]

@@ -32,6 +32,9 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Controller:
+    """How a catalog entry's controller is recognised in a cluster: its workloads' names, labels, namespaces and
+    ServiceAccounts."""
+
     name: str
     workloads: tuple[str, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
@@ -46,6 +49,9 @@ class Controller:
 
 @dataclass(frozen=True)
 class CatalogEntry:
+    """One finalizer family of the catalog (kfin/data/catalog.yaml): its finalizers, what they protect, the
+    controller that removes them and what to do when it is gone."""
+
     name: str
     project: str
     finalizers: tuple[str, ...]

@@ -86,6 +86,8 @@ def reference(obj: KubeObject) -> JSON:
 
 @dataclass
 class Step:
+    """One step of a preflight plan: its actions (the first exact, then alternatives) and why."""
+
     actions: tuple[Action, ...]  # an exact command (or an instruction), then its alternatives, each saying when
     why: str
 
@@ -95,6 +97,8 @@ class Step:
 
 @dataclass
 class Preflight:
+    """What deleting an object would leave stuck, and the plan that avoids it."""
+
     target: KubeObject
     deleted: list[KubeObject]
     stuck: list[Stuck] = field(default_factory=list)

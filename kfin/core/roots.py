@@ -23,6 +23,8 @@ class HeldObject(Protocol):
 
 @dataclass
 class RootCause:
+    """A root cause shared by stuck objects: the object or actor at the end of their chains, and what it holds."""
+
     label: str  # the object (Node/ip-10-0-2-44) or the actor (the controller of acme.io)
     is_actor: bool
     type: str  # of the link into it: kubelet, used-by-pod, discovery-failure, controller, cloud...

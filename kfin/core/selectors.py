@@ -26,6 +26,8 @@ FIELDS = {"metadata.name": lambda o: o.name, "metadata.namespace": lambda o: o.n
 
 @dataclass(frozen=True)
 class Selector:
+    """A -l/--field-selector pair, as one test of an object."""
+
     label: Callable[[dict[str, str]], bool]
     field: Callable[[KubeObject], bool]
 

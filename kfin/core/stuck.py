@@ -26,6 +26,8 @@ from kfin.util.parallel import ordered
 
 @dataclass
 class StuckObject:
+    """A row of kfin stuck: an object in Terminating, its finalizers and what blocks it."""
+
     obj: KubeObject
     terminating_seconds: float
     _: KW_ONLY
@@ -90,6 +92,8 @@ class StuckObject:
 
 @dataclass
 class Filters:
+    """What kfin stuck narrows to before explaining: kinds, a finalizer pattern, an age."""
+
     kinds: set[tuple[str, str]] | None = None  # {(group, resource)}
     finalizer: str | None = None
     older_than: float | None = None  # seconds

@@ -28,6 +28,9 @@ class Scan:
 
 @dataclass(frozen=True)
 class Options:
+    """How kfin stuck's report is written: with or without headers, and at most how many info series -o prometheus
+    gives."""
+
     no_headers: bool = False
     max_info_series: int = 500
 

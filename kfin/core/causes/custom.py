@@ -39,6 +39,8 @@ WRITE_VERBS = {"update", "patch", "*"}
 
 @dataclass(frozen=True)
 class Grant:
+    """A subject that RBAC lets update or patch the objects a custom finalizer sits on, and the role that does."""
+
     role: str  # "ClusterRole foo-operator" or "Role ns/foo"
     namespace: str  # the ServiceAccount's ("" for a User or Group)
     service_account: str  # its name (a User's or Group's name when subject_kind says so)

@@ -30,6 +30,8 @@ QUALIFIED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[A-Za-z0-9]([-A-Za-z0-
 
 @dataclass(frozen=True)
 class Family:
+    """What a finalizer is known as: its short label, what it protects and who removes it."""
+
     name: str  # short label shown in tables
     protects: str  # what it guards, in a phrase
     owner: str  # who removes it
@@ -157,6 +159,9 @@ class Verdict(str, Enum):
 
 @dataclass(kw_only=True)
 class Finding:
+    """Why one finalizer (or a deletion without one) is still there: the cause's verdict, with its evidence and the
+    actions that resolve it."""
+
     finalizer: str
     location: str  # metadata.finalizers, spec.finalizers, or "deletion" (a cause without a finalizer)
     family: str
@@ -195,6 +200,8 @@ class Finding:
 
 @dataclass
 class Context:
+    """What a cause is given to explain one finalizer of one object."""
+
     obj: KubeObject
     finalizer: str
     location: str
@@ -460,6 +467,8 @@ def explain_finalizer(obj: KubeObject, finalizer: str, where: str, facts: Cluste
 
 @dataclass
 class Explanation:
+    """Every finding of one object: why each of its finalizers is still there."""
+
     obj: KubeObject
     findings: list[Finding]
     terminating_seconds: float | None
