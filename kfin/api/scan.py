@@ -6,6 +6,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence, Set
 from functools import partial
+from itertools import compress
 from types import MappingProxyType
 from typing import Any
 
@@ -255,20 +256,26 @@ class OwnerEdges:
         found: list[KubeObject] = []
         seen: set[str] = set()
         frontier = set(uids)
+        unpacked: dict[int, tuple[list[str], list[str], list[str]]] = {}  # a chunk's rows, split once a call
         for _ in range(depth):
             if not frontier:
                 break
             following = set()
-            for types, namespaces, names, ids, owners, masks in self.chunks:
-                rows = owners.split(self.SEPARATOR)
-                hits = [
-                    i
-                    for i, o in enumerate(rows)
-                    if o in frontier or ("," in o and not frontier.isdisjoint(o.split(",")))
-                ]
-                if not hits:
+            for at, (types, namespaces, names, ids, owners, masks) in enumerate(self.chunks):
+                if at not in unpacked:
+                    sep = self.SEPARATOR
+                    unpacked[at] = (owners.split(sep), names.split(sep), ids.split(sep))
+                rows, name_list, id_list = unpacked[at]
+                if "," in owners:  # some row has several owners
+                    hits = [
+                        i
+                        for i, o in enumerate(rows)
+                        if o in frontier or ("," in o and not frontier.isdisjoint(o.split(",")))
+                    ]
+                elif frontier.isdisjoint(rows):  # decided without a loop in Python
                     continue
-                name_list, id_list = names.split(self.SEPARATOR), ids.split(self.SEPARATOR)
+                else:
+                    hits = list(compress(range(len(rows)), map(frontier.__contains__, rows)))
                 for i in hits:
                     uid = id_list[i]
                     if uid in seen:
