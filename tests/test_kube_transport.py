@@ -127,3 +127,49 @@ def test_a_certificate_that_fails_verification_is_never_retried(tls_fake, tmp_pa
     with pytest.raises(Exception, match="TLS handshake with https://127.0.0.1:"):
         kube.request("GET", "/version")
     assert sent == ["GET"]
+
+
+def test_kfin_ends_its_process_once_its_output_is_out_and_still_removes_the_files_of_credential_data(
+    tls_fake, tmp_path
+):
+    """As a process of its own, kfin ends once the command's output is written, without the interpreter's
+    teardown (kfin.commands.app: it would free every object a scan kept, one by one). What Python's exit would do
+    is still done: the output is whole on a pipe (larger or smaller than its buffer), the exit code is the
+    command's, and the exit handlers run: the files that the kubeconfig's client certificate and key data were
+    written to (TLS libraries read them from files) are gone afterwards."""
+    import base64
+    import os
+    import subprocess
+    import sys
+
+    client = tmp_path / "client"
+    client.mkdir()
+    cert, key = self_signed(client)
+    config = json.loads(tls_fake.kubeconfig(tmp_path / "kubeconfig").read_text())
+    config["users"][0]["user"].update({
+        "client-certificate-data": base64.b64encode(cert.read_bytes()).decode(),
+        "client-key-data": base64.b64encode(key.read_bytes()).decode(),
+    })
+    kubeconfig = tmp_path / "with-client-data"
+    kubeconfig.write_text(json.dumps(config))
+    configmaps = tls_fake.cluster.types[("", "configmaps")]
+    for i in range(300):
+        tls_fake.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": f"held-{i:03}", "namespace": "default", "finalizers": ["example.com/x"]}})
+        tls_fake.cluster.delete(configmaps, tls_fake.cluster.find(configmaps, "default", f"held-{i:03}"), None, None)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = dict(os.environ, TMPDIR=str(temporary), KFIN_CACHE_DIR=str(tmp_path / "cache"), NO_COLOR="1")
+    run = subprocess.run([sys.executable, "-m", "kfin", "stuck", "-A", "-o", "json", "--exit-code",
+                          "--kubeconfig", str(kubeconfig)], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == ExitCode.FOUND, run.stderr
+    assert len(run.stdout) > 65536
+    assert sorted(i["name"] for i in json.loads(run.stdout)["items"]) == [f"held-{i:03}" for i in range(300)]
+    assert [r for r in tls_fake.requests if r.path == "/api/v1/configmaps"]  # it did connect with those files
+    assert list(temporary.iterdir()) == []
+    # an output smaller than the pipe's buffer is not left in it
+    names = subprocess.run([sys.executable, "-m", "kfin", "stuck", "-A", "-o", "name", "--kubeconfig", str(kubeconfig)],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert names.returncode == ExitCode.OK, names.stderr
+    assert names.stdout.splitlines() == [f"configmap/held-{i:03}" for i in range(300)]
+    assert list(temporary.iterdir()) == []

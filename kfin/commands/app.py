@@ -6,6 +6,7 @@ reaches the whole core, and `kfin --help`, `--version` and every Tab must not pa
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import difflib
 import importlib
@@ -16,7 +17,7 @@ import shlex
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -260,6 +261,7 @@ def _prog_name() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Run kfin; every failure becomes one line on stderr and a documented exit code (README.md)."""
+    entry = argv is None  # the process's own command line, not a test's
     stdout = sys.stdout
     sys.stdout = QuietPipe(stdout)  # a reader that goes away (| head) must not cost the warnings
     code: Any = ExitCode.OK
@@ -272,6 +274,7 @@ def main(argv: list[str] | None = None) -> None:
             code = app(args=argv, prog_name=_prog_name(), standalone_mode=False, obj=level)
         if code == ExitCode.INTERRUPTED:  # Typer turns Ctrl-C into Exit(130)
             raise KeyboardInterrupt
+        sys.stdout.flush()  # here, where a reader that went away is not an error (QuietPipe)
     except KfinError as error:
         _fail(one_line(error.message), error.exit_code)
     except click_exceptions.NoArgsIsHelpError as error:
@@ -292,7 +295,24 @@ def main(argv: list[str] | None = None) -> None:
         )
     finally:
         sys.stdout = stdout
+    if entry and "multiprocessing" not in sys.modules:  # worker processes are ended by the interpreter's exit
+        _end_process(int(code or 0))
     sys.exit(int(code or 0))
+
+
+def _end_process(code: int) -> NoReturn:
+    """End the process with the command's exit code once its output is written, without the interpreter's
+    teardown: that frees, one by one, every object the command kept (about 40 ms after a scan of 50,000 objects,
+    issue 47), memory the OS takes back at once, and waits for threads whose answers nobody will read. The exit
+    handlers still run first (the files a kubeconfig's certificate data was written to are removed). Not for a
+    command that started processes (kfin stuck --all-contexts): the interpreter's exit tells them to end first."""
+    atexit._run_exitfuncs()  # the handlers Python itself would run at its exit, in its order
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away: nothing is left to say to it
+            pass
+    os._exit(code)
 
 
 def _fail(message: str, code: int) -> None:
