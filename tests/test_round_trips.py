@@ -17,9 +17,8 @@ from tests.test_scale import populated  # noqa: F401 (a fixture)
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "stuck-cluster.json"
 
 
-def test_discovery_asks_for_its_three_documents_at_once(fake, fake_kubeconfig, monkeypatch):
-    """The groups (legacy /apis) and both aggregated documents: one round trip for every command, not three."""
-    barrier = threading.Barrier(3, timeout=5)
+def hold_discovery(monkeypatch, barrier):
+    """Discovery's three requests each wait at `barrier` before they go out."""
     groups, aggregated = Kube.api_groups, Kube.aggregated_discovery
 
     def held_groups(self):
@@ -32,29 +31,25 @@ def test_discovery_asks_for_its_three_documents_at_once(fake, fake_kubeconfig, m
 
     monkeypatch.setattr(Kube, "api_groups", held_groups)
     monkeypatch.setattr(Kube, "aggregated_discovery", held_aggregated)
+
+
+def test_discovery_asks_for_its_three_documents_at_once(fake, fake_kubeconfig, monkeypatch):
+    """The groups (legacy /apis) and both aggregated documents: one round trip for every command, not three."""
+    hold_discovery(monkeypatch, threading.Barrier(3, timeout=5))
     types, failures = discovery.discover(Kube.connect(Target(str(fake_kubeconfig))), refresh=True)
     assert ("", "configmaps") in {(t.group, t.resource) for t in types} and failures == []
 
 
 def test_a_lean_scan_asks_for_the_namespaces_with_discovery(fake, fake_kubeconfig, monkeypatch):
     """A lean scan needs the Namespaces before its other lists (which namespaces are Terminating decides what it
-    keeps): they go out with discovery's three documents, not a round trip after them. Namespaces discovery
-    describes differently than core v1 are not counted (the scan then leaves nothing out)."""
+    keeps): they go out with discovery's three documents, not a round trip after them."""
     from tests.fakeapi.rawclient import RawClient
 
     api = RawClient(fake.url, "admin-token")
     api.create("/api/v1/namespaces", {"metadata": {"name": "going", "finalizers": ["example.com/hold"]}})
     api.delete("/api/v1/namespaces/going")
     barrier = threading.Barrier(4, timeout=5)
-    groups, aggregated, pages = Kube.api_groups, Kube.aggregated_discovery, Kube.list_pages
-
-    def held_groups(self):
-        barrier.wait()
-        return groups(self)
-
-    def held_aggregated(self, path, etag):
-        barrier.wait()
-        return aggregated(self, path, etag)
+    pages = Kube.list_pages
 
     def held_pages(self, path, *args, **kwargs):
         if path == "/api/v1/namespaces":
@@ -63,8 +58,7 @@ def test_a_lean_scan_asks_for_the_namespaces_with_discovery(fake, fake_kubeconfi
 
     kube = Kube.connect(Target(str(fake_kubeconfig)))
     try:
-        monkeypatch.setattr(Kube, "api_groups", held_groups)
-        monkeypatch.setattr(Kube, "aggregated_discovery", held_aggregated)
+        hold_discovery(monkeypatch, barrier)
         monkeypatch.setattr(Kube, "list_pages", held_pages)
         lean = inventory.live(kube, None, lean=True, refresh=True)
         monkeypatch.undo()
