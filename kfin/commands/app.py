@@ -274,7 +274,6 @@ def main(argv: list[str] | None = None) -> None:
             code = app(args=argv, prog_name=_prog_name(), standalone_mode=False, obj=level)
         if code == ExitCode.INTERRUPTED:  # Typer turns Ctrl-C into Exit(130)
             raise KeyboardInterrupt
-        sys.stdout.flush()  # here, where a reader that went away is not an error (QuietPipe)
     except KfinError as error:
         _fail(one_line(error.message), error.exit_code)
     except click_exceptions.NoArgsIsHelpError as error:
