@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import KW_ONLY, asdict, dataclass, field, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
+
+from msgspec import Struct, field
+from msgspec.structs import asdict, fields
 
 # A Kubernetes object, or any JSON object, as the API server sends it: string keys, any JSON value. Values stay
 # Any rather than a recursive union because the code reads nested fields with .get() and checks the shapes
@@ -14,8 +17,7 @@ from typing import Any, Literal
 JSON = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class ResourceType:
+class ResourceType(Struct, frozen=True):
     """One listable API resource, as discovery describes it."""
 
     group: str
@@ -67,6 +69,8 @@ class ResourceType:
         )
 
 
+# A dataclass, not a Struct as kfin's other records: its subclasses (ThinObject, OwnedObject) are slotted classes of
+# their own, the most numerous objects of a scan, which a Struct's metaclass would take over
 @dataclass(slots=True)
 class KubeObject:
     """An object's metadata (and, for the kinds explanations need, a reduced spec and status)."""
@@ -277,8 +281,7 @@ def owner_tuples(meta: JSON, intern: Callable[[str], str] = str) -> tuple[OwnerT
     )
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(Struct, frozen=True):
     """Something that could not be read: the result is partial, and says so."""
 
     what: str  # "discovery", "list", "get"
@@ -298,13 +301,11 @@ class Failure:
         return out
 
 
-@dataclass
-class Inventory:
+class Inventory(Struct):
     """What kfin knows of a cluster: its resource types, its objects, and what could not be read."""
 
     resources: list[ResourceType]
     objects: list[KubeObject]
-    _: KW_ONLY
     failures: list[Failure] = field(default_factory=list)
     observed_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     context: str = ""
@@ -315,9 +316,9 @@ class Inventory:
     # (group, resource, namespace) -> objects a lean scan counted but did not keep (kfin.api.scan.Lean)
     dropped: dict[tuple[str, str, str], int] = field(default_factory=dict)
     # the same objects by (group, resource), when the source holds them so (informers), or None
-    by_type: dict[tuple[str, str], list[KubeObject]] | None = field(default=None, compare=False, repr=False)
+    by_type: dict[tuple[str, str], list[KubeObject]] | None = field(default=None)
     # of the same objects, those that are not ThinObjects, when the source keeps them apart (informers), or None
-    kept: list[KubeObject] | None = field(default=None, compare=False, repr=False)
+    kept: list[KubeObject] | None = field(default=None)
 
     @property
     def complete(self) -> bool:
@@ -370,8 +371,7 @@ MANAGERS = "finalizerManagers"  # kept beside an object's metadata: {finalizer: 
 WriteVerb = Literal["delete", "patch", "update"]
 
 
-@dataclass(frozen=True)
-class Write:
+class Write(Struct, frozen=True):
     """One write to send as a dry run: a DELETE with DeleteOptions, a JSON Patch (guarded by `test` ops), or an
     UPDATE of the whole object (guarded by its resourceVersion)."""
 
@@ -407,8 +407,7 @@ class Write:
         return f"{'PUT' if self.verb == 'update' else self.verb.upper()} {self.rtype.qualified}/{self.name}{where}"
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(Struct, frozen=True):
     """What the server answered a dry run: accepted (2xx), or its Status."""
 
     code: int

@@ -7,8 +7,9 @@ a core value, seen here only as what api/ asks of it: which fields to keep of an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
+
+from msgspec import Struct, field
 
 
 class KeptFields(Protocol):
@@ -17,16 +18,14 @@ class KeptFields(Protocol):
     def kept_fields(self, group: str, resource: str) -> tuple[str, ...]: ...
 
 
-@dataclass(frozen=True)
-class NoKeptFields:
+class NoKeptFields(Struct, frozen=True):
     """Settings' kept fields when a command keeps none beyond kfin's own."""
 
     def kept_fields(self, group: str, resource: str) -> tuple[str, ...]:
         return ()
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Struct, frozen=True):
     """What a command chose that the layers under it act on."""
 
     # kubectl's -v: at 6 a line per request on stderr, at 8 with headers and answers (kfin.api.trace)

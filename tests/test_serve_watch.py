@@ -11,7 +11,7 @@ import threading
 import time
 import urllib.request
 from contextlib import contextmanager
-from dataclasses import replace
+from msgspec.structs import replace
 from pathlib import Path
 
 import pytest

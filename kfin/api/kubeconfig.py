@@ -13,9 +13,10 @@ import atexit
 import base64
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from kfin.model import JSON
 
@@ -32,8 +33,7 @@ CLUSTER_KEYS = {
 USER_KEYS = {"token", "client-certificate", "client-certificate-data", "client-key", "client-key-data", "extensions"}
 
 
-@dataclass
-class StaticConfiguration:
+class StaticConfiguration(Struct):
     """What kfin.api.connection reads of a client Configuration, for credentials that never change."""
 
     host: str

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 
 from kfin.settings import Settings
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(Struct, frozen=True):
     """The kubeconfig, its context and the request deadline a connection is made from, and the settings of the
     command that makes it (its -v, its catalog)."""
 

@@ -16,10 +16,10 @@ import re
 import shlex
 import sys
 import threading
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import typer
+from msgspec import Struct
 from typer.core import TyperGroup
 
 try:  # Typer 0.29 and newer carry their own copy of Click (a private module: the suite fails loudly if it moves)
@@ -51,8 +51,7 @@ from kfin.util.text import one_line
 COMPLETE_VAR = "_KFIN_COMPLETE"
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(Struct, frozen=True):
     """A command of the registry: its module (one function named like the command) and the first line of
     its help, which `kfin --help` lists without importing the module (a test holds the two equal)."""
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 import typer
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from kfin.api.target import Target
 from kfin.commands.outputs import VERDICTS
@@ -204,8 +205,7 @@ MAX_REQUEST_TIMEOUT_SECONDS = 86400  # longer is a typo, and too long for the so
 MAX_WAIT_SECONDS = 7 * 86400
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(Struct, frozen=True):
     """The connection and output flags, wherever they were given."""
 
     kubeconfig: str | None = None
@@ -283,8 +283,7 @@ def verdicts(values: list[str] | None) -> set[str]:
     return chosen
 
 
-@dataclass(frozen=True)
-class Narrowing:
+class Narrowing(Struct, frozen=True):
     """--kind, --older-than, --verdict, -l and --field-selector, checked before anything is read: what kfin stuck
     lists and kfin remove --all-stuck selects (kinds and older for the scan, the rest for kfin.core.stuck.narrowed)."""
 

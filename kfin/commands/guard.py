@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import signal
 import threading
-from dataclasses import replace
 
 import typer
+from msgspec.structs import replace
 
 from kfin.api.connection import Kube
 from kfin.commands.flags import ChunkSizeOpt, ContextOpt, KubeconfigOpt, TimeoutOpt, duration_seconds, merged

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import typer
+from msgspec import Struct
 
 from kfin.commands.flags import (
     AllNamespacesOpt,
@@ -46,8 +46,7 @@ from kfin.render.terminal import progress_bar, say, warn
 from kfin.util.text import one_line
 
 
-@dataclass(frozen=True)
-class Choices:
+class Choices(Struct, frozen=True):
     """What the user asked of a removal, beyond which objects."""
 
     patterns: list[str]

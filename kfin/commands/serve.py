@@ -7,9 +7,9 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import replace
 
 import typer
+from msgspec.structs import replace
 
 from kfin.api.connection import Kube
 from kfin.commands.flags import (

@@ -10,10 +10,11 @@ change that was applied is never left unrecorded.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from kfin import __version__
 from kfin.api.connection import Kube
@@ -28,8 +29,7 @@ from kfin.model import KubeObject, format_time
 DRY_RUN_INTERRUPTED = "a dry run, nothing was changed"
 
 
-@dataclass(frozen=True)
-class AuditTrail:
+class AuditTrail(Struct, frozen=True):
     """Where a run records what it applied, and as whom (a dry run has none: it records nothing)."""
 
     path: Path
@@ -68,8 +68,7 @@ class AuditTrail:
         }
 
 
-@dataclass
-class Applied:
+class Applied(Struct):
     """How one plan ended: its outcome, and its audit record (none for a dry run, nor for a plan refused, which
     is never sent)."""
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from kfin.errors import KfinError, UsageError
 from kfin.model import KubeObject
@@ -70,8 +71,7 @@ def record(entry: dict[str, Any], path: Path) -> AuditError | None:
     return None
 
 
-@dataclass
-class AuditLog:
+class AuditLog(Struct):
     records: list[dict[str, Any]] = field(default_factory=list)
     bad_lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
 

@@ -12,8 +12,9 @@ deepest first, so that the controllers can then finish everything above them by 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from kfin.core.causes import Action, Verdict, blocker_line, explain_cached, main_finding
 from kfin.core.facts import ClusterFacts, Facts
@@ -23,8 +24,7 @@ from kfin.model import JSON, KubeObject
 MAX_OBJECTS = 500  # a namespace with thousands of stuck objects: the plan stays readable, and says so
 
 
-@dataclass
-class Step:
+class Step(Struct):
     """One step of unblocking an object: its actions, the root cause it resolves, and why."""
 
     # what to do: a kfin remove or kubectl command, or an instruction for the operator; then its alternatives and
@@ -108,8 +108,7 @@ class Digraph:
         return depth
 
 
-@dataclass
-class Chain:
+class Chain(Struct):
     """What blocks an object, followed to its root causes in the blocking graph, with the steps that unblock it."""
 
     graph: Digraph

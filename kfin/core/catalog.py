@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
+
+from msgspec import Struct, field
 
 from kfin.errors import UsageError
 from kfin.util.globs import glob_match
@@ -30,8 +31,7 @@ MAX_FILE_BYTES = 1 << 20  # a catalog is a few kilobytes: a larger file is a mis
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Controller:
+class Controller(Struct, frozen=True):
     """How a catalog entry's controller is recognised in a cluster: its workloads' names, labels, namespaces and
     ServiceAccounts."""
 
@@ -47,8 +47,7 @@ class Controller:
         return bool(self.workloads or self.labels or self.label_keys or self.service_accounts)
 
 
-@dataclass(frozen=True)
-class CatalogEntry:
+class CatalogEntry(Struct, frozen=True):
     """One finalizer family of the catalog (kfin/data/catalog.yaml): its finalizers, what they protect, the
     controller that removes them and what to do when it is gone."""
 
@@ -63,14 +62,18 @@ class CatalogEntry:
     checked_against: str = ""
     docs: str = ""
     kinds: tuple[tuple[str, str], ...] = ()
-    holders: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    holders: tuple[dict[str, Any], ...] = ()
     source: str = ""
     # what outside the cluster the finalizer guards (a cloud load balancer, a disk, a bucket, a DNS record, a VM):
     # forcing it leaves that behind, so a bulk removal takes it only with --force; "" when it guards none
     infrastructure: str = ""
     # where else its controller may run (a managed control plane) and the sign kfin reads of it: an API group
     # served or a node label; while one shows, or cannot be read, "no controller found" is not "not installed"
-    elsewhere: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    elsewhere: tuple[dict[str, Any], ...] = ()
+
+    # holders and elsewhere are dicts, which a Struct would hash: an entry (and a Family holding it) stays hashable
+    def __hash__(self) -> int:
+        return hash((self.name, self.finalizers, self.source))
 
     def matches(self, finalizer: str) -> bool:
         return any(glob_match(finalizer, pattern) for pattern in self.finalizers)
@@ -102,15 +105,21 @@ class CatalogEntry:
         }
 
 
-@dataclass(frozen=True)
-class Catalog:
+class Catalog(Struct, frozen=True):
     """The catalog one command explains with: its --catalog files (`files`), then $XDG_CONFIG_HOME/kfin/catalog.d,
     then the shipped one. Read when first asked (a command that explains nothing never reads it), once; what it
     works out is kept in the value itself, so that it lives and dies with the command."""
 
     files: tuple[str, ...] = ()  # --catalog FILE: read after catalog.d, so their entries win
     # what was read and worked out, per value: the entries, the fields they keep, each finalizer's entry
-    _memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    _memo: dict[str, Any] = field(default_factory=dict)
+
+    # the value is its files: what it worked out is not (a Struct would compare and hash the memo too)
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Catalog) and other.files == self.files
+
+    def __hash__(self) -> int:
+        return hash(self.files)
 
     def entries(self) -> list[CatalogEntry]:
         """Every entry, the user's first: --catalog files, then catalog.d (in name order), then the shipped ones;

@@ -17,8 +17,9 @@ import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import replace
 from functools import partial
+
+from msgspec.structs import replace
 
 from kfin.api.connect import load_transport
 from kfin.api.connection import Kube

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from kfin.core.facts import Facts
 from kfin.core.preflight import Preflight, Stuck
@@ -63,8 +64,7 @@ CONTROL_PLANE_USERS = (
 )
 
 
-@dataclass
-class Review:
+class Review(Struct):
     """The answer to one AdmissionReview request."""
 
     allowed: bool

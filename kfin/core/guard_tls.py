@@ -24,8 +24,9 @@ import ipaddress
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from kfin.api.connection import Kube
 from kfin.errors import APIError, ConfigError, KfinError, NotFoundError
@@ -57,8 +58,7 @@ def require_cryptography() -> None:
         raise ConfigError(EXTRA_MISSING) from None
 
 
-@dataclass(frozen=True)
-class Material:
+class Material(Struct, frozen=True):
     """What the Secret holds, as PEM: the CAs to trust (current first), the current CA's key, the serving pair."""
 
     ca_bundle: bytes

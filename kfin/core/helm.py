@@ -22,7 +22,8 @@ import base64
 import binascii
 import gzip
 import json
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.core.facts import Facts
@@ -73,8 +74,7 @@ KEEP = "helm.sh/resource-policy"
 GZIP_MAGIC = b"\x1f\x8b\x08"
 
 
-@dataclass
-class Release:
+class Release(Struct):
     name: str
     namespace: str
     version: int

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from kfin.errors import UsageError
 from kfin.model import JSON
@@ -20,8 +21,7 @@ from kfin.model import JSON
 EXTENSIONS = (".json", ".yaml", ".yml")  # cli-runtime's FileExtensions
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(Struct, frozen=True):
     """One object of the manifests: what kubectl would DELETE, and where it was read."""
 
     api_version: str

@@ -7,9 +7,10 @@ dependent. Everything here works on plain KubeObjects, from a live cluster or a 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from kfin.core.blocking import Chain, node_id
 from kfin.model import JSON, KubeObject
@@ -22,8 +23,7 @@ if TYPE_CHECKING:
 FOREGROUND = "foregroundDeletion"
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(Struct, frozen=True):
     kind: str  # dangling, cross-namespace, namespaced-owner, cycle, several-controllers
     node: str
     message: str

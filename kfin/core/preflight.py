@@ -13,7 +13,7 @@ predicted too; and a Node's drain that a PodDisruptionBudget allowing no disrupt
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass, field
+from msgspec import Struct, field
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import KindLookup
@@ -43,13 +43,11 @@ FIRST = "first"  # _survives' step for an object to delete before the target, wh
 NODES = ("", "nodes")
 
 
-@dataclass
-class Stuck:
+class Stuck(Struct):
     """An object the deletion would leave Terminating, and why."""
 
     obj: KubeObject
     finalizer: str  # "" for a gate of the whole object (a namespace's discovery)
-    _: KW_ONLY
     reason: str
     verdict: str  # what explain would say once it is stuck
     actions: tuple[Action, ...] = ()  # what to do first so that it is not
@@ -84,8 +82,7 @@ def reference(obj: KubeObject) -> JSON:
     }
 
 
-@dataclass
-class Step:
+class Step(Struct):
     """One step of a preflight plan: its actions (the first exact, then alternatives) and why."""
 
     actions: tuple[Action, ...]  # an exact command (or an instruction), then its alternatives, each saying when
@@ -95,8 +92,7 @@ class Step:
         return {**self.actions[0].to_dict(), "more": [a.to_dict() for a in self.actions[1:]], "why": self.why}
 
 
-@dataclass
-class Preflight:
+class Preflight(Struct):
     """What deleting an object would leave stuck, and the plan that avoids it."""
 
     target: KubeObject

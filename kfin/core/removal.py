@@ -15,9 +15,10 @@ import random
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+from msgspec import Struct, field
 
 from kfin import __version__
 from kfin.api.connection import Kube
@@ -70,8 +71,7 @@ Result = Literal[
 APPLIED: tuple[Result, ...] = ("removed", "gone", "unchanged", "force-deleted")
 
 
-@dataclass(frozen=True)
-class Asked:
+class Asked(Struct, frozen=True):
     """What a plan was asked for, beyond its object: kept with the plan, so that a plan made again after a race
     asks the same."""
 
@@ -83,16 +83,14 @@ class Asked:
     proven_only: bool = False  # kfin mcp: a finalizer its controller still wants is refused even when named
 
 
-@dataclass
-class Choice:
+class Choice(Struct):
     finding: Finding
     selected: bool
     refused: str | None = None  # why it will not be removed
     warning: str | None = None
 
 
-@dataclass
-class Plan:
+class Plan(Struct):
     obj: KubeObject
     choices: list[Choice]
     refused: str | None = None  # why nothing is done for the whole object
@@ -114,8 +112,7 @@ class Plan:
         return "; ".join(f"{c.finding.finalizer}: {c.refused}" for c in self.blocked) or None
 
 
-@dataclass
-class Outcome:
+class Outcome(Struct):
     result: Result
     message: str
     removed: list[str] = field(default_factory=list)

@@ -3,8 +3,9 @@ and plan, and the blocking graph of them all. The same answers as stuck, explain
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from kfin.core.causes import Explanation, explain_cached
 from kfin.core.facts import Facts
@@ -20,14 +21,12 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
-@dataclass
-class Entry:
+class Entry(Struct):
     row: StuckObject  # its chain is row.chain
     explanation: Explanation
 
 
-@dataclass
-class Report:
+class Report(Struct):
     entries: list[Entry]
     graph: nx.DiGraph  # the blocking chains of every stuck object, joined
     inventories: list[Inventory]

@@ -5,8 +5,9 @@ object it holds and the one step that frees them. What `kfin stuck`, `graph` and
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Protocol
+
+from msgspec import Struct, field
 
 from kfin.core.blocking import Chain, Step, joined
 from kfin.model import JSON, KubeObject
@@ -21,8 +22,7 @@ class HeldObject(Protocol):
     chain: Chain | None
 
 
-@dataclass
-class RootCause:
+class RootCause(Struct):
     """A root cause shared by stuck objects: the object or actor at the end of their chains, and what it holds."""
 
     label: str  # the object (Node/ip-10-0-2-44) or the actor (the controller of acme.io)

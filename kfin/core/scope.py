@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 
 from kfin.api.target import Target
 from kfin.core.catalog import Catalog
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(Struct, frozen=True):
     """What a command reads: the connection flags, which contexts (or a file), and how. Its target carries the
     command's settings (kfin.settings: -v, the catalog) to every connection made for it."""
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from kfin.errors import UsageError
 from kfin.model import KubeObject
@@ -24,8 +25,7 @@ _EXISTS = re.compile(rf"^\s*(!?)\s*({_KEY})\s*$")
 FIELDS = {"metadata.name": lambda o: o.name, "metadata.namespace": lambda o: o.namespace}
 
 
-@dataclass(frozen=True)
-class Selector:
+class Selector(Struct, frozen=True):
     """A -l/--field-selector pair, as one test of an object."""
 
     label: Callable[[dict[str, str]], bool]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import replace
 from functools import partial
+
+from msgspec.structs import replace
 
 from kfin.api import inventory
 from kfin.api.connection import Kube

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
 from typing import Literal
+
+from msgspec import Struct, field
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import KindLookup, stored_as
@@ -24,13 +25,11 @@ from kfin.util.globs import glob_match
 from kfin.util.parallel import ordered
 
 
-@dataclass
-class StuckObject:
+class StuckObject(Struct):
     """A row of kfin stuck: an object in Terminating, its finalizers and what blocks it."""
 
     obj: KubeObject
     terminating_seconds: float
-    _: KW_ONLY
     finalizers: list[str]  # metadata.finalizers, then a namespace's spec.finalizers
     families: list[str]
     blocker: str
@@ -39,7 +38,7 @@ class StuckObject:
     root_causes: list[JSON] = field(default_factory=list)
     verdict: str | None = None  # of the finding that speaks for it (causes.main_finding)
     family: str | None = None  # that finding's family
-    chain: Chain | None = field(default=None, repr=False, compare=False)  # its blocking chain, as followed here
+    chain: Chain | None = field(default=None)  # its blocking chain, as followed here
 
     @property
     def root_cause(self) -> str:
@@ -90,8 +89,7 @@ class StuckObject:
         return out
 
 
-@dataclass
-class Filters:
+class Filters(Struct):
     """What kfin stuck narrows to before explaining: kinds, a finalizer pattern, an age."""
 
     kinds: set[tuple[str, str]] | None = None  # {(group, resource)}

@@ -4,8 +4,9 @@ blocking chain of every Terminating object in it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import KindLookup
@@ -24,8 +25,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
-@dataclass
-class SubjectGraph:
+class SubjectGraph(Struct):
     graph: nx.DiGraph
     title: str
     focus: str | None  # the object's node; None for a namespace

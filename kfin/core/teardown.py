@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.core.causes.custom import Grant, find_grants
@@ -53,8 +54,7 @@ Gone = dict[str, int]  # uid -> the step whose DELETE (or its cascade) deletes i
 ServicesGone = dict[tuple[str, str], int]  # (namespace, name) of a Service -> the step that deletes it
 
 
-@dataclass
-class Deletion:
+class Deletion(Struct):
     """One step of the teardown: one object's DELETE, in the tool's order."""
 
     number: int
@@ -84,7 +84,6 @@ class Deletion:
         }
 
 
-@dataclass
 class Caused(Stuck):
     """What the teardown's order leaves stuck, with where it comes from (kfin preflight -o dot draws it): `by`,
     the step whose deletion causes it (a controller, its ServiceAccount or rights, a webhook's Service deleted);
@@ -94,8 +93,7 @@ class Caused(Stuck):
     waits_for: tuple[KubeObject, ...] = ()
 
 
-@dataclass
-class Teardown:
+class Teardown(Struct):
     tool: str  # "kubectl delete -f", "helm 3 uninstall", "helm 4 uninstall"
     command: str  # the command predicted, to paste after the plan's first steps
     steps: list[Deletion]

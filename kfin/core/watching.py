@@ -11,7 +11,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from kfin.api.connection import Kube
 from kfin.api.informer import Informers

@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from kfin.core.applying import apply_plans
 from kfin.core.causes import explain_object
@@ -33,8 +34,7 @@ class RefusedError(KfinError):
     exit_code = ExitCode.REFUSED
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(Struct, frozen=True):
     """What plan_removal was asked: which object, and which finalizers (none: those kfin proved orphaned)."""
 
     kind: str
@@ -43,15 +43,13 @@ class Request:
     finalizers: tuple[str, ...] = ()
 
 
-@dataclass
-class Planned:
+class Planned(Struct):
     request: Request
     plan: Plan
     digest: str | None  # None when refused
 
 
-@dataclass
-class Ledger:
+class Ledger(Struct):
     """The digests this server gave out, each usable once: an unknown digest is no proof of anything."""
 
     issued: dict[str, Request] = field(default_factory=dict)
@@ -142,8 +140,7 @@ def plan_removal(scope: Scope, request: Request, ledger: Ledger) -> Planned:
     return Planned(request, p, digest)
 
 
-@dataclass(frozen=True)
-class Writes:
+class Writes(Struct, frozen=True):
     """How kfin mcp was started: whether it may write, and where it records what it writes."""
 
     allowed: bool

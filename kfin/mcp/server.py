@@ -10,13 +10,14 @@ imported by serve() alone, so that `kfin --help` and the documentation never nee
 # tool is registered, and those of the tools made in serve() name types imported there.
 
 import contextlib
-import dataclasses
 import io
 import json
 import sys
 import threading
-from dataclasses import dataclass
 from typing import Annotated, Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from kfin import __version__
 from kfin.core.roots import root_causes
@@ -37,8 +38,7 @@ ROOT_CAUSES_URI = "kfin://stuck/root-causes"
 NARROW = "narrow it: namespace, kinds, verdicts or label_selector"
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Struct, frozen=True):
     """How kfin mcp was started: the flags every command it runs gets, and what it may write."""
 
     scope: Scope  # for the removal tools and the root-cause resource
@@ -48,15 +48,13 @@ class Settings:
     listen: tuple[str, int] | None = None  # streamable HTTP at this address instead of stdio (read-only)
 
 
-@dataclass
-class Answer:
+class Answer(Struct):
     code: int
     stdout: str
     stderr: str
 
 
-@dataclass
-class Result:
+class Result(Struct):
     """A tool's answer: the document (JSON text), kfin's warnings, or its one-line error."""
 
     text: str
@@ -169,8 +167,7 @@ def subject(kind: str, name: str, namespace: str | None) -> tuple[list[str], lis
     return option("--namespace", namespace), ["--", kind, name]
 
 
-@dataclass(frozen=True)
-class Teardown:
+class Teardown(Struct, frozen=True):
     """kfin preflight -f, -R, --helm and helm RELEASE, as the preflight tool takes them."""
 
     manifests: str | None = None  # YAML or JSON text, as `kubectl delete -f -` reads it
@@ -300,7 +297,7 @@ class Tools:
         """The root causes of what is stuck (kfin stuck's lead), in -n or every namespace."""
         scope = self.settings.scope
         if scope.namespace is None:
-            scope = dataclasses.replace(scope, all_namespaces=True)
+            scope = replace(scope, all_namespaces=True)
         rows, sources = find_all(scope)
         document = {
             "rootCauses": [cause.to_dict() for cause in root_causes(rows)],
@@ -314,7 +311,7 @@ class Tools:
             subject(kind, name, namespace)
             scope = self.settings.scope
             if namespace is not None:
-                scope = dataclasses.replace(scope, namespace=namespace)
+                scope = replace(scope, namespace=namespace)
             request = removal.Request(kind, name, scope.namespace, tuple(finalizers))
             planned = removal.plan_removal(scope, request, self.ledger)
             document = removal.plan_document(planned, self.settings.writes.allowed)

@@ -8,9 +8,11 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
+from msgspec.structs import asdict
 
 from kfin.core.owners import blocking_chain, label, labels, problems, roots
 from kfin.errors import UsageError
@@ -157,7 +159,7 @@ def to_json(graph: nx.DiGraph) -> str:
         for b, d in children.items()
     ]
     extra = {
-        "problems": [p.__dict__ for p in problems(graph)],
+        "problems": [asdict(p) for p in problems(graph)],
         "chains": [{"object": node, "mustGoFirst": chain} for node, chain in chains(graph)],
     }
     members = ['  "directed": true', '  "multigraph": false', f'  "graph": {encode(graph.graph)}']
@@ -192,8 +194,7 @@ def root_causes(graph: nx.DiGraph) -> set[str]:
     return into - waits
 
 
-@dataclass(frozen=True)
-class RootLook:
+class RootLook(Struct, frozen=True):
     """How a kind of root cause is drawn: what it is (the node's last line says it), a shape, a fill."""
 
     name: str

@@ -15,7 +15,8 @@ from __future__ import annotations
 import platform
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from kfin import __version__
 from kfin.core.stuck import StuckObject
@@ -26,8 +27,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 DEFAULT_MAX_INFO = 500
 
 
-@dataclass
-class Family:
+class Family(Struct):
     """One metric family: HELP, TYPE and its samples ({labels}, value)."""
 
     name: str

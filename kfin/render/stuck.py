@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from kfin.core.roots import root_causes
 from kfin.core.stuck import StuckObject, report
@@ -15,8 +16,7 @@ from kfin.render import data, metrics, tables, templates
 from kfin.render.terminal import say
 
 
-@dataclass
-class Scan:
+class Scan(Struct):
     """What one kfin stuck found, as every output shows it."""
 
     rows: list[StuckObject]
@@ -26,8 +26,7 @@ class Scan:
     started: float = 0.0  # time.monotonic() when the scan began (the exposition's scan duration)
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(Struct, frozen=True):
     """How kfin stuck's report is written: with or without headers, and at most how many info series -o prometheus
     gives."""
 

@@ -18,9 +18,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from msgspec import Struct
 
 from kfin.errors import KfinError, UsageError
 from kfin.model import Inventory
@@ -28,8 +29,7 @@ from kfin.render import metrics
 from kfin.util.text import one_line
 
 
-@dataclass
-class Result:
+class Result(Struct):
     text: str  # the exposition of the scan's families
     finished_at: float  # Unix time
 

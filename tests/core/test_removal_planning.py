@@ -111,7 +111,7 @@ def test_the_preview_names_the_request_with_its_percent_encoded_path():
 
 def test_changes_between_two_scans_are_named_as_kubectl_w_names_them():
     """kfin stuck --watch: ADDED, MODIFIED (verdict, blocker or finalizers changed), DELETED."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from kfin.core.stuck import StuckObject, changes, row_key
 

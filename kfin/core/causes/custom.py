@@ -12,8 +12,9 @@ workload, and no running workload of the field manager that added the finalizer.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from kfin.core.causes.dryrun import controller_removal
 from kfin.core.causes.registry import (
@@ -37,8 +38,7 @@ DEFAULT_ROLES = ("cluster-admin", "admin", "edit")
 WRITE_VERBS = {"update", "patch", "*"}
 
 
-@dataclass(frozen=True)
-class Grant:
+class Grant(Struct, frozen=True):
     """A subject that RBAC lets update or patch the objects a custom finalizer sits on, and the role that does."""
 
     role: str  # "ClusterRole foo-operator" or "Role ns/foo"

@@ -14,7 +14,8 @@ evidence only. A few dry runs per explanation (MOST_TYPES, MOST_DEPENDENTS), eac
 from __future__ import annotations
 
 import re
-from dataclasses import KW_ONLY, dataclass
+
+from msgspec import Struct
 
 from kfin.core.causes.registry import GATES, Action, Context, Finding, Link, LinkKind, Verdict, prose
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
@@ -34,14 +35,12 @@ DENIED_BY_POLICY = re.compile(
 STORAGE = re.compile(r"unable to transform|storage|decrypt|etcd", re.I)
 
 
-@dataclass
-class Refusal:
+class Refusal(Struct):
     """A dry run the server rejected: what rejects it (in a sentence), the object behind it, and the fix."""
 
     write: Write
     answer: Answer
     why: str
-    _: KW_ONLY
     kind: LinkKind  # webhook, admission-policy, forbidden, storage, namespace-terminating, rejected
     target: KubeObject | None
     step: tuple[Action, ...]

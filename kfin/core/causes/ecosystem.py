@@ -5,7 +5,7 @@ managedFields) for the proof an ORPHANED verdict needs. The risk, fix and texts 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from kfin.core.catalog import CatalogEntry, Controller, field_names
 from kfin.core.causes import custom
@@ -27,8 +27,7 @@ from kfin.model import JSON, MANAGERS, KubeObject
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
-@dataclass
-class Holding:
+class Holding(Struct):
     """One thing a catalog finalizer waits for (holds), needs (requires), or will delete (cleans-up)."""
 
     effect: str

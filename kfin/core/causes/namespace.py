@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.dryrun import blocked_content
@@ -188,8 +189,7 @@ POLICY_DENIED = re.compile(r"ValidatingAdmissionPolicy '([^']+)'(?: with binding
 # ServiceAccount of that name); what admission sees as request.userInfo.username for its deletions
 
 
-@dataclass
-class Rejecter:
+class Rejecter(Struct):
     """What rejects the namespace controller's deletions: a webhook configuration or an admission policy."""
 
     target: KubeObject

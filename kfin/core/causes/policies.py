@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from kfin.core.causes.registry import EVERYWHERE, Action, Link, gates
 from kfin.core.causes.webhooks import rule_matches, selector_matches
@@ -91,8 +92,7 @@ def denying_policies(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
     ]
 
 
-@dataclass
-class Denial:
+class Denial(Struct):
     """A bound ValidatingAdmissionPolicy that denies (or, where kfin cannot evaluate it, may deny) a DELETE."""
 
     policy: KubeObject

@@ -11,12 +11,14 @@ the same Finding, so they cannot disagree; adding a cause touches one module.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
 from enum import Enum
 from functools import lru_cache
 from typing import Literal
+
+from msgspec import Struct, field
 
 from kfin.core.catalog import Catalog, CatalogEntry
 from kfin.core.causes.evidence import creates_refused, failed_reads, failure_conditions, warning_lines
@@ -28,8 +30,7 @@ from kfin.util.globs import glob_match
 QUALIFIED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
 
-@dataclass(frozen=True)
-class Family:
+class Family(Struct, frozen=True):
     """What a finalizer is known as: its short label, what it protects and who removes it."""
 
     name: str  # short label shown in tables
@@ -38,8 +39,7 @@ class Family:
     entry: CatalogEntry | None = None  # the catalog entry, for an ecosystem finalizer (kfin/data/catalog.yaml)
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Struct, frozen=True):
     """A catalog entry: the finalizer names (a glob) a cause covers, what they protect, who removes them."""
 
     pattern: str
@@ -47,8 +47,7 @@ class Entry:
     owner: str
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(Struct, frozen=True):
     """One thing a plan asks of the operator: a command to paste as it stands (one line, nothing else on it; None
     for an action outside kubectl and kfin, then said in `note`), `when` to do it (a condition: "once it is shut
     down", "instead, if ..."), and a `note` on what it does. An alternative or a last resort is an Action of its
@@ -113,8 +112,7 @@ LinkKind = Literal[
 ]
 
 
-@dataclass
-class Link:
+class Link(Struct):
     """An edge of the blocking graph: the object explained cannot go until `target` (an object) or
     `actor` (a controller, a cloud, a node's kubelet: something outside the API) is dealt with."""
 
@@ -157,8 +155,7 @@ class Verdict(str, Enum):
     BLOCKED = "BLOCKED"  # something in front of every writer (a webhook failing closed) rejects its removal
 
 
-@dataclass(kw_only=True)
-class Finding:
+class Finding(Struct, kw_only=True):
     """Why one finalizer (or a deletion without one) is still there: the cause's verdict, with its evidence and the
     actions that resolve it."""
 
@@ -186,20 +183,26 @@ class Finding:
         return f"{self.family}: {self.summary or self.condition}"
 
     def to_dict(self) -> JSON:
-        out = asdict(self)
-        out = {"finalizer": out.pop("finalizer"), "field": out.pop("location"), **out}
-        out["verdict"] = self.verdict.value
-        out["controllerAlive"] = out.pop("controller_alive")
-        out["removeCommand"] = out.pop("remove_command")
-        out.pop("summary")
-        out["holders"] = out.pop("detail").get("holders", [])  # what a catalog entry found holding it
-        out["infrastructure"] = self.infrastructure or None  # outside the cluster, left behind if forced
-        out["links"] = [link.to_dict() for link in self.links]
-        return out
+        return {
+            "finalizer": self.finalizer,
+            "field": self.location,
+            "family": self.family,
+            "protects": self.protects,
+            "controller": self.controller,
+            "condition": self.condition,
+            "verdict": self.verdict.value,
+            "fix": self.fix,
+            "risk": self.risk,
+            "evidence": list(self.evidence),
+            "links": [link.to_dict() for link in self.links],
+            "infrastructure": self.infrastructure or None,  # outside the cluster, left behind if forced
+            "controllerAlive": self.controller_alive,
+            "removeCommand": self.remove_command,
+            "holders": copy.deepcopy(self.detail.get("holders", [])),  # what a catalog entry found holding it
+        }
 
 
-@dataclass
-class Context:
+class Context(Struct):
     """What a cause is given to explain one finalizer of one object."""
 
     obj: KubeObject
@@ -465,8 +468,7 @@ def explain_finalizer(obj: KubeObject, finalizer: str, where: str, facts: Cluste
     return found
 
 
-@dataclass
-class Explanation:
+class Explanation(Struct):
     """Every finding of one object: why each of its finalizers is still there."""
 
     obj: KubeObject

@@ -6,7 +6,8 @@ a bare server error."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from kfin.core.causes.conversion import failing_conversions
 from kfin.core.causes.registry import Action, Context, Finding, Link, Verdict, prose
@@ -105,8 +106,7 @@ def storage_failure(failure: Failure) -> bool:
     return failure.reason == STORAGE_READ_ERROR or bool(DECODE_FAILURE.search(failure.message))
 
 
-@dataclass
-class Unreadable:
+class Unreadable(Struct):
     """Objects of one type in one namespace that kube-apiserver cannot read from storage."""
 
     resource: str  # kubectl's resource.group form

@@ -7,7 +7,7 @@ and the garbage collector's of an owner's dependents (kfin.core.causes.gc)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from kfin.core.causes.registry import EVERYWHERE, Action, Link, gates
 from kfin.core.facts import ClusterFacts
@@ -74,8 +74,7 @@ def backend_problem(hook: JSON, facts: ClusterFacts) -> str | None:
     return None if ready else f"its Service {namespace}/{name} has no ready endpoints"
 
 
-@dataclass
-class Rejection:
+class Rejection(Struct):
     """A webhook that rejects an operation on objects: its configuration, its name, why its backend cannot
     answer."""
 
