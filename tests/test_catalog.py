@@ -27,40 +27,13 @@ def test_the_shipped_catalog_is_valid_and_every_entry_is_listed():
     names = [e["name"] for e in listed["entries"]]
     assert len(names) == len(set(names)) == 49
     assert all(e["checkedAgainst"] and e["project"] and e["risk"] for e in listed["entries"])
-    assert {
-        "Argo CD",
-        "Flux",
-        "Crossplane",
-        "cert-manager",
-        "Karpenter",
-        "Cluster API",
-        "AWS Load Balancer Controller",
-        "Istio",
-        "Longhorn",
-        "Rook",
-        "Rancher (and Harvester)",
-        "Velero",
-        "COSI (kubernetes-sigs)",
-        "Operator Lifecycle Manager (OLM)",
-        "Strimzi",
-        "KEDA",
-        "Kueue",
-        "Calico (Tigera operator)",
-        "KubeVirt",
-        "Prometheus Operator",
-        "External Secrets Operator",
-        "Karmada",
-        "Config Connector (Google Cloud)",
-        "AWS Controllers for Kubernetes (ACK)",
-        "Karpenter (AWS provider)",
-        "Karpenter (Azure provider)",
-        "OpenShift Machine API",
-        "HyperShift (hosted control planes)",
-        "Knative Serving",
-        "Tekton Chains",
-        "Gateway API (kubernetes-sigs)",
-        "Gardener",
-    } <= {e["project"] for e in listed["entries"]}
+    assert {"Argo CD", "Flux", "Crossplane", "cert-manager", "Karpenter", "Cluster API", "AWS Load Balancer Controller",
+            "Istio", "Longhorn", "Rook", "Rancher (and Harvester)", "Velero", "COSI (kubernetes-sigs)",
+            "Operator Lifecycle Manager (OLM)", "Strimzi", "KEDA", "Kueue", "Calico (Tigera operator)", "KubeVirt",
+            "Prometheus Operator", "External Secrets Operator", "Karmada", "Config Connector (Google Cloud)",
+            "AWS Controllers for Kubernetes (ACK)", "Karpenter (AWS provider)", "Karpenter (Azure provider)",
+            "OpenShift Machine API", "HyperShift (hosted control planes)", "Knative Serving", "Tekton Chains",
+            "Gateway API (kubernetes-sigs)", "Gardener"} <= {e["project"] for e in listed["entries"]}
 
 
 def test_kfin_reads_the_shipped_catalog_as_its_yaml_says(tmp_path):
@@ -102,17 +75,9 @@ def test_every_shipped_entry_says_what_it_guards_outside_the_cluster(monkeypatch
     raw = yaml.safe_load((ROOT / "kfin" / "data" / "catalog.yaml").read_text())["entries"]
     assert all("infrastructure" in e for e in raw), [e["name"] for e in raw if "infrastructure" not in e]
     guarded = {e["name"]: e["infrastructure"] for e in raw if e["infrastructure"] is not False}
-    assert {
-        "crossplane-managed",
-        "karpenter",
-        "cluster-api",
-        "aws-load-balancer-controller",
-        "config-connector",
-        "aws-controllers-k8s",
-        "capi-provider-aws",
-        "external-secrets-push",
-        "openshift-machine-api",
-    } <= set(guarded)
+    assert {"crossplane-managed", "karpenter", "cluster-api", "aws-load-balancer-controller", "config-connector",
+            "aws-controllers-k8s", "capi-provider-aws", "external-secrets-push",
+            "openshift-machine-api"} <= set(guarded)
     assert all(isinstance(what, str) and what for what in guarded.values())
     assert not {"argocd-application", "keda", "kueue", "prometheus-operator", "gateway-api"} & set(guarded)
     listed = {e["name"]: e for e in json.loads(kfin("catalog", "-o", "json").stdout)["entries"]}
@@ -121,10 +86,8 @@ def test_every_shipped_entry_says_what_it_guards_outside_the_cluster(monkeypatch
     # kfin catalog, as people read it: each entry with what it guards outside and the version it was read at
     monkeypatch.setenv("COLUMNS", "120")  # a block per entry at this width
     shown = " ".join(kfin("catalog").stdout.split())
-    assert (
-        "GUARDS OUTSIDE: the Google Cloud resource it represents CHECKED AGAINST: v1.155.1 (pkg/k8s/constants.go, "
-        "operator/pkg/k8s/constants.go)" in shown
-    )
+    assert "GUARDS OUTSIDE: the Google Cloud resource it represents CHECKED AGAINST: v1.155.1 (pkg/k8s/constants.go, " \
+           "operator/pkg/k8s/constants.go)" in shown
 
 
 def test_a_catalog_entry_with_a_wrong_infrastructure_value_is_refused(tmp_path):
@@ -154,42 +117,26 @@ def test_the_catalog_is_readable_in_a_pipe(monkeypatch):
 
 def test_a_malformed_catalog_is_one_line_naming_the_file_and_the_field(tmp_path):
     bad = tmp_path / "acme.yaml"
-    bad.write_text(
-        "apiVersion: kfin.dev/v1\nkind: FinalizerCatalog\nentries:\n- name: acme\n  project: Acme\n"
-        "  finalizers: [acme.io/x]\n  controller: {name: acme, workloads: [5]}\n  protects: a\n"
-        "  onDeletion: b\n  risk: c\n  fix: d\n"
-    )
+    bad.write_text("apiVersion: kfin.dev/v1\nkind: FinalizerCatalog\nentries:\n- name: acme\n  project: Acme\n"
+                   "  finalizers: [acme.io/x]\n  controller: {name: acme, workloads: [5]}\n  protects: a\n"
+                   "  onDeletion: b\n  risk: c\n  fix: d\n")
     result = kfin("catalog", "check", str(bad))
     assert result.code == ExitCode.USAGE and "Traceback" not in result.stderr
-    assert (
-        result.stderr.strip() == f"error: catalog {bad}: entries[0].controller.workloads[0]: 5 is not of type 'string'"
-    )
+    assert result.stderr.strip() == f"error: catalog {bad}: entries[0].controller.workloads[0]: 5 is not of type " \
+                                    "'string'"
     not_yaml = tmp_path / "broken.yaml"
     not_yaml.write_text("entries: [\n")
     assert kfin("catalog", "check", str(not_yaml)).code == ExitCode.USAGE
 
 
-ACME = {
-    "apiVersion": "kfin.dev/v1",
-    "kind": "FinalizerCatalog",
-    "entries": [
-        {
-            "name": "acme-databases",
-            "project": "Acme DB operator",
-            "checkedAgainst": "acme-operator v2",
-            "finalizers": ["acme.io/database-cleanup"],
-            "controller": {
-                "name": "the Acme DB operator",
-                "workloads": ["acme-operator"],
-                "namespaces": ["acme-system"],
-            },
-            "protects": "a Database until its cloud database is dropped",
-            "onDeletion": "drops the cloud database and its backups",
-            "risk": "removing it leaves the Acme cloud database running and billed",
-            "fix": "reinstall the Acme operator (helm install acme-operator)",
-        }
-    ],
-}
+ACME = {"apiVersion": "kfin.dev/v1", "kind": "FinalizerCatalog", "entries": [{
+    "name": "acme-databases", "project": "Acme DB operator", "checkedAgainst": "acme-operator v2",
+    "finalizers": ["acme.io/database-cleanup"],
+    "controller": {"name": "the Acme DB operator", "workloads": ["acme-operator"], "namespaces": ["acme-system"]},
+    "protects": "a Database until its cloud database is dropped",
+    "onDeletion": "drops the cloud database and its backups",
+    "risk": "removing it leaves the Acme cloud database running and billed",
+    "fix": "reinstall the Acme operator (helm install acme-operator)"}]}
 
 
 def test_a_user_catalog_changes_the_explanation(tmp_path, monkeypatch):
@@ -217,9 +164,8 @@ def test_a_user_catalog_changes_the_explanation(tmp_path, monkeypatch):
 
 def test_a_broken_user_catalog_stops_commands_with_one_line(tmp_path, monkeypatch):
     (tmp_path / "kfin" / "catalog.d").mkdir(parents=True)
-    (tmp_path / "kfin" / "catalog.d" / "x.yaml").write_text(
-        "apiVersion: kfin.dev/v1\nkind: FinalizerCatalog\nentries: [{name: Bad_Name}]\n"
-    )
+    (tmp_path / "kfin" / "catalog.d" / "x.yaml").write_text("apiVersion: kfin.dev/v1\nkind: FinalizerCatalog\n"
+                                                            "entries: [{name: Bad_Name}]\n")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     result = kfin("stuck", "-A", "--from-snapshot", SNAPSHOT)
     assert result.code == ExitCode.USAGE and result.stderr.startswith("error: catalog ")
@@ -259,14 +205,8 @@ def test_an_elsewhere_sign_is_checked_against_the_schema(tmp_path):
     """Issue 44, item 3: where else a controller may run is said with one sign kfin can read (an API group or a
     node label) and its source."""
     entry = json.loads(json.dumps(ACME))
-    entry["entries"][0]["elsewhere"] = [
-        {
-            "where": "Acme Cloud's managed control plane",
-            "apiGroup": "acme.cloud",
-            "nodeLabel": "acme.cloud/managed",
-            "source": "Acme's docs",
-        }
-    ]
+    entry["entries"][0]["elsewhere"] = [{"where": "Acme Cloud's managed control plane", "apiGroup": "acme.cloud",
+                                         "nodeLabel": "acme.cloud/managed", "source": "Acme's docs"}]
     bad = tmp_path / "acme.yaml"
     bad.write_text(yaml.safe_dump(entry))
     result = kfin("catalog", "check", str(bad))

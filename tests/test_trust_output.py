@@ -6,8 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kfin.errors import ExitCode
+from kfin.render.data import indented
 from tests.runner import kfin
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "stuck-cluster.json"
@@ -165,3 +168,25 @@ def test_the_server_version_is_shown_never_sent(fake, fake_kubeconfig):
     assert "v1.36\\x1b[2J\\x0d\\x07" in result.stdout
     fake.faults.append(Fault(path="^/version$", body=json.dumps({"gitVersion": {"not": "a string"}}).encode()))
     assert kfin("version", "--kubeconfig", str(fake_kubeconfig)).code == 0
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@given(JSON_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_o_json_is_what_python_s_json_writes_with_an_indent(value):
+    """-o json is indented by msgspec from the C encoder's compact text (kfin.render.data.indented), and must
+    stay json.dumps(indent=2) byte for byte: every escape (non-ASCII, control characters, U+2028), number
+    (1e+16, 2.5e-07, -0.0) and NaN, which only Python's writer takes."""
+    assert indented(value) == json.dumps(value, indent=2)
+
+
+def test_o_json_escapes_what_a_terminal_would_act_on():
+    """A name with an escape sequence, a line separator and a right-to-left override stays escaped in -o json."""
+    text = indented({"name": "a\x1b[31mred\u2028\u202e", "seconds": 1e16})
+    assert text.isascii() and "\\u001b[31m" in text and "\\u2028\\u202e" in text and "1e+16" in text
