@@ -38,7 +38,7 @@ class StuckObject(Struct):
     root_causes: list[JSON] = field(default_factory=list)
     verdict: str | None = None  # of the finding that speaks for it (causes.main_finding)
     family: str | None = None  # that finding's family
-    chain: Chain | None = field(default=None)  # its blocking chain, as followed here
+    chain: Chain | None = None  # its blocking chain, as followed here
 
     @property
     def root_cause(self) -> str:
