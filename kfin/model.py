@@ -249,18 +249,6 @@ class OwnedObject(ThinObject):
 OwnerTuple = tuple[str, str, str, str, bool | None, bool | None]
 
 
-def owner_edge(meta: JSON) -> tuple[list[str], int] | None:
-    """(owner uids, blockOwnerDeletion bits: bit i for owner i) from metadata; None without owners."""
-    refs = [r for r in meta.get("ownerReferences") or () if isinstance(r, dict)]
-    if not refs:
-        return None
-    blocking = 0
-    for at, ref in enumerate(refs):
-        if ref.get("blockOwnerDeletion"):
-            blocking |= 1 << at
-    return [r.get("uid") or "" for r in refs], blocking
-
-
 def owner_tuples(meta: JSON, intern: Callable[[str], str] = str) -> tuple[OwnerTuple, ...]:
     """A ThinObject's owners from metadata.ownerReferences (apiVersion and kind interned: few distinct)."""
     refs = meta.get("ownerReferences")

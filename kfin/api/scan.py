@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from functools import partial
 from itertools import compress
 from types import MappingProxyType
@@ -297,6 +297,11 @@ class OwnerEdges:
         return found
 
 
+def blocking_bits(flags: Iterable[bool | None]) -> int:
+    """Owners' blockOwnerDeletion, in order, as OwnerEdges and OwnedObject keep them: bit i for owner i."""
+    return sum(1 << at for at, flag in enumerate(flags) if flag)
+
+
 class Lean:
     """What a scan for stuck objects may leave out, and what it left out.
 
@@ -330,10 +335,7 @@ class Lean:
         if self.for_file:
             interned = tuple((sys.intern(a), sys.intern(k), *rest) for a, k, *rest in owners)
             return ThinObject(r, name, sys.intern(namespace), uid, interned)
-        blocking = 0
-        for at, owner in enumerate(owners):
-            if owner[5]:
-                blocking |= 1 << at
+        blocking = blocking_bits(owner[5] for owner in owners)
         return self._lean(r, name, namespace, uid, tuple([owner[3] for owner in owners]), blocking)
 
     def keep_refs(
@@ -346,10 +348,7 @@ class Lean:
         if len(refs) == 1:  # most objects with owners: one (a Pod's ReplicaSet), read without a loop
             ref = refs[0]
             return self._lean(r, name, namespace, uid, (ref.uid,), 1 if ref.blockOwnerDeletion else 0)
-        blocking = 0
-        for at, ref in enumerate(refs):
-            if ref.blockOwnerDeletion:
-                blocking |= 1 << at
+        blocking = blocking_bits(ref.blockOwnerDeletion for ref in refs)
         return self._lean(r, name, namespace, uid, tuple([ref.uid for ref in refs]), blocking)
 
     def _lean(
