@@ -28,7 +28,9 @@ from kfin.names import check_namespace
 from kfin.settings import Settings
 from kfin.util.parallel import in_background
 
-_PARSING = threading.Lock()  # one page parsed at a time: see Kube._pages
+# One page parsed at a time (see Kube._pages); what reads what parsing builds while lists page takes it too
+# (kfin.api.inventory: a lean scan's owner edges, while its last list still pages)
+PARSING = threading.Lock()
 # Metadata-only answers keep Secret data (and every spec) on the server. The JSON fallback lets
 # aggregated APIs that cannot produce PartialObjectMetadata answer with full objects instead of 406.
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
@@ -276,7 +278,7 @@ class Kube:
             if early and early not in tokens and len(tokens) < MAX_PAGES:  # what the parse would refuse waits for it
                 following = dict(query or {}, limit=limit, **{"continue": early})
                 ahead = (early, in_background(partial(self.send, "GET", path, following, accept=accept, what=what)))
-            with _PARSING:
+            with PARSING:
                 if protobuf.is_protobuf(headers.get("Content-Type")):  # its messages type every field: no check_page
                     page = protobuf.metadata_list(data, f"GET {path}", keep is not None, keep)
                 else:

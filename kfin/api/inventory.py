@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kfin.api.builtin_kinds import builtin_resources
-from kfin.api.connection import Kube
+from kfin.api.connection import PARSING, Kube
 from kfin.api.discovery import discover
 from kfin.api.jsonstream import members
 from kfin.api.resources import KindLookup, one_object_per_storage, one_per_storage
@@ -54,9 +54,13 @@ def live(
     chunk_size: int = 500,
     lean: bool = False,
     seen: Callable[[list[ResourceType], list[KubeObject]], None] | None = None,
+    before_last: Callable[[Inventory, ResourceType], None] | None = None,
 ) -> Inventory:
     """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean).
-    `seen`: given the types and what is kept of each type as soon as it is listed (kfin.core.ahead)."""
+    `seen`: given the types and what is kept of each type as soon as it is listed (kfin.core.ahead).
+    `before_last` (a lean scan's): given, while the last list still pages, an Inventory of everything else (that list's
+    type counted as listed, though none of its objects is in it yet) and that list's type, in this thread; the
+    Inventory returned is made afresh (kfin.core.early)."""
     left_out = Lean() if lean else None
     # A lean scan reads Namespaces before anything else (scan.Lean): they are asked for with discovery, not after
     # it, since every API server serves core v1 Namespaces. What discovery says then decides what they count for.
@@ -84,6 +88,26 @@ def live(
         # names, volumes, nodes, APIServices, CRDs, leases): those kinds are read cluster-wide, reduced.
         wide = [r for r in resources if (r.group, r.resource) in full and (r.group, r.resource) != NAMESPACES]
     local = [r for r in resources if r not in wide and r is not listed]
+
+    def without(last: ResourceType, so_far: list[KubeObject], failed: list[Failure]) -> None:
+        assert before_last is not None and left_out is not None  # passed as `last` only then
+        kept = first[0] + so_far
+        with PARSING:  # the last list's pages add owner edges and counts meanwhile
+            kept += left_out.edges.dependents_of({o.uid for o in kept if o.terminating and o.uid})
+            dropped = dict(left_out.dropped)
+        everything_else = Inventory(
+            resources,
+            kept,
+            failures=failures + first[1] + failed,  # discovery's, the Namespaces', the other lists'
+            observed_at=datetime.now(UTC),
+            context=kube.context,
+            server=kube.shown,
+            namespace=namespace,
+            detailed=_detailed(resources, wide, namespace, full, first[1] + failed),
+            dropped=dropped,
+        )
+        before_last(everything_else, last)
+
     objects, list_failures = scan(
         kube,
         local,
@@ -94,6 +118,7 @@ def live(
         progress=progress,
         lean=left_out,
         seen=partial(seen, resources) if seen is not None else None,
+        last=without if before_last is not None and left_out is not None and not wide else None,
     )
     objects, list_failures = first[0] + objects, first[1] + list_failures
     if wide:
@@ -101,12 +126,6 @@ def live(
         objects, list_failures = objects + more, list_failures + more_failures
     if left_out is not None:  # of the objects kept only as owner edges, the dependents of Terminating ones
         objects += left_out.edges.dependents_of({o.uid for o in objects if o.terminating and o.uid})
-    unread = {f.target.split(" ")[0] for f in list_failures}
-    detailed = {
-        (r.group, r.resource, "" if r in wide else namespace or "")
-        for r in resources
-        if (r.group, r.resource) in full and r.qualified not in unread
-    }
     return Inventory(
         resources,
         objects,
@@ -115,9 +134,25 @@ def live(
         context=kube.context,
         server=kube.shown,  # a snapshot is shared: never a password in it
         namespace=namespace,
-        detailed=detailed,
+        detailed=_detailed(resources, wide, namespace, full, list_failures),
         dropped=dict(left_out.dropped) if left_out else {},
     )
+
+
+def _detailed(
+    resources: list[ResourceType],
+    wide: list[ResourceType],
+    namespace: str | None,
+    full: Set[tuple[str, str]],
+    list_failures: list[Failure],
+) -> set[tuple[str, str, str]]:
+    """(group, resource, namespace) of the types read whole, and read without failure: Inventory.detailed."""
+    unread = {f.target.split(" ")[0] for f in list_failures}
+    return {
+        (r.group, r.resource, "" if r in wide else namespace or "")
+        for r in resources
+        if (r.group, r.resource) in full and r.qualified not in unread
+    }
 
 
 def _same_type(discovered: ResourceType, expected: ResourceType) -> bool:

@@ -423,6 +423,7 @@ def scan(
     progress: Callable[[int, int], None] | None = None,
     kept: KeptFields | None = None,
     seen: Callable[[list[KubeObject]], None] | None = None,
+    last: Callable[[ResourceType, list[KubeObject], list[Failure]], None] | None = None,
 ) -> tuple[list[KubeObject], list[Failure]]:
     """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types).
 
@@ -431,6 +432,9 @@ def scan(
     Within one namespace, cluster-scoped types are skipped, except the Namespace itself. With `lean`,
     Namespaces are read first, so that the content of Terminating ones is kept whole (see Lean).
     `seen` is given what is kept of each type as soon as it is listed (kfin.core.ahead), in this thread.
+    `last` is called once, in this thread, when a single list is left in flight, with its type, what is kept
+    so far and the failures so far: what is known without that list may be worked on while it still pages
+    (kfin.api.inventory.live's `early`).
     """
     tasks = [r for r in resources if namespace is None or r.namespaced or (r.group, r.resource) == NAMESPACES]
     objects: list[KubeObject] = []
@@ -477,8 +481,13 @@ def scan(
             if not failures and lean is not None:
                 lean.whole_namespaces = {o.name for o in found if o.terminating}
         rest = [r for r in tasks if r not in first]
+        pending = dict.fromkeys(rest) if last is not None and len(rest) > 1 else {}
         for done, (r, future) in enumerate(completed(read, rest, concurrency), len(first) + 1):
             collect(r, future.result)
             if progress:
                 progress(done, len(tasks))
+            pending.pop(r, None)
+            if last is not None and len(pending) == 1:
+                last(next(iter(pending)), list(objects), list(failures))
+                pending.clear()
     return objects, failures

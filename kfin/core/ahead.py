@@ -42,9 +42,13 @@ class ReadsAhead:
         self.started: dict[Wanted, Future[Fetched]] = {}
         self._namespaces: dict[tuple[str, str], set[str]] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers)
+        self._closed = False
 
     def found(self, resources: list[ResourceType], objects: list[KubeObject]) -> None:
-        """Start what the Terminating ones among a listed type's `objects` will read (in the scan's thread)."""
+        """Start what the Terminating ones among a listed type's `objects` will read (in the scan's thread);
+        nothing once closed (explaining began before the scan's last list ended: kfin.core.early)."""
+        if self._closed:
+            return
         types: dict[tuple[str, str], ResourceType] | None = None
         for obj in objects:
             if not obj.terminating:
@@ -84,5 +88,6 @@ class ReadsAhead:
 
     def close(self) -> None:
         """Drop what has not started: explanations read on demand from here on."""
+        self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.started.clear()

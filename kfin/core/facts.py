@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
+from msgspec import Struct, field
+
 from kfin.api.access import may
 from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of
@@ -32,6 +34,16 @@ Memo = dict[Hashable, Any]
 TypeWhere = tuple[str, str, str]
 # {(group, resource): {namespace: [objects]}}
 TypeIndex = dict[tuple[str, str], dict[str, list[KubeObject]]]
+
+
+class Asked(Struct):
+    """What explanations asked of an inventory made before a scan's last list ended (kfin.core.early): the types
+    (objects, find), the namespaces whose content they read (everything: None for the whole cluster, "" for its
+    cluster-scoped objects), and the owners whose dependents they read."""
+
+    types: set[tuple[str, str]] = field(default_factory=set)
+    namespaces: set[str | None] = field(default_factory=set)
+    owners: set[str] = field(default_factory=set)
 
 
 class Ahead(Protocol):
@@ -135,6 +147,10 @@ class Facts:
         self.dry_runs_allowed = False
         self.dry_runs: dict[Write, Answer | None] = {}
         self._impersonable: dict[str, bool] = {}
+        # Facts made before a scan's last list ended (kfin.core.early): what was asked of them, and what they read
+        self.asked: Asked | None = None
+        self.fetched: dict[tuple[str, str, str | None, bool], list[KubeObject] | KfinError] = {}
+        self._reuse: dict[tuple[str, str, str | None, bool], list[KubeObject] | KfinError] = {}
 
     @property
     def kube(self) -> Kube | None:
@@ -196,6 +212,8 @@ class Facts:
     ) -> list[KubeObject] | None:
         """Objects of a type (in one namespace, or everywhere with None); None when unknowable."""
         group, resource = stored_as(group, resource)  # Events of events.k8s.io are core's, read once
+        if self.asked is not None:
+            self.asked.types.add((group, resource))
         rtype = self.resource(group, resource)
         if rtype is None:
             return None if self.kube is None else []  # a live server without the type has none of it
@@ -259,12 +277,20 @@ class Facts:
 
     def _fetch(self, rtype: ResourceType, namespace: str | None, full: bool) -> list[KubeObject] | KfinError:
         """The network half of a read (safe in a worker thread); _apply_all merges it (in the caller's)."""
+        key = (rtype.group, rtype.resource, namespace, full)
+        if key in self._reuse:  # read by the facts these succeed (succeeding)
+            return self._reuse.pop(key)
         assert self.kube is not None  # only live facts read
         self.reads += 1
         try:
-            return read_objects(self.kube, rtype, namespace, self.chunk_size, full=full, kept=self.catalog)
+            fetched: list[KubeObject] | KfinError = read_objects(
+                self.kube, rtype, namespace, self.chunk_size, full=full, kept=self.catalog
+            )
         except KfinError as error:
-            return error
+            fetched = error
+        if self.asked is not None:
+            self.fetched[key] = fetched
+        return fetched
 
     def _record(self, failures: list[Failure]) -> None:
         """Keep each failed read once: a read asked for again (a namespace's content, by several causes) fails
@@ -337,7 +363,11 @@ class Facts:
 
         def fetch(task: tuple[ResourceType, str | None, bool]) -> list[KubeObject] | KfinError:
             taken = ahead.take(*task) if ahead is not None else None  # started while the scan listed
-            return taken if taken is not None else self._fetch(*task)
+            if taken is None:
+                return self._fetch(*task)
+            if self.asked is not None:
+                self.fetched[(task[0].group, task[0].resource, task[1], task[2])] = taken
+            return taken
 
         try:
             fetched = [(task, future.result()) for task, future in completed(fetch, tasks, concurrency)]
@@ -376,6 +406,32 @@ class Facts:
                     if obj.uid not in known:
                         self._add_blocking(obj)
 
+    def add_last_list(self, objects: list[KubeObject], dropped: dict[tuple[str, str, str], int]) -> None:
+        """What a scan's last list added (its objects and the dependents they revealed) and what it left out
+        (`dropped`: the scan's counts, all of them), put in an inventory made before it ended, which these facts
+        hold (kfin.core.early): what was worked out stays, the indexes are made again when next asked."""
+        inv = self.inventory
+        inv.objects += objects
+        inv.by_type = inv.kept = None
+        added = set(dropped) - set(inv.dropped)
+        inv.dropped = dict(dropped)
+        self._dropped |= added
+        self._dropped_types = {(g, r) for g, r, _ in self._dropped}
+        self._index = self._blocking = self._grouped = None
+        self.asked, self.fetched = None, {}
+
+    def succeeding(self, inventory: Inventory) -> Facts:
+        """Facts of `inventory` that take what these read from the server (lists read whole, dry runs, access
+        reviews, whole objects) instead of asking again: these were made before the scan's last list ended, and
+        what that list added was asked of them (kfin.core.early)."""
+        after = Facts(inventory, self.kube, self.chunk_size, catalog=self.catalog)
+        after._reuse = dict(self.fetched)
+        after.dry_runs_allowed = self.dry_runs_allowed
+        after.dry_runs = dict(self.dry_runs)
+        after._impersonable = dict(self._impersonable)
+        after.memo = {k: v for k, v in self.memo.items() if isinstance(k, tuple) and k[:1] in (("may",), ("whole",))}
+        return after
+
     def listed_kinds(self) -> set[tuple[str, str]]:
         """(group, kind) of every type whose objects are known completely somewhere."""
         keys = {(g, r) for g, r, _ in self._listed} | {(g, r) for g, r, _ in self.inventory.detailed}
@@ -388,6 +444,8 @@ class Facts:
     def everything(self, namespace: str | None, cluster_scoped_only: bool = False) -> list[KubeObject] | None:
         """Every object in a namespace (None: the whole cluster), of every listable type; read in
         parallel when live. None when a snapshot does not cover that scope."""
+        if self.asked is not None:
+            self.asked.namespaces.add("" if cluster_scoped_only else namespace)
         scope = namespace or ""
         types = [
             r
@@ -471,6 +529,8 @@ class Facts:
     # ----- derived ---------------------------------------------------------------------------------
     def blocking_dependents(self, uid: str) -> list[KubeObject]:
         """Dependents whose ownerReference to `uid` has blockOwnerDeletion: true."""
+        if self.asked is not None:
+            self.asked.owners.add(uid)
         if self._blocking is None:
             self._blocking = {}
             for obj in self.inventory.objects:
@@ -483,6 +543,8 @@ class Facts:
             self._blocking.setdefault(owner, []).append(obj)
 
     def dependents(self, uid: str) -> list[KubeObject]:
+        if self.asked is not None:
+            self.asked.owners.add(uid)
         return [o for o in self.inventory.objects if uid in o.owner_uids()]
 
     def namespaces_by_name(self) -> dict[str, KubeObject] | None:

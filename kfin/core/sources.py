@@ -13,6 +13,7 @@ from kfin.api.connection import Kube
 from kfin.api.scan import read_objects
 from kfin.core.ahead import ReadsAhead, Wanted
 from kfin.core.catalog import Catalog
+from kfin.core.early import BeforeLast
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.errors import KfinError, UsageError
@@ -42,13 +43,15 @@ def gather(
     progress: ProgressFactory = no_progress,
     failed: dict[str, KfinError] | None = None,
     ahead: Callable[[KubeObject], Iterable[Wanted]] | None = None,
+    explain: Callable[[Facts], object] | None = None,
 ) -> list[Facts]:
     """What is known of each context (or of the snapshot), scanned in parallel. Live Facts keep their
     connection, so that analysis may read the few whole objects it needs. `lean`: keep only what finding
     stuck objects needs (kfin.api.scan.Lean), for commands that report stuck objects and nothing else.
     `failed`: filled with the contexts that could not be read, instead of an error when none could.
     `ahead`: what explaining a Terminating object reads (kfin.core.causes.reads_for), started as soon as the
-    scan lists it (kfin.core.ahead) and taken by Facts.prefetch."""
+    scan lists it (kfin.core.ahead) and taken by Facts.prefetch. `explain` (with `lean`): what the command works
+    out of each context's Facts, begun while the scan's last list still pages (kfin.core.early)."""
     target, contexts = scope.target, list(scope.contexts)
     if scope.from_snapshot:
         if contexts:
@@ -66,6 +69,14 @@ def gather(
         if ahead is not None:
             read = partial(read_whole, kube, scope.chunk_size, scope.catalog)
             early = ReadsAhead(read, namespace, wanted, ahead, min(4, concurrency))
+
+        def facts_of(scanned: Inventory) -> Facts:
+            facts = Facts(scanned, kube, scope.chunk_size, catalog=scope.catalog)
+            facts.ahead = early
+            facts.dry_runs_allowed = scope.dry_run
+            return facts
+
+        before_last = BeforeLast(facts_of, explain) if explain is not None and lean else None
         with progress(f"scanning {kube.context}") as report:
             scanned = inventory.live(
                 kube,
@@ -77,11 +88,10 @@ def gather(
                 chunk_size=scope.chunk_size,
                 lean=lean,
                 seen=early.found if early is not None else None,
+                before_last=before_last.start if before_last is not None else None,
             )
-        facts = Facts(scanned, kube, scope.chunk_size, catalog=scope.catalog)
-        facts.ahead = early
-        facts.dry_runs_allowed = scope.dry_run
-        return facts
+        settled = before_last.settle(scanned) if before_last is not None else None
+        return settled if settled is not None else facts_of(scanned)
 
     if len(contexts) <= 1:
         return [one(contexts[0] if contexts else target.context)]

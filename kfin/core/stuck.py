@@ -103,6 +103,9 @@ def find_stuck(
     """Stuck objects of an inventory; `facts` (with a live connection) may read what blockers need."""
     now = inventory.observed_at
     facts = facts or Facts(inventory)
+    early = facts.memo.pop(EARLY_ROWS, None) if facts.inventory is inventory else None
+    if early is not None and early[0] == filters:  # found before the scan's last list ended (find_all)
+        return list(early[1])
     rows = []
     scope = inventory.namespace
 
@@ -252,6 +255,11 @@ def resolve_kinds(kinds: Iterable[str], inventories: list[Inventory]) -> set[tup
     return wanted
 
 
+# Where find_all keeps, in a context's Facts, the rows found before its scan's last list ended: (filters, rows).
+# In the memo, which any read clears: they are those rows only while the facts are those they were found in.
+EARLY_ROWS = "stuck rows before the last list"
+
+
 def find_all(
     scope: Scope,
     kinds: Iterable[str] = (),
@@ -262,8 +270,20 @@ def find_all(
 ) -> tuple[list[StuckObject], list[Facts]]:
     """(stuck rows of every context, oldest first; the Facts they came from): what `kfin stuck` prints
     and what `kfin serve --rescan` exposes at each scan. `failed`: as gather's."""
+    kinds = list(kinds)
+
+    def explain(facts: Facts) -> None:  # while the scan's last list still pages (kfin.core.early)
+        filters = Filters(resolve_kinds(kinds, [facts.inventory]), finalizer, older)
+        rows = find_stuck(facts.inventory, filters, facts)
+        facts.memo[EARLY_ROWS] = (filters, rows)
+
     sources = gather(
-        scope, lean=True, progress=progress, failed=failed, ahead=partial(reads_for, catalog=scope.catalog)
+        scope,
+        lean=True,
+        progress=progress,
+        failed=failed,
+        ahead=partial(reads_for, catalog=scope.catalog),
+        explain=explain,
     )
     return stuck_in(sources, kinds, finalizer, older), sources
 

@@ -1,0 +1,176 @@
+"""Stuck objects are explained while a scan's last list still pages (kfin.core.early, issue 47), and the answers are
+those of a scan that waited for it: when that list adds nothing the explanations asked of, they stand; when it adds
+a stuck object, a dependent, a namespace's content or a failure, they are worked out again. Each test holds one list
+until the early explanations are done (a wait that gives up after 10 s: the test then fails), and compares kfin
+stuck's rows and failures with those of a scan that explained only at its end. Nothing is timed."""
+
+import threading
+from functools import partial
+
+import pytest
+
+from kfin.api import scan as scan_module
+from kfin.api.target import Target
+from kfin.core import early
+from kfin.core.causes import reads_for
+from kfin.core.early import BeforeLast
+from kfin.core.facts import Facts
+from kfin.core.scope import Scope
+from kfin.core.sources import gather
+from kfin.core.stuck import EARLY_ROWS, find_all, stuck_in
+from kfin.model import Inventory, KubeObject, ResourceType
+from tests.fakeapi.rawclient import RawClient
+from tests.fakeapi.server import Fault
+from tests.test_scale import _configmap, populated  # noqa: F401 (a fixture)
+
+
+def _answers(rows, sources):
+    """What kfin stuck -o json reports of them, but for how long each has been stuck (seconds apart)."""
+    items = [{k: v for k, v in r.to_dict().items() if k != "terminatingSeconds"} for r in rows]
+    return items, sorted((f.what, f.target, f.reason) for s in sources for f in s.inventory.failures)
+
+
+def _waited(scope):
+    """The answers of a scan explained once every list has ended."""
+    sources = gather(scope, lean=True, ahead=partial(reads_for, catalog=scope.catalog))
+    return _answers(stuck_in(sources), sources)
+
+
+@pytest.fixture
+def last_held(monkeypatch):
+    """hold(resource): that type's list waits until the explanations begun before it ended are done; what
+    happened is returned: whether they were (`explained`), and the Facts explained early (`facts`)."""
+    seen = {"explained": threading.Event(), "facts": None}
+    listing, start = scan_module.read_objects, early.BeforeLast.start
+
+    def begun(self, inventory, last):
+        start(self, inventory, last)
+        seen["facts"] = self.facts
+        seen["last"] = last.resource
+        seen["explained"].set()
+
+    def hold(resource):
+        def listed(kube, r, namespace, *args, **kwargs):
+            if r.resource == resource:
+                seen["held"] = seen["explained"].wait(timeout=10)
+            return listing(kube, r, namespace, *args, **kwargs)
+
+        monkeypatch.setattr(scan_module, "read_objects", listed)
+        monkeypatch.setattr(early.BeforeLast, "start", begun)
+        return seen
+
+    return hold
+
+
+def test_what_the_last_list_adds_nothing_to_keeps_the_early_answers(populated, fake, fake_kubeconfig, last_held):  # noqa: F811
+    scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
+    waited = _waited(scope)
+    fake.requests.clear()
+    seen = last_held("events")
+    rows, sources = find_all(scope)
+    assert seen["held"] and seen["last"] == "events"  # explained while the Events list was held
+    assert _answers(rows, sources) == waited
+    # the facts explained early are the scan's: their rows were taken (not found again), nothing read twice
+    assert sources[0] is seen["facts"] and EARLY_ROWS not in sources[0].memo
+    whole = [(r.path, r.query.get("labelSelector")) for r in fake.requests if not r.metadata_only and r.verb == "list"]
+    assert len(whole) == len(set(whole))
+
+
+@pytest.mark.parametrize(
+    "resource",
+    [
+        "configmaps",  # stuck ones, the dependents of a stuck owner, and a Terminating namespace's content
+        "serviceaccounts",  # a Terminating namespace's content only (its default ServiceAccount)
+    ],
+)
+def test_what_the_last_list_adds_to_the_answers_is_explained_again(
+    populated, fake, fake_kubeconfig, last_held, resource  # noqa: F811
+):
+    scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
+    waited = _waited(scope)
+    seen = last_held(resource)
+    rows, sources = find_all(scope)
+    assert seen["held"] and seen["last"] == resource
+    assert _answers(rows, sources) == waited
+    assert sources[0] is not seen["facts"]
+    namespace = next(r for r in rows if r.obj.ref == "Namespace/leaving")
+    assert namespace.blocker.startswith("namespace: 4 objects remain")  # left, plain, kube-root-ca.crt, default SA
+    if resource == "configmaps":
+        assert {r.obj.ref for r in rows} == {"ConfigMap/active/held", "ConfigMap/active/owner", "Namespace/leaving"}
+
+
+def test_a_last_list_that_fails_is_reported_as_a_scan_that_waited_reports_it(
+    populated, fake, fake_kubeconfig, last_held  # noqa: F811
+):
+    scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
+    fake.faults.append(Fault(path=r"^/api/v1/serviceaccounts$", status=500))
+    waited = _waited(scope)
+    seen = last_held("serviceaccounts")
+    rows, sources = find_all(scope)
+    assert seen["held"] and seen["last"] == "serviceaccounts"
+    assert _answers(rows, sources) == waited
+    assert sources[0] is not seen["facts"]
+    assert any(f.target == "serviceaccounts" for f in sources[0].inventory.failures)
+
+
+def test_a_dependent_the_last_list_adds_is_counted_where_the_owner_waits_for_it(
+    populated, fake, fake_kubeconfig, last_held  # noqa: F811
+):
+    api = RawClient(fake.url, "admin-token")
+    owner = api.create("/api/v1/namespaces/active/configmaps", _configmap("foreground", "active"))
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "foreground", "uid": owner["metadata"]["uid"],
+                 "blockOwnerDeletion": True}
+    api.create("/api/v1/namespaces/active/secrets", {"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": "waited-for", "namespace": "active", "ownerReferences": [reference]}})
+    api.delete("/api/v1/namespaces/active/configmaps/foreground", propagation="Foreground")
+    scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
+    waited = _waited(scope)
+    seen = last_held("secrets")
+    rows, sources = find_all(scope)
+    assert seen["held"] and seen["last"] == "secrets"
+    assert _answers(rows, sources) == waited
+    assert sources[0] is not seen["facts"]
+    row = next(r for r in rows if r.obj.name == "foreground")
+    assert "Secret/active/waited-for" in str(row.to_dict())
+
+
+def _inventory(*objects):
+    return Inventory([CONFIGMAPS, SECRETS], list(objects))
+
+
+CONFIGMAPS = ResourceType("", "v1", "configmaps", "ConfigMap", True)
+SECRETS = ResourceType("", "v1", "secrets", "Secret", True)
+
+
+def _object(rtype, name, namespace="team", **meta):
+    return KubeObject(rtype, {"apiVersion": "v1", "kind": rtype.kind,
+                              "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", **meta}})
+
+
+@pytest.mark.parametrize(
+    ("asked", "added", "kept"),
+    [
+        (lambda facts: None, _object(SECRETS, "plain"), True),
+        (lambda facts: facts.objects("", "secrets", "elsewhere"), _object(SECRETS, "plain"), False),  # its type
+        (lambda facts: facts.objects("", "configmaps", "team"), _object(SECRETS, "plain"), True),
+        (lambda facts: facts.everything("team"), _object(SECRETS, "plain"), False),  # its namespace's content
+        (lambda facts: facts.everything("elsewhere"), _object(SECRETS, "plain"), True),
+        (lambda facts: facts.everything(None), _object(SECRETS, "plain"), False),
+        (lambda facts: facts.dependents("uid-held"), _object(SECRETS, "child", ownerReferences=[
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "held", "uid": "uid-held"}]), False),  # its owner
+        (lambda facts: facts.blocking_dependents("uid-other"), _object(SECRETS, "child", ownerReferences=[
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "held", "uid": "uid-held"}]), True),
+        (lambda facts: None, _object(SECRETS, "leaving", deletionTimestamp="2026-01-01T00:00:00Z"), False),
+        (lambda facts: None, _object(SECRETS, "held", finalizers=["example.com/hold"]), False),  # a ghost, maybe
+    ],
+    ids=["nothing asked", "its type", "another type", "its namespace", "another namespace", "the cluster",
+         "its owner", "another owner", "being deleted", "with finalizers"],
+)
+def test_the_early_facts_stand_only_when_nothing_the_last_list_added_was_asked_of(asked, added, kept):
+    held = _object(CONFIGMAPS, "held", finalizers=["example.com/hold"], deletionTimestamp="2026-01-01T00:00:00Z")
+    before = BeforeLast(Facts, asked)
+    before.start(_inventory(held), SECRETS)
+    settled = before.settle(_inventory(held, added))
+    assert (settled is before.facts) is kept
+    assert {o.name for o in settled.inventory.objects} == {"held", added.name}
+    assert settled.objects("", "secrets", "team") == [added]
