@@ -10,6 +10,7 @@ from functools import partial
 import pytest
 
 from kfin.api import scan as scan_module
+from kfin.api.scan import OwnerEdges
 from kfin.api.target import Target
 from kfin.core import early
 from kfin.core.causes import reads_for
@@ -174,3 +175,19 @@ def test_the_early_facts_stand_only_when_nothing_the_last_list_added_was_asked_o
     assert (settled is before.facts) is kept
     assert {o.name for o in settled.inventory.objects} == {"held", added.name}
     assert settled.objects("", "secrets", "team") == [added]
+
+
+def test_owner_edges_tell_whether_rows_added_since_name_an_owner():
+    """What lets a scan keep the dependents it found before its last list ended (kfin.api.inventory.live): the
+    rows that list added name none of them as owner."""
+    edges = OwnerEdges()
+    for i in range(1500):
+        edges.add(SECRETS, "ns", f"s-{i}", f"uid-s{i}", [f"uid-{i % 7}"], 1)
+    edges.dependents_of({"uid-1"})  # as the scan asks before its last list ends: what was added is closed
+    mark = len(edges.chunks)
+    assert not edges.names_owner_since(mark, {"uid-1", "uid-s1"})
+    edges.add(SECRETS, "ns", "late", "uid-late", ["uid-9"], 0)
+    assert not edges.names_owner_since(mark, {"uid-1", "uid-s1"})
+    edges.add(SECRETS, "ns", "later", "uid-later", ["uid-8", "uid-s1"], 0)  # several owners, the second asked
+    assert edges.names_owner_since(mark, {"uid-1", "uid-s1"})
+    assert not edges.names_owner_since(mark, {"uid-2"}) and edges.names_owner_since(0, {"uid-2"})

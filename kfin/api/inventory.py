@@ -89,12 +89,17 @@ def live(
         wide = [r for r in resources if (r.group, r.resource) in full and (r.group, r.resource) != NAMESPACES]
     local = [r for r in resources if r not in wide and r is not listed]
 
+    before: list[tuple[set[str], list[KubeObject], int]] = []  # what `without` found: see the end
+
     def without(last: ResourceType, so_far: list[KubeObject], failed: list[Failure]) -> None:
         assert before_last is not None and left_out is not None  # passed as `last` only then
         kept = first[0] + so_far
+        terminating = {o.uid for o in kept if o.terminating and o.uid}
         with PARSING:  # the last list's pages add owner edges and counts meanwhile
-            kept += left_out.edges.dependents_of({o.uid for o in kept if o.terminating and o.uid})
+            dependents = left_out.edges.dependents_of(terminating)
+            before.append((terminating, dependents, len(left_out.edges.chunks)))
             dropped = dict(left_out.dropped)
+        kept += dependents
         everything_else = Inventory(
             resources,
             kept,
@@ -125,7 +130,15 @@ def live(
         more, more_failures = scan(kube, wide, None, full=full, concurrency=concurrency, page_size=chunk_size)
         objects, list_failures = objects + more, list_failures + more_failures
     if left_out is not None:  # of the objects kept only as owner edges, the dependents of Terminating ones
-        objects += left_out.edges.dependents_of({o.uid for o in objects if o.terminating and o.uid})
+        terminating = {o.uid for o in objects if o.terminating and o.uid}
+        found = None
+        if before:  # those found before the last list ended, if it added no Terminating object nor an edge to them
+            earlier, dependents, mark = before[0]
+            if earlier == terminating and not left_out.edges.names_owner_since(
+                mark, earlier | {o.uid for o in dependents}
+            ):
+                found = dependents
+        objects += found if found is not None else left_out.edges.dependents_of(terminating)
     return Inventory(
         resources,
         objects,

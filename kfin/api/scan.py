@@ -249,6 +249,15 @@ class OwnerEdges:
             self.chunks.append((types, namespaces, sep.join(names), sep.join(uids), sep.join(owner_uids), bytes(masks)))
         self._open = ([], [], [], [], [], bytearray())
 
+    def names_owner_since(self, mark: int, uids: set[str]) -> bool:
+        """Whether a row added after the first `mark` chunks names one of `uids` as an owner."""
+        self._close()
+        for _, _, _, _, owners, _ in self.chunks[mark:]:
+            rows = owners.split(self.SEPARATOR)
+            if not uids.isdisjoint(rows) or ("," in owners and any(not uids.isdisjoint(o.split(",")) for o in rows)):
+                return True
+        return False
+
     def dependents_of(self, uids: set[str], depth: int = 5) -> list[KubeObject]:
         """The objects that name one of `uids` as owner, and theirs, down to `depth` levels (the garbage
         collector's causes follow blocking dependents four deep)."""
