@@ -1,6 +1,7 @@
 """Stuck objects are explained while a scan's last list still pages (kfin.core.early, issue 47), and the answers are
-those of a scan that waited for it: when that list adds nothing the explanations asked of, they stand; when it adds
-a stuck object, a dependent, a namespace's content or a failure, they are worked out again. Each test holds one list
+those of a scan that waited for it: when that list adds nothing the explanations asked of, they stand (and a stuck
+object it adds is explained with the others); when it adds a dependent, a namespace's content or a failure, they
+are worked out again. Each test holds one list
 until the early explanations are done (a wait that gives up after 10 s: the test then fails), and compares kfin
 stuck's rows and failures with those of a scan that explained only at its end. Nothing is timed."""
 
@@ -75,6 +76,27 @@ def test_what_the_last_list_adds_nothing_to_keeps_the_early_answers(populated, f
     assert sources[0] is seen["facts"] and EARLY_ROWS not in sources[0].memo
     whole = [(r.path, r.query.get("labelSelector")) for r in fake.requests if not r.metadata_only and r.verb == "list"]
     assert len(whole) == len(set(whole))
+
+
+def test_a_stuck_object_the_last_list_adds_is_explained_with_the_others(
+    populated, fake, fake_kubeconfig, last_held  # noqa: F811
+):
+    api = RawClient(fake.url, "admin-token")
+    api.create("/api/v1/namespaces/active/secrets", {"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": "late", "namespace": "active", "finalizers": ["example.com/hold"]}})
+    api.delete("/api/v1/namespaces/active/secrets/late")
+    scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
+    try:
+        waited = _waited(scope)
+        seen = last_held("secrets")
+        rows, sources = find_all(scope)
+        assert seen["held"] and seen["last"] == "secrets"
+        assert _answers(rows, sources) == waited
+        assert sources[0] is seen["facts"]  # what was worked out before stands
+        late = next(r for r in rows if r.obj.ref == "Secret/active/late")
+        assert "example.com/hold" in late.blocker
+    finally:
+        api.json_patch("/api/v1/namespaces/active/secrets/late", [{"op": "remove", "path": "/metadata/finalizers"}])
 
 
 @pytest.mark.parametrize(
@@ -161,8 +183,9 @@ def _object(rtype, name, namespace="team", **meta):
             {"apiVersion": "v1", "kind": "ConfigMap", "name": "held", "uid": "uid-held"}]), False),  # its owner
         (lambda facts: facts.blocking_dependents("uid-other"), _object(SECRETS, "child", ownerReferences=[
             {"apiVersion": "v1", "kind": "ConfigMap", "name": "held", "uid": "uid-held"}]), True),
-        (lambda facts: None, _object(SECRETS, "leaving", deletionTimestamp="2026-01-01T00:00:00Z"), False),
-        (lambda facts: None, _object(SECRETS, "held", finalizers=["example.com/hold"]), False),  # a ghost, maybe
+        # stuck itself: explained once the list has ended, with the others
+        (lambda facts: None, _object(SECRETS, "leaving", deletionTimestamp="2026-01-01T00:00:00Z"), True),
+        (lambda facts: None, _object(SECRETS, "held", finalizers=["example.com/hold"]), True),
     ],
     ids=["nothing asked", "its type", "another type", "its namespace", "another namespace", "the cluster",
          "its owner", "another owner", "being deleted", "with finalizers"],

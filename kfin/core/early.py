@@ -1,13 +1,14 @@
 """Explaining while a scan's last list still pages (issue 47).
 
 On a large cluster one list is a scan's wall: Events, the most numerous kind, page after page, long after every
-other type is listed. What explaining the stuck objects needs of that list is little: whether it adds a stuck
-object, a dependent of one, an object where an explanation read a namespace's content, or a failure. So the
-explanations start on everything else (kfin.api.inventory.live's `before_last`), in the scan's thread while the
-list pages, with the facts recording what they asked (Facts.asked); when the list ends, what it added is checked
-against that. Asked of nothing, it is added to those facts and their explanations stand (the answers are those a
-scan that waited would give, observed when the other lists had ended); asked of, the explanations are worked out
-again on facts of the whole scan, which take what was read instead of reading it again (Facts.succeeding).
+other type is listed. What the explanations of the others need of that list is little: whether it adds a
+dependent of an owner they looked at, an object where one read a namespace's content or a type's objects, or a
+failure. So the explanations start on everything else (kfin.api.inventory.live's `before_last`), in the scan's
+thread while the list pages, with the facts recording what they asked (Facts.asked); when the list ends, what it
+added is checked against that. Asked of nothing, it is added to those facts and their explanations stand (the
+answers are those a scan that waited would give, observed when the other lists had ended), and a stuck object it
+added is explained then; asked of, the explanations are worked out again on facts of the whole scan, which take
+what was read instead of reading it again (Facts.succeeding).
 """
 
 from __future__ import annotations
@@ -59,12 +60,11 @@ class BeforeLast:
 
 
 def _asked_of(obj: KubeObject, asked: Asked) -> bool:
-    """Whether an object the last list added may change an answer: stuck itself (being deleted, or a ghost's
-    finalizers), of a type asked for, in a namespace whose content was read, or a dependent of an owner asked."""
+    """Whether an object the last list added may change an answer given before: of a type asked for, in a
+    namespace whose content was read, or a dependent of an owner asked about. One that is stuck itself changes
+    none: it is explained with the others, once the list has ended (kfin.core.stuck.find_stuck)."""
     return (
-        obj.terminating
-        or bool(obj.finalizers)
-        or (obj.type.group, obj.type.resource) in asked.types
+        (obj.type.group, obj.type.resource) in asked.types
         or None in asked.namespaces
         or obj.namespace in asked.namespaces  # "" for a cluster-scoped one: everything(None, cluster_scoped_only)
         or not asked.owners.isdisjoint(obj.owner_uids())

@@ -104,7 +104,8 @@ def find_stuck(
     now = inventory.observed_at
     facts = facts or Facts(inventory)
     early = facts.memo.pop(EARLY_ROWS, None) if facts.inventory is inventory else None
-    if early is not None and early[0] == filters:  # found before the scan's last list ended (find_all)
+    # found before the scan's last list ended (find_all), among the same objects: that list added none
+    if early is not None and early[0] == filters and early[2] == len(inventory.objects):
         return list(early[1])
     rows = []
     scope = inventory.namespace
@@ -275,7 +276,7 @@ def find_all(
     def explain(facts: Facts) -> None:  # while the scan's last list still pages (kfin.core.early)
         filters = Filters(resolve_kinds(kinds, [facts.inventory]), finalizer, older)
         rows = find_stuck(facts.inventory, filters, facts)
-        facts.memo[EARLY_ROWS] = (filters, rows)
+        facts.memo[EARLY_ROWS] = (filters, rows, len(facts.inventory.objects))
 
     sources = gather(
         scope,
