@@ -38,6 +38,19 @@ def _waited(scope):
     return _answers(stuck_in(sources), sources)
 
 
+def _compared(scope, last_held, resource, before=lambda: None):
+    """kfin stuck's scan with the list of `resource` held until the early explanations are done: its rows and
+    sources, and what happened (last_held), once its answers are checked against those of a scan that waited.
+    `before`: called between the two scans."""
+    waited = _waited(scope)
+    before()
+    seen = last_held(resource)
+    rows, sources = find_all(scope)
+    assert seen["held"] and seen["last"] == resource  # explained while that list was held, the last one
+    assert _answers(rows, sources) == waited
+    return rows, sources, seen
+
+
 @pytest.fixture
 def last_held(monkeypatch):
     """hold(resource): that type's list waits until the explanations begun before it ended are done; what
@@ -66,12 +79,7 @@ def last_held(monkeypatch):
 
 def test_what_the_last_list_adds_nothing_to_keeps_the_early_answers(populated, fake, fake_kubeconfig, last_held):  # noqa: F811
     scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
-    waited = _waited(scope)
-    fake.requests.clear()
-    seen = last_held("events")
-    rows, sources = find_all(scope)
-    assert seen["held"] and seen["last"] == "events"  # explained while the Events list was held
-    assert _answers(rows, sources) == waited
+    rows, sources, seen = _compared(scope, last_held, "events", before=fake.requests.clear)
     # the facts explained early are the scan's: their rows were taken (not found again), nothing read twice
     assert sources[0] is seen["facts"] and EARLY_ROWS not in sources[0].memo
     whole = [(r.path, r.query.get("labelSelector")) for r in fake.requests if not r.metadata_only and r.verb == "list"]
@@ -87,11 +95,7 @@ def test_a_stuck_object_the_last_list_adds_is_explained_with_the_others(
     api.delete("/api/v1/namespaces/active/secrets/late")
     scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
     try:
-        waited = _waited(scope)
-        seen = last_held("secrets")
-        rows, sources = find_all(scope)
-        assert seen["held"] and seen["last"] == "secrets"
-        assert _answers(rows, sources) == waited
+        rows, sources, seen = _compared(scope, last_held, "secrets")
         assert sources[0] is seen["facts"]  # what was worked out before stands
         late = next(r for r in rows if r.obj.ref == "Secret/active/late")
         assert "example.com/hold" in late.blocker
@@ -110,11 +114,7 @@ def test_what_the_last_list_adds_to_the_answers_is_explained_again(
     populated, fake, fake_kubeconfig, last_held, resource  # noqa: F811
 ):
     scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
-    waited = _waited(scope)
-    seen = last_held(resource)
-    rows, sources = find_all(scope)
-    assert seen["held"] and seen["last"] == resource
-    assert _answers(rows, sources) == waited
+    rows, sources, seen = _compared(scope, last_held, resource)
     assert sources[0] is not seen["facts"]
     namespace = next(r for r in rows if r.obj.ref == "Namespace/leaving")
     assert namespace.blocker.startswith("namespace: 4 objects remain")  # left, plain, kube-root-ca.crt, default SA
@@ -127,11 +127,7 @@ def test_a_last_list_that_fails_is_reported_as_a_scan_that_waited_reports_it(
 ):
     scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
     fake.faults.append(Fault(path=r"^/api/v1/serviceaccounts$", status=500))
-    waited = _waited(scope)
-    seen = last_held("serviceaccounts")
-    rows, sources = find_all(scope)
-    assert seen["held"] and seen["last"] == "serviceaccounts"
-    assert _answers(rows, sources) == waited
+    rows, sources, seen = _compared(scope, last_held, "serviceaccounts")
     assert sources[0] is not seen["facts"]
     assert any(f.target == "serviceaccounts" for f in sources[0].inventory.failures)
 
@@ -147,11 +143,7 @@ def test_a_dependent_the_last_list_adds_is_counted_where_the_owner_waits_for_it(
         "name": "waited-for", "namespace": "active", "ownerReferences": [reference]}})
     api.delete("/api/v1/namespaces/active/configmaps/foreground", propagation="Foreground")
     scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
-    waited = _waited(scope)
-    seen = last_held("secrets")
-    rows, sources = find_all(scope)
-    assert seen["held"] and seen["last"] == "secrets"
-    assert _answers(rows, sources) == waited
+    rows, sources, seen = _compared(scope, last_held, "secrets")
     assert sources[0] is not seen["facts"]
     row = next(r for r in rows if r.obj.name == "foreground")
     assert "Secret/active/waited-for" in str(row.to_dict())

@@ -256,8 +256,9 @@ def resolve_kinds(kinds: Iterable[str], inventories: list[Inventory]) -> set[tup
     return wanted
 
 
-# Where find_all keeps, in a context's Facts, the rows found before its scan's last list ended: (filters, rows).
-# In the memo, which any read clears: they are those rows only while the facts are those they were found in.
+# Where find_all keeps, in a context's Facts, the rows found before its scan's last list ended: (filters, rows, how
+# many objects the inventory held). In the memo, which any read clears: they are those rows only while the facts are
+# those they were found in, with no object added since.
 EARLY_ROWS = "stuck rows before the last list"
 
 
