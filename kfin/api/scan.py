@@ -252,11 +252,7 @@ class OwnerEdges:
     def names_owner_since(self, mark: int, uids: set[str]) -> bool:
         """Whether a row added after the first `mark` chunks names one of `uids` as an owner."""
         self._close()
-        for _, _, _, _, owners, _ in self.chunks[mark:]:
-            rows = owners.split(self.SEPARATOR)
-            if not uids.isdisjoint(rows) or ("," in owners and any(not uids.isdisjoint(o.split(",")) for o in rows)):
-                return True
-        return False
+        return any(_naming(owners, owners.split(self.SEPARATOR), uids) for *_, owners, _ in self.chunks[mark:])
 
     def dependents_of(self, uids: set[str], depth: int = 5) -> list[KubeObject]:
         """The objects that name one of `uids` as owner, and theirs, down to `depth` levels (the garbage
@@ -275,17 +271,7 @@ class OwnerEdges:
                     sep = self.SEPARATOR
                     unpacked[at] = (owners.split(sep), names.split(sep), ids.split(sep))
                 rows, name_list, id_list = unpacked[at]
-                if "," in owners:  # some row has several owners
-                    hits = [
-                        i
-                        for i, o in enumerate(rows)
-                        if o in frontier or ("," in o and not frontier.isdisjoint(o.split(",")))
-                    ]
-                elif frontier.isdisjoint(rows):  # decided without a loop in Python
-                    continue
-                else:
-                    hits = list(compress(range(len(rows)), map(frontier.__contains__, rows)))
-                for i in hits:
+                for i in _naming(owners, rows, frontier):
                     uid = id_list[i]
                     if uid in seen:
                         continue
@@ -304,6 +290,16 @@ class OwnerEdges:
                     following.add(uid)
             frontier = following
         return found
+
+
+def _naming(owners: str, rows: list[str], uids: set[str]) -> list[int]:
+    """The rows of a packed chunk (`owners`, its owners' column; `rows`, that column split) that name one of `uids`
+    as an owner."""
+    if "," in owners:  # some row has several owners
+        return [i for i, o in enumerate(rows) if o in uids or ("," in o and not uids.isdisjoint(o.split(",")))]
+    if uids.isdisjoint(rows):  # decided without a loop in Python
+        return []
+    return list(compress(range(len(rows)), map(uids.__contains__, rows)))
 
 
 def blocking_bits(flags: Iterable[bool | None]) -> int:
@@ -443,7 +439,7 @@ def scan(
     `seen` is given what is kept of each type as soon as it is listed (kfin.core.ahead), in this thread.
     `last` is called once, in this thread, when a single list is left in flight, with its type, what is kept
     so far and the failures so far: what is known without that list may be worked on while it still pages
-    (kfin.api.inventory.live's `early`).
+    (kfin.api.inventory.live's `before_last`).
     """
     tasks = [r for r in resources if namespace is None or r.namespaced or (r.group, r.resource) == NAMESPACES]
     objects: list[KubeObject] = []

@@ -15,13 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Set
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from kfin.core.facts import WIDEN_AFTER
+from kfin.core.facts import WIDEN_AFTER, Read, ReadKey
 from kfin.errors import KfinError
 from kfin.model import KubeObject, ResourceType
-
-# (group, resource, namespace or None for everywhere, whole): a read as reads_for gives it
-Wanted = tuple[str, str, str | None, bool]
-Fetched = list[KubeObject] | KfinError
 
 
 class ReadsAhead:
@@ -32,14 +28,14 @@ class ReadsAhead:
         read: Callable[[ResourceType, str | None], list[KubeObject]],
         namespace: str | None,
         scanned_whole: Set[tuple[str, str]],
-        wanted: Callable[[KubeObject], Iterable[Wanted]],
+        wanted: Callable[[KubeObject], Iterable[ReadKey]],
         workers: int = 4,
     ):
         """`read`: a type's objects whole (in a namespace, or everywhere with None), as Facts reads them;
         `namespace`: the scan's (None: every namespace); `scanned_whole`: the types the scan reads whole (known
         already, never read again); `wanted`: what explaining an object reads (reads_for)."""
         self.read, self.namespace, self.scanned_whole, self.wanted = read, namespace, scanned_whole, wanted
-        self.started: dict[Wanted, Future[Fetched]] = {}
+        self.started: dict[ReadKey, Future[Read]] = {}
         self._namespaces: dict[tuple[str, str], set[str]] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers)
         self._closed = False
@@ -74,14 +70,14 @@ class ReadsAhead:
         if key not in self.started:
             self.started[key] = self._pool.submit(self._fetch, rtype, namespace)
 
-    def _fetch(self, rtype: ResourceType, namespace: str | None) -> Fetched:
+    def _fetch(self, rtype: ResourceType, namespace: str | None) -> Read:
         """As Facts._fetch reads: an error is the answer, not raised."""
         try:
             return self.read(rtype, namespace)
         except KfinError as error:
             return error
 
-    def take(self, rtype: ResourceType, namespace: str | None, full: bool) -> Fetched | None:
+    def take(self, rtype: ResourceType, namespace: str | None, full: bool) -> Read | None:
         """The answer of a read started ahead (waiting for it), once; None when it was not started."""
         started = self.started.pop((rtype.group, rtype.resource, namespace, full), None)
         return None if started is None else started.result()

@@ -34,6 +34,9 @@ Memo = dict[Hashable, Any]
 TypeWhere = tuple[str, str, str]
 # {(group, resource): {namespace: [objects]}}
 TypeIndex = dict[tuple[str, str], dict[str, list[KubeObject]]]
+# (group, resource, namespace or None for everywhere, whole): a read, as Facts._fetch and reads_for give it; its answer
+ReadKey = tuple[str, str, str | None, bool]
+Read = list[KubeObject] | KfinError
 
 
 class Asked(Struct):
@@ -49,7 +52,7 @@ class Asked(Struct):
 class Ahead(Protocol):
     """Reads started before these facts existed, while the scan still listed (kfin.core.ahead.ReadsAhead)."""
 
-    def take(self, rtype: ResourceType, namespace: str | None, full: bool) -> list[KubeObject] | KfinError | None: ...
+    def take(self, rtype: ResourceType, namespace: str | None, full: bool) -> Read | None: ...
     def close(self) -> None: ...
 
 
@@ -149,8 +152,8 @@ class Facts:
         self._impersonable: dict[str, bool] = {}
         # Facts made before a scan's last list ended (kfin.core.early): what was asked of them, and what they read
         self.asked: Asked | None = None
-        self.fetched: dict[tuple[str, str, str | None, bool], list[KubeObject] | KfinError] = {}
-        self._reuse: dict[tuple[str, str, str | None, bool], list[KubeObject] | KfinError] = {}
+        self.fetched: dict[ReadKey, Read] = {}
+        self._reuse: dict[ReadKey, Read] = {}
 
     @property
     def kube(self) -> Kube | None:
@@ -283,11 +286,14 @@ class Facts:
         assert self.kube is not None  # only live facts read
         self.reads += 1
         try:
-            fetched: list[KubeObject] | KfinError = read_objects(
-                self.kube, rtype, namespace, self.chunk_size, full=full, kept=self.catalog
-            )
+            fetched: Read = read_objects(self.kube, rtype, namespace, self.chunk_size, full=full, kept=self.catalog)
         except KfinError as error:
             fetched = error
+        return self._remembered(key, fetched)
+
+    def _remembered(self, key: ReadKey, fetched: Read) -> Read:
+        """`fetched`, kept for the facts that may succeed these (succeeding) while they are made before a scan's
+        last list ended."""
         if self.asked is not None:
             self.fetched[key] = fetched
         return fetched
@@ -365,9 +371,8 @@ class Facts:
             taken = ahead.take(*task) if ahead is not None else None  # started while the scan listed
             if taken is None:
                 return self._fetch(*task)
-            if self.asked is not None:
-                self.fetched[(task[0].group, task[0].resource, task[1], task[2])] = taken
-            return taken
+            rtype, namespace, full = task
+            return self._remembered((rtype.group, rtype.resource, namespace, full), taken)
 
         try:
             fetched = [(task, future.result()) for task, future in completed(fetch, tasks, concurrency)]

@@ -11,10 +11,10 @@ from msgspec.structs import replace
 from kfin.api import inventory
 from kfin.api.connection import Kube
 from kfin.api.scan import read_objects
-from kfin.core.ahead import ReadsAhead, Wanted
+from kfin.core.ahead import ReadsAhead
 from kfin.core.catalog import Catalog
 from kfin.core.early import BeforeLast
-from kfin.core.facts import Facts
+from kfin.core.facts import Facts, ReadKey
 from kfin.core.scope import Scope
 from kfin.errors import KfinError, UsageError
 from kfin.model import Failure, Inventory, KubeObject, ResourceType
@@ -42,7 +42,7 @@ def gather(
     lean: bool = False,
     progress: ProgressFactory = no_progress,
     failed: dict[str, KfinError] | None = None,
-    ahead: Callable[[KubeObject], Iterable[Wanted]] | None = None,
+    ahead: Callable[[KubeObject], Iterable[ReadKey]] | None = None,
     explain: Callable[[Facts], object] | None = None,
 ) -> list[Facts]:
     """What is known of each context (or of the snapshot), scanned in parallel. Live Facts keep their
