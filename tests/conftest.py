@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import properties
 from tests.control_plane import EnvtestControlPlane, find_assets
 from tests.fakeapi import FakeAPIServer
 from tests.scenario import ENV_KUBECONFIG, ScenarioCluster, _kubeconfig_access, backends, envtest_absent
@@ -101,9 +102,11 @@ def _scenario(request, tmp_path, plane_fixture: str, gates: tuple[str, ...] = ()
                                    has_controllers=plane.has_controller_manager)
     if request.node.get_closest_marker("controllers") and not scenario.has_controllers:
         pytest.skip("needs kube-controller-manager (not in KUBEBUILDER_ASSETS)")
+    properties.ACTIVE.append(scenario)
     try:
         yield scenario
     finally:
+        properties.ACTIVE.remove(scenario)
         scenario.cleanup()
         if backend == "envtest":  # a control plane of our own: its namespaces go while the next scenarios run
             plane.cleaning.append(scenario)

@@ -5,6 +5,7 @@ import io
 from dataclasses import dataclass
 
 from kfin.commands.app import main
+from tests import properties
 
 
 @dataclass
@@ -22,7 +23,11 @@ class Terminal(io.StringIO):
 
 
 def kfin(*args: str, tty: bool = False) -> Result:
-    """`tty`: stdout is a terminal (with the width of $COLUMNS)."""
+    """`tty`: stdout is a terminal (with the width of $COLUMNS). The first reading command of a scenario against
+    its cluster checks the properties every scenario keeps first (tests/properties.py)."""
+    scenario = properties.scenario_of(args)
+    if scenario is not None:
+        properties.check(scenario, kfin)
     out, err = (Terminal() if tty else io.StringIO()), io.StringIO()
     code = 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -82,6 +82,8 @@ class ScenarioCluster:
         self.backend = backend
         self.fake = fake
         self.has_controllers = has_controllers
+        self.properties_checked = False  # tests/properties.py: checked at its first reading command finding it stuck
+        self.properties_seen = False
         self.suffix = secrets.token_hex(3)
         self.namespace = f"kfin-{self.suffix}"
         self.workdir = workdir
