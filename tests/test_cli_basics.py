@@ -167,8 +167,11 @@ def test_kubectls_type_slash_name_names_the_same_object(command, monkeypatch):
 def test_type_slash_name_with_a_name_again_is_a_usage_error(monkeypatch):
     monkeypatch.chdir(ROOT)
     result = kfin("explain", "pvc/data-postgres-0", "data-postgres-0", "-n", "shop", *SNAPSHOT)
-    assert result.code == ExitCode.USAGE and result.stderr.startswith(
-        'error: invalid resource type "pvc/data-postgres-0"'), result
+    assert result.code == ExitCode.USAGE and result.stderr == (  # the extra argument is the problem, not the kind
+        "error: kfin explain takes KIND NAME or KIND/NAME: 'pvc/data-postgres-0' names the object already, so "
+        "'data-postgres-0' is one argument too many\n"), result
+    result = kfin("explain", "pvc/a/b", "data-postgres-0", "-n", "shop", *SNAPSHOT)
+    assert result.code == ExitCode.USAGE and result.stderr.startswith('error: invalid resource type "pvc/a/b"')
     assert kfin("explain", "pvc", *SNAPSHOT).stderr == "error: kfin explain needs KIND NAME or KIND/NAME\n"
     assert kfin("explain", "pvc/", *SNAPSHOT).stderr.startswith('error: invalid name "": ')
 

@@ -382,3 +382,23 @@ def test_a_removal_that_fails_ends_with_an_error_line(fake, fake_kubeconfig, tmp
     assert any(said in line for line in result.stderr.splitlines()), result.stderr
     if bulk:
         assert result.stderr.splitlines()[-1] == "error: done 0, refused 0, failed 1 (each failure is named above)"
+
+
+@pytest.mark.parametrize("args", [["snapshot", "-A", "-f", "/nonexistent/dir/x.json"], ["snapshot", "-A", "-f", "/"],
+                                  ["graph", "namespace", "default", "-o", "png"],
+                                  ["graph", "namespace", "default", "-o", "svg"],
+                                  ["preflight", "-f", "-", "-o", "svg"]])
+def test_what_a_command_cannot_do_with_its_output_is_said_before_it_reads_anything(fake, fake_kubeconfig, args,
+                                                                                   monkeypatch, tmp_path):
+    """A snapshot's file that cannot be written, or a picture without Graphviz: one error line, exit 2, before any
+    request (a scan of a large cluster takes minutes, and its warnings would come first)."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Graphviz dot on it
+    fake.requests.clear()
+    line = one_error_line(kfin(*args, "--kubeconfig", str(fake_kubeconfig)), ExitCode.USAGE)
+    assert ("cannot write the snapshot" in line) if args[0] == "snapshot" else ("Graphviz's dot" in line)
+    assert fake.requests == []
+
+
+def test_kind_slash_name_and_one_more_argument_names_the_extra_argument():
+    line = one_error_line(kfin("explain", "pvc/data-postgres-0", "extra", "-n", "shop"), ExitCode.USAGE)
+    assert "'extra' is one argument too many" in line

@@ -132,10 +132,26 @@ OptionalKindArg = Annotated[
 ]
 
 
+def _is_kind_slash_name(text: str) -> bool:
+    """Is `text` a valid KIND/NAME (then a word after it is one too many, not a bad kind)?"""
+    kind, _, name = text.partition("/")
+    try:
+        check_kind(kind)
+        check_name(name)
+    except UsageError:
+        return False
+    return True
+
+
 def subject(kind: str | None, name: str | None, command: str) -> tuple[str, str]:
     """KIND NAME or KIND/NAME (kubectl's TYPE/NAME), both checked as the API server would."""
-    if kind is not None and name is None and "/" in kind:  # with a NAME as well, a slash is an invalid kind
+    if kind is not None and name is None and "/" in kind:
         kind, _, name = kind.partition("/")
+    elif kind is not None and name is not None and "/" in kind and _is_kind_slash_name(kind):
+        raise UsageError(
+            f"kfin {command} takes KIND NAME or KIND/NAME: '{kind}' names the object already, so '{name}' is one "
+            "argument too many"
+        )
     if kind is None or name is None:
         raise UsageError(f"kfin {command} needs KIND NAME or KIND/NAME")
     return check_kind(kind), check_name(name)

@@ -32,6 +32,7 @@ from kfin.names import check_kind
 from kfin.render import graph as drawn
 from kfin.render.terminal import warn, warn_failures
 
+GRAPH_PNG = "kfin graph ... -o png > graph.png"
 SubjectArg = Annotated[
     list[str],
     typer.Argument(metavar="KIND NAME | KIND/NAME | namespace NAME", autocompletion=completer("subjects")),
@@ -80,6 +81,8 @@ def graph(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
     fmt = check_output(options, OUTPUTS["graph"])
+    if fmt in drawn.PICTURES:
+        drawn.check_picture(fmt, GRAPH_PNG)
     for text in kind or []:
         check_kind(text)
     subject_kind, subject_name = parse_subject(target)
@@ -97,7 +100,7 @@ def graph(
     if fmt == "tree":
         drawn.tree_screen(shown, depth, subject.title, subject.focus)
     elif fmt in drawn.PICTURES:
-        drawn.write_picture(drawn.to_dot(shown), fmt, "kfin graph ... -o png > graph.png")
+        drawn.write_picture(drawn.to_dot(shown), fmt, GRAPH_PNG)
     else:
         exported = drawn.export(shown, fmt)
         too_large = drawn.mermaid_too_large(exported, shown) if fmt == "mermaid" else None

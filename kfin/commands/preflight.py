@@ -43,6 +43,7 @@ from kfin.render.terminal import say, warn_failures
 # current major version, 4 (4.0.0, November 2025: what a new install of the helm CLI is), said on stderr with what
 # Helm 3's order would change; `--helm 3` for a Helm 3 CLI.
 ASSUMED_HELM = 4
+TEARDOWN_PNG = "kfin preflight -f ... -o png > teardown.png"
 
 
 class PreflightCommand(TyperCommand):
@@ -138,6 +139,8 @@ def preflight(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
     fmt = check_output(options, OUTPUTS["preflight"])
+    if fmt in drawn.PICTURES:
+        drawn.check_picture(fmt, TEARDOWN_PNG)
     scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
     if helm_version not in (None, "", "3", "4"):
         raise UsageError("--helm takes 3 or 4, or nothing (Helm 4)")
@@ -157,7 +160,7 @@ def preflight(
             if fmt == "dot":
                 sys.stdout.write(text)
             else:
-                drawn.write_picture(text, fmt, "kfin preflight -f ... -o png > teardown.png")
+                drawn.write_picture(text, fmt, TEARDOWN_PNG)
         else:
             data.dump(teardown.to_dict(), fmt)
         if exit_code and not teardown.clean:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import typer
 
 from kfin.api import inventory
@@ -17,7 +20,7 @@ from kfin.commands.flags import (
     merged,
 )
 from kfin.core.sources import gather
-from kfin.errors import ExitCode
+from kfin.errors import ExitCode, UsageError
 from kfin.render.terminal import progress_bar, say, warn_failures
 
 
@@ -48,6 +51,7 @@ def snapshot(
         all_namespaces=all_namespaces,
         request_timeout=request_timeout,
     )
+    check_writable(file)
     scope = options.scope(refresh=refresh, concurrency=concurrency, chunk_size=chunk_size)
     [facts] = gather(scope, full=inventory.SNAPSHOT_FULL, progress=progress_bar)
     inv = facts.inventory
@@ -62,3 +66,18 @@ def snapshot(
     )
     if not inv.complete:
         raise typer.Exit(ExitCode.PARTIAL)
+
+
+def check_writable(file: str) -> None:
+    """A snapshot's file can be written where it is named: asked before the scan, which on a large cluster takes
+    minutes, rather than after it."""
+    if file == "-":
+        return
+    path = Path(file)
+    folder = path.parent
+    if path.is_dir():
+        raise UsageError(f"cannot write the snapshot to {file}: it is a directory")
+    if not folder.is_dir():
+        raise UsageError(f"cannot write the snapshot to {file}: directory {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"cannot write the snapshot to {file}: permission denied")

@@ -514,14 +514,23 @@ def picture(graph: nx.DiGraph, fmt: str) -> bytes:
     return draw(to_dot(graph), fmt)
 
 
-def draw(text: str, fmt: str) -> bytes:
-    """DOT drawn by Graphviz's `dot` as SVG or PNG; without it, one error naming the package."""
+def check_picture(fmt: str, example: str) -> str:
+    """Graphviz's `dot` for a picture of `fmt`, and a place to write it (never a PNG to a terminal: `example` says
+    how): asked before a command reads anything, so that it fails at once rather than after the scan."""
+    if fmt == "png" and sys.stdout.isatty():
+        raise UsageError(f"-o png writes an image: redirect it to a file ({example})")
     dot = shutil.which("dot")
     if dot is None:
         raise UsageError(
             f"-o {fmt} draws with Graphviz's dot, which is not installed (Debian and Ubuntu: apt install graphviz; "
             "Fedora: dnf install graphviz; macOS: brew install graphviz); -o dot writes what it would draw"
         )
+    return dot
+
+
+def draw(text: str, fmt: str, example: str = "kfin ... -o png > picture.png") -> bytes:
+    """DOT drawn by Graphviz's `dot` as SVG or PNG; without it, one error naming the package."""
+    dot = check_picture(fmt, example)
     try:
         done = subprocess.run([dot, f"-T{fmt}"], input=text.encode(), capture_output=True, timeout=DOT_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
@@ -534,9 +543,7 @@ def draw(text: str, fmt: str) -> bytes:
 
 def write_picture(text: str, fmt: str, example: str) -> None:
     """DOT drawn as `fmt` to stdout: SVG as text, PNG as bytes, never to a terminal (`example` says how)."""
-    if fmt == "png" and sys.stdout.isatty():
-        raise UsageError(f"-o png writes an image: redirect it to a file ({example})")
-    image = draw(text, fmt)
+    image = draw(text, fmt, example)
     if fmt == "svg":  # text: it goes wherever stdout goes
         sys.stdout.write(image.decode())
     else:
