@@ -356,18 +356,22 @@ MANAGERS = "finalizerManagers"  # kept beside an object's metadata: {finalizer: 
 
 
 WriteVerb = Literal["delete", "patch", "update"]
+PatchType = Literal["json", "merge", "strategic"]  # JSON Patch, JSON merge patch, strategic merge patch
 
 
 class Write(Struct, frozen=True):
-    """One write to send as a dry run: a DELETE with DeleteOptions, a JSON Patch (guarded by `test` ops), or an
-    UPDATE of the whole object (guarded by its resourceVersion)."""
+    """One write to send as a dry run: a DELETE with DeleteOptions, a JSON Patch (guarded by `test` ops), a JSON
+    merge or strategic merge patch (the garbage collector's), or an UPDATE of the whole object (guarded by its
+    resourceVersion)."""
 
     verb: WriteVerb
     rtype: ResourceType
     namespace: str | None
     name: str
-    body: str  # DeleteOptions or the patch's operations, as JSON (hashable: answers are kept by Write)
+    body: str  # DeleteOptions, the patch (a JSON Patch's operations) or the object, as JSON (hashable: answers are
+    # kept by Write)
     actor: str | None = None  # the user who would send it; None: kfin's own user (the user's own DELETE)
+    patch_type: PatchType = "json"  # a patch's kind
 
     @classmethod
     def delete(
@@ -382,6 +386,14 @@ class Write(Struct, frozen=True):
         return cls("patch", rtype, namespace, name, json.dumps(ops), actor)
 
     @classmethod
+    def merge_patch(
+        cls, rtype: ResourceType, namespace: str | None, name: str, patch: JSON, actor: str | None, strategic: bool
+    ) -> Write:
+        """A JSON merge patch, or a strategic merge patch (built-in types only: a custom resource's answer is 415)."""
+        kind: PatchType = "strategic" if strategic else "merge"
+        return cls("patch", rtype, namespace, name, json.dumps(patch, sort_keys=True), actor, kind)
+
+    @classmethod
     def update(
         cls, rtype: ResourceType, namespace: str | None, name: str, obj: JSON, actor: str | None = None
     ) -> Write:
@@ -391,7 +403,8 @@ class Write(Struct, frozen=True):
     def shown(self) -> str:
         """How evidence names it: DELETE configmaps/x in namespace y."""
         where = f" in namespace {self.namespace}" if self.namespace and self.rtype.namespaced else ""
-        return f"{'PUT' if self.verb == 'update' else self.verb.upper()} {self.rtype.qualified}/{self.name}{where}"
+        how = {"merge": " (JSON merge patch)", "strategic": " (strategic merge patch)"}.get(self.patch_type, "")
+        return f"{'PUT' if self.verb == 'update' else self.verb.upper()}{how} {self.rtype.qualified}/{self.name}{where}"
 
 
 class Answer(Struct, frozen=True):

@@ -22,6 +22,11 @@ from kfin.model import Answer, Write
 from kfin.names import check_name, check_namespace
 
 SERVICE_ACCOUNT = "system:serviceaccount:"
+PATCH_TYPES = {
+    "json": "application/json-patch+json",
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
 
 
 def split_service_account(user: str) -> tuple[str, str] | None:
@@ -52,7 +57,7 @@ def send(kube: Kube, write: Write, impersonate: bool) -> Answer:
     actor = write.actor if impersonate and write.actor and header_safe(write.actor) else None
     headers = {"Impersonate-User": actor} if actor else None
     method, content_type = {"delete": ("DELETE", APPLICATION_JSON), "update": ("PUT", APPLICATION_JSON)}.get(
-        write.verb, ("PATCH", "application/json-patch+json")
+        write.verb, ("PATCH", PATCH_TYPES[write.patch_type])
     )
     body = json.loads(write.body)
     if write.verb == "delete":  # a DELETE with a body takes its options from the body alone, dryRun included

@@ -88,8 +88,9 @@ def preflight(
         "background",
         "--cascade",
         metavar="background|foreground|orphan",
-        help="With -f or helm: the propagation policy of the teardown's DELETEs, as kubectl's and Helm's --cascade "
-        "(orphan: what an object owns stays, a Deployment's Pods keep running).",
+        help="The propagation policy of the DELETE (with -f or helm: of the teardown's DELETEs), as kubectl's and "
+        "Helm's --cascade (orphan: what an object owns stays, a Deployment's Pods keep running, once the garbage "
+        "collector has released it).",
     ),
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when something would be left stuck."),
     refresh: RefreshOpt = False,
@@ -168,13 +169,13 @@ def preflight(
         if facts.inventory.failures:
             raise typer.Exit(ExitCode.PARTIAL)
         return
-    if helm_version is not None or recursive or cascade != "background":
-        raise UsageError("--helm, -R and --cascade go with -f (or helm RELEASE)")
+    if helm_version is not None or recursive:
+        raise UsageError("--helm and -R go with -f (or helm RELEASE)")
     if fmt in drawn.PICTURES + ("dot",):
         raise UsageError(f"-o {fmt} draws a teardown: it goes with -f or helm RELEASE (kfin graph draws one object)")
     kind, name = subject(kind, name, "preflight")
     target, facts = target_of(scope, kind, name)
-    result = preflight_of(facts, target)  # kfin guard's answer too: its warnings point here
+    result = preflight_of(facts, target, cascade)  # kfin guard's answer too: its warnings point here
     warn_failures(facts.inventory.failures)  # a deletion reaches every type: each failure bears on it
     if fmt == "table":
         preflight_report(result)

@@ -20,8 +20,9 @@ from kfin.api.resources import KindLookup
 from kfin.core.causes import explain_object
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
-from kfin.core.causes.dryrun import content_deletions, dependents_deletions, own_deletion
+from kfin.core.causes.dryrun import content_deletions, dependents_deletions, not_sent, orphaning, own_deletion
 from kfin.core.causes.ecosystem import find_controller, holdings
+from kfin.core.causes.gc import release_gates
 from kfin.core.causes.namespace import deletion_gates, rejected_deletes, unavailable_apiservices
 from kfin.core.causes.registry import (
     Action,
@@ -102,6 +103,7 @@ class Preflight(Struct):
     unknown: list[str] = field(default_factory=list)  # what kfin could not read to predict
     # objects the deletion leaves in place whose finalizer only what it deletes removes: stuck once deleted
     orphaned: list[Stuck] = field(default_factory=list)
+    cascade: str = "background"  # the DELETE's propagation policy (kubectl's --cascade)
 
     @property
     def clean(self) -> bool:
@@ -127,10 +129,11 @@ def _wait(obj: KubeObject) -> tuple[Action, ...]:
     return (Action(f"kfin wait {obj.type.qualified} {obj.name}{ns} --timeout 10m"),)
 
 
-def delete_step(obj: KubeObject) -> tuple[Action, ...]:
-    """The DELETE of `obj`, as a plan's step."""
+def delete_step(obj: KubeObject, cascade: str = "background") -> tuple[Action, ...]:
+    """The DELETE of `obj` (with kubectl's --cascade), as a plan's step."""
     ns = f" -n {obj.namespace}" if obj.namespace else ""
-    return (Action(f"kubectl delete {obj.type.qualified} {obj.name}{ns}"),)
+    policy = "" if cascade == "background" else f" --cascade={cascade}"
+    return (Action(f"kubectl delete {obj.type.qualified} {obj.name}{ns}{policy}"),)
 
 
 def target_of(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
@@ -147,12 +150,17 @@ def target_of(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     return target, facts
 
 
-def foresee(facts: Facts, target: KubeObject) -> Preflight:
-    """What deleting `target` would leave stuck, from `facts` as they are (kfin guard's answer from its watch cache:
-    facts whose dry runs are not allowed send none)."""
+def foresee(facts: Facts, target: KubeObject, cascade: str = "background") -> Preflight:
+    """What deleting `target` with propagation policy `cascade` would leave stuck, from `facts` as they are (kfin
+    guard's answer from its watch cache: facts whose dry runs are not allowed send none). With orphan, what it owns
+    stays (a namespace still deletes its content, a CRD its custom resources, a Node's Pods still go): released by
+    the garbage collector first."""
     rtype = target.type
     deleted, unknown = _deleted_with(facts, target)
-    result = Preflight(target, deleted, unknown=unknown)
+    released: list[KubeObject] = []
+    if cascade == "orphan" and (rtype.group, rtype.resource) not in (NAMESPACES, CRDS, NODES):
+        deleted, released = [], [o for o in deleted if target.uid in o.owner_uids()]
+    result = Preflight(target, deleted, unknown=unknown, cascade=cascade)
     gone_namespace = target.name if (rtype.group, rtype.resource) == NAMESPACES else None
     for obj in [target, *deleted]:
         _predict_object(facts, obj, gone_namespace, result)
@@ -162,6 +170,8 @@ def foresee(facts: Facts, target: KubeObject) -> Preflight:
     elif collected:
         _dependent_gates(facts, target, collected, result)
     _asked(facts, target, deleted if gone_namespace else [], result, collected)
+    if released:
+        _release_gates(facts, target, released, result)
     if gone_namespace or target.type.group == "apps":
         _left_without_controller(facts, result, gone_namespace)
     result.plan = safe_order(result)
@@ -448,6 +458,28 @@ def _dependent_gates(facts: Facts, target: KubeObject, dependents: list[KubeObje
         )
 
 
+def _release_gates(facts: Facts, target: KubeObject, dependents: list[KubeObject], result: Preflight) -> None:
+    """Deleted with orphaning, the target keeps `orphan` until the garbage collector has released what it owns (a
+    patch of each that removes its ownerReference, an UPDATE to admission): the server's answer to that patch as the
+    garbage collector, by dry runs (kfin.core.causes.dryrun.orphaning); where none was sent, the webhooks whose
+    configuration matches it (kfin.core.causes.gc.release_gates), not checked."""
+    held = (
+        f"the garbage collector cannot release what {target.ref} owns (deleted with orphaning, it keeps orphan until "
+        "it can)"
+    )
+    sent = orphaning(facts, target, dependents)
+    refused = {r.why: r for _, _, r in sent if r is not None and r.as_actor}  # a gate once, however many it rejects
+    for r in refused.values():
+        why = f"{r.why}: {held} ({r.evidence})"
+        result.stuck.append(Stuck(target, "orphan", reason=why, verdict="BLOCKED", actions=r.step))
+    if sent:
+        return
+    unchecked = not_sent(facts)
+    for gate in release_gates(facts, dependents):  # what explain says of them too: UNKNOWN, a possible gate
+        why = f"{gate.why}: {held}, not checked: {unchecked}"
+        result.stuck.append(Stuck(target, "orphan", reason=why, verdict="UNKNOWN", actions=gate.step, certain=False))
+
+
 def _collector_held(why: str, target: KubeObject) -> str:
     return (
         f"{why}: the garbage collector cannot delete what {target.ref} owns (deleted in the foreground, it stays "
@@ -511,6 +543,11 @@ def safe_order(result: Preflight) -> list[Step]:
         )
         steps.append(Step(_wait(result.target), why))
         return steps
-    steps.append(Step(delete_step(result.target), "nothing would be left stuck" if result.clean else "then delete it"))
+    steps.append(
+        Step(
+            delete_step(result.target, result.cascade),
+            "nothing would be left stuck" if result.clean else "then delete it",
+        )
+    )
     steps.append(Step(_wait(result.target), "and follow it to its end"))
     return steps

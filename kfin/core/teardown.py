@@ -216,13 +216,13 @@ def of_deletion(facts: Facts, target: KubeObject) -> Teardown:
     return result
 
 
-def preflight_of(facts: Facts, target: KubeObject) -> Preflight:
+def preflight_of(facts: Facts, target: KubeObject, cascade: str = "background") -> Preflight:
     """The answer to one DELETE, as `kfin preflight KIND NAME` and kfin guard give it: foresee's; for a Namespace or
     a CRD, the teardown it starts (of_deletion), which says what foresee says and what the cascade adds (what the
     namespace or CRD waits for, named; a webhook whose Service goes with the namespace), in the same words as
     `kfin preflight -f`. Its plan is preflight's: deleted first what would be stranded, then the object, followed."""
     if (target.type.group, target.type.resource) not in (NAMESPACES, CRDS):
-        return foresee(facts, target)
+        return foresee(facts, target, cascade)
     model = of_deletion(facts, target)
     [step] = model.steps
     result = Preflight(
@@ -255,7 +255,7 @@ def _predict(facts: Facts, result: Teardown, cascade: str = "background") -> Non
                 for why, actions, at in rejections
             ]
             continue
-        single = foresee(facts, obj)
+        single = foresee(facts, obj, cascade)
         single.stuck = _without_deleted_webhooks(single.stuck, result, gone)
         if cascade == "orphan" and (obj.type.group, obj.type.resource) not in (NAMESPACES, CRDS):
             single.deleted, single.orphaned = [], []

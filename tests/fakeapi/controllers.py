@@ -20,7 +20,9 @@ both. Each controller follows the real one for what kfin observes:
   endpoints: the fake runs no Pods), and the Events these controllers record.
 Timers do not run by themselves: a test advances the fake's clock and calls FakeAPIServer.reconcile().
 Writes by these controllers are not sent through admission, except the DELETEs of the namespace controller and
-the garbage collector (as their ServiceAccounts), and record no managedFields.
+the garbage collector and the garbage collector's releases of an orphaning owner's dependents (UPDATEs), as their
+ServiceAccounts; a rejected one is retried when an admission configuration changes and on the fake's reconcile, as
+the real controllers retry with backoff. They record no managedFields.
 """
 
 import copy
@@ -98,6 +100,7 @@ class Controllers:
             return
         self.monitor_nodes()
         self.collect_orphaned_pods()
+        self.retry_garbage_collection()
         self.run()
 
     def renew_lease(self):
@@ -312,8 +315,8 @@ class Controllers:
                 self._remove_finalizer(self._type_of(current).key, current, "foregroundDeletion")
 
     def retry_garbage_collection(self):
-        """The garbage collector retries a deletion that failed (the real one, with its backoff): what rejected it may
-        be gone."""
+        """The garbage collector retries a deletion or a release that failed (the real one, with its backoff): what
+        rejected it may be gone."""
         c = self.c
         for owner_uid in list(c.dependents):
             for uid in list(c.dependents.get(owner_uid, ())):
@@ -321,20 +324,47 @@ class Controllers:
                 if dependent is not None:
                     self.attempt_to_delete(dependent)
             owner = c.by_identity(owner_uid)
-            if owner is not None and owner["metadata"].get("deletionTimestamp") \
-                    and "foregroundDeletion" in owner["metadata"].get("finalizers", []):
+            if owner is None or not owner["metadata"].get("deletionTimestamp"):
+                continue
+            if "orphan" in owner["metadata"].get("finalizers", []):
+                self.orphan_dependents(owner)
+            elif "foregroundDeletion" in owner["metadata"].get("finalizers", []):
                 self.delete_dependents(owner)
 
     def orphan_dependents(self, owner):
+        """attemptToOrphan (garbagecollector.go orphanDependents): each dependent released, its ownerReference to the
+        owner removed by a patch that admission sees as an UPDATE by the garbage collector's ServiceAccount; `orphan`
+        goes only once every one is released. A rejected one leaves it: the real collector logs the error and
+        retries with backoff (here: retry_garbage_collection), the owner shows nothing."""
         c = self.c
         uid = owner["metadata"]["uid"]
+        released_all = True
         for dependent_uid in list(c.dependents.get(uid, ())):
             dependent = c.by_identity(dependent_uid)
-            if dependent is not None:
-                self._update(self._type_of(dependent).key, dependent, lambda o: o["metadata"].__setitem__(
-                    "ownerReferences", [r for r in o["metadata"]["ownerReferences"] if r.get("uid") != uid]))
+            if dependent is None:
+                continue
+
+            def release(o):
+                kept = [r for r in o["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
+                if kept:
+                    o["metadata"]["ownerReferences"] = kept
+                else:  # an empty list is dropped (omitempty), as the strategic merge patch leaves it
+                    o["metadata"].pop("ownerReferences", None)
+
+            rt, meta = self._type_of(dependent), dependent["metadata"]
+            released = copy.deepcopy(dependent)
+            release(released)
+            try:
+                webhooks.admit(c, "UPDATE", rt, meta.get("namespace") or None, "", meta.get("labels") or {},
+                               name=meta.get("name", ""),
+                               user=rbac.service_account_user("kube-system", "generic-garbage-collector"))
+                policies.admit(c, rt, "UPDATE", dependent, released, "", GARBAGE_COLLECTOR)
+            except st.APIError:
+                released_all = False
+                continue
+            self._update(rt.key, dependent, release)
         current = c.by_identity(uid)
-        if current is not None:
+        if current is not None and released_all:
             self._remove_finalizer(self._type_of(current).key, current, "orphan")
 
     # ----- namespaces ------------------------------------------------------------------------------

@@ -97,3 +97,47 @@ def apply_merge_patch(doc, patch):
         else:
             result[key] = apply_merge_patch(result.get(key), value)
     return result
+
+
+# The lists a strategic merge patch merges by a key rather than replaces (the patchMergeKey of ObjectMeta's fields in
+# k8s.io/apimachinery's types.go): the one the garbage collector patches
+MERGE_KEYS = {("metadata", "ownerReferences"): "uid"}
+
+
+def apply_strategic_merge_patch(doc, patch, path=()):
+    """A strategic merge patch of a built-in object, as far as the fake needs one: a merge patch whose lists named in
+    MERGE_KEYS merge item by item on their key, an item {"$patch": "delete", KEY: value} deleting the one with that
+    key (k8s.io/apimachinery's strategicpatch mergeSlice), a list left empty dropped (omitempty); other lists are
+    replaced."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(doc) if isinstance(doc, dict) else {}
+    for key, value in patch.items():
+        here = (*path, key)
+        if value is None:
+            result.pop(key, None)
+        elif here in MERGE_KEYS and isinstance(value, list):
+            merged = _merge_by_key(result.get(key) or [], value, MERGE_KEYS[here])
+            if merged:
+                result[key] = merged
+            else:
+                result.pop(key, None)
+        else:
+            result[key] = apply_strategic_merge_patch(result.get(key), value, here)
+    return result
+
+
+def _merge_by_key(items: list, patch: list, key: str) -> list:
+    merged = copy.deepcopy(items)
+    for change in patch:
+        if not isinstance(change, dict) or key not in change:
+            raise PatchError(f"an item of a list merged by {key} has no {key}")
+        at = next((i for i, item in enumerate(merged) if isinstance(item, dict) and item.get(key) == change[key]), None)
+        if change.get("$patch") == "delete":
+            if at is not None:
+                merged.pop(at)
+        elif at is None:
+            merged.append(copy.deepcopy(change))
+        else:
+            merged[at] = apply_merge_patch(merged[at], change)
+    return merged

@@ -22,7 +22,7 @@ from . import policies, webhooks
 from . import protobuf as pb
 from .cluster import CATALOG, AggregatedAPI, Cluster, ResourceType, storage_key
 from .controllers import Controllers
-from .patch import PatchError, apply_json_patch, apply_merge_patch
+from .patch import PatchError, apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 
 META_LIST = ("PartialObjectMetadataList", "meta.k8s.io", "v1")
 META_ONE = ("PartialObjectMetadata", "meta.k8s.io", "v1")
@@ -404,6 +404,8 @@ class FakeAPIServer:
                 raise st.forbidden(user.name, verb, route.group, route.resource, route.subresource,
                                    route.namespace, route.name)
             self._admit_namespace(verb, rt, route)
+            if verb == "patch":
+                self._patch_type(rt, headers.get("Content-Type", ""))
             self._admit_webhooks(verb, rt, route, body, user, query)
             self._convert(verb, rt, route, query)
             undecodable.check(self.cluster, verb, rt, route.namespace, route.name,  # what cannot be read from storage
@@ -674,19 +676,27 @@ class FakeAPIServer:
             raise st.unsupported_media_type("application/json, application/yaml, application/vnd.kubernetes.protobuf, "
                                             "application/cbor")
 
-    def _patched(self, rt, old, content_type, payload):
+    def _patch_type(self, rt, content_type):
+        """The patch's media type, refused (415) before admission as kube-apiserver's patch handler refuses it
+        (k8s.io/apiserver pkg/endpoints/handlers/patch.go PatchResource): a custom resource takes no strategic merge
+        patch."""
         kind = content_type.split(";")[0].strip()
+        if kind in ("application/json-patch+json", "application/merge-patch+json") or (
+                kind == "application/strategic-merge-patch+json" and rt.origin == "builtin"):
+            return kind
+        raise st.unsupported_media_type("application/json-patch+json, application/merge-patch+json, "
+                                        "application/apply-patch+yaml")
+
+    def _patched(self, rt, old, content_type, payload):
+        kind = self._patch_type(rt, content_type)
         try:
             if kind == "application/json-patch+json":
                 return apply_json_patch(old, payload)
             if kind == "application/merge-patch+json":
                 return apply_merge_patch(old, payload)
-            if kind == "application/strategic-merge-patch+json" and rt.origin == "builtin":
-                return apply_merge_patch(old, payload)  # lists of built-ins are replaced here, not merged by key
+            return apply_strategic_merge_patch(old, payload)  # only ownerReferences merged by key (patch.py)
         except PatchError:
             raise st.patch_rejected()
-        raise st.unsupported_media_type("application/json-patch+json, application/merge-patch+json, "
-                                        "application/apply-patch+yaml")
 
     def _wants_protobuf(self, rt, accept) -> bool:
         """Whether the first media type the fake can serve is a protobuf metadata list: kube-apiserver serves

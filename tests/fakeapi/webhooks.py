@@ -19,7 +19,7 @@ tier (webhookerrors.ToStatusErr): `admission webhook "<name>" denied the request
 answer's (403 when none), no details.
 
 The namespace controller's deletions of a namespace's content are admitted too (as DELETE, object by object:
-tests/fakeapi/controllers.py), and the garbage collector's of dependents. Simplification: the fake's other controllers write around admission.
+tests/fakeapi/controllers.py), and the garbage collector's of dependents, and its releases of them (as UPDATE). Simplification: the fake's other controllers write around admission.
 """
 
 import base64

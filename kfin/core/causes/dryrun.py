@@ -1,5 +1,6 @@
 """Asking the server, as the actor who must act: where a deletion needs writes that have not happened (the
 namespace controller's DELETE of what remains in a namespace, the garbage collector's of an owner's dependents,
+and its patches that release them from an owner deleted with orphaning,
 a finalizer's controller's removal of it, the user's own DELETE), kfin sends the same write as a dry run
 (dryRun=All, stored nowhere: kfin.api.dryrun) and reads the answer. Admission webhooks, ValidatingAdmissionPolicies
 (whose CEL may look at who asks), RBAC and storage answer it as they would the real write; kfin's rules alone cannot
@@ -90,7 +91,9 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
     actor = write.actor or "you"
     as_actor = answer.sent_as is not None or write.actor is None
     message = answer.message
-    verb = "DELETE" if write.verb == "delete" else "removal of the finalizer"
+    verb = (
+        "DELETE" if write.verb == "delete" else "UPDATE" if write.patch_type != "json" else "removal of the finalizer"
+    )
     failed = FAILED_HOOK.search(message)
     denied = DENIED_BY_HOOK.search(message)
     if failed or denied:
@@ -212,6 +215,35 @@ def dependents_deletions(facts: ClusterFacts, dependents: list[KubeObject]) -> l
         _, refused = refusal(facts, write)
         if refused is not None:
             out.append(refused)
+    return out
+
+
+def orphaning(
+    facts: ClusterFacts, owner: KubeObject, dependents: list[KubeObject]
+) -> list[tuple[Write, Answer, Refusal | None]]:
+    """The garbage collector's release of the dependents of an owner deleted with propagationPolicy Orphan, as it
+    (kube-controller-manager's garbagecollector.go orphanDependents and patch.go): a strategic merge patch of each that
+    deletes its ownerReference to the owner by uid (`$patch: delete`), the dependent's uid in it as a precondition;
+    where the type takes none (a custom resource: 415), a JSON merge patch of its ownerReferences without that one,
+    guarded by its resourceVersion. Admission sees an UPDATE. Of MOST_DEPENDENTS of them: each write sent, its answer
+    and its Refusal when rejected; none when no dry run was sent."""
+    out = []
+    for obj in dependents[:MOST_DEPENDENTS]:
+        namespace = obj.namespace or None
+        released = {"metadata": {"uid": obj.uid, "ownerReferences": [{"$patch": "delete", "uid": owner.uid}]}}
+        write = Write.merge_patch(obj.type, namespace, obj.name, released, GARBAGE_COLLECTOR, strategic=True)
+        answer, refused = refusal(facts, write)
+        if answer is not None and answer.code == 415:  # not a built-in type: no strategic merge patch
+            whole = facts.whole(obj)
+            if whole is None:
+                continue
+            meta = whole.get("metadata") or {}
+            kept = [r for r in meta.get("ownerReferences") or [] if r.get("uid") != owner.uid]
+            merged = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "ownerReferences": kept or None}}
+            write = Write.merge_patch(obj.type, namespace, obj.name, merged, GARBAGE_COLLECTOR, strategic=False)
+            answer, refused = refusal(facts, write)
+        if answer is not None:
+            out.append((write, answer, refused))
     return out
 
 
@@ -350,19 +382,35 @@ def blocked_dependents(ctx: Context, dependents: list[KubeObject], risk: str, pr
     )
 
 
-def _blocked(ctx: Context, refused: list[Refusal], actor: str, what: str, risk: str, also: list[str]) -> Finding | None:
-    """BLOCKED by the rejections the actor itself would get (`also`: more evidence); None without one."""
-    blocking = [r for r in refused if r.as_actor]
+def blocked_orphaning(
+    ctx: Context, sent: list[tuple[Write, Answer, Refusal | None]], risk: str, also: list[str]
+) -> Finding | None:
+    """An owner deleted with propagationPolicy Orphan whose dependents the garbage collector cannot release, by the
+    answers to the dry runs of its patches (orphaning): BLOCKED, naming what rejects them; None when none is
+    rejected as the garbage collector. It retries with backoff; the owner keeps `orphan` meanwhile and says nothing."""
+    if not ctx.obj.terminating:
+        return None
+    refused = [r for _, _, r in sent if r is not None]
+    does = "remove this owner from"
+    return _blocked(ctx, refused, "the garbage collector", "its dependents", risk, also, does=does)
+
+
+def _blocked(
+    ctx: Context, refused: list[Refusal], actor: str, what: str, risk: str, also: list[str], does: str = "delete"
+) -> Finding | None:
+    """BLOCKED by the rejections the actor itself would get (`also`: more evidence; `does`: what the actor cannot do
+    to them); None without one."""
+    blocking = list({r.why: r for r in refused if r.as_actor}.values())  # a gate once, however many it rejects
     if not blocking:
         return None
     found = ctx.finding(
-        "; ".join(r.why for r in blocking) + f": {actor} cannot delete them",
+        "; ".join(r.why for r in blocking) + f": {actor} cannot {does} them",
         Verdict.BLOCKED,
         fix=prose(a for r in blocking for a in r.step) + f"; {actor} then carries on",
         risk="; ".join(dict.fromkeys([r.risk for r in blocking if r.risk] + [risk])),
         evidence=[r.evidence for r in refused] + also,
         controller=f"kube-controller-manager ({actor.removeprefix('the ')})",
     )
-    found.summary = f"{blocking[0].why}, so {actor} cannot delete {what}"
+    found.summary = f"{blocking[0].why}, so {actor} cannot {does} {what}"
     found.links = [r.link() for r in blocking]
     return found

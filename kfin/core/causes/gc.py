@@ -1,8 +1,11 @@
-"""The garbage collector's finalizers: foregroundDeletion and orphan."""
+"""The garbage collector's finalizers: foregroundDeletion and orphan. Each waits on writes the garbage collector
+still has to make, which admission may reject: its DELETE of each blocking dependent, its patch releasing each
+dependent of an owner deleted with orphaning (an UPDATE); kfin asks the server with the same write as a dry run as
+the garbage collector (kfin.core.causes.dryrun) and, where it cannot, matches its rules."""
 
 from __future__ import annotations
 
-from kfin.core.causes.dryrun import blocked_dependents
+from kfin.core.causes.dryrun import blocked_dependents, blocked_orphaning, evidence, not_sent, orphaning
 from kfin.core.causes.namespace import deletion_gates
 from kfin.core.causes.registry import (
     CONTROLLER_MANAGER_LEASE,
@@ -17,7 +20,10 @@ from kfin.core.causes.registry import (
     state_line,
     waiting_on_controller_manager,
 )
-from kfin.model import GARBAGE_COLLECTOR, KubeObject
+from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
+from kfin.core.causes.webhooks import rejecting_webhooks
+from kfin.core.facts import ClusterFacts
+from kfin.model import GARBAGE_COLLECTOR, JSON, KubeObject, ResourceType
 from kfin.util.text import first_few
 
 MAX_DEPTH = 4
@@ -150,16 +156,71 @@ def orphan(ctx: Context) -> Finding:
     if unknown:
         return unknown
     dependents = ctx.facts.dependents(ctx.obj.uid)
-    evidence = [f"{d.ref} still names it as owner" for d in dependents[:10]]
+    said = [f"{d.ref} still names it as owner" for d in dependents[:10]]
     condition = (
         f"{len(dependents)} dependents still name it as owner: the garbage collector must release them"
         if dependents
         else "no dependent names it as owner any more"
     )
+    if ctx.obj.terminating and dependents:
+        sent = orphaning(ctx.facts, ctx.obj, dependents)  # its UPDATEs, as it, answered by the server
+        blocked = blocked_orphaning(ctx, sent, risk, said)
+        if blocked is not None:
+            return blocked
+        said += [evidence(write, answer) for write, answer, _ in sent]
+        possible = None if sent else _possible_gates(ctx, dependents, condition, risk, said)
+        if possible is not None:
+            return possible
     return waiting_on_controller_manager(
         ctx,
         condition,
         risk=risk,
-        evidence=evidence,
+        evidence=said,
         summary="the garbage collector must first remove this owner from its dependents",
     )
+
+
+def release_gates(facts: ClusterFacts, dependents: list[KubeObject]) -> list[Link]:
+    """By their configuration alone: the webhooks failing closed whose rules match the UPDATE of the dependents, which
+    the garbage collector's release of them is (possible gates: only a dry run says whether they reject it)."""
+    by_place: dict[tuple[ResourceType, str], list[JSON]] = {}
+    for each in dependents:
+        # an object selector reads labels, which a scan does not keep of objects it only knows as dependents
+        whole = facts.find(each.type.group, each.type.resource, each.namespace, each.name, full=True) or each
+        by_place.setdefault((each.type, each.namespace), []).append(whole.meta.get("labels") or {})
+    links: dict[tuple[str, str], Link] = {}
+    for (rtype, place), labels in by_place.items():
+        where = f" in namespace {place}" if place else ""
+        for r in rejecting_webhooks(facts, rtype, "UPDATE", place, labels):
+            why = (
+                f"webhook {r.hook} of {r.config.type.kind} {r.config.name} rejects every UPDATE of {rtype.qualified}"
+                f"{where} (failurePolicy Fail): {r.problem}{r.conditions}"
+            )
+            links.setdefault(
+                (r.config.uid, r.hook),
+                Link("webhook", why, target=r.config, step=r.step, risk=WEBHOOK_RISK, possible=True),
+            )
+    return list(links.values())
+
+
+def _possible_gates(
+    ctx: Context, dependents: list[KubeObject], condition: str, risk: str, said: list[str]
+) -> Finding | None:
+    """Where no dry run was sent (a snapshot, --no-dry-run): UNKNOWN, naming each of the release_gates as a possible
+    gate that was not checked; None without one."""
+    gates = release_gates(ctx.facts, dependents)
+    if not gates:
+        return None
+    unchecked = not_sent(ctx.facts)
+    found = ctx.finding(
+        f"{condition}; {'; '.join(g.why for g in gates)}: it may reject the garbage collector's UPDATE of them, "
+        f"not checked: {unchecked}",
+        Verdict.UNKNOWN,
+        fix=prose(a for g in gates for a in g.step) + "; the garbage collector then carries on",
+        risk=f"{WEBHOOK_RISK}; {risk}",
+        evidence=[f"possible gate, not checked: {g.why}" for g in gates] + said,
+        controller="kube-controller-manager (garbage collector)",
+    )
+    found.summary = f"{gates[0].why}: it may stop the garbage collector releasing its dependents (not checked)"
+    found.links = gates
+    return found

@@ -38,3 +38,30 @@ def test_orphan_names_the_dependents_it_releases():
     dependent = obj("rs.apps", "web-1", "shop", owners=(owner,))
     [finding] = explain_object(owner, facts(owner, dependent, lease())).findings
     assert any("web-1" in line for line in finding.evidence)
+
+
+def release_webhook(policy: str = "Fail", resources: tuple[str, ...] = ("replicasets",)):
+    """A webhook on UPDATE of ReplicaSets, whose Service hooks/checker does not exist."""
+    hook = {"name": "check.example.com", "failurePolicy": policy,
+            "rules": [{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+                       "resources": list(resources)}],
+            "clientConfig": {"service": {"namespace": "hooks", "name": "checker"}}}
+    return obj("validatingwebhookconfigurations.admissionregistration.k8s.io", "checker", webhooks=[hook])
+
+
+def test_from_a_snapshot_a_webhook_on_the_release_is_a_possible_gate_not_a_verdict():
+    """The garbage collector's release of a dependent is an UPDATE of it; without a server to ask, a webhook whose
+    rules match it is named as what may hold the owner, unchecked: UNKNOWN, neither BLOCKED nor WAITING."""
+    owner = obj("deploy.apps", "web", "shop", finalizers=("orphan",), deleting_for=DELETING)
+    dependent = obj("rs.apps", "web-1", "shop", owners=(owner,))
+    [finding] = explain_object(owner, facts(owner, dependent, release_webhook(), obj("ns", "hooks"), lease())).findings
+    assert finding.verdict == Verdict.UNKNOWN, finding
+    assert "webhook check.example.com of ValidatingWebhookConfiguration checker rejects every UPDATE of " \
+           "replicasets.apps in namespace shop (failurePolicy Fail): its Service hooks/checker does not exist" \
+           in finding.condition
+    assert finding.condition.endswith("not checked: a snapshot has no server to ask: no dry run was sent")
+    assert [(link.target.name, link.possible) for link in finding.links] == [("checker", True)]
+    assert finding.links[0].step[1].command == "kubectl delete validatingwebhookconfiguration checker"
+    for config in (release_webhook(policy="Ignore"), release_webhook(resources=("statefulsets",))):  # lets it through
+        [finding] = explain_object(owner, facts(owner, dependent, config, obj("ns", "hooks"), lease())).findings
+        assert finding.verdict == Verdict.WAITING, finding
