@@ -420,8 +420,8 @@ def _discovery_fails(ctx: Context, discovery: DiscoveryFailure, content: Finding
     ]
     if content is None:
         return found
+    content.summary = f"{content.summary or content.condition}; and {found.summary}"
     content.condition = f"{content.condition}; and {found.condition}"
-    content.summary = f"{content.summary or content.condition.split('; and ')[0]}; and {found.summary}"
     content.fix = f"{content.fix}; and {fix}"
     content.evidence += [line for line in found.evidence if line not in content.evidence]
     content.links += found.links
@@ -486,6 +486,11 @@ def namespace(ctx: Context) -> Finding:
         summary="empty, and its discovery succeeds again: waiting for the namespace controller to retry (its "
         "condition NamespaceDeletionDiscoveryFailure is out of date)",
     )
+    if found.verdict == Verdict.WAITING:
+        found.fix = (
+            "nothing to fix: the namespace controller retries within a minute (its backoff) and removes the "
+            "finalizer; if it does not, check kube-controller-manager's logs"
+        )
     return _out_of_date(ctx, found, discovery, "the namespace controller finds it so and removes its finalizer")
 
 
