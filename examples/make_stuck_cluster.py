@@ -3,8 +3,9 @@ with `kfin snapshot -A`. Run from the repository root: python examples/make_stuc
 
 What is stuck in it, and why (each a classic 2 a.m. page):
 - namespace team-a: deleted while a Database custom resource's operator was already uninstalled;
-- APIService v1beta1.metrics.k8s.io has no backend: every namespace deletion stops at discovery;
-- namespace monitoring-old: deleted after that, so nothing in it is even deleted;
+- APIService v1beta1.metrics.k8s.io has no backend: no namespace deletion can finish (its discovery fails);
+- namespace monitoring-old: deleted after that (the shipped snapshot was saved while the fake's namespace
+  controller still stopped at discovery, so its content was not deleted; a real one deletes what it can discover);
 - shop/data-postgres-0: a PVC deleted while its Pod (on a node) still uses it; its PV is bound;
 - shop/web: a Deployment deleted in the foreground; its Pods run on node ip-10-0-2-44, which stopped
   reporting two hours ago (its kubelet will never confirm they stopped): a chain of three links;

@@ -4,10 +4,12 @@ the scenario's, tests/runner.py):
 
 - one verdict: `kfin stuck -o json` and `kfin explain -o json` give the same verdict and root causes for every
   stuck object, finalizer by finalizer;
-- every finalizer accounted for: each finalizer on a stuck object, and each one a Terminating namespace's
-  NamespaceFinalizersRemaining condition names, has an answer (a finding, or a link of the chain, a root cause or
-  a step of the plan that names it);
-- no placeholder: no command of a plan holds a `<name>` to fill in.
+- every finalizer accounted for: each finalizer on a stuck object has a finding; a Terminating namespace's
+  conditions are a checklist: every finalizer and resource count its NamespaceFinalizersRemaining and
+  NamespaceContentRemaining name, and every finalizer on a stuck object left in it, is answered (an object of the
+  chain explained for it, a step of the plan, or the namespace's own finding that says why);
+- no placeholder: no command of a plan or a root cause holds a `<name>` or NAME to fill in, nor does a command
+  its words quote (a step's note, a finding's fix).
 
 A real control plane moves while kfin reads it (its controllers act between two commands), so a difference in
 verdicts is asked again a few times before it counts; the fake answers the same each time.
@@ -22,11 +24,18 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
-READING = frozenset({"stuck", "explain", "graph", "preflight", "report", "remove", "delete"})  # not wait: it is run in the background while the scenario moves
+# not wait: a scenario runs it in the background while it moves the cluster
+READING = frozenset({"stuck", "explain", "graph", "preflight", "report", "remove", "delete"})
 MOST_EXPLAINED = 12  # stuck objects explained per checkpoint: a scenario's own are fewer
-PLACEHOLDER = re.compile(r"<[^<>\s]+>")
-# "Some content in the namespace has finalizers remaining: a/b in 1 resource instances, c in 2 resource instances"
-REMAINING = re.compile(r"([^\s,:]+) in \d+ resource instances")
+# the namespace controller's messages (pkg/controller/namespace/deletion/status_condition_utils.go
+# ProcessContentTotals): "FINALIZER in N resource instances", "RESOURCE.GROUP has N resource instances" (core
+# resources with a trailing dot: "pods. has 1 resource instances"), each list sorted and joined by ", "
+FINALIZER_COUNT = re.compile(r"(\S+) in (\d+) resource instances")
+RESOURCE_COUNT = re.compile(r"(\S+) has (\d+) resource instances")
+# what a person would have to replace before running a command: <name>, NAME; in the words around a command (a
+# step's note, a finding's fix, which may quote one) only <name>: words in capitals are kfin's (DELETE, RBAC)
+PLACEHOLDER = re.compile(r"<[^<>\s]*>|\b[A-Z][A-Z_]{2,}\b")
+QUOTED_PLACEHOLDER = re.compile(r"<[^<>\s]*>")
 
 ACTIVE: list = []  # the scenario clusters of the running test (tests/conftest.py adds and removes them)
 
@@ -93,7 +102,7 @@ def _broken(cluster, run) -> list[str]:
     cluster.properties_seen = bool(items)
     if os.environ.get("KFIN_PROPERTIES_TRACE"):
         print(f"properties: {len(items)} stuck objects", [_ref(i) for i in items], file=sys.__stderr__)
-    broken = [f"stuck -A: placeholder in {c!r}" for c in _commands(report.get("rootCauses")) if PLACEHOLDER.search(c)]
+    broken = [f"stuck -A: placeholder in {hole}" for hole in placeholders(report)]
     for item in items[:MOST_EXPLAINED]:
         ref = _ref(item)
         line = ["explain", _resource(item), item["name"], "-o", "json", *base]
@@ -111,9 +120,15 @@ def _broken(cluster, run) -> list[str]:
         if now.get("uid") != item.get("uid") or not explained.get("terminating"):
             continue  # gone, or made anew, meanwhile
         broken += [f"{ref}: {problem}" for problem in _disagreements(item, explained)]
-        broken += [f"{ref}: {problem}" for problem in unaccounted(explained, item)]
-        broken += [f"{ref}: placeholder in {c!r}" for c in _commands(explained.get("plan")) if PLACEHOLDER.search(c)]
+        inside = [_as_served(i) for i in items if item["kind"] == "Namespace" and i.get("namespace") == item["name"]]
+        broken += [f"{ref}: {problem}" for problem in unaccounted(explained, item, inside)]
+        broken += [f"{ref}: placeholder in {hole}" for hole in placeholders(explained)]
     return broken
+
+
+def _as_served(item: dict) -> dict:
+    """A stuck item as the API server would send its object (what unaccounted_finalizers reads)."""
+    return {"metadata": {"deletionTimestamp": item.get("deletionTimestamp"), "finalizers": item.get("finalizers")}}
 
 
 def _ours(cluster, item: dict) -> bool:
@@ -162,17 +177,9 @@ def _disagreements(item: dict, explained: dict) -> Iterator[str]:
         yield f"root causes differ: stuck {roots}, explain {explained_roots}"
 
 
-def remaining_finalizers(obj: dict) -> list[str]:
-    """The finalizers a namespace's NamespaceFinalizersRemaining condition names (True)."""
-    for condition in (obj.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "NamespaceFinalizersRemaining" and condition.get("status") == "True":
-            return REMAINING.findall(condition.get("message") or "")
-    return []
-
-
-def unaccounted(explained: dict, item: dict | None = None) -> list[str]:
-    """What an explanation leaves unanswered: a finalizer of the object with no finding, or a finalizer its
-    namespace's conditions name that neither a finding, the chain, a root cause nor a step of the plan names."""
+def unaccounted(explained: dict, item: dict | None = None, objects: list[dict] = ()) -> list[str]:
+    """What an explanation leaves unanswered: a finalizer of the object with no finding; for a namespace, what its
+    conditions or the stuck objects left in it (`objects`) name that the answer leaves out (unaccounted_finalizers)."""
     obj = explained.get("object") or {}
     answered = {f["finalizer"] for f in explained.get("findings") or []}
     missing = [
@@ -180,22 +187,78 @@ def unaccounted(explained: dict, item: dict | None = None) -> list[str]:
         for name in list(obj.get("finalizers") or []) + list(obj.get("specFinalizers") or [])
         if name not in answered
     ]
-    conditions = (item or {}).get("conditions") or []
-    named = remaining_finalizers({"status": {"conditions": conditions}}) if obj.get("kind") == "Namespace" else []
-    said = json.dumps([explained.get("findings"), explained.get("chain"), explained.get("plan")])
-    missing += [f"finalizer {name} (NamespaceFinalizersRemaining) is not in the answer" for name in named
-                if name not in said]
+    if obj.get("kind") == "Namespace":
+        left = unaccounted_finalizers(explained, (item or {}).get("conditions") or [], objects)
+        missing += [f"{what} (named by its conditions or left in it) is not in the answer" for what in left]
     return missing
 
 
-def _commands(value) -> Iterator[str]:
-    """Every command string under a plan or a root cause's step, however deep."""
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            if key == "command" and isinstance(inner, str):
-                yield inner
-            else:
-                yield from _commands(inner)
-    elif isinstance(value, list):
-        for inner in value:
-            yield from _commands(inner)
+def _true(conditions: list[dict], kind: str) -> str:
+    found = next((c for c in conditions or [] if c.get("type") == kind and c.get("status") == "True"), None)
+    return str(found.get("message") or "") if found else ""
+
+
+def _steps(explained: dict) -> list[dict]:
+    plan = explained.get("plan") or {}
+    return list(plan.get("steps") or [])
+
+
+def _actions(step: dict) -> list[dict]:
+    return [step] + list(step.get("more") or [])
+
+
+def _step_text(explained: dict) -> str:
+    return "\n".join(
+        " ".join(str(a.get(key) or "") for key in ("command", "when", "note"))
+        + f" {step.get('resolves') or ''} {step.get('why') or ''}"
+        for step in _steps(explained)
+        for a in _actions(step)
+    )
+
+
+def _own_findings(explained: dict) -> list[dict]:
+    return [f for f in explained.get("findings") or [] if f.get("finalizer") == "kubernetes"]
+
+
+def unaccounted_finalizers(explained: dict, conditions: list[dict], objects: list[dict] = ()) -> list[str]:
+    """What the namespace's conditions, or the stuck objects left in it (`objects`, as the API server sends them),
+    name that the answer leaves out: "finalizer F" or "resource R (N instances)", each once; [] when complete.
+
+    A finalizer is accounted for when an object of the blocking chain was explained for it (an edge carries it),
+    when a step of the plan names it, or when the namespace's own finding says why in its condition; a resource
+    count, when the namespace's own finding or a step names that resource."""
+    chain = explained.get("chain") or {}
+    explained_for = {edge.get("finalizer") for edge in chain.get("edges") or [] if edge.get("finalizer")}
+    steps = _step_text(explained)
+    said = "\n".join(f.get("condition") or "" for f in _own_findings(explained))
+    told = "\n".join(
+        "\n".join([f.get("condition") or "", f.get("fix") or "", *(f.get("evidence") or [])])
+        for f in _own_findings(explained)
+    )
+    finalizers = [name for name, _ in FINALIZER_COUNT.findall(_true(conditions, "NamespaceFinalizersRemaining"))]
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            finalizers += list(meta.get("finalizers") or [])
+    missing = [
+        f"finalizer {name}"
+        for name in dict.fromkeys(finalizers)
+        if name not in explained_for and name not in steps and name not in said
+    ]
+    for resource, count in RESOURCE_COUNT.findall(_true(conditions, "NamespaceContentRemaining")):
+        resource = resource.rstrip(".")
+        if resource not in told and resource not in steps:
+            missing.append(f"resource {resource} ({count} instances)")
+    return missing
+
+
+def placeholders(report: dict) -> list[str]:
+    """Every command of the answer that holds a placeholder, and every command quoted in its words that does: of
+    `kfin explain -o json`'s plan and findings, and of `kfin stuck -o json`'s root causes, as "text: placeholder"."""
+    steps = _steps(report) + [c["step"] for c in report.get("rootCauses") or [] if c.get("step")]
+    actions = [a for step in steps for a in _actions(step)]
+    commands = [a.get("command") for a in actions] + [f.get("removeCommand") for f in report.get("findings") or []]
+    words = [a.get(key) for a in actions for key in ("note", "when")]
+    words += [f.get("fix") for f in report.get("findings") or []]
+    found = [f"{command}: {hole}" for command in commands if command for hole in PLACEHOLDER.findall(command)]
+    return found + [f"{text}: {hole}" for text in words if text for hole in QUOTED_PLACEHOLDER.findall(text)]

@@ -248,10 +248,19 @@ def test_unavailable_aggregated_api_answers_503_and_blocks_namespace_deletion(ap
         "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}})
     assert api.send("GET", "/apis/metrics.k8s.io/v1beta1") == (503, "service unavailable\n")
     api.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
+    api.create("/api/v1/namespaces/team/configmaps", {"metadata": {"name": "kept", "finalizers": ["example.com/x"]}})
     api.delete("/api/v1/namespaces/team")
-    conditions = {c["type"]: c["status"] for c in api.get("/api/v1/namespaces/team")["status"]["conditions"]}
-    assert conditions["NamespaceDeletionDiscoveryFailure"] == "True"
+    conditions = {c["type"]: c for c in api.get("/api/v1/namespaces/team")["status"]["conditions"]}
+    assert conditions["NamespaceDeletionDiscoveryFailure"]["status"] == "True"
+    # discovery errors are not fatal: it deletes all it can discover, reports what remains, and never finishes
+    assert api.get("/api/v1/namespaces/team/configmaps/kept")["metadata"].get("deletionTimestamp")
+    assert conditions["NamespaceFinalizersRemaining"]["message"].endswith("example.com/x in 1 resource instances")
+    api.merge_patch("/api/v1/namespaces/team/configmaps/kept", {"metadata": {"finalizers": None}})
     fake.add_aggregated_backend("metrics.k8s.io", "v1beta1", [{"name": "pods", "kind": "PodMetrics"}])
+    # it retries after its backoff, not at once: until then its condition says what it saw last
+    assert api.exists("/api/v1/namespaces/team")
+    fake.advance_clock(61)
+    fake.reconcile()
     assert not api.exists("/api/v1/namespaces/team")
 
 

@@ -40,16 +40,17 @@ def test_every_finalizer_of_the_object_and_of_its_namespace_conditions_must_be_a
                    "message": "Some content in the namespace has finalizers remaining: acme.io/database-cleanup in 1 "
                               "resource instances, kubernetes.io/pvc-protection in 2 resource instances"}]
     assert properties.unaccounted(namespace, {"conditions": conditions}) == [
-        "finalizer acme.io/database-cleanup (NamespaceFinalizersRemaining) is not in the answer",
-        "finalizer kubernetes.io/pvc-protection (NamespaceFinalizersRemaining) is not in the answer"]
+        "finalizer acme.io/database-cleanup (named by its conditions or left in it) is not in the answer",
+        "finalizer kubernetes.io/pvc-protection (named by its conditions or left in it) is not in the answer"]
     namespace["chain"] = {"edges": [{"finalizer": "acme.io/database-cleanup"},
                                     {"finalizer": "kubernetes.io/pvc-protection"}], "rootCauses": []}
     assert properties.unaccounted(namespace, {"conditions": conditions}) == []
 
 
 def test_no_command_of_a_plan_may_hold_a_placeholder():
-    plan = {"steps": [{"command": "kubectl delete apiservice <name>", "more": [{"command": "kfin remove cm x"}]}]}
-    commands = list(properties._commands(plan))
-    assert commands == ["kubectl delete apiservice <name>", "kfin remove cm x"]
-    assert [c for c in commands if properties.PLACEHOLDER.search(c)] == ["kubectl delete apiservice <name>"]
-    assert not properties.PLACEHOLDER.search("kubectl get pods -l 'a in (x)' --field-selector a!=b")
+    plan = {"plan": {"steps": [{"command": "kubectl delete apiservice <name>", "note": None,
+                                "more": [{"command": "kfin remove cm x", "note": "then run kubectl get <kind>"}]}]}}
+    assert properties.placeholders(plan) == ["kubectl delete apiservice <name>: <name>",
+                                             "then run kubectl get <kind>: <kind>"]
+    fine = {"plan": {"steps": [{"command": "kubectl get pods -l 'a in (x)' --field-selector a!=b", "more": []}]}}
+    assert properties.placeholders(fine) == []

@@ -1,5 +1,6 @@
 """Root causes first (issue 41, item 6): the example snapshot has 10 stuck objects and 5 root causes (a node, an
-APIService, a Pod, an absent operator, the cloud controller); kfin stuck, graph and report say so once each."""
+APIService, a Pod, an absent operator, the cloud controller); kfin stuck, graph and report say so once each. Namespace
+team-a is held by two of them: the APIService, and the absent operator's Database its conditions name."""
 
 import json
 import re
@@ -21,8 +22,8 @@ def test_stuck_json_leads_with_each_root_cause_once_and_what_it_holds():
         "Node/ip-10-0-2-44",
         "Pod/shop/postgres-0",
         "APIService.apiregistration.k8s.io/v1beta1.metrics.k8s.io",
-        "cloud-controller-manager",
         "the controller of acme.io",
+        "cloud-controller-manager",
     ]
     assert sorted(causes["Node/ip-10-0-2-44"]["holds"]) == [
         "Deployment.apps/shop/web", "Pod/shop/web-6d4b9c-q8w4n", "Pod/shop/web-6d4b9c-x2k9p",
@@ -30,6 +31,8 @@ def test_stuck_json_leads_with_each_root_cause_once_and_what_it_holds():
     assert causes["APIService.apiregistration.k8s.io/v1beta1.metrics.k8s.io"]["holds"] == [
         "Namespace/team-a", "Namespace/monitoring-old"]
     assert causes["the controller of acme.io"]["verdict"] == "ORPHANED"
+    # team-a's conditions name the Database's finalizer: two root causes hold it, not the APIService alone
+    assert causes["the controller of acme.io"]["holds"] == ["Namespace/team-a", "Database.acme.io/team-a/orders"]
     # every object is held by a root cause the list names, and each appears under it
     for item in report["items"]:
         ref = f"{item['kind']}{'.' + item['group'] if item['group'] else ''}/" + "/".join(
@@ -50,9 +53,9 @@ def test_stuck_table_leads_with_the_root_causes_then_the_objects():
     numbered = [line for line in block[1:] if line[:1].isdigit()]
     assert [line.split()[1] for line in numbered] == [
         "Node/ip-10-0-2-44", "Pod/shop/postgres-0", "APIService.apiregistration.k8s.io/v1beta1.metrics.k8s.io",
-        "cloud-controller-manager", "the"]
+        "the", "cloud-controller-manager"]
     assert [line.strip().split(":")[0] for line in block if line.strip().startswith("holds ")] == [
-        "holds 4", "holds 2", "holds 2", "holds 1", "holds 1"]
+        "holds 4", "holds 2", "holds 2", "holds 2", "holds 1"]
     assert len(lines) - header - 1 == 10  # then every object, a line each in a pipe
     # not for scripts: without headers the table alone, as before
     bare = kfin("stuck", "--from-snapshot", EXAMPLE, "--no-headers").stdout.splitlines()

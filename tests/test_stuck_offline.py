@@ -133,7 +133,7 @@ def test_an_unavailable_api_group_is_reported_and_the_rest_scanned(fake, fake_ku
     [namespace] = report["items"]
     assert namespace["name"] == "team"
     assert namespace["blocker"] == ("namespace: discovery of metrics.k8s.io/v1beta1 fails (an unavailable APIService), "
-                                    "so the namespace controller stops before deleting anything")
+                                    "so the namespace controller cannot finish")
 
 
 def test_aggregated_api_without_metadata_support_is_still_scanned(fake, fake_kubeconfig):

@@ -398,16 +398,16 @@ def _idle_workloads(ctx: Context, namespace: str, account: str) -> list[KubeObje
 
 
 def _namespace_gates(facts: Facts, namespace: KubeObject, result: Preflight) -> None:
-    """What stops the namespace controller before it deletes anything (an unavailable APIService) or while it
-    deletes (a webhook failing closed on DELETE of what is here; a CRD whose conversion webhook cannot be called,
-    for a type with objects here)."""
+    """What keeps the namespace controller from finishing (an unavailable APIService: it deletes all it can
+    discover, but never removes its finalizer while discovery fails) or from deleting what is here (a webhook
+    failing closed on DELETE of it; a CRD whose conversion webhook cannot be called, for a type with objects here)."""
     ctx = Context(namespace, "kubernetes", "spec.finalizers", facts, family("kubernetes", facts.catalog))
     for service, why in unavailable_apiservices(ctx):
         result.stuck.append(
             Stuck(
                 namespace,
                 "kubernetes",
-                reason=f"{why}: the namespace controller stops before deleting anything",
+                reason=f"{why}: the namespace controller would delete all it can discover, but never finish",
                 verdict="HOLDING",
                 actions=(
                     Action(f"kubectl delete apiservice {service.name}", when="if its server was uninstalled"),

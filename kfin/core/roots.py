@@ -9,7 +9,7 @@ from typing import Protocol
 
 from msgspec import Struct, field
 
-from kfin.core.blocking import Chain, Step, joined
+from kfin.core.blocking import Chain, Step, joined, node_id
 from kfin.model import JSON, KubeObject
 
 
@@ -30,7 +30,7 @@ class RootCause(Struct):
     type: str  # of the link into it: kubelet, used-by-pod, discovery-failure, controller, cloud...
     evidence: str
     verdict: str | None
-    holds: list[HeldObject] = field(default_factory=list)  # longest stuck first
+    holds: list[HeldObject] = field(default_factory=list)  # longest stuck first; never itself
     step: Step | None = None  # what frees them; None where only waiting is left
     context: str = ""
 
@@ -65,7 +65,10 @@ def root_causes(rows: Iterable[HeldObject]) -> list[RootCause]:
         for root in whole.roots:
             data = whole.graph.nodes[root]
             into = [d for _, _, d in whole.graph.in_edges(root, data=True)]
-            holding = [row for row in held if row.chain is not None and root in row.chain.roots]
+            # what it holds besides itself: a stuck object its own chain ends at holds nothing but itself
+            holding = [
+                row for row in held if row.chain is not None and root in row.chain.roots and node_id(row.obj) != root
+            ]
             found.append(
                 RootCause(
                     label=data["label"],

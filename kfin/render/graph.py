@@ -599,7 +599,7 @@ def held_by(graph: nx.DiGraph) -> list[tuple[str, list[str]]]:
                 if data.get("blocking") and b not in seen:
                     seen.add(b)
                     frontier.append(b)
-        for root in seen & roots:
+        for root in (seen - {node}) & roots:  # a root cause never holds itself
             held[root].append(node)
     return sorted(held.items(), key=lambda pair: (-len(pair[1]), label(graph, pair[0])))
 

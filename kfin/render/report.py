@@ -126,7 +126,8 @@ def _roots(report: Report) -> list[str]:
         step = "".join(_action(a) for a in cause.step.actions) if cause.step is not None else ""
         parts.append(
             f'<li id="r{number}"><b>{_e(where + cause.label)}</b> {_verdict(cause.verdict)}: {_e(cause.evidence)}'
-            f"<br>holds {len(cause.holds)}: {held}{step and '<br>' + step}</li>"
+            + (f"<br>holds {len(cause.holds)}: {held}" if held else "")  # a root cause never holds itself
+            + f"{step and '<br>' + step}</li>"
         )
     parts.append("</ol>")
     return parts

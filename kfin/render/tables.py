@@ -112,8 +112,9 @@ def root_causes_block(
             head.stylize(VERDICT_STYLE[cause.verdict], len(head) - len(cause.verdict))
         head.append_text(text(f": {cause.evidence}"))
         lines += layout.hanging(head, width, "", "   ")
-        holds = text(f"holds {len(cause.holds)}: " + ", ".join(r.obj.ref for r in cause.holds))
-        lines += layout.hanging(holds, width, "   ", "     ")
+        if cause.holds:  # a stuck object that is its own root cause holds nothing else
+            holds = text(f"holds {len(cause.holds)}: " + ", ".join(r.obj.ref for r in cause.holds))
+            lines += layout.hanging(holds, width, "   ", "     ")
         for action in cause.step.actions if cause.step is not None else ():  # each command whole, to paste
             lines += [Text(line, style=style) for line, style in action_lines(action, "   ", "   ", width)]
     lines.append(Text(""))

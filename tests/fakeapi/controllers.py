@@ -6,8 +6,15 @@ both. Each controller follows the real one for what kfin observes:
 - garbage collector: background (dependents go after the owner is gone, dangling owners included),
   foreground (the owner keeps `foregroundDeletion` until no dependent with blockOwnerDeletion remains),
   orphan (ownerReferences removed, then `orphan`);
-- namespace controller: deletes the content, reports the conditions, finalizes when empty; stops
-  with NamespaceDeletionDiscoveryFailure while an aggregated API is unavailable (as captured);
+- namespace controller: deletes the content, reports the conditions, finalizes when empty. While an aggregated
+  API is unavailable it still deletes all it can discover and reports what remains, with
+  NamespaceDeletionDiscoveryFailure, but never finalizes (discovery errors are not fatal: deleteAllContent in
+  pkg/controller/namespace/deletion/namespaced_resources_deleter.go; seen on the real tier). Such a failed sync is
+  retried after a backoff (the real workqueue's: 5 ms doubling at each failure, capped at 60 s, so a namespace that
+  failed for seconds waits seconds, one that failed for a minute waits a minute: nsControllerRateLimiter in
+  namespace_controller.go): the fake waits DISCOVERY_BACKOFF_SECONDS of its clock, until a test advances it and
+  calls FakeAPIServer.reconcile(); meanwhile the namespace keeps its conditions, stale once the APIService is fixed
+  or gone. Other failures it retries at the next write, as the real one does within its backoff;
 - pvc-protection (any scheduled Pod using the claim holds it, whatever its phase), pv-protection
   (a Bound volume is held), and a minimal volume binder;
 - the deployment, replicaset and statefulset controllers (a workload's Pods, Pending: tests/fakeapi/workloads.py);
@@ -70,6 +77,7 @@ ROOT_CA_DESCRIPTION = (
     "the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of "
     "Kubernetes clusters.")
 MAX_STEPS = 1_000_000
+DISCOVERY_BACKOFF_SECONDS = 60  # the namespace controller's backoff once a namespace has failed a while (its cap)
 
 
 class Controllers:
@@ -79,6 +87,7 @@ class Controllers:
         self._renewed = 0.0
         self._orphaned_since: dict[str, float] = {}  # Pod uid -> when the pod GC first saw its node missing
         self._evictions: set[str] = set()  # Pod uids the taint eviction controller has scheduled
+        self._namespace_retry_at: dict[str, float] = {}  # namespace -> when its failed discovery is retried
         self.workloads = WorkloadControllers(cluster)
 
     # ----- the loop --------------------------------------------------------------------------------
@@ -101,6 +110,7 @@ class Controllers:
         self.monitor_nodes()
         self.collect_orphaned_pods()
         self.retry_garbage_collection()
+        self.retry_namespaces()
         self.run()
 
     def renew_lease(self):
@@ -390,15 +400,10 @@ class Controllers:
         if "kubernetes" not in (ns.get("spec") or {}).get("finalizers", []):
             return
         now = c.now()
+        if time.time() + c.clock_offset < self._namespace_retry_at.get(name, 0):
+            return  # backing off after a failed discovery: not retried before its time
+        self._namespace_retry_at.pop(name, None)
         failing = self.discovery_failures()
-        if failing:
-            detail = ", ".join(f"{gv}: stale GroupVersion discovery: {gv}" for gv in failing)
-            self._set_conditions(ns, now, {
-                "NamespaceDeletionDiscoveryFailure": ("True", "DiscoveryFailed",
-                    f"Discovery failed for some groups, {len(failing)} failing: unable to retrieve the "
-                    f"complete list of server APIs: {detail}"),
-                **_ok_conditions(skip_discovery=True)})
-            return  # the real controller stops here: the APIService, not the content, is the blocker
         namespaced = [rt for rt in c.types.values() if rt.namespaced and "delete" in rt.verbs
                       and rt.origin != "aggregated"]
         # OrderedNamespaceDeletion (locked on since 1.34, namespaced_resources_deleter.go): the Pods first, and
@@ -438,11 +443,17 @@ class Controllers:
         ns = c.find(c.types[NAMESPACES], "", name)
         if ns is None:
             return
-        if not remaining and not failed:
+        if not remaining and not failed and not failing:
             self._update(NAMESPACES, ns, lambda o: o["spec"].__setitem__(
                 "finalizers", [f for f in o["spec"]["finalizers"] if f != "kubernetes"]), subresource="finalize")
             return
         conditions = _ok_conditions()
+        if failing:
+            detail = ", ".join(f"{gv}: stale GroupVersion discovery: {gv}" for gv in failing)
+            conditions["NamespaceDeletionDiscoveryFailure"] = ("True", "DiscoveryFailed",
+                f"Discovery failed for some groups, {len(failing)} failing: unable to retrieve the complete list of "
+                f"server APIs: {detail}")
+            self._namespace_retry_at[name] = time.time() + c.clock_offset + DISCOVERY_BACKOFF_SECONDS
         if failed:  # the errors sorted and joined (status_condition_utils.go makeDeleteContentCondition)
             conditions["NamespaceDeletionContentFailure"] = ("True", "ContentDeletionFailed",
                 f"Failed to delete all resource types, {len(failed)} remaining: " + ", ".join(sorted(failed.values())))
@@ -1007,8 +1018,8 @@ def _rejected_delete(c, rt, namespace: str) -> str | None:
     return None
 
 
-def _ok_conditions(skip_discovery=False) -> dict:
-    conditions = {} if skip_discovery else {
+def _ok_conditions() -> dict:
+    conditions = {
         "NamespaceDeletionDiscoveryFailure": ("False", "ResourcesDiscovered", "All resources successfully discovered")}
     conditions.update({
         "NamespaceDeletionGroupVersionParsingFailure": ("False", "ParsedGroupVersions",

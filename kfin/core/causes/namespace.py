@@ -21,6 +21,7 @@ from kfin.core.causes.registry import (
     Finding,
     Link,
     Verdict,
+    condition,
     explains,
     explains_deletion,
     prose,
@@ -31,9 +32,8 @@ from kfin.core.causes.unreadable import list_failure_causes, storage_finding, un
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
 from kfin.core.causes.webhooks import Rejection, hook_named, rejecting_webhooks
 from kfin.core.facts import ClusterFacts
-from kfin.model import JSON, NAMESPACE_CONTROLLER, KubeObject, ResourceType
-
-STALE_GROUP = re.compile(r"(\S+): stale GroupVersion discovery")
+from kfin.model import JSON, NAMESPACE_CONTROLLER, KubeObject, ResourceType, parse_time
+from kfin.util.durations import format_age
 
 FINALIZE_RISK = (
     "forcing it (/finalize) makes the namespace disappear while its objects stay in etcd: invisible "
@@ -299,6 +299,153 @@ def unavailable_apiservices(ctx: Context) -> list[tuple[KubeObject, str]]:
     return out
 
 
+def _served_version(svc: KubeObject) -> str:
+    spec = svc.raw.get("spec") or {}
+    return f"{spec.get('group')}/{spec.get('version')}"
+
+
+class DiscoveryFailure(Struct):
+    """What keeps the namespace controller's discovery from succeeding now, set against what its condition
+    NamespaceDeletionDiscoveryFailure said when it last tried. Discovery errors are not fatal to it: it deletes all
+    it can discover and reports what remains, but never removes its finalizer while one fails, and retries with
+    backoff (pkg/controller/namespace/deletion/namespaced_resources_deleter.go deleteAllContent; its workqueue's
+    rate limiter, 5 ms doubling to 60 s: namespace_controller.go nsControllerRateLimiter)."""
+
+    said: JSON  # the condition when True, else {}
+    failing: list[tuple[KubeObject, str]]  # APIServices unavailable now, and why
+    unserved: list[str]  # group versions the condition names whose discovery fails for kfin too, no APIService seen
+    recovered: list[str]  # for each group version the condition names that answers now: what kfin sees instead
+
+    @property
+    def live(self) -> bool:
+        return bool(self.failing or self.unserved)
+
+    @property
+    def groups(self) -> list[str]:
+        return list(dict.fromkeys([_served_version(svc) for svc, _ in self.failing] + self.unserved))
+
+    def said_line(self, facts: ClusterFacts) -> str:
+        """The condition as evidence, as of its lastTransitionTime (it changes only when its status does)."""
+        since = self.said.get("lastTransitionTime")
+        moment = parse_time(since)
+        age = f", {format_age((facts.inventory.observed_at - moment).total_seconds())} ago" if moment else ""
+        return (
+            f"condition NamespaceDeletionDiscoveryFailure: {self.said.get('message')} (True since "
+            f"{since or 'an unknown time'}{age})"
+        )
+
+
+# the group versions a discovery failure names ("... server APIs: metrics.k8s.io/v1beta1: stale GroupVersion
+# discovery: ...", client-go's ErrGroupDiscoveryFailed)
+GROUP_VERSION = re.compile(r"([a-z0-9][-a-z0-9.]*/v[0-9]+(?:(?:alpha|beta)[0-9]+)?): ")
+
+
+def discovery_failure(ctx: Context, conditions: dict[str, JSON]) -> DiscoveryFailure | None:
+    """A Terminating namespace's discovery failure, now and as its condition says; None when neither shows one."""
+    facts = ctx.facts
+    said = conditions.get("NamespaceDeletionDiscoveryFailure", {})
+    said = said if said.get("status") == "True" else {}
+    failing = unavailable_apiservices(ctx)
+    if not said and not failing:
+        return None
+    failed_here = [f.target for f in facts.inventory.failures if f.what == "discovery"]
+    broken = {_served_version(svc) for svc, _ in failing}
+    services = facts.objects("apiregistration.k8s.io", "apiservices", full=True)
+    named = list(dict.fromkeys(GROUP_VERSION.findall(str(said.get("message") or ""))))
+    unserved, recovered = [], []
+    for gv in named:
+        if gv in broken:
+            continue
+        if gv in failed_here:
+            unserved.append(gv)
+            continue
+        group, _, version = gv.rpartition("/")
+        svc = next((s for s in services or [] if _served_version(s) == gv), None)
+        if services is None:
+            recovered.append(f"kfin's own discovery of {gv} succeeds now")
+        elif svc is None:
+            recovered.append(f"APIService {version}.{group} is gone")
+        else:
+            available = condition(svc, "Available")
+            since = f" since {available['lastTransitionTime']}" if available.get("lastTransitionTime") else ""
+            recovered.append(f"APIService {svc.name} is Available again{since}")
+    if said and not named and not failing:  # a failure it words otherwise: kfin's own discovery tells
+        unserved = failed_here
+        recovered = [] if failed_here else ["kfin's own discovery succeeds for every group, and no APIService is down"]
+    return DiscoveryFailure(said, failing, unserved, recovered)
+
+
+def _discovery_fails(ctx: Context, discovery: DiscoveryFailure, content: Finding | None) -> Finding:
+    """HOLDING while discovery fails: the namespace controller deletes all it can discover but never finishes. What
+    also holds it (`content`: its stuck content, a gate in front of its deletions) is part of the answer, first:
+    what bites while it deletes, then what keeps it from finishing."""
+    groups = ", ".join(discovery.groups) or "an aggregated API"
+    names = [svc.name for svc, _ in discovery.failing]
+    if names:
+        fix = (
+            "repair the APIService's backend, or delete the APIService if its server was uninstalled (kubectl "
+            f"delete apiservice {' '.join(names)})"
+        )
+    else:
+        fix = f"find out why discovery of {groups} fails (kubectl get --raw /apis/{discovery.groups[0]})"
+    fix += "; the namespace controller retries with backoff (up to a minute apart) and finishes once it succeeds"
+    evidence = [why for _, why in discovery.failing] + [
+        f"kfin's own discovery of {gv} fails" for gv in discovery.unserved
+    ]
+    evidence += [discovery.said_line(ctx.facts)] if discovery.said else []
+    evidence += [f"yet {line}" for line in discovery.recovered]
+    found = ctx.finding(
+        f"API discovery of {groups} fails, so the namespace controller cannot finish: it deletes all it can "
+        "discover, but keeps the namespace's finalizer until discovery succeeds",
+        Verdict.HOLDING,
+        fix=fix,
+        risk=FINALIZE_RISK,
+        evidence=evidence,
+        controller="kube-controller-manager (namespace controller)",
+    )
+    found.summary = (
+        f"discovery of {groups} fails (an unavailable APIService), so the namespace controller cannot finish"
+    )
+    found.links = [
+        Link(
+            "discovery-failure",
+            why,
+            target=svc,
+            step=(
+                Action(None, note=f"repair the backend of APIService {svc.name}"),
+                Action(f"kubectl delete apiservice {svc.name}", when="instead, if its server was uninstalled"),
+            ),
+        )
+        for svc, why in discovery.failing
+    ]
+    if content is None:
+        return found
+    content.summary = f"{content.summary or content.condition}; and {found.summary}"
+    content.condition = f"{content.condition}; and {found.condition}"
+    content.fix = f"{content.fix}; and {fix}"
+    content.evidence += [line for line in found.evidence if line not in content.evidence]
+    content.links += found.links
+    content.risk = "; ".join(dict.fromkeys([content.risk, FINALIZE_RISK]))
+    if content.verdict not in (Verdict.BLOCKED, Verdict.STALLED):  # what must be done first speaks for it
+        content.verdict = Verdict.HOLDING
+    return content
+
+
+def _out_of_date(ctx: Context, found: Finding, discovery: DiscoveryFailure, finds: str) -> Finding:
+    """A finding of what holds the namespace now, with its NamespaceDeletionDiscoveryFailure that the live cluster
+    contradicts: said so, what the controller `finds` when it retries, and nothing planned for what is gone."""
+    found.condition = (
+        f"{found.condition}: {finds} when it retries; its condition NamespaceDeletionDiscoveryFailure (True since "
+        f"{discovery.said.get('lastTransitionTime')}) is out of date ({'; '.join(discovery.recovered)}), and it "
+        "has not retried since (it retries with backoff, up to a minute apart)"
+    )
+    said = discovery.said_line(ctx.facts)
+    found.evidence += [f"{said}: out of date"] + [f"but {line}" for line in discovery.recovered]
+    # the condition is accounted for: it holds nothing now (kfin.core.causes.registry.account_for_evidence)
+    found.detail["outOfDate"] = [f"condition NamespaceDeletionDiscoveryFailure: {discovery.said.get('message')}"]
+    return found
+
+
 @explains(
     "namespace",
     Entry("kubernetes", "a namespace until its content is deleted", "kube-controller-manager (namespace controller)"),
@@ -309,47 +456,66 @@ def unavailable_apiservices(ctx: Context) -> list[tuple[KubeObject, str]]:
     ),
 )
 def namespace(ctx: Context) -> Finding:
-    ns, facts = ctx.obj, ctx.facts
+    """Everything that holds a namespace, not only the first: what keeps the namespace controller from deleting
+    its content, what remains stuck in it, and whether its discovery fails now. A condition is what the controller
+    saw when it last tried: where the live cluster contradicts it, that is said, and nothing is planned for it."""
+    ns = ctx.obj
     conditions = {c.get("type"): c for c in (ns.raw.get("status") or {}).get("conditions") or [] if c.get("type")}
-    discovery = conditions.get("NamespaceDeletionDiscoveryFailure", {})
-    broken = unavailable_apiservices(ctx)
-    failed_groups = [f.target for f in facts.inventory.failures if f.what == "discovery"]
-    if discovery.get("status") == "True" or (broken and ns.terminating):
-        groups = STALE_GROUP.findall(discovery.get("message", "")) or failed_groups
-        names = [svc.name for svc, _ in broken]
-        fix = (
-            "repair the APIService's backend, or delete the APIService if its server was uninstalled (kubectl "
-            f"delete apiservice {' '.join(names) if names else '<name>'}); the namespace controller then carries on"
-        )
-        evidence = [why for _, why in broken] + (
-            [f"condition NamespaceDeletionDiscoveryFailure: {discovery.get('message')}"] if discovery else []
-        )
-        found = ctx.finding(
-            f"API discovery of {', '.join(groups) or 'an aggregated API'} fails, so the namespace "
-            "controller stops before deleting anything in the namespace",
-            Verdict.HOLDING,
-            fix=fix,
+    discovery = discovery_failure(ctx, conditions) if ns.terminating else None
+    live = discovery is not None and discovery.live
+    content = _content(ctx, conditions, finishes=not live)
+    if discovery is not None and live:
+        return _discovery_fails(ctx, discovery, content)
+    if content is not None:
+        if discovery is None:
+            return content
+        return _out_of_date(ctx, content, discovery, "that is what the namespace controller finds")
+    if discovery is None:
+        return waiting_on_controller_manager(
+            ctx,
+            "the namespace is empty",
             risk=FINALIZE_RISK,
-            evidence=evidence,
-            controller="kube-controller-manager (namespace controller)",
+            evidence=(),
+            summary="waiting for the namespace controller to finalize it",
         )
-        found.summary = (
-            f"discovery of {', '.join(groups) or 'an aggregated API'} fails (an unavailable APIService), "
-            "so the namespace controller stops before deleting anything"
+    found = waiting_on_controller_manager(
+        ctx,
+        "the namespace is empty",
+        risk=FINALIZE_RISK,
+        evidence=(),
+        summary="empty, and its discovery succeeds again: waiting for the namespace controller to retry (its "
+        "condition NamespaceDeletionDiscoveryFailure is out of date)",
+    )
+    if found.verdict == Verdict.WAITING:
+        found.fix = (
+            "nothing to fix: the namespace controller retries within a minute (its backoff) and removes the "
+            "finalizer; if it does not, check kube-controller-manager's logs"
         )
-        found.links = [
-            Link(
-                "discovery-failure",
-                why,
-                target=svc,
-                step=(
-                    Action(None, note=f"repair the backend of APIService {svc.name}"),
-                    Action(f"kubectl delete apiservice {svc.name}", when="instead, if its server was uninstalled"),
-                ),
-            )
-            for svc, why in broken
-        ]
-        return found
+    return _out_of_date(ctx, found, discovery, "the namespace controller finds it so and removes its finalizer")
+
+
+def _stuck_lines(stuck: list[KubeObject], facts: ClusterFacts, namespace: str) -> list[str]:
+    lines = [f"{o.ref} is stuck: {state_line(o, facts)}" for o in stuck[:10]]
+    if len(stuck) > 10:
+        lines.append(f"... and {len(stuck) - 10} more stuck objects (kfin stuck -n {namespace})")
+    return lines
+
+
+def _with_stuck(found: Finding, stuck: list[KubeObject], facts: ClusterFacts, namespace: str) -> Finding:
+    """A finding of what stops the namespace controller, with what else holds the namespace: its content stuck in
+    deletion, each linked, so that the plan deals with all of it."""
+    linked = {link.target.uid for link in found.links if link.target is not None}
+    more = [o for o in stuck if o.uid not in linked]
+    found.links += [Link("content", "remains in the namespace, being deleted", target=o) for o in more]
+    found.evidence += _stuck_lines(more, facts, namespace)
+    return found
+
+
+def _content(ctx: Context, conditions: dict[str, JSON], finishes: bool) -> Finding | None:
+    """What holds the namespace besides its discovery: what keeps the namespace controller from deleting its
+    content, and what remains of it; None for a Terminating namespace that is empty. `finishes`: nothing else
+    keeps the controller from finishing once it is empty."""
+    ns, facts = ctx.obj, ctx.facts
     content = facts.everything(ns.name)
     if content is None:
         return ctx.finding(
@@ -359,6 +525,8 @@ def namespace(ctx: Context) -> Finding:
             f"kubectl get -n {ns.name}",
             risk=FINALIZE_RISK,
         )
+    remaining = [o for o in content if o.namespace == ns.name and o.type.namespaced]
+    stuck = [o for o in remaining if o.terminating]
     unlistable = list_failure_causes(facts)
     failure = conditions.get("NamespaceDeletionContentFailure", {})
     failed_content = failure.get("message", "") if failure.get("status") == "True" else ""
@@ -383,18 +551,17 @@ def namespace(ctx: Context) -> Finding:
         found.links = [
             Link("conversion-failure", why, target=crd, step=conversion_step(crd)) for crd, why in converting
         ]
-        return found
+        return _with_stuck(found, stuck, facts, ns.name)
     unreadable = unreadable_content(facts, ns.name, failed_content) if ns.terminating else []
     if unreadable:  # objects kube-apiserver cannot read from storage: the controller can never delete them
-        return storage_finding(ctx, unreadable, failed_content, FINALIZE_RISK)
+        return _with_stuck(storage_finding(ctx, unreadable, failed_content, FINALIZE_RISK), stuck, facts, ns.name)
     forbidden = forbidden_controller(ctx, failed_content) if ns.terminating else None
     if forbidden is not None:  # the controller's own report of RBAC's refusal: proof, before any rule or dry run
-        return forbidden
-    remaining = [o for o in content if o.namespace == ns.name and o.type.namespaced]
+        return _with_stuck(forbidden, stuck, facts, ns.name)
     rejections = rejected_deletes(facts, ns, remaining, failed_content) if ns.terminating else []
     probed = blocked_content(ctx, remaining, failed_content, FINALIZE_RISK, [r.certain for r in rejections])
     if probed is not None:  # the server's own answer to the controller, over what rules could only suspect
-        return probed
+        return _with_stuck(probed, stuck, facts, ns.name)
     if rejections:
         found = ctx.finding(
             "; ".join(r.why for r in rejections) + ": the namespace controller cannot delete them",
@@ -406,26 +573,22 @@ def namespace(ctx: Context) -> Finding:
         )
         found.summary = f"{rejections[0].why}, so the namespace controller cannot delete its content"
         found.links = [r.link() for r in rejections]
-        return found
+        return _with_stuck(found, stuck, facts, ns.name)
     unread = _unread_content(facts, ns.name)
-    stuck = [o for o in remaining if o.terminating]
     if ns.terminating and (unread or failed_content) and not stuck:
         return _unexplained(ctx, remaining, unread, failed_content)
     if remaining:
         kinds = Counter(o.type.qualified for o in remaining)
         evidence = [f"{kind}: {count}" for kind, count in sorted(kinds.items())]
-        evidence += [f"{o.ref} is stuck: {state_line(o, facts)}" for o in stuck[:10]]
-        if len(stuck) > 10:
-            evidence.append(f"... and {len(stuck) - 10} more stuck objects (kfin stuck -n {ns.name})")
-        fix = (
-            f"unstick what remains first (kfin stuck -n {ns.name}; kfin explain each); the namespace goes "
-            "by itself once it is empty"
+        evidence += _stuck_lines(stuck, facts, ns.name)
+        fix = f"unstick what remains first (kfin stuck -n {ns.name}; kfin explain each)" + (
+            "; the namespace goes by itself once it is empty" if finishes else ""
         )
         for ctype in ("NamespaceFinalizersRemaining", "NamespaceContentRemaining", "NamespaceDeletionContentFailure"):
             if conditions.get(ctype, {}).get("status") == "True":
                 evidence.append(f"condition {ctype}: {conditions[ctype].get('message')}")
         found = ctx.finding(
-            f"{len(remaining)} object{'s' if len(remaining) != 1 else ''} remain ({len(stuck)} terminating)",
+            f"{len(remaining)} object{'s remain' if len(remaining) != 1 else ' remains'} ({len(stuck)} terminating)",
             Verdict.HOLDING,
             fix=fix,
             risk=FINALIZE_RISK,
@@ -447,13 +610,7 @@ def namespace(ctx: Context) -> Finding:
             fix="nothing to do: the finalizer acts only once the namespace is deleted",
             risk=FINALIZE_RISK,
         )
-    return waiting_on_controller_manager(
-        ctx,
-        "the namespace is empty",
-        risk=FINALIZE_RISK,
-        evidence=(),
-        summary="waiting for the namespace controller to finalize it",
-    )
+    return None
 
 
 def _unpurged(obj: KubeObject) -> bool:

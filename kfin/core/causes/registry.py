@@ -553,7 +553,10 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
         explanation.findings.append(
             ctx.finding("no finalizer is left and nothing kfin knows holds it", Verdict.WAITING, fix="", risk="unknown")
         )
+    everything_against = against
     for finding in explanation.findings:
+        # what its cause showed the live cluster contradicts (a condition out of date) holds nothing
+        against = [line for line in everything_against if line not in finding.detail.get("outOfDate", ())]
         doubtful = finding.verdict == Verdict.WAITING or (finding.verdict == Verdict.ORPHANED and unread)
         shown = finding.evidence + [finding.condition]
         new = [line for line in (against if doubtful else quoted) if not any(line in text for text in shown)]

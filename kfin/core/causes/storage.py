@@ -16,10 +16,12 @@ from kfin.core.causes.registry import (
     condition,
     explains,
     kfin_remove_command,
+    state_line,
     waiting_on_controller_manager,
 )
-from kfin.core.facts import pod_claims
+from kfin.core.facts import ClusterFacts, pod_claims
 from kfin.model import MANAGERS, KubeObject
+from kfin.util.durations import format_age
 from kfin.util.text import first_few
 
 
@@ -49,6 +51,18 @@ def _pod_step(pod: KubeObject) -> tuple[Action, ...]:
 
 
 FIX_NAMES = 5  # the Pods a fix names; JSON's condition and evidence name them all
+
+
+def _user(pod: KubeObject, facts: ClusterFacts) -> str:
+    """A Pod that holds the claim, as it is now: its phase and node, or, once it is being deleted (pvc-protection
+    holds the claim while a scheduled Pod references it, whatever its phase: podUsesPVC in
+    pkg/controller/volume/pvcprotection), since when and what it waits for."""
+    node = (pod.raw.get("spec") or {}).get("nodeName")
+    since = pod.deletion_requested_at
+    if since is None:
+        return f"Pod {pod.namespace}/{pod.name} ({(pod.raw.get('status') or {}).get('phase', '?')}, on node {node})"
+    age = format_age(max(0.0, (facts.inventory.observed_at - since).total_seconds()))
+    return f"Pod {pod.namespace}/{pod.name} (on node {node}, being deleted for {age}: {state_line(pod, facts)})"
 
 
 def unused_condition(
@@ -124,45 +138,51 @@ def pvc_protection(ctx: Context) -> Finding:
     said, disagrees = unused_condition(whole, users, unscheduled)
     evidence += said
     if users:
-        described = [
-            f"Pod {p.namespace}/{p.name} ({(p.raw.get('status') or {}).get('phase', '?')}, on node "
-            f"{(p.raw.get('spec') or {}).get('nodeName')})"
-            for p in users
-        ]
+        described = [_user(p, facts) for p in users]
+        running = [p for p in users if not p.terminating]
+        deleting = [p for p in users if p.terminating]
         owners = sorted(
             {
                 f"{r.get('kind')} {p.namespace}/{r.get('name')}"
-                for p in users
+                for p in running
                 for r in p.owner_references
                 if r.get("controller")
             }
         )
-        named = first_few([f"{p.namespace}/{p.name}" for p in users], FIX_NAMES)
-        fix = (
-            f"stop what uses the claim: delete Pod{'s' if len(users) > 1 else ''} {named}"
-            + (f" (or scale down {', '.join(owners)}, which would recreate them)" if owners else "")
-            + "; the finalizer then goes by itself"
-        )
+        wanted = []
+        if running:
+            named = first_few([f"{p.namespace}/{p.name}" for p in running], FIX_NAMES)
+            wanted.append(
+                f"stop what uses the claim: delete Pod{'s' if len(running) > 1 else ''} {named}"
+                + (f" (or scale down {', '.join(owners)}, which would recreate them)" if owners else "")
+            )
+        if deleting:  # deleted already: what is left is what holds the Pod
+            named = first_few([f"{p.namespace}/{p.name}" for p in deleting], FIX_NAMES)
+            one = len(deleting) == 1
+            wanted.append(
+                f"Pod{'' if one else 's'} {named} {'is' if one else 'are'} being deleted already: deal with what "
+                f"holds {'it' if one else 'them'} (kfin explain pod {deleting[0].name} -n {deleting[0].namespace})"
+            )
         found = ctx.finding(
             f"in use by {len(users)} scheduled Pod{'s' if len(users) > 1 else ''}: " + ", ".join(described),
             Verdict.HOLDING,
-            fix=fix,
+            fix="; ".join(wanted) + "; the finalizer then goes by itself",
             risk=risk,
             evidence=evidence,
         )
         first = users[0]
         more = f" and {len(users) - 1} more Pod{'s' if len(users) > 2 else ''}" if len(users) > 1 else ""
-        found.summary = (
-            f"in use by Pod {first.namespace}/{first.name} (on node "
-            f"{(first.raw.get('spec') or {}).get('nodeName')}){more}"
-        )
+        node = (first.raw.get("spec") or {}).get("nodeName")
+        state = f"being deleted: {state_line(first, facts)}" if first.terminating else f"on node {node}"
+        found.summary = f"in use by Pod {first.namespace}/{first.name} ({state}){more}"
         found.links = [
             Link(
                 "used-by-pod",
                 f"mounted by Pod {p.namespace}/{p.name} (scheduled on node "
-                f"{(p.raw.get('spec') or {}).get('nodeName')})",
+                f"{(p.raw.get('spec') or {}).get('nodeName')}" + (", being deleted)" if p.terminating else ")"),
                 target=p,
-                step=_pod_step(p),
+                # a Pod being deleted already: what holds it is followed, and deleting it again does nothing
+                step=() if p.terminating else _pod_step(p),
             )
             for p in users
         ]

@@ -1,7 +1,7 @@
 """Why kfin's own list of a resource type failed, when the cluster says: the CRD's conversion webhook cannot
 be called, the APIService that serves the type is unavailable, or kube-apiserver cannot read what it stored of
-the type. The same causes stop the namespace controller, so they are named on kfin's warning too, never left as
-a bare server error."""
+the type. The same causes keep the namespace controller from deleting a namespace's content or from finishing, so
+they are named on kfin's warning too, never left as a bare server error."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 from datetime import timedelta
 
 from kfin.core.causes import Verdict, explain_object
-from tests.values import facts, lease, obj
+from kfin.model import Failure
+from tests.values import custom_type, facts, lease, obj
 
 DELETING = timedelta(hours=2)
 
@@ -102,3 +103,65 @@ def test_a_namespace_controller_whose_binding_is_gone_names_it_and_a_kube_contro
     [finding] = explain_object(ns, facts(ns, obj("configmaps", "settings", "team-a"), lease())).findings
     assert finding.verdict == Verdict.STALLED
     assert finding.fix.startswith("grant system:kube-controller-manager deletecollection on configmaps")
+
+
+# The namespace controller's condition when an aggregated API is down (client-go's ErrGroupDiscoveryFailed, as
+# pkg/controller/namespace/deletion/status_condition_utils.go ProcessDiscoverResourcesErr words it; the real tier's)
+DISCOVERY_FAILED = {"type": "NamespaceDeletionDiscoveryFailure", "status": "True", "reason": "DiscoveryFailed",
+                    "lastTransitionTime": "2026-11-23T11:59:00Z",
+                    "message": "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of "
+                               "server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"}
+WIDGETS = custom_type()
+
+
+def apiservice(available: bool):
+    return obj("apiservices.apiregistration.k8s.io", "v1beta1.metrics.k8s.io",
+               spec={"group": "metrics.k8s.io", "version": "v1beta1", "service": {"name": "metrics-server"}},
+               status={"conditions": [{"type": "Available", "status": "True" if available else "False",
+                                       "lastTransitionTime": "2026-11-23T11:59:30Z",
+                                       "reason": "Passed" if available else "ServiceNotFound", "message": "m"}]})
+
+
+def test_an_unavailable_apiservice_and_stuck_content_are_both_named():
+    """The namespace controller deletes what it can discover although discovery fails: what it deleted and is
+    still held is named beside the APIService, never hidden by it."""
+    ns = namespace(conditions=[DISCOVERY_FAILED])
+    widget = obj(WIDGETS, "w1", "team-a", finalizers=("example.com/cleanup",), deleting_for=DELETING)
+    [finding] = explain_object(ns, facts(ns, widget, apiservice(False), lease())).findings
+    assert finding.verdict == Verdict.HOLDING
+    assert "cannot finish" in finding.condition and "stops before" not in finding.condition
+    assert [link.kind for link in finding.links] == ["content", "discovery-failure"]
+    assert [link.target.name for link in finding.links] == ["w1", "v1beta1.metrics.k8s.io"]
+    assert "kubectl delete apiservice v1beta1.metrics.k8s.io" in finding.fix and "<" not in finding.fix
+
+
+def test_a_discovery_failure_the_live_cluster_contradicts_is_out_of_date_and_planned_for_nowhere():
+    """The APIService is gone (or Available again) but the controller has not retried yet: the condition is said to
+    be out of date, the empty namespace waits for the controller, and nothing is planned for the APIService."""
+    ns = namespace(conditions=[DISCOVERY_FAILED])
+    for present in ((), (apiservice(True),)):
+        [finding] = explain_object(ns, facts(ns, *present, lease())).findings
+        assert finding.verdict == Verdict.WAITING, finding
+        assert "out of date" in finding.condition and "has not retried since" in finding.condition
+        assert ("APIService v1beta1.metrics.k8s.io is gone" if not present else
+                "APIService v1beta1.metrics.k8s.io is Available again since 2026-11-23T11:59:30Z") in finding.condition
+        assert not finding.links and "apiservice" not in finding.fix
+        assert finding.fix.startswith("nothing to fix: the namespace controller retries within a minute (its backoff)")
+        assert any(line.startswith(f"condition NamespaceDeletionDiscoveryFailure: {DISCOVERY_FAILED['message']} "
+                                   "(True since 2026-11-23T11:59:00Z, 60s ago): out of date") for line in finding.evidence)
+
+
+def test_an_out_of_date_discovery_failure_leaves_what_still_holds_the_namespace():
+    ns = namespace(conditions=[DISCOVERY_FAILED])
+    widget = obj(WIDGETS, "w1", "team-a", finalizers=("example.com/cleanup",), deleting_for=DELETING)
+    [finding] = explain_object(ns, facts(ns, widget, lease())).findings
+    assert finding.verdict == Verdict.HOLDING and finding.condition.startswith("1 object remains (1 terminating): ")
+    assert [link.target.name for link in finding.links] == ["w1"]
+
+
+def test_a_discovery_failure_kfin_sees_too_without_an_apiservice_names_no_placeholder():
+    ns = namespace(conditions=[DISCOVERY_FAILED])
+    failed = Failure("discovery", "metrics.k8s.io/v1beta1", "ServiceUnavailable", "service unavailable (503)")
+    [finding] = explain_object(ns, facts(ns, lease(), failures=(failed,))).findings
+    assert finding.verdict == Verdict.HOLDING and "cannot finish" in finding.condition
+    assert "<" not in finding.fix and "kubectl get --raw /apis/metrics.k8s.io/v1beta1" in finding.fix
