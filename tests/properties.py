@@ -160,7 +160,7 @@ def _main_verdict(explained: dict) -> str | None:
 
 
 def _roots(causes: list[dict] | None) -> list[tuple[str | None, str | None, str | None]]:
-    return sorted((c.get("object"), c.get("actor"), c.get("verdict")) for c in causes or [])
+    return sorted(((c.get("object"), c.get("actor"), c.get("verdict")) for c in causes or []), key=str)
 
 
 def _disagreements(item: dict, explained: dict) -> Iterator[str]:

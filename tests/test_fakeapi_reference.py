@@ -54,6 +54,12 @@ SETTLED = {
            "status/phase"],  # the vendor build adds its own projected volume and defaults
     "29": ["metadata/finalizers", "spec/claimRef/namespace", "spec/claimRef/name"],  # binder mid-way
     "30": ["metadata/name", "metadata/finalizers", "metadata/deletionGracePeriodSeconds", "spec/volumeName"],
+    # The namespace with an unavailable APIService, captured before the namespace controller had deleted any of
+    # its content: on the real tier (v1.36.2, tried again since) its pass 5 s after the DELETE already deletes
+    # what it can discover and reports the rest (NamespaceContentRemaining and NamespaceFinalizersRemaining True),
+    # which the fake models; the discovery failure, the spec and the phase hold either way
+    "54": ["spec", "status/phase", "status/conditions/0"],
+    "57": ["spec", "status/phase", "status/conditions/0"],
 }
 
 
