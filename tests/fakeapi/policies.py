@@ -1,18 +1,18 @@
 """Admission policies. MutatingAdmissionPolicies (mutate: kube-apiserver's
-staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/mutating, its failure message as the real tier gave it)
-on every write, before the mutating webhooks. ValidatingAdmissionPolicies as kube-apiserver enforces them on UPDATE
-(and PATCH), and on the namespace controller's DELETEs of a namespace's content and the garbage collector's of
-dependents, as their ServiceAccounts (tests/fakeapi/controllers.py): a binding with validationActions Deny (or Warn: the failed validation's message
-as a Warning header, "Validation failed for ValidatingAdmissionPolicy '<p>' with binding '<b>': <message>"), its
-policy's matchConstraints and the
-binding's matchResources (rules, exclusions, namespace and object selectors), matchConditions, then each
-validation; a false one denies the request with 422 Invalid and kube-apiserver's message. No capture covers it:
-this follows the Kubernetes source (staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating) and its
-documentation's example output.
+staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/mutating, its failure message as the real tier gave it) on
+every CREATE and UPDATE (a DELETE's are not run here), before the mutating webhooks. ValidatingAdmissionPolicies as
+kube-apiserver enforces them on UPDATE (and PATCH), and on the namespace controller's DELETEs of a namespace's
+content and the garbage collector's of dependents, as their ServiceAccounts (tests/fakeapi/controllers.py): a
+binding with validationActions Deny (or Warn: the failed validation's message as a Warning header, "Validation
+failed for ValidatingAdmissionPolicy '<p>' with binding '<b>': <message>"), its policy's matchConstraints and the
+binding's matchResources (rules, exclusions, namespace and object selectors), matchConditions, then each validation;
+a false one denies the request with 422 Invalid and kube-apiserver's message. No capture covers it: this follows the
+Kubernetes source (staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating) and its documentation's
+example output.
 
 Simplified: CEL through the `cel` package (common-expression-language) with object, oldObject and request
-(operation, namespace, name, userInfo.username); no params, no authorizer, no variables; an expression that does not evaluate
-counts as a failure (failurePolicy Fail) or is skipped (Ignore). Only requests to the API are admitted: the
+(operation, namespace, name, userInfo.username); no params, no authorizer, no variables (a ValidatingAdmissionPolicy's); an expression that does not
+evaluate counts as a failure (failurePolicy Fail) or is skipped (Ignore). Only requests to the API are admitted: the
 fake's own controllers write around admission.
 """
 

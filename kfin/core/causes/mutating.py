@@ -17,7 +17,7 @@ import copy
 from msgspec import Struct
 
 from kfin.core.causes.policies import UnevaluableError, bound, evaluate
-from kfin.core.causes.registry import Action, Link, LinkKind
+from kfin.core.causes.registry import EVERYWHERE, Action, Link, LinkKind, gates
 from kfin.core.causes.webhooks import backend_problem, rule_matches, selector_matches
 from kfin.core.facts import ClusterFacts
 from kfin.model import JSON, KubeObject
@@ -70,7 +70,8 @@ class PutBack(Struct):
         nothing else will remove the finalizer)."""
         return Link(
             self.kind,
-            f"{self.named} puts {finalizer} back on every UPDATE that removes it ({self.how})",
+            f"{self.named} {'puts' if self.certain else 'may put'} {finalizer} back on every UPDATE that removes it "
+            f"({self.how})",
             target=self.target,
             step=self.step(finalizer) + then,
             family="admission-policy" if self.binding is not None else None,
@@ -96,10 +97,27 @@ def putting_back(facts: ClusterFacts, obj: KubeObject, finalizer: str, user: str
     """What puts `finalizer` back when `user` (None: not known) sends an UPDATE of `obj` that removes it: the
     policies kfin evaluated to add it back first, then the candidates it could not tell (policies it could not
     evaluate, mutating webhooks the UPDATE calls)."""
+    request = _request(obj, user)
+    found = _policies(facts, obj, finalizer, request)
     after = without(obj.raw, finalizer)
+    for config, hook in _hooks(facts, obj, after, request):
+        named = f"webhook {hook} of MutatingWebhookConfiguration {config.name}"
+        how = f"it is called on every UPDATE of {obj.type.qualified} here; what it answers only its backend knows"
+        found.append(PutBack(config, named, "webhook", how, False, hook=hook))
+    return found
+
+
+def _request(obj: KubeObject, user: str | None) -> JSON:
     request: JSON = {"operation": "UPDATE", "namespace": obj.namespace, "name": obj.name}
     if user:
         request["userInfo"] = {"username": user}
+    return request
+
+
+def _policies(facts: ClusterFacts, obj: KubeObject, finalizer: str, request: JSON) -> list[PutBack]:
+    """The bound policies that put `finalizer` back on the UPDATE `request` that removes it (certain), then those
+    kfin could not evaluate."""
+    after = without(obj.raw, finalizer)
     certain, possible = [], []
     for policy, binding, spec in bound(facts, obj, "UPDATE", (POLICIES, BINDINGS)):
         named = f"MutatingAdmissionPolicy {policy.name} (binding {binding.name})"
@@ -112,11 +130,21 @@ def putting_back(facts: ClusterFacts, obj: KubeObject, finalizer: str, user: str
             continue
         if adds:
             certain.append(PutBack(policy, named, "admission-policy", how, True, binding))
-    for config, hook in _hooks(facts, obj, after, request):
-        named = f"webhook {hook} of MutatingWebhookConfiguration {config.name}"
-        how = f"it is called on every UPDATE of {obj.type.qualified} here; what it answers only its backend knows"
-        possible.append(PutBack(config, named, "webhook", how, False, hook=hook))
     return certain + possible
+
+
+@gates(reads=((GROUP, POLICIES, EVERYWHERE), (GROUP, BINDINGS, EVERYWHERE)))
+def readding_policies(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
+    """From their configuration alone: each bound policy whose CEL puts a finalizer back on the UPDATE that removes
+    it gates that finalizer (one kfin cannot evaluate is a possible gate). Where the server answers the dry run
+    of the removal (kfin.core.causes.dryrun), its answer decides instead."""
+    links = []
+    for finalizer in obj.finalizers:
+        for found in _policies(facts, obj, finalizer, _request(obj, None)):
+            link = found.link(finalizer)
+            link.possible = not found.certain
+            links.append(link)
+    return links
 
 
 def _policy_adds(spec: JSON, after: JSON, before: JSON, request: JSON, finalizer: str) -> tuple[bool, str]:

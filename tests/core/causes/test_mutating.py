@@ -104,3 +104,21 @@ def test_without_a_dry_run_the_configuration_judges_and_says_it_was_not_checked(
     assert finding.verdict == Verdict.BLOCKED and finding.answered is None
     assert "which kfin cannot check" in finding.condition
     assert "judged from configuration alone: a snapshot has no server to ask: no dry run was sent" in finding.evidence
+
+
+def test_without_a_dry_run_a_policy_that_puts_the_finalizer_back_is_judged_from_its_configuration():
+    w = widget()
+    rules = policy({"patchType": "JSONPatch", "jsonPatch": {
+        "expression": f"has(object.metadata.finalizers) ? [JSONPatch{{op: 'add', path: '/metadata/finalizers/-', "
+                      f"value: '{KEEP}'}}] : [JSONPatch{{op: 'add', path: '/metadata/finalizers', value: ['{KEEP}']}}]"}},
+        conditions=(f"!has(object.metadata.finalizers) || !('{KEEP}' in object.metadata.finalizers)",))
+    [finding] = explain_object(w, answered(w, *rules, finalizers=None)).findings
+    assert finding.verdict == Verdict.BLOCKED and finding.answered is None
+    assert finding.condition == (f"MutatingAdmissionPolicy keep (binding keep-binding) puts {KEEP} back on every "
+                                 "UPDATE that removes it (its JSONPatch mutation adds it)")
+    assert "judged from configuration alone: a snapshot has no server to ask: no dry run was sent" in finding.evidence
+    unreadable = policy({"patchType": "JSONPatch", "jsonPatch": {"expression": "object.spec.x"}})
+    [finding] = explain_object(w, answered(w, *unreadable, finalizers=None)).findings
+    assert finding.verdict == Verdict.ORPHANED
+    assert any(e.startswith(f"possible gate: MutatingAdmissionPolicy keep (binding keep-binding) may put {KEEP} back")
+               for e in finding.evidence), finding.evidence
