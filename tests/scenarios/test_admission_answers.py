@@ -134,8 +134,8 @@ def base(cluster) -> tuple[str, ...]:
     return ("--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
 
 
-def explained(cluster, group: str) -> dict:
-    result = kfin("explain", f"widgets.{group}", "w1", *base(cluster), "-o", "json")
+def explained(cluster, group: str, *flags: str) -> dict:
+    result = kfin("explain", f"widgets.{group}", "w1", *base(cluster), "-o", "json", *flags)
     assert result.code in (0, 1), result.stderr
     return json.loads(result.stdout)
 
@@ -163,6 +163,10 @@ def test_a_working_url_webhook_is_no_gate_and_the_removal_goes_through(cluster, 
             assert [r["dryRun"] for p, r in hooks.reviews[calls:] if p == path] == [True], hooks.reviews[calls:]
             assert report["plan"]["steps"][0]["command"] == (
                 f"kfin remove widgets.{group} w1 -n {cluster.namespace} --finalizer {finalizer} --confirm")
+            # without a dry run, the configuration alone judges, and says so
+            [unasked] = explained(cluster, group, "--no-dry-run")["findings"]
+            assert unasked["verdict"] == "BLOCKED" and "which kfin cannot check" in unasked["condition"], unasked
+            assert "judged from configuration alone: no dry run was sent (--no-dry-run)" in unasked["evidence"]
             removed = kfin("remove", f"widgets.{group}", "w1", *base(cluster), "--confirm")
             assert removed.code == ExitCode.OK, removed
             [record] = records(audit_log)
@@ -306,6 +310,12 @@ def test_a_mutating_admission_policy_that_puts_the_finalizer_back_is_the_root_ca
             instead=f"kubectl delete mutatingadmissionpolicybinding {bname}")
         report = explained(cluster, group)
         assert f"its {patch_type} mutation adds it" in report["findings"][0]["condition"]
+        # without a dry run, kfin's evaluation of the policy alone judges, and says so
+        [unasked] = explained(cluster, group, "--no-dry-run")["findings"]
+        assert unasked["verdict"] == "BLOCKED" and unasked["condition"] == (
+            f"MutatingAdmissionPolicy {pname} (binding {bname}) puts {finalizer} back on every UPDATE that removes it "
+            f"(its {patch_type} mutation adds it)"), unasked
+        assert "judged from configuration alone: no dry run was sent (--no-dry-run)" in unasked["evidence"]
     finally:
         cluster.api.delete(cluster.path_of(binding))
         cluster.api.delete(cluster.path_of(policy))
