@@ -407,15 +407,36 @@ class Write(Struct, frozen=True):
         return f"{'PUT' if self.verb == 'update' else self.verb.upper()}{how} {self.rtype.qualified}/{self.name}{where}"
 
 
+def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[JSON]:
+    """kfin's removal of finalizers, the smallest guarded JSON Patch: the uid and the whole list as read, then
+    each removal (sent by kfin remove, and first as a dry run to check that the removal holds)."""
+    ops: list[JSON] = [
+        {"op": "test", "path": "/metadata/uid", "value": uid},
+        {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
+    ]
+    for index in sorted((i for i, f in enumerate(finalizers) if f in remove), reverse=True):
+        ops.append({"op": "remove", "path": f"/metadata/finalizers/{index}"})
+    return ops
+
+
 class Answer(Struct, frozen=True):
-    """What the server answered a dry run: accepted (2xx), or its Status."""
+    """What the server answered a dry run: accepted (2xx), with the finalizers of the object it returned (the
+    object as admission left it: a mutating webhook or policy may have put a removed finalizer back), or its
+    Status."""
 
     code: int
     reason: str  # the Status's reason: Forbidden, Invalid, InternalError, NotFound, Conflict...
     message: str
     sent_as: str | None  # the user it was sent as (impersonated); None: as kfin's user
     details: JSON  # the Status's details (name, kind, causes)
+    # metadata.finalizers of the object returned; None when the answer held no object (a Status: a DELETE that
+    # would delete at once, or a rejection)
+    finalizers: tuple[str, ...] | None = None
 
     @property
     def accepted(self) -> bool:
         return 200 <= self.code < 300
+
+    def keeps(self, finalizer: str) -> bool:
+        """Whether the server accepted the write and the object it returned still holds `finalizer`."""
+        return self.accepted and self.finalizers is not None and finalizer in self.finalizers

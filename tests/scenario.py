@@ -241,10 +241,11 @@ class ScenarioCluster:
         if self.is_fake:
             return
         # What can block every deletion in the cluster goes first: a webhook configuration whose backend
-        # is gone, or an admission policy, rejects the finalizer removals below; an unavailable APIService
-        # stops namespace deletion.
+        # is gone, or an admission policy, rejects the finalizer removals below (or puts the finalizers back); an
+        # unavailable APIService stops namespace deletion.
         blocking = ("/validatingwebhookconfigurations/", "/mutatingwebhookconfigurations/", "/apiservices/",
-                    "/validatingadmissionpolicybindings/", "/validatingadmissionpolicies/")
+                    "/validatingadmissionpolicybindings/", "/validatingadmissionpolicies/",
+                    "/mutatingadmissionpolicybindings/", "/mutatingadmissionpolicies/")
         for path in [p for p in reversed(self._cluster_scoped) if any(b in p for b in blocking)]:
             self.api.delete(path)
         for namespace in self._namespaces():

@@ -53,7 +53,8 @@ def test_an_audit_log_that_cannot_be_written_stops_kfin_before_any_write(fake, f
                       "--kubeconfig", str(fake_kubeconfig))
         assert result.code == ExitCode.API, result
         assert result.stderr.splitlines()[-1].startswith(f"error: cannot write the audit log {log}")
-        assert not [r for r in fake.requests if r.method == "PATCH"]
+        # no write: the dry run of the removal kfin plans (dryRun=All) is all it sent
+        assert not [r for r in fake.requests if r.method == "PATCH" and not r.dry_run]
         assert api.get("/api/v1/namespaces/default/configmaps/held")["metadata"]["finalizers"] == ["example.com/x"]
 
 
@@ -116,7 +117,7 @@ def test_end_of_input_at_the_bulk_prompt_changes_nothing(fake, fake_kubeconfig, 
     result = kfin("remove", "--all-stuck", "-n", "default", "--finalizer", "example.com/x", "--confirm",
                   "--kubeconfig", str(fake_kubeconfig))
     assert result.code == ExitCode.REFUSED and "Nothing was changed." in result.stderr, result
-    assert not [r for r in fake.requests if r.method == "PATCH"]
+    assert not [r for r in fake.requests if r.method == "PATCH" and not r.dry_run]  # the plan's dry runs only
 
 
 def test_a_reader_that_goes_away_costs_neither_the_warnings_nor_the_exit_code():
@@ -161,13 +162,14 @@ def test_request_timeout_is_a_deadline_for_the_whole_request(fake, fake_kubeconf
 
 def test_ctrl_c_during_a_bulk_removal_says_what_was_done(fake, fake_kubeconfig, tmp_path):
     stuck_configmaps(fake, "one", "two")
-    fake.faults.append(Fault(path="^/api/v1/namespaces/default/configmaps/two$", method="PATCH", delay=20))
+    fake.faults.append(Fault(path="^/api/v1/namespaces/default/configmaps/two$", method="PATCH", delay=20,
+                             dry_run=False))  # the write stalls, not the dry run that checked it
     log = tmp_path / "audit.jsonl"
     process = run_kfin(fake_kubeconfig, "remove", "--all-stuck", "-n", "default", "--finalizer", "example.com/x",
                        "--confirm", "--yes", "--audit-log", str(log))
     deadline = time.monotonic() + 20
-    while not any(r.method == "PATCH" and r.path.endswith("/two") for r in fake.requests) and \
-            time.monotonic() < deadline:
+    while not any(r.method == "PATCH" and r.path.endswith("/two") and "dryRun" not in r.query
+                  for r in fake.requests) and time.monotonic() < deadline:
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     sent = time.monotonic()

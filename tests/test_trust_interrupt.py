@@ -56,7 +56,9 @@ def interrupt(fake, kubeconfig, args, arrived, settle=0.2):
 
 
 def patched(name):
-    return lambda fake: any(r.method == "PATCH" and r.path.endswith(f"/configmaps/{name}") for r in fake.requests)
+    """The removal's PATCH of the ConfigMap has reached the fake (not the dry run that checked it before)."""
+    return lambda fake: any(r.method == "PATCH" and r.path.endswith(f"/configmaps/{name}") and "dryRun" not in r.query
+                            for r in fake.requests)
 
 
 def one_line(stderr):
@@ -73,7 +75,7 @@ def test_ctrl_c_while_a_removal_is_answered_reads_the_object_back(fake, fake_kub
     keeps the object, so that the read finds it either way."""
     api = stuck_configmaps(fake, "one", finalizers=("example.com/x", "example.com/keep"))
     fake.faults.append(Fault(path="^/api/v1/namespaces/default/configmaps/one$", method="PATCH", delay=STALL,
-                             applied=applied))
+                             dry_run=False, applied=applied))
     log = tmp_path / "audit.jsonl"
     code, took, stderr = interrupt(fake, fake_kubeconfig, ["remove", "cm", "one", "-n", "default", "--finalizer",
                                                            "example.com/x", "--confirm", "--audit-log", str(log)],
@@ -102,7 +104,7 @@ def test_ctrl_c_while_a_removal_is_answered_reads_the_object_back(fake, fake_kub
 def test_ctrl_c_while_a_bulk_removal_is_answered_reads_the_object_back(fake, fake_kubeconfig, tmp_path):
     stuck_configmaps(fake, "one", "two")
     fake.faults.append(Fault(path="^/api/v1/namespaces/default/configmaps/two$", method="PATCH", delay=STALL,
-                             applied=True))
+                             dry_run=False, applied=True))
     log = tmp_path / "audit.jsonl"
     code, took, stderr = interrupt(fake, fake_kubeconfig, ["remove", "--all-stuck", "-n", "default", "--finalizer",
                                                            "example.com/x", "--confirm", "--yes", "--audit-log",

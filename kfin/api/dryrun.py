@@ -18,7 +18,7 @@ from kfin.api.connection import Kube
 from kfin.api.kubeconfig_types import header_safe
 from kfin.api.paths import resource_path
 from kfin.api.transport import APPLICATION_JSON
-from kfin.model import Answer, Write
+from kfin.model import JSON, Answer, Write
 from kfin.names import check_name, check_namespace
 
 SERVICE_ACCOUNT = "system:serviceaccount:"
@@ -73,13 +73,23 @@ def send(kube: Kube, write: Write, impersonate: bool) -> Answer:
         check=False,
     )
     sent_as = write.actor if headers else None
-    if 200 <= status < 300:
-        return Answer(status, "", "", sent_as, {})
     try:
         parsed = json.loads(data) if data else {}
     except (ValueError, RecursionError):
         parsed = {}
     parsed = parsed if isinstance(parsed, dict) else {}
+    if 200 <= status < 300:
+        return Answer(status, "", "", sent_as, {}, returned_finalizers(parsed))
     text = parsed.get("message") or data[:500].decode(errors="replace").strip()
     details = parsed["details"] if isinstance(parsed.get("details"), dict) else {}
     return Answer(status, str(parsed.get("reason") or ""), str(text), sent_as, details)
+
+
+def returned_finalizers(answer: JSON) -> tuple[str, ...] | None:
+    """metadata.finalizers of the object a write returned (as admission and the server left it); None for a
+    Status, or an answer that is no object."""
+    meta = answer.get("metadata")
+    if answer.get("kind") == "Status" or not isinstance(meta, dict):
+        return None
+    finalizers = meta.get("finalizers") or []
+    return tuple(f for f in finalizers if isinstance(f, str)) if isinstance(finalizers, list) else None

@@ -96,6 +96,8 @@ _REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("rbac.authorization.k8s.io", "rolebindings"): ("roleRef", "subjects"),
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): ("spec",),
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): ("spec",),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): ("spec",),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): ("spec",),
     ("networking.k8s.io", "servicecidrs"): ("spec.cidrs", "status.conditions"),
     ("snapshot.storage.k8s.io", "volumesnapshots"): (
         "spec.source",

@@ -161,7 +161,9 @@ def remove(
             f"--from-snapshot shows the plan only: a snapshot cannot be written (drop "
             f"{'--confirm' if confirm else '--server-dry-run'}, or run kfin remove against the cluster)"
         )
-    scope = options.scope(from_snapshot=from_snapshot, refresh=refresh)
+    # the removal is checked with the server first (dryRun=All, kfin.core.causes.dryrun): a plan it would refuse,
+    # or whose finalizer admission puts back, is never made
+    scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=True)
     if all_stuck:
         if kind or name:
             raise UsageError("--all-stuck takes no KIND NAME: it works on every stuck object in -n NS or -A")
@@ -275,9 +277,12 @@ def remove_one(
         )
     if applied.error is not None:
         raise applied.error
-    if dry_run:
+    if dry_run and applied.ok:
         say(f"server dry run: {outcome.message}")
         return ExitCode.OK
+    if dry_run:  # accepted, but the answer shows the removal would not hold
+        print(f"error: {one_line(f'server dry run: {outcome.result}: {obj.ref}: {outcome.message}')}", file=sys.stderr)
+        return ExitCode.API
     if applied.ok:
         say(f"{outcome.result}: {obj.ref}: {outcome.message}")
     else:  # a removal that did not happen (or may not have) is an error, said as every error is

@@ -22,15 +22,17 @@ from msgspec import Struct, field
 
 from kfin import __version__
 from kfin.api.connection import Kube
+from kfin.api.dryrun import returned_finalizers
 from kfin.api.paths import resource_path
 from kfin.api.scan import finalizer_managers
 from kfin.core.causes import Finding, Verdict, explain_object
 from kfin.core.causes.custom import workloads_of_manager
+from kfin.core.causes.mutating import putting_back, said
 from kfin.core.causes.pods import GRACEFUL_DELETION
 from kfin.core.causes.registry import control_plane_owned
 from kfin.core.facts import ClusterFacts
 from kfin.errors import APIError, KfinError, NotFoundError, UnreachableError
-from kfin.model import JSON, KubeObject, format_time
+from kfin.model import JSON, KubeObject, format_time, metadata_patch
 from kfin.util.durations import format_age
 from kfin.util.globs import glob_match
 
@@ -286,17 +288,6 @@ def refused_by_admission_plugin(error: APIError, remove: list[str]) -> APIError:
     )
 
 
-def metadata_patch(uid: str, finalizers: list[str], remove: list[str]) -> list[dict[str, Any]]:
-    """The smallest guarded JSON Patch: the uid and the whole list as read, then each removal."""
-    ops: list[dict[str, Any]] = [
-        {"op": "test", "path": "/metadata/uid", "value": uid},
-        {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
-    ]
-    for index in sorted((i for i, f in enumerate(finalizers) if f in remove), reverse=True):
-        ops.append({"op": "remove", "path": f"/metadata/finalizers/{index}"})
-    return ops
-
-
 def _state_after_removal(obj: KubeObject) -> str:
     """What a removal left, as read again: a live object (--allow-live) is not being deleted."""
     left = ", ".join(obj.finalizers + obj.spec_finalizers)
@@ -333,11 +324,12 @@ class Remover:
         current = obj
         for attempt in range(1, MAX_ATTEMPTS + 1):
             outcome.attempts = self.attempts = attempt
+            returned: list[str] = []  # the finalizers of the objects the server returned (admission's answer)
             try:
                 if meta_wanted:
-                    self._patch_metadata(current, meta_wanted, dry_run)
+                    returned += _finalizers_of(self._patch_metadata(current, meta_wanted, dry_run), "metadata")
                 if spec_wanted:
-                    self._finalize(current, spec_wanted, dry_run)
+                    returned += _finalizers_of(self._finalize(current, spec_wanted, dry_run), "spec")
             except _RacedError:
                 if attempt < MAX_ATTEMPTS:
                     time.sleep(RETRY_WAITS[attempt - 1] * random.uniform(0.9, 1.1))
@@ -369,12 +361,18 @@ class Remover:
                     raise  # refused outright: nothing changed, and the error says why
                 # The answer was lost (dropped, timed out, 5xx, junk): the write may have been applied.
                 return self._lost(outcome, obj, meta_wanted + spec_wanted, error)
+            kept = [f for f in meta_wanted + spec_wanted if f in returned]
             if dry_run:
                 outcome.result, outcome.message = "dry-run", "the API server accepted the change (dryRun=All)"
-                outcome.removed = meta_wanted + spec_wanted
+                outcome.removed = [f for f in meta_wanted + spec_wanted if f not in kept]
+                if kept:
+                    outcome.result, outcome.after = "put-back", returned
+                    outcome.message = self._at_admission(current, kept, "dryRun=All")
                 return outcome
             outcome.removed = meta_wanted + spec_wanted
             done = self._done(outcome, current, wanted, "removed", "")
+            if kept and done.result == "failed":  # the server's own answer says who: admission put it back
+                done.message = self._at_admission(current, kept, "")
             if done.result == "removed" and done.after is not None and not current.terminating:
                 return self._put_back(done, obj)
             return done
@@ -476,6 +474,7 @@ class Remover:
         again = KubeObject(obj.type, after)
         outcome.after = again.finalizers + again.spec_finalizers
         left = [f for f in outcome.removed if f in outcome.after]
+        outcome.removed = [f for f in outcome.removed if f not in outcome.after]  # what is gone, as read back
         if left:
             outcome.result = "failed"
             outcome.message = f"the server answered OK but {', '.join(left)} is still there"
@@ -483,15 +482,27 @@ class Remover:
             outcome.message = message or _state_after_removal(again)
         return outcome
 
-    def _send(self, write: str, request: Callable[[], object]) -> None:
-        """One write, named in `in_flight` until its answer (or its error) has come."""
+    def _send(self, write: str, request: Callable[[], object]) -> object:
+        """One write, named in `in_flight` until its answer (or its error) has come; its answer."""
         self.in_flight = write
         try:
-            request()
+            answer = request()
         except KfinError:
             self.in_flight = None
             raise
         self.in_flight = None
+        return answer
+
+    def _at_admission(self, obj: KubeObject, kept: list[str], dry_run: str) -> str:
+        """The server accepted the removal but the object it returned still holds `kept`: what puts them back
+        at admission (kfin.core.causes.mutating), in a sentence."""
+        facts = self.facts_for(obj)
+        who = "; ".join(said(putting_back(facts, obj, f, None), f) for f in kept)
+        accepted = "the API server accepted the change" + (f" ({dry_run})" if dry_run else "")
+        return (
+            f"{accepted}, but the object it returned still holds {', '.join(kept)}: put back at admission: {who}. "
+            "Removing it cannot hold until that lets go"
+        )
 
     def read_back(self, plan_: Plan, before: list[str]) -> Outcome:
         """After Ctrl-C stopped apply(): one read of the object, bounded by READ_BACK_SECONDS, to say (and
@@ -534,10 +545,12 @@ class Remover:
         )
         return outcome
 
-    def _patch_metadata(self, obj: KubeObject, remove: list[str], dry_run: bool) -> None:
+    def _patch_metadata(self, obj: KubeObject, remove: list[str], dry_run: bool) -> object:
         ops = metadata_patch(obj.uid, obj.finalizers, remove)
         try:
-            self._send("PATCH", lambda: self.kube.patch_object(obj.type, obj.namespace or None, obj.name, ops, dry_run))
+            return self._send(
+                "PATCH", lambda: self.kube.patch_object(obj.type, obj.namespace or None, obj.name, ops, dry_run)
+            )
         except APIError as error:
             if error.status in (409, 422) and self._changed(obj):
                 raise _RacedError() from None
@@ -586,7 +599,7 @@ class Remover:
             or list((fresh.get("spec") or {}).get("finalizers") or []) != obj.spec_finalizers
         )
 
-    def _finalize(self, obj: KubeObject, remove: list[str], dry_run: bool) -> None:
+    def _finalize(self, obj: KubeObject, remove: list[str], dry_run: bool) -> object:
         """PUT /finalize with the whole Namespace as read now: its resourceVersion guards the change."""
         whole = self.kube.read_object(obj.type, None, obj.name)
         if (
@@ -596,11 +609,23 @@ class Remover:
             raise _RacedError()
         whole.setdefault("spec", {})["finalizers"] = [f for f in obj.spec_finalizers if f not in remove]
         try:
-            self._send("PUT /finalize", lambda: self.kube.finalize_namespace(obj.type, obj.name, whole, dry_run))
+            return self._send("PUT /finalize", lambda: self.kube.finalize_namespace(obj.type, obj.name, whole, dry_run))
         except APIError as error:
             if error.status == 409:
                 raise _RacedError() from None
             raise
+
+
+def _finalizers_of(answer: object, where: str) -> list[str]:
+    """The finalizers (metadata's, or a Namespace's spec's) of the object a write returned; none when it returned
+    no object."""
+    if not isinstance(answer, dict):
+        return []
+    if where == "metadata":
+        return list(returned_finalizers(answer) or ())
+    spec = answer.get("spec")
+    found = spec.get("finalizers") if isinstance(spec, dict) else None
+    return [f for f in found if isinstance(f, str)] if isinstance(found, list) else []
 
 
 def _are(names: list[str], what: str) -> str:

@@ -21,10 +21,10 @@ from kfin.core.applying import apply_plans
 from kfin.core.causes import explain_object
 from kfin.core.facts import Facts
 from kfin.core.lookup import fresh_facts, live_target, load_target
-from kfin.core.removal import Plan, as_read, metadata_patch, plan, requests_preview
+from kfin.core.removal import Plan, as_read, plan, requests_preview
 from kfin.core.scope import Scope
 from kfin.errors import ExitCode, KfinError
-from kfin.model import KubeObject
+from kfin.model import KubeObject, metadata_patch
 from kfin.util.text import one_line
 
 

@@ -50,8 +50,12 @@ class Cluster:
         self.patched.append(name)
         if name == self.refuse:
             raise APIError(DENIED, 403, "Forbidden")
-        if dry_run:
-            return self.stored[name]
+        if dry_run:  # the object as the write would leave it, stored nowhere
+            answer = copy.deepcopy(self.stored[name])
+            for op in ops:
+                if op["op"] == "remove":
+                    del answer["metadata"]["finalizers"][int(op["path"].rsplit("/", 1)[1])]
+            return answer
         finalizers = self.stored[name]["metadata"]["finalizers"]
         if self.race and self.race[0] == name:
             finalizers.remove(self.race[1])

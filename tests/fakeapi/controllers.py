@@ -366,7 +366,7 @@ class Controllers:
             release(released)
             try:
                 webhooks.admit(c, "UPDATE", rt, meta.get("namespace") or None, "", meta.get("labels") or {},
-                               name=meta.get("name", ""),
+                               name=meta.get("name", ""), old=dependent, new=released,
                                user=rbac.service_account_user("kube-system", "generic-garbage-collector"))
                 policies.admit(c, rt, "UPDATE", dependent, released, "", GARBAGE_COLLECTOR)
             except st.APIError:

@@ -1,20 +1,27 @@
-"""ValidatingAdmissionPolicies as kube-apiserver enforces them on UPDATE (and PATCH), and on the namespace
-controller's DELETEs of a namespace's content and the garbage collector's of dependents, as their ServiceAccounts
-(tests/fakeapi/controllers.py): a binding with validationActions Deny (or Warn: the failed validation's message
-as a Warning header, "Validation failed for ValidatingAdmissionPolicy '<p>' with binding '<b>': <message>"), its
-policy's matchConstraints and the
-binding's matchResources (rules, exclusions, namespace and object selectors), matchConditions, then each
-validation; a false one denies the request with 422 Invalid and kube-apiserver's message. No capture covers it:
-this follows the Kubernetes source (staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating) and its
-documentation's example output.
+"""Admission policies. MutatingAdmissionPolicies (mutate: kube-apiserver's
+staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/mutating, its failure message as the real tier gave it) on
+every CREATE and UPDATE (a DELETE's are not run here), before the mutating webhooks. ValidatingAdmissionPolicies as
+kube-apiserver enforces them on UPDATE (and PATCH), and on the namespace controller's DELETEs of a namespace's
+content and the garbage collector's of dependents, as their ServiceAccounts (tests/fakeapi/controllers.py): a
+binding with validationActions Deny (or Warn: the failed validation's message as a Warning header, "Validation
+failed for ValidatingAdmissionPolicy '<p>' with binding '<b>': <message>"), its policy's matchConstraints and the
+binding's matchResources (rules, exclusions, namespace and object selectors), matchConditions, then each validation;
+a false one denies the request with 422 Invalid and kube-apiserver's message. No capture covers it: this follows the
+Kubernetes source (staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating) and its documentation's
+example output.
 
 Simplified: CEL through the `cel` package (common-expression-language) with object, oldObject and request
-(operation, namespace, name, userInfo.username); no params, no authorizer, no variables; an expression that does not evaluate
-counts as a failure (failurePolicy Fail) or is skipped (Ignore). Only requests to the API are admitted: the
+(operation, namespace, name, userInfo.username); no params, no authorizer, no variables (a ValidatingAdmissionPolicy's); an expression that does not
+evaluate counts as a failure (failurePolicy Fail) or is skipped (Ignore). Only requests to the API are admitted: the
 fake's own controllers write around admission.
 """
 
+import copy
+
+from kfin.util.celobjects import as_maps
+
 from . import status as st
+from .patch import PatchError, apply_json_patch
 from .webhooks import rule_matches, selector_matches
 
 GROUP = "admissionregistration.k8s.io"
@@ -91,3 +98,83 @@ def admit(cluster, rt, operation: str, old: dict, new: dict | None, subresource:
                          f"request: {message}", {"name": name, "group": rt.group, "kind": rt.name, "causes": [
                              {"message": f"ValidatingAdmissionPolicy '{policy['metadata']['name']}' with binding "
                                          f"'{binding['metadata']['name']}' denied request: {message}"}]})
+
+
+def mutate(cluster, rt, operation: str, old: dict | None, new: dict, subresource: str, user: str = "") -> dict:
+    """The object after every bound MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in 1.36), in the
+    order of their bindings' names: the policy's matchConstraints and the binding's matchResources, its
+    variables and matchConditions (CEL, over object, oldObject, request and variables), then each mutation in
+    turn, a JSONPatch (the list of JSONPatch objects its expression makes, applied) or an ApplyConfiguration (the
+    object its expression makes, merged as server-side apply merges it: maps field by field, metadata.finalizers
+    a set, other lists replaced). An expression that does not evaluate or a patch that does not apply, with
+    failurePolicy Fail, refuses the request as v1.36.2 does on the real tier: 403 Invalid, "policy '<p>' with
+    binding '<b>' denied request: <error>"; Ignore skips the policy. Simplified: no params, no reinvocation, and
+    CEL object construction (`JSONPatch{...}`, `Object{...}`) evaluated as the map literal it stands for
+    (kfin.util.celobjects, as kfin evaluates it: the `cel` package builds no objects)."""
+    if rt.group == GROUP or (GROUP, "mutatingadmissionpolicies") not in cluster.types:
+        return new
+    policies = {p["metadata"]["name"]: p for p in cluster.list(cluster.types[(GROUP, "mutatingadmissionpolicies")],
+                                                                 None)}
+    if not policies:
+        return new
+    import cel
+
+    meta = new.get("metadata") or {}
+    namespace = meta.get("namespace") or ""
+    ns = cluster.find(cluster.types[("", "namespaces")], "", namespace) if namespace else None
+    ns_labels = ((ns or {}).get("metadata") or {}).get("labels") or {}
+    request = {"operation": operation, "namespace": namespace, "name": meta.get("name", ""),
+               "userInfo": {"username": user}}
+    bindings = cluster.list(cluster.types[(GROUP, "mutatingadmissionpolicybindings")], None)
+    for binding in sorted(bindings, key=lambda b: b["metadata"]["name"]):
+        spec = binding.get("spec") or {}
+        policy = policies.get(spec.get("policyName", ""))
+        if policy is None:
+            continue
+        pspec = policy.get("spec") or {}
+        labels = (new.get("metadata") or {}).get("labels") or {}
+        if not all(_matches(r, operation, rt, subresource, ns_labels, labels, rt.namespaced)
+                   for r in (pspec.get("matchConstraints"), spec.get("matchResources"))):
+            continue
+        try:
+            variables = {"object": new, "oldObject": old, "request": request, "variables": {}}
+            for variable in pspec.get("variables") or []:
+                variables["variables"][variable["name"]] = cel.evaluate(as_maps(variable["expression"]), variables)
+            if not all(cel.evaluate(as_maps(c["expression"]), variables) is True
+                       for c in pspec.get("matchConditions") or []):
+                continue
+            for mutation in pspec.get("mutations") or []:
+                variables["object"] = new
+                if mutation.get("patchType") == "JSONPatch":
+                    operations = cel.evaluate(as_maps(mutation["jsonPatch"]["expression"]), variables)
+                    try:
+                        new = apply_json_patch(new, operations)
+                    except PatchError as error:
+                        raise ValueError(f"JSON Patch: {error}") from None
+                elif mutation.get("patchType") == "ApplyConfiguration":
+                    new = _applied(new, cel.evaluate(as_maps(mutation["applyConfiguration"]["expression"]), variables))
+                else:
+                    raise ValueError(f"unsupported patchType {mutation.get('patchType')!r}")
+        except (ValueError, TypeError, RuntimeError, KeyError) as error:
+            if (pspec.get("failurePolicy") or "Fail") == "Ignore":
+                continue
+            said = (f"policy '{policy['metadata']['name']}' with binding '{binding['metadata']['name']}' denied "
+                    f"request: {error}")
+            raise st.failure(403, "Invalid", said, {"name": meta.get("name", ""), "kind": rt.name,
+                                                    "causes": [{"message": said}]})
+    return new
+
+
+SET_LISTS = {("metadata", "finalizers")}  # listType set in ObjectMeta's schema: applied items are joined
+
+
+def _applied(current, applied, path=()):
+    """An ApplyConfiguration merged into the object (server-side apply's merge, for what the scenarios apply)."""
+    if isinstance(current, dict) and isinstance(applied, dict):
+        out = dict(current)
+        for key, value in applied.items():
+            out[key] = _applied(current.get(key), value, (*path, key))
+        return out
+    if path in SET_LISTS and isinstance(current, list) and isinstance(applied, list):
+        return current + [item for item in applied if item not in current]
+    return copy.deepcopy(applied)

@@ -46,6 +46,9 @@ class Fault:
     applied: bool = False  # the request is carried out first, then its answer is replaced (an answer lost)
     headers: dict = field(default_factory=dict)  # sent with a `body` (Content-Encoding, say); bytes go as they are
     content_type: str = "application/json"  # of a `body`
+    # True: only dry runs (dryRun=All in the query), False: only real writes (kfin checks a removal with a dry
+    # run before it writes: a fault of the write is not one of that check); None: both
+    dry_run: bool | None = None
 
 
 @dataclass
@@ -334,8 +337,11 @@ class FakeAPIServer:
                                                  "reason": "Local", "message": "Local APIServices are always available"}]}
 
     # ----- request handling (called by _Handler) ---------------------------------------------------
-    def fault_for(self, method: str, path: str) -> Fault | None:
+    def fault_for(self, method: str, path: str, query: dict | None = None) -> Fault | None:
+        dry_run = "All" in (query or {}).get("dryRun", [])
         for fault in self.faults:
+            if fault.dry_run is not None and fault.dry_run != dry_run:
+                continue
             if (fault.method is None or fault.method == method) and re.search(fault.path, path):
                 if fault.times is not None:
                     if fault.times <= 0:
@@ -477,8 +483,9 @@ class FakeAPIServer:
                          paginated=bool((query.get("limit") or [""])[0]))
 
     def _admit_webhooks(self, verb, rt, route, body, user, query):
-        operation = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE", "delete": "DELETE",
-                     "deletecollection": "DELETE"}.get(verb)
+        """A DELETE's webhooks, before anything is deleted; a write's run with the object it writes
+        (_admitted)."""
+        operation = {"delete": "DELETE", "deletecollection": "DELETE"}.get(verb)
         if operation is None or route.subresource == "token" or rt.key in rbac.SELF_REVIEWS:
             return
         labels, stored, payload = {}, None, None
@@ -614,6 +621,7 @@ class FakeAPIServer:
                 return 201, self._self_review(rt, payload, user)
             if not isinstance(payload, dict):
                 raise st.bad_request("the body of the request is empty")
+            payload = self._admitted(rt, route, "CREATE", None, payload, user, dry_run)
             created = c.create(rt, ns, payload, dry_run)
             return 201, self._managed(rt, None, created, query, headers, "", dry_run)
         if verb == "update":
@@ -623,15 +631,15 @@ class FakeAPIServer:
             old = c.get(rt, ns, route.name)
             if not isinstance(payload, dict):
                 raise st.bad_request("the body of the request is empty")
-            policies.admit(c, rt, "UPDATE", old, payload, route.subresource, user.name)
-            new = c.update(rt, old, payload, route.subresource, dry_run)
+            new = self._admitted(rt, route, "UPDATE", old, payload, user, dry_run)
+            new = c.update(rt, old, new, route.subresource, dry_run)
             return 200, self._managed(rt, old, new, query, headers, route.subresource, dry_run)
         if verb == "patch":
             if route.subresource == "finalize":
                 raise st.method_not_allowed()
             old = c.get(rt, ns, route.name)
             new = self._patched(rt, old, headers.get("Content-Type", ""), payload)
-            policies.admit(c, rt, "UPDATE", old, new, route.subresource, user.name)
+            new = self._admitted(rt, route, "UPDATE", old, new, user, dry_run)
             new = c.update(rt, old, new, route.subresource, dry_run)
             return 200, self._managed(rt, old, new, query, headers, route.subresource, dry_run)
         if verb == "delete":
@@ -655,6 +663,24 @@ class FakeAPIServer:
                 c.delete(rt, obj, None, None, dry_run)
             return 200, self._list(rt, ns, {}, [("application/json", {})], log)
         raise st.method_not_allowed()
+
+    def _admitted(self, rt, route, operation, old, new, user, dry_run):
+        """The object a CREATE or UPDATE (a PATCH, once applied) writes, through admission in kube-apiserver's
+        order (pkg/kubeapiserver/options/plugins.go): MutatingAdmissionPolicies, mutating webhooks, then
+        ValidatingAdmissionPolicies (on UPDATE) and validating webhooks, which may refuse it."""
+        c = self.cluster
+        if route.subresource == "token" or rt.key in rbac.SELF_REVIEWS:
+            return new
+        new = policies.mutate(c, rt, operation, old, new, route.subresource, user.name)
+        labels = ((old or new).get("metadata") or {}).get("labels") or {}
+        name = route.name or (new.get("metadata") or {}).get("name") or ""
+        new = webhooks.admit(c, operation, rt, route.namespace, route.subresource, labels, name=name, user=user,
+                             old=old, new=new, dry_run=dry_run, kinds=webhooks.KINDS[:1])
+        if operation == "UPDATE":
+            policies.admit(c, rt, "UPDATE", old, new, route.subresource, user.name)
+        webhooks.admit(c, operation, rt, route.namespace, route.subresource, labels, name=name, user=user,
+                       old=old, new=new, dry_run=dry_run, kinds=webhooks.KINDS[1:])
+        return new
 
     def _managed(self, rt, old, new, query, headers, subresource, dry_run):
         """Record the request's field manager in managedFields (tests/fakeapi/fields.py) and answer the object."""
@@ -974,7 +1000,7 @@ class _Handler(BaseHTTPRequestHandler):
                             self.headers.get("Content-Type", ""), "", raw_path=split.path,
                             agent=self.headers.get("User-Agent", ""))
         self.fake.requests.append(log)
-        fault = self.fake.fault_for(self.command, path)
+        fault = self.fake.fault_for(self.command, path, query)
         if fault is not None:
             if fault.applied:
                 try:

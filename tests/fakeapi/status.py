@@ -29,8 +29,9 @@ def _details(name, group, resource, **extra):
 
 
 def failure(code: int, reason: str, message: str, details: dict | None = None) -> APIError:
-    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason}
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message}
+    if reason:  # Go leaves an empty reason out (a webhook's refusal without one, on the real tier)
+        body["reason"] = reason
     if details is not None:
         body["details"] = details
     body["code"] = code

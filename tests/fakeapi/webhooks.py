@@ -1,25 +1,32 @@
-"""Admission webhooks as kube-apiserver calls them, for a fake that can reach no backend.
+"""Admission webhooks as kube-apiserver calls them.
 
 A request that a Validating- or MutatingWebhookConfiguration matches (operation, group, version,
 resource and subresource, scope; namespaceSelector against its namespace's labels; objectSelector
-against the object's labels) is sent to the webhook's Service. The fake has no network behind its
-Services, so every matched webhook fails to be called: with `failurePolicy: Fail` (the default) the
+against the object's labels before or after the request) is sent to the webhook. The fake has no network behind
+its Services, so a webhook backed by a Service fails to be called: with `failurePolicy: Fail` (the default) the
 request answers 500 `failed calling webhook` (captures 12-16 of causes), with Ignore it goes on.
 matchConditions of a webhook that cannot be called are not evaluated (as if they matched). The webhook
 configurations themselves are never sent to a webhook, so that a broken one can always be deleted.
 
-A ValidatingWebhookConfiguration's webhook with a `clientConfig.url` is called for DELETE (kfin guard, issue 42),
-as kube-apiserver's validating dispatcher calls it (k8s.io/apiserver pkg/admission/plugin/webhook/validating/
-dispatcher.go): its matchConditions first (CEL, over `request`, `oldObject` and a null `object`; a false one skips
-the webhook), then a POST of an AdmissionReview v1 to the URL with `?timeout=Ns`, verified against its caBundle;
-each of the answer's `warnings` becomes a `Warning: 299 - "text"` header of the response (pkg/endpoints/filters/
-warning.go, k8s.io/apimachinery pkg/util/net NewWarningHeader: agent "-" for an empty one, quotes and
-backslashes escaped, each text once, sent with a refusal too), and a refusal answers as v1.36.2 does on the real
-tier (webhookerrors.ToStatusErr): `admission webhook "<name>" denied the request: <message>`, its code the
-answer's (403 when none), no details.
+A webhook with a `clientConfig.url` is called for every operation it matches (CREATE, UPDATE, a PATCH as the
+UPDATE it makes, DELETE), mutating and validating alike, as kube-apiserver's dispatchers call them (k8s.io/apiserver
+pkg/admission/plugin/webhook/mutating and validating dispatcher.go), dry runs included (`dryRun: true` in the
+request): its matchConditions first (CEL, over `request`, `object` and `oldObject`; a false one skips the
+webhook), then a POST of an AdmissionReview v1 to the URL with `?timeout=Ns`, verified against its caBundle.
+Mutating webhooks come first, one after another in the order of their configurations' names, each answer's JSON
+Patch (`patchType: JSONPatch`, base64 `patch`) applied to the object before the next, before validation and before
+it is stored or returned (tests/fakeapi/server.py, _admitted): a webhook that puts a removed finalizer back on an
+object being deleted leaves its UPDATE accepted and unchanged, as the real tier answered (the finalizer was there
+before: no new finalizer). Each answer's `warnings` becomes a `Warning: 299 - "text"` header of the response
+(pkg/endpoints/filters/warning.go, k8s.io/apimachinery pkg/util/net NewWarningHeader: agent "-" for an empty one,
+quotes and backslashes escaped, each text once, sent with a refusal too), and a refusal answers as v1.36.2 does on
+the real tier (webhookerrors.ToStatusErr): `admission webhook "<name>" denied the request: <message>`, its code the
+answer's (403 when none), no reason, no details.
 
 The namespace controller's deletions of a namespace's content are admitted too (as DELETE, object by object:
-tests/fakeapi/controllers.py), and the garbage collector's of dependents, and its releases of them (as UPDATE). Simplification: the fake's other controllers write around admission.
+tests/fakeapi/controllers.py), the garbage collector's of dependents, and its releases of them (as UPDATE).
+Simplifications: the fake's other controllers write around admission; a CREATE is admitted as sent, before the
+fake's defaulting and built-in plugins (kube-apiserver runs those first).
 """
 
 import base64
@@ -31,6 +38,7 @@ import urllib.request
 import uuid
 
 from . import status as st
+from .patch import PatchError, apply_json_patch
 
 KINDS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
 GROUP = "admissionregistration.k8s.io"
@@ -95,32 +103,38 @@ def _call_error(cluster, hook: dict) -> str:
     return f'failed to call webhook: Post "{url}": {reason}'
 
 
+OPTIONS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
+
+
 def admit(cluster, operation: str, rt, namespace: str | None, subresource: str, labels: dict, *, name: str = "",
-          user=None, old: dict | None = None, dry_run: bool = False):
+          user=None, old: dict | None = None, new: dict | None = None, dry_run: bool = False, kinds=KINDS):
     """Raise what kube-apiserver answers when a matched webhook refuses the request or, with failurePolicy Fail,
-    cannot be called. `user`: who asks (an rbac.User); `old`: the object a DELETE deletes."""
+    cannot be called; else the object as the mutating webhooks left it (`new`, patched by each answer's JSON
+    Patch in turn; None for a DELETE). `user`: who asks (an rbac.User); `old`: the object before (an UPDATE's, or
+    the one a DELETE deletes); `kinds`: the configurations to run (mutating before validating, as kube-apiserver
+    runs them)."""
     if rt.group == GROUP and rt.name in KINDS:
-        return
+        return new
     ns_labels = {}
     if namespace:
         ns = cluster.find(cluster.types[("", "namespaces")], "", namespace)
         ns_labels = ((ns or {}).get("metadata") or {}).get("labels") or {}
     elif rt.key == ("", "namespaces"):
         ns_labels = labels
-    for kind in KINDS:
-        for config in cluster.list(cluster.types[(GROUP, kind)], None):
+    # an objectSelector matches the object before or after the request (admission/plugin/webhook/predicates)
+    label_sets = [labels] + [((o or {}).get("metadata") or {}).get("labels") or {} for o in (new, old) if o]
+    for kind in kinds:
+        for config in sorted(cluster.list(cluster.types[(GROUP, kind)], None), key=lambda c: c["metadata"]["name"]):
             for hook in config.get("webhooks") or []:
                 if not any(rule_matches(r, operation, rt, subresource) for r in hook.get("rules") or []):
                     continue
                 if (namespace or rt.key == ("", "namespaces")) and \
                         not selector_matches(hook.get("namespaceSelector"), ns_labels):
                     continue
-                if not selector_matches(hook.get("objectSelector"), labels):
+                if not any(selector_matches(hook.get("objectSelector"), each) for each in label_sets):
                     continue
                 ignore = (hook.get("failurePolicy") or "Fail") == "Ignore"
-                callable_ = kind == "validatingwebhookconfigurations" and operation == "DELETE" and \
-                    (hook.get("clientConfig") or {}).get("url")
-                if not callable_:
+                if not (hook.get("clientConfig") or {}).get("url"):  # a Service: no backend behind it here
                     if ignore:
                         continue
                     _fail(hook, _call_error(cluster, hook))
@@ -130,10 +144,10 @@ def admit(cluster, operation: str, rt, namespace: str | None, subresource: str, 
                            # a Namespace's own request names it as its namespace too (seen on the real tier)
                            "subResource": subresource or None, "name": name,
                            "namespace": name if rt.key == ("", "namespaces") else namespace or "",
-                           "operation": operation, "object": None, "oldObject": old, "dryRun": dry_run,
+                           "operation": operation, "object": new, "oldObject": old, "dryRun": dry_run,
                            "userInfo": {"username": getattr(user, "name", ""), "uid": getattr(user, "uid", ""),
                                         "groups": list(getattr(user, "groups", []))},
-                           "options": {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}}
+                           "options": {"apiVersion": "meta.k8s.io/v1", "kind": OPTIONS.get(operation, "")}}
                 try:
                     if not _conditions_match(hook, request):
                         continue
@@ -151,10 +165,27 @@ def admit(cluster, operation: str, rt, namespace: str | None, subresource: str, 
                     denied = f'admission webhook "{hook.get("name")}" denied the request'
                     message = status.get("message") or status.get("reason")
                     denied = f"{denied}: {message}" if message else f"{denied} without explanation"
-                    # as v1.36.2 answered on the real tier: the webhook's words alone, no details
-                    refusal = st.failure(status.get("code") or 403, status.get("reason") or "Forbidden", denied)
+                    # as v1.36.2 answered on the real tier: the webhook's words alone, no reason, no details
+                    refusal = st.failure(status.get("code") or 403, status.get("reason") or "", denied)
                     refusal.warnings = list(cluster.warnings)
                     raise refusal
+                if kind == "mutatingwebhookconfigurations" and new is not None and response.get("patch"):
+                    new = _patched(hook, new, response)
+    return new
+
+
+def _patched(hook: dict, obj: dict, response: dict) -> dict:
+    """The object after a mutating webhook's answer: its base64 JSON Patch applied (the only patchType there is);
+    one that does not apply fails the request, as kube-apiserver's mutating dispatcher answers an internal
+    error."""
+    try:
+        operations = json.loads(base64.b64decode(response["patch"]))
+        if response.get("patchType") != "JSONPatch":
+            raise ValueError(f"unsupported patch type {response.get('patchType')!r}")
+        return apply_json_patch(obj, operations)
+    except (ValueError, PatchError) as error:
+        message = f'failed calling webhook "{hook.get("name")}": {error}'
+        raise st.failure(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
 
 
 def _fail(hook: dict, why: str):

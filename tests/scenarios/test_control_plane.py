@@ -162,8 +162,9 @@ def test_an_admission_policy_that_denies_the_removal_blocks_it_and_is_named(clus
     report = json.loads(run(cluster, "explain", "cm", "kept", "-n", cluster.namespace, "-o", "json").stdout)
     [finding] = report["findings"]
     assert finding["verdict"] == "BLOCKED" and finding["family"] == "admission-policy"
+    # the server's answer to the dry run of the removal (as you) decides, and is quoted
     assert f"ValidatingAdmissionPolicy {policy['metadata']['name']} (binding {binding['metadata']['name']}) " \
-           f"denies removing it: {KEEP} stays" in finding["condition"]
+           f"denies the removal of the finalizer of configmaps by you: {KEEP} stays" in finding["condition"]
     assert [link["object"] for link in finding["links"]] == \
         [f"ValidatingAdmissionPolicy.admissionregistration.k8s.io/{policy['metadata']['name']}"]
     refused = run(cluster, "remove", "cm", "kept", "-n", cluster.namespace, "--finalizer", KEEP, "--confirm")

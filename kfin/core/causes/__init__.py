@@ -8,6 +8,7 @@ from kfin.core.causes import (  # noqa: F401  (they register)
     control_plane,
     custom,
     dra,
+    dryrun,
     ecosystem,
     gc,
     ghosts,

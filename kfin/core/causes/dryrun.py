@@ -18,11 +18,31 @@ import re
 
 from msgspec import Struct
 
-from kfin.core.causes.registry import GATES, Action, Context, Finding, Link, LinkKind, Verdict, prose
+from kfin.core.causes.mutating import putting_back, said
+from kfin.core.causes.registry import (
+    GATES,
+    Action,
+    Context,
+    Finding,
+    Link,
+    LinkKind,
+    Verdict,
+    checks_with_server,
+    prose,
+)
 from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
-from kfin.core.causes.webhooks import hook_named
+from kfin.core.causes.webhooks import hook_named, service_problem
 from kfin.core.facts import ClusterFacts
-from kfin.model import GARBAGE_COLLECTOR, JSON, NAMESPACE_CONTROLLER, Answer, KubeObject, ResourceType, Write
+from kfin.model import (
+    GARBAGE_COLLECTOR,
+    JSON,
+    NAMESPACE_CONTROLLER,
+    Answer,
+    KubeObject,
+    ResourceType,
+    Write,
+    metadata_patch,
+)
 
 MOST_TYPES = 4  # dry-run DELETEs of a namespace's content: of this many remaining types,
 MOST_PER_TYPE = 3  # this many objects each (a namespace is made with two ConfigMaps of the control plane's)
@@ -33,6 +53,9 @@ FAILED_HOOK = re.compile(r'failed calling webhook "([^"]+)"')
 DENIED_BY_POLICY = re.compile(
     r"ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)' denied request:?\s*(.*)", re.S
 )
+# a MutatingAdmissionPolicy that fails closed (its CEL does not evaluate, its patch does not apply), as v1.36.2
+# answers: 403 Invalid, naming no kind
+FAILED_MUTATING_POLICY = re.compile(r"^policy '([^']+)' with binding '([^']+)' denied request:?\s*(.*)", re.S)
 STORAGE = re.compile(r"unable to transform|storage|decrypt|etcd", re.I)
 
 
@@ -102,6 +125,8 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
         holder = f" of {config.type.kind} {config.name}" if config is not None else ""
         if failed:  # the backend cannot be reached: it answers everyone alike
             why = f"webhook {name}{holder} rejects the {verb} of {write.rtype.qualified} (failing closed): {message}"
+            problem = service_problem(facts, name)  # why, as its configuration shows
+            why += f" ({problem})" if problem else ""
             step: tuple[Action, ...] = (Action(None, note=f"restore the backend of webhook {name}"),)
             if config is not None:
                 delete = f"kubectl delete {config.type.kind.lower()} {config.name}"
@@ -141,6 +166,25 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
             ),
         )
         risk = "changing or unbinding the policy lifts what it enforces for every request it matches"
+        return Refusal(
+            write, answer, why, kind="admission-policy", target=policy, step=step, risk=risk, as_actor=as_actor
+        )
+    failed_policy = FAILED_MUTATING_POLICY.search(message)
+    if failed_policy:
+        policy_name, binding, said_ = failed_policy.groups()
+        policy = facts.find(POLICY_GROUP, "mutatingadmissionpolicies", "", policy_name, full=True)
+        why = (
+            f"MutatingAdmissionPolicy {policy_name} (binding {binding}) fails closed on the {verb} of "
+            f"{write.rtype.qualified}: {said_}"
+        )
+        step = (
+            Action(None, note=f"repair MutatingAdmissionPolicy {policy_name} so that its mutation applies"),
+            Action(
+                f"kubectl delete mutatingadmissionpolicybinding {binding}",
+                when="instead, if what it does is obsolete",
+            ),
+        )
+        risk = "changing or unbinding the policy lifts what it does for every request it matches"
         return Refusal(
             write, answer, why, kind="admission-policy", target=policy, step=step, risk=risk, as_actor=as_actor
         )
@@ -284,33 +328,123 @@ def finalizer_removal(
 def controller_removal(ctx: Context, found: Finding, account: str, runs: str, target: KubeObject | None) -> Finding:
     """A running controller's removal of its finalizer, asked of the server as its ServiceAccount `account`
     ("namespace/name"), where kfin's rules see nothing in its way (`found`: their answer, WAITING; `runs`: what runs,
-    in words; `target`: its workload or Pod). A rejection as the controller becomes the answer: by a webhook or an
-    admission policy (one whose CEL asks who sends the request, which kfin's rules cannot know), BLOCKED with what
-    rejects it, as a gate; by RBAC (of both a patch and an update), STALLED with the grant it lacks. Sent as kfin's
-    user (who may not impersonate the controller), a rejection that depends on who asks is evidence only."""
+    in words; `target`: its workload or Pod). The answer decides (answered): a rejection as the controller by a
+    webhook or an admission policy (one whose CEL asks who sends the request, which kfin's rules cannot know) is
+    BLOCKED with what rejects it, as a gate; by RBAC (of both a patch and an update), STALLED with the grant it
+    lacks; accepted with the finalizer still in the object returned, BLOCKED by what puts it back at admission.
+    Sent as kfin's user (who may not impersonate the controller), a rejection that depends on who asks is evidence
+    only."""
     obj = ctx.obj
     if found.verdict != Verdict.WAITING or not obj.terminating or ctx.location != "metadata.finalizers":
         return found
-    if any(link.gates(ctx.finalizer) for gate in GATES for link in gate(obj, ctx.facts)):
-        return found  # kfin's rules prove what rejects every removal: the registry answers BLOCKED with it
     sent, refused = finalizer_removal(ctx.facts, obj, ctx.finalizer, account)
-    said = [evidence(write, answer) for write, answer in sent]
-    if refused is None or not refused.as_actor:
-        found.evidence += said
-        return found
-    if refused.kind == "forbidden":
-        return _forbidden(ctx, found, refused, said, account, runs, target)
-    link = refused.link()
-    link.family = "admission-policy" if refused.kind == "admission-policy" else None
-    link.finalizers = (ctx.finalizer,)
-    found.evidence = [f"before: {found.verdict.value}: {found.condition}", *found.evidence, *said]
+    if not sent:
+        return found  # no dry run: what gates it is judged from configuration (kfin.core.causes.registry)
+    if refused is not None and refused.as_actor and refused.kind == "forbidden":
+        return _forbidden(ctx, found, refused, [evidence(w, a) for w, a in sent], account, runs, target)
+    gates = [link for gate in GATES for link in gate(obj, ctx.facts) if link.gates(ctx.finalizer)]
+    return answered(obj, found, sent, refused, gates, ctx.facts)
+
+
+def own_removal(obj: KubeObject, finalizer: str) -> Write:
+    """kfin's own removal of the finalizer, the JSON Patch kfin remove sends (the uid and the finalizers as read
+    tested, then the removal), as kfin's user."""
+    ops = metadata_patch(obj.uid, obj.finalizers, [finalizer])
+    return Write.patch(obj.type, obj.namespace or None, obj.name, ops)
+
+
+@checks_with_server
+def removal_checked(obj: KubeObject, finding: Finding, gates: list[Link], facts: ClusterFacts) -> None:
+    """A finding not yet answered whose removal a gate judged from configuration rejects, or which plans kfin's
+    removal (ORPHANED): the dry run of kfin's own removal, as kfin's user, decides (answered). Where none can be
+    sent, or its answer says nothing of the write, the evidence says so and the gates stand as judged."""
+    if finding.answered is not None or finding.finalizer not in obj.finalizers:
+        return
+    gating = [link for link in gates if link.gates(finding.finalizer)]
+    if not gating and not (finding.verdict == Verdict.ORPHANED and finding.remove_command):
+        return
+    write = own_removal(obj, finding.finalizer)
+    answer, refused = refusal(facts, write)
+    if answer is None:
+        if gating:
+            finding.evidence.append(f"judged from configuration alone: {not_sent(facts)}")
+        return
+    if refused is not None and refused.kind == "forbidden":  # kfin's user may not: nothing said of the removal
+        refused = None
+    answered(obj, finding, [(write, answer)], refused, gating, facts)
+    if finding.answered is None and gating:
+        finding.evidence.append("judged from configuration alone: the dry run's answer says nothing of the removal")
+
+
+def answered(
+    obj: KubeObject,
+    found: Finding,
+    sent: list[tuple[Write, Answer]],
+    refused: Refusal | None,
+    gates: list[Link],
+    facts: ClusterFacts,
+) -> Finding:
+    """The finding as the server answered the dry run of its removal (`sent`: each write and its answer, the last
+    one deciding; `gates`: those judged from configuration): rejected (as the actor), BLOCKED by what rejects it;
+    accepted with the finalizer still in the object returned, BLOCKED by what puts it back; accepted and gone, the
+    removal works, whatever the configuration suggested. Any other answer is evidence only."""
+    said_lines = [evidence(write, answer) for write, answer in sent]
+    write, answer = sent[-1]
+    finalizer = found.finalizer
+    if refused is not None and refused.as_actor:
+        link = refused.link()
+        link.family = "admission-policy" if refused.kind == "admission-policy" else None
+        link.finalizers = (finalizer,)
+        found.answered = "rejected"
+        return _blocked_finding(found, [link], link.why, said_lines)
+    if answer.keeps(finalizer):
+        found.answered = "kept"
+        return _kept(obj, found, write, said_lines, facts)
+    found.evidence += said_lines
+    if answer.accepted and answer.finalizers is not None:
+        found.answered = "removed"
+        found.evidence += [
+            f"{link.target.type.kind} {link.target.name} matches the removal, and the server accepted it: no gate"
+            for link in gates
+            if link.target is not None
+        ]
+    return found
+
+
+def _kept(obj: KubeObject, found: Finding, write: Write, said_lines: list[str], facts: ClusterFacts) -> Finding:
+    """The server accepts the removal, but the object it returns still holds the finalizer: admission puts it
+    back. BLOCKED, naming what does (kfin.core.causes.mutating); the removal planned (kfin's, where its
+    controller is gone) comes once that lets go."""
+    finalizer = found.finalizer
+    found_back = putting_back(facts, obj, finalizer, write.actor)
+    named = [p for p in found_back if p.certain] or found_back
+    then = (Action(found.remove_command, when="then, once the server no longer puts it back"),)
+    links = [p.link(finalizer, then if found.remove_command else ()) for p in named]
+    why = f"the server accepts the removal of {finalizer} but puts it back at admission: {said(found_back, finalizer)}"
+    if not links:
+        links = [
+            Link(
+                "rejected",
+                why,
+                step=(Action(None, note=f"find what puts {finalizer} back at admission (the API server's audit log)"),),
+                finalizers=(finalizer,),
+            )
+        ]
+    also = [f"also called on the UPDATE: {p.named} ({p.how})" for p in found_back if p not in named]
+    returned = f"the object it returned still holds {finalizer}"
+    return _blocked_finding(found, links, why, [*said_lines, returned, *also])
+
+
+def _blocked_finding(found: Finding, links: list[Link], why: str, said_lines: list[str]) -> Finding:
+    """BLOCKED by what the server's answer names (`links`), with the dry runs as evidence."""
+    found.evidence = [f"before: {found.verdict.value}: {found.condition}", *found.evidence, *said_lines]
     found.verdict = Verdict.BLOCKED
-    found.condition = link.why
-    found.summary = f"{ctx.finalizer} cannot be removed: {link.why}"
-    found.family = link.family or found.family
-    found.fix = prose(link.step) or found.fix
-    found.risk = "; ".join(filter(None, [link.risk, found.risk]))
-    found.links = [link]
+    found.condition = why
+    found.summary = f"{found.finalizer} cannot be removed: {links[0].why}"
+    found.family = links[0].family or found.family
+    found.fix = prose(action for link in links for action in link.step) or found.fix
+    found.risk = "; ".join(dict.fromkeys(filter(None, [*(link.risk for link in links), found.risk])))
+    found.links = links
     found.remove_command = None
     return found
 

@@ -15,6 +15,7 @@ from kfin.core.causes.registry import EVERYWHERE, Action, Link, gates
 from kfin.core.causes.webhooks import rule_matches, selector_matches
 from kfin.core.facts import ClusterFacts
 from kfin.model import JSON, KubeObject
+from kfin.util.celobjects import as_maps
 
 GROUP = "admissionregistration.k8s.io"
 POLICIES, BINDINGS = "validatingadmissionpolicies", "validatingadmissionpolicybindings"
@@ -27,21 +28,22 @@ class UnevaluableError(Exception):
 
 
 def evaluate(expression: str, variables: JSON) -> object:
-    """The CEL expression's value; UnevaluableError when it reads beyond metadata or does not evaluate here (an
+    """The CEL expression's value (an object it constructs, a MutatingAdmissionPolicy's JSONPatch or
+    ApplyConfiguration, as a map); UnevaluableError when it reads beyond metadata or does not evaluate here (an
     extension function of kube-apiserver's, params, the authorizer)."""
     if any(field != "metadata" for field in FIELD_READ.findall(expression)):
         raise UnevaluableError("it reads more of the object than its metadata")
     import cel  # 0.2 s to import: only when a policy matches an object being explained
 
     try:
-        return cel.evaluate(expression, variables)
+        return cel.evaluate(as_maps(expression), variables)
     except KeyError as error:  # request.userInfo on an UPDATE kfin evaluates: only the request knows who sends it
         raise UnevaluableError(f"it reads {error}, which kfin does not hold") from None
     except (ValueError, TypeError, RuntimeError) as error:
         raise UnevaluableError(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
 
 
-def _matches(resources: JSON | None, obj: KubeObject, namespace_labels: JSON, operation: str) -> bool:
+def matches_resources(resources: JSON | None, obj: KubeObject, namespace_labels: JSON, operation: str) -> bool:
     """matchConstraints or a binding's matchResources: rules, exclusions and selectors (None matches all)."""
     if not resources:
         return True
@@ -61,10 +63,13 @@ def _without(obj: KubeObject, finalizer: str) -> JSON:
     return after
 
 
-def _bound(facts: ClusterFacts, obj: KubeObject, operation: str) -> list[tuple[KubeObject, KubeObject, JSON]]:
-    """(policy, binding, policy spec) of each denying binding whose policy and binding match `operation` on the
-    object."""
-    policies = {p.name: p for p in facts.objects(GROUP, POLICIES, full=True) or []}
+def bound(
+    facts: ClusterFacts, obj: KubeObject, operation: str, kinds: tuple[str, str] = (POLICIES, BINDINGS)
+) -> list[tuple[KubeObject, KubeObject, JSON]]:
+    """(policy, binding, policy spec) of each binding whose policy and binding match `operation` on the object:
+    of ValidatingAdmissionPolicies that deny (validationActions Deny), or of the (policies, bindings) `kinds`
+    given (MutatingAdmissionPolicies: kfin.core.causes.mutating)."""
+    policies = {p.name: p for p in facts.objects(GROUP, kinds[0], full=True) or []}
     if not policies:
         return []
     labels: JSON = {}
@@ -72,13 +77,13 @@ def _bound(facts: ClusterFacts, obj: KubeObject, operation: str) -> list[tuple[K
         ns = (facts.namespaces_by_name() or {}).get(obj.namespace)
         labels = (ns.meta.get("labels") or {}) if ns else {}
     out = []
-    for binding in facts.objects(GROUP, BINDINGS, full=True) or []:
+    for binding in facts.objects(GROUP, kinds[1], full=True) or []:
         spec = binding.raw.get("spec") or {}
         policy = policies.get(str(spec.get("policyName") or ""))
-        if policy is None or "Deny" not in (spec.get("validationActions") or []):
+        if policy is None or (kinds[1] == BINDINGS and "Deny" not in (spec.get("validationActions") or [])):
             continue
         policy_spec = policy.raw.get("spec") or {}
-        if _matches(policy_spec.get("matchConstraints"), obj, labels, operation) and _matches(
+        if matches_resources(policy_spec.get("matchConstraints"), obj, labels, operation) and matches_resources(
             spec.get("matchResources"), obj, labels, operation
         ):
             out.append((policy, binding, policy_spec))
@@ -88,7 +93,7 @@ def _bound(facts: ClusterFacts, obj: KubeObject, operation: str) -> list[tuple[K
 @gates(reads=((GROUP, POLICIES, EVERYWHERE), (GROUP, BINDINGS, EVERYWHERE)))
 def denying_policies(obj: KubeObject, facts: ClusterFacts) -> list[Link]:
     return [
-        link for policy, binding, spec in _bound(facts, obj, "UPDATE") for link in _denials(obj, policy, binding, spec)
+        link for policy, binding, spec in bound(facts, obj, "UPDATE") for link in _denials(obj, policy, binding, spec)
     ]
 
 
@@ -111,7 +116,7 @@ def denied_deletes(facts: ClusterFacts, objects: list[KubeObject], user: str) ->
     evaluates a DELETE with `object` null and the deleted object as `oldObject`. Once per policy and binding."""
     found: dict[tuple[str, str], Denial] = {}
     for obj in objects:
-        for policy, binding, spec in _bound(facts, obj, "DELETE"):
+        for policy, binding, spec in bound(facts, obj, "DELETE"):
             key = (policy.uid, binding.uid)
             if key in found and found[key].certain:
                 continue

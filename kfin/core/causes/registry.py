@@ -177,6 +177,10 @@ class Finding(Struct, kw_only=True):
     # what it guards outside the cluster (a catalog entry's: a cloud load balancer, a disk, a VM), left behind
     # when it is forced: said first wherever its risk is, and never removed in bulk without --force
     infrastructure: str = ""
+    # what the server answered the dry run of its removal (kfin.core.causes.dryrun): "removed" (accepted, and the
+    # object returned no longer holds it), "kept" (accepted, but admission put it back), "rejected"; None when no
+    # dry run answered it. Where the server answered, a gate judged from configuration alone decides nothing.
+    answered: str | None = None
 
     @property
     def line(self) -> str:
@@ -303,6 +307,18 @@ def gates(*, reads: Reads = ()) -> Callable[[Gate], Gate]:
         return fn
 
     return register
+
+
+# Checks of a finding with the server (kfin.core.causes.dryrun): the dry run of the removal its plan needs, whose
+# answer decides (the finding's `answered`) before any gate judged from configuration; `gates` are those gates.
+ServerCheck = Callable[[KubeObject, Finding, list[Link], ClusterFacts], None]
+SERVER_CHECKS: list[ServerCheck] = []
+
+
+def checks_with_server(fn: ServerCheck) -> ServerCheck:
+    """Register a check of each finding of a finalizer with the server."""
+    SERVER_CHECKS.append(fn)
+    return fn
 
 
 def explains_deletion(
@@ -508,8 +524,12 @@ def explain_object(obj: KubeObject, facts: ClusterFacts) -> Explanation:
                 ctx = Context(obj, "", "deletion", facts, Family(name, protects, owner))
                 findings.append(EXPLAINERS[name](ctx))
     gates = [link for gate in GATES for link in gate(obj, facts)] if findings and obj.finalizers else []
-    for finding in findings if gates else []:
+    for finding in findings if obj.finalizers else []:
         if finding.location != "metadata.finalizers":
+            continue
+        for check in SERVER_CHECKS:  # where the server answered the removal, its answer decides
+            check(obj, finding, gates, facts)
+        if finding.answered is not None:
             continue
         finding.evidence += [f"possible gate: {link.why}" for link in gates if link.possible]
         gating = [link for link in gates if link.gates(finding.finalizer)]

@@ -130,6 +130,17 @@ def hook_named(facts: ClusterFacts, name: str) -> KubeObject | None:
     return None
 
 
+def service_problem(facts: ClusterFacts, name: str) -> str | None:
+    """Why the Service behind the webhook of this name cannot answer, as its configuration shows; None for a
+    webhook called by URL or one whose Service looks healthy (or that kfin cannot find)."""
+    for kind in KINDS:
+        for config in facts.objects(GROUP, kind, full=True) or []:
+            for hook in config.raw.get("webhooks") or []:
+                if hook.get("name") == name and (hook.get("clientConfig") or {}).get("service"):
+                    return backend_problem(hook, facts)
+    return None
+
+
 RISK = (
     "deleting the webhook configuration lifts the check it enforces for every matching request until its operator "
     "puts it back"
