@@ -38,6 +38,8 @@ MAY_IMPORT = {
 }
 # Imported inside a function only where start-up needs it: heavy packages, never kfin's own modules.
 LAZY_ALLOWED = {"networkx", "rich", "kubernetes", "yaml", "urllib3", "ssl", "importlib.metadata", "cel", "jsonschema", "jsonpath_ng",
+                # RFC 6902 (10 ms): only to apply a MutatingAdmissionPolicy's JSON Patch
+                "jsonpatch", "jsonpointer",
                 # the MCP SDK and what it brings (an extra): imported by kfin mcp alone
                 "mcp", "pydantic", "anyio",
                 # cryptography (the guard extra): imported by kfin guard --self-signed alone
