@@ -38,6 +38,8 @@ STUCK_FULL = {
     (ADMISSION, "mutatingwebhookconfigurations"),
     (ADMISSION, "validatingadmissionpolicies"),
     (ADMISSION, "validatingadmissionpolicybindings"),
+    (ADMISSION, "mutatingadmissionpolicies"),
+    (ADMISSION, "mutatingadmissionpolicybindings"),
 }
 SNAPSHOT_FULL = set(REDUCED_FIELDS)
 FAILURE_FIELDS = ("what", "target", "reason", "message")

@@ -44,6 +44,8 @@ EXPLAINING = frozenset(
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
         ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
         ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
         ("apiregistration.k8s.io", "apiservices"),
         ("apiextensions.k8s.io", "customresourcedefinitions"),
     }

@@ -416,7 +416,7 @@ class FakeAPIServer:
             self._convert(verb, rt, route, query)
             undecodable.check(self.cluster, verb, rt, route.namespace, route.name,  # what cannot be read from storage
                               paginated=bool((query.get("limit") or [""])[0]))
-            if method in ("PATCH", "PUT"):
+            if method in ("PATCH", "PUT") and not query.get("dryRun"):  # a dry run writes nothing
                 for hook in list(self.before_write):
                     hook(method, path)
             payload = None
