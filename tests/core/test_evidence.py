@@ -93,7 +93,8 @@ def test_warning_events_turn_a_wait_into_unknown_with_the_events_quoted():
     [finding] = explanation.findings
     assert finding.verdict == Verdict.WAITING  # nothing against it yet: the collector should act
     account_for_evidence(explanation, facts(deploy, lease()),
-                         [{"reason": "FailedDelete", "message": "admission webhook denied the request", "count": 3}])
+                         [{"type": "Warning", "reason": "FailedDelete", "message": "admission webhook denied the request",
+                           "count": 3}])
     assert finding.verdict == Verdict.UNKNOWN
     assert "Warning event FailedDelete: admission webhook denied the request (x3)" in finding.evidence
     assert finding.evidence[0].startswith("before: WAITING: ")
@@ -130,6 +131,6 @@ def test_a_controller_whose_cleanup_must_create_in_the_terminating_namespace_is_
     held = facts(quiet, *running, extra_types=(widgets,))
     explanation = explain_object(quiet, held)
     assert [f.verdict for f in explanation.findings] == [Verdict.WAITING]  # nothing against it yet
-    account_for_evidence(explanation, held, [{"reason": "CleanupFailed", "count": 1,
+    account_for_evidence(explanation, held, [{"type": "Warning", "reason": "CleanupFailed", "count": 1,
                                               "message": refusal.replace("jobs.batch", "secrets")}])
     assert [f.verdict for f in explanation.findings] == [Verdict.STALLED]
