@@ -18,6 +18,7 @@ from msgspec import Struct, field
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import KindLookup
 from kfin.core.causes import explain_object
+from kfin.core.causes.builtin import LOAD_BALANCER, cloud_controller
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
 from kfin.core.causes.dryrun import content_deletions, dependents_deletions, own_deletion
@@ -266,6 +267,24 @@ def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str
                 else f"deal with {held[0].text} first"
             )
             return f"its drain would stop: {held[0].text} ({held[0].meaning})", "HOLDING", step
+    if fam.name == LOAD_BALANCER:  # the cloud controller manager's, which many clusters do not run
+        alive, looked, _ = cloud_controller(facts)
+        if alive is True:
+            return "", "", ""
+        if alive is False:
+            return (
+                f"{looked[-1]}: nothing deletes its load balancer",
+                "STALLED",
+                "bring the cloud controller manager back first",
+            )
+        return (
+            f"no cloud controller manager was found to delete its load balancer and remove {finalizer} ("
+            + "; ".join(looked)
+            + ")",
+            "UNKNOWN",
+            "find out whether a cloud controller manager runs first; if none does, delete the load balancer by hand "
+            "(where one was made) and remove the finalizer once the Service is deleted",
+        )
     if control_plane_owned(finalizer):
         alive, liveness = controller_manager(facts)
         if alive is False:
