@@ -10,7 +10,7 @@ import pytest
 from kfin.core import catalog
 from kfin.core.causes import Verdict, explain_object
 from kfin.core.causes.registry import CATALOG, DELETION_CAUSES, account_for_evidence
-from kfin.model import Failure
+from kfin.model import MANAGERS, Failure
 from tests.core.causes.test_custom import FINALIZER, WIDGETS, grant, operator_pod
 from tests.values import custom_type, facts, lease, node, obj, pod
 
@@ -121,13 +121,14 @@ def test_a_controller_whose_cleanup_must_create_in_the_terminating_namespace_is_
                "is being terminated")
     widgets = WIDGETS
     running = (*grant(), operator_pod(ready=True))
+    added = {MANAGERS: {FINALIZER: "widget-operator"}}  # by the operator: it owns the finalizer
     widget = obj(widgets, "w1", "shop", finalizers=(FINALIZER,), deleting_for=timedelta(hours=1),
-                 status={"conditions": [{"type": "CleanupFailed", "status": "True", "message": refusal}]})
+                 status={"conditions": [{"type": "CleanupFailed", "status": "True", "message": refusal}]}, **added)
     [finding] = explain_object(widget, facts(widget, *running, extra_types=(widgets,))).findings
     assert finding.verdict == Verdict.STALLED, finding
     assert "creates jobs.batch widget-cleanup in namespace shop" in finding.condition
     assert finding.fix.endswith(f"kfin remove widgets.example.com w1 -n shop --finalizer {FINALIZER} --confirm")
-    quiet = obj(widgets, "w2", "shop", finalizers=(FINALIZER,), deleting_for=timedelta(hours=1))
+    quiet = obj(widgets, "w2", "shop", finalizers=(FINALIZER,), deleting_for=timedelta(hours=1), **added)
     held = facts(quiet, *running, extra_types=(widgets,))
     explanation = explain_object(quiet, held)
     assert [f.verdict for f in explanation.findings] == [Verdict.WAITING]  # nothing against it yet
