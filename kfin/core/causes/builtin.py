@@ -57,7 +57,11 @@ def cloud_controller(facts: ClusterFacts) -> tuple[bool | None, list[str], KubeO
         return True, [*seen, f"its Pod kube-system/{ready[0].name} is Ready"], ready[0]
     if mine:
         return False, [*seen, f"its Pod kube-system/{mine[0].name} is not Ready"], mine[0]
-    return None, [*seen, f"no Pod in kube-system is named or labelled {CLOUD_CONTROLLER} (of {len(pods)} read)"], None
+    return (
+        None,
+        [*seen, f"no Pod in kube-system is named or labelled {CLOUD_CONTROLLER} ({len(pods)} Pods there)"],
+        None,
+    )
 
 
 @explains(
