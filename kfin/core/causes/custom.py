@@ -302,10 +302,8 @@ def _workloads_named(facts: ClusterFacts, manager: str) -> list[tuple[KubeObject
         workloads = facts.objects(group, resource, None, full=True)
         readable = readable or workloads is not None
         for w in workloads or []:
-            account = (((w.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("serviceAccountName")
-            if manager not in (w.name, (w.meta.get("labels") or {}).get("app.kubernetes.io/name"), account):
-                continue
-            found.append((w, *readiness(w)))
+            if manager in workload_identities(w):
+                found.append((w, *readiness(w)))
     return found if readable else None
 
 
@@ -345,6 +343,15 @@ def workload_identities(workload: KubeObject) -> set[str]:
     the ServiceAccount its Pods run as."""
     label = (workload.meta.get("labels") or {}).get("app.kubernetes.io/name")
     return {workload.name, workload_account(workload), *([str(label)] if label else [])}
+
+
+def identities(runner: KubeObject) -> set[str]:
+    """The names a Pod's or a workload's writes may carry as their field manager."""
+    return (
+        pod_identities(runner)
+        if (runner.type.group, runner.type.resource) == ("", "pods")
+        else (workload_identities(runner))
+    )
 
 
 def ownership(ctx: Context, names: set[str], who: str) -> tuple[bool, list[str]]:
@@ -758,7 +765,7 @@ def custom(ctx: Context) -> Finding:
     healthy = [p for p in pods_all if is_ready(p)]
     owner, shown = None, []
     for p in healthy:  # the running controller shown to own the finalizer name, if one is
-        owns, said = ownership(ctx, pod_identities(p), f"Pod {p.namespace}/{p.name}")
+        owns, said = ownership(ctx, identities(p), f"Pod {p.namespace}/{p.name}")
         if owns:
             owner, shown = p, said
             break
