@@ -254,10 +254,14 @@ def test_a_finalizer_a_person_added_is_not_waited_for_although_the_operator_of_i
     The operator's own name on w2, and the same name put back by hand on w3, are its own: WAITING."""
     group, path = bucket_operator(cluster)
     held, own = f"{group}/hold", f"{group}/bucket-cleanup"
-    by_hand = widget_finalized_by(cluster, path, "w1", held, "kubectl-client-side-apply")
+    by_hand = widget_finalized_by(cluster, path, "w1", held, "kubectl-client-side-apply", delete=False)
     by_operator = widget_finalized_by(cluster, path, "w2", own, "bucket-operator")
     again = widget_finalized_by(cluster, path, "w3", own, "kubectl-edit")
     try:
+        # foreseen before the DELETE: nothing is shown to remove it
+        [stays] = [s for s in preflight(cluster, f"widgets.{group}", "w1")["wouldBeStuck"] if s["finalizer"] == held]
+        assert stays["verdict"] == "UNKNOWN" and "kubectl-client-side-apply" in stays["reason"], stays
+        cluster.delete(f"{path}/w1")
         f, report, verdict = one_verdict(cluster, f"widgets.{group}", "w1", held)
         assert verdict == "UNKNOWN" and f["controllerAlive"] is None, f
         assert ('added by field manager "kubectl-client-side-apply" (a person\'s kubectl, not a controller)'
