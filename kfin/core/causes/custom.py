@@ -347,11 +347,9 @@ def workload_identities(workload: KubeObject) -> set[str]:
 
 def identities(runner: KubeObject) -> set[str]:
     """The names a Pod's or a workload's writes may carry as their field manager."""
-    return (
-        pod_identities(runner)
-        if (runner.type.group, runner.type.resource) == ("", "pods")
-        else (workload_identities(runner))
-    )
+    if (runner.type.group, runner.type.resource) == ("", "pods"):
+        return pod_identities(runner)
+    return workload_identities(runner)
 
 
 def ownership(ctx: Context, names: set[str], who: str) -> tuple[bool, list[str]]:
@@ -731,7 +729,7 @@ def custom(ctx: Context) -> Finding:
     if grants is None:
         found = (
             _by_evidence(ctx, manager, risk=risk, evidence=evidence, controller=controller, line=line)
-            if manager
+            if manager and not added_by_person(manager)
             else None
         ) or acting_elsewhere(ctx, manager, risk=risk, evidence=evidence, controller=controller)
         if found is not None:
@@ -788,7 +786,7 @@ def custom(ctx: Context) -> Finding:
         return controller_removal(
             ctx, found, f"{owner.namespace}/{_pod_account(owner)}", f"Pod {owner.namespace}/{owner.name}, Ready", owner
         )
-    if manager:  # the workload of the field manager that added it: running (allowed or not), or down
+    if manager and not added_by_person(manager):  # the field manager's workload: running (allowed or not), or down
         found = _by_evidence(ctx, manager, risk=risk, evidence=evidence, controller=controller, line=line)
         if found is not None:
             return found
@@ -846,7 +844,8 @@ def custom(ctx: Context) -> Finding:
         found.summary = line
         found.remove_command = kfin_remove_command(obj, ctx.finalizer)
         return found
-    if manager and workloads_of_manager(ctx.facts, manager) is None:
+    person = added_by_person(manager or "")
+    if manager and not person and workloads_of_manager(ctx.facts, manager) is None:
         found = ctx.finding(
             f'kfin could not read the workloads that may be field manager "{manager}", which added it',
             Verdict.UNKNOWN,
@@ -858,7 +857,9 @@ def custom(ctx: Context) -> Finding:
         found.summary = line
         return found
     evidence.append(
-        f'managedFields: no Deployment, StatefulSet or DaemonSet is named or labelled "{manager}", or runs as it'
+        f"managedFields: it was added by {who_added(manager)}, which no controller removes by itself"
+        if person
+        else f'managedFields: no Deployment, StatefulSet or DaemonSet is named or labelled "{manager}", or runs as it'
         if manager
         else "managedFields name no field manager for it (or were not kept)"
     )
