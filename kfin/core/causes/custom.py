@@ -390,8 +390,9 @@ def last_write(ctx: Context, manager: str) -> tuple[datetime, KubeObject] | None
     times (MOST_WRITES_READ, those being deleted first, newest deletion first, then by name): the same few whichever
     of them is explained, so that a scan and explain answer alike, at a bounded cost. Only writes after an object's
     creation count: the manifest that created it with the finalizer (kubectl apply, Helm) is no sign that anything
-    acts on it since. kube-apiserver stamps a create's managedFields before its creationTimestamp, so a write of a
-    later second than that is a later write."""
+    acts on it since. kube-apiserver stamps a create's managedFields before its creationTimestamp (apiserver's
+    endpoints/handlers/create.go: FieldManager.UpdateNoErrors, then r.Create, whose BeforeCreate sets it), so a write
+    of a later second than that is a later write."""
     obj, facts = ctx.obj, ctx.facts
     key = ("last write", obj.type.group, obj.type.resource, obj.namespace, ctx.finalizer, manager)
     if key not in facts.memo:
