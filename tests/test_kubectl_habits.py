@@ -62,7 +62,7 @@ def test_sort_by_a_json_path_and_no_headers():
 def test_jsonpath_and_custom_columns_as_kubectl_prints_them():
     result = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "--field-selector", "metadata.namespace=shop",
                   "-o", 'jsonpath={range .items[*]}{.metadata.name}={.verdict}{"\\n"}{end}')
-    assert result.stdout.splitlines()[:2] == ["data-postgres-0=HOLDING", "frontend=WAITING"]
+    assert result.stdout.splitlines()[:2] == ["data-postgres-0=HOLDING", "frontend=UNKNOWN"]
     flat = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "-l", "app", "-o", "jsonpath={.items[*].metadata.name}")
     assert flat.stdout == "web-6d4b9c-q8w4n web-6d4b9c-x2k9p"
     columns = kfin("stuck", "-A", "--from-snapshot", EXAMPLE, "-l", "app",

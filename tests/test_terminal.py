@@ -113,7 +113,8 @@ def test_at_120_columns_each_object_is_a_row_with_its_finalizers_whole():
     assert lines[0].split() == ["NAMESPACE", "KIND", "NAME", "TERMINATING", "VERDICT", "FINALIZERS"]
     assert all(len(line) <= 120 for line in lines), max(lines, key=len)
     service = next(line for line in lines if " frontend " in line)
-    assert service.split() == ["shop", "Service", "frontend", "26h", "WAITING",
+    # no cloud controller manager in the snapshot: nobody is shown to delete its load balancer (issue 56)
+    assert service.split() == ["shop", "Service", "frontend", "26h", "UNKNOWN",
                                "service.kubernetes.io/load-balancer-cleanup"]
     for name in NAMES:
         assert any(name in line for line in lines), name

@@ -24,7 +24,7 @@ from kfin.core import audit
 from kfin.core.bearing import split
 from kfin.core.blocking import follow
 from kfin.core.causes import explain_cached
-from kfin.core.causes.registry import account_for_evidence, note_readded
+from kfin.core.causes.registry import note_readded
 from kfin.core.lookup import load_target
 from kfin.core.stuck import is_stuck
 from kfin.errors import ExitCode, KfinError
@@ -72,8 +72,7 @@ def explain(
         note_readded(found, audit.readded(obj, audit.read(audit.default_path())), obj.raw.get(MANAGERS) or {})
     except KfinError as error:
         warn(f"the audit log could not be read ({error.message}): kfin cannot tell what it removed before")
-    events = facts.warnings_about(obj)
-    account_for_evidence(found, facts, events)  # read here, for the one object explained: a scan reads none
+    events = facts.warnings_about(obj)  # shown beside the answer; the explanation read them too where it waits
     chain = follow(obj, facts, ahead=True) if is_stuck(obj, facts) else None
     bearing, unrelated = split(facts.inventory.failures, obj)
     warn_failures(bearing, unrelated=unrelated)  # before the answer, as every command

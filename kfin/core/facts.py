@@ -20,7 +20,7 @@ from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of
 from kfin.api.dryrun import may_impersonate
 from kfin.api.dryrun import send as send_dry_run
-from kfin.api.events import warning_events
+from kfin.api.events import object_events
 from kfin.api.resources import KindLookup, stored_as
 from kfin.api.scan import read_objects, scan
 from kfin.core.catalog import Catalog
@@ -81,6 +81,7 @@ class ClusterFacts(Protocol):
     def blocking_dependents(self, uid: str) -> list[KubeObject]: ...
     def namespaces_by_name(self) -> dict[str, KubeObject] | None: ...
     def warnings_about(self, obj: KubeObject, most: int = 5) -> list[JSON] | None: ...
+    def events_about(self, obj: KubeObject) -> list[JSON] | None: ...
     def whole(self, obj: KubeObject) -> JSON | None: ...
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None: ...
     def prefetch(self, wanted: set[tuple[str, str, str | None, bool]], concurrency: int = 8) -> None: ...
@@ -90,6 +91,8 @@ class ClusterFacts(Protocol):
     ) -> bool | None: ...
 
 
+# Events of one object read (one page, newest kept): its Warnings among them, whatever Normal ones come after
+MOST_EVENTS = 200
 # Dry runs one set of facts sends at most (kfin stuck -A over many namespaces): each explanation sends a few.
 MOST_DRY_RUNS = 40
 # After this many namespaces read one by one for the same type, a cluster-wide scan's facts read that type
@@ -150,6 +153,8 @@ class Facts:
         self.dry_runs_allowed = False
         self.dry_runs: dict[Write, Answer | None] = {}
         self._impersonable: dict[str, bool] = {}
+        # each object's Events, once (events_about): not in memo, which a read on demand clears
+        self._events: dict[tuple[str, str, str, str, str], list[JSON] | None] = {}
         # Facts made before a scan's last list ended (kfin.core.early): what was asked of them, and what they read
         self.asked: Asked | None = None
         self.fetched: dict[ReadKey, Read] = {}
@@ -434,6 +439,7 @@ class Facts:
         after.dry_runs_allowed = self.dry_runs_allowed
         after.dry_runs = dict(self.dry_runs)
         after._impersonable = dict(self._impersonable)
+        after._events = dict(self._events)
         after.memo = {k: v for k, v in self.memo.items() if isinstance(k, tuple) and k[:1] in (("may",), ("whole",))}
         return after
 
@@ -564,10 +570,22 @@ class Facts:
     def warnings_about(self, obj: KubeObject, most: int = 5) -> list[JSON] | None:
         """The object's recent Warning Events, newest first (kfin.api.events); None when they cannot be read
         (a snapshot holds none)."""
+        events = self.events_about(obj)
+        return None if events is None else [e for e in events if e.get("type") == "Warning"][:most]
+
+    def events_about(self, obj: KubeObject) -> list[JSON] | None:
+        """The object's recent Events of every type, newest first, read once per object for these facts: an
+        explanation reads them to tell a controller that reports progress from one that reports it cannot finish,
+        and explain shows them. None when they cannot be read (a snapshot holds none)."""
         if self.kube is None or not obj.namespace:
             return None
-        self.reads += 1
-        return warning_events(self.kube, obj.namespace, obj.type.kind, obj.name, obj.uid, most)
+        key = (obj.type.group, obj.type.resource, obj.namespace, obj.name, obj.uid)
+        if key not in self._events:
+            self.reads += 1
+            self._events[key] = object_events(
+                self.kube, obj.namespace, obj.type.kind, obj.name, obj.uid, MOST_EVENTS, warnings_only=False
+            )
+        return self._events[key]
 
     def whole(self, obj: KubeObject) -> JSON | None:
         """The object as the server has it now, every field (what a catalog entry's holders read of it); from a

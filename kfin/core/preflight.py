@@ -18,8 +18,9 @@ from msgspec import Struct, field
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import KindLookup
 from kfin.core.causes import explain_object
+from kfin.core.causes.builtin import LOAD_BALANCER, cloud_controller
 from kfin.core.causes.conversion import conversion_step, failing_conversions
-from kfin.core.causes.custom import find_grants, is_ready, workloads_of_grant
+from kfin.core.causes.custom import find_grants, identities, is_ready, ownership, who_added, workloads_of_grant
 from kfin.core.causes.dryrun import content_deletions, dependents_deletions, not_sent, orphaning, own_deletion
 from kfin.core.causes.ecosystem import find_controller, holdings
 from kfin.core.causes.gc import release_gates
@@ -38,7 +39,7 @@ from kfin.core.facts import Facts
 from kfin.core.lookup import facts_on_demand
 from kfin.core.scope import Scope
 from kfin.errors import NotFoundError, UsageError
-from kfin.model import CRDS, GARBAGE_COLLECTOR, JSON, NAMESPACES, KubeObject
+from kfin.model import CRDS, GARBAGE_COLLECTOR, JSON, MANAGERS, NAMESPACES, KubeObject
 
 FIRST = "first"  # _survives' step for an object to delete before the target, while its controller runs
 NODES = ("", "nodes")
@@ -276,6 +277,24 @@ def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str
                 else f"deal with {held[0].text} first"
             )
             return f"its drain would stop: {held[0].text} ({held[0].meaning})", "HOLDING", step
+    if fam.name == LOAD_BALANCER:  # the cloud controller manager's, which many clusters do not run
+        alive, looked, _ = cloud_controller(facts)
+        if alive is True:
+            return "", "", ""
+        if alive is False:
+            return (
+                f"{looked[-1]}: nothing deletes its load balancer",
+                "STALLED",
+                "bring the cloud controller manager back first",
+            )
+        return (
+            f"no cloud controller manager was found to delete its load balancer and remove {finalizer} ("
+            + "; ".join(looked)
+            + ")",
+            "UNKNOWN",
+            "find out whether a cloud controller manager runs first; if none does, delete the load balancer by hand "
+            "(where one was made) and remove the finalizer once the Service is deleted",
+        )
     if control_plane_owned(finalizer):
         alive, liveness = controller_manager(facts)
         if alive is False:
@@ -296,6 +315,19 @@ def _survives(facts: Facts, obj: KubeObject, finalizer: str, gone_namespace: str
         )
     inside = [w for w, _ in workloads if gone_namespace and w.namespace == gone_namespace]
     outside_running = [w for w, running in workloads if running and w.namespace != gone_namespace]
+    manager = (obj.raw.get(MANAGERS) or {}).get(finalizer)
+    # a catalog's controller owns its names; another must be shown to, where managedFields say who added it (an object
+    # of a manifest or a snapshot of old may not say: its running controller is taken to remove it, as before)
+    if outside_running and fam.entry is None and manager:
+        who = f"{outside_running[0].type.kind} {outside_running[0].namespace}/{outside_running[0].name}"
+        if not any(ownership(ctx, identities(w), who)[0] for w in outside_running):
+            added = who_added(manager)
+            return (
+                f"{finalizer} was added by {added}, and no running controller is shown to own it: nothing is "
+                "shown to remove it",
+                "UNKNOWN",
+                f"find out what {finalizer} guards and whether anything removes it ({added}) first",
+            )
     if outside_running:
         return "", "", ""
     if inside:

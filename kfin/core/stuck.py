@@ -39,8 +39,8 @@ class StuckObject(Struct):
     verdict: str | None = None  # of the finding that speaks for it (causes.main_finding)
     family: str | None = None  # that finding's family
     chain: Chain | None = None  # its blocking chain, as followed here
-    # (finalizer, field, verdict) of each finding: the same answers `kfin explain` gives, finalizer by finalizer
-    findings: list[tuple[str, str, str]] = field(default_factory=list)
+    # each finalizer's verdict ({finalizer, field, verdict}), as kfin explain gives it: the same explanation
+    findings: list[JSON] = field(default_factory=list)
 
     @property
     def root_cause(self) -> str:
@@ -82,12 +82,9 @@ class StuckObject(Struct):
                 "families": self.families,
                 "blocker": self.blocker,
                 "verdict": self.verdict,
+                "findings": [dict(f) for f in self.findings],
                 "ownerReferences": len(o.owner_references),
                 "rootCauses": self.root_causes,
-                "findings": [
-                    {"finalizer": finalizer or None, "field": where, "verdict": verdict}
-                    for finalizer, where, verdict in self.findings
-                ],
             }
         )
         if self.conditions:
@@ -160,7 +157,10 @@ def find_stuck(
                 verdict=main.verdict.value if main else None,
                 family=main.family if main else None,
                 chain=chain,
-                findings=[(f.finalizer, f.location, f.verdict.value) for f in explanation.findings],
+                findings=[
+                    {"finalizer": f.finalizer or None, "field": f.location, "verdict": f.verdict.value}
+                    for f in explanation.findings
+                ],
             )
         )
     rows.sort(key=lambda r: (-r.terminating_seconds, r.obj.namespace, r.obj.type.kind_display, r.obj.name))

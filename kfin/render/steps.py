@@ -22,7 +22,7 @@ Line = tuple[str, str]  # the text, its style
 def wrapped(text: str, first: str, rest: str, width: int, style: str = "") -> list[Line]:
     """Prose after `first` on its first line, continued `rest` in: wrapped between words at `width`."""
     shown = printable(text, one_line=True)
-    room = max(width - len(rest), 20)
+    room = max(width - len(rest), 12)  # a narrow terminal's width holds: a few words a line rather than past it
     return [((first if i == 0 else rest) + shown[a:b], style) for i, (a, b) in enumerate(spans(shown, room))]
 
 

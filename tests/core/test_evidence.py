@@ -10,7 +10,7 @@ import pytest
 from kfin.core import catalog
 from kfin.core.causes import Verdict, explain_object
 from kfin.core.causes.registry import CATALOG, DELETION_CAUSES, account_for_evidence
-from kfin.model import Failure
+from kfin.model import MANAGERS, Failure
 from tests.core.causes.test_custom import FINALIZER, WIDGETS, grant, operator_pod
 from tests.values import custom_type, facts, lease, node, obj, pod
 
@@ -93,7 +93,8 @@ def test_warning_events_turn_a_wait_into_unknown_with_the_events_quoted():
     [finding] = explanation.findings
     assert finding.verdict == Verdict.WAITING  # nothing against it yet: the collector should act
     account_for_evidence(explanation, facts(deploy, lease()),
-                         [{"reason": "FailedDelete", "message": "admission webhook denied the request", "count": 3}])
+                         [{"type": "Warning", "reason": "FailedDelete", "message": "admission webhook denied the request",
+                           "count": 3}])
     assert finding.verdict == Verdict.UNKNOWN
     assert "Warning event FailedDelete: admission webhook denied the request (x3)" in finding.evidence
     assert finding.evidence[0].startswith("before: WAITING: ")
@@ -120,16 +121,17 @@ def test_a_controller_whose_cleanup_must_create_in_the_terminating_namespace_is_
                "is being terminated")
     widgets = WIDGETS
     running = (*grant(), operator_pod(ready=True))
+    added = {MANAGERS: {FINALIZER: "widget-operator"}}  # by the operator: it owns the finalizer
     widget = obj(widgets, "w1", "shop", finalizers=(FINALIZER,), deleting_for=timedelta(hours=1),
-                 status={"conditions": [{"type": "CleanupFailed", "status": "True", "message": refusal}]})
+                 status={"conditions": [{"type": "CleanupFailed", "status": "True", "message": refusal}]}, **added)
     [finding] = explain_object(widget, facts(widget, *running, extra_types=(widgets,))).findings
     assert finding.verdict == Verdict.STALLED, finding
     assert "creates jobs.batch widget-cleanup in namespace shop" in finding.condition
     assert finding.fix.endswith(f"kfin remove widgets.example.com w1 -n shop --finalizer {FINALIZER} --confirm")
-    quiet = obj(widgets, "w2", "shop", finalizers=(FINALIZER,), deleting_for=timedelta(hours=1))
+    quiet = obj(widgets, "w2", "shop", finalizers=(FINALIZER,), deleting_for=timedelta(hours=1), **added)
     held = facts(quiet, *running, extra_types=(widgets,))
     explanation = explain_object(quiet, held)
     assert [f.verdict for f in explanation.findings] == [Verdict.WAITING]  # nothing against it yet
-    account_for_evidence(explanation, held, [{"reason": "CleanupFailed", "count": 1,
+    account_for_evidence(explanation, held, [{"type": "Warning", "reason": "CleanupFailed", "count": 1,
                                               "message": refusal.replace("jobs.batch", "secrets")}])
     assert [f.verdict for f in explanation.findings] == [Verdict.STALLED]

@@ -121,17 +121,21 @@ def operator(cluster, group, replicas, pod=True, deployment=True, pod_status=Non
             {"type": "Ready", "status": "True"}]})
 
 
-def stuck_widget(cluster, group):
-    widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget",
-                             "metadata": {"name": "w1", "finalizers": [f"{group}/cleanup"]}})
+def stuck_widget(cluster, group, manager=None):
+    """Widget w1 with the finalizer `{group}/cleanup`, being deleted; `manager`: the field manager that added it (an
+    operator's own, where the scenario shows it owns the name), else the scenario's client."""
+    path = f"/apis/{group}/v1/namespaces/{cluster.namespace}/widgets"
+    widget = cluster.api.create(path + (f"?fieldManager={manager}" if manager else ""), {
+        "apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1", "finalizers": [f"{group}/cleanup"]}})
     cluster.delete(widget)
     return widget
 
 
 def test_a_custom_finalizer_whose_controller_runs_is_waiting(cluster):
+    """It runs and added the finalizer (its field manager, as an operator's writes carry it): WAITING."""
     group = cluster.widget_crd()
     operator(cluster, group, replicas=1)
-    stuck_widget(cluster, group)
+    stuck_widget(cluster, group, manager="widget-operator")
     f = finding(explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace), f"{group}/cleanup")
     assert f["verdict"] == "WAITING" and f["controllerAlive"] is True
     assert f"Pod {cluster.namespace}/widget-operator-0" in f["condition"]

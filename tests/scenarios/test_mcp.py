@@ -76,8 +76,9 @@ def test_a_stale_digest_is_refused(cluster, tmp_path):
 
     async def body(session):
         planned = document(await session.call_tool("plan_removal", plan_args()))
-        # the object changes after the plan (a label: the finalizers are the same, its resourceVersion is not)
-        cluster.api.ok("PATCH", path, {"metadata": {"labels": {"changed": "yes"}}},
+        # the object changes after the plan (a label: the finalizers are the same, its resourceVersion is not),
+        # by someone at a terminal (kubectl label's field manager)
+        cluster.api.ok("PATCH", path + "?fieldManager=kubectl-label", {"metadata": {"labels": {"changed": "yes"}}},
                        content_type="application/merge-patch+json")
         return planned, await session.call_tool("apply_removal", {"digest": planned["digest"]})
 

@@ -61,7 +61,9 @@ def release_objects(cluster, group: str, ns: str) -> dict[str, list[dict]]:
 
 
 def install(cluster, files: dict[str, list[dict]], directory) -> list[dict]:
-    """Writes the files and creates their objects (a List's items); returns the objects in file order."""
+    """Writes the files and creates their objects (a List's items); returns the objects in file order. A Widget's
+    finalizer is added by the operator as it first reconciles it (its field manager, widget-operator), as operators
+    add theirs, not by the manifest that created it."""
     directory.mkdir()
     objects = []
     for name, documents in files.items():
@@ -69,6 +71,15 @@ def install(cluster, files: dict[str, list[dict]], directory) -> list[dict]:
         for document in documents:
             objects += document["items"] if document["kind"] == "List" else [document]
     for obj in objects:
+        finalizers = obj["metadata"].get("finalizers") if obj["kind"] == "Widget" else None
+        if finalizers:
+            made = cluster.create({**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "finalizers"},
+                                   "spec": {"size": 1}})
+            code, answer = cluster.api.send("PATCH", cluster.path_of(made) + "?fieldManager=widget-operator",
+                                            {"metadata": {"finalizers": finalizers}},
+                                            content_type="application/merge-patch+json")
+            assert code == 200, answer
+            continue
         cluster.create(obj)
         if obj["kind"] == "CustomResourceDefinition":
             group = obj["spec"]["group"]

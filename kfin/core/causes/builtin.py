@@ -9,26 +9,78 @@ from kfin.core.causes.registry import (
     Finding,
     Link,
     Verdict,
+    condition,
     explains,
     kfin_remove_command,
     lease_alive,
     state_line,
     waiting_on_controller_manager,
 )
+from kfin.core.facts import ClusterFacts
+from kfin.model import MANAGERS, KubeObject
+
+CLOUD_CONTROLLER = "cloud-controller-manager"
+LOAD_BALANCER = "load-balancer-cleanup"  # the cause of service.kubernetes.io/load-balancer-cleanup
+POD_LABELS = ("component", "k8s-app", "app", "app.kubernetes.io/name", "app.kubernetes.io/component")
+
+
+def cloud_controller(facts: ClusterFacts) -> tuple[bool | None, list[str], KubeObject | None]:
+    """Is a cloud controller manager (whose service controller deletes load balancers) running? (True, False when
+    it is there but does not run, None when none is found or it cannot be told; what was looked for and found, as
+    evidence; its Pod when that is what tells). Its leader lease in kube-system first (a lease of that name, or of a
+    name ending in it); without one, its Pods in kube-system (named or
+    labelled so: a cloud controller manager run without leader election keeps no lease). Many clusters run none
+    (bare metal, kind, a laptop's), and a managed control plane may hide its own: so none found is not "gone"."""
+    alive, liveness = lease_alive(facts, CLOUD_CONTROLLER)
+    if alive is not None:
+        return alive, [liveness], None
+    seen = [liveness]
+    leases = facts.objects("coordination.k8s.io", "leases", "kube-system", full=True) or []
+    for other in sorted((le for le in leases if le.name.endswith(CLOUD_CONTROLLER)), key=lambda le: le.name):
+        alive, liveness = lease_alive(facts, other.name)
+        if alive is not None:
+            return alive, [*seen, liveness], None
+    pods = facts.objects("", "pods", "kube-system", full=True)
+    if pods is None:
+        return None, [*seen, "kfin could not read the Pods of kube-system to look for a cloud controller manager"], None
+    mine = [
+        p
+        for p in pods
+        if not p.terminating
+        and (
+            CLOUD_CONTROLLER in p.name
+            or any(CLOUD_CONTROLLER in str(v) for k, v in (p.meta.get("labels") or {}).items() if k in POD_LABELS)
+        )
+    ]
+    ready = [p for p in mine if condition(p, "Ready").get("status") == "True"]
+    if ready:
+        return True, [*seen, f"its Pod kube-system/{ready[0].name} is Ready"], ready[0]
+    if mine:
+        return False, [*seen, f"its Pod kube-system/{mine[0].name} is not Ready"], mine[0]
+    return (
+        None,
+        [*seen, f"no Pod in kube-system is named or labelled {CLOUD_CONTROLLER} ({len(pods)} Pods there)"],
+        None,
+    )
 
 
 @explains(
-    "load-balancer-cleanup",
+    LOAD_BALANCER,
     Entry(
         "service.kubernetes.io/load-balancer-cleanup",
         "a Service until its cloud load balancer is deleted",
         "the cloud controller manager (service controller)",
     ),
+    reads=(("coordination.k8s.io", "leases", "kube-system"),),
 )
 def load_balancer(ctx: Context) -> Finding:
     risk = "removing it leaves the cloud load balancer (and its public address) behind, still billed"
     outside = "the Service's cloud load balancer and its public address"  # said first, as a catalog entry's is
-    alive, liveness = lease_alive(ctx.facts, "cloud-controller-manager")
+    alive, looked, pod = cloud_controller(ctx.facts)
+    seen = list(looked)
+    manager = (ctx.obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
+    if manager:
+        seen.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
     if alive is False:
         found = ctx.finding(
             "the cloud controller manager that deletes the load balancer is not running",
@@ -37,7 +89,7 @@ def load_balancer(ctx: Context) -> Finding:
             fix="bring the cloud controller manager back, or delete the load balancer "
             "in the cloud console, then remove the finalizer",
             risk=risk,
-            evidence=[liveness],
+            evidence=seen,
             alive=alive,
         )
         found.infrastructure = outside
@@ -45,12 +97,43 @@ def load_balancer(ctx: Context) -> Finding:
         found.links.append(
             Link(
                 "controller",
-                liveness,
-                actor="cloud-controller-manager",
+                looked[-1],
+                target=pod,
+                actor=None if pod else CLOUD_CONTROLLER,
                 step=(
                     Action(None, note="bring the cloud controller manager back"),
                     Action(
                         found.remove_command, when="instead, once you deleted the load balancer in the cloud console"
+                    ),
+                ),
+            )
+        )
+        return found
+    if alive is None:  # nothing shown to act: never "wait", never ORPHANED (a managed control plane may hide it)
+        found = ctx.finding(
+            "no cloud controller manager was found to delete the load balancer: looked for its lease and its Pods "
+            "in kube-system",
+            Verdict.UNKNOWN,
+            fix="find out whether a cloud controller manager runs (a managed control plane may hide it, and it "
+            "then removes the finalizer itself); if none does (bare metal, kind, a local cluster), delete the "
+            "load balancer by hand where one was made, then remove the finalizer",
+            risk=risk,
+            evidence=seen,
+            alive=None,
+        )
+        found.summary = "no cloud controller manager found to delete its load balancer"
+        found.infrastructure = outside
+        found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
+        found.links.append(
+            Link(
+                "cloud",
+                "no cloud controller manager was found: " + "; ".join(looked),
+                actor=CLOUD_CONTROLLER,
+                step=(
+                    Action(None, note="find out whether a cloud controller manager runs (its logs, your provider)"),
+                    Action(
+                        found.remove_command,
+                        when="if none runs, once the load balancer is deleted by hand (or none was ever made)",
                     ),
                 ),
             )
@@ -61,14 +144,12 @@ def load_balancer(ctx: Context) -> Finding:
         Verdict.WAITING,
         fix="check the cloud controller manager's logs for errors deleting the load balancer",
         risk=risk,
-        evidence=[liveness],
+        evidence=seen,
         alive=alive,
     )
     found.summary = "a Service until its cloud load balancer is deleted"
     found.infrastructure = outside
-    found.links.append(
-        Link("cloud", "the cloud controller manager deletes the load balancer", actor="cloud-controller-manager")
-    )
+    found.links.append(Link("cloud", "the cloud controller manager deletes the load balancer", actor=CLOUD_CONTROLLER))
     return found
 
 

@@ -5,13 +5,21 @@ resource to the subjects granted that (by ClusterRoles and Roles naming the reso
 any with wildcards; `system:` roles count where they name the resource, since kube-controller-manager's
 rights come from them; the defaults every cluster has, cluster-admin, admin and edit, are no evidence),
 then from ServiceAccounts to the Pods running as them and the Deployments and StatefulSets behind them.
+WAITING needs more than a controller that runs: it must be shown to own that finalizer name, by the field manager
+that added it (managedFields) being that controller (its ServiceAccount, its workload's name or app label, or one of
+its containers' names), or by the same name on other objects of the type that it added. A finalizer a person added
+(kubectl) or one no running controller is shown to own is UNKNOWN, who added it named. A controller that runs outside
+the cluster under a user's identity (`kopf run` on a laptop) shows itself by its writes: recent ones by the field
+manager that added the finalizer make it WAITING, never ORPHANED.
 ORPHANED needs all of it to come up empty: no grant to anyone kfin cannot follow (a User or Group), no
-workload, and no running workload of the field manager that added the finalizer.
+workload, no running workload of the field manager that added the finalizer, and no recent write by it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from msgspec import Struct
@@ -31,11 +39,17 @@ from kfin.core.causes.registry import (
     kfin_remove_command,
 )
 from kfin.core.facts import ClusterFacts
-from kfin.model import JSON, MANAGERS, KubeObject
+from kfin.model import JSON, MANAGERS, KubeObject, parse_time
+from kfin.util.durations import format_age
 
 RBAC = "rbac.authorization.k8s.io"
 DEFAULT_ROLES = ("cluster-admin", "admin", "edit")
 WRITE_VERBS = {"update", "patch", "*"}
+# Field managers of the tools people type into (kube-apiserver names a writer that gives none by its user agent's
+# first word: kubectl sends its command, kubectl-edit, kubectl-patch, kubectl-client-side-apply): not a controller
+PERSON_TOOLS = re.compile(r"^(kubectl(-[a-z-]+)?|k9s)$")
+RECENT_WRITE = 600  # seconds: a field manager that wrote to objects of the type this recently still acts
+MOST_WRITES_READ = 4  # objects of a type and namespace read whole for when the field manager last wrote to them
 
 
 class Grant(Struct, frozen=True):
@@ -288,11 +302,239 @@ def _workloads_named(facts: ClusterFacts, manager: str) -> list[tuple[KubeObject
         workloads = facts.objects(group, resource, None, full=True)
         readable = readable or workloads is not None
         for w in workloads or []:
-            account = (((w.raw.get("spec") or {}).get("template") or {}).get("spec") or {}).get("serviceAccountName")
-            if manager not in (w.name, (w.meta.get("labels") or {}).get("app.kubernetes.io/name"), account):
-                continue
-            found.append((w, *readiness(w)))
+            if manager in workload_identities(w):
+                found.append((w, *readiness(w)))
     return found if readable else None
+
+
+def added_by_person(manager: str) -> bool:
+    """Whether a field manager is a tool people type into (kubectl and its commands, k9s), not a controller."""
+    return bool(PERSON_TOOLS.match(manager))
+
+
+def who_added(manager: str | None) -> str:
+    """Who added a finalizer, in words, from the field manager managedFields name."""
+    if not manager:
+        return "a writer managedFields do not name"
+    if added_by_person(manager):
+        return f'field manager "{manager}" (a person\'s {manager.split("-")[0]}, not a controller)'
+    return f'field manager "{manager}"'
+
+
+def pod_identities(pod: KubeObject) -> set[str]:
+    """The names a Pod's writes may carry as their field manager: its ServiceAccount, its workload's name (a
+    Deployment's through its ReplicaSet, named after it and the pod-template-hash label), its app labels, and its
+    containers' names (a binary named like its container, as controller-runtime's `manager`)."""
+    labels = pod.meta.get("labels") or {}
+    names = {_pod_account(pod), *(str(labels[k]) for k in ("app.kubernetes.io/name", "app") if labels.get(k))}
+    template_hash = labels.get("pod-template-hash")
+    for owner in pod.owner_references:
+        name = str(owner.get("name") or "")
+        if owner.get("kind") == "ReplicaSet" and template_hash and name.endswith(f"-{template_hash}"):
+            names.add(name[: -len(template_hash) - 1])
+        elif owner.get("kind") in ("StatefulSet", "DaemonSet", "Deployment"):
+            names.add(name)
+    names |= {str(c.get("name")) for c in (pod.raw.get("status") or {}).get("containerStatuses") or [] if c.get("name")}
+    return names - {""}
+
+
+def workload_identities(workload: KubeObject) -> set[str]:
+    """The names a workload's writes may carry as their field manager: its name, its app.kubernetes.io/name label,
+    the ServiceAccount its Pods run as."""
+    label = (workload.meta.get("labels") or {}).get("app.kubernetes.io/name")
+    return {workload.name, workload_account(workload), *([str(label)] if label else [])}
+
+
+def identities(runner: KubeObject) -> set[str]:
+    """The names a Pod's or a workload's writes may carry as their field manager."""
+    if (runner.type.group, runner.type.resource) == ("", "pods"):
+        return pod_identities(runner)
+    return workload_identities(runner)
+
+
+def ownership(ctx: Context, names: set[str], who: str) -> tuple[bool, list[str]]:
+    """Is the running controller whose writes carry one of `names` shown to own the finalizer? By the field manager
+    that added it, or by the same finalizer on other objects of the type, added by it. (shown, the evidence)."""
+    manager = (ctx.obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
+    if manager and manager in names:
+        return True, [f'{who} owns {ctx.finalizer}: it added it (field manager "{manager}")']
+    obj = ctx.obj
+    listed = siblings(ctx)
+    carrying = [o for o in listed or [] if o.uid != obj.uid]
+    by_it = [o for o in carrying if (o.raw.get(MANAGERS) or {}).get(ctx.finalizer) in names]
+    if by_it:
+        first = by_it[0]
+        where = f"{first.namespace}/" if first.namespace else ""
+        added = (first.raw.get(MANAGERS) or {})[ctx.finalizer]
+        return True, [
+            f"{who} owns {ctx.finalizer}: it added it to {first.type.kind} {where}{first.name} (field manager "
+            f'"{added}")' + (f" and {len(by_it) - 1} more" if len(by_it) > 1 else "")
+        ]
+    said = [
+        f"{ctx.finalizer} was added by {who_added(manager)}, not by {who} (it writes as {', '.join(sorted(names))})"
+    ]
+    if listed is None:
+        said.append(f"kfin could not list the other {obj.type.qualified} to see who added {ctx.finalizer} to them")
+    elif carrying:
+        said.append(
+            f"{who} added {ctx.finalizer} to none of the {len(carrying)} other {obj.type.qualified} carrying it"
+        )
+    else:
+        said.append(f"no other {obj.type.qualified} carries {ctx.finalizer}")
+    return False, said
+
+
+def last_write(ctx: Context, manager: str) -> tuple[datetime, KubeObject] | None:
+    """When field manager `manager` last wrote to objects of the type in the object's namespace that carry the
+    finalizer added by it (the object among them), and where. A few of them are read whole for their managedFields'
+    times (MOST_WRITES_READ, those being deleted first, newest deletion first, then by name): the same few whichever
+    of them is explained, so that a scan and explain answer alike, at a bounded cost. Only writes after an object's
+    creation count: the manifest that created it with the finalizer (kubectl apply, Helm) is no sign that anything
+    acts on it since. kube-apiserver stamps a create's managedFields before its creationTimestamp (apiserver's
+    endpoints/handlers/create.go: FieldManager.UpdateNoErrors, then r.Create, whose BeforeCreate sets it), so a write
+    of a later second than that is a later write."""
+    obj, facts = ctx.obj, ctx.facts
+    key = ("last write", obj.type.group, obj.type.resource, obj.namespace, ctx.finalizer, manager)
+    if key not in facts.memo:
+        members = {o.uid: o for o in siblings(ctx) or [] if (o.raw.get(MANAGERS) or {}).get(ctx.finalizer) == manager}
+        members.setdefault(obj.uid, obj)
+        ordered = sorted(members.values(), key=lambda o: o.name)  # those being deleted first, the latest first
+        ordered.sort(key=lambda o: str(o.meta.get("deletionTimestamp") or ""), reverse=True)
+        latest: tuple[datetime, KubeObject] | None = None
+        for candidate in ordered[:MOST_WRITES_READ]:
+            meta = (facts.whole(candidate) or {}).get("metadata") or {}
+            created = parse_time(meta.get("creationTimestamp"))
+            for entry in meta.get("managedFields") or []:
+                when = parse_time(entry.get("time")) if isinstance(entry, dict) else None
+                if when is None or entry.get("manager") != manager or (created is not None and when <= created):
+                    continue
+                if latest is None or when > latest[0]:
+                    latest = (when, candidate)
+        facts.memo[key] = latest
+    found: tuple[datetime, KubeObject] | None = facts.memo[key]
+    return found
+
+
+def siblings(ctx: Context) -> list[KubeObject] | None:
+    """The objects of the type in the object's namespace (everywhere for a cluster-scoped type) that carry its
+    finalizer, itself included: where its controller's own use of that name shows. A scan that listed the namespace
+    holds every object with finalizers (a lean one drops only those without): taken from it, never read again;
+    otherwise (kfin explain) the type is listed there once. None when they cannot be listed."""
+    obj, facts = ctx.obj, ctx.facts
+    key = ("carrying", obj.type.group, obj.type.resource, obj.namespace, ctx.finalizer)
+    if key not in facts.memo:
+        if facts.listed(obj.namespace or None):
+            found: list[KubeObject] | None = _finalized(facts).get((obj.type.group, obj.type.resource), [])
+        else:
+            found = facts.objects(obj.type.group, obj.type.resource, obj.namespace or None)
+        facts.memo[key] = (
+            None
+            if found is None
+            else [o for o in found if o.namespace == obj.namespace and ctx.finalizer in o.finalizers]
+        )
+    carrying: list[KubeObject] | None = facts.memo[key]
+    return carrying
+
+
+def _finalized(facts: ClusterFacts) -> dict[tuple[str, str], list[KubeObject]]:
+    """The objects with finalizers the facts hold, by type: indexed once for every stuck object's question."""
+    key = ("finalized by type",)
+    if key not in facts.memo:
+        index: dict[tuple[str, str], list[KubeObject]] = {}
+        for o in facts.inventory.kept_objects():
+            if o.finalizers:
+                index.setdefault((o.type.group, o.type.resource), []).append(o)
+        facts.memo[key] = index
+    found: dict[tuple[str, str], list[KubeObject]] = facts.memo[key]
+    return found
+
+
+def acting_elsewhere(
+    ctx: Context, manager: str | None, *, risk: str, evidence: list[str], controller: str
+) -> Finding | None:
+    """No workload of its controller runs in the cluster, but the field manager that added the finalizer (not a
+    person's tool) wrote to objects of the type recently: it acts from elsewhere (a process outside the cluster,
+    under a user's identity: `kopf run` on a laptop). WAITING when it wrote within RECENT_WRITE seconds, UNKNOWN
+    when it wrote since the deletion only longer ago; None otherwise (its last write, if any, is added as
+    evidence)."""
+    if not manager or added_by_person(manager):
+        return None
+    found = last_write(ctx, manager)
+    if found is None:
+        return None
+    when, where = found
+    age = max(0.0, (ctx.facts.inventory.observed_at - when).total_seconds())
+    place = f"{where.type.kind} {where.namespace + '/' if where.namespace else ''}{where.name}"
+    wrote = f'field manager "{manager}", which added it, last wrote to {place} {format_age(age)} ago'
+    deleted = ctx.obj.deletion_timestamp
+    if age > RECENT_WRITE and (where is not ctx.obj or deleted is None or when < deleted):
+        evidence.append(wrote)
+        return None
+    recent = age <= RECENT_WRITE
+    found_it = ctx.finding(
+        f"no workload of its controller runs in the cluster, but {wrote}: it acts from outside the cluster (a "
+        "process under a user's identity, as `kopf run` on a laptop)"
+        + ("" if recent else ", since the deletion; kfin cannot tell whether it still runs"),
+        Verdict.WAITING if recent else Verdict.UNKNOWN,
+        fix=f'check the process that writes as "{manager}" (outside the cluster): its logs say why it does not '
+        "remove the finalizer",
+        risk=risk,
+        evidence=[*evidence, wrote],
+        alive=True if recent else None,
+        controller=f'{controller} (field manager "{manager}", outside the cluster)',
+    )
+    found_it.summary = f'{ctx.finalizer} (field manager "{manager}" acts from outside the cluster)'
+    found_it.detail["lastWrite"] = {"manager": manager, "object": place, "seconds": int(age)}
+    if not recent:
+        found_it.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
+        found_it.links.append(
+            Link(
+                "controller",
+                wrote,
+                actor=f'field manager "{manager}"',
+                step=(
+                    Action(None, note=f'find out whether the process that writes as "{manager}" still runs'),
+                    Action(found_it.remove_command, when="if it does not, once what it guards is cleaned up by hand"),
+                ),
+            )
+        )
+    else:
+        found_it.links.append(Link("controller", wrote + " and should remove it", actor=f'field manager "{manager}"'))
+    return found_it
+
+
+def not_shown_owner(
+    ctx: Context, runs: str, said: list[str], *, risk: str, evidence: list[str], controller: str
+) -> Finding:
+    """A controller runs, but nothing shows it owns the finalizer (a person added it, or a writer no running
+    controller is): UNKNOWN, naming who added it, with the removal for after checking what it guards."""
+    manager = (ctx.obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
+    added = who_added(manager)
+    found = ctx.finding(
+        f"its controller runs ({runs}), but nothing shows it owns {ctx.finalizer}: it was added by {added}, and no "
+        "running controller is shown to remove it",
+        Verdict.UNKNOWN,
+        fix=f"find out what {ctx.finalizer} guards and whether anything removes it (ask who added it: {added}); "
+        "if nothing does, clean up what it guards by hand, then remove it",
+        risk=risk,
+        evidence=[*evidence, *said],
+        alive=None,
+        controller=controller,
+    )
+    found.summary = f"{ctx.finalizer} (added by {added}; no running controller shown to own it)"
+    found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
+    found.links.append(
+        Link(
+            "controller",
+            f"{ctx.finalizer} was added by {added}, and no running controller is shown to remove it",
+            actor=f'field manager "{manager}"' if manager else controller,
+            step=(
+                Action(None, note=f"find out what {ctx.finalizer} guards and whether anything removes it ({added})"),
+                Action(found.remove_command, when="once you checked what it guards and cleaned it up by hand"),
+            ),
+        )
+    )
+    return found
 
 
 def may_update(ctx: Context, namespace: str, account: str) -> bool | None:
@@ -416,7 +658,10 @@ def _by_evidence(
             Verdict.WAITING,
             fix="check that controller's logs for why it does not finish",
             risk=risk,
-            evidence=evidence,
+            evidence=[
+                *evidence,
+                f'{w.type.kind} {w.namespace}/{w.name} owns {ctx.finalizer}: it added it (field manager "{manager}")',
+            ],
             alive=True,
             controller=controller,
         )
@@ -485,9 +730,9 @@ def custom(ctx: Context) -> Finding:
     if grants is None:
         found = (
             _by_evidence(ctx, manager, risk=risk, evidence=evidence, controller=controller, line=line)
-            if manager
+            if manager and not added_by_person(manager)
             else None
-        )
+        ) or acting_elsewhere(ctx, manager, risk=risk, evidence=evidence, controller=controller)
         if found is not None:
             return found
         found = ctx.finding(
@@ -517,7 +762,14 @@ def custom(ctx: Context) -> Finding:
         )
     evidence += story
     healthy = [p for p in pods_all if is_ready(p)]
-    if healthy:
+    owner, shown = None, []
+    for p in healthy:  # the running controller shown to own the finalizer name, if one is
+        owns, said = ownership(ctx, identities(p), f"Pod {p.namespace}/{p.name}")
+        if owns:
+            owner, shown = p, said
+            break
+        shown = shown or said
+    if owner is not None:
         found = ctx.finding(
             f"its controller is running ({', '.join(f'Pod {p.namespace}/{p.name}' for p in healthy[:3])}"
             ", Ready) and should remove it",
@@ -526,20 +778,22 @@ def custom(ctx: Context) -> Finding:
             "controller's logs for why it does not finish: it usually waits on something outside the "
             "cluster",
             risk=risk,
-            evidence=evidence,
+            evidence=[*evidence, *shown],
             alive=True,
             controller=controller,
         )
         found.summary = line
         found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
-        pod = next((p for p in healthy if _pod_account(p) == manager), healthy[0])  # the field manager's, if it runs
         return controller_removal(
-            ctx, found, f"{pod.namespace}/{_pod_account(pod)}", f"Pod {pod.namespace}/{pod.name}, Ready", pod
+            ctx, found, f"{owner.namespace}/{_pod_account(owner)}", f"Pod {owner.namespace}/{owner.name}, Ready", owner
         )
-    if manager:  # the workload of the field manager that added it: running (allowed or not), or down
+    if manager and not added_by_person(manager):  # the field manager's workload: running (allowed or not), or down
         found = _by_evidence(ctx, manager, risk=risk, evidence=evidence, controller=controller, line=line)
         if found is not None:
             return found
+    if healthy:  # running, but not shown to own this finalizer name (a person added it, or another writer)
+        runs = ", ".join(f"Pod {p.namespace}/{p.name}" for p in healthy[:3]) + ", Ready"
+        return not_shown_owner(ctx, runs, shown, risk=risk, evidence=evidence, controller=controller)
     if pods_all or idle_all:  # installed, but not running: the controller needs fixing, not the finalizer
         failing = pods_all[0] if pods_all else None
         why = _trouble(failing) if failing else idle_all[0]
@@ -570,6 +824,10 @@ def custom(ctx: Context) -> Finding:
             )
         )
         return found
+    acting = acting_elsewhere(ctx, manager, risk=risk, evidence=evidence, controller=controller)
+    if acting is not None:  # its writes show it acts, from outside the cluster: never ORPHANED
+        acting.evidence += [f"the {g.role} grants update on {obj.type.qualified} to {g.subject}" for g in unfollowed]
+        return acting
     if unfollowed:  # a User or Group may run anywhere (kube-controller-manager, a controller outside the cluster)
         found = ctx.finding(
             f"update on {obj.type.qualified} is granted to {', '.join(g.subject for g in unfollowed[:3])}, which "
@@ -587,7 +845,8 @@ def custom(ctx: Context) -> Finding:
         found.summary = line
         found.remove_command = kfin_remove_command(obj, ctx.finalizer)
         return found
-    if manager and workloads_of_manager(ctx.facts, manager) is None:
+    person = added_by_person(manager or "")
+    if manager and not person and workloads_of_manager(ctx.facts, manager) is None:
         found = ctx.finding(
             f'kfin could not read the workloads that may be field manager "{manager}", which added it',
             Verdict.UNKNOWN,
@@ -599,7 +858,9 @@ def custom(ctx: Context) -> Finding:
         found.summary = line
         return found
     evidence.append(
-        f'managedFields: no Deployment, StatefulSet or DaemonSet is named or labelled "{manager}", or runs as it'
+        f"managedFields: it was added by {who_added(manager)}, which no controller removes by itself"
+        if person
+        else f'managedFields: no Deployment, StatefulSet or DaemonSet is named or labelled "{manager}", or runs as it'
         if manager
         else "managedFields name no field manager for it (or were not kept)"
     )

@@ -483,7 +483,10 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             Verdict.WAITING,
             fix=f"check {w.type.kind} {w.namespace}/{w.name}'s logs for why it does not finish; {entry.fix}",
             risk=entry.risk,
-            evidence=[f"found through the catalog in {where}"],
+            evidence=[
+                f"found through the catalog in {where}",
+                f"{controller.name} owns {ctx.finalizer}: the catalog's entry for {entry.project} names it its remover",
+            ],
             alive=True,
             controller=controller.name,
         )

@@ -21,7 +21,7 @@ from typing import Literal
 from msgspec import Struct, field
 
 from kfin.core.catalog import Catalog, CatalogEntry
-from kfin.core.causes.evidence import creates_refused, failed_reads, failure_conditions, warning_lines
+from kfin.core.causes.evidence import Reports, controller_reports, creates_refused, failed_reads, failure_conditions
 from kfin.core.facts import ClusterFacts
 from kfin.model import JSON, KubeObject, parse_time
 from kfin.util.durations import format_age
@@ -553,17 +553,28 @@ def explain_object(obj: KubeObject, facts: ClusterFacts) -> Explanation:
 
 def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: list[JSON] | None = None) -> None:
     """No answer against the evidence kfin holds. The object's failure conditions and kfin's failed reads of what
-    its causes read are quoted on every finding of a Terminating object (a snapshot holds them too); a WAITING
-    finding ("its controller should remove it"), or a deletion kfin expects to complete on its own, then becomes
-    UNKNOWN, and so does an ORPHANED one whose proof needed a read that failed; so does a WAITING one against
-    the object's Warning events, where they were read (explain shows them beside the answer). A cause that
-    accounts for the evidence answers otherwise (HOLDING, BLOCKED, STALLED ...) and keeps its verdict."""
+    its causes read are quoted on every finding of a Terminating object (a snapshot holds them too). Where a finding
+    would be WAITING ("its controller should remove it"), or a deletion kfin expects to complete on its own, what the
+    object's controller reports is read too (its Events, once per object, or `events` when given; the conditions it
+    writes: kfin.core.causes.evidence.controller_reports): every command that explains the object reads the same, so
+    they give one verdict. Against such evidence a WAITING finding becomes STALLED where its remover is known to run
+    and says it cannot finish (a Warning Event since the deletion, a failing or paused condition of its own: named,
+    with what to fix), else UNKNOWN, with the evidence quoted; so does an ORPHANED one whose proof needed a read that
+    failed. Either way its plan no longer waits. A cause that accounts for the evidence answers otherwise (HOLDING,
+    BLOCKED, STALLED ...) and keeps its verdict; progress its controller reports is quoted on a WAITING one."""
     obj = explanation.obj
     if not obj.terminating:
         return
     unread, gaps = failed_reads(facts, obj, reads_for(obj, facts.catalog))
-    quoted = list(dict.fromkeys(failure_conditions(obj) + unread + gaps))
-    against = list(dict.fromkeys(failure_conditions(obj) + unread + warning_lines(events)))
+    waits = not explanation.findings or any(f.verdict == Verdict.WAITING for f in explanation.findings)
+    reports = controller_reports(obj, facts, events) if waits else Reports()
+    failing = failure_conditions(obj)
+    quoted = list(dict.fromkeys(failing + unread + gaps + reports.cannot_finish + reports.doubts))
+    against = list(dict.fromkeys(failing + unread + reports.cannot_finish + reports.doubts))
+    own = list(dict.fromkeys(failing + reports.cannot_finish))  # what its controller itself says
+    for finding in explanation.findings if reports.progress and not against else []:
+        if finding.verdict == Verdict.WAITING:
+            finding.evidence += [f"its controller reports progress: {line}" for line in reports.progress]
     if not quoted and not against:
         return
     if not explanation.findings:  # "none: deletion should complete on its own" is no answer against evidence
@@ -601,6 +612,9 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
             )
             finding.remove_command = None
             continue
+        if own and finding.verdict == Verdict.WAITING and _remover_known(finding):
+            _stalled_by_report(finding, obj, own)
+            continue
         finding.verdict = Verdict.UNKNOWN
         finding.condition = (
             f"{reason}{more}: kfin has no cause that explains it, so it cannot tell whether this resolves by itself"
@@ -608,6 +622,41 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
         finding.summary = f"not progressing as kfin expected: {reason}{more}"
         finding.fix = f"find out what holds it from that evidence ({reason}), then explain it again"
         finding.remove_command = None
+        _no_wait(finding, Action(None, note=finding.fix))
+
+
+def _remover_known(finding: Finding) -> bool:
+    """Whether the finding's remover was found running and shown to own the finalizer (a cause says WAITING with
+    its controller alive only then); the control plane's components report through their own causes."""
+    return finding.controller_alive is True and bool(finding.finalizer) and not control_plane_owned(finding.finalizer)
+
+
+def _stalled_by_report(finding: Finding, obj: KubeObject, own: list[str]) -> None:
+    """Its remover runs but reports it cannot finish: STALLED, naming the report, with what to fix first."""
+    report = own[0]
+    more = f" (+{len(own) - 1} more)" if len(own) > 1 else ""
+    finding.verdict = Verdict.STALLED  # it runs, but nothing progresses until someone fixes what it reports
+    finding.condition = f"{finding.controller} runs but reports it cannot finish: {report}{more}"
+    finding.summary = f"{finding.finalizer} ({finding.controller} reports it cannot finish: {report})"
+    finding.remove_command = kfin_remove_command(obj, finding.finalizer)
+    finding.fix = (
+        f"fix what {finding.controller} reports ({report}): it then removes the finalizer; if it cannot be fixed, "
+        f"clean up by hand what the finalizer guards, then {finding.remove_command}"
+    )
+    _no_wait(
+        finding,
+        Action(None, note=f"fix what {finding.controller} reports: {report}"),
+        Action(finding.remove_command, when="instead, once what it guards is cleaned up by hand"),
+    )
+
+
+def _no_wait(finding: Finding, *step: Action) -> None:
+    """The finding's links with a step where they only waited on an actor: its plan says what to do, not to wait."""
+    kept = [link for link in finding.links if link.target is not None or link.step]
+    waited = [link for link in finding.links if link not in kept]
+    actor = next((link.actor for link in waited if link.actor), None) or finding.controller
+    kept.append(Link(waited[0].kind if waited else "controller", finding.condition, actor=actor, step=step))
+    finding.links = kept
 
 
 def note_readded(explanation: Explanation, readded: dict[str, str], managers: dict[str, str]) -> None:

@@ -33,7 +33,8 @@ def operator_pod(ready: bool):
 
 
 def test_a_running_controller_allowed_to_update_the_resource_is_waited_for():
-    w = widget()
+    """It runs and added the finalizer (its field manager is its ServiceAccount): shown to own it, WAITING."""
+    w = widget(**{MANAGERS: {FINALIZER: "widget-operator"}})
     [finding] = explain_object(w, facts(w, *grant(), operator_pod(ready=True), extra_types=(WIDGETS,))).findings
     assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
 
@@ -93,7 +94,7 @@ def test_a_system_role_with_wildcards_only_is_no_evidence_of_this_controller():
 
 
 def test_a_custom_role_with_wildcards_is_followed_to_its_workload():
-    w = widget()
+    w = widget(**{MANAGERS: {FINALIZER: "widget-operator"}})
     rbac = binding_to("widget-operator", [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
                       {"kind": "ServiceAccount", "name": "widget-operator", "namespace": "operators"})
     [finding] = explain_object(w, facts(w, *rbac, operator_pod(ready=True), extra_types=(WIDGETS,))).findings

@@ -98,6 +98,21 @@ def test_flux_reads_its_inventory_and_waits_for_a_running_controller():
     assert any("Deployment shop/web" in e for e in finding.evidence)
 
 
+def test_a_running_flux_that_reports_it_cannot_prune_is_stalled_with_its_condition_named():
+    """Owned by the catalog's entry, running, but Flux writes Ready False with PruneFailed (fluxcd/pkg's
+    PruneFailedReason) on the Kustomization being deleted: it cannot finish, STALLED naming the condition."""
+    failed = {"type": "Ready", "status": "False", "reason": "PruneFailed",
+              "message": "failed to delete Deployment/shop/web: forbidden"}
+    kustomization = obj(KUSTOMIZATION, "apps", "flux-system", finalizers=("finalizers.fluxcd.io",),
+                        deleting_for=DELETING, status={"conditions": [failed]})
+    known = facts(kustomization, kustomize_controller(1), *flux_grant(), extra_types=(KUSTOMIZATION,))
+    [finding] = explain_object(kustomization, known).findings
+    assert finding.verdict == Verdict.STALLED and finding.controller_alive is True
+    assert finding.condition.endswith("reports it cannot finish: condition Ready False (PruneFailed): failed to "
+                                      "delete Deployment/shop/web: forbidden")
+    assert any(e.endswith("names it its remover") for e in finding.evidence)
+
+
 def test_a_catalog_controller_that_runs_but_may_not_update_its_objects_is_stalled_with_the_missing_grant():
     """Issue 40: running is not acting. Without a grant of update or patch on kustomizations to its ServiceAccount
     (here: none at all), it cannot remove the finalizer until someone grants it."""
