@@ -20,9 +20,9 @@ processing.py, kopf/_cogs/clients/patching.py, auth.py) and seen on the real tie
 - `kopf run` lists and watches CustomResourceDefinitions and Namespaces cluster-wide even with --namespace: its
   documented RBAC grants those, and the objects' verbs in their namespace.
 
-The real tier only: kopf is a process of its own, speaking HTTPS to the API server through aiohttp with the
-credentials of a kubeconfig, and these scenarios need what only a real kube-apiserver and kube-controller-manager do
-(a mutating webhook called by URL, a client certificate signed through the CSR API)."""
+kopf is a process of its own, speaking to the API server through aiohttp with the credentials of a kubeconfig, on
+both tiers; what waits for it waits on the fake too (`eventually(..., external=True)`). Two scenarios run on the real
+tier only (real_only): a mutating webhook called by URL, and a User with a client certificate the cluster signed."""
 
 import base64
 import json
@@ -48,11 +48,14 @@ ROOT = Path(__file__).resolve().parents[2]
 OPERATOR = ROOT / "tests" / "kopf_operator.py"
 MARKER = "kopf.zalando.org/KopfFinalizerMarker"  # kopf's default settings.persistence.finalizer
 RBAC = "rbac.authorization.k8s.io/v1"
-REAL_ONLY = ("kopf runs as a process of its own against the API server (its watches, JSON patches and identity), "
-             "and the scenarios need a mutating webhook called by URL and a client certificate signed through the "
-             "CSR API, which only a real kube-apiserver and kube-controller-manager give")
+# What tests/fakeapi cannot do, for the scenarios that need it (the others run on both tiers: kopf's watches, JSON
+# patches and field manager behave there as on the real tier)
+WEBHOOK_BY_URL = ("a mutating webhook called by URL: the fake calls a webhook's URL for a validating DELETE only, and "
+                  "applies no webhook's patch")
+SIGNED_USER = ("a User with a client certificate signed through the CSR API: the fake authenticates bearer tokens only "
+               "and signs no certificate")
 
-pytestmark = [pytest.mark.real_only(REAL_ONLY), pytest.mark.controllers]
+pytestmark = pytest.mark.controllers
 
 
 class KopfOperator:
@@ -77,7 +80,7 @@ class KopfOperator:
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             cwd=ROOT, env=env)
-        self.cluster.eventually(self._alive, message=f"kopf's liveness endpoint (port {self.port})")
+        self.cluster.eventually(self._alive, external=True, message=f"kopf's liveness endpoint (port {self.port})")
         return self
 
     def _alive(self) -> bool:
@@ -106,6 +109,13 @@ class KopfOperator:
     def let_go(self, name: str) -> None:
         """Lets its on.delete handler for Widget `name` finish (the clean-up it stands for is done)."""
         (self.release / name).touch()
+
+    def fail(self, name: str, message: str) -> None:
+        """Makes its on.delete handler for Widget `name` fail with `message` (kopf.TemporaryError) until `recover`."""
+        (self.release / f"{name}.failing").write_text(message)
+
+    def recover(self, name: str) -> None:
+        (self.release / f"{name}.failing").unlink()
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else "(no log)"
@@ -203,7 +213,7 @@ def handled_widget(cluster, group: str, name: str = "w1") -> dict:
     widget = cluster.create({"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": name},
                              "spec": {"size": 1}})
     current = cluster.eventually(lambda: (lambda w: w if MARKER in (w["metadata"].get("finalizers") or []) else None)(
-        cluster.get(widget)), message="kopf to add its finalizer")
+        cluster.get(widget)), external=True, message="kopf to add its finalizer")
     managers = [e["manager"] for e in current["metadata"].get("managedFields") or []
                 if f'v:"{MARKER}"' in e.get("fieldsV1", {}).get("f:metadata", {}).get("f:finalizers", {})]
     assert managers == ["kopf"], current["metadata"].get("managedFields")
@@ -252,7 +262,7 @@ def test_kopf_holding_a_deletion_in_its_handler_is_waiting_and_the_widget_goes_w
     operator = operators(cluster, group, deployed_operator_kubeconfig(cluster, group))
     widget = handled_widget(cluster, group)
     cluster.delete(widget)
-    cluster.eventually(lambda: operator.began("w1"), message="kopf's on.delete handler to begin")
+    cluster.eventually(lambda: operator.began("w1"), external=True, message="kopf's on.delete handler to begin")
 
     report = explain(cluster, group)
     finding = kopf_finding(report)
@@ -266,9 +276,45 @@ def test_kopf_holding_a_deletion_in_its_handler_is_waiting_and_the_widget_goes_w
     gone(cluster, group, widget)
 
 
+def test_kopf_reporting_that_its_handler_fails_is_stalled_with_its_message(cluster, operators):
+    """kopf runs as its Deployment's ServiceAccount, but its on.delete handler cannot finish: it raises
+    kopf.TemporaryError ("failed to delete bucket: secret aws-creds not found") and kopf retries every second. kopf
+    reports it where it reports everything about a handler, in the handler's progress annotation
+    (`kopf.zalando.org/cleanup`: the message, the retries, success and failure false), and in its log; it posts no
+    Event (settings.posting.loggers is off by default). The remover runs and owns the finalizer but says it cannot
+    finish: STALLED, its message quoted, in explain and stuck alike, never WAITING. Once the cause is fixed, kopf's
+    next retry succeeds and the Widget goes."""
+    group = cluster.widget_crd()
+    operator = operators(cluster, group, deployed_operator_kubeconfig(cluster, group))
+    widget = handled_widget(cluster, group)
+    message = "failed to delete bucket: secret aws-creds not found"
+    operator.fail("w1", message)
+    cluster.delete(widget)
+
+    def progress() -> dict:
+        return json.loads((cluster.get(widget)["metadata"].get("annotations") or {}).get("kopf.zalando.org/cleanup")
+                          or "{}")
+
+    reported = cluster.eventually(lambda: (lambda p: p if (p.get("retries") or 0) >= 2 else None)(progress()),
+                                  external=True, message="kopf to retry its failing handler")
+    assert reported["message"] == message and reported["success"] is False and reported["failure"] is False, reported
+
+    report = explain(cluster, group)
+    finding = kopf_finding(report)
+    assert finding["verdict"] == "STALLED", finding
+    assert message in finding["condition"] + " ".join(finding["evidence"]), finding
+    assert not waits(report), report["plan"]
+    row = stuck_row(cluster)
+    assert row["verdict"] == "STALLED", row
+
+    operator.recover("w1")
+    operator.let_go("w1")
+    gone(cluster, group, widget)
+
+
 def test_kopf_stopped_with_its_deployment_scaled_to_zero_is_not_waiting(cluster, operators):
     """The operator ran and added its finalizer, then stopped: the process ended and its Deployment was scaled to 0
-    (its Pod gone, as the kubelet confirms). A Widget deleted now keeps kopf's finalizer and nothing removes it:
+    (its Pod gone). A Widget deleted now keeps kopf's finalizer and nothing removes it:
     kfin must not say WAITING nor plan to wait for it to go by itself; STALLED names the Deployment."""
     group = cluster.widget_crd()
     operator = operators(cluster, group, deployed_operator_kubeconfig(cluster, group))
@@ -278,12 +324,12 @@ def test_kopf_stopped_with_its_deployment_scaled_to_zero_is_not_waiting(cluster,
     cluster.api.merge_patch(deployment, {"spec": {"replicas": 0}})
     pods = f"/api/v1/namespaces/{cluster.namespace}/pods?labelSelector=app%3Dwidget-operator"
 
-    def pods_gone() -> bool:  # the replicaset controller deletes the Pod; no kubelet confirms: force it, as one would
-        items = cluster.api.get(pods)["items"]
-        for pod in items:
+    def pods_gone() -> bool:  # the replicaset controller deletes the Pod: one on no node goes at once, one on a node
+        # waits for its kubelet, which neither tier runs: forced, as the kubelet's confirmation would end it
+        for pod in cluster.api.get(pods)["items"]:
             if pod["metadata"].get("deletionTimestamp"):
                 cluster.api.delete(f"/api/v1/namespaces/{cluster.namespace}/pods/{pod['metadata']['name']}", grace=0)
-        return not items
+        return not cluster.api.get(pods)["items"]
 
     cluster.eventually(pods_gone, message="the Deployment's Pod to go")
     cluster.eventually(lambda: not (cluster.get(deployment).get("status") or {}).get("replicas"),
@@ -337,6 +383,7 @@ class _KeeperHandler(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.real_only(WEBHOOK_BY_URL)
 def test_kopfs_removal_put_back_by_a_mutating_webhook_is_blocked_and_names_the_webhook(cluster, operators, tmp_path):
     """The operator's handler is done and kopf removes its finalizer, but a MutatingWebhookConfiguration (by URL,
     failurePolicy Fail) puts it back on every UPDATE: kopf's removal never holds. kfin names the configuration as the
@@ -367,7 +414,8 @@ def test_kopfs_removal_put_back_by_a_mutating_webhook_is_blocked_and_names_the_w
         operator.let_go("w1")  # the handler finishes at once: kopf removes its finalizer, and it is put back
         cluster.delete(widget)
         identity = f"system:serviceaccount:{cluster.namespace}:widget-operator"
-        cluster.eventually(lambda: (identity, False) in keeper.put_back, message="kopf's removal to be put back")
+        cluster.eventually(lambda: (identity, False) in keeper.put_back, external=True,
+                           message="kopf's removal to be put back")
         assert MARKER in cluster.get(widget)["metadata"]["finalizers"]
 
         report = explain(cluster, group)
@@ -390,7 +438,7 @@ def test_kopfs_removal_put_back_by_a_mutating_webhook_is_blocked_and_names_the_w
         keeper.server_close()
 
 
-@pytest.mark.parametrize("identity", ["user", "serviceaccount"])
+@pytest.mark.parametrize("identity", [pytest.param("user", marks=pytest.mark.real_only(SIGNED_USER)), "serviceaccount"])
 def test_kopf_run_on_a_laptop_is_never_orphaned(cluster, operators, identity):
     """`kopf run` on a developer's machine: no workload in the cluster. The process acts as the User of a client
     certificate the cluster signed (`user`), or with a token of the operator's ServiceAccount, whose RBAC is applied
@@ -406,7 +454,7 @@ def test_kopf_run_on_a_laptop_is_never_orphaned(cluster, operators, identity):
     operator = operators(cluster, group, kubeconfig)
     widget = handled_widget(cluster, group)
     cluster.delete(widget)
-    cluster.eventually(lambda: operator.began("w1"), message="kopf's on.delete handler to begin")
+    cluster.eventually(lambda: operator.began("w1"), external=True, message="kopf's on.delete handler to begin")
 
     report = explain(cluster, group)
     finding = kopf_finding(report)
