@@ -1,7 +1,8 @@
 """A real operator that nobody here wrote: the widget operator of tests/kopf_operator.py, built on kopf (the Python
 operator framework), run by the real `kopf run` as a process of its own against the control plane, as the identity a
-cluster would give it. kfin is asked about its finalizer while kopf holds a deletion, after kopf is stopped, while a
-mutating webhook puts the finalizer back after kopf removes it, and while kopf runs on a developer's machine.
+cluster would give it. kfin is asked about its finalizer while kopf holds a deletion, while its handler keeps
+failing, after kopf is stopped, while a mutating webhook puts the finalizer back after kopf removes it, and while
+kopf runs on a developer's machine.
 
 What kopf does, as read in its source (kopf 1.45: kopf/_cogs/configs/configuration.py, kopf/_core/reactor/
 processing.py, kopf/_cogs/clients/patching.py, auth.py) and seen on the real tier:
@@ -17,6 +18,10 @@ processing.py, kopf/_cogs/clients/patching.py, auth.py) and seen on the real tie
   annotation (`kopf.zalando.org/<handler>`: its message and retry count). Kopf 1.45 posts a log message as an Event
   only when settings.posting.loggers is set (off by default), and then ERROR as type "Error", not "Warning"; only
   kopf.event(), kopf.warn() and kopf.exception() post one otherwise.
+- A removal that a mutating webhook puts back changes nothing: the object is written unchanged (no new
+  resourceVersion, no watch event). kopf tries twice, then waits for a change that does not come; it does not try
+  again when the webhook goes (seen on the real tier: the Widget was still there 40 s after its configuration
+  was deleted) until something changes the object or kopf restarts.
 - `kopf run` lists and watches CustomResourceDefinitions and Namespaces cluster-wide even with --namespace: its
   documented RBAC grants those, and the objects' verbs in their namespace.
 
