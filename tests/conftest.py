@@ -89,6 +89,9 @@ def gated_cluster(request, tmp_path):
 
 def _scenario(request, tmp_path, plane_fixture: str, gates: tuple[str, ...] = ()):
     backend = request.param
+    real_only = request.node.get_closest_marker("real_only")
+    if real_only and backend == "fakeapi":
+        pytest.skip(f"the real tier only: {real_only.args[0]}")
     server = None
     if backend == "fakeapi":
         server = FakeAPIServer(feature_gates=gates).start()
@@ -120,6 +123,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "controllers: the scenario needs kube-controller-manager's controllers")
     config.addinivalue_line("markers", "fake_only(why): a scenario that runs on tests/fakeapi only, and why a real "
                                        "control plane cannot be made to show it")
+    config.addinivalue_line("markers", "real_only(why): a scenario that runs on a real control plane only, and why "
+                                       "tests/fakeapi cannot serve it faithfully")
 
 
 def pytest_terminal_summary(terminalreporter):

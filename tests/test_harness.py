@@ -79,22 +79,56 @@ def test_scenarios_run_on_a_cluster_behind_a_kubeconfig_and_clean_up(tmp_path):
         server.wait(timeout=10)
 
 
-def test_every_scenario_runs_on_both_tiers_or_says_why_not():
-    """A test in tests/scenarios that needs a cluster takes the `cluster` fixture (tests/fakeapi, and the real
-    control plane), or takes the fake and is marked fake_only with the reason a real one cannot be made to show it
-    (README: the tiers). Tests of a file (a snapshot) need neither."""
+def _marks(nodes: list, name: str) -> list:
+    """The calls `pytest.mark.<name>(...)` among `nodes` (decorators, or a module's `pytestmark` value)."""
     import ast
 
-    one_tier = {}
+    return [n for n in nodes if isinstance(n, ast.Call) and ast.unparse(n.func) == f"pytest.mark.{name}"]
+
+
+def test_every_scenario_runs_on_both_tiers_or_says_why_not():
+    """A test in tests/scenarios that needs a cluster takes the `cluster` fixture (tests/fakeapi, and the real
+    control plane), or takes the fake and is marked fake_only with the reason a real one cannot be made to show it,
+    or takes `cluster` and is marked real_only (itself, one of its parameters, or its module's `pytestmark`) with the
+    reason the fake cannot serve it (README: the tiers). Tests of a file (a snapshot) need neither."""
+    import ast
+
+    fake_only, real_only = {}, {}
     for path in sorted((ROOT / "tests" / "scenarios").glob("test_*.py")):
-        for node in ast.parse(path.read_text()).body:
+        module = ast.parse(path.read_text())
+        module_marks = [mark for node in module.body if isinstance(node, ast.Assign)
+                        and [ast.unparse(t) for t in node.targets] == ["pytestmark"]
+                        for mark in _marks(list(ast.walk(node.value)), "real_only")]
+        for node in module.body:
             if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
                 continue
             arguments = {a.arg for a in node.args.args}
+            real = module_marks + _marks([n for d in node.decorator_list for n in ast.walk(d)], "real_only")
+            if real:
+                assert all(mark.args for mark in real), f"{path.name}::{node.name} is real_only and does not say why"
+                assert "cluster" in arguments, f"{path.name}::{node.name} is real_only but does not take `cluster`"
+                real_only[node.name] = ast.unparse(real[0].args[0])
             if not arguments & {"fake", "fake_kubeconfig"}:
                 continue
-            reasons = [d.args[0] for d in node.decorator_list if isinstance(d, ast.Call)
-                       and ast.unparse(d.func) == "pytest.mark.fake_only" and d.args]
+            reasons = [d.args[0] for d in _marks(node.decorator_list, "fake_only") if d.args]
             assert reasons, f"{path.name}::{node.name} takes the fake, not `cluster`, and does not say why (fake_only)"
-            one_tier[node.name] = ast.unparse(reasons[0])
-    assert len(one_tier) == 4, one_tier  # the README's count of fake-only scenarios
+            fake_only[node.name] = ast.unparse(reasons[0])
+    assert len(fake_only) == 4, fake_only  # the README's count of fake-only scenarios
+    assert len(real_only) == 2, real_only  # and of real-only ones: two of the kopf operator's
+
+
+def test_a_real_only_scenario_is_skipped_on_the_fake_with_its_reason(tmp_path):
+    """real_only keeps a scenario off tests/fakeapi, and says why in the skip."""
+    scenario = tmp_path / "test_one_tier.py"
+    scenario.write_text("import pytest\n\n"
+                        "@pytest.mark.real_only('the fake cannot')\n"
+                        "def test_it(cluster):\n"
+                        "    assert not cluster.is_fake\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBEBUILDER_ASSETS", "KFIN_TEST_KUBECONFIG")}
+    env["KFIN_TEST_ENVTEST"] = "0"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-c",
+                           str(ROOT / "pyproject.toml"), "-p", "tests.conftest", str(scenario)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    [skipped] = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert skipped.endswith("test_one_tier.py:3: the real tier only: the fake cannot"), done.stdout[-2000:]

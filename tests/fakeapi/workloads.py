@@ -5,8 +5,12 @@ their status counts the Pods that are ready. The Pods stay Pending: the fake, li
 scheduler and no kubelet; a test that wants a workload running writes its Pods' status (phase Running, Ready
 True), as the real tier's replicaset controller then counts them too. Shapes follow what kube-controller-manager
 v1.36.2 wrote on the real tier (names, labels, annotations, status fields, zero counts left out).
+A Deployment's new replica count is given to its ReplicaSet (with the desired- and max-replicas annotations:
+pkg/controller/deployment/sync.go scale, util.SetReplicasAnnotations, maxSurge 25% rounded up), and a ReplicaSet
+with more Pods than it wants deletes the extra ones, not-ready first, then the newest (pkg/controller/replicaset
+getPodsToDelete, simplified from its ranking): a Pod not bound to a node goes at once, as kube-apiserver deletes it.
 Simplified: the hash is not the real one (FNV of the template), one revision only (a template change is not
-rolled out), scale-down and DaemonSets are not modelled."""
+rolled out), a StatefulSet's scale-down and DaemonSets are not modelled."""
 
 import copy
 import hashlib
@@ -52,9 +56,15 @@ def _pod_spec(template_spec: dict) -> dict:
     return spec
 
 
-def _counts(**counts: int) -> dict:
-    """Status counts as the API shows them: zeros left out (omitempty), terminatingReplicas always."""
-    return {k: v for k, v in counts.items() if v or k == "terminatingReplicas"}
+def _max_replicas(replicas: int) -> int:
+    """The max-replicas annotation: the replicas and the default maxSurge, 25% of them rounded up."""
+    return replicas + -(-replicas // 4)
+
+
+def _counts(always: tuple[str, ...] = (), **counts: int) -> dict:
+    """Status counts as the API shows them: zeros left out (omitempty), terminatingReplicas and `always` kept (a
+    ReplicaSet's or StatefulSet's replicas has no omitempty: 0 after a scale-down to none, on the real tier)."""
+    return {k: v for k, v in counts.items() if v or k == "terminatingReplicas" or k in always}
 
 
 class WorkloadControllers:
@@ -93,13 +103,16 @@ class WorkloadControllers:
             c.create(c.types[REPLICASETS], meta["namespace"], {
                 "metadata": {"name": f"{meta['name']}-{pod_hash}", "labels": labels,
                              "annotations": {"deployment.kubernetes.io/desired-replicas": str(replicas),
-                                             "deployment.kubernetes.io/max-replicas": str(replicas + 1),
+                                             "deployment.kubernetes.io/max-replicas": str(_max_replicas(replicas)),
                                              REVISION: "1"},
                              "ownerReferences": [_owner_reference("Deployment", deployment)]},
                 "spec": {"replicas": replicas, "selector": selector,
                          "template": {"metadata": {**copy.deepcopy(template.get("metadata") or {}), "labels": labels},
                                       "spec": copy.deepcopy(template.get("spec") or {})}}})
             return  # the ReplicaSet's own change brings the Deployment's status
+        if not meta.get("deletionTimestamp"):
+            for rs in [rs for rs in sets if (rs.get("spec") or {}).get("replicas", 1) != replicas]:
+                self._update(REPLICASETS, rs, lambda o: self._scaled(o, replicas))
         current = c.by_identity(meta["uid"])
         if current is None:
             return
@@ -116,9 +129,17 @@ class WorkloadControllers:
                                                       unavailableReplicas=max(replicas - available, 0),
                                                       terminatingReplicas=0)})
 
+    @staticmethod
+    def _scaled(replica_set: dict, replicas: int) -> None:
+        replica_set["spec"]["replicas"] = replicas
+        replica_set["metadata"].setdefault("annotations", {}).update({
+            "deployment.kubernetes.io/desired-replicas": str(replicas),
+            "deployment.kubernetes.io/max-replicas": str(_max_replicas(replicas))})
+
     def pods_of(self, key: tuple, owner: dict) -> None:
         """Create the Pods a ReplicaSet or StatefulSet wants and lacks (a StatefulSet's are <name>-0, <name>-1,
-        ...; never fewer: scale-down is not modelled), and count them in its status."""
+        ...), delete those a ReplicaSet has too many (a StatefulSet never has fewer: its scale-down is not
+        modelled), and count them in its status."""
         c = self.c
         owner = c.by_identity(owner["metadata"]["uid"])
         if owner is None:
@@ -140,8 +161,15 @@ class WorkloadControllers:
                                          {"metadata": pod_meta, "spec": _pod_spec(template.get("spec") or {})}))
                 except st.APIError:  # its namespace is being terminated: the real controller's create fails too
                     break
+            if kind == "ReplicaSet":
+                extra = len(live) - spec.get("replicas", 1)
+                newest_first = sorted(live, key=lambda p: p["metadata"]["creationTimestamp"], reverse=True)
+                for pod in sorted(newest_first, key=_ready)[:max(extra, 0)]:  # not ready first
+                    c.delete(c.types[PODS], pod, None, None)
+                pods = self._owned(PODS, owner)
+                live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         ready = len([p for p in live if _ready(p)])
-        counts = _counts(replicas=len(live), fullyLabeledReplicas=len(live) if kind == "ReplicaSet" else 0,
+        counts = _counts(("replicas",), replicas=len(live), fullyLabeledReplicas=len(live) if kind == "ReplicaSet" else 0,
                          readyReplicas=ready, availableReplicas=ready, terminatingReplicas=len(pods) - len(live))
         self._status(key, owner, {**counts, "observedGeneration": meta.get("generation", 1)})
 
