@@ -41,6 +41,12 @@ class Controller(Struct, frozen=True):
     label_keys: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
     service_accounts: tuple[str, ...] = ()
+    # the field managers its writes carry whatever its workload is named (a framework's own: kopf's User-Agent), so
+    # that a finalizer one of them added is shown to be this controller's
+    field_managers: tuple[str, ...] = ()
+    # where it records its own work on each object, when not in Events or conditions: annotations of a prefix
+    # holding JSON (`annotationPrefix`, and the fields of its words, of "done", of its retries)
+    reports_in: tuple[tuple[str, str], ...] = ()
 
     @property
     def searchable(self) -> bool:
@@ -92,6 +98,8 @@ class CatalogEntry(Struct, frozen=True):
                 "labelKeys": list(self.controller.label_keys),
                 "namespaces": list(self.controller.namespaces),
                 "serviceAccounts": list(self.controller.service_accounts),
+                "fieldManagers": list(self.controller.field_managers),
+                "reportsIn": dict(self.controller.reports_in),
             },
             "protects": self.protects,
             "onDeletion": self.on_deletion,
@@ -215,6 +223,8 @@ def _entry(raw: dict[str, Any], source: str) -> CatalogEntry:
         tuple(c.get("labelKeys") or ()),
         tuple(c.get("namespaces") or ()),
         tuple(c.get("serviceAccounts") or ()),
+        tuple(c.get("fieldManagers") or ()),
+        tuple(sorted((c.get("reportsIn") or {}).items())),
     )
     return CatalogEntry(
         raw["name"],

@@ -212,3 +212,42 @@ def test_a_load_balancer_is_waited_for_only_where_a_cloud_controller_manager_is_
         "aws-cloud-controller-manager-x1"]
     [named] = explain_object(svc, facts(svc, lease("k3s-cloud-controller-manager"))).findings
     assert named.verdict == Verdict.WAITING
+
+
+# ----- a framework's operator (kopf), as its catalog entry describes it ------------------------------------------
+
+KOPF = "kopf.zalando.org/KopfFinalizerMarker"
+
+
+def kopf_widget(**annotations):
+    meta = {"annotations": annotations} if annotations else {}
+    w = obj(WIDGETS, "w1", "shop", finalizers=(KOPF,), deleting_for=timedelta(minutes=5),
+            **{MANAGERS: {KOPF: "kopf"}})
+    w.raw["metadata"].update(meta)
+    return w
+
+
+def test_a_finalizer_added_by_a_frameworks_field_manager_is_owned_by_the_running_controller_granted_the_type():
+    """kopf's writes carry its User-Agent's name ("kopf"), not its workload's: the catalog entry names that field
+    manager, so the running operator granted update on the type is shown to own the finalizer, and waited for."""
+    w = kopf_widget()
+    [finding] = explain_object(w, running(w)).findings
+    assert finding.verdict == Verdict.WAITING and finding.controller_alive is True, finding.condition
+    assert any('the catalog names "kopf" the field manager of a Kopf-based operator' in e for e in finding.evidence)
+
+
+def test_a_handler_whose_own_record_says_it_keeps_failing_is_stalled_with_its_words():
+    """kopf records each handler's state in an annotation named after it (JSON: retries, success, message), and
+    posts no Warning event by default: that record says it cannot finish."""
+    state = '{"started": "2026-11-28T00:00:00Z", "purpose": "delete", "retries": 4, "success": false, ' \
+            '"failure": false, "message": "failed to delete bucket: secret aws-creds not found"}'
+    w = kopf_widget(**{"kopf.zalando.org/cleanup": state, "kopf.zalando.org/last-handled-configuration": "{}"})
+    [finding] = explain_object(w, running(w)).findings
+    assert finding.verdict == Verdict.STALLED, finding.condition
+    assert finding.condition.endswith("reports it cannot finish: annotation kopf.zalando.org/cleanup (its own "
+                                      "record of that step, tried 4 times): failed to delete bucket: secret "
+                                      "aws-creds not found")
+    done = state.replace('"success": false', '"success": true')
+    w = kopf_widget(**{"kopf.zalando.org/cleanup": done})
+    [finding] = explain_object(w, running(w)).findings
+    assert finding.verdict == Verdict.WAITING, finding.condition

@@ -404,15 +404,32 @@ def last_write(ctx: Context, manager: str) -> tuple[datetime, KubeObject] | None
         for candidate in ordered[:MOST_WRITES_READ]:
             meta = (facts.whole(candidate) or {}).get("metadata") or {}
             created = parse_time(meta.get("creationTimestamp"))
-            for entry in meta.get("managedFields") or []:
-                when = parse_time(entry.get("time")) if isinstance(entry, dict) else None
-                if when is None or entry.get("manager") != manager or (created is not None and when <= created):
+            entries = [e for e in meta.get("managedFields") or [] if isinstance(e, dict)]
+            for entry in entries:
+                when = parse_time(entry.get("time"))
+                if when is None or entry.get("manager") != manager:
+                    continue
+                if created is not None and when <= created and not _added_after_create(entry, entries):
                     continue
                 if latest is None or when > latest[0]:
                     latest = (when, candidate)
         facts.memo[key] = latest
     found: tuple[datetime, KubeObject] | None = facts.memo[key]
     return found
+
+
+def _added_after_create(entry: JSON, entries: list[JSON]) -> bool:
+    """Whether a write stamped within the second of the object's creation was another request than the create: it
+    set metadata only (a finalizer, annotations: what a controller adds to an object it starts to handle) while
+    another field manager holds the rest (the spec or data the create carried), as kopf adds its finalizer within
+    a second of the object's creation. managedFields' times have a second's resolution."""
+    fields = entry.get("fieldsV1")
+    if not isinstance(fields, dict) or set(fields) != {"f:metadata"}:
+        return False
+    return any(
+        e is not entry and e.get("manager") != entry.get("manager") and set(e.get("fieldsV1") or {}) - {"f:metadata"}
+        for e in entries
+    )
 
 
 def siblings(ctx: Context) -> list[KubeObject] | None:
@@ -763,10 +780,18 @@ def custom(ctx: Context) -> Finding:
     evidence += story
     healthy = [p for p in pods_all if is_ready(p)]
     owner, shown = None, []
+    # a framework's field manager (kopf's) that its catalog entry names: whatever the workload is called
+    framework = set(ctx.family.entry.controller.field_managers) if ctx.family.entry else set()
     for p in healthy:  # the running controller shown to own the finalizer name, if one is
-        owns, said = ownership(ctx, identities(p), f"Pod {p.namespace}/{p.name}")
+        owns, said = ownership(ctx, identities(p) | framework, f"Pod {p.namespace}/{p.name}")
         if owns:
             owner, shown = p, said
+            if manager in framework - identities(p):
+                shown.append(
+                    f'the catalog names "{manager}" the field manager of {ctx.family.owner}, whatever its workload is '
+                    f"called; Pod {p.namespace}/{p.name} is the running controller granted update on "
+                    f"{obj.type.qualified}"
+                )
             break
         shown = shown or said
     if owner is not None:

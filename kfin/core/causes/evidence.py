@@ -8,6 +8,7 @@ failure and kfin's own list of its content had failed)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from datetime import datetime
@@ -123,11 +124,45 @@ def controller_reports(obj: KubeObject, facts: ClusterFacts, events: list[JSON] 
     from_events = event_reports(events if events is not None else facts.events_about(obj), obj.deletion_requested_at)
     from_conditions = condition_reports(conditions)
     failed = [line for line in _failures(conditions) if line not in failure_conditions(obj)]
+    recorded = annotation_reports(obj, facts)
     return Reports(
-        cannot_finish=failed + from_conditions.cannot_finish + from_events.cannot_finish,
+        cannot_finish=failed + from_conditions.cannot_finish + recorded + from_events.cannot_finish,
         doubts=from_events.doubts,
         progress=from_conditions.progress + from_events.progress,
     )
+
+
+def annotation_reports(obj: KubeObject, facts: ClusterFacts) -> list[str]:
+    """What the controller of one of its finalizers records of its own work on the object in annotations, where its
+    catalog entry says it does (`reportsIn`: kopf keeps each handler's state as JSON in an annotation named after
+    it): each step not done that holds the words of an error, as a line saying it cannot finish."""
+    specs = {}
+    for finalizer in obj.finalizers:
+        entry = facts.catalog.match(finalizer)
+        if entry is not None and entry.controller.reports_in:
+            specs[entry.name] = dict(entry.controller.reports_in)
+    if not specs:
+        return []
+    annotations = obj.meta.get("annotations")
+    if annotations is None:  # a scan keeps no annotations: the object as the server has it
+        annotations = ((facts.whole(obj) or {}).get("metadata") or {}).get("annotations")
+    out = []
+    for spec in specs.values():
+        prefix = spec["annotationPrefix"]
+        for key, value in sorted((annotations or {}).items()) if isinstance(annotations, dict) else ():
+            if not key.startswith(prefix) or not isinstance(value, str) or not value.startswith("{"):
+                continue
+            try:
+                state = json.loads(value)
+            except ValueError:
+                continue
+            message = state.get(spec["message"]) if isinstance(state, dict) else None
+            if not message or (spec.get("done") and state.get(spec["done"]) is True):
+                continue
+            retries = state.get(spec["retries"]) if spec.get("retries") else None
+            tried = f", tried {retries} times" if isinstance(retries, int) and retries > 1 else ""
+            out.append(f"annotation {key} (its own record of that step{tried}): {message}")
+    return out
 
 
 def _writes_conditions(obj: KubeObject) -> bool:
