@@ -18,6 +18,7 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 from bench.tools import base_environment, kfin_command
@@ -145,6 +146,8 @@ def run_mode(server, rescan: bool, seconds: float, interval: int, every: float, 
     return {"mode": "rescan" if rescan else "watch", "seconds": round(elapsed, 1), "interval": interval,
             "ready_s": round(ready, 2), "requests": len(ours), "gets_not_watches": len(lists),
             "get_paths": sorted({r.path for r in lists}),
+            # how often each was read: a stuck object new to the watch is read whole once, never again unchanged
+            "gets_by_path": dict(sorted(Counter(r.path for r in lists).items())),
             "requests_per_hour": round(len(ours) * per_hour), "cpu_s": round(cpu, 2),
             "cpu_s_per_hour": round(cpu * per_hour, 1), "changes": churn.changes,
             "latencies": [round(x, 3) for x in churn.latencies], "rss_mb": [round(x, 1) for x in rss]}

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -15,6 +16,7 @@ from kfin.core.scope import Scope
 from kfin.core.stuck import find_all
 from kfin.errors import ExitCode, UnreachableError
 from tests.fakeapi import FakeAPIServer
+from tests.fakeapi.server import Gate
 from tests.fakeapi.rawclient import RawClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,16 +147,19 @@ def test_contexts_scanned_together_share_the_lists_in_flight(tmp_path):
         config = {**own, "contexts": [{"name": n, "context": own["contexts"][0]["context"]} for n in names],
                   "current-context": "c0"}
         (tmp_path / "fleet").write_text(json.dumps(config))
-        server.latency = 0.03
         scope = Scope(Target(str(tmp_path / "fleet"), request_timeout=30), all_namespaces=True,
                       contexts=tuple(names))
-        read = sources.gather(scope, lean=True)
         at_once, per_context = sources.fleet_shares(12, scope.concurrency)
         assert (at_once, per_context) == (12, 5)
+        # the lists of types (pages: a limit; not the Namespaces, which each context reads first) are held until
+        # more than eight contexts' worth are in flight at once: they open only if twelve contexts list together
+        server.gate = Gate(8 * per_context + 1, lambda method, path: method == "GET" and "limit=" in path
+                           and not urlsplit(path).path.endswith("/namespaces"))
+        read = sources.gather(scope, lean=True)
         assert all(not f.inventory.failures for f in read) and len(read) == 12
-        # twelve contexts at once, each listing five types at a time (more than eight contexts could)
-        assert 8 * per_context < server.most_in_flight <= 12 * per_context <= sources.LISTS_IN_FLIGHT, \
-            server.most_in_flight
+        assert server.gate.opened, f"at most {server.gate.most} lists of types were in flight at once"
+        # and never more than the budget: five types at a time for each of the twelve
+        assert server.most_in_flight <= 12 * per_context <= sources.LISTS_IN_FLIGHT, server.most_in_flight
     finally:
         server.stop()
 

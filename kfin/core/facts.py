@@ -106,6 +106,37 @@ def catalog_of(kube: Kube | None) -> Catalog:
     return found if isinstance(found, Catalog) else Catalog()
 
 
+MISSING = object()  # not kept (None is a kept answer: the object could not be read)
+MOST_WHOLES = 10_000  # whole objects a watch keeps between its facts: forgotten all at once beyond
+
+
+class WholeObjects:
+    """Whole objects read on demand, kept across the facts a watch builds one after another (kfin serve, kfin guard,
+    stuck -w): each by the resourceVersion the watch showed when it was read, so that an object is read again only
+    once the watch shows it changed."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, str, str, str, str], JSON | None] = {}
+
+    @staticmethod
+    def _key(obj: KubeObject) -> tuple[str, str, str, str, str] | None:
+        version = str(obj.meta.get("resourceVersion") or "")
+        return (obj.type.group, obj.type.resource, obj.namespace, obj.name, version) if version else None
+
+    def get(self, obj: KubeObject) -> object:
+        """The object as read when the watch showed it at this resourceVersion, or MISSING."""
+        key = self._key(obj)
+        return MISSING if key is None else self._kept.get(key, MISSING)
+
+    def keep(self, obj: KubeObject, whole: JSON | None) -> None:
+        key = self._key(obj)
+        if key is None:
+            return
+        if len(self._kept) >= MOST_WHOLES:
+            self._kept.clear()
+        self._kept[key] = whole
+
+
 class Facts:
     """An inventory, and the connection it came from when live: every question answered once, reads on demand."""
 
@@ -116,12 +147,14 @@ class Facts:
         chunk_size: int = 500,
         scanned: bool = True,
         catalog: Catalog | None = None,
+        wholes: WholeObjects | None = None,
     ):
         """`scanned`: the inventory holds every object of its types and scope (a scan or a snapshot);
         False for an inventory that starts empty and is filled on demand (kfin explain). `catalog`: the
         command's; by default the one the connection was made with (kfin.settings.Settings), else the
-        shipped one and catalog.d's."""
+        shipped one and catalog.d's. `wholes`: whole objects read by the facts before these (a watch's)."""
         self.inventory = inventory
+        self.wholes = wholes
         self.catalog = catalog if catalog is not None else catalog_of(kube)
         self._kube = kube
         self._connect: Callable[[], Kube] | None = None  # see connect_when_needed
@@ -597,11 +630,17 @@ class Facts:
             return obj.raw if set(obj.raw) - {"apiVersion", "kind", "metadata", MANAGERS} else None
         key = ("whole", obj.type.group, obj.type.resource, obj.namespace, obj.name)
         if key not in self.memo:
-            self.reads += 1
-            try:
-                self.memo[key] = self.kube.read_object(obj.type, obj.namespace or None, obj.name)
-            except KfinError:
-                self.memo[key] = None
+            kept = self.wholes.get(obj) if self.wholes is not None else MISSING
+            if kept is not MISSING:
+                self.memo[key] = kept
+            else:
+                self.reads += 1
+                try:
+                    self.memo[key] = self.kube.read_object(obj.type, obj.namespace or None, obj.name)
+                except KfinError:
+                    self.memo[key] = None
+                if self.wholes is not None:
+                    self.wholes.keep(obj, self.memo[key])
         found: JSON | None = self.memo[key]
         return found
 

@@ -17,7 +17,7 @@ from msgspec.structs import replace
 from kfin.api.connection import Kube
 from kfin.api.informer import Informers
 from kfin.api.inventory import STUCK_FULL
-from kfin.core.facts import Facts
+from kfin.core.facts import Facts, WholeObjects
 from kfin.core.scope import Scope
 from kfin.core.sources import unread_context
 from kfin.core.stuck import StuckObject, stuck_in
@@ -67,6 +67,9 @@ class Watched:
             None  # see facts(): (facts, the watches' versions, when)
         )
         self._checked = 0.0  # when keep_facts() last saw that the facts still hold (0: it does not run)
+        # whole objects read on demand, kept from one set of facts to the next while the watches show the object at
+        # the same resourceVersion: what explanations read whole is read again only once it changed
+        self._wholes = WholeObjects()
         self.sources: list[tuple[str, Kube | None, Informers | None, KfinError | None]] = []
         names: list[str | None] = list(scope.contexts) or [scope.target.context]
         for name in names:
@@ -159,7 +162,7 @@ class Watched:
         for context, kube, informers, error in self.sources:
             if informers is not None:
                 try:
-                    facts = Facts(informers.inventory(), kube, informers.page_size)
+                    facts = Facts(informers.inventory(), kube, informers.page_size, wholes=self._wholes)
                 except KfinError as failure:
                     error = failure
                 else:
@@ -190,7 +193,7 @@ class Watched:
         kept = cached is not None and time.monotonic() - self._checked < KEPT_FOR  # keep_facts() keeps them
         if not kept and (cached is None or cached[1] != seen or time.monotonic() - cached[2] > self.refresh):
             try:
-                facts = Facts(informers.inventory(), kube, informers.page_size)
+                facts = Facts(informers.inventory(), kube, informers.page_size, wholes=self._wholes)
             except KfinError as failure:
                 return None, f"kfin's watches cannot read the cluster ({failure.message})"
             cached = self._facts = (facts, seen, time.monotonic())
@@ -217,7 +220,7 @@ class Watched:
                 self._checked = time.monotonic()  # still what the watches hold
                 continue
             try:
-                facts = Facts(informers.inventory(), kube, informers.page_size)
+                facts = Facts(informers.inventory(), kube, informers.page_size, wholes=self._wholes)
             except KfinError:
                 self._checked = 0.0  # facts() says why to whoever asks
                 continue

@@ -10,6 +10,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,6 +50,31 @@ class Fault:
     # True: only dry runs (dryRun=All in the query), False: only real writes (kfin checks a removal with a dry
     # run before it writes: a fault of the write is not one of that check); None: both
     dry_run: bool | None = None
+
+
+class Gate:
+    """Holds each request it names until `size` of them are being served at once, then lets them all go, and every
+    later one: whether a client keeps that many in flight is then a fact the test reads (`opened`), not a count of
+    what happened to overlap on a busy machine. Past `timeout` seconds a held request goes on, the gate still shut."""
+
+    def __init__(self, size: int, names: Callable[[str, str], bool], timeout: float = 20.0):
+        self.size, self.names, self.timeout = size, names, timeout
+        self.waiting = self.most = 0  # held now, and the most held at once
+        self.opened = False
+        self._changed = threading.Condition()
+
+    def holds(self, method: str, path: str) -> bool:
+        return not self.opened and self.names(method, path)
+
+    def wait(self) -> None:
+        with self._changed:
+            self.waiting += 1  # held now: one that gives up waiting is held no more
+            self.most = max(self.most, self.waiting)
+            if self.waiting >= self.size:
+                self.opened = True
+                self._changed.notify_all()
+            if not self._changed.wait_for(lambda: self.opened, self.timeout):
+                self.waiting -= 1
 
 
 @dataclass
@@ -177,6 +203,7 @@ class FakeAPIServer:
         # Seconds each request waits before it is served: the round trip to a server across a network (the
         # bench's fleets, and a test of how many requests kfin keeps in flight; the others leave it at 0).
         self.latency = 0.0
+        self.gate: Gate | None = None  # holds the requests it names until that many are in flight at once
         self.in_flight = self.most_in_flight = 0  # requests being served now, and the most at once so far
         self._flight_lock = threading.Lock()
         self.tokens = {ADMIN_TOKEN: rbac.User("admin", ["system:masters", "system:authenticated"], "admin-uid"),
@@ -1089,6 +1116,9 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake._flight_lock:
             self.fake.in_flight += 1
             self.fake.most_in_flight = max(self.fake.most_in_flight, self.fake.in_flight)
+        gate = self.fake.gate
+        if gate is not None and gate.holds(self.command, self.path):
+            gate.wait()
         try:
             self._serve()
         finally:
