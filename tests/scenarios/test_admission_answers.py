@@ -321,3 +321,42 @@ def test_a_mutating_admission_policy_that_puts_the_finalizer_back_is_the_root_ca
         cluster.api.delete(cluster.path_of(binding))
         cluster.api.delete(cluster.path_of(policy))
         cluster.strip_finalizers(widget)
+
+
+@pytest.mark.controllers
+@pytest.mark.parametrize("path", ["/allow", "/deny"])
+def test_a_url_webhook_on_the_namespace_controllers_deletes_is_judged_by_the_servers_answer(cluster, tmp_path, path):
+    """A webhook called by URL, failing closed, on every DELETE of the ConfigMaps of a namespace: kfin cannot call
+    it itself, so its configuration proves nothing. The namespace controller's DELETE sent as a dry run decides:
+    one that allows leaves nothing predicted (the namespace goes), one that denies is named from the server's
+    answer, never as a webhook "which kfin cannot check"."""
+    ns = cluster.name("hooked")
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    made = cluster.api.create(f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": "ledger"}})
+    name = path.strip("/")
+    with webhooks(tmp_path) as hooks:
+        config = cluster.create({
+            "apiVersion": ADMISSION, "kind": "ValidatingWebhookConfiguration", "metadata": {"name": cluster.name(name)},
+            "webhooks": [{"name": f"{name}.kfin.test", "failurePolicy": "Fail", "sideEffects": "None",
+                          "admissionReviewVersions": ["v1"], "timeoutSeconds": 5,
+                          "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                          "clientConfig": {"url": f"{hooks.url}{path}", "caBundle": hooks.ca_bundle},
+                          "rules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                     "resources": ["configmaps"]}]}]})
+        ledger = f"/api/v1/namespaces/{ns}/configmaps/{made['metadata']['name']}"
+        cluster.eventually(lambda: cluster.api.send("DELETE", f"{ledger}?dryRun=All")[0] and hooks.called(path) > 0,
+                           message=f"the API server to call {path}")
+        predicted = kfin("preflight", "ns", ns, "-o", "json", "--exit-code", "--kubeconfig", str(cluster.kubeconfig))
+        report = json.loads(predicted.stdout)
+        reasons = [s["reason"] for s in report["wouldBeStuck"]]
+        assert not [r for r in reasons if "cannot check" in r], reasons
+        if path == "/allow":
+            assert predicted.code == ExitCode.OK and reasons == [], report
+            cluster.delete(f"/api/v1/namespaces/{ns}")
+            cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace to go")
+        else:
+            assert predicted.code == ExitCode.FOUND, predicted
+            [held] = [s for s in report["wouldBeStuck"] if s["object"]["kind"] == "Namespace"]
+            assert held["verdict"] == "BLOCKED" and 'admission webhook "deny.kfin.test" denied the request' in \
+                held["reason"], held
+            assert config["metadata"]["name"] in json.dumps(report["plan"]), report["plan"]

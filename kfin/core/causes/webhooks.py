@@ -96,7 +96,11 @@ def rejecting_webhooks(
     facts: ClusterFacts, rtype: ResourceType, operation: str, namespace: str, labels: list[JSON]
 ) -> list[Rejection]:
     """The webhooks failing closed whose rules match `operation` on objects of `rtype` in `namespace` with one of
-    the `labels` (an object selector matches an object's labels), and whose backend cannot answer."""
+    the `labels` (an object selector matches an object's labels), and whose backend cannot answer. A webhook called
+    by URL, which kfin cannot call itself, is left to the server's answer where a dry run can ask it (the writes
+    whose gates these are are sent as dry runs: kfin.core.causes.dryrun); only without one is it named, as
+    unchecked."""
+    asked = facts.kube is not None and facts.dry_runs_allowed
     namespace_labels: dict[str, str] = {}
     if namespace:
         ns = (facts.namespaces_by_name() or {}).get(namespace)
@@ -113,6 +117,8 @@ def rejecting_webhooks(
                     continue
                 if not any(selector_matches(hook.get("objectSelector"), each) for each in labels):
                     continue
+                if asked and not (hook.get("clientConfig") or {}).get("service"):
+                    continue  # by URL: the dry run's answer says whether it rejects, not its configuration
                 problem = backend_problem(hook, facts)
                 if problem is None:
                     continue
