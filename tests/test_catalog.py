@@ -216,3 +216,18 @@ def test_an_elsewhere_sign_is_checked_against_the_schema(tmp_path):
     assert kfin("catalog", "check", str(bad)).code == ExitCode.OK
     listed = json.loads(kfin("--catalog", str(bad), "catalog", "-o", "json").stdout)["entries"]
     assert [e["elsewhere"] for e in listed if e["name"] == "acme-databases"] == [entry["entries"][0]["elsewhere"]]
+
+
+def test_every_shipped_entry_as_kfin_catalog_gives_it_is_a_valid_catalog_of_ones_own(tmp_path):
+    """`kfin catalog -o yaml` gives entries a user copies into catalog.d: each must read back as it was."""
+    import yaml
+
+    from kfin.core import catalog as finalizer_catalog
+
+    entries = [e.to_dict() for e in finalizer_catalog.read_file(finalizer_catalog.SHIPPED)]
+    for entry in entries:
+        entry.pop("source")
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "kfin.dev/v1", "kind": "FinalizerCatalog", "entries": entries}))
+    again = finalizer_catalog.read_file(path)
+    assert [e.to_dict() | {"source": ""} for e in again] == [e | {"source": ""} for e in entries]

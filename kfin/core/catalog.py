@@ -99,7 +99,8 @@ class CatalogEntry(Struct, frozen=True):
                 "namespaces": list(self.controller.namespaces),
                 "serviceAccounts": list(self.controller.service_accounts),
                 "fieldManagers": list(self.controller.field_managers),
-                "reportsIn": dict(self.controller.reports_in),
+                # absent when it keeps no record of its own: the schema wants its annotations and words named
+                **({"reportsIn": dict(self.controller.reports_in)} if self.controller.reports_in else {}),
             },
             "protects": self.protects,
             "onDeletion": self.on_deletion,

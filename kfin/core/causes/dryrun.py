@@ -355,13 +355,14 @@ def own_removal(obj: KubeObject, finalizer: str) -> Write:
 
 @checks_with_server
 def removal_checked(obj: KubeObject, finding: Finding, gates: list[Link], facts: ClusterFacts) -> None:
-    """A finding not yet answered whose removal a gate judged from configuration rejects, or which plans kfin's
-    removal (ORPHANED): the dry run of kfin's own removal, as kfin's user, decides (answered). Where none can be
-    sent, or its answer says nothing of the write, the evidence says so and the gates stand as judged."""
+    """A finding not yet answered whose removal a gate judged from configuration rejects, or whose plan has kfin's
+    removal in it (ORPHANED; UNKNOWN or STALLED, after a check or instead of a fix): the dry run of kfin's own
+    removal, as kfin's user, decides (answered). Where none can be sent, or its answer says nothing of the write,
+    the evidence says so and the gates stand as judged."""
     if finding.answered is not None or finding.finalizer not in obj.finalizers:
         return
     gating = [link for link in gates if link.gates(finding.finalizer)]
-    if not gating and not (finding.verdict == Verdict.ORPHANED and finding.remove_command):
+    if not gating and not finding.remove_command:
         return
     write = own_removal(obj, finding.finalizer)
     answer, refused = refusal(facts, write)
