@@ -147,7 +147,7 @@ def test_a_custom_finalizer_whose_controller_is_scaled_to_zero_is_stalled(cluste
     group = cluster.widget_crd()
     operator(cluster, group, replicas=0, pod=False)
     stuck_widget(cluster, group)
-    f = finding(explain(cluster, "widget", "w1", "-n", cluster.namespace), f"{group}/cleanup")
+    f = finding(explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace), f"{group}/cleanup")
     assert f["verdict"] == "STALLED" and f["controllerAlive"] is False
     assert f["condition"] == (f"its controller is installed but not running: its Deployment "
                               f"{cluster.namespace}/widget-operator has 0 replicas")
@@ -191,7 +191,7 @@ def test_a_custom_finalizer_whose_controller_is_gone_is_orphaned(cluster):
     group = cluster.widget_crd()
     operator(cluster, group, replicas=0, pod=False, deployment=False)
     stuck_widget(cluster, group)
-    f = finding(explain(cluster, "widget", "w1", "-n", cluster.namespace), f"{group}/cleanup")
+    f = finding(explain(cluster, f"widgets.{group}", "w1", "-n", cluster.namespace), f"{group}/cleanup")
     assert f["verdict"] == "ORPHANED" and "its controller is gone (only its RBAC is left)" in f["condition"]
     assert f["removeCommand"] is not None
 
