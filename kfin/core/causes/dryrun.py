@@ -149,44 +149,33 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
     policy_denial = DENIED_BY_POLICY.search(message)
     if policy_denial:
         policy_name, binding, said = policy_denial.groups()
-        policy = facts.find(POLICY_GROUP, "validatingadmissionpolicies", "", policy_name, full=True)
-        why = (
-            f"ValidatingAdmissionPolicy {policy_name} (binding {binding}) denies the {verb} of {write.rtype.qualified} "
-            f"by {actor}: {said}"
-        )
-        step = (
-            Action(
-                None,
-                note=f"change ValidatingAdmissionPolicy {policy_name} (or its binding {binding}) so that it allows "
-                f"the {verb} by {actor}",
-            ),
-            Action(
-                f"kubectl delete validatingadmissionpolicybinding {binding}",
-                when="instead, if what it enforces is obsolete",
-            ),
-        )
-        risk = "changing or unbinding the policy lifts what it enforces for every request it matches"
-        return Refusal(
-            write, answer, why, kind="admission-policy", target=policy, step=step, risk=risk, as_actor=as_actor
+        return _policy_refusal(
+            facts,
+            write,
+            answer,
+            as_actor,
+            "ValidatingAdmissionPolicy",
+            policy_name,
+            binding,
+            why=f"denies the {verb} of {write.rtype.qualified} by {actor}: {said}",
+            change=f"change ValidatingAdmissionPolicy {policy_name} (or its binding {binding}) so that it allows "
+            f"the {verb} by {actor}",
+            what="what it enforces",
         )
     failed_policy = FAILED_MUTATING_POLICY.search(message)
     if failed_policy:
-        policy_name, binding, said_ = failed_policy.groups()
-        policy = facts.find(POLICY_GROUP, "mutatingadmissionpolicies", "", policy_name, full=True)
-        why = (
-            f"MutatingAdmissionPolicy {policy_name} (binding {binding}) fails closed on the {verb} of "
-            f"{write.rtype.qualified}: {said_}"
-        )
-        step = (
-            Action(None, note=f"repair MutatingAdmissionPolicy {policy_name} so that its mutation applies"),
-            Action(
-                f"kubectl delete mutatingadmissionpolicybinding {binding}",
-                when="instead, if what it does is obsolete",
-            ),
-        )
-        risk = "changing or unbinding the policy lifts what it does for every request it matches"
-        return Refusal(
-            write, answer, why, kind="admission-policy", target=policy, step=step, risk=risk, as_actor=as_actor
+        policy_name, binding, said = failed_policy.groups()
+        return _policy_refusal(
+            facts,
+            write,
+            answer,
+            as_actor,
+            "MutatingAdmissionPolicy",
+            policy_name,
+            binding,
+            why=f"fails closed on the {verb} of {write.rtype.qualified}: {said}",
+            change=f"repair MutatingAdmissionPolicy {policy_name} so that its mutation applies",
+            what="what it does",
         )
     if answer.reason == "NamespaceTerminating" or "because it is being terminated" in message:
         why = f"the {verb} would create content in a namespace being deleted: {message}"
@@ -219,6 +208,42 @@ def _refusal(facts: ClusterFacts, write: Write, answer: Answer) -> Refusal | Non
     why = f"the server rejects the {verb} of {write.rtype.qualified}/{write.name}: {message}"
     said = (Action(None, note=f"deal with what the server says ({message})"),)
     return Refusal(write, answer, why, kind="rejected", target=None, step=said, risk=None, as_actor=as_actor)
+
+
+def _policy_refusal(
+    facts: ClusterFacts,
+    write: Write,
+    answer: Answer,
+    as_actor: bool,
+    kind: str,
+    name: str,
+    binding: str,
+    *,
+    why: str,
+    change: str,
+    what: str,
+) -> Refusal:
+    """An admission policy's refusal, naming it and its binding: change the policy, or unbind it instead."""
+    plural = {
+        "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+        "MutatingAdmissionPolicy": "mutatingadmissionpolicies",
+    }
+    policy = facts.find(POLICY_GROUP, plural[kind], "", name, full=True)
+    step = (
+        Action(None, note=change),
+        Action(f"kubectl delete {kind.lower()}binding {binding}", when=f"instead, if {what} is obsolete"),
+    )
+    risk = f"changing or unbinding the policy lifts {what} for every request it matches"
+    return Refusal(
+        write,
+        answer,
+        f"{kind} {name} (binding {binding}) {why}",
+        kind="admission-policy",
+        target=policy,
+        step=step,
+        risk=risk,
+        as_actor=as_actor,
+    )
 
 
 def content_deletions(facts: ClusterFacts, namespace: KubeObject, content: list[KubeObject]) -> list[Refusal]:
