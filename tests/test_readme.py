@@ -188,3 +188,17 @@ def test_the_checks_find_what_they_are_for():
     assert unclosed_fences(fixed) == [] and "commands" in anchors(fixed)
     assert github_slug("Teardowns: `kfin preflight -f` and `kfin preflight helm`") == \
         "teardowns-kfin-preflight--f-and-kfin-preflight-helm"
+
+
+def exit_codes(text: str) -> list[int]:
+    section = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    return [int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)]
+
+
+def test_readme_and_the_documentation_site_name_every_exit_code_kfin_has():
+    """README's short table and the documentation site's whole one (which `man kfin` is made from) list the same
+    codes, each code kfin can exit with."""
+    from kfin.errors import ExitCode
+
+    documented = exit_codes((ROOT / "docs" / "commands" / "index.md").read_text())
+    assert exit_codes(README) == documented == sorted(int(code) for code in ExitCode)
