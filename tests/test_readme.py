@@ -169,12 +169,17 @@ def test_every_link_to_a_heading_finds_it(page):
 def test_readme_is_a_front_page():
     """At most 300 lines: the two commands, what kfin is, the live cluster, install, an example per command
     with a link to its page of the documentation site, where everything else is."""
+    from kfin.commands.app import COMMANDS
+
     assert len(README.splitlines()) <= FRONT_PAGE_LINES
     headings = [line for line in README.splitlines() if line.startswith("## ")]
-    assert headings.index("## On your cluster") < headings.index("## Install")
-    for name in ("stuck", "explain", "graph", "remove", "wait", "preflight", "report", "snapshot", "serve",
-                 "guard", "mcp", "catalog", "audit", "version"):
-        assert f"(docs/commands/{name}.md)" in README, f"no link to docs/commands/{name}.md"
+    assert headings.index("## On your cluster") < headings.index("## Install") < headings.index("## Commands")
+    # a section per command, in the order `kfin --help` lists them, each linking to its page where it has one
+    sections = [line.removeprefix("### kfin ") for line in README.splitlines() if line.startswith("### kfin ")]
+    assert [name for name in COMMANDS if name != "help"] == [name for name in sections if name in COMMANDS]
+    for name in COMMANDS:
+        if (ROOT / "docs" / "commands" / f"{name}.md").exists():
+            assert f"(docs/commands/{name}.md)" in README, f"no link to docs/commands/{name}.md"
 
 
 def test_the_checks_find_what_they_are_for():
