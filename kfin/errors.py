@@ -1,4 +1,4 @@
-"""The errors kfin reports in one line, and the exit code of each (documented in README.md)."""
+"""The errors kfin reports in one line, and the exit code of each (docs/commands/index.md, "Exit codes")."""
 
 from enum import IntEnum
 

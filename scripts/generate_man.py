@@ -1,5 +1,5 @@
 """Write man/kfin.1 (`man kfin`) from the app itself: each command's help and options, and the exit codes of
-README.md's table, so that the page cannot drift from kfin.
+the documentation site's table (docs/commands/index.md), so that the page cannot drift from kfin.
 
     python scripts/generate_man.py [OUTPUT_FILE]
 
@@ -51,9 +51,9 @@ def _command(name: str, command: Any) -> list[str]:
 
 
 def _exit_codes() -> list[str]:
-    """README.md's table of exit codes."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    """The table of exit codes, in the documentation site's page of the commands."""
+    page = (ROOT / "docs" / "commands" / "index.md").read_text()
+    section = page.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     out = []
     for code, meaning in re.findall(r"^\| (\d+) \| (.+) \|$", section, re.M):
         out += [".TP", f"\\fB{code}\\fR", _roff(meaning)]
@@ -88,7 +88,7 @@ def page() -> str:
         "\\fBNO_COLOR\\fR",
         "Set: no colour and no emphasis, not even on a terminal.",
         ".SH SEE ALSO",
-        "\\fBkubectl\\fR(1); README.md and the documentation site (docs/, mkdocs build).",
+        "\\fBkubectl\\fR(1); the documentation site (docs/, mkdocs build): docs/commands/index.md for the exit codes.",
     ]
     return "\n".join(lines) + "\n"
 

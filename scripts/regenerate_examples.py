@@ -1,5 +1,6 @@
-"""Write again the outputs of the console examples that read the shipped snapshot, in README.md and docs/index.md,
-as kfin prints them now (tests/test_readme.py checks them byte for byte): python scripts/regenerate_examples.py."""
+"""Write again the outputs of the console examples that read the shipped snapshot, in README.md and every page of
+the documentation site (docs/), as kfin prints them now (tests/test_readme.py checks them byte for byte):
+python scripts/regenerate_examples.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ sys.path.insert(0, str(ROOT))
 from tests.runner import kfin  # noqa: E402  (the in-process runner the test uses)
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-FILES = ("README.md", "docs/index.md")
+
+
+def pages() -> list[Path]:
+    """README.md and every page of docs/: the pages tests/test_readme.py checks."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def printed(command: str, shown: str) -> str:
@@ -56,8 +61,10 @@ if __name__ == "__main__":
     import os
 
     os.chdir(ROOT)
-    for name in FILES:
-        path = ROOT / name
-        path.write_text(regenerate(path.read_text()))
-        print(f"wrote {name}")
+    for path in pages():
+        text = path.read_text()
+        fresh = regenerate(text)
+        if fresh != text:
+            path.write_text(fresh)
+            print(f"wrote {path.relative_to(ROOT)}")
     os.chdir(os_cwd)

@@ -29,6 +29,28 @@ def test_help_lists_the_kubectl_flags():
         assert flag in result.stdout
 
 
+# The order an operator needs them in (issue 57): what is stuck and why, delete and remove, then before a
+# deletion, pictures and files, what runs in a cluster, and the rest.
+OPERATOR_ORDER = ["stuck", "explain", "delete", "remove", "wait", "preflight", "graph", "report", "snapshot",
+                  "serve", "guard", "mcp", "catalog", "audit", "version", "help"]
+
+
+def test_help_starts_the_operator_at_stuck_and_lists_each_command_whole_in_the_order_of_need(monkeypatch):
+    """At 80 columns: a "Start here" line before the commands, the commands in the order of OPERATOR_ORDER
+    (kfin delete where it exists), and no summary cut short with '...' (Click cuts one that is too long)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    result = kfin("--help")
+    assert result.code == 0
+    before, _, listed = result.stdout.partition("\nCommands:\n")
+    assert "Start here: kfin stuck -A, then kfin explain KIND NAME" in " ".join(before.split())
+    rows = [line.split(None, 1) for line in listed.splitlines() if line.startswith("  ") and line.strip()]
+    names = [row[0] for row in rows]
+    assert names == [name for name in OPERATOR_ORDER if name in names] and set(names) <= set(OPERATOR_ORDER)
+    assert names[:2] == ["stuck", "explain"]
+    for name, summary in rows:
+        assert not summary.endswith(("...", "…")), f"kfin {name}: its summary is cut: {summary}"
+
+
 def test_version_flag_names_kfin_and_the_kubernetes_client():
     from importlib.metadata import version
 

@@ -90,7 +90,7 @@ def test_every_scenario_runs_on_both_tiers_or_says_why_not():
     """A test in tests/scenarios that needs a cluster takes the `cluster` fixture (tests/fakeapi, and the real
     control plane), or takes the fake and is marked fake_only with the reason a real one cannot be made to show it,
     or takes `cluster` and is marked real_only (itself, one of its parameters, or its module's `pytestmark`) with the
-    reason the fake cannot serve it (README: the tiers). Tests of a file (a snapshot) need neither."""
+    reason the fake cannot serve it (docs/development.md: the tiers). Tests of a file (a snapshot) need neither."""
     import ast
 
     fake_only, real_only = {}, {}
@@ -113,7 +113,7 @@ def test_every_scenario_runs_on_both_tiers_or_says_why_not():
             reasons = [d.args[0] for d in _marks(node.decorator_list, "fake_only") if d.args]
             assert reasons, f"{path.name}::{node.name} takes the fake, not `cluster`, and does not say why (fake_only)"
             fake_only[node.name] = ast.unparse(reasons[0])
-    assert len(fake_only) == 4, fake_only  # the README's count of fake-only scenarios
+    assert len(fake_only) == 4, fake_only  # docs/development.md's count of fake-only scenarios
     assert len(real_only) == 2, real_only  # and of real-only ones: two of the kopf operator's
 
 

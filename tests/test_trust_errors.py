@@ -345,7 +345,7 @@ class _NotKubernetes:
 @pytest.mark.parametrize("kind", ["file server", "login page", "web app"])
 def test_a_server_that_is_not_kubernetes_is_said_in_one_line(tmp_path, kind):
     """Issue 41: a kubeconfig pointing at another HTTP server printed its HTML page as the error, exit 7 (as if an
-    object were not found); it is one line saying so, exit 9 (the README's 'answered something Kubernetes never
+    object were not found); it is one line saying so, exit 9 (the exit codes' 'answered something Kubernetes never
     would')."""
     (tmp_path / "www").mkdir()
     other = _NotKubernetes(kind, tmp_path / "www")

@@ -59,47 +59,24 @@ class Command(Struct, frozen=True):
     summary: str
 
 
-# The commands, in the order `kfin --help` lists them.
+# The commands, in the order `kfin --help` lists them: the order an operator needs them, from what is stuck to
+# the removal, then before a deletion, pictures and files, what runs in a cluster, and the rest. Each summary fits
+# `kfin --help` at 80 columns whole (Click cuts a longer one with '...').
 COMMANDS = {
+    "stuck": Command("kfin.commands.stuck", "What is stuck in Terminating, grouped by root cause."),
+    "explain": Command("kfin.commands.explain", "Why one object is stuck, down to its root cause, and the plan."),
+    "remove": Command("kfin.commands.remove", "Remove finalizers: a dry run first; guarded, recorded."),
+    "wait": Command("kfin.commands.wait", "Follow a deletion until the object is gone."),
+    "preflight": Command("kfin.commands.preflight", "What a deletion would leave stuck, and the safe order."),
+    "graph": Command("kfin.commands.graph", "Owners, dependents and what blocks what, as a tree or picture."),
+    "report": Command("kfin.commands.report", "One HTML page of what is stuck and why, for a ticket."),
+    "snapshot": Command("kfin.commands.snapshot", "Save the cluster in one file, to read with --from-snapshot."),
+    "serve": Command("kfin.commands.serve", "Prometheus metrics of what is stuck, kept by watch; read-only."),
+    "guard": Command("kfin.commands.guard", "An admission webhook that warns what a DELETE leaves stuck."),
+    "mcp": Command("kfin.commands.mcp", "kfin for assistants and agents (MCP); removal only by proof."),
+    "catalog": Command("kfin.commands.catalog", "What operators' finalizers mean; check a catalog of your own."),
+    "audit": Command("kfin.commands.audit", "The finalizer removals kfin applied, from its audit log."),
     "version": Command("kfin.commands.version", "Show kfin's version and the API server's."),
-    "stuck": Command(
-        "kfin.commands.stuck", "List every object stuck in Terminating, with its finalizers and its blocker."
-    ),
-    "explain": Command(
-        "kfin.commands.explain", "Why each finalizer of an object is still there, and what is safe to do."
-    ),
-    "graph": Command("kfin.commands.graph", "The owner/dependent graph (ownerReferences), and what blocks what."),
-    "remove": Command("kfin.commands.remove", "Remove finalizers that block a deletion: guarded, race-safe, recorded."),
-    "wait": Command(
-        "kfin.commands.wait", "Follow a deletion until the object is gone (a watch), showing what remains."
-    ),
-    "serve": Command(
-        "kfin.commands.serve", "Keep the stuck objects current from watches (read-only) and serve them to Prometheus."
-    ),
-    "guard": Command(
-        "kfin.commands.guard",
-        "An admission webhook for DELETE: what the deletion will leave stuck, as warnings every client prints.",
-    ),
-    "mcp": Command(
-        "kfin.commands.mcp",
-        "An MCP server over stdio: kfin's answers as tools for assistants and agents; removal only by proof.",
-    ),
-    "audit": Command("kfin.commands.audit", "List the finalizer removals kfin applied, from its audit log."),
-    "catalog": Command(
-        "kfin.commands.catalog", "The catalog of ecosystem finalizers kfin knows: list it, or check a file of your own."
-    ),
-    "preflight": Command(
-        "kfin.commands.preflight",
-        "What a deletion would leave stuck, and the order that avoids it; nothing is deleted.",
-    ),
-    "report": Command(
-        "kfin.commands.report",
-        "One HTML page of what is stuck and why, with the graph drawn inline, for an incident ticket.",
-    ),
-    "snapshot": Command(
-        "kfin.commands.snapshot",
-        "Save what kfin's commands need into one JSON file, to read later with --from-snapshot.",
-    ),
     "help": Command("kfin.commands.help", "Show the help of kfin, or of one command."),
 }
 
@@ -131,6 +108,9 @@ def _own_formats(command: Any, name: str) -> None:
             param.help = f"Output format: {', '.join(shown)}."
 
 
+START_HERE = "Start here: kfin stuck -A, then kfin explain KIND NAME (-n NS)."
+
+
 class KfinGroup(TyperGroup):
     """The registry's commands, each loaded when first asked for; unknown ones get the nearest valid one
     (`did you mean stuck?`)."""
@@ -144,8 +124,11 @@ class KfinGroup(TyperGroup):
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
-        """As Click lists commands, from the registry's summaries (no command module is imported)."""
+        """As Click lists commands, from the registry's summaries (no command module is imported), after the
+        line that says where to start."""
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        formatter.write_paragraph()
+        formatter.write_text(START_HERE)
         with formatter.section("Commands"):
             formatter.write_dl(
                 [
@@ -259,7 +242,7 @@ def _prog_name() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run kfin; every failure becomes one line on stderr and a documented exit code (README.md)."""
+    """Run kfin; every failure becomes one line on stderr and a documented exit code (docs/commands/index.md)."""
     entry = argv is None  # the process's own command line, not a test's
     stdout = sys.stdout
     sys.stdout = QuietPipe(stdout)  # a reader that goes away (| head) must not cost the warnings

@@ -21,7 +21,7 @@ def audit(
     audit_log: str | None = typer.Option(None, "--audit-log", metavar="PATH", help="Audit log file to read."),
     output: OutputOpt = None,
 ) -> None:
-    """List the finalizer removals kfin applied, from its audit log.
+    """The finalizer removals kfin applied, from its audit log.
 
     Example: kfin audit -o json
     """

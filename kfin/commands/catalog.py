@@ -19,7 +19,7 @@ catalog = typer.Typer(invoke_without_command=True, rich_markup_mode=None)
 
 @catalog.callback()
 def listing(ctx: typer.Context, output: OutputOpt = None) -> None:
-    """The catalog of ecosystem finalizers kfin knows: list it, or check a file of your own.
+    """What operators' finalizers mean; check a catalog of your own.
 
     Entries come from kfin's own catalog, then $XDG_CONFIG_HOME/kfin/catalog.d/*.yaml, then --catalog FILE (the
     later win, by name).

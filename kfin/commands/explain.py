@@ -46,7 +46,7 @@ def explain(
     output: OutputOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """Why each finalizer of an object is still there, and what is safe to do.
+    """Why one object is stuck, down to its root cause, and the plan.
 
     For each finalizer: what it protects, which controller removes it, what holds it now
     (HOLDING, WAITING, STALLED, ORPHANED...), the safe fix, the risk of forcing it, and the kfin remove

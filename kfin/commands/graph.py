@@ -64,7 +64,7 @@ def graph(
     output: OutputOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """The owner/dependent graph (ownerReferences), and what blocks what.
+    """Owners, dependents and what blocks what, as a tree or picture.
 
     `namespace NAME` draws every object of a namespace; `KIND NAME` one object's owners up to the roots
     and dependents down to the leaves. -o tree (default), json, dot, mermaid or graphml.

@@ -90,7 +90,7 @@ def guard(
     context: ContextOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """An admission webhook for DELETE: what the deletion will leave stuck, as warnings every client prints.
+    """An admission webhook that warns what a DELETE leaves stuck.
 
     Answers kube-apiserver's AdmissionReview v1 on POST /validate from a watch cache of the cluster (as kfin serve
     keeps one), with the same prediction as kfin preflight; it sends no dry run, and writes nothing but, with

@@ -46,7 +46,7 @@ def mcp(
     namespace: NamespaceOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """An MCP server over stdio: kfin's answers as tools for assistants and agents; removal only by proof.
+    """kfin for assistants and agents (MCP); removal only by proof.
 
     Tools: stuck, explain, graph, preflight, catalog_lookup, wait (as the commands' -o json), plan_removal and
     apply_removal (with --allow-writes, only the digest plan_removal gave, for the object still as planned);

@@ -102,7 +102,7 @@ def preflight(
     output: OutputOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """What a deletion would leave stuck, and the order that avoids it; nothing is deleted.
+    """What a deletion would leave stuck, and the safe order.
 
     For a namespace, a CRD, a node or any object with dependents: every object the deletion would delete, each
     finalizer's controller and whether it survives the deletion (it lives in the namespace being deleted, it is

@@ -116,7 +116,7 @@ def remove(
     all_namespaces: AllNamespacesOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """Remove finalizers that block a deletion: guarded, race-safe, recorded.
+    """Remove finalizers: a dry run first; guarded, recorded.
 
     Dry run unless --confirm. A HOLDING finalizer is refused with its safe fix unless --force.
     Every applied change is appended to the audit log (kfin audit).

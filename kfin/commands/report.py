@@ -36,7 +36,7 @@ def report(
     output: OutputOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """One HTML page of what is stuck and why, with the graph drawn inline, for an incident ticket.
+    """One HTML page of what is stuck and why, for a ticket.
 
     Every stuck object, its explanation, chain and plan, and the blocking graph of them all. Self-contained:
     no script, nothing fetched.

@@ -63,7 +63,7 @@ def serve(
     namespace: NamespaceOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """Keep the stuck objects current from watches (read-only) and serve them to Prometheus.
+    """Prometheus metrics of what is stuck, kept by watch; read-only.
 
     Lists each type once, then watches it, as informers do: a new stuck object shows on /metrics within
     seconds, and at steady state kfin holds a watch per type and lists nothing. Uses the in-cluster service

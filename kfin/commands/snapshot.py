@@ -36,7 +36,7 @@ def snapshot(
     all_namespaces: AllNamespacesOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """Save what kfin's commands need into one JSON file, to read later with --from-snapshot.
+    """Save the cluster in one file, to read with --from-snapshot.
 
     Metadata of every object; for the few kinds explanations need (namespaces, volumes, pods, RBAC,
     APIServices, CRDs) only the fields they use. Never Secret data.

@@ -81,7 +81,7 @@ def stuck(
     output: OutputOpt = None,
     request_timeout: TimeoutOpt = None,
 ) -> None:
-    """List every object stuck in Terminating, with its finalizers and its blocker.
+    """What is stuck in Terminating, grouped by root cause.
 
     Scans every listable resource type (built-in, aggregated and CRDs) with metadata-only requests.
 

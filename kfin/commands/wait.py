@@ -82,7 +82,7 @@ def wait(
         "go), without waiting: exit 1, as when it is still there after --timeout."
     ),
 ) -> None:
-    """Follow a deletion until the object is gone (a watch), showing what remains.
+    """Follow a deletion until the object is gone.
 
     Exit 0 once it is gone; exit 1 after --timeout, naming what still holds it; exit 7 when there is no
     such object to wait for (a typo is never 'gone': pass --uid for one that may already be). With

@@ -209,7 +209,7 @@ def matches(finalizer: str, pattern: str) -> bool:
 
 
 def report(rows: list[StuckObject], inventories: list[Inventory]) -> JSON:
-    """The machine-readable result of `kfin stuck -o json|yaml` (schema documented in README.md)."""
+    """The machine-readable result of `kfin stuck -o json|yaml` (schema documented in docs/commands/stuck.md)."""
     several = len(inventories) > 1
     return {
         "apiVersion": "kfin.dev/v1",
