@@ -240,7 +240,7 @@ def _drain(facts: ClusterFacts, obj: KubeObject, holder: JSON, whole: JSON) -> l
             b
             for b in budgets
             if b.namespace == pod.namespace
-            and _selects(b, labels)
+            and budget_selects(b, labels)
             and (b.raw.get("status") or {}).get("disruptionsAllowed", 1) == 0
         ]
         if blocking:
@@ -258,7 +258,8 @@ def _drain(facts: ClusterFacts, obj: KubeObject, holder: JSON, whole: JSON) -> l
     return out
 
 
-def _selects(budget: KubeObject, labels: JSON) -> bool:
+def budget_selects(budget: KubeObject, labels: JSON) -> bool:
+    """Whether a PodDisruptionBudget's spec.selector selects Pods with these labels."""
     selector = (budget.raw.get("spec") or {}).get("selector")
     if not isinstance(selector, dict):
         return False
