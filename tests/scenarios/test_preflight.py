@@ -355,6 +355,8 @@ def test_a_ready_node_is_cordoned_and_drained_before_it_is_deleted(cluster):
     keeps its plain plan: nothing to drain, no kubelet would stop the Pods."""
     node, budget = node_running_a_pod(cluster, "node-a", "web-0", ready=True)
     lost, _ = node_running_a_pod(cluster, "node-b", "db-0", ready=False)
+    cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",  # policy/v1: {} selects every Pod
+                    "metadata": {"name": "all"}, "spec": {"maxUnavailable": 1, "selector": {}}})
 
     report = preflight(cluster, "node", node)
     commands = [s["command"] for s in report["plan"]]
@@ -362,6 +364,7 @@ def test_a_ready_node_is_cordoned_and_drained_before_it_is_deleted(cluster):
                         f"kubectl delete nodes {node}", f"kfin wait nodes {node} --timeout 10m"], commands
     drain = report["plan"][1]
     assert f"{budget} covers web-0" in drain["why"], drain
+    assert f"PodDisruptionBudget {cluster.namespace}/all covers web-0" in drain["why"], drain
     assert "add --force" in drain["note"]  # web-0 has no controller: kubectl drain refuses it without --force
     [warning] = report["warnings"]
     assert f"node {node} is Ready (its kubelet is alive) and runs Pod {cluster.namespace}/web-0" in warning

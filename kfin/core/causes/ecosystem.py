@@ -259,10 +259,13 @@ def _drain(facts: ClusterFacts, obj: KubeObject, holder: JSON, whole: JSON) -> l
 
 
 def budget_selects(budget: KubeObject, labels: JSON) -> bool:
-    """Whether a PodDisruptionBudget's spec.selector selects Pods with these labels."""
+    """Whether a PodDisruptionBudget's spec.selector selects Pods with these labels: in policy/v1 a null selector
+    selects none, an empty one ({}) every Pod of its namespace (the field's API documentation)."""
     selector = (budget.raw.get("spec") or {}).get("selector")
     if not isinstance(selector, dict):
         return False
+    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        return True
     match = selector.get("matchLabels") or {}
     if any(labels.get(k) != v for k, v in match.items()):
         return False
