@@ -71,8 +71,8 @@ def test_the_graph_of_a_pod_shows_what_it_holds_and_the_pod_once():
     lines = kfin("graph", "pod/postgres-0", "-n", "shop", "--from-snapshot", str(EXAMPLE)).stdout.splitlines()
     assert lines[0] == "graph of Pod/shop/postgres-0"
     assert sum(line.endswith("Pod/shop/postgres-0") for line in lines[1:]) == 1, lines
-    assert any("bound-claim PersistentVolumeClaim/shop/data-postgres-0" in line for line in lines), lines
-    assert lines[-1].endswith("used-by-pod Pod/shop/postgres-0")
+    assert any("(bound-claim) PersistentVolumeClaim/shop/data-postgres-0" in line for line in lines), lines
+    assert lines[-1].endswith("waits for (used-by-pod) Pod/shop/postgres-0")
 
 
 def test_an_unrelated_failing_group_is_a_warning_before_the_answer_not_exit_8():

@@ -362,3 +362,22 @@ def test_a_namespace_holding_a_webhooks_service_is_said_to_wait_for_good_for_wha
                            f"ValidatingWebhookConfiguration {name} fails closed once its Service {ns}/checker loses "
                            "its Pods"), said
     assert said.endswith(f"; kubectl delete validatingwebhookconfiguration {name}"), said
+
+
+def test_deleting_a_ready_nodes_object_is_allowed_with_the_warning_of_kfin_preflight(fake, tmp_path):
+    """A node whose kubelet is alive, running a Pod: deleting its object drains nothing (kfin preflight's warning,
+    issue 57); the guard says so rather than let it through without a word."""
+    cluster = ScenarioCluster("fakeapi", fake.url, "admin-token", tmp_path, fake=fake)
+    node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": cluster.name("node-a")}})
+    name = node["metadata"]["name"]
+    cluster.set_status(node, {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]})
+    pod = cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0"}, "spec": {
+        "nodeName": name, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})
+    cluster.set_status(pod, {"phase": "Running"})
+    with running_guard(cluster.kubeconfig) as url:
+        answer = review(url, delete_of(cluster, f"/api/v1/nodes/{name}", "Node"))
+        assert answer["allowed"] is True, answer
+        first = answer["warnings"][0]
+        assert first.startswith(f"kfin: deleting node {name} drains nothing: node {name} is Ready (its kubelet is "
+                                f"alive) and runs Pod {cluster.namespace}/web-0"), answer["warnings"]
+        assert f"kfin preflight node {name}" in answer["warnings"][1]

@@ -237,7 +237,7 @@ def remove_one(
     )
     print_plan(plan_)
     if plan_.refusal is not None:
-        say(f"error: refused to remove finalizers from {obj.ref}: {one_line(plan_.refusal)}", err=True)
+        say(f"error: refused to {plan_.refused_what}: {one_line(plan_.refusal)}", err=True)
         return ExitCode.REFUSED
     for c in plan_.choices:
         if c.warning and c.selected:

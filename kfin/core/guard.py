@@ -138,7 +138,7 @@ class Guard:
         notes = notes if result.unknown else []
         if why:  # a watch is down: what it would say is not known, so nothing is refused on it
             notes.append(short(f"kfin: {why}: the prediction may miss some"))
-        if result.clean:
+        if result.clean and not result.warnings:
             return Review(True, NOT_CURRENT if why else ALLOWED, notes)
         warnings = _warnings(result, what)
         warnings = (
@@ -192,7 +192,7 @@ def _warnings(result: Preflight, what: str) -> list[str]:
         else:
             key = (stuck.obj.type.qualified, stuck.obj.namespace, stuck.finalizer, stuck.verdict, stuck.first)
         groups.setdefault(key, []).append(stuck)
-    out = []
+    out = [_said(f"kfin: deleting {what} drains nothing", warning, "") for warning in result.warnings]
     for found in sorted(groups.values(), key=len, reverse=True):
         first = found[0]
         obj = first.obj

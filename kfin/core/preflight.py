@@ -9,6 +9,11 @@ whether that controller survives the deletion: it lives in the namespace being d
 now, or none can be found. Namespace-wide gates (an unavailable APIService, a CRD whose conversion webhook
 cannot be called) and gates in front of every finalizer (admission webhooks and policies failing closed) are
 predicted too; and a Node's drain that a PodDisruptionBudget allowing no disruption would stop.
+
+A Node whose kubelet is alive (Ready) is cordoned and drained before its object is deleted: deleting the object
+drains nothing. The pod garbage collector then deletes its Pods from the API (no eviction, no
+PodDisruptionBudget asked) while the kubelet may still run their containers: the plan drains it first, naming the
+budgets that cover its Pods, and the prediction warns of it. A lost node's (NotReady) object is deleted as before.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ from kfin.core.causes.builtin import LOAD_BALANCER, cloud_controller
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.custom import find_grants, identities, is_ready, ownership, who_added, workloads_of_grant
 from kfin.core.causes.dryrun import content_deletions, dependents_deletions, not_sent, orphaning, own_deletion
-from kfin.core.causes.ecosystem import find_controller, holdings
+from kfin.core.causes.ecosystem import budget_selects, find_controller, holdings
 from kfin.core.causes.gc import release_gates
 from kfin.core.causes.namespace import deletion_gates, rejected_deletes, unavailable_apiservices
+from kfin.core.causes.pods import kubelet_alive
 from kfin.core.causes.registry import (
     Action,
     Context,
@@ -43,6 +49,7 @@ from kfin.model import CRDS, GARBAGE_COLLECTOR, JSON, MANAGERS, NAMESPACES, Kube
 
 FIRST = "first"  # _survives' step for an object to delete before the target, while its controller runs
 NODES = ("", "nodes")
+MIRROR_POD = "kubernetes.io/config.mirror"  # a static Pod's mirror: the kubelet's own, which a drain leaves
 
 
 class Stuck(Struct):
@@ -105,6 +112,8 @@ class Preflight(Struct):
     # objects the deletion leaves in place whose finalizer only what it deletes removes: stuck once deleted
     orphaned: list[Stuck] = field(default_factory=list)
     cascade: str = "background"  # the DELETE's propagation policy (kubectl's --cascade)
+    drain: list[Step] = field(default_factory=list)  # what goes before a live node's DELETE: cordon, drain
+    warnings: list[str] = field(default_factory=list)  # what the DELETE does besides leaving things stuck
 
     @property
     def clean(self) -> bool:
@@ -121,6 +130,7 @@ class Preflight(Struct):
             "wouldBeStuck": [s.to_dict() for s in self.stuck],
             "leftWithoutController": [s.to_dict() for s in self.orphaned],
             "plan": [s.to_dict() for s in self.plan],
+            "warnings": self.warnings,
             "couldNotRead": self.unknown,
         }
 
@@ -175,8 +185,71 @@ def foresee(facts: Facts, target: KubeObject, cascade: str = "background") -> Pr
         _release_gates(facts, target, released, result)
     if gone_namespace or target.type.group == "apps":
         _left_without_controller(facts, result, gone_namespace)
+    if (rtype.group, rtype.resource) == NODES and not target.terminating and kubelet_alive(target):
+        _drain_first(facts, target, result)
     result.plan = safe_order(result)
     return result
+
+
+def _drain_first(facts: Facts, node: KubeObject, result: Preflight) -> None:
+    """A live node (its kubelet answers: kfin.core.causes.pods.kubelet_alive) is cordoned and drained before its
+    object goes: `kubectl drain` evicts its Pods, each as its PodDisruptionBudget allows (named here from their
+    selectors), and leaves DaemonSet Pods and static Pods' mirrors. Deleting the object drains nothing: the pod
+    garbage collector deletes its Pods from the API without eviction while their containers may still run."""
+    active = [
+        p
+        for p in result.deleted
+        if not p.terminating and (p.raw.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    ]
+    evicted = [
+        p
+        for p in active
+        if MIRROR_POD not in (p.meta.get("annotations") or {})
+        and not any(ref.get("kind") == "DaemonSet" and ref.get("controller") for ref in p.owner_references)
+    ]
+    budgets = facts.objects("policy", "poddisruptionbudgets", None, full=True) if evicted else []
+    if budgets is None:
+        result.unknown.append("PodDisruptionBudgets (which of them the drain must respect)")
+    covered: dict[str, list[str]] = {}
+    for pod in evicted:
+        labels = pod.meta.get("labels") or {}
+        for budget in budgets or []:
+            if budget.namespace == pod.namespace and budget_selects(budget, labels):
+                covered.setdefault(f"PodDisruptionBudget {budget.namespace}/{budget.name}", []).append(pod.name)
+    why = f"evicts {_pods(evicted)} gracefully, so that they start elsewhere" if evicted else "evicts what runs on it"
+    if covered:
+        why += ", each only as its budget allows (the drain waits meanwhile): " + "; ".join(
+            f"{budget} covers {', '.join(pods)}" for budget, pods in covered.items()
+        )
+    notes = []
+    unmanaged = [p for p in evicted if not any(ref.get("controller") for ref in p.owner_references)]
+    if unmanaged:
+        notes.append(
+            f"it refuses {_pods(unmanaged)}, which no controller manages (evicted, gone for good): add --force "
+            "once that is fine"
+        )
+    local = [p for p in evicted if any("emptyDir" in v for v in (p.raw.get("spec") or {}).get("volumes") or [])]
+    if local:
+        notes.append(
+            f"{_pods(local)} keep data in an emptyDir, lost with them: add --delete-emptydir-data once that is fine"
+        )
+    drain = Action(f"kubectl drain {node.name} --ignore-daemonsets", note="; ".join(notes) or None)
+    result.drain = [
+        Step((Action(f"kubectl cordon {node.name}"),), "its kubelet is alive: no new Pod is scheduled on it"),
+        Step((drain,), why + "; DaemonSet Pods stay"),
+    ]
+    if active:
+        result.warnings.append(
+            f"node {node.name} is Ready (its kubelet is alive) and runs {_pods(active)}: deleting its Node object "
+            "drains nothing; the pod garbage collector deletes those Pods from the API without eviction (no "
+            "PodDisruptionBudget is asked) while their containers may still run. Cordon and drain it first"
+        )
+
+
+def _pods(pods: list[KubeObject]) -> str:
+    """`Pod shop/web-0` or `3 Pods: shop/web-0, shop/web-1, shop/db-0` (the first few named)."""
+    shown = ", ".join(f"{p.namespace}/{p.name}" for p in pods[:5]) + (", …" if len(pods) > 5 else "")
+    return f"Pod {shown}" if len(pods) == 1 else f"{len(pods)} Pods: {shown}"
 
 
 def holds_next(facts: Facts, namespace: KubeObject) -> list[Stuck]:
@@ -575,11 +648,8 @@ def safe_order(result: Preflight) -> list[Step]:
         )
         steps.append(Step(_wait(result.target), why))
         return steps
-    steps.append(
-        Step(
-            delete_step(result.target, result.cascade),
-            "nothing would be left stuck" if result.clean else "then delete it",
-        )
-    )
+    steps += result.drain
+    why = "nothing would be left stuck" if result.clean else "then delete it"
+    steps.append(Step(delete_step(result.target, result.cascade), "once it is drained" if result.drain else why))
     steps.append(Step(_wait(result.target), "and follow it to its end"))
     return steps

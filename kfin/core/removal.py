@@ -108,10 +108,26 @@ class Plan(Struct):
 
     @property
     def refusal(self) -> str | None:
-        """Why nothing of it is removed: the whole object's reason, or each refused finalizer's; None if runnable."""
+        """Why nothing of it is removed: the whole object's reason, or each refused finalizer's (a refused
+        force-delete's alone: a Pod in graceful deletion has no finalizer to name); None if runnable."""
         if self.refused:
             return self.refused
-        return "; ".join(f"{c.finding.finalizer}: {c.refused}" for c in self.blocked) or None
+        if self.refused_what.startswith("force-delete"):
+            return "; ".join(c.refused or "" for c in self.blocked) or None
+        return "; ".join(f"{c.finding.finalizer or 'force-delete'}: {c.refused}" for c in self.blocked) or None
+
+    @property
+    def refused_what(self) -> str:
+        """What a refusal refuses, naming the object: a Pod's force-delete when that is all it asks (kfin removes
+        no finalizer then: the Pod has none, only its kubelet can confirm it stopped), else a finalizer removal."""
+        force = [c for c in self.blocked if c.finding.family == FORCE_DELETION]
+        if not self.refused and force and len(force) == len(self.blocked):
+            node = force[0].finding.detail.get("node")
+            kubelet = f"the kubelet of node {node}" if node else "its node's kubelet"
+            return (
+                f"force-delete {self.obj.ref} (it has no finalizer; only {kubelet} can confirm its containers stopped)"
+            )
+        return f"remove finalizers from {self.obj.ref}"
 
 
 class Outcome(Struct):

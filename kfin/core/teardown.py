@@ -650,8 +650,27 @@ def _plan(result: Teardown) -> list[Step]:
             done.add(s.actions)
             steps.append(Step(s.actions, f"{s.obj.ref}: {s.reason}"))
     why = "nothing would be left stuck" if result.clean else "then the teardown itself"
-    steps.append(Step((Action(result.command),), why))
+    steps.append(Step((Action(_after(result, steps)),), why))
     return steps
+
+
+def _after(result: Teardown, earlier: list[Step]) -> str:
+    """The teardown's command, pasted after `earlier` steps: kubectl answers NotFound (and exits 1) for each object of
+    its manifests a step before already deleted, unless told to pass over them. (Helm's uninstall already does.)"""
+    mine = [d.obj for d in result.steps if d.obj is not None]
+    commands = {a.command or "" for step in earlier for a in step.actions}
+    deleted = any(  # by name (a webhook configuration), or among the names of a `kubectl delete TYPE A B -n NS`
+        f"kubectl delete {o.type.kind.lower()} {o.name}" in commands
+        or any(
+            c.startswith(f"kubectl delete {o.type.qualified} ")
+            and o.name in c.split()
+            and (not o.namespace or f" -n {o.namespace} " in f"{c} ")
+            for c in commands
+        )
+        for o in mine
+    )
+    command = result.command
+    return f"{command} --ignore-not-found" if deleted and command.startswith("kubectl delete ") else command
 
 
 def _backed_by_teardown(config: KubeObject, result: Teardown) -> bool:

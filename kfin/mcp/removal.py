@@ -88,7 +88,7 @@ def make_plan(scope: Scope, request: Request) -> tuple[Plan, str]:
 def refusal(p: Plan) -> str | None:
     """Why nothing is removed, as kfin remove says it, or None."""
     if p.refusal is not None:
-        return f"refused to remove finalizers from {p.obj.ref}: {one_line(p.refusal)}"
+        return f"refused to {p.refused_what}: {one_line(p.refusal)}"
     return None
 
 

@@ -57,10 +57,9 @@ def walk(graph: nx.DiGraph, depth: int | None = None) -> list[tuple[int, bool, l
         pieces = []
         if edge and edge.get("holder"):
             pieces.append(("yellow", f"{edge['holder']} ({edge['why']}) "))
-        elif edge and edge.get("cause") and edge["cause"] != "blocking-dependent":
-            pieces.append(("bold red", f"⛔ {edge['cause']} "))
         elif edge and edge.get("blocking"):
-            pieces.append(("bold red", "⛔ blocks "))
+            words = waiting_words(edge)
+            pieces.append(("bold red", f"⛔ {words[0]} " + "".join(f"({w}) " for w in words[1:])))
         elif edge and edge.get("problem"):
             pieces.append(("yellow", f"{edge['problem']} "))
         elif edge and edge.get("binds"):
@@ -218,7 +217,7 @@ ROOT_LOOKS = {
     "other": RootLook("root cause", "box", "box", "#eeeeee", ("[", "]")),
 }
 ROOT_KIND_OF_LINK = {
-    "kubelet": "node-down",
+    "kubelet": "node-down",  # a lost node's (kfin.core.causes.pods.kubelet_alive): a live one's is a controller link
     "discovery-failure": "api-unavailable",
     "conversion-failure": "api-unavailable",
     "cloud": "cloud",
@@ -305,17 +304,28 @@ def _edge_kind(data: JSON) -> str:
     return "owns"
 
 
-def _edge_text(data: JSON) -> str | None:
+WAITS_FOR = "waits for"  # a blocking edge A -> B, in every picture and the tree: A waits for B, as the legend says
+
+
+def waiting_words(data: JSON) -> list[str]:
+    """A blocking edge's label, read from its source to its target: `waits for`, then its link's type when it has
+    one (`kubelet`), a line of its own (Mermaid's link text takes no parentheses)."""
+    cause = data.get("cause")
+    return [WAITS_FOR] if cause in (None, "blocking-dependent") else [WAITS_FOR, str(cause)]
+
+
+def _edge_text(data: JSON) -> list[str]:
     kind = _edge_kind(data)
     if kind == "blocking":
-        return data.get("cause") if data.get("cause") not in (None, "blocking-dependent") else "blocks"
-    return {"holder": data.get("holder"), "binds": "bound to", "problem": data.get("problem")}.get(kind)
+        return waiting_words(data)
+    text = {"holder": data.get("holder"), "binds": "bound to", "problem": data.get("problem")}.get(kind)
+    return [text] if text else []
 
 
 FONT = 'fontname="Helvetica"'
 LEGEND_EDGES = {  # kind of edge: (attributes of its sample line in the legend, what it reads)
     "owns": ('BORDER="1" COLOR="black"', "owns"),
-    "blocking": ('BORDER="2" COLOR="red"', "waits for"),
+    "blocking": ('BORDER="2" COLOR="red"', WAITS_FOR),
     "holder": ('BORDER="1" STYLE="dotted"', "cleans up / requires"),
     "binds": ('BORDER="1" COLOR="gray40" STYLE="dashed"', "bound to"),
     "problem": ('BORDER="1" COLOR="orange" STYLE="dashed"', "owner problem"),
@@ -427,7 +437,7 @@ def to_dot(graph: nx.DiGraph) -> str:
             "binds": ['style="dashed"', 'color="gray40"'],
             "problem": ['style="dashed"', 'color="orange"'],
             "owns": [],
-        }[kind] + ([f"label={dot_quote(words)}"] if words else [])
+        }[kind] + ([f"label={dot_quote(*words)}"] if words else [])
         lines.append(f"  {dot_quote(a)} -> {dot_quote(b)}{' [' + ', '.join(attrs) + ']' if attrs else ''};")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -485,7 +495,7 @@ def to_mermaid(graph: nx.DiGraph) -> str:
     for number, (a, b, data) in enumerate(sorted(graph.edges(data=True))):
         kind, words = _edge_kind(data), _edge_text(data)
         arrow = {"blocking": "==>", "owns": "-->"}.get(kind, "-.->")
-        shown = f"|{_mermaid_text(words)}|" if words else ""
+        shown = f"|{_mermaid_text(*words)}|" if words else ""
         lines.append(f"  {ids[a]} {arrow}{shown} {ids[b]}")
         if kind == "blocking":
             waiting.append(str(number))

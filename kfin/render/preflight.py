@@ -24,7 +24,13 @@ def preflight_report(result: Preflight) -> None:
     if result.unknown:
         say(f"kfin could not read {', '.join(result.unknown)}: what is there is not predicted.", err=True)
     if result.clean:
-        say("Nothing would be left stuck: the deletion should complete by itself.")
+        say(
+            "Nothing would be left stuck, but deleting it now is not safe:"
+            if result.warnings
+            else "Nothing would be left stuck: the deletion should complete by itself."
+        )
+    for warning in result.warnings:  # part of the prediction: the plan below avoids it
+        say(f"  warning: {warning}")
     if result.stuck:
         say(f"{len(result.stuck)} would be left Terminating:")
         _table(result.stuck)

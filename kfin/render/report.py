@@ -167,6 +167,6 @@ def page(report: Report, title: str) -> str:
         )
     table.append("</table>")
     body = _roots(report) + (table if report.entries else [])
-    body += ["<h2>What blocks what</h2>", _graph(report, title)]
+    body += ["<h2>What waits for what</h2>", _graph(report, title)]
     body += ["<h2>Each stuck object</h2>", *(_entry(n, e, report.roots) for n, e in enumerate(report.entries))]
     return "\n".join(head + body + ["</body></html>", ""])

@@ -84,8 +84,8 @@ def test_foreground_deletion_blocked_by_a_dependent_with_a_finalizer(cluster):
     assert sorted(data["chains"], key=lambda c: len(c["mustGoFirst"])) == [
         {"object": b, "mustGoFirst": [actor]}, {"object": a, "mustGoFirst": [actor, b]}]
     tree = kfin("graph", "cm/owner", "--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace).stdout
-    assert "⛔ blocks ConfigMap/" in tree and f"Before ConfigMap/{cluster.namespace}/owner can go" in tree
-    assert "⛔ controller Actor/the controller of example.com" in tree
+    assert "⛔ waits for ConfigMap/" in tree and f"Before ConfigMap/{cluster.namespace}/owner can go" in tree
+    assert "⛔ waits for (controller) Actor/the controller of example.com" in tree
     assert "custom: example.com/block" in tree
     owners = kfin("graph", "cm/owner", "--owners-only", "--kubeconfig", str(cluster.kubeconfig), "-n",
                   cluster.namespace, "-o", "json")

@@ -317,3 +317,66 @@ def test_a_namespace_already_being_deleted(cluster):
     finally:
         cluster.strip_finalizers(held)
     assert cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{ns}") is None, message="the namespace")
+
+
+
+def node_running_a_pod(cluster, base: str, pod: str, ready: bool) -> tuple[str, str]:
+    """(node, budget): Node `base` (suffixed) whose kubelet reports Ready (or stopped reporting: Unknown), Pod `pod`
+    Running on it, and PodDisruptionBudget `pod` that covers it. Its heartbeat is now: a real node lifecycle
+    controller keeps it Ready for its grace period (50 s), longer than the scenario needs."""
+    node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": cluster.name(base)}})
+    now = node["metadata"]["creationTimestamp"]
+    status = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}
+    if not ready:
+        status = {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                  "message": "Kubelet stopped posting node status."}
+    conditions = {"conditions": [dict(status, lastHeartbeatTime=now, lastTransitionTime=now)]}
+
+    def reported() -> bool:  # a real node lifecycle controller may write the node first (its taints): 409, again
+        current = cluster.get(node)
+        return cluster.api.send("PUT", cluster.path_of(node) + "/status", dict(current, status=conditions))[0] == 200
+
+    cluster.eventually(reported, message="the node's status to be written")
+    if cluster.get(f"/api/v1/namespaces/{cluster.namespace}/serviceaccounts/default") is None:
+        cluster.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    created = cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "labels": {"app": pod}},
+                              "spec": {"nodeName": node["metadata"]["name"],
+                                       "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})
+    cluster.set_status(created, {"phase": "Running"})
+    cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": pod},
+                    "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": pod}}}})
+    return node["metadata"]["name"], f"PodDisruptionBudget {cluster.namespace}/{pod}"
+
+
+def test_a_ready_node_is_cordoned_and_drained_before_it_is_deleted(cluster):
+    """Issue 57: a Ready node running a Pod was planned as `kubectl delete nodes NAME`, "nothing would be left
+    stuck". Its kubelet is alive: the plan cordons and drains it first (naming the budget that covers its Pod), then
+    deletes it; deleting it as it is now is a warning of the prediction. A node whose kubelet stopped reporting
+    keeps its plain plan: nothing to drain, no kubelet would stop the Pods."""
+    node, budget = node_running_a_pod(cluster, "node-a", "web-0", ready=True)
+    lost, _ = node_running_a_pod(cluster, "node-b", "db-0", ready=False)
+    cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",  # policy/v1: {} selects every Pod
+                    "metadata": {"name": "all"}, "spec": {"maxUnavailable": 1, "selector": {}}})
+
+    report = preflight(cluster, "node", node)
+    commands = [s["command"] for s in report["plan"]]
+    assert commands == [f"kubectl cordon {node}", f"kubectl drain {node} --ignore-daemonsets",
+                        f"kubectl delete nodes {node}", f"kfin wait nodes {node} --timeout 10m"], commands
+    drain = report["plan"][1]
+    assert f"{budget} covers web-0" in drain["why"], drain
+    assert f"PodDisruptionBudget {cluster.namespace}/all covers web-0" in drain["why"], drain
+    assert "add --force" in drain["note"]  # web-0 has no controller: kubectl drain refuses it without --force
+    [warning] = report["warnings"]
+    assert f"node {node} is Ready (its kubelet is alive) and runs Pod {cluster.namespace}/web-0" in warning
+    assert "without eviction" in warning
+
+    screen = kfin("preflight", "node", node, "--kubeconfig", str(cluster.kubeconfig))
+    assert screen.code in (0, ExitCode.PARTIAL), screen.stderr
+    assert "the deletion should complete by itself" not in screen.stdout
+    assert f"  warning: node {node} is Ready" in screen.stdout
+    assert screen.stdout.index(f"kubectl cordon {node}") < screen.stdout.index(f"kubectl delete nodes {node}")
+
+    report = preflight(cluster, "node", lost)
+    assert [s["command"] for s in report["plan"]] == [f"kubectl delete nodes {lost}",
+                                                      f"kfin wait nodes {lost} --timeout 10m"]
+    assert report["warnings"] == [] and report["clean"] is True

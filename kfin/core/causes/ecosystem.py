@@ -240,7 +240,7 @@ def _drain(facts: ClusterFacts, obj: KubeObject, holder: JSON, whole: JSON) -> l
             b
             for b in budgets
             if b.namespace == pod.namespace
-            and _selects(b, labels)
+            and budget_selects(b, labels)
             and (b.raw.get("status") or {}).get("disruptionsAllowed", 1) == 0
         ]
         if blocking:
@@ -258,10 +258,14 @@ def _drain(facts: ClusterFacts, obj: KubeObject, holder: JSON, whole: JSON) -> l
     return out
 
 
-def _selects(budget: KubeObject, labels: JSON) -> bool:
+def budget_selects(budget: KubeObject, labels: JSON) -> bool:
+    """Whether a PodDisruptionBudget's spec.selector selects Pods with these labels: in policy/v1 a null selector
+    selects none, an empty one ({}) every Pod of its namespace (the field's API documentation)."""
     selector = (budget.raw.get("spec") or {}).get("selector")
     if not isinstance(selector, dict):
         return False
+    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        return True
     match = selector.get("matchLabels") or {}
     if any(labels.get(k) != v for k, v in match.items()):
         return False

@@ -29,6 +29,13 @@ def _graceful(obj: KubeObject) -> bool:
     return obj.type.group == "" and obj.type.resource == "pods" and bool(obj.meta.get("deletionGracePeriodSeconds"))
 
 
+def kubelet_alive(node: KubeObject) -> bool:
+    """Whether a node's kubelet answers: its Ready condition is True (the node lifecycle controller turns it Unknown
+    once the kubelet stops reporting). What explain says of a Pod on it, what kfin graph draws it as, and whether
+    kfin preflight drains it first all read this one fact."""
+    return condition(node, "Ready").get("status") == "True"
+
+
 def _force(pod: KubeObject) -> str:
     return f"kubectl delete pod -n {pod.namespace} {pod.name} --grace-period=0 --force"
 
@@ -102,7 +109,7 @@ def graceful_deletion(ctx: Context) -> Finding:
         found.summary = default
         return found
     ready = condition(node, "Ready")
-    if ready.get("status") != "True":
+    if not kubelet_alive(node):
         since = ready.get("lastTransitionTime") or "an unknown time"
         marked = any(
             isinstance(t, dict) and t.get("key") == OUT_OF_SERVICE and t.get("effect") == "NoExecute"
@@ -151,7 +158,8 @@ def graceful_deletion(ctx: Context) -> Finding:
         controller=f"the kubelet of node {node_name}",
     )
     found.summary = default
+    # a live kubelet is the controller that should act ("kubelet" links are to a node that is lost: drawn as down)
     found.links.append(
-        Link("kubelet", f"the kubelet of node {node_name} should stop it", actor=f"kubelet of {node_name}")
+        Link("controller", f"the kubelet of node {node_name} should stop it", actor=f"kubelet of {node_name}")
     )
     return found
