@@ -69,6 +69,7 @@ COMMANDS = {
         "kfin.commands.explain", "Why each finalizer of an object is still there, and what is safe to do."
     ),
     "graph": Command("kfin.commands.graph", "The owner/dependent graph (ownerReferences), and what blocks what."),
+    "delete": Command("kfin.commands.delete", "Delete an object, then show live what holds it until it is gone."),
     "remove": Command("kfin.commands.remove", "Remove finalizers that block a deletion: guarded, race-safe, recorded."),
     "wait": Command(
         "kfin.commands.wait", "Follow a deletion until the object is gone (a watch), showing what remains."

@@ -1,0 +1,218 @@
+"""`kfin delete KIND NAME`: the prediction, a confirmation, the DELETE, then what holds the object, live, until it
+is gone. kfin sends the DELETE and nothing else: a finalizer's removal is a `kfin remove` step for the user."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+
+import typer
+
+from kfin.commands.flags import (
+    ContextOpt,
+    KindArg,
+    KubeconfigOpt,
+    NameArg,
+    NamespaceOpt,
+    OutputOpt,
+    TimeoutFlag,
+    TimeoutOpt,
+    check_output,
+    duration_seconds,
+    merged,
+    subject,
+    wait_seconds,
+)
+from kfin.commands.outputs import OUTPUTS
+from kfin.core.blocking import follow
+from kfin.core.causes import explain_cached
+from kfin.core.deleting import CASCADES, Holder, follow_deletion, send_delete
+from kfin.core.lookup import MissingObjectError, live_target
+from kfin.core.preflight import target_of
+from kfin.core.scope import Scope
+from kfin.core.stuck import is_stuck
+from kfin.core.teardown import preflight_of
+from kfin.errors import ExitCode, InterruptedByUserError, UsageError
+from kfin.model import KubeObject
+from kfin.render import data, explanation
+from kfin.render.preflight import preflight_report
+from kfin.render.terminal import say, warn_failures
+from kfin.util.durations import format_age
+
+
+def delete(
+    ctx: typer.Context,
+    kind: KindArg,
+    name: NameArg = None,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking (needed when stdin is no terminal)."),
+    dry_run: str = typer.Option(
+        "none",
+        "--dry-run",
+        metavar="none|server",
+        help="server: send the DELETE with dryRun=All (the API server validates it, admission included; nothing "
+        "is deleted) and say what it answered.",
+    ),
+    cascade: str = typer.Option(
+        "background",
+        "--cascade",
+        metavar="background|foreground|orphan",
+        help="The propagation policy of the DELETE, as kubectl's --cascade (predicted with it too).",
+    ),
+    timeout: TimeoutFlag = "5m",
+    interval: str = typer.Option(
+        "10s",
+        "--interval",
+        metavar="DURATION",
+        help="How often an answer that read what is not watched (Pods' nodes, Events) is worked out again.",
+    ),
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    output: OutputOpt = None,
+    request_timeout: TimeoutOpt = None,
+) -> None:
+    """Delete an object, then show live what holds it until it is gone.
+
+    First kfin's prediction (what kfin preflight says of this deletion), then a question (on a terminal; --yes
+    skips it, and without a terminal it is needed), then the DELETE. Then, on each change the watches see, what
+    holds the object now: its verdict and blocker, the root cause and the next step of kfin explain's plan.
+    Exit 0 once it is gone; exit 1 after --timeout, with kfin explain's answer. Ctrl-C stops the watching and
+    leaves the deletion in place (exit 130). kfin never removes a finalizer here: a `kfin remove` step of the
+    plan is yours to run. -o json: one JSON line per answer, and a last one.
+
+    Examples:
+
+      kfin delete ns team-a
+
+      kfin delete databases.acme.io orders -n team-a --yes --timeout 2m
+
+      kfin delete pvc data-postgres-0 -n shop --dry-run=server
+    """
+    kind, name = subject(kind, name, "delete")
+    options = merged(
+        ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
+    )
+    fmt = check_output(options, OUTPUTS["delete"])
+    if dry_run not in ("none", "server"):
+        raise UsageError(
+            f"--dry-run takes server or none, not {dry_run} (kfin's prediction, printed first, is the client's answer)"
+        )
+    if cascade not in CASCADES:
+        raise UsageError("--cascade takes background, foreground or orphan")
+    seconds = wait_seconds(timeout)
+    every = duration_seconds(interval, "--interval")
+    if every < 0.2:
+        raise UsageError("--interval must be at least 0.2s")
+    server_dry_run = dry_run == "server"
+    if not (yes or server_dry_run or sys.stdin.isatty()):  # before anything is read: a script learns it at once
+        raise UsageError(
+            "kfin delete asks before it deletes, and stdin is no terminal: pass --yes to delete without asking "
+            "(or --dry-run=server to see the API server's answer)"
+        )
+    scope = options.scope(dry_run=True)
+    obj, facts = target_of(scope, kind, name)
+    prediction = preflight_of(facts, obj, cascade)
+    warn_failures(facts.inventory.failures)
+    if fmt == "json":
+        data.json_line({"event": "prediction", "prediction": prediction.to_dict()})
+    else:
+        preflight_report(prediction, "the steps are yours; kfin delete sends only the DELETE of this object")
+    kube = facts.kube
+    assert kube is not None  # target_of's facts are live
+    policy = "" if cascade == "background" else f" --cascade={cascade}"
+    if server_dry_run:
+        answer = send_delete(kube, obj, cascade, dry_run=True)
+        accepted = (
+            f"server dry run: the API server accepts the DELETE of {obj.ref}{policy} (dryRun=All): nothing was deleted"
+        )
+        meta = (answer.get("metadata") or {}) if isinstance(answer, dict) else {}
+        left = meta.get("finalizers") or []
+        after = f"; it would stay Terminating until these finalizers go: {', '.join(left)}" if left else ""
+        if fmt == "json":
+            data.json_line({"event": "dry-run", "object": _named(obj), "finalizers": left})
+        say(accepted + after, err=True)
+        return
+    if not yes:
+        sys.stdout.flush()  # the prediction is read before the question
+        say(f"Delete {obj.ref}{policy} in context {kube.context}? [y/N] ", err=True)
+        sys.stderr.flush()
+        reply = sys.stdin.readline()
+        if reply.strip().lower() not in ("y", "yes"):
+            say("Nothing was deleted.", err=True)
+            raise typer.Exit(ExitCode.REFUSED)
+    send_delete(kube, obj, cascade, dry_run=False)
+    if fmt == "json":
+        data.json_line({"event": "deleted", "object": _named(obj)})
+    say(
+        f"deleted {obj.ref}{policy}; following it until it is gone (up to {format_age(seconds)}; Ctrl-C stops "
+        "following and leaves the deletion in place)",
+        err=True,
+    )
+
+    def said(answer: Holder) -> None:
+        if fmt == "json":
+            data.json_line({"event": "holding", "at": _now(), **answer.to_dict()})
+        else:
+            _holding(answer)
+
+    try:
+        gone = follow_deletion(scope, obj, kube, seconds, every, said)
+        raise typer.Exit(_ended(scope, kind, name, obj, gone, seconds, fmt))
+    except KeyboardInterrupt:
+        raise InterruptedByUserError(
+            f"interrupted: the deletion of {obj.ref} stays in place (kfin stopped following it and removed "
+            f"nothing); follow it again with kfin wait {_wait_words(obj)}"
+        ) from None
+
+
+def _ended(scope: Scope, kind: str, name: str, obj: KubeObject, gone: bool, seconds: float, fmt: str) -> int:
+    """0 once gone; else 1, with kfin explain's answer, read again, as the last one."""
+    if not gone:
+        try:
+            now, facts = live_target(scope, kind, name)
+        except MissingObjectError:  # it went at the last moment
+            gone = True
+        else:
+            gone = now.uid != obj.uid
+    if gone:
+        if fmt == "json":
+            data.json_line({"event": "gone", "object": _named(obj)})
+        say(f"{obj.ref} is gone", err=fmt == "json")
+        return ExitCode.OK
+    found = explain_cached(now, facts)
+    chain = follow(now, facts, ahead=True) if is_stuck(now, facts) else None
+    events = facts.warnings_about(now)
+    say(f"{obj.ref} is still there after {format_age(seconds)}; what holds it, as kfin explain says:", err=True)
+    if fmt == "json":
+        document = explanation.document(found, facts, events, chain, complete=not facts.inventory.failures)
+        data.json_line({"event": "timeout", "explanation": document})
+    else:
+        explanation.explained(found, events, chain, facts.inventory.observed_at)
+    return ExitCode.FOUND
+
+
+def _holding(answer: Holder) -> None:
+    """One answer, in a few lines: when, what holds it (verdict and blocker), its root cause, the next step."""
+    stamp = datetime.now().strftime("%H:%M:%S")
+    verdict = f"{answer.verdict}: " if answer.verdict else ""
+    say(f"{stamp}  {answer.obj.ref}: {verdict}{answer.blocker}", hanging=10)
+    if answer.root_cause:
+        say(f"          root cause: {answer.root_cause}", hanging=10)
+    step = answer.next_step
+    if step:
+        shown = step.get("command") or step.get("note") or ""
+        say(f"          next: {shown}", hanging=10)
+    sys.stdout.flush()
+
+
+def _named(obj: KubeObject) -> dict[str, str | None]:
+    return {"kind": obj.type.kind, "group": obj.type.group, "namespace": obj.namespace or None, "name": obj.name}
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _wait_words(obj: KubeObject) -> str:
+    where = f" -n {obj.namespace}" if obj.namespace else ""
+    return f"{obj.type.qualified} {obj.name}{where} --uid {obj.uid}"
