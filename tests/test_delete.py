@@ -82,9 +82,14 @@ def test_server_dry_run_sends_no_real_delete(fake, fake_kubeconfig):
 def test_bad_flags_are_usage_errors(fake, fake_kubeconfig):
     configmap(fake, "x")
     base = ("delete", "cm", "x", "--kubeconfig", str(fake_kubeconfig), "--yes")
-    for extra in (("--dry-run=client",), ("--cascade", "sideways"), ("--timeout", "0s"), ("-o", "yaml")):
+    for extra, said in ((("--dry-run=client",), "--dry-run takes server or none, not client"),
+                        (("--cascade", "sideways"), "--cascade takes background, foreground or orphan"),
+                        (("--timeout", "0s"), '--timeout: "0s" must be more than 0'),
+                        (("-o", "yaml"), '--output "yaml" is not supported here (use one of: table, json)'),
+                        (("--interval", "0s"), "--interval must be at least 0.2s")):
         result = kfin(*base, *extra)
-        assert result.code == ExitCode.USAGE and result.stderr.startswith("error: "), (extra, result)
+        assert result.code == ExitCode.USAGE and result.stderr.startswith(f"error: {said}"), (extra, result)
+        assert result.stderr.count("\n") == 1
     assert real_deletes(fake, "x") == []
 
 
