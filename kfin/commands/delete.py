@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import typer
 
+from kfin.api.connection import Kube
 from kfin.commands.flags import (
     ContextOpt,
     KindArg,
@@ -26,7 +27,7 @@ from kfin.commands.flags import (
 from kfin.commands.outputs import OUTPUTS
 from kfin.core.blocking import follow
 from kfin.core.causes import explain_cached
-from kfin.core.deleting import CASCADES, Holder, follow_deletion, send_delete
+from kfin.core.deleting import CASCADES, Holder, follow_deletion, send_delete, targets_of
 from kfin.core.lookup import MissingObjectError, live_target
 from kfin.core.preflight import target_of
 from kfin.core.scope import Scope
@@ -34,6 +35,7 @@ from kfin.core.stuck import is_stuck
 from kfin.core.teardown import preflight_of
 from kfin.errors import ExitCode, InterruptedByUserError, UsageError
 from kfin.model import KubeObject
+from kfin.names import check_kind
 from kfin.render import data, explanation
 from kfin.render.preflight import preflight_report
 from kfin.render.terminal import say, warn_failures
@@ -44,6 +46,13 @@ def delete(
     ctx: typer.Context,
     kind: KindArg,
     name: NameArg = None,
+    selector: str | None = typer.Option(
+        None,
+        "--selector",
+        "-l",
+        metavar="SELECTOR",
+        help="Instead of NAME: every object of KIND whose labels match (kubectl's -l), each predicted and followed.",
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking (needed when stdin is no terminal)."),
     dry_run: str = typer.Option(
         "none",
@@ -88,7 +97,12 @@ def delete(
 
       kfin delete pvc data-postgres-0 -n shop --dry-run=server
     """
-    kind, name = subject(kind, name, "delete")
+    if selector is not None:
+        if name is not None or "/" in kind:
+            raise UsageError("kfin delete takes KIND NAME, or KIND -l SELECTOR: not both")
+        kind = check_kind(kind)
+    else:
+        kind, name = subject(kind, name, "delete")
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
@@ -110,85 +124,112 @@ def delete(
             "(or --dry-run=server to see the API server's answer)"
         )
     scope = options.scope(dry_run=True)
-    obj, facts = target_of(scope, kind, name)
-    prediction = preflight_of(facts, obj, cascade)
-    warn_failures(facts.inventory.failures)
-    if fmt == "json":
-        data.json_line({"event": "prediction", "prediction": prediction.to_dict()})
+    if selector is not None:
+        objects, facts = targets_of(scope, kind, selector)
+        if not objects:
+            say(f"No {kind} matches -l {selector}: nothing was deleted.", err=True)
+            return
     else:
-        preflight_report(prediction, "the steps are yours; kfin delete sends only the DELETE of this object")
+        assert name is not None  # subject() gave it
+        obj, facts = target_of(scope, kind, name)
+        objects = [obj]
+    warn_failures(facts.inventory.failures)
+    for obj in objects:
+        prediction = preflight_of(facts, obj, cascade)
+        if fmt == "json":
+            data.json_line({"event": "prediction", "prediction": prediction.to_dict()})
+        else:
+            preflight_report(prediction, "the steps are yours; kfin delete sends only the DELETE of this object")
     kube = facts.kube
-    assert kube is not None  # target_of's facts are live
+    assert kube is not None  # the facts of a live cluster
     policy = "" if cascade == "background" else f" --cascade={cascade}"
     if server_dry_run:
-        answer = send_delete(kube, obj, cascade, dry_run=True)
-        accepted = (
-            f"server dry run: the API server accepts the DELETE of {obj.ref}{policy} (dryRun=All): nothing was deleted"
-        )
-        meta = (answer.get("metadata") or {}) if isinstance(answer, dict) else {}
-        left = meta.get("finalizers") or []
-        after = f"; it would stay Terminating until these finalizers go: {', '.join(left)}" if left else ""
-        if fmt == "json":
-            data.json_line({"event": "dry-run", "object": _named(obj), "finalizers": left})
-        say(accepted + after, err=True)
+        for obj in objects:
+            _server_dry_run(kube, obj, cascade, policy, fmt)
         return
+    named = objects[0].ref if len(objects) == 1 else f"{len(objects)} objects ({', '.join(o.ref for o in objects)})"
     if not yes:
         sys.stdout.flush()  # the prediction is read before the question
-        say(f"Delete {obj.ref}{policy} in context {kube.context}? [y/N] ", err=True)
+        say(f"Delete {named}{policy} in context {kube.context}? [y/N] ", err=True)
         sys.stderr.flush()
         reply = sys.stdin.readline()
         if reply.strip().lower() not in ("y", "yes"):
             say("Nothing was deleted.", err=True)
             raise typer.Exit(ExitCode.REFUSED)
-    send_delete(kube, obj, cascade, dry_run=False)
-    if fmt == "json":
-        data.json_line({"event": "deleted", "object": _named(obj)})
-    say(
-        f"deleted {obj.ref}{policy}; following it until it is gone (up to {format_age(seconds)}; Ctrl-C stops "
-        "following and leaves the deletion in place)",
-        err=True,
-    )
-
-    def said(answer: Holder) -> None:
-        if fmt == "json":
-            data.json_line({"event": "holding", "at": _now(), **answer.to_dict()})
-        else:
-            _holding(answer)
-
+    sent: list[KubeObject] = []
     try:
-        gone = follow_deletion(scope, obj, kube, seconds, every, said)
-        raise typer.Exit(_ended(scope, kind, name, obj, gone, seconds, fmt))
+        for obj in objects:
+            send_delete(kube, obj, cascade, dry_run=False)
+            sent.append(obj)
+            if fmt == "json":
+                data.json_line({"event": "deleted", "object": _named(obj)})
+            say(f"deleted {obj.ref}{policy}", err=True)
+        say(
+            f"following {'it' if len(sent) == 1 else 'them'} until gone (up to {format_age(seconds)}; Ctrl-C stops "
+            "following and leaves the deletion in place)",
+            err=True,
+        )
+
+        def said(answer: Holder) -> None:
+            if fmt == "json":
+                data.json_line({"event": "holding", "at": _now(), **answer.to_dict()})
+            else:
+                _holding(answer)
+
+        left = follow_deletion(scope, sent, kube, seconds, every, said)
+        raise typer.Exit(_ended(scope, sent, left, seconds, fmt))
     except KeyboardInterrupt:
+        if not sent:
+            raise InterruptedByUserError("interrupted: nothing was deleted") from None
+        them = "it" if len(sent) == 1 else "them"
         raise InterruptedByUserError(
-            f"interrupted: the deletion of {obj.ref} stays in place (kfin stopped following it and removed "
-            f"nothing); follow it again with kfin wait {_wait_words(obj)}"
+            f"interrupted: the deletion of {', '.join(o.ref for o in sent)} stays in place (kfin stopped following "
+            f"{them} and removed nothing); follow {them} again with "
+            + "; ".join(f"kfin wait {_wait_words(o)}" for o in sent)
         ) from None
 
 
-def _ended(scope: Scope, kind: str, name: str, obj: KubeObject, gone: bool, seconds: float, fmt: str) -> int:
-    """0 once gone; else 1, with kfin explain's answer, read again, as the last one."""
-    if not gone:
-        try:
-            now, facts = live_target(scope, kind, name)
-        except MissingObjectError:  # it went at the last moment
-            gone = True
-        else:
-            gone = now.uid != obj.uid
-    if gone:
-        if fmt == "json":
-            data.json_line({"event": "gone", "object": _named(obj)})
-        say(f"{obj.ref} is gone", err=fmt == "json")
-        return ExitCode.OK
-    found = explain_cached(now, facts)
-    chain = follow(now, facts, ahead=True) if is_stuck(now, facts) else None
-    events = facts.warnings_about(now)
-    say(f"{obj.ref} is still there after {format_age(seconds)}; what holds it, as kfin explain says:", err=True)
+def _server_dry_run(kube: Kube, obj: KubeObject, cascade: str, policy: str, fmt: str) -> None:
+    """The DELETE sent with dryRun=All only, and what the API server answered: the finalizers it would wait for."""
+    answer = send_delete(kube, obj, cascade, dry_run=True)
+    meta = (answer.get("metadata") or {}) if isinstance(answer, dict) else {}
+    left = meta.get("finalizers") or []
+    after = f"; it would stay Terminating until these finalizers go: {', '.join(left)}" if left else ""
     if fmt == "json":
-        document = explanation.document(found, facts, events, chain, complete=not facts.inventory.failures)
-        data.json_line({"event": "timeout", "explanation": document})
-    else:
-        explanation.explained(found, events, chain, facts.inventory.observed_at)
-    return ExitCode.FOUND
+        data.json_line({"event": "dry-run", "object": _named(obj), "finalizers": left})
+    say(
+        f"server dry run: the API server accepts the DELETE of {obj.ref}{policy} (dryRun=All): nothing was deleted"
+        + after,
+        err=True,
+    )
+
+
+def _ended(scope: Scope, sent: list[KubeObject], left: list[KubeObject], seconds: float, fmt: str) -> int:
+    """0 once every one is gone; else 1, with kfin explain's answer for each one still there, read again."""
+    held = 0
+    for obj in sent:
+        now, facts = None, None
+        if obj in left:
+            try:
+                now, facts = live_target(scope, obj.type.qualified, obj.name)
+            except MissingObjectError:  # it went at the last moment
+                pass
+        if now is None or facts is None or now.uid != obj.uid:
+            if fmt == "json":
+                data.json_line({"event": "gone", "object": _named(obj)})
+            say(f"{obj.ref} is gone", err=fmt == "json")
+            continue
+        held += 1
+        found = explain_cached(now, facts)
+        chain = follow(now, facts, ahead=True) if is_stuck(now, facts) else None
+        events = facts.warnings_about(now)
+        say(f"{obj.ref} is still there after {format_age(seconds)}; what holds it, as kfin explain says:", err=True)
+        if fmt == "json":
+            document = explanation.document(found, facts, events, chain, complete=not facts.inventory.failures)
+            data.json_line({"event": "timeout", "explanation": document})
+        else:
+            explanation.explained(found, events, chain, facts.inventory.observed_at)
+    return ExitCode.FOUND if held else ExitCode.OK
 
 
 def _holding(answer: Holder) -> None:

@@ -11,13 +11,18 @@ from collections.abc import Callable
 from msgspec import Struct
 from msgspec.structs import replace
 
+from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
+from kfin.api.resources import KindLookup
 from kfin.core.blocking import Chain, follow
 from kfin.core.causes import Explanation, blocker_line, explain_cached, main_finding
 from kfin.core.facts import Facts
+from kfin.core.lookup import facts_on_demand
 from kfin.core.scope import Scope
+from kfin.core.selectors import label_selector
 from kfin.core.stuck import is_stuck
 from kfin.core.watching import Watched
+from kfin.errors import KfinError
 from kfin.model import JSON, KubeObject
 
 CASCADES = {"background": "Background", "foreground": "Foreground", "orphan": "Orphan"}
@@ -97,13 +102,26 @@ def holder(obj: KubeObject, facts: Facts) -> Holder:
     return Holder(explain_cached(obj, facts), follow(obj, facts, ahead=True) if is_stuck(obj, facts) else None)
 
 
-def watch_scope(scope: Scope, obj: KubeObject) -> Scope:
-    """What a deletion's answer reads, watched: a namespace's own content, a namespaced object's namespace, and
-    for any other cluster-scoped object (a CRD, a Node, a PersistentVolume) every namespace."""
-    if (obj.type.group, obj.type.resource) == NAMESPACES:
-        return replace(scope, namespace=obj.name, all_namespaces=False)
-    if obj.namespace:
-        return replace(scope, namespace=obj.namespace, all_namespaces=False)
+def targets_of(scope: Scope, kind: str, selector: str) -> tuple[list[KubeObject], Facts]:
+    """The objects of `kind` whose labels match `selector` (kubectl delete KIND -l), in -n or the context's
+    namespace for a namespaced kind, and the facts; [] when none matches."""
+    matches = label_selector(selector)  # bad input is said before anything is read
+    facts = facts_on_demand(scope)
+    rtype = KindLookup(facts.inventory.resources + builtin_resources()).find(kind)
+    namespace = (scope.namespace or facts.inventory.namespace or "default") if rtype.namespaced else None
+    found = facts.objects(rtype.group, rtype.resource, namespace, full=True)
+    if found is None:
+        raise KfinError(f"kfin could not list {rtype.qualified}" + (f" in namespace {namespace}" if namespace else ""))
+    return sorted((o for o in found if matches(o.meta.get("labels") or {})), key=lambda o: o.name), facts
+
+
+def watch_scope(scope: Scope, objects: list[KubeObject]) -> Scope:
+    """What the answers of deletions read, watched: a namespace's own content, a namespaced object's namespace,
+    and for any other cluster-scoped object (a CRD, a Node, a PersistentVolume), or several namespaces, every
+    namespace."""
+    where = {o.name if (o.type.group, o.type.resource) == NAMESPACES else o.namespace for o in objects}
+    if len(where) == 1 and "" not in where:
+        return replace(scope, namespace=where.pop(), all_namespaces=False)
     return replace(scope, namespace=None, all_namespaces=True)
 
 
@@ -115,41 +133,50 @@ def gone(kube: Kube, obj: KubeObject) -> bool:
 
 def follow_deletion(
     scope: Scope,
-    obj: KubeObject,
+    objects: list[KubeObject],
     kube: Kube,
     timeout: float,
     every: float,
     said: Callable[[Holder], None],
-) -> bool:
-    """True once `obj` is gone; False after `timeout` seconds. Each answer that differs from the one before is
-    handed to `said`; one is worked out again at each change the watches see, and every `every` seconds (what an
-    answer reads on demand, a Pod's node or an Event, is not watched)."""
+) -> list[KubeObject]:
+    """The objects still there after `timeout` seconds ([]: every one is gone; returned as soon as they are). Each
+    object's answer that differs from its one before is handed to `said`; they are worked out again at each change
+    the watches see, and every `every` seconds (what an answer reads on demand, a Pod's node or an Event, is not
+    watched)."""
     deadline = time.monotonic() + timeout
-    if gone(kube, obj):  # deleted at once: nothing to watch
-        return True
-    watched = Watched(watch_scope(scope, obj), every)
+    left = [o for o in objects if not gone(kube, o)]  # deleted at once: nothing to watch
+    if not left:
+        return []
+    watched = Watched(watch_scope(scope, left), every)
     watched.start()
-    last: tuple[object, ...] | None = None
+    last: dict[str, tuple[object, ...]] = {}
     try:
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            if not watched.wait_synced(min(1.0, left)):
+            if time.monotonic() >= deadline:
+                return left
+            if not watched.wait_synced(min(1.0, max(0.0, deadline - time.monotonic()))):
                 continue
             since = watched.version()
             facts, _ = watched.facts()
             if facts is not None:
                 facts.dry_runs_allowed = scope.dry_run
-                current = facts.find(obj.type.group, obj.type.resource, obj.namespace, obj.name)
-                if current is None or current.uid != obj.uid:
-                    if gone(kube, obj):
-                        return True
-                else:
-                    answer = holder(current, facts)
-                    if answer.key() != last:
-                        said(answer)
-                        last = answer.key()
+                left = [o for o in left if not _answered(o, facts, kube, last, said)]
+                if not left:
+                    return []
             watched.wait(since, max(0.0, min(every, deadline - time.monotonic())))
     finally:
         watched.stop()
+
+
+def _answered(
+    obj: KubeObject, facts: Facts, kube: Kube, last: dict[str, tuple[object, ...]], said: Callable[[Holder], None]
+) -> bool:
+    """True when `obj` is gone; else its answer from `facts`, handed to `said` when it changed."""
+    current = facts.find(obj.type.group, obj.type.resource, obj.namespace, obj.name)
+    if current is None or current.uid != obj.uid:
+        return gone(kube, obj)
+    answer = holder(current, facts)
+    if answer.key() != last.get(obj.uid):
+        said(answer)
+        last[obj.uid] = answer.key()
+    return False

@@ -146,3 +146,30 @@ def test_the_holder_changes_while_watching_pods_first_then_a_custom_resource(clu
         in out[pods_at:widget_at], out
     assert out.rstrip().endswith(f"Namespace/{ns} is gone"), out
     assert cluster.get(f"/api/v1/namespaces/{ns}") is None
+
+
+def test_a_selector_deletes_the_matching_objects_and_follows_each(cluster):
+    """kubectl's -l: each matching object predicted, deleted and followed; the one that goes is said gone, the one
+    a finalizer holds is explained at the timeout; an object the selector does not match is left alone."""
+    def cm(name, app, finalizers=()):
+        return cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": name, "labels": {"app": app}, "finalizers": list(finalizers)}})
+
+    goes, held, other = cm("goes", "x"), cm("held", "x", ["example.com/hold"]), cm("other", "y")
+    base = ("--kubeconfig", str(cluster.kubeconfig), "-n", cluster.namespace)
+    result = kfin("delete", "cm", "-l", "app=x", *base, "--yes", "--timeout", "2s")
+    assert result.code == ExitCode.FOUND, result
+    ns = cluster.namespace
+    assert f"Deleting ConfigMap/{ns}/goes would delete 0 objects." in result.stdout
+    assert f"Deleting ConfigMap/{ns}/held would delete 0 objects." in result.stdout
+    assert f"ConfigMap/{ns}/goes is gone" in result.stdout
+    assert f"ConfigMap/{ns}/held is still there after 2s; what holds it, as kfin explain says:" in result.stderr
+    assert "example.com/hold" in result.stdout[result.stdout.index("Terminating for"):]
+    assert cluster.get(goes) is None
+    assert cluster.get(held)["metadata"]["finalizers"] == ["example.com/hold"]
+    assert "deletionTimestamp" not in cluster.get(other)["metadata"]
+    none = kfin("delete", "cm", "-l", "app=nobody", *base, "--yes")
+    assert none.code == ExitCode.OK and "No cm matches -l app=nobody: nothing was deleted." in none.stderr, none
+    both = kfin("delete", "cm", "other", "-l", "app=y", *base, "--yes")
+    assert both.code == ExitCode.USAGE and "KIND NAME, or KIND -l SELECTOR: not both" in both.stderr
+    assert "deletionTimestamp" not in cluster.get(other)["metadata"]
