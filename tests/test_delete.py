@@ -90,6 +90,12 @@ def test_bad_flags_are_usage_errors(fake, fake_kubeconfig):
         result = kfin(*base, *extra)
         assert result.code == ExitCode.USAGE and result.stderr.startswith(f"error: {said}"), (extra, result)
         assert result.stderr.count("\n") == 1
+    for args, said in ((("delete", "cm", "x", "-f", "x.yaml"), "kfin delete takes KIND NAME, KIND -l SELECTOR or -f FILE"),
+                       (("delete", "-f", "-"), "-f - reads the manifests from stdin, where kfin delete would ask"),
+                       (("delete", "cm", "x", "-R"), "-R goes with -f DIR"),
+                       (("delete",), "kfin delete needs KIND NAME, KIND -l SELECTOR or -f FILE")):
+        result = kfin(*args, "--kubeconfig", str(fake_kubeconfig))
+        assert result.code == ExitCode.USAGE and result.stderr.startswith(f"error: {said}"), (args, result)
     assert real_deletes(fake, "x") == []
 
 

@@ -11,10 +11,10 @@ import typer
 from kfin.api.connection import Kube
 from kfin.commands.flags import (
     ContextOpt,
-    KindArg,
     KubeconfigOpt,
     NameArg,
     NamespaceOpt,
+    OptionalKindArg,
     OutputOpt,
     TimeoutFlag,
     TimeoutOpt,
@@ -25,27 +25,39 @@ from kfin.commands.flags import (
     wait_seconds,
 )
 from kfin.commands.outputs import OUTPUTS
+from kfin.core import manifests
 from kfin.core.blocking import follow
 from kfin.core.causes import explain_cached
 from kfin.core.deleting import CASCADES, Holder, follow_deletion, send_delete, targets_of
-from kfin.core.lookup import MissingObjectError, live_target
+from kfin.core.facts import Facts
+from kfin.core.lookup import MissingObjectError, facts_on_demand, live_target
 from kfin.core.preflight import target_of
 from kfin.core.scope import Scope
 from kfin.core.stuck import is_stuck
-from kfin.core.teardown import preflight_of
-from kfin.errors import ExitCode, InterruptedByUserError, UsageError
+from kfin.core.teardown import kubectl_delete, preflight_of
+from kfin.errors import ExitCode, InterruptedByUserError, NotFoundError, UsageError
 from kfin.model import KubeObject
 from kfin.names import check_kind
 from kfin.render import data, explanation
 from kfin.render.preflight import preflight_report
+from kfin.render.teardown import teardown_report
 from kfin.render.terminal import say, warn_failures
 from kfin.util.durations import format_age
 
 
 def delete(
     ctx: typer.Context,
-    kind: KindArg,
+    kind: OptionalKindArg = None,
     name: NameArg = None,
+    filename: list[str] | None = typer.Option(
+        None,
+        "-f",
+        "--filename",
+        metavar="FILE|DIR|-",
+        help="Instead of KIND NAME: the objects of these manifests, as `kubectl delete -f` deletes them (repeatable; - "
+        "for stdin, with --yes), predicted as kfin preflight -f does.",
+    ),
+    recursive: bool = typer.Option(False, "-R", "--recursive", help="With -f DIR: its subdirectories too."),
     selector: str | None = typer.Option(
         None,
         "--selector",
@@ -96,8 +108,21 @@ def delete(
       kfin delete databases.acme.io orders -n team-a --yes --timeout 2m
 
       kfin delete pvc data-postgres-0 -n shop --dry-run=server
+
+      kfin delete pods -l app=ledger -n billing --yes
+
+      kfin delete -f deploy/ -R --yes
     """
-    if selector is not None:
+    if filename:
+        if kind is not None or selector is not None:
+            raise UsageError("kfin delete takes KIND NAME, KIND -l SELECTOR or -f FILE: only one of them")
+        if "-" in filename and not yes:
+            raise UsageError("-f - reads the manifests from stdin, where kfin delete would ask: pass --yes")
+    elif recursive:
+        raise UsageError("-R goes with -f DIR")
+    elif kind is None:
+        raise UsageError("kfin delete needs KIND NAME, KIND -l SELECTOR or -f FILE")
+    elif selector is not None:
         if name is not None or "/" in kind:
             raise UsageError("kfin delete takes KIND NAME, or KIND -l SELECTOR: not both")
         kind = check_kind(kind)
@@ -124,22 +149,26 @@ def delete(
             "(or --dry-run=server to see the API server's answer)"
         )
     scope = options.scope(dry_run=True)
-    if selector is not None:
-        objects, facts = targets_of(scope, kind, selector)
-        if not objects:
-            say(f"No {kind} matches -l {selector}: nothing was deleted.", err=True)
-            return
+    if filename:
+        objects, facts = _from_manifests(scope, filename, recursive, cascade, fmt)
     else:
-        assert name is not None  # subject() gave it
-        obj, facts = target_of(scope, kind, name)
-        objects = [obj]
-    warn_failures(facts.inventory.failures)
-    for obj in objects:
-        prediction = preflight_of(facts, obj, cascade)
-        if fmt == "json":
-            data.json_line({"event": "prediction", "prediction": prediction.to_dict()})
+        assert kind is not None  # checked above
+        if selector is not None:
+            objects, facts = targets_of(scope, kind, selector)
+            if not objects:
+                say(f"No {kind} matches -l {selector}: nothing was deleted.", err=True)
+                return
         else:
-            preflight_report(prediction, "the steps are yours; kfin delete sends only the DELETE of this object")
+            assert name is not None  # subject() gave it
+            obj, facts = target_of(scope, kind, name)
+            objects = [obj]
+        warn_failures(facts.inventory.failures)
+        for obj in objects:
+            prediction = preflight_of(facts, obj, cascade)
+            if fmt == "json":
+                data.json_line({"event": "prediction", "prediction": prediction.to_dict()})
+            else:
+                preflight_report(prediction, "the steps are yours; kfin delete sends only the DELETE of this object")
     kube = facts.kube
     assert kube is not None  # the facts of a live cluster
     policy = "" if cascade == "background" else f" --cascade={cascade}"
@@ -159,7 +188,11 @@ def delete(
     sent: list[KubeObject] = []
     try:
         for obj in objects:
-            send_delete(kube, obj, cascade, dry_run=False)
+            try:
+                send_delete(kube, obj, cascade, dry_run=False)
+            except NotFoundError:  # deleted meanwhile (with an object deleted before it): nothing to follow
+                say(f"{obj.ref} is already gone", err=True)
+                continue
             sent.append(obj)
             if fmt == "json":
                 data.json_line({"event": "deleted", "object": _named(obj)})
@@ -187,6 +220,32 @@ def delete(
             f"{them} and removed nothing); follow {them} again with "
             + "; ".join(f"kfin wait {_wait_words(o)}" for o in sent)
         ) from None
+
+
+def _from_manifests(
+    scope: Scope, files: list[str], recursive: bool, cascade: str, fmt: str
+) -> tuple[list[KubeObject], Facts]:
+    """The objects of the manifests found in the cluster, in `kubectl delete -f`'s order, once kfin preflight -f's
+    prediction of that teardown is printed; those not found are said (kubectl would say NotFound)."""
+    found = manifests.read(files, recursive)  # bad input is said before anything is read
+    if not found:
+        raise UsageError("no objects in the manifests")
+    facts = facts_on_demand(scope)
+    teardown = kubectl_delete(facts, found, files, recursive, scope.namespace, cascade)
+    warn_failures(facts.inventory.failures)
+    if fmt == "json":
+        data.json_line({"event": "prediction", "teardown": teardown.to_dict()})
+    else:
+        teardown_report(teardown)
+    objects: dict[str, KubeObject] = {}
+    for step in teardown.steps:
+        if step.obj is None:
+            say(f"{step.ref} not found: nothing to delete", err=True)
+        else:
+            objects.setdefault(step.obj.uid, step.obj)
+    if not objects:
+        raise NotFoundError("none of the manifests' objects is in the cluster: nothing to delete")
+    return list(objects.values()), facts
 
 
 def _server_dry_run(kube: Kube, obj: KubeObject, cascade: str, policy: str, fmt: str) -> None:

@@ -173,3 +173,25 @@ def test_a_selector_deletes_the_matching_objects_and_follows_each(cluster):
     both = kfin("delete", "cm", "other", "-l", "app=y", *base, "--yes")
     assert both.code == ExitCode.USAGE and "KIND NAME, or KIND -l SELECTOR: not both" in both.stderr
     assert "deletionTimestamp" not in cluster.get(other)["metadata"]
+
+
+def test_manifests_are_predicted_as_a_teardown_then_deleted_in_order_and_followed(cluster, tmp_path):
+    """kubectl's -f: kfin preflight -f's teardown first, then a DELETE of each object found, in the files' order;
+    one the cluster does not have is said, not sent."""
+    ns = cluster.namespace
+    goes = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "goes"}})
+    held = cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "held", "finalizers": ["example.com/hold"]}})
+    manifest = tmp_path / "release.yaml"
+    manifest.write_text("".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\n"
+                                for name in ("goes", "held", "never-made")))
+    result = kfin("delete", "-f", str(manifest), "--kubeconfig", str(cluster.kubeconfig), "-n", ns, "--yes",
+                  "--timeout", "2s")
+    assert result.code == ExitCode.FOUND, result
+    assert "kubectl delete -f: 3 DELETEs in this order" in result.stdout, result.stdout
+    assert f"ConfigMap/{ns}/never-made not found: nothing to delete" in result.stderr
+    assert result.stderr.index(f"deleted ConfigMap/{ns}/goes") < result.stderr.index(f"deleted ConfigMap/{ns}/held")
+    assert f"ConfigMap/{ns}/goes is gone" in result.stdout
+    assert f"ConfigMap/{ns}/held is still there after 2s" in result.stderr
+    assert cluster.get(goes) is None and cluster.get(held)["metadata"]["finalizers"] == ["example.com/hold"]
+    assert cluster.get(f"/api/v1/namespaces/{ns}/configmaps/never-made") is None
