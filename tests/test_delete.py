@@ -124,3 +124,12 @@ def test_ctrl_c_leaves_the_deletion_in_place(fake, fake_kubeconfig):
     assert "Traceback" not in stderr
     meta = api.get(f"{CMS}/held")["metadata"]
     assert meta["deletionTimestamp"] and meta["finalizers"] == ["example.com/x"]
+
+
+def test_cascade_is_the_deletes_propagation_policy(fake, fake_kubeconfig):
+    configmap(fake, "owner")
+    result = kfin("delete", "cm", "owner", "--kubeconfig", str(fake_kubeconfig), "--yes", "--cascade", "orphan")
+    assert result.code == ExitCode.OK, result
+    assert "deleted ConfigMap/default/owner --cascade=orphan" in result.stderr
+    [sent] = real_deletes(fake, "owner")
+    assert sent.body["propagationPolicy"] == "Orphan"
