@@ -110,7 +110,8 @@ def test_every_command_and_option_has_help_and_each_command_an_example():
     group = get_command(app)
     with group.make_context("kfin", ["--help"], resilient_parsing=True) as ctx:
         names = group.list_commands(ctx)
-        assert names == list(COMMANDS) and len(names) == 15  # report joined (issue 28), help (41), guard (42), mcp (45)
+        assert names == list(COMMANDS) and len(names) == 16  # report joined (issue 28), help (41), guard (42), mcp (45),
+        # delete (57)
         loaded = [(name, group.get_command(ctx, name)) for name in names]
     for name, command in loaded:
         assert command.help and "Example" in command.help, name

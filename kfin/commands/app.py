@@ -65,6 +65,7 @@ class Command(Struct, frozen=True):
 COMMANDS = {
     "stuck": Command("kfin.commands.stuck", "What is stuck in Terminating, grouped by root cause."),
     "explain": Command("kfin.commands.explain", "Why one object is stuck, down to its root cause, and the plan."),
+    "delete": Command("kfin.commands.delete", "Delete, then show live what holds the object until it goes."),
     "remove": Command("kfin.commands.remove", "Remove finalizers: a dry run first; guarded, recorded."),
     "wait": Command("kfin.commands.wait", "Follow a deletion until the object is gone."),
     "preflight": Command("kfin.commands.preflight", "What a deletion would leave stuck, and the safe order."),

@@ -77,16 +77,8 @@ def explain(
     bearing, unrelated = split(facts.inventory.failures, obj)
     warn_failures(bearing, unrelated=unrelated)  # before the answer, as every command
     if fmt == "table":
-        explanation.explanation_panels(found)
-        if events:
-            explanation.warning_events(events, facts.inventory.observed_at)
-        if chain is not None:
-            explanation.chain_and_plan(chain)
+        explanation.explained(found, events, chain, facts.inventory.observed_at)
     else:
-        document = found.to_dict(facts)
-        document.update(chain.to_dict() if chain else {"chain": None, "plan": None})
-        document["events"] = events
-        document["complete"] = not bearing  # a failure unrelated to this object leaves the answer whole
-        data.dump(document, fmt)
+        data.dump(explanation.document(found, facts, events, chain, complete=not bearing), fmt)
     if bearing:
         raise typer.Exit(ExitCode.PARTIAL)

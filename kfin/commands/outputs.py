@@ -7,6 +7,7 @@ OUTPUTS: dict[str, tuple[str, ...]] = {
     "stuck": ("table", "wide", "json", "yaml", "name", "prometheus", "jsonpath=", "custom-columns="),
     "graph": ("tree", "json", "dot", "mermaid", "graphml", "svg", "png"),
     "explain": PLAIN,
+    "delete": ("table", "json"),  # json: JSON lines, one per answer
     "preflight": (*PLAIN, "dot", "svg", "png"),  # the pictures: of a teardown (-f, helm RELEASE) only
     "version": PLAIN,
     "audit": PLAIN,

@@ -31,7 +31,7 @@ from kfin.core.facts import Facts
 from kfin.core.lookup import facts_on_demand
 from kfin.core.preflight import target_of
 from kfin.core.scope import Scope
-from kfin.core.teardown import Teardown, from_manifests, from_release, preflight_of
+from kfin.core.teardown import Teardown, from_release, kubectl_delete, preflight_of
 from kfin.errors import ExitCode, NotFoundError, UsageError
 from kfin.render import data
 from kfin.render import graph as drawn
@@ -221,8 +221,7 @@ def _teardown(
     if major is not None:
         release = helm.Release(name or "", namespace, 0, "", objects)
         return _uninstall(facts, release, major, f"helm uninstall RELEASE{where}{policy}", cascade), facts
-    shown = " ".join(f"-f {f}" for f in files) + (" -R" if recursive else "")
-    return from_manifests(facts, objects, namespace, f"kubectl delete {shown}{where}{policy}", cascade), facts
+    return kubectl_delete(facts, objects, files, recursive, scope.namespace, cascade), facts
 
 
 def _uninstall(facts: Facts, release: helm.Release, major: int | None, command: str, cascade: str) -> Teardown:

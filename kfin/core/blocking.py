@@ -34,6 +34,11 @@ class Step(Struct):
     why: str
 
     @property
+    def cause(self) -> str:
+        """The root cause it deals with, in a line: what it is and why it holds."""
+        return self.why if self.why.startswith(self.resolves) else f"{self.resolves}: {self.why}"
+
+    @property
     def by_kfin(self) -> bool:
         """A finalizer removal kfin can do; every other step is the operator's."""
         return (self.actions[0].command or "").startswith("kfin remove")

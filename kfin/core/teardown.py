@@ -165,6 +165,23 @@ def from_manifests(
     return result
 
 
+def kubectl_delete(
+    facts: Facts,
+    manifests: list[Manifest],
+    files: list[str],
+    recursive: bool,
+    namespace: str | None,
+    cascade: str = "background",
+) -> Teardown:
+    """The teardown of `kubectl delete -f FILES [-R] [-n NAMESPACE] [--cascade=...]` (`namespace`: -n, None for the
+    context's), named by that command."""
+    shown = " ".join(f"-f {f}" for f in files) + (" -R" if recursive else "")
+    where = f" -n {namespace}" if namespace else ""
+    policy = "" if cascade == "background" else f" --cascade={cascade}"
+    command = f"kubectl delete {shown}{where}{policy}"
+    return from_manifests(facts, manifests, namespace or facts.inventory.namespace or "default", command, cascade)
+
+
 def from_release(facts: Facts, release: Release, major: int, command: str, cascade: str = "background") -> Teardown:
     """`helm uninstall`: Helm's order of the release's manifest, kept objects left out, its hooks named."""
     ordered = uninstall_order(release.manifests, major)

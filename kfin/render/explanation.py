@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from kfin.core.blocking import Chain
 from kfin.core.causes import Explanation
+from kfin.core.facts import ClusterFacts
 from kfin.model import JSON, parse_time
 from kfin.render.steps import Line, print_lines, step_lines, wrapped
 from kfin.render.terminal import NARROW_PANEL, columns_setting, console, text
@@ -36,6 +37,27 @@ def verdict_colour(verdict: str | None) -> str:
 
     colour = Style.parse(VERDICT_STYLE.get(verdict or "", "")).color
     return (colour.get_truecolor(DEFAULT_TERMINAL_THEME) if colour else DEFAULT_TERMINAL_THEME.foreground_color).hex
+
+
+def explained(found: Explanation, events: list[JSON] | None, chain: Chain | None, now: datetime) -> None:
+    """kfin explain's answer on a screen: the panels, the recent Warning Events, the blocking tree and the plan."""
+    explanation_panels(found)
+    if events:
+        warning_events(events, now)
+    if chain is not None:
+        chain_and_plan(chain)
+
+
+def document(
+    found: Explanation, facts: ClusterFacts, events: list[JSON] | None, chain: Chain | None, complete: bool
+) -> JSON:
+    """kfin explain's answer as a document (-o json|yaml): the findings, the chain and plan, the Events, and
+    whether what could not be read leaves it whole."""
+    answer = found.to_dict(facts)
+    answer.update(chain.to_dict() if chain else {"chain": None, "plan": None})
+    answer["events"] = events
+    answer["complete"] = complete  # a failure unrelated to this object leaves the answer whole
+    return answer
 
 
 def explanation_panels(explanation: Explanation, out: Console | None = None) -> None:
@@ -170,9 +192,8 @@ def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
     if chain.steps:
         lines += [("", ""), ("Plan, in order (kfin runs only `kfin remove`; the other steps are yours):", "bold")]
         for number, step in enumerate(chain.steps, 1):
-            cause = step.why if step.why.startswith(step.resolves) else f"{step.resolves}: {step.why}"
             lines += step_lines(number, step.actions, target.width)
-            lines += wrapped(f"root cause: {cause}", "     ", "     ", target.width, "dim")
+            lines += wrapped(f"root cause: {step.cause}", "     ", "     ", target.width, "dim")
     if chain.afterwards:
         lines.append(("Then, by themselves:", "bold"))
         for line in chain.afterwards:

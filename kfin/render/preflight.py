@@ -11,7 +11,8 @@ from kfin.render.terminal import say
 from kfin.util.durations import format_age
 
 
-def preflight_report(result: Preflight) -> None:
+def preflight_report(result: Preflight, doer: str = "kfin preflight deletes nothing; the steps are yours") -> None:
+    """`doer`: who takes the plan's steps (kfin delete sends its last one, the DELETE, itself)."""
     t = result.target
     count = f"{len(result.deleted)} object{'s' if len(result.deleted) != 1 else ''}"
     since = t.deletion_requested_at
@@ -38,7 +39,7 @@ def preflight_report(result: Preflight) -> None:
         say(f"{len(result.orphaned)} would be left without the controller that removes its finalizer:")
         _table(result.orphaned)
     say("")
-    say("Plan, in order (kfin preflight deletes nothing; the steps are yours):")
+    say(f"Plan, in order ({doer}):")
     print_plan(result.plan)  # each command alone on its line, never wrapped, so that it pastes whole
 
 
