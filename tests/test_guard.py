@@ -25,7 +25,7 @@ from tests.test_serve import ROOT, _free_port
 def running_guard(kubeconfig: Path, *args: str, ready: bool = True):
     port = _free_port()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    process = subprocess.Popen([sys.executable, "-m", "kfin", "guard", "--listen", f"127.0.0.1:{port}",
+    process = subprocess.Popen([sys.executable, "-m", "kfin", "guard", "--listen", f"127.0.0.1:{port}", "--plain-http",
                                 "--kubeconfig", str(kubeconfig), *args], env=env, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -362,3 +362,20 @@ def test_a_namespace_holding_a_webhooks_service_is_said_to_wait_for_good_for_wha
                            f"ValidatingWebhookConfiguration {name} fails closed once its Service {ns}/checker loses "
                            "its Pods"), said
     assert said.endswith(f"; kubectl delete validatingwebhookconfiguration {name}"), said
+
+
+def test_without_tls_flags_kfin_guard_refuses_to_serve_plain_http(tmp_path):
+    # kube-apiserver calls webhooks only over https: a guard serving plain HTTP unasked would never be called
+    result = kfin("guard", "--kubeconfig", str(tmp_path / "none"))
+    assert result.stderr.splitlines() == [
+        "error: kube-apiserver calls webhooks only over https: give --tls-cert-file and --tls-private-key-file, or "
+        "--self-signed (or --plain-http behind a proxy that terminates TLS)"]
+    assert result.code == 2 and result.stdout == ""
+    both = kfin("guard", "--plain-http", "--self-signed", "--kubeconfig", str(tmp_path / "none"))
+    assert both.code == 2 and "--plain-http serves without TLS" in both.stderr
+
+
+def test_help_says_the_default_listen_address_is_every_interface():
+    result = kfin("guard", "--help")
+    assert result.code == 0
+    assert "listens on every interface" in " ".join(result.stdout.split())
