@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from kfin.core.catalog import CatalogEntry
 from kfin.core.roots import RootCause
 from kfin.core.stuck import StuckObject
+from kfin.model import kind_display
 from kfin.render import layout
 from kfin.render.explanation import VERDICT_STYLE
 from kfin.render.steps import action_lines
@@ -166,7 +167,8 @@ def audit_table(records: Iterable[dict[str, Any]], out: Console | None = None) -
     for r in records:
         o = r.get("object") or {}
         where = f"{o['namespace']}/" if o.get("namespace") else ""
-        ref = f"{o.get('kind', '?')}/{where}{o.get('name', '?')}"
+        group = str(o.get("apiVersion") or "").rpartition("/")[0]  # a custom kind's group, as kfin names it elsewhere
+        ref = f"{kind_display(str(o.get('kind', '?')), group)}/{where}{o.get('name', '?')}"
         rows.append(
             [
                 r.get("time", "?"),
