@@ -14,7 +14,7 @@ from kfin.model import kind_display
 from kfin.render import layout
 from kfin.render.explanation import VERDICT_STYLE
 from kfin.render.steps import action_lines
-from kfin.render.terminal import columns_setting, console, text
+from kfin.render.terminal import columns_setting, console, say, text
 from kfin.util.durations import format_age
 from kfin.util.text import printable
 
@@ -213,3 +213,11 @@ def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -
         "SOURCE",
     ]
     plain_table(headers, rows, target)
+
+
+def catalog_entry_lines(fields: Iterable[tuple[str, str]]) -> None:
+    """kfin catalog NAME: one entry, a field per line (as kubectl describe), its values wrapped at the terminal."""
+    shown = [(label, value) for label, value in fields if value]
+    width = max(len(label) for label, _ in shown) + 2
+    for label, value in shown:
+        say(f"{label + ':':<{width}}{value}", hanging=width)
