@@ -57,7 +57,7 @@ def snapshot(
     [facts] = gather(scope, full=inventory.SNAPSHOT_FULL, progress=progress_bar)
     inv = facts.inventory
     inventory.save_snapshot(inv, file)
-    warn_failures(inv.failures)
+    warn_failures(inv.failures, listed=options.trace > 0)
     kinds = len({o.type for o in inv.objects})
     where = "the whole cluster" if inv.namespace is None else f"namespace {inv.namespace}"
     say(
