@@ -17,6 +17,11 @@ from msgspec.structs import asdict
 JSON = dict[str, Any]
 
 
+def kind_display(kind: str, group: str) -> str:
+    """A kind as kfin shows it: with its group when it is not core (Deployment.apps, Database.acme.io)."""
+    return f"{kind}.{group}" if group else kind
+
+
 class ResourceType(Struct, frozen=True):
     """One listable API resource, as discovery describes it."""
 
@@ -42,7 +47,7 @@ class ResourceType(Struct, frozen=True):
     @property
     def kind_display(self) -> str:
         """The KIND column: the kind, with its group when it is not core (Deployment.apps)."""
-        return f"{self.kind}.{self.group}" if self.group else self.kind
+        return kind_display(self.kind, self.group)
 
     @property
     def name_prefix(self) -> str:

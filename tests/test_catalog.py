@@ -231,3 +231,51 @@ def test_every_shipped_entry_as_kfin_catalog_gives_it_is_a_valid_catalog_of_ones
     path.write_text(yaml.safe_dump({"apiVersion": "kfin.dev/v1", "kind": "FinalizerCatalog", "entries": entries}))
     again = finalizer_catalog.read_file(path)
     assert [e.to_dict() | {"source": ""} for e in again] == [e | {"source": ""} for e in entries]
+
+
+def test_kfin_catalog_name_shows_one_entry_by_its_name_or_a_finalizer_it_covers(tmp_path):
+    """`kfin catalog NAME` was 'No such command': an entry's name, or a finalizer as objects carry it (matched by
+    the entry's patterns, as explanations match them), shows that entry alone, in each of catalog's formats."""
+    listed = {e["name"]: e for e in json.loads(kfin("catalog", "-o", "json").stdout)["entries"]}
+    by_name = kfin("catalog", "argocd-application")
+    assert by_name.code == ExitCode.OK, by_name
+    lines = by_name.stdout.splitlines()
+    assert lines[0].split() == ["Name:", "argocd-application"] and lines[1].split() == ["Project:", "Argo", "CD"]
+    assert any(line.startswith("Risk:") and "leaves every resource it deployed running" in line for line in lines)
+    for args in (["catalog", "argocd-application", "-o", "json"],
+                 ["catalog", "-o", "json", "resources-finalizer.argocd.argoproj.io/foreground"]):
+        one = kfin(*args)
+        assert one.code == ExitCode.OK, one
+        assert json.loads(one.stdout)["entries"] == [listed["argocd-application"]]
+    # a pattern of the entry (pre-delete-finalizer.argocd.argoproj.io/*) matches the finalizer an object carries
+    hooks = json.loads(kfin("catalog", "pre-delete-finalizer.argocd.argoproj.io/cleanup", "-o", "json").stdout)
+    assert [e["name"] for e in hooks["entries"]] == ["argocd-hooks"]
+    # -o yaml reads back as a catalog of one's own, once the file it came from is left out (as the whole listing)
+    shown = yaml.safe_load(kfin("catalog", "flux", "-o", "yaml").stdout)
+    [entry] = shown["entries"]
+    assert entry.pop("source") == str(ROOT / "kfin" / "data" / "catalog.yaml")
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump(shown))
+    checked = kfin("catalog", "check", str(mine))
+    assert checked.code == ExitCode.OK and "valid, 1 entry (flux)" in checked.stdout, checked
+
+
+def test_kfin_catalog_name_shows_a_control_plane_finalizer_as_kfin_knows_it():
+    table = kfin("catalog", "kubernetes.io/pvc-protection")
+    assert table.code == ExitCode.OK, table
+    assert "kube-controller-manager (pvc-protection controller)" in table.stdout
+    assert "a claim still used by a Pod" in table.stdout
+    document = json.loads(kfin("catalog", "kubernetes.io/pvc-protection", "-o", "json").stdout)
+    assert document["kind"] == "BuiltInFinalizer" and document["finalizer"] == "kubernetes.io/pvc-protection"
+    assert document["removedBy"] == "kube-controller-manager (pvc-protection controller)"
+
+
+def test_kfin_catalog_of_an_unknown_name_is_one_line_with_the_nearest_entry():
+    typo = kfin("catalog", "argocd-aplication")
+    assert typo.code == ExitCode.NOT_FOUND and typo.stdout == ""
+    assert typo.stderr.splitlines() == ['error: no catalog entry "argocd-aplication": neither an entry\'s name nor a '
+                                        'finalizer one covers (did you mean argocd-application?)']
+    finalizer = kfin("catalog", "resources-finalizer.argocd.argoproj.io/foregruond")
+    assert "did you mean resources-finalizer.argocd.argoproj.io/foreground?" in finalizer.stderr
+    unknown = kfin("catalog", "example.com/mine", "-o", "json")
+    assert unknown.code == ExitCode.NOT_FOUND and unknown.stdout == "" and len(unknown.stderr.splitlines()) == 1

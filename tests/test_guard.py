@@ -25,7 +25,7 @@ from tests.test_serve import ROOT, _free_port
 def running_guard(kubeconfig: Path, *args: str, ready: bool = True):
     port = _free_port()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    process = subprocess.Popen([sys.executable, "-m", "kfin", "guard", "--listen", f"127.0.0.1:{port}",
+    process = subprocess.Popen([sys.executable, "-m", "kfin", "guard", "--listen", f"127.0.0.1:{port}", "--plain-http",
                                 "--kubeconfig", str(kubeconfig), *args], env=env, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -381,3 +381,20 @@ def test_deleting_a_ready_nodes_object_is_allowed_with_the_warning_of_kfin_prefl
         assert first.startswith(f"kfin: deleting node {name} drains nothing: node {name} is Ready (its kubelet is "
                                 f"alive) and runs Pod {cluster.namespace}/web-0"), answer["warnings"]
         assert f"kfin preflight node {name}" in answer["warnings"][1]
+
+
+def test_without_tls_flags_kfin_guard_refuses_to_serve_plain_http(tmp_path):
+    # kube-apiserver calls webhooks only over https: a guard serving plain HTTP unasked would never be called
+    result = kfin("guard", "--kubeconfig", str(tmp_path / "none"))
+    assert result.stderr.splitlines() == [
+        "error: kube-apiserver calls webhooks only over https: give --tls-cert-file and --tls-private-key-file, or "
+        "--self-signed (or --plain-http behind a proxy that terminates TLS)"]
+    assert result.code == 2 and result.stdout == ""
+    both = kfin("guard", "--plain-http", "--self-signed", "--kubeconfig", str(tmp_path / "none"))
+    assert both.code == 2 and "--plain-http serves without TLS" in both.stderr
+
+
+def test_help_says_the_default_listen_address_is_every_interface():
+    result = kfin("guard", "--help")
+    assert result.code == 0
+    assert "listens on every interface" in " ".join(result.stdout.split())

@@ -218,8 +218,18 @@ def test_kfin_imports_cryptography_only_for_self_signed(tmp_path):
     import subprocess
 
     code = ("import sys; from kfin.commands.app import main\n"
-            "try:\n    main(['guard', '--kubeconfig', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+            "try:\n    main(['guard', '--plain-http', '--kubeconfig', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
             "print('imported:', any(m == 'cryptography' or m.startswith('cryptography.') for m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "none")], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "imported: False", done
+
+
+def test_self_signed_in_a_namespace_that_does_not_exist_names_the_flag(fake, tmp_path):
+    _, server = fake
+    kubeconfig = server.kubeconfig(tmp_path / "kubeconfig")
+    result = kfin("guard", "--self-signed", "--service-namespace", "nowhere", "--kubeconfig", str(kubeconfig))
+    assert result.stderr.splitlines() == [
+        "error: namespace nowhere not found: kfin guard --self-signed keeps its Secret kfin-guard-ca in its "
+        "Service's namespace (--service-namespace)"], result.stderr
+    assert result.code == 7 and result.stdout == ""

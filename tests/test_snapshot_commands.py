@@ -78,7 +78,10 @@ def test_remove_all_stuck_from_a_snapshot_shows_the_table_it_would_act_on():
     assert "nothing was sent. 1 to change, 9 refused." in result.stderr
     narrowed = kfin("remove", "-n", "team-a", "--all-stuck", "--verdict", "ORPHANED", "--from-snapshot", str(EXAMPLE))
     assert narrowed.code == ExitCode.OK, narrowed
-    assert [line.split()[2] for line in narrowed.stdout.splitlines()[1:]] == ["orders"]
+    # one namespace (-n): no NAMESPACE column, as kubectl; every namespace (-A): the column
+    assert narrowed.stdout.splitlines()[0].split() == ["KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"]
+    assert [line.split()[1] for line in narrowed.stdout.splitlines()[1:]] == ["orders"]
+    assert result.stdout.splitlines()[0].split() == ["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"]
 
 
 @pytest.mark.parametrize("flags, named", [(["--confirm"], "--confirm"), (["--server-dry-run"], "--server-dry-run"),

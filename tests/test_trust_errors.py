@@ -117,6 +117,7 @@ def test_end_of_input_at_the_bulk_prompt_changes_nothing(fake, fake_kubeconfig, 
     result = kfin("remove", "--all-stuck", "-n", "default", "--finalizer", "example.com/x", "--confirm",
                   "--kubeconfig", str(fake_kubeconfig))
     assert result.code == ExitCode.REFUSED and "Nothing was changed." in result.stderr, result
+    assert "Change 1 object in context " in result.stdout, result.stdout  # the prompt, its count and noun agreeing
     assert not [r for r in fake.requests if r.method == "PATCH" and not r.dry_run]  # the plan's dry runs only
 
 
@@ -404,3 +405,18 @@ def test_what_a_command_cannot_do_with_its_output_is_said_before_it_reads_anythi
 def test_kind_slash_name_and_one_more_argument_names_the_extra_argument():
     line = one_error_line(kfin("explain", "pvc/data-postgres-0", "extra", "-n", "shop"), ExitCode.USAGE)
     assert "'extra' is one argument too many" in line
+
+
+def test_kfin_audit_names_a_custom_kind_with_its_group(tmp_path):
+    """kfin audit's OBJECT column said Database/team-a/orders: the kind without its group, which kfin shows
+    everywhere else (Database.acme.io), and which tells two Databases of different groups apart."""
+    log = tmp_path / "audit.jsonl"
+    records = [{"time": "2026-01-01T00:00:00Z", "context": "kind", "user": "admin", "removed": ["acme.io/cleanup"],
+                "verdicts": {"acme.io/cleanup": "ORPHANED"}, "forced": False, "result": "removed",
+                "object": {"apiVersion": api_version, "kind": kind, "namespace": "team-a", "name": name}}
+               for api_version, kind, name in (("acme.io/v1", "Database", "orders"), ("v1", "ConfigMap", "held"))]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = kfin("audit", "--audit-log", str(log))
+    assert result.code == ExitCode.OK, result
+    objects = [row.split()[3] for row in result.stdout.splitlines()[1:]]
+    assert objects == ["Database.acme.io/team-a/orders", "ConfigMap/team-a/held"], result.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from kfin.api.shapes import ShapeError
@@ -203,10 +204,8 @@ class KindLookup:
         for r in reversed(self.resources):  # earlier types win
             for name in self._names(r) | {r.qualified}:
                 plural_of[name] = r.qualified
-        # the commonest typo, two letters swapped (pcv), before what difflib finds nearest (which is pv)
-        swapped = [name for name in sorted(plural_of) if _transposed(wanted, name)]
-        close = swapped or difflib.get_close_matches(wanted, sorted(plural_of), n=1, cutoff=0.75)
-        return f" (did you mean {plural_of[close[0]]}?)" if close else ""
+        close = closest(wanted, plural_of)
+        return f" (did you mean {plural_of[close]}?)" if close else ""
 
     def for_kind(self, api_version: str, kind: str) -> ResourceType | None:
         group = api_version.rpartition("/")[0]
@@ -214,6 +213,15 @@ class KindLookup:
             if r.group == group and r.kind == kind:
                 return r
         return None
+
+
+def closest(typed: str, names: Iterable[str]) -> str | None:
+    """The name `typed` most likely meant, or None: the commonest typo, two letters swapped (pcv), before what
+    difflib finds nearest (which is pv)."""
+    ordered = sorted(set(names))
+    swapped = [name for name in ordered if _transposed(typed, name)]
+    close = swapped or difflib.get_close_matches(typed, ordered, n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def _transposed(typed: str, name: str) -> bool:

@@ -179,8 +179,8 @@ def root(
         "-v",
         "--v",
         metavar="LEVEL",
-        help="Trace requests on stderr, anywhere on the line: -v=6 a line per request, -v=8 with headers "
-        "(credentials masked) and answers.",
+        help="Say more on stderr, anywhere on the line: -v lists each resource type that could not be read, -v=6 "
+        "traces a line per request, -v=8 with headers (credentials masked) and answers.",
     ),
     catalog: list[str] | None = typer.Option(
         None,
@@ -213,7 +213,8 @@ def root(
 
 
 def verbosity(argv: list[str]) -> tuple[list[str], int]:
-    """kubectl's -v=N (also -vN, -v N, --v=N, --v N), anywhere before `--`: taken out, its level returned."""
+    """kubectl's -v=N (also -vN, -v N, --v=N, --v N), anywhere before `--`: taken out, its level returned. A -v
+    without a level is level 1: what could not be read, each listed (kfin.render.terminal.warn_failures)."""
     out: list[str] = []
     level, at = 0, 0
     while at < len(argv):
@@ -222,8 +223,9 @@ def verbosity(argv: list[str]) -> tuple[list[str], int]:
             out += argv[at:]
             break
         value = None
-        if word in ("-v", "--v") and at + 1 < len(argv):
-            value, at = argv[at + 1], at + 1
+        if word in ("-v", "--v"):
+            following = argv[at + 1] if at + 1 < len(argv) else ""
+            value, at = (following, at + 1) if following.isdigit() else ("1", at)
         elif word.startswith(("-v=", "--v=")):
             value = word.partition("=")[2]
         elif re.fullmatch(r"-v\d+", word):

@@ -75,7 +75,7 @@ def explain(
     events = facts.warnings_about(obj)  # shown beside the answer; the explanation read them too where it waits
     chain = follow(obj, facts, ahead=True) if is_stuck(obj, facts) else None
     bearing, unrelated = split(facts.inventory.failures, obj)
-    warn_failures(bearing, unrelated=unrelated)  # before the answer, as every command
+    warn_failures(bearing, unrelated=unrelated, listed=options.trace > 0)  # before the answer, as every command
     if fmt == "table":
         explanation.explained(found, events, chain, facts.inventory.observed_at)
     else:

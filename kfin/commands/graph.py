@@ -96,7 +96,7 @@ def graph(
     shown = owners.restrict(subject.graph, kinds, only_stuck)
     shown.graph.update(drawn.heading(subject.title, facts.inventory.context, facts.inventory.observed_at))
     bearing, unrelated = split(facts.inventory.failures, subject.subject)
-    warn_failures(bearing, unrelated=unrelated)
+    warn_failures(bearing, unrelated=unrelated, listed=options.trace > 0)
     if fmt == "tree":
         drawn.tree_screen(shown, depth, subject.title, subject.focus)
     elif fmt in drawn.PICTURES:

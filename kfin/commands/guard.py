@@ -23,12 +23,22 @@ from kfin.serve.admission import Certificate, HeldCertificate, Reviews, admissio
 def guard(
     ctx: typer.Context,
     listen: str = typer.Option(
-        ":8443", "--listen", metavar="ADDR", help="Where to serve /validate, /metrics, /healthz and /readyz."
+        ":8443",
+        "--listen",
+        metavar="ADDR",
+        help="Where to serve /validate, /metrics, /healthz and /readyz, as HOST:PORT or :PORT. A :PORT (the default "
+        ":8443) listens on every interface of the machine; give HOST:PORT to listen on one address.",
     ),
     tls_cert_file: str = typer.Option(
         "", "--tls-cert-file", metavar="FILE", help="The serving certificate (PEM), read again when it changes."
     ),
     tls_private_key_file: str = typer.Option("", "--tls-private-key-file", metavar="FILE", help="Its key (PEM)."),
+    plain_http: bool = typer.Option(
+        False,
+        "--plain-http",
+        help="Serve /validate over plain HTTP, for a proxy in front that terminates TLS: kube-apiserver calls "
+        "webhooks only over https, so without TLS flags kfin guard refuses to start.",
+    ),
     self_signed: bool = typer.Option(
         False,
         "--self-signed",
@@ -105,6 +115,8 @@ def guard(
       kfin guard --tls-cert-file /tls/tls.crt --tls-private-key-file /tls/tls.key     (cert-manager's certificate)
 
       kfin guard --self-signed     (its own CA, kept in the Secret kfin-system/kfin-guard-ca, and rotated)
+
+      kfin guard --self-signed --tls-san 10.0.0.5 --listen 10.0.0.5:8443     (outside the cluster, called by URL)
     """
     options = merged(ctx, kubeconfig=kubeconfig, context=context, request_timeout=request_timeout)
     every = duration_seconds(interval, "--interval")
@@ -116,6 +128,13 @@ def guard(
         raise UsageError("--self-signed makes its own certificate: it goes without --tls-cert-file")
     if tls_san and not self_signed:
         raise UsageError("--tls-san goes with --self-signed")
+    if plain_http and (self_signed or tls_cert_file):
+        raise UsageError("--plain-http serves without TLS: it goes without --self-signed and --tls-cert-file")
+    if not (plain_http or self_signed or tls_cert_file):
+        raise UsageError(
+            "kube-apiserver calls webhooks only over https: give --tls-cert-file and --tls-private-key-file, or "
+            "--self-signed (or --plain-http behind a proxy that terminates TLS)"
+        )
     if self_signed:
         require_cryptography()
     certificate: Certificate | HeldCertificate | None

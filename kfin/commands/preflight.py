@@ -150,7 +150,7 @@ def preflight(
         raise UsageError("--cascade takes background, foreground or orphan")
     if filename or kind == "helm":
         teardown, facts = _teardown(scope, kind, name, filename or [], recursive, helm_major, cascade)
-        warn_failures(facts.inventory.failures)
+        warn_failures(facts.inventory.failures, listed=options.trace > 0)
         if fmt == "table":
             teardown_report(teardown)
         elif fmt in drawn.PICTURES + ("dot",):
@@ -176,7 +176,9 @@ def preflight(
     kind, name = subject(kind, name, "preflight")
     target, facts = target_of(scope, kind, name)
     result = preflight_of(facts, target, cascade)  # kfin guard's answer too: its warnings point here
-    warn_failures(facts.inventory.failures)  # a deletion reaches every type: each failure bears on it
+    warn_failures(
+        facts.inventory.failures, listed=options.trace > 0
+    )  # a deletion reaches every type: each failure bears on it
     if fmt == "table":
         preflight_report(result)
     else:

@@ -43,7 +43,7 @@ from kfin.errors import ExitCode, InterruptedByUserError, UsageError
 from kfin.model import format_time
 from kfin.render.removal import print_plan, removal_table, unrecorded
 from kfin.render.terminal import progress_bar, say, warn
-from kfin.util.text import one_line
+from kfin.util.text import counted, one_line
 
 
 class Choices(Struct, frozen=True):
@@ -330,7 +330,7 @@ def remove_all_stuck(scope: Scope, choices: Choices, *, yes: bool, narrow: Narro
     if not plans:
         print("Nothing to remove: no stuck object matches.", file=sys.stderr)
         return ExitCode.OK
-    removal_table(plans)
+    removal_table(plans, show_namespace=facts.inventory.namespace is None)  # as kfin stuck's table
     runnable = [p for p in plans if p.refusal is None]
     refused = len(plans) - len(runnable)
     dry_run = choices.server_dry_run
@@ -353,7 +353,7 @@ def remove_all_stuck(scope: Scope, choices: Choices, *, yes: bool, narrow: Narro
         forced = sum(any(f.family == FORCE_DELETION for f in p.selected) for p in runnable)
         try:
             answer = input(
-                f"Change {len(runnable)} objects"
+                f"Change {counted(len(runnable), 'object')}"
                 + (f" (force-deleting {forced} Pod{'s' if forced > 1 else ''})" if forced else "")
                 + f" in context {kube.context}? [y/N] "
             )

@@ -58,7 +58,7 @@ def report(
     )
     found = built.build(scope)
     for inventory in found.inventories:
-        warn_failures(inventory.failures)
+        warn_failures(inventory.failures, listed=options.trace > 0)
     where = {inv.namespace for inv in found.inventories}
     title = "Stuck in Terminating: " + (
         f"namespace {where.pop()}" if len(where) == 1 and None not in where else "the whole cluster"

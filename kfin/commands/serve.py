@@ -163,6 +163,10 @@ def print_once(scope: Scope, max_info_series: int) -> int:
     if failed:
         raise failed[0]
     for inv in read:
-        warn_failures(inv.failures, f"[{inv.context}] " if len(read) > 1 and inv.context else "")
+        warn_failures(
+            inv.failures,
+            f"[{inv.context}] " if len(read) > 1 and inv.context else "",
+            listed=scope.target.settings.trace > 0,
+        )
     sys.stdout.write(served.exposition())
     return ExitCode.OK if all(inv.complete for inv in read) else ExitCode.PARTIAL

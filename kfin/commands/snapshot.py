@@ -22,6 +22,7 @@ from kfin.commands.flags import (
 from kfin.core.sources import gather
 from kfin.errors import ExitCode, UsageError
 from kfin.render.terminal import progress_bar, say, warn_failures
+from kfin.util.text import counted
 
 
 def snapshot(
@@ -56,11 +57,11 @@ def snapshot(
     [facts] = gather(scope, full=inventory.SNAPSHOT_FULL, progress=progress_bar)
     inv = facts.inventory
     inventory.save_snapshot(inv, file)
-    warn_failures(inv.failures)
+    warn_failures(inv.failures, listed=options.trace > 0)
     kinds = len({o.type for o in inv.objects})
     where = "the whole cluster" if inv.namespace is None else f"namespace {inv.namespace}"
     say(
-        f"saved {len(inv.objects)} objects of {kinds} resource types in {where} to {file}"
+        f"saved {counted(len(inv.objects), 'object')} of {counted(kinds, 'resource type')} in {where} to {file}"
         + ("" if inv.complete else f" ({len(inv.failures)} could not be read)"),
         err=True,
     )

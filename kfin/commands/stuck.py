@@ -159,7 +159,7 @@ def stuck(
     for facts in sources:
         inv = facts.inventory
         prefix = f"[{inv.context}] " if len(inventories) > 1 and inv.context else ""
-        warn_failures(inv.failures, prefix)
+        warn_failures(inv.failures, prefix, listed=options.trace > 0)
         for target, why in list_failure_causes(facts).items():
             warn(f"{prefix}root cause of the failed list of {target}: {why}")
     gating = gating_webhooks(rows, sources)

@@ -315,6 +315,15 @@ class SelfSignedTLS:
                 else:
                     version = (secret.get("metadata") or {}).get("resourceVersion")
                     self.kube.replace_object(SECRETS, self.namespace, self.secret, self._body(new, version))
+            except NotFoundError as error:
+                if error.kind == "namespaces":  # the Service's namespace, where the Secret is kept, does not exist
+                    raise NotFoundError(
+                        f"namespace {self.namespace} not found: kfin guard --self-signed keeps its Secret "
+                        f"{self.secret} in its Service's namespace (--service-namespace)",
+                        error.kind,
+                        error.name,
+                    ) from None
+                raise
             except APIError as error:
                 if error.status == 409:  # another replica wrote it first: read what it wrote
                     continue

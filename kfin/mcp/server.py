@@ -116,12 +116,16 @@ def failed(message: str, code: int = ExitCode.USAGE) -> Result:
 
 
 def document_result(answer: Answer, limit: int) -> Result:
-    """A command's -o json answer, bounded, with its warnings; or its error line."""
+    """A command's -o json answer, bounded, with its warnings (the lines it printed on stderr) in its `warnings`;
+    or its error line."""
     errors, notes = split_stderr(answer.stderr)
     if answer.code not in ANSWERED or not answer.stdout.strip():
         return Result("\n".join(errors) or f"error: kfin exited {answer.code}", code=answer.code, error=True)
     text = answer.stdout
     document = json.loads(text)
+    if notes and isinstance(document, dict):  # one JSON document per answer: a client may join the content's text
+        document = dict(document, warnings=notes)
+        text = json.dumps(document, indent=2)
     if len(text) > limit:
         cut = bounded(document, limit)
         if cut is None:
@@ -382,7 +386,7 @@ def serve(settings: Settings, commands: Commands) -> None:
 
     def converted(result: Result) -> CallToolResult:
         content: list[Any] = [TextContent(type="text", text=result.text)]
-        if result.notes:
+        if result.notes and not isinstance(result.document, dict):  # a document holds its warnings itself
             content.append(TextContent(type="text", text=result.notes))
         structured = result.document if isinstance(result.document, dict) and not result.error else None
         return CallToolResult(

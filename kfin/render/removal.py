@@ -50,13 +50,15 @@ def unrecorded(entry: dict[str, Any], error: AuditError) -> None:
     print(json.dumps(entry, separators=(",", ":")), file=sys.stderr)
 
 
-def removal_table(plans: Iterable[Plan], out: Console | None = None) -> None:
-    """kfin remove --all-stuck's plan: a line per finalizer, with its verdict and what kfin will do."""
+def removal_table(plans: Iterable[Plan], out: Console | None = None, show_namespace: bool = True) -> None:
+    """kfin remove --all-stuck's plan: a line per finalizer, with its verdict and what kfin will do. As kubectl, no
+    NAMESPACE column when one namespace was read (`show_namespace` False)."""
     rows = []
     for p in plans:
         o = p.obj
+        where = [o.namespace or "-"] if show_namespace else []
         if p.refused:
-            rows.append([o.namespace or "-", o.type.kind_display, o.name, "-", "-", f"refused: {p.refused}"])
+            rows.append([*where, o.type.kind_display, o.name, "-", "-", f"refused: {p.refused}"])
             continue
         for c in p.choices:
             f = c.finding
@@ -72,5 +74,6 @@ def removal_table(plans: Iterable[Plan], out: Console | None = None) -> None:
             else:
                 action = "remove"
             name = f"({f.family})" if forced else f.finalizer
-            rows.append([o.namespace or "-", o.type.kind_display, o.name, name, f.verdict.value, action])
-    plain_table(["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], rows, out)
+            rows.append([*where, o.type.kind_display, o.name, name, f.verdict.value, action])
+    headers = ["NAMESPACE"] if show_namespace else []
+    plain_table([*headers, "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], rows, out)

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 from kfin.core.catalog import CatalogEntry
 from kfin.core.roots import RootCause
 from kfin.core.stuck import StuckObject
+from kfin.model import kind_display
 from kfin.render import layout
 from kfin.render.explanation import VERDICT_STYLE
 from kfin.render.steps import action_lines
-from kfin.render.terminal import columns_setting, console, text
+from kfin.render.terminal import columns_setting, console, say, text
 from kfin.util.durations import format_age
 from kfin.util.text import printable
 
@@ -166,7 +167,8 @@ def audit_table(records: Iterable[dict[str, Any]], out: Console | None = None) -
     for r in records:
         o = r.get("object") or {}
         where = f"{o['namespace']}/" if o.get("namespace") else ""
-        ref = f"{o.get('kind', '?')}/{where}{o.get('name', '?')}"
+        group = str(o.get("apiVersion") or "").rpartition("/")[0]  # a custom kind's group, as kfin names it elsewhere
+        ref = f"{kind_display(str(o.get('kind', '?')), group)}/{where}{o.get('name', '?')}"
         rows.append(
             [
                 r.get("time", "?"),
@@ -211,3 +213,11 @@ def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -
         "SOURCE",
     ]
     plain_table(headers, rows, target)
+
+
+def catalog_entry_lines(fields: Iterable[tuple[str, str]]) -> None:
+    """kfin catalog NAME: one entry, a field per line (as kubectl describe), its values wrapped at the terminal."""
+    shown = [(label, value) for label, value in fields if value]
+    width = max(len(label) for label, _ in shown) + 2
+    for label, value in shown:
+        say(f"{label + ':':<{width}}{value}", hanging=width)

@@ -4,6 +4,7 @@ close, warnings and progress on stderr."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from kfin.model import Failure
 from kfin.render.layout import spans
-from kfin.util.text import one_line, printable
+from kfin.util.text import counted, one_line, printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -106,12 +107,32 @@ def warn(message: str) -> None:
     print(f"warning: {one_line(message)}", file=sys.stderr)
 
 
-def warn_failures(failures: Iterable[Failure], prefix: str = "", unrelated: Iterable[Failure] = ()) -> None:
-    """A warning for each thing that could not be read; `unrelated`: those that cannot change the answer."""
+FAILURES_LISTED = 3  # more reads than this failing for one reason are one summary line, listed with -v
+
+
+def warn_failures(
+    failures: Iterable[Failure], prefix: str = "", unrelated: Iterable[Failure] = (), listed: bool = False
+) -> None:
+    """A warning for each thing that could not be read; `unrelated`: those that cannot change the answer. Many
+    resource types unread for one reason (a user who may only read some: 50 forbidden lists) are one line before
+    the answer, unless `listed` (-v): the answer comes first to the eye, and -o json holds each failure."""
+    _warn_grouped(list(failures), prefix, "", listed)
+    _warn_grouped(list(unrelated), prefix, " (unrelated to what was asked: the answer is complete)", listed)
+
+
+def _warn_grouped(failures: list[Failure], prefix: str, suffix: str, listed: bool) -> None:
+    reads: dict[str, list[Failure]] = {}
     for failure in failures:
-        warn(prefix + failure.line())
-    for failure in unrelated:
-        warn(prefix + failure.line() + " (unrelated to what was asked: the answer is complete)")
+        if failure.what in ("list", "get"):
+            reads.setdefault(failure.reason, []).append(failure)
+    for failure in failures:
+        same = reads.get(failure.reason, []) if failure.what in ("list", "get") else []
+        if listed or len(same) <= FAILURES_LISTED:
+            warn(prefix + failure.line() + suffix)
+        elif failure is same[0]:
+            types = {f.target.partition(" in namespace ")[0] for f in same}
+            reason = " ".join(re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", failure.reason)).lower() or "error"
+            warn(f"{prefix}could not read {counted(len(types), 'resource type')} ({reason}){suffix}; -v for the list")
 
 
 def log(message: str) -> None:

@@ -43,3 +43,8 @@ def first_few(names: list[str], limit: int = 3) -> str:
     """`a, b, c and 4 more`: every culprit counted, the first few named (JSON carries them all)."""
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """`1 object`, `2 objects`: a count with its noun in agreement (`plural` where adding an s is wrong)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -3,6 +3,7 @@ dry runs (dryRun=All, stored nowhere), as the namespace controller's ServiceAcco
 it; a rejection is named with the object behind it. Reading commands send no other write, and --no-dry-run none."""
 
 import json
+import re
 
 import pytest
 
@@ -291,3 +292,24 @@ def test_a_running_operator_that_rbac_refuses_the_removal_is_stalled_with_the_gr
         assert f["verdict"] == "WAITING" and "dry run" not in json.dumps(f), f
     finally:
         cluster.strip_finalizers(widget)
+
+
+def test_a_step_the_user_may_not_run_says_who_must_run_it(cluster):
+    """A user who may only read: the dry run of kfin's own removal is refused by RBAC, in the authorizer's words
+    (cannot patch resource "configmaps"), so the plan's `kfin remove` step says who must run it; an admin's does
+    not. Nothing is said where the server said nothing."""
+    cm = cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "held", "finalizers": ["example.com/x"]}})
+    cluster.delete(cm)
+    reader = cluster.read_only_kubeconfig()
+    needs = f"note: needs someone who may patch configmaps in namespace {cluster.namespace}"
+    for command in ("explain", "stuck"):
+        subject = ("cm", "held") if command == "explain" else ()
+        read = kfin(command, *subject, "-n", cluster.namespace, "--kubeconfig", str(reader))
+        assert read.code in (0, 1, 8), read
+        lines = read.stdout.splitlines()
+        step = next(i for i, line in enumerate(lines)  # the plan's step (explain numbers it), not the panel's row
+                    if re.match(rf"\s*(\d+\. )?kfin remove configmaps held -n {cluster.namespace} ", line))
+        assert any(line.strip().startswith(needs) for line in lines[step + 1:step + 4]), read.stdout
+        admin = kfin(command, *subject, "-n", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig))
+        assert "kfin remove configmaps held" in admin.stdout and "needs someone who may" not in admin.stdout

@@ -259,7 +259,8 @@ def test_bulk_removal_with_allowed_and_refused_objects(cluster, audit_log):
             "--finalizer", "example.com/*", "--finalizer", "kubernetes.io/pvc-protection")
     plan = kfin(*base)
     assert plan.code == ExitCode.REFUSED and "2 to change, 1 refused" in plan.stderr
-    assert plan.stdout.splitlines()[0].split() == ["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"]
+    # one namespace given (-n): no NAMESPACE column, as kubectl
+    assert plan.stdout.splitlines()[0].split() == ["KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"]
     applied = kfin(*base, "--confirm", "--yes")
     assert applied.code == ExitCode.REFUSED and "done 2, refused 1, failed 0" in applied.stderr
     assert cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/orphan-1") is None
@@ -352,8 +353,8 @@ def test_bulk_removal_narrows_to_what_kfin_stuck_lists_with_the_same_flags(clust
         if "Nothing to remove: no stuck object matches." in result.stderr:
             return set(), result
         header, *rows = result.stdout.splitlines()
-        assert header.split() == ["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], result.stdout
-        return {tuple(row.split()[1:3]) for row in rows}, result
+        assert header.split() == ["KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], result.stdout
+        return {tuple(row.split()[0:2]) for row in rows}, result
 
     narrow = ("--kind", "cm", "--kind", "pvc", "-l", "app=x", "--field-selector", "metadata.name!=other-name")
     cases = {

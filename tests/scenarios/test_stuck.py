@@ -173,7 +173,8 @@ def test_a_user_who_may_not_list_one_resource_gets_a_partial_result(cluster):
         {"apiGroups": ["apps", "batch", "apiextensions.k8s.io", f"{cluster.suffix}.example.com", "rbac.authorization.k8s.io",
                        "storage.k8s.io", "networking.k8s.io", "policy", "discovery.k8s.io", "coordination.k8s.io",
                        "autoscaling", "events.k8s.io", "resource.k8s.io"], "resources": ["*"], "verbs": ["get", "list"]}])
-    result = kfin("stuck", "--kubeconfig", str(reader), "-n", cluster.namespace, "-o", "json")
+    # -v: each type that could not be read (more than a few of them are otherwise one summary line)
+    result = kfin("stuck", "--kubeconfig", str(reader), "-n", cluster.namespace, "-o", "json", "-v")
     assert result.code == ExitCode.PARTIAL
     assert "warning: list of configmaps in namespace" in result.stderr and '"list" on "configmaps"' in result.stderr
     report = json.loads(result.stdout)
@@ -262,3 +263,27 @@ def test_lost_claims_and_retained_volumes_are_related_problems(cluster):
     assert ("LostClaim", f"PersistentVolumeClaim/{cluster.namespace}/lost") in related
     assert ("RetainedVolume", f"PersistentVolume/{kept['metadata']['name']}") in related
     assert f"warning: related: claim {cluster.namespace}/lost is Lost" in result.stderr
+
+
+def test_a_user_who_may_read_few_types_gets_one_summary_line_and_each_with_v(cluster):
+    """A user who may only read a few types: the forbidden lists were a warning each (some 50 lines before the
+    answer); they are one summary line, still saying the answer is partial (and exit 8), each one listed with -v."""
+    stuck_scene(cluster)
+    reader = cluster.read_only_kubeconfig([{"apiGroups": [""], "resources": ["configmaps", "namespaces"],
+                                            "verbs": ["get", "list"]}], name="few-types")
+    args = ("stuck", "--kubeconfig", str(reader), "-n", cluster.namespace)
+    result = kfin(*args)
+    assert result.code == ExitCode.PARTIAL, result
+    [summary] = [line for line in result.stderr.splitlines() if "could not read" in line]
+    counted = re.fullmatch(r"warning: could not read (\d+) resource types \(forbidden\); -v for the list", summary)
+    assert counted and int(counted.group(1)) > 3, summary
+    assert not [line for line in result.stderr.splitlines() if line.startswith("warning: list of ")], result.stderr
+    assert "ConfigMap" in result.stdout and "held" in result.stdout  # what it could read is answered
+    listed = kfin(*args, "-v")
+    assert listed.code == ExitCode.PARTIAL
+    each = [line for line in listed.stderr.splitlines() if line.startswith("warning: list of ")]
+    assert len({line.split(" failed:")[0].removesuffix(f" in namespace {cluster.namespace}") for line in each}) \
+        == int(counted.group(1)), listed.stderr
+    assert all("forbidden" in line for line in each) and "could not read" not in listed.stderr
+    report = json.loads(kfin(*args, "-o", "json").stdout)
+    assert report["complete"] is False and len(report["failures"]) >= int(counted.group(1))

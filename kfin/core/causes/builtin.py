@@ -18,6 +18,7 @@ from kfin.core.causes.registry import (
 )
 from kfin.core.facts import ClusterFacts
 from kfin.model import MANAGERS, KubeObject
+from kfin.util.text import counted
 
 CLOUD_CONTROLLER = "cloud-controller-manager"
 LOAD_BALANCER = "load-balancer-cleanup"  # the cause of service.kubernetes.io/load-balancer-cleanup
@@ -59,7 +60,7 @@ def cloud_controller(facts: ClusterFacts) -> tuple[bool | None, list[str], KubeO
         return False, [*seen, f"its Pod kube-system/{mine[0].name} is not Ready"], mine[0]
     return (
         None,
-        [*seen, f"no Pod in kube-system is named or labelled {CLOUD_CONTROLLER} ({len(pods)} Pods there)"],
+        [*seen, f"no Pod in kube-system is named or labelled {CLOUD_CONTROLLER} ({counted(len(pods), 'Pod')} there)"],
         None,
     )
 
@@ -198,8 +199,9 @@ def crd_cleanup(ctx: Context) -> Finding:
         )
     if instances:
         evidence = [f"{o.ref}: {state_line(o, facts)}" for o in instances[:10]]
+        remain = "remains" if len(instances) == 1 else "remain"
         found = ctx.finding(
-            f"{len(instances)} {plural}.{group} remain",
+            f"{counted(len(instances), 'custom resource')} of {plural}.{group} {remain}",
             Verdict.HOLDING,
             fix="unstick the custom resources first (their blockers are named below)",
             risk=risk,

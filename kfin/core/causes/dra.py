@@ -19,6 +19,7 @@ from kfin.core.causes.registry import (
     waiting_on_controller_manager,
 )
 from kfin.model import JSON, KubeObject
+from kfin.util.text import counted
 
 RESOURCE = "resource.k8s.io"
 
@@ -58,7 +59,7 @@ def resource_claim(ctx: Context) -> Finding:
     pods = facts.objects("", "pods", claim.namespace, full=True)
     if pods is None:
         return ctx.finding(
-            f"reserved for {len(reserved)} consumer(s), whose Pods kfin could not read",
+            f"reserved for {counted(len(reserved), 'consumer')}, whose Pods kfin could not read",
             Verdict.UNKNOWN,
             fix=f"check by hand: kubectl get resourceclaim -n {claim.namespace} {claim.name} -o yaml "
             "(status.reservedFor)",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from kfin.core.causes.mutating import putting_back, said
 from kfin.core.causes.registry import (
@@ -98,6 +99,11 @@ def not_sent(facts: ClusterFacts) -> str:
     if not facts.dry_runs_allowed:
         return "no dry run was sent (--no-dry-run)"
     return "no dry run was sent (the server could not be asked, or kfin's limit of dry runs per scan was reached)"
+
+
+# The RBAC authorizer's refusal (k8s.io/apiserver pkg/endpoints/handlers/responsewriters/errors.go, forbiddenMessage):
+# `configmaps "held" is forbidden: User "u" cannot patch resource "configmaps" in API group "" in the namespace "ns"`
+RBAC_REFUSED = re.compile(r'cannot (\w+) resource "([^"]+)" in API group "([^"]*)"')
 
 
 def refusal(facts: ClusterFacts, write: Write) -> tuple[Answer | None, Refusal | None]:
@@ -396,6 +402,7 @@ def removal_checked(obj: KubeObject, finding: Finding, gates: list[Link], facts:
             finding.evidence.append(f"judged from configuration alone: {not_sent(facts)}")
         return
     if refused is not None and refused.kind == "forbidden":  # kfin's user may not: nothing said of the removal
+        needs_someone_who_may(finding, write, answer)
         refused = None
     answered(obj, finding, [(write, answer)], refused, gating, facts)
     if finding.answered is None and gating:
@@ -505,6 +512,24 @@ def _forbidden(
         )
     )
     return stalled
+
+
+def needs_someone_who_may(finding: Finding, write: Write, answer: Answer) -> None:
+    """The server's RBAC refused kfin's user the dry run of its own removal: each step that runs that removal says
+    who must run it. Only from the authorizer's own words (`cannot VERB resource "R" in API group "G"`): a refusal
+    that does not say what the user may not do names no one."""
+    denied = RBAC_REFUSED.search(answer.message)
+    if denied is None or not finding.remove_command:
+        return
+    verb, resource, group = denied.groups()
+    where = f" in namespace {write.namespace}" if write.namespace else ""
+    qualified = f"{resource}.{group}" if group else resource
+    who = f"needs someone who may {verb} {qualified}{where} (the server refused you its dry run)"
+    for link in finding.links:
+        link.step = tuple(
+            replace(a, note=f"{a.note}; {who}" if a.note else who) if a.command == finding.remove_command else a
+            for a in link.step
+        )
 
 
 def own_deletion(facts: ClusterFacts, obj: KubeObject) -> tuple[Answer | None, Refusal | None]:

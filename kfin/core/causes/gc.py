@@ -24,7 +24,7 @@ from kfin.core.causes.webhooks import RISK as WEBHOOK_RISK
 from kfin.core.causes.webhooks import rejecting_webhooks
 from kfin.core.facts import ClusterFacts
 from kfin.model import GARBAGE_COLLECTOR, JSON, KubeObject, ResourceType
-from kfin.util.text import first_few
+from kfin.util.text import counted, first_few
 
 MAX_DEPTH = 4
 
@@ -157,8 +157,9 @@ def orphan(ctx: Context) -> Finding:
         return unknown
     dependents = ctx.facts.dependents(ctx.obj.uid)
     said = [f"{d.ref} still names it as owner" for d in dependents[:10]]
+    name = "names" if len(dependents) == 1 else "name"
     condition = (
-        f"{len(dependents)} dependents still name it as owner: the garbage collector must release them"
+        f"{counted(len(dependents), 'dependent')} still {name} it as owner: the garbage collector must release them"
         if dependents
         else "no dependent names it as owner any more"
     )

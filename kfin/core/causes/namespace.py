@@ -34,6 +34,7 @@ from kfin.core.causes.webhooks import Rejection, hook_named, rejecting_webhooks
 from kfin.core.facts import ClusterFacts
 from kfin.model import JSON, NAMESPACE_CONTROLLER, KubeObject, ResourceType, parse_time
 from kfin.util.durations import format_age
+from kfin.util.text import counted
 
 FINALIZE_RISK = (
     "forcing it (/finalize) makes the namespace disappear while its objects stay in etcd: invisible "
@@ -497,7 +498,7 @@ def namespace(ctx: Context) -> Finding:
 def _stuck_lines(stuck: list[KubeObject], facts: ClusterFacts, namespace: str) -> list[str]:
     lines = [f"{o.ref} is stuck: {state_line(o, facts)}" for o in stuck[:10]]
     if len(stuck) > 10:
-        lines.append(f"... and {len(stuck) - 10} more stuck objects (kfin stuck -n {namespace})")
+        lines.append(f"... and {counted(len(stuck) - 10, 'more stuck object')} (kfin stuck -n {namespace})")
     return lines
 
 

@@ -40,7 +40,7 @@ def test_a_crd_is_held_by_the_custom_resources_that_remain():
               deleting_for=DELETING, spec={"group": "example.com", "names": {"plural": "widgets", "kind": "Widget"}})
     left = obj(widgets, "w1", "shop", finalizers=("example.com/cleanup",), deleting_for=DELETING)
     [finding] = explain_object(crd, facts(crd, left, extra_types=(widgets,))).findings
-    assert finding.verdict == Verdict.HOLDING and finding.condition == "1 widgets.example.com remain"
+    assert finding.verdict == Verdict.HOLDING and finding.condition == "1 custom resource of widgets.example.com remains"
     assert [link.target.name for link in finding.links] == ["w1"]
 
 

@@ -38,3 +38,11 @@ def test_an_unreserved_claim_waits_for_the_controller_to_deallocate_it():
     rc = claim()
     [finding] = explain_object(rc, facts(rc, lease())).findings
     assert finding.verdict == Verdict.WAITING and finding.controller_alive is True
+
+
+def test_a_claim_whose_pods_cannot_be_read_counts_its_one_consumer():
+    trainer = pod("trainer", "ml")
+    rc = claim(trainer)
+    [finding] = explain_object(rc, facts(rc, trainer, lease(), unlisted=("pods",))).findings
+    assert finding.verdict == Verdict.UNKNOWN
+    assert finding.condition == "reserved for 1 consumer, whose Pods kfin could not read", finding.condition

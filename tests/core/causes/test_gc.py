@@ -38,6 +38,8 @@ def test_orphan_names_the_dependents_it_releases():
     dependent = obj("rs.apps", "web-1", "shop", owners=(owner,))
     [finding] = explain_object(owner, facts(owner, dependent, lease())).findings
     assert any("web-1" in line for line in finding.evidence)
+    # one dependent: its count and verb agree with it
+    assert finding.condition.startswith("1 dependent still names it as owner: "), finding.condition
 
 
 def release_webhook(policy: str = "Fail", resources: tuple[str, ...] = ("replicasets",)):
