@@ -171,3 +171,14 @@ def test_a_deployment_held_through_its_pods_by_a_node_that_stopped_reporting():
     assert step["command"] == "kubectl taint nodes ip-10-0-2-44 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"
     assert [more["command"] for more in step["more"]] == [
         f"kubectl delete pod -n shop web-6d4b9c-{name} --grace-period=0 --force" for name in ("q8w4n", "x2k9p")]
+
+
+def test_a_prediction_from_the_snapshot_dates_and_counts_as_the_snapshot_was():
+    # the namespace has been deleted since 17:05 on 22 November; the snapshot was taken nine hours later, whatever
+    # the day it is read; it holds two finalizers' rows for the namespace, which is one object
+    result = kfin("preflight", "namespace", "team-a", "--from-snapshot", str(EXAMPLE))
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("Namespace/team-a is already being deleted (since 2026-11-22T17:05:01Z, 9h ago)")
+    assert "2 objects would be left Terminating:" in lines
+    rows = [line.split()[:3] for line in lines if line.split()[:2] in (["team-a", "Database.acme.io"], ["-", "Namespace"])]
+    assert len(rows) == 3  # three rows, two objects

@@ -18,6 +18,8 @@ budgets that cover its Pods, and the prediction warns of it. A lost node's (NotR
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from msgspec import Struct, field
 
 from kfin.api.builtin_kinds import builtin_resources
@@ -114,6 +116,7 @@ class Preflight(Struct):
     cascade: str = "background"  # the DELETE's propagation policy (kubectl's --cascade)
     drain: list[Step] = field(default_factory=list)  # what goes before a live node's DELETE: cordon, drain
     warnings: list[str] = field(default_factory=list)  # what the DELETE does besides leaving things stuck
+    observed_at: datetime | None = None  # when what it predicts from was read (a snapshot's time, not now)
 
     @property
     def clean(self) -> bool:
@@ -171,7 +174,7 @@ def foresee(facts: Facts, target: KubeObject, cascade: str = "background") -> Pr
     released: list[KubeObject] = []
     if cascade == "orphan" and (rtype.group, rtype.resource) not in (NAMESPACES, CRDS, NODES):
         deleted, released = [], [o for o in deleted if target.uid in o.owner_uids()]
-    result = Preflight(target, deleted, unknown=unknown, cascade=cascade)
+    result = Preflight(target, deleted, unknown=unknown, cascade=cascade, observed_at=facts.inventory.observed_at)
     gone_namespace = target.name if (rtype.group, rtype.resource) == NAMESPACES else None
     for obj in [target, *deleted]:
         _predict_object(facts, obj, gone_namespace, result)

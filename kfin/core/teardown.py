@@ -243,7 +243,12 @@ def preflight_of(facts: Facts, target: KubeObject, cascade: str = "background") 
     model = of_deletion(facts, target)
     [step] = model.steps
     result = Preflight(
-        target, step.cascade, stuck=step.stuck + step.rejected, unknown=model.unknown, orphaned=model.orphaned
+        target,
+        step.cascade,
+        stuck=step.stuck + step.rejected,
+        unknown=model.unknown,
+        orphaned=model.orphaned,
+        observed_at=facts.inventory.observed_at,
     )
     result.plan = safe_order(result)
     return result

@@ -9,15 +9,17 @@ from kfin.render.steps import print_plan
 from kfin.render.tables import plain_table
 from kfin.render.terminal import say
 from kfin.util.durations import format_age
+from kfin.util.text import counted
 
 
 def preflight_report(result: Preflight, doer: str = "kfin preflight deletes nothing; the steps are yours") -> None:
     """`doer`: who takes the plan's steps (kfin delete sends its last one, the DELETE, itself)."""
     t = result.target
-    count = f"{len(result.deleted)} object{'s' if len(result.deleted) != 1 else ''}"
+    count = counted(len(result.deleted), "object")
     since = t.deletion_requested_at
     if since is not None:  # said first: the plan follows this deletion, it does not ask for another
-        when = f"{since:%Y-%m-%dT%H:%M:%SZ}, {format_age((datetime.now(UTC) - since).total_seconds())} ago"
+        read_at = result.observed_at or datetime.now(UTC)  # a snapshot's answer is as old as the snapshot
+        when = f"{since:%Y-%m-%dT%H:%M:%SZ}, {format_age((read_at - since).total_seconds())} ago"
         say(f"{t.ref} is already being deleted (since {when}): kfin preflight predicts what its deletion leaves.")
         say(f"Its deletion deletes {count}.")
     else:
@@ -33,10 +35,12 @@ def preflight_report(result: Preflight, doer: str = "kfin preflight deletes noth
     for warning in result.warnings:  # part of the prediction: the plan below avoids it
         say(f"  warning: {warning}")
     if result.stuck:
-        say(f"{len(result.stuck)} would be left Terminating:")
+        objects = len({(s.obj.type.group, s.obj.type.resource, s.obj.namespace, s.obj.name) for s in result.stuck})
+        say(f"{counted(objects, 'object')} would be left Terminating:")
         _table(result.stuck)
     if result.orphaned:
-        say(f"{len(result.orphaned)} would be left without the controller that removes its finalizer:")
+        objects = len({(s.obj.type.group, s.obj.type.resource, s.obj.namespace, s.obj.name) for s in result.orphaned})
+        say(f"{counted(objects, 'object')} would be left without the controller that removes its finalizer:")
         _table(result.orphaned)
     say("")
     say(f"Plan, in order ({doer}):")

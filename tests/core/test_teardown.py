@@ -535,7 +535,7 @@ def test_preflight_of_a_crd_names_its_wait_in_the_words_of_the_guard_and_keeps_w
         None, "kubectl delete customresourcedefinitions.apiextensions.k8s.io databases.acme.io",
         "kfin wait customresourcedefinitions.apiextensions.k8s.io databases.acme.io --timeout 10m"]
     table = kfin(*args, "-n", "team-a").stdout
-    assert "2 would be left Terminating:" in table and held in " ".join(table.split())
+    assert "2 objects would be left Terminating:" in table and held in " ".join(table.split())
 
 
 def test_preflight_of_a_namespace_says_all_the_guard_warns_of():
