@@ -20,13 +20,14 @@ from kfin.commands.flags import (
     subject,
 )
 from kfin.commands.outputs import OUTPUTS
+from kfin.commands.pointers import not_found
 from kfin.core import audit
 from kfin.core.bearing import split
 from kfin.core.blocking import follow
 from kfin.core.causes import explain_cached
 from kfin.core.causes.registry import note_readded
-from kfin.core.lookup import load_target
-from kfin.core.stuck import is_stuck
+from kfin.core.lookup import MissingObjectError, load_target
+from kfin.core.stuck import is_stuck, stuck_inside
 from kfin.errors import ExitCode, KfinError
 from kfin.model import MANAGERS
 from kfin.render import data, explanation
@@ -66,7 +67,10 @@ def explain(
     )
     fmt = check_output(options, OUTPUTS["explain"])
     scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
-    obj, facts = load_target(scope, kind, name)
+    try:
+        obj, facts = load_target(scope, kind, name)
+    except MissingObjectError as missing:  # where it is instead (an unknown kind has its did-you-mean already)
+        raise not_found(missing, "explain", kind) from None
     found = explain_cached(obj, facts)
     try:  # what kfin removed before and is back: who adds it back
         note_readded(found, audit.readded(obj, audit.read(audit.default_path())), obj.raw.get(MANAGERS) or {})
@@ -74,10 +78,11 @@ def explain(
         warn(f"the audit log could not be read ({error.message}): kfin cannot tell what it removed before")
     events = facts.warnings_about(obj)  # shown beside the answer; the explanation read them too where it waits
     chain = follow(obj, facts, ahead=True) if is_stuck(obj, facts) else None
+    inside = stuck_inside(obj, facts)  # a Namespace not being deleted: what in it is
     bearing, unrelated = split(facts.inventory.failures, obj)
     warn_failures(bearing, unrelated=unrelated)  # before the answer, as every command
     if fmt == "table":
-        explanation.explanation_panels(found)
+        explanation.explanation_panels(found, inside=inside)
         if events:
             explanation.warning_events(events, facts.inventory.observed_at)
         if chain is not None:
@@ -86,6 +91,14 @@ def explain(
         document = found.to_dict(facts)
         document.update(chain.to_dict() if chain else {"chain": None, "plan": None})
         document["events"] = events
+        if inside is not None:
+            document["stuckInside"] = {
+                "objects": [
+                    {"kind": o.type.kind, "apiVersion": o.type.api_version, "namespace": o.namespace, "name": o.name}
+                    for o in inside.objects
+                ],
+                "complete": inside.complete,
+            }
         document["complete"] = not bearing  # a failure unrelated to this object leaves the answer whole
         data.dump(document, fmt)
     if bearing:
