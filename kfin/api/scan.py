@@ -506,7 +506,7 @@ def names_listed(
     """(namespace, name) of every object of a type in a namespace (None: in all of them), metadata-only; with
     `name`, only the objects of that name (a field selector every type serves: the server sends no others)."""
     what = ("list", rtype.qualified, namespace if rtype.namespaced else None)
-    query = {"fieldSelector": f"metadata.name={name}"} if name is not None else None
+    query = {"fieldSelector": f"metadata.name={escaped_field_value(name)}"} if name is not None else None
 
     def names(page: JSON) -> list[tuple[str, str]]:
         metas = ((item.get("metadata") or {}) for item in page.get("items") or [])
@@ -514,3 +514,8 @@ def names_listed(
 
     pages = kube.list_metadata_pages(resource_path(rtype, namespace), page_size, what, reduce=names, query=query)
     return [found for page in pages for found in page]
+
+
+def escaped_field_value(value: str) -> str:
+    """A value in a field selector as apimachinery's fields.EscapeValue writes it: `\\`, `,` and `=` escaped."""
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")

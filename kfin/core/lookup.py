@@ -110,21 +110,25 @@ class MissingObjectError(NotFoundError):
             return found
         if self.rtype.namespaced:
             try:
-                found.namespaces = sorted({ns for ns, _ in names_listed(self.kube, self.rtype, None, self.name)})
+                listed = names_listed(self.kube, self.rtype, None, self.name)
+                found.namespaces = sorted({ns for ns, name in listed if name == self.name})
             except KfinError:
                 pass
             if found.namespaces:
                 return found
-        found.namespace_absent = self.namespace_absent()
         try:
-            if found.namespace_absent:
-                names = [name for _, name in names_listed(self.kube, NAMESPACE_TYPE, None)]
-                found.near_namespace = nearest(str(self.namespace), names)
-            else:
-                names = [name for _, name in names_listed(self.kube, self.rtype, self.namespace)]
-                found.near_name = nearest(self.name, names)
+            names = [name for _, name in names_listed(self.kube, self.rtype, self.namespace)]
         except KfinError:
-            pass
+            return found
+        found.near_name = nearest(self.name, names)
+        # a namespace that does not exist lists empty: asked only then, with the namespace nearest to it
+        found.namespace_absent = not names and self.namespace_absent()
+        if found.namespace_absent:
+            try:
+                namespaces = [name for _, name in names_listed(self.kube, NAMESPACE_TYPE, None)]
+            except KfinError:
+                return found
+            found.near_namespace = nearest(str(self.namespace), namespaces)
         return found
 
 
