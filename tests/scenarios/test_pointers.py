@@ -1,6 +1,7 @@
 """Answers that point to where the stuck objects are, on both tiers: kfin stuck in a namespace where nothing is
-stuck counts what is stuck in the others (a ghost of a namespace that is gone included), and kfin explain of an
-object not where it was looked for says where it is, or the name or namespace one typo away."""
+stuck counts what is stuck in the others (a ghost of a namespace that is gone included), kfin explain of an Active
+namespace names what is stuck inside it, and kfin explain of an object not where it was looked for says where it
+is, or the name or namespace one typo away."""
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
@@ -28,6 +29,11 @@ def test_stuck_where_nothing_is_counts_what_is_stuck_in_other_namespaces(cluster
     listed = kfin("stuck", "-A", "--finalizer", f"{cluster.suffix}.example.com/*", "-o", "name", "--kubeconfig",
                   str(config))
     assert sorted(listed.stdout.split()) == ["configmap/held", "configmap/left"], listed  # the command said shows them
+    inside = kfin("explain", "ns", cluster.namespace, "--kubeconfig", str(config))
+    assert inside.code == ExitCode.OK and inside.stdout.splitlines()[:2] == [
+        f"Namespace/{cluster.namespace}  not being deleted",
+        f"1 object in it is stuck: ConfigMap/held (what holds each: kfin stuck -n {cluster.namespace})",
+    ], inside
 
 
 def test_explain_says_where_an_object_is_and_what_a_typo_meant(cluster):
