@@ -52,6 +52,10 @@ def test_stuck_in_a_quiet_namespace_counts_what_is_stuck_in_the_others_and_gives
     assert lines(none.stderr) == ["No stuck objects found in namespace default.",
                                   "No stuck objects in other namespaces either."], none
     assert kfin("stuck", "-n", "shop", *base).stderr.count("other namespace") == 0  # found some: nothing more said
+    seen = len(fake.requests)
+    cron = kfin("stuck", "--exit-code", *base)  # a script's check: no list across the cluster at every run
+    assert cron.code == ExitCode.OK and lines(cron.stderr) == ["No stuck objects found in namespace default."], cron
+    assert not [r for r in fake.requests[seen:] if r.path.startswith("/api/v1/configmaps")]
 
 
 def test_stuck_says_it_did_not_look_elsewhere_when_it_may_not_list_across_namespaces(fake, tmp_path):

@@ -184,7 +184,9 @@ def stuck(
         warn(f"related: {problem['message']}")
     result = stuck_output.Scan(rows, inventories, gating, related, started)
     stuck_output.show(fmt, result, stuck_output.Options(no_headers, max_info_series))
-    if not rows and fmt in ("table", "wide") and len(sources) == 1:  # nothing here: is anything stuck elsewhere?
+    # nothing here: is anything stuck elsewhere? Asked for a person reading the table, not for cron's --exit-code,
+    # whose every run would pay a list of each type across the cluster
+    if not rows and fmt in ("table", "wide") and len(sources) == 1 and not exit_code:
         everywhere = command_with_all_namespaces(
             options.kubeconfig,
             contexts,
