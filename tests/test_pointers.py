@@ -50,8 +50,19 @@ def test_stuck_in_a_quiet_namespace_counts_what_is_stuck_in_the_others_and_gives
     ), narrowed
     none = kfin("stuck", "--kind", "pvc", *base)
     assert lines(none.stderr) == ["No stuck objects found in namespace default.",
-                                  "No stuck objects in other namespaces either."], none
+                                  "No stuck objects elsewhere in the cluster either."], none
     assert kfin("stuck", "-n", "shop", *base).stderr.count("other namespace") == 0  # found some: nothing more said
+    roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+    api.create(roles, {"metadata": {"name": "held", "finalizers": ["example.com/x"]}, "rules": []})
+    api.delete(f"{roles}/held")
+    both = kfin("stuck", *base)
+    assert lines(both.stderr)[1] == (
+        "4 objects are stuck: 3 in 2 other namespaces (billing, shop), 1 cluster-scoped: kfin stuck -A --kubeconfig "
+        f"{fake_kubeconfig}"), both
+    cluster_only = kfin("stuck", "--kind", "clusterroles.rbac.authorization.k8s.io", *base)
+    assert lines(cluster_only.stderr)[1] == (
+        f"1 cluster-scoped object is stuck: kfin stuck -A --kubeconfig {fake_kubeconfig} --kind "
+        "clusterroles.rbac.authorization.k8s.io"), cluster_only
     seen = len(fake.requests)
     cron = kfin("stuck", "--exit-code", *base)  # a script's check: no list across the cluster at every run
     assert cron.code == ExitCode.OK and lines(cron.stderr) == ["No stuck objects found in namespace default."], cron

@@ -54,11 +54,11 @@ def listed(names: list[str]) -> str:
 
 
 def say_elsewhere(elsewhere: Elsewhere | None, command: str) -> None:
-    """After "nothing stuck in namespace N": how many are stuck in other namespaces, and `command` (the same
-    command with -A) to see them; or that kfin could not look. Nothing when it did not try (a snapshot)."""
+    """After "nothing stuck in namespace N": how many objects are stuck in other namespaces (naming the first
+    few) and among cluster-scoped types, and `command` (the same command with -A) to see them; or that kfin could
+    not look. Nothing when it did not try (a snapshot)."""
     if elsewhere is None:
         return
-    count, namespaces = elsewhere.count, sorted(elsewhere.namespaces)
     if not elsewhere.looked:
         print(
             f"kfin could not look in other namespaces ({elsewhere.why}): {command} would, with the right to list "
@@ -66,20 +66,29 @@ def say_elsewhere(elsewhere: Elsewhere | None, command: str) -> None:
             file=sys.stderr,
         )
         return
+    count, namespaces = elsewhere.count, sorted(elsewhere.namespaces)
+    unread = elsewhere.unread
     if not count:
-        if elsewhere.unread:
+        if unread:
             print(
-                f"No stuck objects in other namespaces among what kfin could list across them; {elsewhere.unread} "
-                f"type{'s' if elsewhere.unread > 1 else ''} could not be listed ({elsewhere.why}).",
+                f"No stuck objects elsewhere in the cluster among what kfin could list; {unread} "
+                f"type{'s' if unread > 1 else ''} could not be listed ({elsewhere.why}).",
                 file=sys.stderr,
             )
         else:
-            print("No stuck objects in other namespaces either.", file=sys.stderr)
+            print("No stuck objects elsewhere in the cluster either.", file=sys.stderr)
         return
-    at_least = "at least " if elsewhere.unread else ""
-    objects = f"{at_least}{count} object{'s are' if count > 1 else ' is'} stuck"
-    spread = f"{len(namespaces)} other namespace{'s' if len(namespaces) > 1 else ''} ({listed(namespaces)})"
-    print(f"{objects[0].upper()}{objects[1:]} in {spread}: {command}", file=sys.stderr)
+    in_namespaces, cluster_scoped = sum(elsewhere.namespaces.values()), elsewhere.cluster_scoped
+    at_least = "at least " if unread else ""
+    are = "are" if count > 1 else "is"
+    where = f"{len(namespaces)} other namespace{'s' if len(namespaces) > 1 else ''} ({listed(namespaces)})"
+    if not cluster_scoped:
+        said = f"{at_least}{count} object{'s' if count > 1 else ''} {are} stuck in {where}"
+    elif not in_namespaces:
+        said = f"{at_least}{count} cluster-scoped object{'s' if count > 1 else ''} {are} stuck"
+    else:
+        said = f"{at_least}{count} objects are stuck: {in_namespaces} in {where}, {cluster_scoped} cluster-scoped"
+    print(f"{said[0].upper()}{said[1:]}: {command}", file=sys.stderr)
 
 
 def say_not_looked(what: str, command: str) -> None:

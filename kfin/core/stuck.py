@@ -360,12 +360,13 @@ def changes(before: dict[RowKey, StuckObject], after: list[StuckObject]) -> list
 
 
 class Elsewhere(Struct):
-    """What is stuck outside the namespace a scan looked in, as one metadata-only list across namespaces of each
-    type it listed shows (objects being deleted; their verdicts are not worked out)."""
+    """What is stuck outside the namespace a scan looked in, as one metadata-only list of each type across the
+    cluster shows (objects being deleted, and ghosts; their verdicts are not worked out)."""
 
-    looked: bool  # False: no type could be listed across namespaces
+    looked: bool  # False: no type could be listed across the cluster
     count: int = 0
     namespaces: dict[str, int] = field(default_factory=dict)  # namespace -> objects stuck in it
+    cluster_scoped: int = 0  # stuck objects of cluster-scoped types (a Namespace counts as in itself)
     unread: int = 0  # types that could not be listed across namespaces
     why: str = ""  # the first of those failures, in a few words
 
@@ -373,8 +374,8 @@ class Elsewhere(Struct):
 def stuck_elsewhere(
     facts: Facts, filters: Filters = Filters(), concurrency: int = 16, progress: ProgressFactory = no_progress
 ) -> Elsewhere | None:
-    """After a scan of one namespace found nothing stuck: how many objects of the types it listed (and
-    Namespaces) are stuck in the other namespaces, as kfin stuck -A would list them (being deleted, or ghosts
+    """After a scan of one namespace found nothing stuck: how many objects are stuck in the other namespaces and
+    among cluster-scoped types, as kfin stuck -A would list them (being deleted, or ghosts
     left in a namespace that is gone), with --kind, --finalizer and --older-than applied. None when there is no
     cluster to ask (a snapshot) or the scan was of every namespace. Costs a list per type across namespaces,
     metadata-only, of which only what may be stuck is kept (Lean)."""
@@ -385,12 +386,13 @@ def stuck_elsewhere(
     counted = [
         r
         for r in one_per_storage(inventory.resources)
-        if (r.namespaced or (r.group, r.resource) == NAMESPACES)
-        and (filters.kinds is None or stored_as(r.group, r.resource) in filters.kinds)
+        if filters.kinds is None or (r.group, r.resource) in filters.kinds
     ]
     # Namespaces are listed whatever is counted: a ghost is told by its namespace's absence
     namespace_types = [r for r in inventory.resources if (r.group, r.resource) == NAMESPACES and r not in counted]
     types = namespace_types + counted
+    if not types:  # nothing discovered: nothing to ask
+        return None
     with progress("looking in other namespaces") as report:
         objects, failures = scan(
             kube, types, None, concurrency=concurrency, page_size=facts.chunk_size, lean=Lean(), progress=report
@@ -406,8 +408,10 @@ def stuck_elsewhere(
     wanted = {(r.group, r.resource) for r in counted}
     now = datetime.now(UTC)
     namespaces: dict[str, int] = {}
+    cluster_scoped = 0
     for obj in objects:
-        where = obj.namespace if obj.type.namespaced else obj.name  # a Namespace counts as being in itself
+        is_namespace = (obj.type.group, obj.type.resource) == NAMESPACES
+        where = obj.namespace if obj.type.namespaced else obj.name if is_namespace else None
         ghost = bool(obj.finalizers) and existing is not None and obj.type.namespaced and where not in existing
         if (not obj.terminating and not ghost) or where == here or (obj.type.group, obj.type.resource) not in wanted:
             continue
@@ -417,8 +421,12 @@ def stuck_elsewhere(
         seconds = max(0.0, (now - since).total_seconds()) if since else 0.0
         if filters.older_than is not None and seconds < filters.older_than:
             continue
-        namespaces[where] = namespaces.get(where, 0) + 1
-    return Elsewhere(True, sum(namespaces.values()), namespaces, unread=len(failures), why=why)
+        if where is None:
+            cluster_scoped += 1
+        else:
+            namespaces[where] = namespaces.get(where, 0) + 1
+    count = sum(namespaces.values()) + cluster_scoped
+    return Elsewhere(True, count, namespaces, cluster_scoped, unread=len(failures), why=why)
 
 
 class Inside(Struct):
