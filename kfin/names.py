@@ -7,7 +7,9 @@ percent-encoded segments in kfin.api.paths).
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 
 from kfin.errors import KfinError, UsageError
 from kfin.util.text import printable
@@ -80,3 +82,25 @@ def quoted(text: str) -> str:
     """A user's or server's text inside an error line: one line, control characters made visible."""
     shown = text if len(text) <= 80 else text[:77] + "..."
     return '"' + printable(shown, one_line=True).replace('"', '\\"') + '"'
+
+
+def nearest(typed: str, names: Iterable[str]) -> str | None:
+    """The name `typed` most likely meant, or None: the commonest typo, two neighbouring letters swapped (pcv
+    for pvc), before what difflib finds nearest (which, for pcv, is pv), at a closeness of 0.75 or more."""
+    candidates = sorted(set(names) - {typed})
+    swapped = [name for name in candidates if _transposed(typed, name)]
+    close = swapped or difflib.get_close_matches(typed, candidates, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _transposed(typed: str, name: str) -> bool:
+    """Whether `typed` is `name` with two neighbouring letters swapped."""
+    if len(typed) != len(name) or typed == name:
+        return False
+    differ = [i for i, (a, b) in enumerate(zip(typed, name, strict=True)) if a != b]
+    return (
+        len(differ) == 2
+        and differ[1] == differ[0] + 1
+        and typed[differ[0]] == name[differ[1]]
+        and (typed[differ[1]] == name[differ[0]])
+    )

@@ -117,7 +117,7 @@ def test_end_of_input_at_the_bulk_prompt_changes_nothing(fake, fake_kubeconfig, 
     result = kfin("remove", "--all-stuck", "-n", "default", "--finalizer", "example.com/x", "--confirm",
                   "--kubeconfig", str(fake_kubeconfig))
     assert result.code == ExitCode.REFUSED and "Nothing was changed." in result.stderr, result
-    assert "Change 1 object in context " in result.stdout, result.stdout  # the prompt, its count and noun agreeing
+    assert "Change 1 object in namespace default of context " in result.stdout, result.stdout  # count and noun agree
     assert not [r for r in fake.requests if r.method == "PATCH" and not r.dry_run]  # the plan's dry runs only
 
 

@@ -110,7 +110,8 @@ def test_ctrl_c_while_a_bulk_removal_is_answered_reads_the_object_back(fake, fak
                                                            "example.com/x", "--confirm", "--yes", "--audit-log",
                                                            str(log)], patched("two"))
     assert code == ExitCode.INTERRUPTED and took < BOUND, (code, took, stderr)
-    lines = stderr.splitlines()
+    heading, *lines = stderr.splitlines()
+    assert heading == "Stuck objects in namespace default of context fake, and what kfin would do to each:", stderr
     assert lines[0].startswith("[1/2] removed: ConfigMap/default/one"), stderr
     assert len(lines) == 2 and "Traceback" not in stderr, stderr
     # its last finalizer removed, the object went away: the read finds it gone

@@ -38,7 +38,7 @@ def object_requests(fake):
     out = []
     for r in fake.requests:
         parts = r.path.strip("/").split("/")
-        if r.path in discovery or (parts[0] == "apis" and len(parts) <= 3):
+        if r.path in discovery or (parts[0] == "apis" and len(parts) <= 3) or r.verb == "list":
             continue
         out.append(r)
     return out
@@ -96,6 +96,10 @@ def test_a_name_that_is_a_valid_segment_reaches_only_its_own_url(stage, fake_kub
     assert result.code == ExitCode.NOT_FOUND, result
     own = f"/api/v1/namespaces/team/configmaps/{name}"
     assert [r.path for r in object_requests(stage)] == [own]
+    # where it may be instead: lists of its own type only, metadata-only, the name sent as a field selector's value
+    lists = [r for r in stage.requests if r.verb == "list"]
+    assert {r.path for r in lists} <= {"/api/v1/configmaps", "/api/v1/namespaces/team/configmaps"}, lists
+    assert all(r.metadata_only for r in lists)
     assert stage.cluster.find(stage.cluster.types[("", "configmaps")], "team", "held")["metadata"]["finalizers"] \
         == ["example.com/hold"]
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable
 from typing import Any
 
 from kfin.api.shapes import ShapeError
 from kfin.errors import NotFoundError
 from kfin.model import JSON, KubeObject, ResourceType
-from kfin.names import quoted
+from kfin.names import nearest, quoted
 
 DISCOVERY_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 KIND_NAME = re.compile(r"[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?")  # CRDs: a DNS-1035 label once lower-cased
@@ -186,17 +184,27 @@ class KindLookup:
         return {r.resource, r.singular, r.kind.lower(), *r.short_names}
 
     def find(self, text: str) -> ResourceType:
+        named = self.all_named(text)
+        if named:
+            return named[0]
         wanted = text.strip().lower()
         if not wanted:
             raise NotFoundError("empty resource type")
-        for r in self.resources:
-            if wanted in self._names(r):
-                return r
-        for r in self.resources:  # name.group and name.version.group
-            for name in self._names(r):
-                if wanted in (f"{name}.{r.group}", f"{name}.{r.version}.{r.group}") and r.group:
-                    return r
         raise NotFoundError(f'the server doesn\'t have a resource type "{text}"{self._suggestion(wanted)}')
+
+    def all_named(self, text: str) -> list[ResourceType]:
+        """Every type `text` names, the one `find` picks first: `widget` may name the widgets of two groups."""
+        wanted = text.strip().lower()
+        if not wanted:
+            return []
+        named = [r for r in self.resources if wanted in self._names(r)]
+        for r in self.resources:  # name.group and name.version.group
+            qualified = {
+                form for name in self._names(r) for form in (f"{name}.{r.group}", f"{name}.{r.version}.{r.group}")
+            }
+            if r.group and r not in named and wanted in qualified:
+                named.append(r)
+        return named
 
     def _suggestion(self, wanted: str) -> str:
         """The nearest type, named by its plural (kubectl's canonical form)."""
@@ -204,7 +212,7 @@ class KindLookup:
         for r in reversed(self.resources):  # earlier types win
             for name in self._names(r) | {r.qualified}:
                 plural_of[name] = r.qualified
-        close = closest(wanted, plural_of)
+        close = nearest(wanted, plural_of)
         return f" (did you mean {plural_of[close]}?)" if close else ""
 
     def for_kind(self, api_version: str, kind: str) -> ResourceType | None:
@@ -213,25 +221,3 @@ class KindLookup:
             if r.group == group and r.kind == kind:
                 return r
         return None
-
-
-def closest(typed: str, names: Iterable[str]) -> str | None:
-    """The name `typed` most likely meant, or None: the commonest typo, two letters swapped (pcv), before what
-    difflib finds nearest (which is pv)."""
-    ordered = sorted(set(names))
-    swapped = [name for name in ordered if _transposed(typed, name)]
-    close = swapped or difflib.get_close_matches(typed, ordered, n=1, cutoff=0.75)
-    return close[0] if close else None
-
-
-def _transposed(typed: str, name: str) -> bool:
-    """Whether `typed` is `name` with two neighbouring letters swapped."""
-    if len(typed) != len(name) or typed == name:
-        return False
-    differ = [i for i, (a, b) in enumerate(zip(typed, name, strict=True)) if a != b]
-    return (
-        len(differ) == 2
-        and differ[1] == differ[0] + 1
-        and typed[differ[0]] == name[differ[1]]
-        and (typed[differ[1]] == name[differ[0]])
-    )

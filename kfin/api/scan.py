@@ -498,3 +498,24 @@ def scan(
                 last(next(iter(pending)), list(objects), list(failures))
                 pending.clear()
     return objects, failures
+
+
+def names_listed(
+    kube: Kube, rtype: ResourceType, namespace: str | None, name: str | None = None, page_size: int = 500
+) -> list[tuple[str, str]]:
+    """(namespace, name) of every object of a type in a namespace (None: in all of them), metadata-only; with
+    `name`, only the objects of that name (a field selector every type serves: the server sends no others)."""
+    what = ("list", rtype.qualified, namespace if rtype.namespaced else None)
+    query = {"fieldSelector": f"metadata.name={escaped_field_value(name)}"} if name is not None else None
+
+    def names(page: JSON) -> list[tuple[str, str]]:
+        metas = ((item.get("metadata") or {}) for item in page.get("items") or [])
+        return [(str(m.get("namespace") or ""), str(m.get("name") or "")) for m in metas]
+
+    pages = kube.list_metadata_pages(resource_path(rtype, namespace), page_size, what, reduce=names, query=query)
+    return [found for page in pages for found in page]
+
+
+def escaped_field_value(value: str) -> str:
+    """A value in a field selector as apimachinery's fields.EscapeValue writes it: `\\`, `,` and `=` escaped."""
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")

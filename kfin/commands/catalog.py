@@ -10,7 +10,6 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from kfin.api.resources import closest
 from kfin.commands.flags import OutputOpt, check_output, merged
 from kfin.commands.outputs import OUTPUTS
 from kfin.core import catalog as finalizer_catalog
@@ -19,6 +18,7 @@ from kfin.core.causes.registry import CATALOG as BUILT_IN
 from kfin.core.causes.registry import family
 from kfin.errors import NotFoundError
 from kfin.model import kind_display
+from kfin.names import nearest
 from kfin.render import data
 from kfin.render.tables import catalog_entry_lines, catalog_table
 from kfin.render.terminal import say
@@ -138,7 +138,7 @@ def entry(
         return
     names = [e.name for e in entries] + [f for e in entries for f in e.finalizers]
     names += [known_entry.pattern for known_entry, _ in BUILT_IN]
-    close = closest(name, [n for n in names if WILDCARDS.isdisjoint(n)])
+    close = nearest(name, [n for n in names if WILDCARDS.isdisjoint(n)])
     raise NotFoundError(
         f'no catalog entry "{name}": neither an entry\'s name nor a finalizer one covers'
         + (f" (did you mean {close}?)" if close else " (kfin catalog lists them)")

@@ -20,13 +20,14 @@ from kfin.commands.flags import (
     subject,
 )
 from kfin.commands.outputs import OUTPUTS
+from kfin.commands.pointers import not_found
 from kfin.core import audit
 from kfin.core.bearing import split
 from kfin.core.blocking import follow
 from kfin.core.causes import explain_cached
 from kfin.core.causes.registry import note_readded
-from kfin.core.lookup import load_target
-from kfin.core.stuck import is_stuck
+from kfin.core.lookup import MissingObjectError, load_target
+from kfin.core.stuck import is_stuck, stuck_inside
 from kfin.errors import ExitCode, KfinError
 from kfin.model import MANAGERS
 from kfin.render import data, explanation
@@ -66,7 +67,10 @@ def explain(
     )
     fmt = check_output(options, OUTPUTS["explain"])
     scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
-    obj, facts = load_target(scope, kind, name)
+    try:
+        obj, facts = load_target(scope, kind, name)
+    except MissingObjectError as missing:  # where it is instead (an unknown kind has its did-you-mean already)
+        raise not_found(missing, "explain", kind) from None
     found = explain_cached(obj, facts)
     try:  # what kfin removed before and is back: who adds it back
         note_readded(found, audit.readded(obj, audit.read(audit.default_path())), obj.raw.get(MANAGERS) or {})
@@ -74,11 +78,12 @@ def explain(
         warn(f"the audit log could not be read ({error.message}): kfin cannot tell what it removed before")
     events = facts.warnings_about(obj)  # shown beside the answer; the explanation read them too where it waits
     chain = follow(obj, facts, ahead=True) if is_stuck(obj, facts) else None
+    inside = stuck_inside(obj, facts)  # a Namespace not being deleted: what in it is
     bearing, unrelated = split(facts.inventory.failures, obj)
     warn_failures(bearing, unrelated=unrelated, listed=options.trace > 0)  # before the answer, as every command
     if fmt == "table":
-        explanation.explained(found, events, chain, facts.inventory.observed_at)
+        explanation.explained(found, events, chain, facts.inventory.observed_at, inside)
     else:
-        data.dump(explanation.document(found, facts, events, chain, complete=not bearing), fmt)
+        data.dump(explanation.document(found, facts, events, chain, complete=not bearing, inside=inside), fmt)
     if bearing:
         raise typer.Exit(ExitCode.PARTIAL)

@@ -30,12 +30,13 @@ from kfin.commands.flags import (
     subject,
     wait_seconds,
 )
+from kfin.commands.pointers import not_found
 from kfin.commands.wait import follow_to_end
 from kfin.core import audit
 from kfin.core.applying import Applied, apply_plans
 from kfin.core.causes import explain_object
 from kfin.core.facts import Facts
-from kfin.core.lookup import fresh_facts, live_target, load_target
+from kfin.core.lookup import MissingObjectError, fresh_facts, live_target, load_target
 from kfin.core.removal import FORCE_DELETION, Plan, plan, recreate_namespace
 from kfin.core.scope import Scope
 from kfin.core.stuck import find_all, narrowed
@@ -195,7 +196,10 @@ def remove_one(
     scope: Scope, kind: str, name: str, *, choices: Choices, wait_for: float | None, again_namespace: bool
 ) -> int:
     """One object: its plan shown, refused, or (with --confirm or --server-dry-run) applied and said."""
-    obj, facts = load_target(scope, kind, name)  # from a snapshot: its Facts have no connection, nothing is sent
+    try:  # from a snapshot: its Facts have no connection, nothing is sent
+        obj, facts = load_target(scope, kind, name)
+    except MissingObjectError as missing:
+        raise not_found(missing, "remove", kind) from None
     findings = explain_object(obj, facts).findings
     if (
         again_namespace
@@ -327,9 +331,12 @@ def remove_all_stuck(scope: Scope, choices: Choices, *, yes: bool, narrow: Narro
         for r in rows
     ]
     plans = [p for p in plans if not (patterns and p.refused and p.refused.startswith("none of its finalizers"))]
+    looked_in = f"namespace {facts.inventory.namespace}" if facts.inventory.namespace else "every namespace"
     if not plans:
-        print("Nothing to remove: no stuck object matches.", file=sys.stderr)
+        print(f"Nothing to remove: no stuck object matches in {looked_in}.", file=sys.stderr)
         return ExitCode.OK
+    context = f" of context {facts.inventory.context}" if facts.inventory.context else ""
+    print(f"Stuck objects in {looked_in}{context}, and what kfin would do to each:", file=sys.stderr)
     removal_table(plans, show_namespace=facts.inventory.namespace is None)  # as kfin stuck's table
     runnable = [p for p in plans if p.refusal is None]
     refused = len(plans) - len(runnable)
@@ -354,8 +361,8 @@ def remove_all_stuck(scope: Scope, choices: Choices, *, yes: bool, narrow: Narro
         try:
             answer = input(
                 f"Change {counted(len(runnable), 'object')}"
-                + (f" (force-deleting {forced} Pod{'s' if forced > 1 else ''})" if forced else "")
-                + f" in context {kube.context}? [y/N] "
+                + (f" (force-deleting {counted(forced, 'Pod')})" if forced else "")
+                + f" in {looked_in} of context {kube.context}? [y/N] "
             )
         except (EOFError, OSError):  # end of input, or none to read
             answer = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 
 import typer
@@ -32,9 +33,18 @@ from kfin.commands.flags import (
     snapshot_flag,
 )
 from kfin.commands.outputs import OUTPUTS
+from kfin.commands.pointers import say_elsewhere, say_not_looked
 from kfin.core.causes.unreadable import list_failure_causes
 from kfin.core.fleet import find_all_contexts
-from kfin.core.stuck import StuckObject, gating_webhooks, narrowed, storage_problems
+from kfin.core.stuck import (
+    Filters,
+    StuckObject,
+    gating_webhooks,
+    narrowed,
+    resolve_kinds,
+    storage_problems,
+    stuck_elsewhere,
+)
 from kfin.core.watching import Watched
 from kfin.errors import ExitCode, UsageError
 from kfin.model import Failure
@@ -174,7 +184,32 @@ def stuck(
         warn(f"related: {problem['message']}")
     result = stuck_output.Scan(rows, inventories, gating, related, started)
     stuck_output.show(fmt, result, stuck_output.Options(no_headers, max_info_series))
+    # nothing here: is anything stuck elsewhere? Asked for a person reading the table, not for cron's --exit-code,
+    # whose every run would pay a list of each type across the cluster
+    if not rows and fmt in ("table", "wide") and len(sources) == 1 and not exit_code:
+        everywhere = command_with_all_namespaces(
+            options.kubeconfig,
+            contexts,
+            [("--kind", text) for text in kind or ()]
+            + [("--finalizer", finalizer), ("--older-than", older_than)]
+            + [("--verdict", text) for text in verdict or ()]
+            + [("-l", label_selector), ("--field-selector", field_selector)],
+        )
+        if narrow.verdicts or narrow.chosen is not None:  # verdicts and selectors need more than a list to apply
+            if sources[0].inventory.namespace is not None and sources[0].kube is not None:
+                say_not_looked("for what --verdict, -l or --field-selector select", everywhere)
+        else:
+            filters = Filters(resolve_kinds(narrow.kinds, inventories), finalizer, narrow.older)
+            say_elsewhere(stuck_elsewhere(sources[0], filters, concurrency, progress_bar), everywhere)
     if rows and exit_code:
         raise typer.Exit(ExitCode.FOUND)
     if not all(inv.complete for inv in inventories):
         raise typer.Exit(ExitCode.PARTIAL)
+
+
+def command_with_all_namespaces(
+    kubeconfig: str | None, contexts: list[str], narrowing: list[tuple[str, str | None]]
+) -> str:
+    """kfin stuck -A with the flags given that choose the cluster and narrow what is listed."""
+    flags = [("--kubeconfig", kubeconfig), *(("--context", name) for name in contexts), *narrowing]
+    return " ".join(["kfin stuck -A"] + [f"{flag} {shlex.quote(value)}" for flag, value in flags if value])

@@ -5,16 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from msgspec import Struct, field
+
 from kfin.api import inventory
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
 from kfin.api.discovery import discover
 from kfin.api.resources import KindLookup, stored_as
-from kfin.api.scan import REDUCED_FIELDS, reduce_object, slim_metadata, with_managers
+from kfin.api.scan import REDUCED_FIELDS, names_listed, reduce_object, slim_metadata, with_managers
 from kfin.core.facts import Facts
 from kfin.core.scope import Scope
 from kfin.errors import KfinError, NotFoundError, UsageError
 from kfin.model import Inventory, KubeObject, ResourceType
+from kfin.names import nearest
+
+NAMESPACE_TYPE = ResourceType("", "v1", "namespaces", "Namespace", False)
 
 
 def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
@@ -45,12 +50,32 @@ def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     return matches[0], Facts(inv, catalog=scope.catalog)
 
 
+class Whereabouts(Struct):
+    """Where an object a command named but did not find may be instead, as far as kfin could read: under another
+    type the kind typed names too, in other namespaces, or by a name or namespace one typo away."""
+
+    other_types: list[ResourceType] = field(default_factory=list)  # of the same name, where it was looked for
+    namespaces: list[str] = field(default_factory=list)  # of the same type and name, elsewhere
+    namespace_absent: bool = False
+    near_namespace: str | None = None  # the namespace one typo away from one that does not exist
+    near_name: str | None = None  # the name one typo away, in the namespace looked in
+
+
 class MissingObjectError(NotFoundError):
     """The kind is known, but no object of that name is there (a typo of the kind is a plain NotFoundError)."""
 
-    def __init__(self, message: str, rtype: ResourceType, namespace: str | None, name: str, kube: Kube):
+    def __init__(
+        self,
+        message: str,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        kube: Kube,
+        named: list[ResourceType] | None = None,
+    ):
         super().__init__(message, rtype.resource, name)
         self.rtype, self.namespace, self.kube = rtype, namespace, kube
+        self.named = named or [rtype]  # every type the kind as typed names (rtype the one looked in)
 
     @property
     def ref(self) -> str:
@@ -61,11 +86,50 @@ class MissingObjectError(NotFoundError):
         exist answers 404 for the object alone); False when that cannot be read. Asked only when wanted."""
         if not self.namespace:
             return False
-        namespaces = ResourceType("", "v1", "namespaces", "Namespace", False)
         try:
-            return self.kube.read_object_or_none(namespaces, None, self.namespace) is None
+            return self.kube.read_object_or_none(NAMESPACE_TYPE, None, self.namespace) is None
         except KfinError:
             return False
+
+    def whereabouts(self) -> Whereabouts:
+        """Where it may be instead, each from a read that stops at the first answer: the other types the kind
+        names (a GET each), the same name in every namespace (one list the server narrows to that name), then
+        the nearest namespace (when its own does not exist) or the nearest name there. What cannot be read is
+        left out: it is never said to be anywhere it was not seen."""
+        found = Whereabouts()
+        for other in self.named:
+            if other == self.rtype:
+                continue
+            namespace = self.namespace if other.namespaced else None
+            try:
+                self.kube.read_object(other, namespace, self.name, metadata_only=True)
+            except KfinError:  # not there, or not readable: not said to be there
+                continue
+            found.other_types.append(other)
+        if found.other_types:
+            return found
+        if self.rtype.namespaced:
+            try:
+                listed = names_listed(self.kube, self.rtype, None, self.name)
+                found.namespaces = sorted({ns for ns, name in listed if name == self.name})
+            except KfinError:
+                pass
+            if found.namespaces:
+                return found
+        try:
+            names = [name for _, name in names_listed(self.kube, self.rtype, self.namespace)]
+        except KfinError:
+            return found
+        found.near_name = nearest(self.name, names)
+        # a namespace that does not exist lists empty: asked only then, with the namespace nearest to it
+        found.namespace_absent = not names and self.namespace_absent()
+        if found.namespace_absent:
+            try:
+                namespaces = [name for _, name in names_listed(self.kube, NAMESPACE_TYPE, None)]
+            except KfinError:
+                return found
+            found.near_namespace = nearest(str(self.namespace), namespaces)
+        return found
 
 
 def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
@@ -73,7 +137,8 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     that start with it alone and read the rest on demand."""
     kube = Kube.connect(scope.target)
     resources, failures = discover(kube, scope.refresh)
-    rtype: ResourceType = KindLookup(resources).find(kind)
+    lookup = KindLookup(resources)
+    rtype: ResourceType = lookup.find(kind)
     namespace = (scope.namespace or kube.namespace) if rtype.namespaced else None
     key = (rtype.group, rtype.resource)
     full = key in REDUCED_FIELDS
@@ -87,6 +152,7 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
             namespace,
             name,
             kube,
+            lookup.all_named(kind),
         ) from None
     obj = KubeObject(
         rtype,

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from functools import partial
 from typing import Literal
 
 from msgspec import Struct, field
 
 from kfin.api.builtin_kinds import builtin_resources
-from kfin.api.resources import KindLookup, stored_as
+from kfin.api.resources import KindLookup, one_per_storage, stored_as
+from kfin.api.scan import Lean, scan
 from kfin.core.blocking import Chain, follow, root_summary
 from kfin.core.causes import blocker_line, explain_cached, family, main_finding, reads_for
 from kfin.core.causes.ghosts import missing_namespace
@@ -19,7 +21,7 @@ from kfin.core.scope import Scope
 from kfin.core.selectors import Selector
 from kfin.core.sources import ProgressFactory, gather, no_progress
 from kfin.errors import KfinError, NotFoundError
-from kfin.model import JSON, Inventory, KubeObject, format_time
+from kfin.model import JSON, NAMESPACES, Inventory, KubeObject, format_time
 from kfin.names import check_kind
 from kfin.util.globs import glob_match
 from kfin.util.parallel import ordered
@@ -355,3 +357,93 @@ def changes(before: dict[RowKey, StuckObject], after: list[StuckObject]) -> list
             out.append(("MODIFIED", row))
     out += [("DELETED", row) for key, row in before.items() if key not in now]
     return out
+
+
+class Elsewhere(Struct):
+    """What is stuck outside the namespace a scan looked in, as one metadata-only list of each type across the
+    cluster shows (objects being deleted, and ghosts; their verdicts are not worked out)."""
+
+    looked: bool  # False: no type could be listed across the cluster
+    count: int = 0
+    namespaces: dict[str, int] = field(default_factory=dict)  # namespace -> objects stuck in it
+    cluster_scoped: int = 0  # stuck objects of cluster-scoped types (a Namespace counts as in itself)
+    unread: int = 0  # types that could not be listed across namespaces
+    why: str = ""  # the first of those failures, in a few words
+
+
+def stuck_elsewhere(
+    facts: Facts, filters: Filters = Filters(), concurrency: int = 16, progress: ProgressFactory = no_progress
+) -> Elsewhere | None:
+    """After a scan of one namespace found nothing stuck: how many objects are stuck in the other namespaces and
+    among cluster-scoped types, as kfin stuck -A would list them (being deleted, or ghosts
+    left in a namespace that is gone), with --kind, --finalizer and --older-than applied. None when there is no
+    cluster to ask (a snapshot) or the scan was of every namespace. Costs a list per type across namespaces,
+    metadata-only, of which only what may be stuck is kept (Lean)."""
+    inventory, kube = facts.inventory, facts.kube
+    if kube is None or inventory.namespace is None:
+        return None
+    here = inventory.namespace
+    counted = [
+        r
+        for r in one_per_storage(inventory.resources)
+        if filters.kinds is None or (r.group, r.resource) in filters.kinds
+    ]
+    # Namespaces are listed whatever is counted: a ghost is told by its namespace's absence
+    namespace_types = [r for r in inventory.resources if (r.group, r.resource) == NAMESPACES and r not in counted]
+    types = namespace_types + counted
+    if not types:  # nothing discovered: nothing to ask
+        return None
+    with progress("looking in other namespaces") as report:
+        objects, failures = scan(
+            kube, types, None, concurrency=concurrency, page_size=facts.chunk_size, lean=Lean(), progress=report
+        )
+    why = f"listing {failures[0].target}: {failures[0].reason}" if failures else ""
+    if len(failures) >= len(types):
+        return Elsewhere(False, unread=len(failures), why=why)
+    existing = (
+        None
+        if any(f.target == "namespaces" for f in failures)
+        else {o.name for o in objects if (o.type.group, o.type.resource) == NAMESPACES}
+    )
+    wanted = {(r.group, r.resource) for r in counted}
+    now = datetime.now(UTC)
+    namespaces: dict[str, int] = {}
+    cluster_scoped = 0
+    for obj in objects:
+        is_namespace = (obj.type.group, obj.type.resource) == NAMESPACES
+        where = obj.namespace if obj.type.namespaced else obj.name if is_namespace else None
+        ghost = bool(obj.finalizers) and existing is not None and obj.type.namespaced and where not in existing
+        if (not obj.terminating and not ghost) or where == here or (obj.type.group, obj.type.resource) not in wanted:
+            continue
+        if filters.finalizer and not any(matches(f, filters.finalizer) for f in obj.finalizers + obj.spec_finalizers):
+            continue
+        since = obj.deletion_requested_at
+        seconds = max(0.0, (now - since).total_seconds()) if since else 0.0
+        if filters.older_than is not None and seconds < filters.older_than:
+            continue
+        if where is None:
+            cluster_scoped += 1
+        else:
+            namespaces[where] = namespaces.get(where, 0) + 1
+    count = sum(namespaces.values()) + cluster_scoped
+    return Elsewhere(True, count, namespaces, cluster_scoped, unread=len(failures), why=why)
+
+
+class Inside(Struct):
+    """The objects being deleted in a Namespace that is not (kfin explain ns NAME on an Active one)."""
+
+    objects: list[KubeObject]
+    complete: bool  # False: some of its types could not be listed (or nothing could be read: a snapshot without it)
+
+
+def stuck_inside(namespace: KubeObject, facts: ClusterFacts) -> Inside | None:
+    """What is stuck in a Namespace that is not being deleted itself, oldest first, from a metadata-only list of
+    each type in it; None for any other object (a Namespace being deleted is explained with its content)."""
+    if (namespace.type.group, namespace.type.resource) != NAMESPACES or namespace.terminating:
+        return None
+    found = facts.everything(namespace.name)
+    if found is None:
+        return Inside([], False)
+    stuck = [o for o in found if o.terminating]
+    stuck.sort(key=lambda o: (o.deletion_requested_at or datetime.max.replace(tzinfo=UTC), o.type.kind, o.name))
+    return Inside(stuck, facts.listed(namespace.name))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from kfin.core.blocking import Chain
 from kfin.core.causes import Explanation
 from kfin.core.facts import ClusterFacts
+from kfin.core.stuck import Inside
 from kfin.model import JSON, parse_time
 from kfin.render.steps import Line, print_lines, step_lines, wrapped
 from kfin.render.terminal import NARROW_PANEL, columns_setting, console, text
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.tree import Tree
 
+
+STUCK_INSIDE_NAMED = 3  # objects stuck in a namespace named by kfin explain; the others are counted
 
 VERDICT_STYLE = {
     "HOLDING": "bold red",
@@ -39,9 +42,11 @@ def verdict_colour(verdict: str | None) -> str:
     return (colour.get_truecolor(DEFAULT_TERMINAL_THEME) if colour else DEFAULT_TERMINAL_THEME.foreground_color).hex
 
 
-def explained(found: Explanation, events: list[JSON] | None, chain: Chain | None, now: datetime) -> None:
+def explained(
+    found: Explanation, events: list[JSON] | None, chain: Chain | None, now: datetime, inside: Inside | None = None
+) -> None:
     """kfin explain's answer on a screen: the panels, the recent Warning Events, the blocking tree and the plan."""
-    explanation_panels(found)
+    explanation_panels(found, inside=inside)
     if events:
         warning_events(events, now)
     if chain is not None:
@@ -49,19 +54,33 @@ def explained(found: Explanation, events: list[JSON] | None, chain: Chain | None
 
 
 def document(
-    found: Explanation, facts: ClusterFacts, events: list[JSON] | None, chain: Chain | None, complete: bool
+    found: Explanation,
+    facts: ClusterFacts,
+    events: list[JSON] | None,
+    chain: Chain | None,
+    complete: bool,
+    inside: Inside | None = None,
 ) -> JSON:
-    """kfin explain's answer as a document (-o json|yaml): the findings, the chain and plan, the Events, and
-    whether what could not be read leaves it whole."""
+    """kfin explain's answer as a document (-o json|yaml): the findings, the chain and plan, the Events, what is
+    stuck in a Namespace not being deleted itself, and whether what could not be read leaves it whole."""
     answer = found.to_dict(facts)
     answer.update(chain.to_dict() if chain else {"chain": None, "plan": None})
     answer["events"] = events
+    if inside is not None:
+        answer["stuckInside"] = {
+            "objects": [
+                {"kind": o.type.kind, "apiVersion": o.type.api_version, "namespace": o.namespace, "name": o.name}
+                for o in inside.objects
+            ],
+            "complete": inside.complete,
+        }
     answer["complete"] = complete  # a failure unrelated to this object leaves the answer whole
     return answer
 
 
-def explanation_panels(explanation: Explanation, out: Console | None = None) -> None:
-    """One panel per finalizer: what it is, who removes it, what holds it, the verdict, the fix and the risk."""
+def explanation_panels(explanation: Explanation, out: Console | None = None, inside: Inside | None = None) -> None:
+    """One panel per finalizer: what it is, who removes it, what holds it, the verdict, the fix and the risk.
+    `inside`: what is stuck in a Namespace that is not being deleted itself."""
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
@@ -73,10 +92,12 @@ def explanation_panels(explanation: Explanation, out: Console | None = None) -> 
     )
     target.print(Text.assemble((printable(o.ref), "bold"), f"  {state}"))
     if not o.terminating and explanation.findings:
-        _live(explanation, target)
+        _live(explanation, target, inside)
         return
     if not explanation.findings:
         target.print("No finalizers: nothing holds it." if o.terminating else "No finalizers.")
+        if inside is not None and (inside.objects or not inside.complete):
+            target.print(Text(printable(_stuck_inside(o.name, inside))))
     for finding in explanation.findings:
         rows = (
             [
@@ -111,12 +132,17 @@ def explanation_panels(explanation: Explanation, out: Console | None = None) -> 
         target.print(Panel(grid, title=title, title_align="left", expand=True))
 
 
-def _live(explanation: Explanation, target: Console) -> None:
-    """A live object: its finalizers are what every such object carries, not alarms (no verdict, no risk)."""
+def _live(explanation: Explanation, target: Console, inside: Inside | None = None) -> None:
+    """A live object: its finalizers are what every such object carries, not alarms (no verdict, no risk); a
+    Namespace's content may be stuck all the same (`inside`)."""
     from rich.text import Text
 
     o = explanation.obj
-    target.print("Nothing is stuck. Its finalizers act only once it is deleted:")
+    if inside is not None and (inside.objects or not inside.complete):
+        target.print(Text(printable(_stuck_inside(o.name, inside))))
+        target.print("Its finalizers act only once it is deleted:")
+    else:
+        target.print("Nothing is stuck. Its finalizers act only once it is deleted:")
     for finding in explanation.findings:
         where = "  (spec.finalizers)" if finding.location == "spec.finalizers" else ""
         target.print(
@@ -128,6 +154,19 @@ def _live(explanation: Explanation, target: Console) -> None:
     kind = o.type.name_prefix
     where = f" -n {o.namespace}" if o.namespace else ""
     target.print(Text(printable(f"What deleting it would leave stuck: kfin preflight {kind} {o.name}{where}")))
+
+
+def _stuck_inside(namespace: str, inside: Inside) -> str:
+    """What is stuck in a namespace not being deleted: how many, the first few, and the command that lists them."""
+    command = f"kfin stuck -n {namespace}"
+    count = len(inside.objects)
+    if not count:
+        return f"Whether anything in it is stuck kfin could not read in full: {command}"
+    shown = ", ".join(f"{o.type.kind_display}/{o.name}" for o in inside.objects[:STUCK_INSIDE_NAMED])
+    more = f" and {count - STUCK_INSIDE_NAMED} more" if count > STUCK_INSIDE_NAMED else ""
+    at_least = "" if inside.complete else "at least "
+    objects = f"{at_least}{count} object{'s' if count > 1 else ''} in it {'are' if count > 1 else 'is'} stuck"
+    return f"{objects[0].upper()}{objects[1:]}: {shown}{more} (what holds each: {command})"
 
 
 def warning_events(events: list[JSON], now: datetime, out: Console | None = None) -> None:

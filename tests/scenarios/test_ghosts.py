@@ -26,7 +26,7 @@ def ghost(cluster):
     return ns
 
 
-def never_deleted_ghost(cluster):
+def never_deleted_ghost(cluster, finalizer="example.com/hold"):
     """Namespace <suffix>-early whose spec.finalizers were emptied through /finalize before it was deleted, then
     deleted twice (the first DELETE only marks a namespace; the second purges one with no finalizers left): the
     namespace controller never ran, so ConfigMap left (a finalizer) was never deleted. The same on both tiers,
@@ -34,7 +34,7 @@ def never_deleted_ghost(cluster):
     ns = cluster.name("early")
     cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": "left", "namespace": ns, "finalizers": ["example.com/hold"]}})
+        "name": "left", "namespace": ns, "finalizers": [finalizer]}})
     namespace = cluster.get(f"/api/v1/namespaces/{ns}")
     namespace["spec"]["finalizers"] = []
     cluster.api.ok("PUT", f"/api/v1/namespaces/{ns}/finalize", namespace)

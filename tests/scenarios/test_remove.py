@@ -350,7 +350,7 @@ def test_bulk_removal_narrows_to_what_kfin_stuck_lists_with_the_same_flags(clust
         result = kfin("remove", "--all-stuck", *base, *flags)
         if cluster.is_fake:  # a dry run: kfin sent nothing but reads, and the removals it plans as dry runs
             assert {r.method for r in cluster.fake.requests[seen:] if not r.dry_run} == {"GET"}
-        if "Nothing to remove: no stuck object matches." in result.stderr:
+        if f"Nothing to remove: no stuck object matches in namespace {ns}." in result.stderr:
             return set(), result
         header, *rows = result.stdout.splitlines()
         assert header.split() == ["KIND", "NAME", "FINALIZER", "VERDICT", "ACTION"], result.stdout
