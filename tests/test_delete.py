@@ -133,3 +133,52 @@ def test_cascade_is_the_deletes_propagation_policy(fake, fake_kubeconfig):
     assert "deleted ConfigMap/default/owner --cascade=orphan" in result.stderr
     [sent] = real_deletes(fake, "owner")
     assert sent.body["propagationPolicy"] == "Orphan"
+
+
+def test_on_a_real_terminal_a_yes_deletes_and_it_follows_the_object_until_it_is_gone(fake, fake_kubeconfig):
+    """On a pseudo-terminal (stdin, stdout and stderr): the question is asked there, `y` answers it, the
+    DELETE is sent and kfin exits 0 once the object is gone."""
+    import os
+    import pty
+    import select
+
+    configmap(fake, "plain")
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "kfin", "delete", "cm", "plain", "--kubeconfig",
+                                str(fake_kubeconfig)], stdin=terminal, stdout=terminal, stderr=terminal, cwd=ROOT,
+                               env=dict(os.environ, COLUMNS="200", NO_COLOR="1"))
+    os.close(terminal)
+    screen, answered = b"", False
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([controller], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(controller, 65536)
+                except OSError:  # the terminal closed: kfin exited
+                    break
+                if not chunk:
+                    break
+                screen += chunk
+            if not answered and b"[y/N]" in screen:
+                assert not real_deletes(fake, "plain"), "deleted before the answer"
+                os.write(controller, b"y\n")
+                answered = True
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    text = screen.decode(errors="replace")
+    assert answered, text
+    assert process.returncode == ExitCode.OK, text
+    assert len(real_deletes(fake, "plain")) == 1
+    assert not RawClient(fake.url, "admin-token").exists(f"{CMS}/plain")
+
+
+def test_confirm_answers_the_question_as_kfin_remove_takes_it(fake, fake_kubeconfig):
+    configmap(fake, "scripted")
+    result = kfin("delete", "cm", "scripted", "--confirm", "--kubeconfig", str(fake_kubeconfig))
+    assert result.code == ExitCode.OK, result
+    assert len(real_deletes(fake, "scripted")) == 1

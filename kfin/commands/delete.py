@@ -65,7 +65,9 @@ def delete(
         metavar="SELECTOR",
         help="Instead of NAME: every object of KIND whose labels match (kubectl's -l), each predicted and followed.",
     ),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking (needed when stdin is no terminal)."),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", "--confirm", help="Delete without asking (needed when stdin is no terminal)."
+    ),
     dry_run: str = typer.Option(
         "none",
         "--dry-run",
