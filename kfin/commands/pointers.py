@@ -9,6 +9,7 @@ import sys
 from kfin.core.lookup import MissingObjectError
 from kfin.core.stuck import Elsewhere
 from kfin.errors import NotFoundError
+from kfin.util.text import counted
 
 NAMED_AT_MOST = 3  # namespaces named in a line; the others are counted
 
@@ -71,8 +72,8 @@ def say_elsewhere(elsewhere: Elsewhere | None, command: str) -> None:
     if not count:
         if unread:
             print(
-                f"No stuck objects elsewhere in the cluster among what kfin could list; {unread} "
-                f"type{'s' if unread > 1 else ''} could not be listed ({elsewhere.why}).",
+                f"No stuck objects elsewhere in the cluster among what kfin could list; {counted(unread, 'type')} "
+                f"could not be listed ({elsewhere.why}).",
                 file=sys.stderr,
             )
         else:
@@ -81,11 +82,11 @@ def say_elsewhere(elsewhere: Elsewhere | None, command: str) -> None:
     in_namespaces, cluster_scoped = sum(elsewhere.namespaces.values()), elsewhere.cluster_scoped
     at_least = "at least " if unread else ""
     are = "are" if count > 1 else "is"
-    where = f"{len(namespaces)} other namespace{'s' if len(namespaces) > 1 else ''} ({listed(namespaces)})"
+    where = f"{counted(len(namespaces), 'other namespace')} ({listed(namespaces)})"
     if not cluster_scoped:
-        said = f"{at_least}{count} object{'s' if count > 1 else ''} {are} stuck in {where}"
+        said = f"{at_least}{counted(count, 'object')} {are} stuck in {where}"
     elif not in_namespaces:
-        said = f"{at_least}{count} cluster-scoped object{'s' if count > 1 else ''} {are} stuck"
+        said = f"{at_least}{counted(count, 'cluster-scoped object')} {are} stuck"
     else:
         said = f"{at_least}{count} objects are stuck: {in_namespaces} in {where}, {cluster_scoped} cluster-scoped"
     print(f"{said[0].upper()}{said[1:]}: {command}", file=sys.stderr)
