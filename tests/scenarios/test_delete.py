@@ -82,14 +82,19 @@ def test_a_held_widget_already_deleted_is_followed_without_a_second_question(clu
 
 
 class Running:
-    """kfin as a process (stdin no terminal: --yes), its stdout read line by line while it runs."""
+    """kfin as a process (stdin no terminal: --yes), its stdout read line by line while it runs. Each stream has a
+    reader of its own (stderr too, so that a full pipe never stalls kfin), and only they read them."""
 
     def __init__(self, *args):
         self.process = subprocess.Popen([sys.executable, "-m", "kfin", *args], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT, text=True)
         self.lines: list[str] = []
         self._queue: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._stderr: list[str] = []
+        self._readers = [threading.Thread(target=self._read, daemon=True),
+                         threading.Thread(target=lambda: self._stderr.extend(self.process.stderr), daemon=True)]
+        for reader in self._readers:
+            reader.start()
 
     def _read(self):
         for line in self.process.stdout:
@@ -102,12 +107,14 @@ class Running:
 
     def end(self, timeout=120):
         try:
-            _, stderr = self.process.communicate(timeout=timeout)
+            self.process.wait(timeout=timeout)
         finally:
             if self.process.poll() is None:
                 self.process.kill()
+        for reader in self._readers:  # what kfin wrote last is read to the end of each stream
+            reader.join(timeout=10)
         self.said("")
-        return self.process.returncode, "".join(self.lines), stderr
+        return self.process.returncode, "".join(self.lines), "".join(self._stderr)
 
 
 @pytest.mark.controllers
