@@ -26,17 +26,14 @@ from kfin.commands.flags import (
 )
 from kfin.commands.outputs import OUTPUTS
 from kfin.core import manifests
-from kfin.core.blocking import follow
-from kfin.core.causes import explain_cached
-from kfin.core.deleting import CASCADES, Holder, follow_deletion, send_delete, targets_of
+from kfin.core.deleting import CASCADES, Holder, follow_deletion, holder, named, send_delete, targets_of
 from kfin.core.facts import Facts
 from kfin.core.lookup import MissingObjectError, facts_on_demand, live_target
 from kfin.core.preflight import target_of
 from kfin.core.scope import Scope
-from kfin.core.stuck import is_stuck
 from kfin.core.teardown import kubectl_delete, preflight_of
 from kfin.errors import ExitCode, InterruptedByUserError, NotFoundError, UsageError
-from kfin.model import KubeObject
+from kfin.model import KubeObject, format_time
 from kfin.names import check_kind
 from kfin.render import data, explanation
 from kfin.render.preflight import preflight_report
@@ -178,10 +175,10 @@ def delete(
         for obj in objects:
             _server_dry_run(kube, obj, cascade, policy, fmt)
         return
-    named = objects[0].ref if len(objects) == 1 else f"{len(objects)} objects ({', '.join(o.ref for o in objects)})"
+    asked = objects[0].ref if len(objects) == 1 else f"{len(objects)} objects ({', '.join(o.ref for o in objects)})"
     if not yes:
         sys.stdout.flush()  # the prediction is read before the question
-        say(f"Delete {named}{policy} in context {kube.context}? [y/N] ", err=True)
+        say(f"Delete {asked}{policy} in context {kube.context}? [y/N] ", err=True)
         sys.stderr.flush()
         reply = sys.stdin.readline()
         if reply.strip().lower() not in ("y", "yes"):
@@ -197,7 +194,7 @@ def delete(
                 continue
             sent.append(obj)
             if fmt == "json":
-                data.json_line({"event": "deleted", "object": _named(obj)})
+                data.json_line({"event": "deleted", "object": named(obj)})
             say(f"deleted {obj.ref}{policy}", err=True)
         say(
             f"following {'it' if len(sent) == 1 else 'them'} until gone (up to {format_age(seconds)}; Ctrl-C stops "
@@ -207,7 +204,7 @@ def delete(
 
         def said(answer: Holder) -> None:
             if fmt == "json":
-                data.json_line({"event": "holding", "at": _now(), **answer.to_dict()})
+                data.json_line({"event": "holding", "at": format_time(datetime.now(UTC)), **answer.to_dict()})
             else:
                 _holding(answer)
 
@@ -257,7 +254,7 @@ def _server_dry_run(kube: Kube, obj: KubeObject, cascade: str, policy: str, fmt:
     left = meta.get("finalizers") or []
     after = f"; it would stay Terminating until these finalizers go: {', '.join(left)}" if left else ""
     if fmt == "json":
-        data.json_line({"event": "dry-run", "object": _named(obj), "finalizers": left})
+        data.json_line({"event": "dry-run", "object": named(obj), "finalizers": left})
     say(
         f"server dry run: the API server accepts the DELETE of {obj.ref}{policy} (dryRun=All): nothing was deleted"
         + after,
@@ -277,13 +274,12 @@ def _ended(scope: Scope, sent: list[KubeObject], left: list[KubeObject], seconds
                 pass
         if now is None or facts is None or now.uid != obj.uid:
             if fmt == "json":
-                data.json_line({"event": "gone", "object": _named(obj)})
+                data.json_line({"event": "gone", "object": named(obj)})
             say(f"{obj.ref} is gone", err=fmt == "json")
             continue
         held += 1
-        found = explain_cached(now, facts)
-        chain = follow(now, facts, ahead=True) if is_stuck(now, facts) else None
-        events = facts.warnings_about(now)
+        answer = holder(now, facts)
+        found, chain, events = answer.explanation, answer.chain, facts.warnings_about(now)
         say(f"{obj.ref} is still there after {format_age(seconds)}; what holds it, as kfin explain says:", err=True)
         if fmt == "json":
             document = explanation.document(found, facts, events, chain, complete=not facts.inventory.failures)
@@ -305,14 +301,6 @@ def _holding(answer: Holder) -> None:
         shown = step.get("command") or step.get("note") or ""
         say(f"          next: {shown}", hanging=10)
     sys.stdout.flush()
-
-
-def _named(obj: KubeObject) -> dict[str, str | None]:
-    return {"kind": obj.type.kind, "group": obj.type.group, "namespace": obj.namespace or None, "name": obj.name}
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _wait_words(obj: KubeObject) -> str:

@@ -23,10 +23,9 @@ from kfin.core.selectors import label_selector
 from kfin.core.stuck import is_stuck
 from kfin.core.watching import Watched
 from kfin.errors import KfinError
-from kfin.model import JSON, KubeObject
+from kfin.model import JSON, NAMESPACES, KubeObject
 
 CASCADES = {"background": "Background", "foreground": "Foreground", "orphan": "Orphan"}
-NAMESPACES = ("", "namespaces")
 
 
 def send_delete(kube: Kube, obj: KubeObject, cascade: str, dry_run: bool) -> JSON:
@@ -86,15 +85,19 @@ class Holder(Struct):
         return self.verdict, self.blocker, self.root_cause, step.get("command"), step.get("note")
 
     def to_dict(self) -> JSON:
-        o = self.obj
         return {
-            "object": {"kind": o.type.kind, "group": o.type.group, "namespace": o.namespace or None, "name": o.name},
+            "object": named(self.obj),
             "verdict": self.verdict,
             "blocker": self.blocker,
             "rootCause": self.root_cause,
             "rootCauses": self.chain.root_causes() if self.chain else [],
             "next": self.next_step,
         }
+
+
+def named(obj: KubeObject) -> JSON:
+    """How kfin delete's JSON lines name an object."""
+    return {"kind": obj.type.kind, "group": obj.type.group, "namespace": obj.namespace or None, "name": obj.name}
 
 
 def holder(obj: KubeObject, facts: Facts) -> Holder:

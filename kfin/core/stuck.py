@@ -101,6 +101,15 @@ class Filters(Struct):
     finalizer: str | None = None
     older_than: float | None = None  # seconds
 
+    def deleted_for(self, obj: KubeObject, now: datetime) -> float | None:
+        """How long `obj` has been deleted (seconds; 0 for a ghost) when its finalizers match --finalizer and its
+        age --older-than; None when they do not."""
+        if self.finalizer and not any(matches(f, self.finalizer) for f in obj.finalizers + obj.spec_finalizers):
+            return None
+        since = obj.deletion_requested_at
+        seconds = max(0.0, (now - since).total_seconds()) if since else 0.0
+        return None if self.older_than is not None and seconds < self.older_than else seconds
+
 
 def find_stuck(
     inventory: Inventory, filters: Filters = Filters(), facts: ClusterFacts | None = None
@@ -133,13 +142,10 @@ def find_stuck(
             continue  # read to explain what is in scope, not to be listed
         if filters.kinds is not None and stored_as(obj.type.group, obj.type.resource) not in filters.kinds:
             continue
+        seconds = filters.deleted_for(obj, now)
+        if seconds is None:
+            continue
         names = obj.finalizers + obj.spec_finalizers
-        if filters.finalizer and not any(matches(f, filters.finalizer) for f in names):
-            continue
-        since = obj.deletion_requested_at
-        seconds = max(0.0, (now - since).total_seconds()) if since else 0.0
-        if filters.older_than is not None and seconds < filters.older_than:
-            continue
         is_namespace = (obj.type.group, obj.type.resource) == ("", "namespaces")
         conditions = list((obj.raw.get("status") or {}).get("conditions") or []) if is_namespace else []
         chain = follow(obj, facts)
@@ -415,11 +421,7 @@ def stuck_elsewhere(
         ghost = bool(obj.finalizers) and existing is not None and obj.type.namespaced and where not in existing
         if (not obj.terminating and not ghost) or where == here or (obj.type.group, obj.type.resource) not in wanted:
             continue
-        if filters.finalizer and not any(matches(f, filters.finalizer) for f in obj.finalizers + obj.spec_finalizers):
-            continue
-        since = obj.deletion_requested_at
-        seconds = max(0.0, (now - since).total_seconds()) if since else 0.0
-        if filters.older_than is not None and seconds < filters.older_than:
+        if filters.deleted_for(obj, now) is None:
             continue
         if where is None:
             cluster_scoped += 1
