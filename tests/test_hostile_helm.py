@@ -47,7 +47,7 @@ def inflating_to(size: int, text: bytes = b" ") -> bytes:
 
 
 @pytest.fixture
-def cluster(fake, fake_kubeconfig):
+def api(fake, fake_kubeconfig):
     fake.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
     return fake, fake_kubeconfig
 
@@ -88,8 +88,8 @@ def refused(result, message: str, code: int = ExitCode.USAGE) -> None:
     ({"namespace": ["app"]}, "namespace must be a string, not a list"),
     ({"manifest": {"a": "b"}}, "manifest must be a string, not an object"),
 ])
-def test_a_record_of_the_wrong_shape_is_named_exit_2(cluster, driver, changes, problem):
-    fake, kubeconfig = cluster
+def test_a_record_of_the_wrong_shape_is_named_exit_2(api, driver, changes, problem):
+    fake, kubeconfig = api
     store(fake, helm.encode(record(**changes)), driver)
     refused(preflight(kubeconfig), f"{WHO}: {problem}")
 
@@ -100,8 +100,8 @@ def test_a_record_of_the_wrong_shape_is_named_exit_2(cluster, driver, changes, p
     (b'{"name": "\xff"}', "the record is not JSON"),
     (b'{"config": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "the record is nested too deep to be a release"),
 ])
-def test_a_record_that_is_not_a_release_is_named_exit_2(cluster, raw, problem):
-    fake, kubeconfig = cluster
+def test_a_record_that_is_not_a_release_is_named_exit_2(api, raw, problem):
+    fake, kubeconfig = api
     store(fake, base64.b64encode(gzipped(raw)).decode())
     refused(preflight(kubeconfig), f"{WHO}: {problem}")
 
@@ -111,14 +111,14 @@ def test_a_record_that_is_not_a_release_is_named_exit_2(cluster, raw, problem):
     (gzipped(json.dumps(GOOD).encode())[:-12], "the record is not valid gzip: it is cut short"),
     (gzipped(json.dumps(GOOD).encode()) + b"garbage", "the record is not valid gzip: data follows its end"),
 ])
-def test_broken_gzip_is_named_exit_2(cluster, stored, problem):
-    fake, kubeconfig = cluster
+def test_broken_gzip_is_named_exit_2(api, stored, problem):
+    fake, kubeconfig = api
     store(fake, base64.b64encode(stored).decode())
     refused(preflight(kubeconfig), f"{WHO}: {problem}")
 
 
-def test_a_record_that_is_not_base64_is_named_exit_2(cluster):
-    fake, kubeconfig = cluster
+def test_a_record_that_is_not_base64_is_named_exit_2(api):
+    fake, kubeconfig = api
     store(fake, "not base64 at all!")
     refused(preflight(kubeconfig), f"{WHO}: the record is not base64")
 
@@ -128,9 +128,9 @@ BOMB = (f"{WHO}: the record inflates to more than {helm.MAX_RELEASE_JSON // (102
 
 
 @pytest.mark.parametrize("driver", ["Secret", "ConfigMap"])
-def test_a_gzip_bomb_is_refused_past_the_cap_and_a_record_at_the_cap_reads(cluster, driver):
+def test_a_gzip_bomb_is_refused_past_the_cap_and_a_record_at_the_cap_reads(api, driver):
     """Helm inflates a record without limit; kfin stops at MAX_RELEASE_JSON (32 MiB): one byte more is refused."""
-    fake, kubeconfig = cluster
+    fake, kubeconfig = api
     store(fake, base64.b64encode(inflating_to(helm.MAX_RELEASE_JSON)).decode(), driver)
     at_cap = preflight(kubeconfig)
     assert at_cap.code == 0, at_cap.stderr
@@ -141,18 +141,18 @@ def test_a_gzip_bomb_is_refused_past_the_cap_and_a_record_at_the_cap_reads(clust
     refused(preflight(kubeconfig), BOMB.replace("version 3", "version 4"))
 
 
-def test_a_bomb_split_in_gzip_members_is_bounded_by_their_total(cluster):
+def test_a_bomb_split_in_gzip_members_is_bounded_by_their_total(api):
     """Go's gzip reader reads concatenated members as one stream, and so does kfin: the cap is on all of them."""
-    fake, kubeconfig = cluster
+    fake, kubeconfig = api
     half = helm.MAX_RELEASE_JSON // 2 + 1
     store(fake, base64.b64encode(inflating_to(half) + inflating_to(half)).decode())
     refused(preflight(kubeconfig), BOMB)
 
 
-def test_a_huge_manifest_inside_a_small_record_is_refused_by_the_cap(cluster):
+def test_a_huge_manifest_inside_a_small_record_is_refused_by_the_cap(api):
     """A manifest string of 256 MiB (a record of some hundreds of KiB) would take minutes to parse: the cap
     refuses it before it is inflated."""
-    fake, kubeconfig = cluster
+    fake, kubeconfig = api
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     parts = [packer.compress(b'{"name": "r", "version": 3, "manifest": "')]
     parts += [packer.compress(b"a: b\\n" * (1024 * 1024 // 6)) for _ in range(256)]
@@ -163,11 +163,11 @@ def test_a_huge_manifest_inside_a_small_record_is_refused_by_the_cap(cluster):
     refused(preflight(kubeconfig), BOMB)
 
 
-def test_a_stored_record_larger_than_kubernetes_allows_is_refused_before_decoding(cluster):
+def test_a_stored_record_larger_than_kubernetes_allows_is_refused_before_decoding(api):
     """The API server stores no Secret or ConfigMap whose data passes 1 MiB (MaxSecretSize): such an answer is
     refused unread, exit 9. At the limit a record still reads (an uncompressed one, as before Helm gzipped them,
     padded with JSON whitespace)."""
-    fake, kubeconfig = cluster
+    fake, kubeconfig = api
     raw = json.dumps(GOOD).encode()
     full = raw + b" " * (helm.MAX_RECORD_BYTES * 3 // 4 - len(raw))
     stored = base64.b64encode(full).decode()
@@ -179,8 +179,8 @@ def test_a_stored_record_larger_than_kubernetes_allows_is_refused_before_decodin
             "limit on a ConfigMap's data (MaxSecretSize): no API server stores that", ExitCode.API)
 
 
-def test_a_secret_larger_than_kubernetes_allows_is_refused_before_decoding(cluster):
-    fake, kubeconfig = cluster
+def test_a_secret_larger_than_kubernetes_allows_is_refused_before_decoding(api):
+    fake, kubeconfig = api
     raw = json.dumps(GOOD).encode()
     stored = base64.b64encode(raw + b" " * (helm.MAX_RECORD_BYTES * 3 // 4 - len(raw))).decode()
     store(fake, stored)  # the Secret's value: exactly 1 MiB once its own base64 is undone
@@ -203,26 +203,26 @@ def test_a_secret_larger_than_kubernetes_allows_is_refused_before_decoding(clust
     ({"hooks": [{"name": "ok", "kind": "Job\x1b]0;x\x07", "events": ["pre-delete"]}]},
      'hooks[0].kind "Job\\x1b]0;x\\x07" is not a kind'),
 ])
-def test_the_records_own_names_are_checked_as_the_api_server_and_helm_would(cluster, changes, problem):
+def test_the_records_own_names_are_checked_as_the_api_server_and_helm_would(api, changes, problem):
     """The record's name and namespace go into requests and into the `helm uninstall` command kfin prints; its
     hooks are named on the terminal. (The manifest's objects are checked where every manifest is.)"""
-    fake, kubeconfig = cluster
+    fake, kubeconfig = api
     store(fake, helm.encode(record(**changes)))
     refused(preflight(kubeconfig), f"{WHO}: {problem}")
     assert not [r for r in fake.requests if "team" in r.path]
 
 
-def test_a_release_name_helm_would_refuse_is_refused_before_any_request(cluster):
-    fake, kubeconfig = cluster
+def test_a_release_name_helm_would_refuse_is_refused_before_any_request(api):
+    fake, kubeconfig = api
     seen = len(fake.requests)
     refused(preflight(kubeconfig, "R/x"), "invalid release name \"R/x\": Helm's release names are lowercase DNS "
             "subdomains (a-z, 0-9, '-' and '.') of at most 53 characters")
     assert len(fake.requests) == seen
 
 
-def test_kfin_mcp_refuses_the_bomb_in_one_line_and_answers_the_next_call(cluster):
+def test_kfin_mcp_refuses_the_bomb_in_one_line_and_answers_the_next_call(api):
     """kfin mcp's preflight of a release runs the same code: the bomb is its tool's error, and kfin mcp goes on."""
-    fake, kubeconfig = cluster
+    fake, kubeconfig = api
     store(fake, base64.b64encode(inflating_to(helm.MAX_RELEASE_JSON + 1)).decode())
 
     async def body(session):
@@ -235,8 +235,8 @@ def test_kfin_mcp_refuses_the_bomb_in_one_line_and_answers_the_next_call(cluster
     assert error_line(after).startswith('error: Helm release "nothing-here" not found in namespace "app"')
 
 
-def test_a_secret_whose_data_is_not_base64_is_what_no_api_server_answers(cluster):
-    fake, kubeconfig = cluster
+def test_a_secret_whose_data_is_not_base64_is_what_no_api_server_answers(api):
+    fake, kubeconfig = api
     fake.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {
         "name": "sh.helm.release.v1.r.v3", "namespace": NS, "labels": {"owner": "helm", "name": "r", "version": "3"}},
         "data": {"release": "not base64!"}})

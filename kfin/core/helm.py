@@ -2,7 +2,8 @@
 
 - the release record: Secret (or ConfigMap) `sh.helm.release.v1.NAME.vN` labelled owner=helm, name=NAME,
   version=N; its `release` key holds base64 of gzip of the release's JSON (pkg/storage/driver/util.go,
-  encodeRelease/decodeRelease); a Secret's data is base64 once more, as every Secret's.
+  encodeRelease/decodeRelease); a Secret's data is base64 once more, as every Secret's. kfin reads it bounded
+  (MAX_RECORD_BYTES as stored, MAX_RELEASE_JSON inflated) and typed (Record): someone else wrote it.
 - the order (pkg/releaseutil/kind_sorter.go, UninstallOrder; Helm 4: pkg/release/v1/util/kind_sorter.go):
   by kind, a kind's objects in manifest order (sort.SliceStable), unknown kinds last, alphabetically by kind.
   Helm 3 (v3.21.4, 813176c5) has no webhook configurations in its list: they go last, with the custom
