@@ -357,16 +357,14 @@ def _read_body(response: Any, deadline: float | None) -> bytes:
 def _dropped(error: BaseException) -> str | None:
     """What a connection that ended without a whole answer did, in kfin's words (urllib3 says it as
     "('Connection aborted.', RemoteDisconnected('Remote end closed connection without response'))"), or None."""
-    from http.client import IncompleteRead, RemoteDisconnected
-
-    from urllib3.exceptions import ProtocolError
+    from urllib3.exceptions import IncompleteRead, InvalidChunkLength, ProtocolError
 
     cause = error.args[1] if isinstance(error, ProtocolError) and len(error.args) > 1 else error
-    if isinstance(cause, RemoteDisconnected):  # a subclass of ConnectionResetError: first
-        return "closed the connection without answering"
+    if isinstance(cause, ConnectionResetError) and cause.errno is None:
+        return "closed the connection without answering"  # http.client's RemoteDisconnected: no status line came
     if isinstance(cause, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
         return "reset the connection before answering"
-    if isinstance(cause, IncompleteRead):  # urllib3's InvalidChunkLength too
+    if isinstance(cause, (IncompleteRead, InvalidChunkLength)):
         return "closed the connection before its answer was complete"
     if isinstance(error, ProtocolError):
         return "broke off the connection"
