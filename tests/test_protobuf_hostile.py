@@ -378,6 +378,8 @@ def test_a_page_is_read_as_a_strict_decoder_reads_it_or_refused(data, items, tok
         expected: Any = strict_view(page)
     except StrictRefusalError as why:
         expected = why
+    token = protobuf.continue_of(page)  # read off the wire ahead of the parse: never raises, never another token
+    assert token is None or isinstance(expected, StrictRefusalError) or token == expected[0].get("continue")
     for light in (False, True):
         got = decoded_by_kfin(page, light)
         if isinstance(expected, StrictRefusalError):
