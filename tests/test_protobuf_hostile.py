@@ -512,3 +512,36 @@ def test_a_malformed_protobuf_page_is_a_partial_scan_naming_the_resource(fake, f
     assert result.code == ExitCode.PARTIAL, (result.code, result.stdout, result.stderr)
     assert "No stuck objects" not in result.stdout and "Traceback" not in result.stderr
     assert "/api/v1/configmaps" in result.stderr and said in result.stderr
+
+
+def test_a_real_api_servers_pages_hold_no_field_kfin_does_not_declare(envtest, tmp_path):
+    """The strict check reads a page's unknown fields only when it has some: a real kube-apiserver's pages have
+    none (every field it writes is declared in kfin/api/proto/metadata.proto), so they take the cheap path."""
+    from kfin.api.connection import Kube
+    from kfin.api.target import Target
+
+    kubeconfig = envtest.kubeconfig(tmp_path / "kubeconfig", envtest.ADMIN_TOKEN, "admin")
+    kube = Kube.connect(Target(str(kubeconfig)))
+    path = "/api/v1/namespaces/default/configmaps"
+    held = {"name": "kfin-protobuf-held", "labels": {"a": "b"}, "annotations": {"c": "d"}, "finalizers": ["e.com/f"]}
+    kube.request("POST", path, body={"metadata": held, "data": {"k": "v"}})
+    try:
+        kube.request("DELETE", f"{path}/{held['name']}")
+        accept = protobuf.CONTENT_TYPE + protobuf.METADATA_LIST
+        for listed in (path, "/api/v1/namespaces", "/apis/rbac.authorization.k8s.io/v1/clusterroles"):
+            _, _, data = kube.send("GET", listed, {"limit": 3}, accept=accept)
+            envelope = metadata_pb2.Unknown.FromString(data[len(protobuf.MAGIC) :])
+            for kind, raw in (
+                (metadata_pb2.Unknown, data[len(protobuf.MAGIC) :]),
+                (metadata_pb2.PartialObjectMetadataList, envelope.raw),
+                (metadata_pb2.PartialObjectMetadataListLight, envelope.raw),
+            ):
+                message = kind.FromString(raw)
+                whole = message.ByteSize()
+                message.DiscardUnknownFields()
+                assert message.ByteSize() == whole, (listed, kind.__name__)
+        page = protobuf.metadata_list(kube.send("GET", path, {}, accept=accept)[2], path)
+        [item] = [i for i in page["items"] if i["metadata"]["name"] == held["name"]]
+        assert item["metadata"]["finalizers"] == ["e.com/f"] and item["metadata"]["deletionTimestamp"]
+    finally:
+        kube.patch_json(f"{path}/{held['name']}", [{"op": "remove", "path": "/metadata/finalizers"}])
