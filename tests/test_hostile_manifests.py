@@ -235,11 +235,12 @@ def test_names_kubectl_takes_are_taken_and_a_path_in_a_list_item_is_not(tmp_path
         ("apps/v1", "Deployment", "web"),
         ("acme.io/v1alpha1", "Widget", "w1"),
         ("rbac.authorization.k8s.io/v1", "Role", "system:controller:x"),
+        ("v1", "Secret", "2024-01-01"),  # text, as kubectl's YAML reads it (PyYAML would make it a date)
     ]
     text = "".join(
         f"---\napiVersion: {v}\nkind: {k}\nmetadata: {{name: {n}, namespace: team-a}}\n" for v, k, n in objects
     )
-    read_as_kubectl(preflight(write(tmp_path, "ok.yaml", text)), "a.b-c", "web", "w1", "system:controller:x")
+    read_as_kubectl(preflight(write(tmp_path, "ok.yaml", text)), *[name for _, _, name in objects])
     items = [{"apiVersion": v, "kind": k, "metadata": {"name": n, "namespace": "team-a"}} for v, k, n in objects]
     items[3]["metadata"]["namespace"] = "../team/secrets"
     listed = write(tmp_path, "list.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))

@@ -7,6 +7,7 @@ own parser) where it is installed, and PyYAML's SafeLoader where not."""
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import re
 from typing import Any
@@ -103,7 +104,7 @@ def _yaml_documents(text: str) -> list[Any]:
     import yaml
 
     try:
-        out = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        out = list(yaml.load_all(text, Loader=_loader()))
     except yaml.YAMLError as failure:
         if "maximum nesting depth" in str(failure):  # libyaml's own bound (1000), met before MAX_DEPTH is checked
             raise DocumentError(_too_deep()) from None
@@ -114,6 +115,20 @@ def _yaml_documents(text: str) -> list[Any]:
     for document in out:
         check(document)
     return out
+
+
+@functools.cache
+def _loader() -> Any:
+    """PyYAML's safe loader (libyaml's where installed) with timestamps left as text: kubectl's YAML (go-yaml v2,
+    into JSON) reads `2024-01-01` as a string, so an annotation or a name written so is one."""
+    import yaml
+
+    safe = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    resolvers = {
+        first: [(tag, pattern) for tag, pattern in entries if tag != "tag:yaml.org,2002:timestamp"]
+        for first, entries in safe.yaml_implicit_resolvers.items()
+    }
+    return type("ManifestLoader", (safe,), {"yaml_implicit_resolvers": resolvers})
 
 
 def _yaml_failure(failure: Exception) -> str:
