@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, cast
 
 from msgspec import Struct
@@ -190,11 +190,10 @@ class _Connection:
         self.ready = 0  # bytes of data that make a whole request, once they have all arrived
 
 
-class BoundedHTTPServer(ThreadingHTTPServer):
+class BoundedHTTPServer(HTTPServer):
     """An HTTP server that slow, silent or many clients cannot starve (see Limits), quiet about clients that go
     away. `answering()` says whether it has turned requests away for want of room lately (readiness)."""
 
-    daemon_threads = True
     request_queue_size = 128  # connections the kernel holds until accepted (socketserver's 5 drops a burst's)
     # handle_request() (socketserver's, not used by serve_until) must never wait for a client
     timeout = 0
@@ -478,7 +477,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
 
     def _work(self, connection: _Connection | None) -> None:
         while connection is not None:
-            self._answer(connection)
+            self._serve_one(connection)
             now, late = time.monotonic(), []
             with self._lock:
                 connection = None
@@ -495,7 +494,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
                 self._release(len(waited.data))
                 _close(waited.sock)
 
-    def _answer(self, connection: _Connection) -> None:
+    def _serve_one(self, connection: _Connection) -> None:
         sock, size = connection.sock, connection.ready
         request, connection.data = connection.data[:size], connection.data[size:]
         keep = False
