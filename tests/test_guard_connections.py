@@ -422,3 +422,17 @@ def test_the_bytes_held_are_bounded_and_the_oldest_slow_client_makes_room_for_a_
         assert status == 200 and json.loads(body)["response"]["uid"] == "big-enough"
         assert closed_by_server(stalled, within=10)
         stalled.close()
+
+
+def test_at_the_connection_limit_a_client_that_sent_nothing_makes_room_for_a_review():
+    """More TCP clients that never send a ClientHello than connections allowed: the oldest of them is closed for each
+    new connection, so a review still gets in and is answered."""
+    held, client = self_signed()
+    with serving(guard_server(tls=held, connections=4, deadline=60)) as server:  # closed sooner: for room
+        port = server.server_port
+        silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
+        status, body = post(port, admission_review("room"), timeout=10, context=client)
+        assert status == 200 and json.loads(body)["response"]["uid"] == "room"
+        assert sum(closed_by_server(sock, within=10) for sock in silent[:4]) == 4  # the oldest four made room
+        for sock in silent:
+            sock.close()

@@ -154,7 +154,7 @@ REQUEST_DEADLINE = 10.0  # seconds for the TLS handshake, the head and the body 
 # scrapes within 10 s by default: a request that takes longer to arrive has no one waiting for its answer
 IDLE_TIMEOUT = 10.0  # seconds an idle keep-alive connection is kept for its next request
 WORKERS = 64  # requests answered at once; more wait for a worker, within their deadline
-MAX_OPEN = 512  # connections open at once; at the limit the longest idle or slowest one is closed for a new one
+MAX_OPEN = 512  # connections open at once; at the limit the oldest silent or slowest one is closed for a new one
 MOST_HEAD = 64 * 1024  # bytes of a request line and headers (http.server's own limit for one line)
 MOST_GET_BODY = 64 * 1024  # bytes of a body sent to kfin serve, which reads none
 BUFFERED = 64 * 1024 * 1024  # bytes of requests held at once, read or being answered
@@ -376,13 +376,14 @@ class BoundedHTTPServer(HTTPServer):
         with self._lock:
             self._buffered -= size
 
-    def _evict(self, keep: _Connection | None = None) -> bool:
-        """Close the connection that waited longest for its next request, else the slowest one being read."""
+    def _evict(self, keep: _Connection | None = None, holding: bool = False) -> bool:
+        """Close the oldest connection that has sent nothing of a request (idle between two, silent, or in its TLS
+        handshake), else the oldest being read: the slowest. With `holding`, only one that holds bytes of one."""
         oldest = None
         for connection in self._open.values():
-            if connection is keep:
+            if connection is keep or (holding and not connection.data):
                 continue
-            if connection.idle:
+            if not connection.data and not holding:
                 oldest = connection
                 break
             oldest = oldest or connection
@@ -414,7 +415,7 @@ class BoundedHTTPServer(HTTPServer):
                 with self._lock:
                     self._buffered += len(chunk)
                     over = self._buffered > self.limits.buffered
-                while over and self._evict(keep=connection):
+                while over and self._evict(keep=connection, holding=True):
                     with self._lock:
                         over = self._buffered > self.limits.buffered
                 if over:  # what is held is being answered: this one cannot be, now
@@ -449,7 +450,7 @@ class BoundedHTTPServer(HTTPServer):
             self._refuse(connection, 413, f"the body is over {self.limits.body} bytes")
             return True
         if len(data) < head + length:
-            if length and b"100-continue" in data[:head].lower():  # curl waits for it before a body
+            if length and len(data) == head and b"100-continue" in data[:head].lower():  # curl waits for it
                 _send(connection.sock, b"HTTP/1.1 100 Continue\r\n\r\n")
             return False
         connection.ready = head + length
