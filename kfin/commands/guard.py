@@ -174,7 +174,7 @@ def guard(
     def ready() -> bool:  # filled, and every watch up: what the guard answers is a prediction
         return watched.filled()
 
-    def answering() -> bool:  # and its reviews are not turned away for want of room (its readiness tells that too)
+    def answering() -> bool:  # ready, and the review server has room to answer: what /readyz of both servers says
         return ready() and servers[0].answering()
 
     servers: list[AdmissionServer] = []
