@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
-import socket
 import ssl
 import tempfile
 import threading
@@ -124,34 +122,14 @@ class HeldCertificate:
 
 
 class AdmissionServer(BoundedHTTPServer):
-    """HTTPS (or, without a certificate, plain HTTP for tests and a sidecar proxy). The TLS handshake is done by the
-    thread that reads every connection, without waiting, within the request's deadline: a client that never sends
-    its ClientHello holds no worker."""
+    """HTTPS (or, without a certificate, plain HTTP for tests and a sidecar proxy). The TLS handshake is part of the
+    request's deadline, and is done by the thread that reads every connection: a client that never sends its
+    ClientHello holds no worker."""
 
     certificate: Certificate | HeldCertificate | None = None
 
-    def secure(self, sock: socket.socket) -> socket.socket:
-        if self.certificate is None:
-            return sock
-        return self.certificate.context().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-
-    def handshake(self, sock: socket.socket) -> int:
-        assert isinstance(sock, ssl.SSLSocket)
-        try:
-            sock.do_handshake()
-        except ssl.SSLWantReadError:
-            return selectors.EVENT_READ
-        except ssl.SSLWantWriteError:
-            return selectors.EVENT_WRITE
-        return 0
-
-    def receive(self, sock: socket.socket) -> bytes | None:
-        try:
-            return sock.recv(65536)
-        except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
-            return None
-        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # the client closed
-            return b""
+    def context(self) -> ssl.SSLContext | None:
+        return None if self.certificate is None else self.certificate.context()
 
 
 def admission_server(
@@ -168,10 +146,6 @@ def admission_server(
     `ready()`: whether it can answer reviews now (/readyz, kfin_guard_ready)."""
 
     class Handler(QuietHandler):
-        # headers and body go in two writes: without TCP_NODELAY, Nagle's algorithm holds the body until the
-        # client's delayed ACK (40 ms on Linux), which kube-apiserver would wait on at every review
-        disable_nagle_algorithm = True
-
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
@@ -192,12 +166,11 @@ def admission_server(
                 self._answer(404, "not found: POST /validate\n")
                 return
             # the server read the whole body, its Content-Length one number within MOST_BODY (or answered 4xx)
-            length = int(self.headers.get("Content-Length") or 0)
-            if not length:
+            if not self.body:
                 self._answer(400, "an AdmissionReview (admission.k8s.io/v1) is expected, with its Content-Length\n")
                 return
             try:
-                review = json.loads(self.rfile.read(length))
+                review = json.loads(self.body)
                 request = review["request"]
                 uid = request["uid"]
             except RecursionError:

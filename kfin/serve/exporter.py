@@ -11,20 +11,20 @@ waits for an answer and a failed one never empties /metrics (kfin_result_age_sec
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
-import io
 import math
-import selectors
-import signal
 import socket
+import ssl
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
+from email.utils import formatdate
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any, cast
+from typing import Any
 
+import h11
 from msgspec import Struct
 
 from kfin.errors import KfinError, UsageError
@@ -146,8 +146,8 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 # The limits of kfin serve's and kfin guard's HTTP servers, as well-kept servers set them (Go's net/http:
-# ReadHeaderTimeout, ReadTimeout, IdleTimeout, MaxHeaderBytes). A client is read by one thread that waits on every
-# connection at once, and holds a worker (a thread) only once its whole request has arrived: slow or silent
+# ReadHeaderTimeout, ReadTimeout, IdleTimeout, MaxHeaderBytes). Every connection is read by one asyncio event loop
+# (h11 parses HTTP/1.1), and a request holds a worker (a thread) only once all of it has arrived: slow or silent
 # clients cost a socket and what they sent, never a worker, and the slowest of them makes room for a new one.
 REQUEST_DEADLINE = 10.0  # seconds for the TLS handshake, the head and the body together: kube-apiserver calls a
 # webhook with a timeout of at most its timeoutSeconds (10 s by default, 3 s in deploy/guard) and Prometheus
@@ -171,472 +171,318 @@ class Limits(Struct, frozen=True):
     buffered: int = BUFFERED
 
 
-class Received:
-    """One whole request (its head and body, as sent) and the connection it came on: what a handler is given."""
-
-    def __init__(self, sock: socket.socket, data: bytes):
-        self.sock, self.data = sock, data
+Answer = tuple[int, list[tuple[str, str]], bytes]  # status, headers, body
 
 
-class _Connection:
-    """A connection being read (or idle between requests, or its request waiting for a worker)."""
+class QuietHandler:
+    """What kfin serve's and kfin guard's endpoints share: one whole request in (read by BoundedHTTPServer), one
+    answer out, worked out in a worker thread; `do_GET`, `do_POST`... answer with `_answer`. No line per request
+    (one per scrape or review would drown the log)."""
 
-    __slots__ = ("address", "data", "deadline", "idle", "ready", "secured", "sock")
+    def __init__(self, command: str, path: str, body: bytes):
+        self.command, self.path, self.body = command, path, body
+        self.answer: Answer | None = None
 
-    def __init__(self, sock: socket.socket, address: Any, deadline: float, secured: bool):
-        self.sock, self.address, self.deadline, self.secured = sock, address, deadline, secured
-        self.data = bytearray()
+    def _answer(self, status: int, body: str, content_type: str = "text/plain; charset=utf-8") -> None:
+        data = body.encode()
+        headers = [("Content-Type", content_type), ("Content-Length", str(len(data)))]
+        self.answer = (status, headers, b"" if self.command == "HEAD" else data)
+
+
+class _RefusalError(Exception):
+    """A request answered by the server itself, and its connection closed: it never waits for a worker."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+class _Client:
+    """A connection's share of the limits."""
+
+    __slots__ = ("held", "idle", "waiting")
+
+    def __init__(self) -> None:
+        self.held = 0  # bytes of a request received and not yet answered
         self.idle = False  # between two requests of a keep-alive connection: nothing of the next one yet
-        self.ready = 0  # bytes of data that make a whole request, once they have all arrived
+        self.waiting = False  # its whole request waits for a worker
 
 
-class BoundedHTTPServer(HTTPServer):
-    """An HTTP server that slow, silent or many clients cannot starve (see Limits), quiet about clients that go
+class BoundedHTTPServer:
+    """An HTTP/1.1 server that slow, silent or many clients cannot starve (see Limits), quiet about clients that go
     away. `answering()` says whether it has turned requests away for want of room lately (readiness)."""
-
-    request_queue_size = 128  # connections the kernel holds until accepted (socketserver's 5 drops a burst's)
-    # handle_request() (socketserver's, not used by serve_until) must never wait for a client
-    timeout = 0
 
     def __init__(
         self,
         address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
+        handler: type[QuietHandler],
         limits: Limits | None = None,
         log: Callable[[str], None] | None = None,
     ):
         """`log`: told when it begins to turn requests away (once, until it has had room for a deadline)."""
-        self.limits, self._log = limits or Limits(), log
-        self._lock = threading.Lock()
-        self._open: dict[socket.socket, _Connection] = {}  # in the order they last began to wait: oldest first
-        self._waiting: deque[_Connection] = deque()  # whole requests waiting for a worker
-        self._returned: deque[_Connection] = deque()  # connections a worker is done with, kept alive
-        self._busy = self._buffered = 0
+        self.limits, self._handler, self._log = limits or Limits(), handler, log
+        self.socket = socket.create_server(address, backlog=128)  # a burst of scrapes waits to be accepted
+        self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
+        self.server_port = self.server_address[1]
+        self._read: dict[asyncio.Task[None], _Client] = {}  # connections being read or idle, oldest first
+        self._waiting = self._buffered = 0
         self._refused_at = -math.inf  # when a request was last turned away for want of room (monotonic)
-        self._wake, self._woken = socket.socketpair()
-        for end in (self._wake, self._woken):
-            end.setblocking(False)
-        self._selector: selectors.BaseSelector | None = None
         self._stopping, self._stopped = threading.Event(), threading.Event()
-        self._handler = handler
-        super().__init__(address, handler)
+        self._stopped.set()
 
-    # -- what a subclass changes for TLS
-
-    def secure(self, sock: socket.socket) -> socket.socket:
-        """The socket to read from (a TLS server wraps it, its handshake not done yet)."""
-        return sock
-
-    def handshake(self, sock: socket.socket) -> int:
-        """Advance the TLS handshake without waiting: 0 once done, else the selector event it waits for."""
-        return 0
-
-    def receive(self, sock: socket.socket) -> bytes | None:
-        """What has arrived (b"" once the client closed), or None when nothing has yet."""
-        try:
-            return sock.recv(65536)
-        except BlockingIOError:
-            return None
-
-    # -- readiness
+    def context(self) -> ssl.SSLContext | None:
+        """The TLS context of a new connection (None: plain HTTP); taken for each, so a new certificate serves at
+        once."""
+        return None
 
     def answering(self) -> bool:
         """False while whole requests wait for a worker, and for one deadline after a request was turned away
         for want of room (every worker busy past its deadline, or the buffered bytes at their limit)."""
-        with self._lock:
-            return not self._waiting and time.monotonic() - self._refused_at > self.limits.deadline
+        return not self._waiting and time.monotonic() - self._refused_at > self.limits.deadline
 
-    def _refused(self, why: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            news, self._refused_at = now - self._refused_at > self.limits.deadline, now
-        if news and self._log is not None:
-            self._log(f"turning requests away: {why} (not ready until it has room again)")
-
-    # -- serving
+    def serve_until(self, stop: threading.Event) -> None:
+        """Serve in this thread until `stop` is set (by a signal handler, or shutdown()). Idle, it sleeps until a
+        client connects or a deadline comes: a watching kfin serve costs nothing while nothing changes."""
+        asyncio.run(self._serve(stop))
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
-        self._stopping.clear()
+        """socketserver's name for serving in a thread until shutdown() (`poll_interval` is not needed)."""
         self._stopped.clear()
         try:
-            self._serve(self._stopping, poll_interval)
+            self.serve_until(self._stopping)
         finally:
             self._stopped.set()
 
     def shutdown(self) -> None:
         self._stopping.set()
-        self._wake_up()
         self._stopped.wait()
 
-    def serve_until(self, stop: threading.Event) -> None:
-        """Serve in this thread until `stop` is set by a signal handler. Idle, it sleeps until a client
-        connects, a deadline comes or a signal arrives (the signal wakeup fd), where serve_forever wakes every
-        poll interval: a watching kfin serve should cost nothing while nothing changes. Outside the main thread,
-        where no wakeup fd can be set, it looks at `stop` every second."""
-        main = threading.current_thread() is threading.main_thread()
-        previous = signal.set_wakeup_fd(self._wake.fileno(), warn_on_full_buffer=False) if main else -1
-        try:
-            self._serve(stop, None if main else 1.0)
-        finally:
-            if main:
-                signal.set_wakeup_fd(previous)
-
     def server_close(self) -> None:
-        super().server_close()
-        with self._lock:
-            connections = [*self._open.values(), *self._waiting, *self._returned]
-            self._open.clear()
-            self._waiting.clear()
-            self._returned.clear()
-        for connection in connections:
-            _close(connection.sock)
-        self._wake.close()
-        self._woken.close()
+        self.socket.close()
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that hangs up or stalls mid-request is its own business: no traceback in the log
+    async def _serve(self, stop: threading.Event) -> None:
+        loop, stopped = asyncio.get_running_loop(), asyncio.Event()
+        self._slots = asyncio.Semaphore(self.limits.workers)
 
-    def _wake_up(self) -> None:
-        try:
-            self._wake.send(b"\0")
-        except OSError:  # full (it is woken already) or closed (stopped)
-            pass
-
-    def _serve(self, stop: threading.Event, poll: float | None) -> None:
-        self.socket.setblocking(False)
-        with selectors.DefaultSelector() as selector:
-            self._selector = selector
-            selector.register(self.socket, selectors.EVENT_READ)
-            selector.register(self._woken, selectors.EVENT_READ)
+        def wake() -> None:  # a threading.Event cannot be awaited: a thread of its own waits for it
+            stop.wait()
             try:
-                while not stop.is_set():
-                    wait = self._expire()
-                    if poll is not None:
-                        wait = poll if wait is None else min(wait, poll)
-                    for key, _ in selector.select(wait):
-                        if stop.is_set():
-                            break
-                        if key.fileobj is self.socket:
-                            self._accept()
-                        elif key.fileobj is self._woken:
-                            _drain(self._woken)  # a signal's number, or a worker done: what matters is below
-                        else:
-                            try:
-                                self._read(key.data)
-                            except Exception:  # one client never stops the server: it is let go
-                                self._drop(key.data)
-                    self._take_returned()
-            finally:
-                self._selector = None
-
-    def _accept(self) -> None:
-        for _ in range(64):  # what is waiting to be accepted now, a bounded batch at a time
-            try:
-                sock, address = self.socket.accept()
-            except OSError:  # none left (BlockingIOError), or one gone before it was accepted
-                return
-            if len(self._open) >= self.limits.connections and not self._evict():
-                self._refused(f"{self.limits.connections} connections open, none of them idle or being read")
-                _close(sock)
-                continue
-            try:
-                sock.setblocking(False)
-                secured = self.secure(sock)
-            except Exception:  # no certificate to serve with now: the client tries again
-                _close(sock)
-                continue
-            connection = _Connection(secured, address, time.monotonic() + self.limits.deadline, secured is sock)
-            self._open[secured] = connection
-            self._watch(connection, selectors.EVENT_READ)
-
-    def _watch(self, connection: _Connection, events: int) -> None:
-        assert self._selector is not None
-        try:
-            self._selector.modify(connection.sock, events, connection)
-        except KeyError:
-            self._selector.register(connection.sock, events, connection)
-
-    def _forget(self, connection: _Connection) -> bool:
-        """Stop reading it (closed, or handed to a worker); False if it was not being read."""
-        if self._open.pop(connection.sock, None) is None:
-            return False
-        if self._selector is not None:
-            try:
-                self._selector.unregister(connection.sock)
-            except (KeyError, ValueError):
+                loop.call_soon_threadsafe(stopped.set)
+            except RuntimeError:  # the loop ended otherwise
                 pass
-        return True
 
-    def _drop(self, connection: _Connection) -> None:
-        if self._forget(connection):
-            self._release(len(connection.data))
-            _close(connection.sock)
-
-    def _release(self, size: int) -> None:
-        with self._lock:
-            self._buffered -= size
-
-    def _evict(self, keep: _Connection | None = None, holding: bool = False) -> bool:
-        """Close the oldest connection that has sent nothing of a request (idle between two, silent, or in its TLS
-        handshake), else the oldest being read: the slowest. With `holding`, only one that holds bytes of one."""
-        oldest = None
-        for connection in self._open.values():
-            if connection is keep or (holding and not connection.data):
-                continue
-            if not connection.data and not holding:
-                oldest = connection
-                break
-            oldest = oldest or connection
-        if oldest is None:
-            return False
-        self._drop(oldest)
-        return True
-
-    def _read(self, connection: _Connection) -> None:
+        threading.Thread(target=wake, daemon=True, name="kfin-http-stop").start()
+        server = await asyncio.start_server(self._connection, sock=self.socket)
         try:
-            if not connection.secured:
-                wanted = self.handshake(connection.sock)
-                if wanted:
-                    self._watch(connection, wanted)
-                    return
-                connection.secured = True
-                self._watch(connection, selectors.EVENT_READ)
-            while True:
-                chunk = self.receive(connection.sock)
-                if chunk is None:
-                    return
-                if not chunk:
-                    self._drop(connection)
-                    return
-                if connection.idle:  # its next request begins: it has one deadline for all of it
-                    connection.idle = False
-                    connection.deadline = time.monotonic() + self.limits.deadline
-                connection.data += chunk
-                with self._lock:
-                    self._buffered += len(chunk)
-                    over = self._buffered > self.limits.buffered
-                while over and self._evict(keep=connection, holding=True):
-                    with self._lock:
-                        over = self._buffered > self.limits.buffered
-                if over:  # what is held is being answered: this one cannot be, now
-                    self._refuse(connection, 503, "kfin is answering as many requests as it holds: try again")
-                    return
-                if self._complete(connection):
-                    return
-        except OSError:  # reset, or a TLS handshake that failed: nothing to answer
-            self._drop(connection)
+            await stopped.wait()
+        finally:  # asyncio.run then cancels every connection's task: each closes its own
+            with contextlib.suppress(OSError, ValueError):  # closed by server_close() from another thread
+                server.close()
 
-    def _complete(self, connection: _Connection) -> bool:
-        """Hand its request to a worker once all of it is here, or answer a request that cannot be read. True
-        when the connection is no longer being read."""
-        data = connection.data
-        ends = [at + len(mark) for mark in (b"\r\n\r\n", b"\n\n") if (at := data.find(mark, 0, MOST_HEAD + 4)) >= 0]
-        if not ends:
-            if len(data) > MOST_HEAD:
-                self._refuse(connection, 431, f"the request line and headers are over {MOST_HEAD} bytes")
-                return True
-            return False
-        head = min(ends)
-        fields = [line.partition(b":") for line in bytes(data[:head]).splitlines()[1:]]
-        lengths = {value.strip() for name, _, value in fields if name.strip().lower() == b"content-length"}
-        if any(name.strip().lower() == b"transfer-encoding" for name, _, _ in fields):
-            self._refuse(connection, 411, "a body is read with a Content-Length, never chunked")
-            return True
-        if len(lengths) > 1 or not all(n.isdigit() and n.isascii() for n in lengths):
-            self._refuse(connection, 400, "Content-Length is not one number")
-            return True
-        length = int(lengths.pop()) if lengths else 0
-        if length > self.limits.body:
-            self._refuse(connection, 413, f"the body is over {self.limits.body} bytes")
-            return True
-        if len(data) < head + length:
-            if length and len(data) == head and b"100-continue" in data[:head].lower():  # curl waits for it
-                _send(connection.sock, b"HTTP/1.1 100 Continue\r\n\r\n")
-            return False
-        connection.ready = head + length
-        self._forget(connection)
-        self._dispatch(connection)
-        return True
-
-    def _refuse(self, connection: _Connection, status: int, reason: str) -> None:
-        """An answer the reading thread gives itself, and the connection closed: it never waits for a worker."""
-        phrase = HTTPStatus(status).phrase
-        body = f"{reason}\n".encode()
-        head = f"HTTP/1.1 {status} {phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        _send(connection.sock, f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
-        if status == 503:
-            self._refused(f"the requests it holds fill its {self.limits.buffered} bytes")
-        self._drop(connection)
-
-    def _dispatch(self, connection: _Connection) -> None:
-        with self._lock:
-            if self._busy >= self.limits.workers:
-                self._waiting.append(connection)
-                return
-            self._busy += 1
-        threading.Thread(target=self._work, args=(connection,), daemon=True, name="kfin-http").start()
-
-    def _work(self, connection: _Connection | None) -> None:
-        while connection is not None:
-            self._serve_one(connection)
-            now, late = time.monotonic(), []
-            with self._lock:
-                connection = None
-                while self._waiting and connection is None:
-                    waited = self._waiting.popleft()
-                    if waited.deadline > now:
-                        connection = waited
-                    else:
-                        late.append(waited)
-                if connection is None:
-                    self._busy -= 1
-            for waited in late:  # no one is waiting for these answers any more
-                self._refused(f"all {self.limits.workers} workers busy past a request's deadline")
-                self._release(len(waited.data))
-                _close(waited.sock)
-
-    def _serve_one(self, connection: _Connection) -> None:
-        sock, size = connection.sock, connection.ready
-        request, connection.data = connection.data[:size], connection.data[size:]
-        keep = False
-        try:
-            sock.setblocking(True)
-            sock.settimeout(self.limits.deadline)  # for writing the answer: a client that reads none is let go
-            handler = self._handler(cast(Any, Received(sock, bytes(request))), connection.address, self)
-            keep = not handler.close_connection
-        except Exception:  # gone, or stalled reading its answer: its own business
-            keep = False
-        finally:
-            self._release(size)
-        if not keep:
-            self._release(len(connection.data))
-            _close(sock)
-            return
-        with self._lock:
-            self._returned.append(connection)
-        self._wake_up()
-
-    def _expire(self) -> float | None:
-        """Close what is past its deadline; the seconds until the next one (None: none)."""
-        now, soonest = time.monotonic(), math.inf
-        for connection in list(self._open.values()):
-            if connection.deadline <= now:
-                self._drop(connection)
-            else:
-                soonest = min(soonest, connection.deadline)
-        late = []
-        with self._lock:
-            while self._waiting and self._waiting[0].deadline <= now:
-                late.append(self._waiting.popleft())
-            if self._waiting:
-                soonest = min(soonest, self._waiting[0].deadline)
-        for connection in late:
-            self._refused(f"all {self.limits.workers} workers busy past a request's deadline")
-            self._release(len(connection.data))
-            _close(connection.sock)
-        return None if soonest == math.inf else max(0.0, soonest - now)
-
-    def _take_returned(self) -> None:
-        """Connections kept alive after an answer: read again for their next request, within the idle timeout."""
-        with self._lock:
-            returned = list(self._returned)
-            self._returned.clear()
+    def _refused(self, why: str) -> None:
         now = time.monotonic()
-        for connection in returned:
-            connection.ready = 0
-            connection.idle = not connection.data
-            connection.deadline = now + (self.limits.idle if connection.idle else self.limits.deadline)
-            try:
-                connection.sock.setblocking(False)
-            except OSError:
-                self._release(len(connection.data))
-                _close(connection.sock)
-                continue
-            if len(self._open) >= self.limits.connections and not self._evict():
-                self._release(len(connection.data))
-                _close(connection.sock)
-                continue
-            self._open[connection.sock] = connection
-            self._watch(connection, selectors.EVENT_READ)
-            try:  # its next request may be here already: sent with the last (pipelined), or read by TLS
-                if not (connection.data and self._complete(connection)):
-                    self._read(connection)
-            except Exception:
-                self._drop(connection)
+        news, self._refused_at = now - self._refused_at > self.limits.deadline, now
+        if news and self._log is not None:
+            self._log(f"turning requests away: {why} (not ready until it has room again)")
 
+    def _hold(self, client: _Client, size: int) -> None:
+        """Count bytes received; over the budget, close the oldest connection holding part of a request for them."""
+        client.held += size
+        self._buffered += size
+        while self._buffered > self.limits.buffered:
+            victim = next((task for task, other in self._read.items() if other is not client and other.held), None)
+            if victim is None:  # what is held is being answered: this one cannot be, now
+                self._refused(f"the requests it holds fill its {self.limits.buffered} bytes")
+                raise _RefusalError(503, "kfin is answering as many requests as it holds: try again")
+            self._let_go(victim)
 
-def _send(sock: socket.socket, data: bytes) -> None:
-    """Send what fits now, without waiting (a short answer before closing)."""
-    try:
-        sock.send(data)
-    except OSError:
-        pass
+    def _release(self, client: _Client) -> None:
+        self._buffered -= client.held
+        client.held = 0
 
+    def _let_go(self, task: asyncio.Task[None]) -> None:
+        client = self._read.pop(task, None)
+        if client is not None:
+            self._release(client)
+            task.cancel()
 
-def _close(sock: socket.socket) -> None:
-    try:
-        sock.close()
-    except OSError:
-        pass
+    def _make_room(self) -> None:
+        """At the connection limit, close the oldest connection that has sent nothing of a request (idle between
+        two, silent, or in its TLS handshake), else the oldest being read: the slowest."""
+        if self._read and len(self._read) >= self.limits.connections:
+            self._let_go(next((task for task, client in self._read.items() if not client.held), next(iter(self._read))))
 
-
-def _drain(end: socket.socket) -> None:
-    try:
-        while end.recv(512):
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task, client = asyncio.current_task(), _Client()
+        assert task is not None
+        self._make_room()
+        self._read[task] = client
+        http = h11.Connection(h11.SERVER, max_incomplete_event_size=MOST_HEAD)
+        clean = False
+        try:
+            async with asyncio.timeout(self.limits.deadline) as budget:  # TLS handshake, head and body together
+                try:
+                    context = self.context()
+                    if context is not None:
+                        await writer.start_tls(context)
+                    while await self._exchange(task, client, http, reader, writer, budget):
+                        pass
+                except h11.RemoteProtocolError as error:
+                    _refuse(http, writer, *_refusal(error))
+                except _RefusalError as refusal:
+                    _refuse(http, writer, refusal.status, refusal.reason)
+                clean = True
+        except TimeoutError:
+            if client.waiting:  # no one waits for its answer any more
+                self._refused(f"all {self.limits.workers} workers busy past a request's deadline")
+        except Exception:  # reset, a TLS handshake that failed, no certificate now: the client's own business
             pass
-    except OSError:
-        pass
+        finally:
+            self._read.pop(task, None)
+            self._release(client)
+            if clean:
+                writer.close()  # after what was written
+            else:
+                writer.transport.abort()
 
+    async def _exchange(
+        self,
+        task: asyncio.Task[None],
+        client: _Client,
+        http: h11.Connection,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        budget: asyncio.Timeout,
+    ) -> bool:
+        """Read one request, have a worker answer it and send the answer: False once the connection is done."""
+        loop = asyncio.get_running_loop()
 
-class _SendAll(io.BufferedIOBase):
-    """A handler's wfile: each write sent whole (socketserver's own writer, which is private)."""
+        async def next_event() -> object:
+            while (event := http.next_event()) is h11.NEED_DATA:
+                if http.they_are_waiting_for_100_continue:  # curl waits for it before sending the body
+                    writer.write(
+                        _sent(http, h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
+                    )
+                data = await reader.read(65536)
+                if client.idle and data:  # its next request begins: it has one deadline for all of it
+                    client.idle = False
+                    budget.reschedule(loop.time() + self.limits.deadline)
+                self._hold(client, len(data))
+                http.receive_data(data)
+            return event
 
-    def __init__(self, sock: socket.socket):
-        self._sock = sock
-
-    def writable(self) -> bool:
+        request = await next_event()
+        if not isinstance(request, h11.Request):  # closed between requests
+            return False
+        fields = dict(request.headers)  # h11 refused conflicting Content-Lengths, and names are lowercase
+        if b"transfer-encoding" in fields:
+            raise _RefusalError(411, "a body is read with a Content-Length, never chunked")
+        if int(fields.get(b"content-length", 0)) > self.limits.body:
+            raise _RefusalError(413, f"the body is over {self.limits.body} bytes")
+        body = bytearray()
+        while isinstance(event := await next_event(), h11.Data):
+            body += event.data
+        self._read.pop(task, None)  # neither silent nor slow while it waits or is answered
+        client.waiting = True
+        self._waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self._waiting -= 1
+        client.waiting = False
+        try:
+            budget.reschedule(None)  # a worker's answer is awaited as long as it takes
+            answer = await self._in_worker(request, bytes(body))
+        finally:
+            self._slots.release()
+        budget.reschedule(loop.time() + self.limits.deadline)  # to send it: a client that reads none is let go
+        if answer is None:
+            return False
+        _answer(http, writer, *answer)
+        await writer.drain()
+        self._release(client)
+        if http.our_state is not h11.DONE or http.their_state is not h11.DONE:
+            return False
+        http.start_next_cycle()
+        self._make_room()
+        self._read[task] = client
+        self._hold(client, len(http.trailing_data[0]))  # its next request, sent with this one (pipelined)
+        client.idle = not client.held
+        budget.reschedule(loop.time() + (self.limits.idle if client.idle else self.limits.deadline))
         return True
 
-    def write(self, data: Any) -> int:
-        self._sock.sendall(data)
-        with memoryview(data) as view:
-            return view.nbytes
+    async def _in_worker(self, request: h11.Request, body: bytes) -> Answer | None:
+        """Answered in a thread of its own: a daemon, as a stop (SIGTERM) never waits for an answer no one reads."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Answer | None] = loop.create_future()
+
+        def work() -> None:
+            result = self._work(request, body)
+            try:
+                loop.call_soon_threadsafe(_settle, answer, result)
+            except RuntimeError:  # the server stopped meanwhile
+                pass
+
+        threading.Thread(target=work, daemon=True, name="kfin-http").start()
+        return await answer
+
+    def _work(self, request: h11.Request, body: bytes) -> Answer | None:
+        """In a worker: the handler's answer (None: it failed, the connection is closed unanswered)."""
+        handler = self._handler(request.method.decode("ascii"), request.target.decode("latin-1"), body)
+        method = getattr(handler, f"do_{handler.command}", None)
+        if method is None:
+            handler._answer(501, f"unsupported method {handler.command}\n")
+            return handler.answer
+        try:
+            method()
+        except Exception:  # its own business: no traceback in the log
+            return None
+        return handler.answer
 
 
-class QuietHandler(BaseHTTPRequestHandler):
-    """What kfin serve's and kfin guard's endpoints share: HTTP/1.1, one request per handler (given whole by
-    BoundedHTTPServer, read from memory), no line per request (one per scrape or review would drown the log),
-    and a whole answer in one call."""
+def _settle(future: asyncio.Future[Answer | None], result: Answer | None) -> None:
+    if not future.done():  # else the client was let go meanwhile
+        future.set_result(result)
 
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = False
 
-    def setup(self) -> None:
-        received: Received = self.request
-        self.connection = received.sock
-        if self.disable_nagle_algorithm:
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
-        self.rfile = io.BytesIO(received.data)
-        self.wfile = _SendAll(self.connection)
+def _refusal(error: h11.RemoteProtocolError) -> tuple[int, str]:
+    """The answer to a request h11 could not read (the words of kfin's docs for the limits)."""
+    if "Transfer-Encoding" in str(error):
+        return 411, "a body is read with a Content-Length, never chunked"
+    if "Content-Length" in str(error):
+        return 400, "Content-Length is not one number"
+    if error.error_status_hint == 431:
+        return 431, f"the request line and headers are over {MOST_HEAD} bytes"
+    return 400, f"not an HTTP/1.1 request: {error}"
 
-    def handle(self) -> None:
-        self.close_connection = True
-        self.handle_one_request()  # the next request on this connection is read again by the server
 
-    def handle_expect_100(self) -> bool:
-        return True  # the server said 100 Continue already, while it read the body
+def _sent(http: h11.Connection, event: h11.Event) -> bytes:
+    return http.send(event) or b""
 
-    def log_message(self, *args: Any) -> None:
+
+def _answer(
+    http: h11.Connection, writer: asyncio.StreamWriter, status: int, headers: list[tuple[str, str]], body: bytes
+) -> None:
+    try:
+        head = h11.Response(
+            status_code=status, headers=[*headers, ("Date", formatdate(usegmt=True))], reason=HTTPStatus(status).phrase
+        )
+        writer.write(
+            _sent(http, head) + (_sent(http, h11.Data(data=body)) if body else b"") + _sent(http, h11.EndOfMessage())
+        )
+    except h11.LocalProtocolError:  # no answer can be sent on it now
         pass
 
-    def _answer(self, status: int, body: str, content_type: str = "text/plain; charset=utf-8") -> None:
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+
+def _refuse(http: h11.Connection, writer: asyncio.StreamWriter, status: int, reason: str) -> None:
+    """The server's own answer, before it closes the connection."""
+    body = f"{reason}\n".encode()
+    headers = [
+        ("Content-Type", "text/plain; charset=utf-8"),
+        ("Content-Length", str(len(body))),
+        ("Connection", "close"),
+    ]
+    _answer(http, writer, status, headers, body)
 
 
 def http_server(exporter: Exporter, host: str, port: int, limits: Limits | None = None) -> BoundedHTTPServer:
