@@ -158,6 +158,7 @@ MAX_OPEN = 512  # connections open at once; at the limit the oldest silent or sl
 MOST_HEAD = 64 * 1024  # bytes of a request line and headers (http.server's own limit for one line)
 MOST_GET_BODY = 64 * 1024  # bytes of a body sent to kfin serve, which reads none
 BUFFERED = 64 * 1024 * 1024  # bytes of requests held at once, read or being answered
+BACKLOG = 128  # connections the kernel holds until accepted (socketserver's 5 dropped a burst of scrapes)
 
 
 class Limits(Struct, frozen=True):
@@ -221,7 +222,7 @@ class BoundedHTTPServer:
     ):
         """`log`: told when it begins to turn requests away (once, until it has had room for a deadline)."""
         self.limits, self._handler, self._log = limits or Limits(), handler, log
-        self.socket = socket.create_server(address, backlog=128)  # a burst of scrapes waits to be accepted
+        self.socket = socket.create_server(address, backlog=BACKLOG)
         self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
         self.server_port = self.server_address[1]
         self._read: dict[asyncio.Task[None], _Client] = {}  # connections being read or idle, oldest first
@@ -272,7 +273,7 @@ class BoundedHTTPServer:
                 pass
 
         threading.Thread(target=wake, daemon=True, name="kfin-http-stop").start()
-        server = await asyncio.start_server(self._connection, sock=self.socket)
+        server = await asyncio.start_server(self._connection, sock=self.socket, backlog=BACKLOG)
         try:
             await stopped.wait()
         finally:  # asyncio.run then cancels every connection's task: each closes its own
@@ -337,6 +338,8 @@ class BoundedHTTPServer:
                 self._refused(f"all {self.limits.workers} workers busy past a request's deadline")
         except Exception:  # reset, a TLS handshake that failed, no certificate now: the client's own business
             pass
+        except asyncio.CancelledError:  # let go for room, or the server stopped: a task ending cancelled would make
+            pass  # asyncio's streams log a traceback (Python 3.11)
         finally:
             self._read.pop(task, None)
             self._release(client)
