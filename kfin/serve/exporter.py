@@ -323,6 +323,10 @@ class BoundedHTTPServer:
         try:
             async with asyncio.timeout(self.limits.deadline) as budget:  # TLS handshake, head and body together
                 try:
+                    # a TLS handshake's last flight and an answer are separate writes: without TCP_NODELAY (asyncio sets
+                    # it only on sockets made with IPPROTO_TCP) Nagle's algorithm holds the answer until the client's
+                    # delayed ACK (40 ms on Linux)
+                    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
                     context = self.context()
                     if context is not None:
                         await writer.start_tls(context)
