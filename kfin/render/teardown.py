@@ -5,6 +5,7 @@ svg, png)."""
 from __future__ import annotations
 
 import html
+from collections import Counter
 
 from kfin.core.helm import KEEP
 from kfin.core.preflight import Stuck
@@ -46,9 +47,10 @@ def teardown_report(result: Teardown) -> None:
         say(f"Never deleted by Helm: the chart's {crd} (its CRDs and their custom resources stay)")
     if result.unknown:
         say(f"kfin could not read {', '.join(result.unknown)}: what is there is not predicted.", err=True)
+    batches = Counter(d.batch for d in result.steps)  # counted once: a teardown can have 100,000 steps
     plain_table(
         ["STEP", "KIND", "NAMESPACE", "NAME", "DELETES", "LEAVES STUCK"],
-        [_row(d, sum(e.batch == d.batch for e in result.steps) > 1) for d in result.steps],
+        [_row(d, batches[d.batch] > 1) for d in result.steps],
     )
     say("")
     stuck = [(d, s) for d in result.steps for s in d.stuck + d.rejected]
