@@ -95,11 +95,12 @@ class Commands:
 
     @contextlib.contextmanager
     def turn(self, what: str) -> Iterator[None]:
-        """Hold kfin's commands for `what` (a command's name); BusyError when another call holds them too long."""
+        """Hold kfin's commands for `what` (`kfin explain`, `apply_removal`); BusyError when another call holds
+        them too long."""
         if not self.lock.acquire(timeout=self.lock_seconds):
             running = time.monotonic() - self.since
             raise BusyError(
-                f"another call is still running (kfin {self.holder}, for {running:.0f} s) and kfin mcp runs one "
+                f"another call is still running ({self.holder}, for {running:.0f} s) and kfin mcp runs one "
                 f"command at a time: waited {self.lock_seconds:g} s; call again once it has answered"
             )
         self.holder, self.since = what, time.monotonic()
@@ -112,7 +113,7 @@ class Commands:
         """`stdin`: what the command reads for `-` (never the protocol's own input)."""
         out, err = io.StringIO(), io.StringIO()
         command = next((word for word in argv if not word.startswith("-")), "")  # the flags before are --x=y
-        with self.turn(command), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with self.turn(f"kfin {command}"), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             given, sys.stdin = sys.stdin, io.StringIO(stdin)
             try:
                 code = self._main(argv)
