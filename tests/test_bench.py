@@ -275,7 +275,9 @@ def test_a_smoke_run_against_a_cluster_given_by_kubeconfig_cleans_up_after_itsel
         figures = tmp_path / "figures.json"
         done = subprocess.run([sys.executable, "-m", "bench", "--kubeconfig", str(kubeconfig), "--context", "fake",
                                "--sizes", "300", "--crds", "2", "--repeat", "1", "--startup-runs", "1",
-                               "--tools", "kfin,naive", "--list-objects", "0", "--fleet", "0", "--json", str(figures)],
+                               "--tools", "kfin,naive", "--list-objects", "0", "--fleet", "0",
+                               "--manifest-mb", "0", "--manifest-items", "0", "--table-objects", "0",
+                               "--json", str(figures)],
                               cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         results = json.loads(figures.read_text())
@@ -299,6 +301,7 @@ def test_a_smoke_run_on_the_real_control_plane_beside_the_fake(tmp_path):
     done = subprocess.run([sys.executable, "-m", "bench", "--servers", "fake,real", "--sizes", "200", "--crds", "2",
                            "--repeat", "1", "--tools", "floor-pb,kfin", "--startup-runs", "0", "--list-objects", "0",
                            "--fleet", "0", "--serve-seconds", "0", "--decode-items", "0", "--guard-reviews", "3",
+                           "--manifest-mb", "0", "--manifest-items", "0", "--table-objects", "0",
                            "--json", str(figures)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
