@@ -169,8 +169,8 @@ def guard(
             log(f"denied: DELETE {request.get('resource', {}).get('resource')} {request.get('name')}")
         return review.answer(), review.decision
 
-    def ready() -> bool:  # filled, and every watch up: what the guard answers is a prediction
-        return watched.filled()
+    def ready() -> bool:  # filled, every watch up (what the guard answers is a prediction), its own TLS kept
+        return watched.filled() and not (own_tls and own_tls.problem)
 
     servers = []
     for address, tls in ((listen, certificate), (metrics_listen, None)):
