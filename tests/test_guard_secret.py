@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from kfin.api.connection import Kube
 from kfin.api.target import Target
+from kfin.errors import UnreachableError
 from kfin.core.guard_tls import CA_VALIDITY, RETRY_FIRST, SECRETS, SERVING_VALIDITY, Material, SelfSignedTLS, renewed
 from kfin.serve.admission import HeldCertificate
 from tests.test_serve import ROOT, _free_port
@@ -364,3 +365,28 @@ def test_a_running_guard_whose_secret_is_corrupted_is_not_ready_serves_on_and_re
         process.wait(10)
     text = log.read_text()
     assert "kfin guard: ready again: its TLS is kept" in text and "Traceback" not in text, text
+
+
+def test_a_server_away_for_now_keeps_the_guard_ready_while_its_certificate_holds(cluster):
+    """An API server that cannot be reached (or answers 5xx) for a while is no reason to take the guard out of its
+    Service: the certificate it serves still holds. Said once in the log; not ready only once that certificate
+    has ended."""
+    _, _, kube = cluster
+    logs: list[str] = []
+    tls = keeper(kube, logs)
+    tls.served = tls.ensure()
+    logs.clear()
+
+    def away():
+        raise UnreachableError("the API server at https://127.0.0.1:1 cannot be reached: connection refused")
+
+    tls.ensure = away
+    assert tls.look(lambda m: None, every=60) == RETRY_FIRST
+    assert tls.look(lambda m: None, every=60) == RETRY_FIRST * 2
+    assert tls.problem == "" and len(logs) == 1, logs
+    assert logs[0].startswith("kfin guard: could not look at its TLS: the API server at https://127.0.0.1:1 cannot "
+                              "be reached: connection refused; the certificate it serves still holds (it ends ")
+    ended = keeper(kube, logs, clock=lambda: (NOW + SERVING_VALIDITY + datetime.timedelta(days=1)).timestamp())
+    ended.served, ended.ensure = tls.served, away
+    ended.look(lambda m: None, every=60)
+    assert ended.problem.startswith("the API server at https://127.0.0.1:1 cannot be reached")

@@ -29,7 +29,7 @@ from typing import Any
 from msgspec import Struct
 
 from kfin.api.connection import Kube
-from kfin.errors import APIError, ConfigError, KfinError, NotFoundError
+from kfin.errors import APIError, ConfigError, KfinError, NotFoundError, UnreachableError
 from kfin.model import JSON, ResourceType
 from kfin.util.text import one_line
 
@@ -360,6 +360,7 @@ class SelfSignedTLS:
         self.material: Material | None = None
         self.served: Material | None = None  # what `keep` last handed to its `serve`
         self.problem = ""  # why the certificate cannot be kept now ("" while it can): kfin guard is not ready
+        self.passing = ""  # why the last look failed, when the server was only away for now: said once
         self._failures = 0  # failed looks in a row
 
     def _now(self) -> datetime.datetime:
@@ -478,6 +479,12 @@ class SelfSignedTLS:
             self._failures += 1
             why = error.message if isinstance(error, KfinError) else f"internal error in kfin: {error!r}"
             problem = one_line(why)
+            if self.served is not None and self._passing(error, self.served):
+                if problem != self.passing:  # the server is away for now: what is served still holds, reviews go on
+                    self.log(f"kfin guard: could not look at its TLS: {problem}; the certificate it serves still "
+                             f"holds (it ends {_end(self.served.cert)}), trying again")  # fmt: skip
+                self.passing = problem
+                return float(min(every, RETRY_FIRST * 2 ** min(self._failures - 1, 16)))
             if problem != self.problem:  # said once, not at every retry
                 until = f" (it ends {_end(self.served.cert)})" if self.served else ""
                 self.log(f"kfin guard: not ready: its TLS could not be kept: {problem}; serving the last good "
@@ -487,8 +494,17 @@ class SelfSignedTLS:
         if self.problem:
             self.log(f"kfin guard: ready again: its TLS is kept (CA {material.fingerprint()} in Secret "
                      f"{self.namespace}/{self.secret})")  # fmt: skip
-        self.problem, self._failures = "", 0
+        self.problem, self.passing, self._failures = "", "", 0
         return every if published else min(every, RETRY_FIRST)
+
+    def _passing(self, error: Exception, served: Material) -> bool:
+        """An API server that cannot be reached or answers 5xx for now, while the served certificate is still
+        valid: that is no reason to stop answering reviews (not ready takes the guard out of its Service). A
+        Secret it cannot use, anything else, or a served certificate that ended is."""
+        from cryptography import x509
+
+        away = isinstance(error, UnreachableError) or (isinstance(error, APIError) and error.status >= 500)
+        return away and bool(x509.load_pem_x509_certificate(served.cert).not_valid_after_utc > self._now())
 
 
 def _end(cert: bytes) -> str:
