@@ -226,6 +226,9 @@ class Transport:
             return AuthError(f"TLS handshake with {self.shown} failed (context {self.context}): {short_error(text)}")
         if isinstance(reason, (Urllib3Timeout, TimeoutError)) or "timed out" in text:
             return UnreachableError(f"the API server at {self.shown} did not answer in time (context {self.context})")
+        dropped = _dropped(reason)
+        if dropped:
+            return UnreachableError(f"the API server at {self.shown} {dropped} (context {self.context})")
         return UnreachableError(
             f"cannot reach the API server at {self.shown} (context {self.context}): {short_error(text)}"
         )
@@ -349,6 +352,23 @@ def _read_body(response: Any, deadline: float | None) -> bytes:
         raise
     response.release_conn()
     return b"".join(chunks)
+
+
+def _dropped(error: BaseException) -> str | None:
+    """What a connection that ended without a whole answer did, in kfin's words (urllib3 says it as
+    "('Connection aborted.', RemoteDisconnected('Remote end closed connection without response'))"), or None."""
+    from urllib3.exceptions import IncompleteRead, InvalidChunkLength, ProtocolError
+
+    cause = error.args[1] if isinstance(error, ProtocolError) and len(error.args) > 1 else error
+    if isinstance(cause, ConnectionResetError) and cause.errno is None:
+        return "closed the connection without answering"  # http.client's RemoteDisconnected: no status line came
+    if isinstance(cause, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+        return "reset the connection before answering"
+    if isinstance(cause, (IncompleteRead, InvalidChunkLength)):
+        return "closed the connection before its answer was complete"
+    if isinstance(error, ProtocolError):
+        return "broke off the connection"
+    return None
 
 
 def _is_tls(error: BaseException) -> bool:

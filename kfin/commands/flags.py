@@ -132,6 +132,10 @@ OptionalKindArg = Annotated[
 ]
 
 
+# The words for Namespaces (kind, plural, short name; any case, as kubectl resolves them before discovery would)
+NAMESPACE_KINDS = frozenset({"namespace", "namespaces", "ns"})
+
+
 def _is_kind_slash_name(text: str) -> bool:
     """Is `text` a valid KIND/NAME (then a word after it is one too many, not a bad kind)?"""
     kind, _, name = text.partition("/")
@@ -154,6 +158,8 @@ def subject(kind: str | None, name: str | None, command: str) -> tuple[str, str]
         )
     if kind is None or name is None:
         raise UsageError(f"kfin {command} needs KIND NAME or KIND/NAME")
+    if kind.lower() in NAMESPACE_KINDS:  # a Namespace's name is what -n takes: checked as -n is, before any request
+        return check_kind(kind), check_namespace(name)
     return check_kind(kind), check_name(name)
 
 

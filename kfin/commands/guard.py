@@ -17,7 +17,8 @@ from kfin.errors import UsageError
 from kfin.model import JSON
 from kfin.render.terminal import log
 from kfin.serve import exporter
-from kfin.serve.admission import Certificate, HeldCertificate, Reviews, admission_server
+from kfin.serve.admission import AdmissionServer, Certificate, HeldCertificate, Reviews, admission_server
+from kfin.util.text import printable
 
 
 def guard(
@@ -166,19 +167,23 @@ def guard(
     def decide(request: JSON) -> tuple[JSON, str]:
         review = judge.review(request)
         if review.decision == "denied":
-            log(f"denied: DELETE {request.get('resource', {}).get('resource')} {request.get('name')}")
+            what = f"{request.get('resource', {}).get('resource')} {request.get('name')}"
+            log(f"denied: DELETE {printable(what, one_line=True)}")
         return review.answer(), review.decision
 
-    def ready() -> bool:  # filled, and every watch up: what the guard answers is a prediction
-        return watched.filled()
+    def ready() -> bool:  # filled, every watch up (what the guard answers is a prediction), its own TLS kept
+        return watched.filled() and not (own_tls and own_tls.problem)
 
-    servers = []
+    def answering() -> bool:  # ready, and the review server has room to answer: what /readyz of both servers says
+        return ready() and servers[0].answering()
+
+    servers: list[AdmissionServer] = []
     for address, tls in ((listen, certificate), (metrics_listen, None)):
         if not address:
             continue
         where, at = exporter.parse_listen(address)
         try:
-            servers.append(admission_server(decide, ready, reviews, where, at, tls, log))
+            servers.append(admission_server(decide, answering, reviews, where, at, tls, log))
         except OSError as error:
             raise UsageError(f"cannot listen on {where}:{at}: {error.strerror or error}") from None
     server = servers[0]

@@ -202,6 +202,8 @@ def _teardown(
         raise UsageError("kfin preflight helm needs RELEASE, and no -f")
     if kind not in (None, "helm"):
         raise UsageError("-f takes no KIND NAME")
+    if kind == "helm" and name:
+        helm.check_release_name(name)
     objects = manifests.read(files, recursive) if files else []  # bad input is said before anything is read
     if files and not objects:
         raise UsageError("no objects in the manifests")

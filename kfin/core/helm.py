@@ -2,7 +2,8 @@
 
 - the release record: Secret (or ConfigMap) `sh.helm.release.v1.NAME.vN` labelled owner=helm, name=NAME,
   version=N; its `release` key holds base64 of gzip of the release's JSON (pkg/storage/driver/util.go,
-  encodeRelease/decodeRelease); a Secret's data is base64 once more, as every Secret's.
+  encodeRelease/decodeRelease); a Secret's data is base64 once more, as every Secret's. kfin reads it bounded
+  (MAX_RECORD_BYTES as stored, MAX_RELEASE_JSON inflated) and typed (Record): someone else wrote it.
 - the order (pkg/releaseutil/kind_sorter.go, UninstallOrder; Helm 4: pkg/release/v1/util/kind_sorter.go):
   by kind, a kind's objects in manifest order (sort.SliceStable), unknown kinds last, alphabetically by kind.
   Helm 3 (v3.21.4, 813176c5) has no webhook configurations in its list: they go last, with the custom
@@ -22,14 +23,19 @@ import base64
 import binascii
 import gzip
 import json
+import re
+import zlib
 
+import msgspec
 from msgspec import Struct, field
 
 from kfin.api.builtin_kinds import builtin_resources
+from kfin.api.shapes import ShapeError
 from kfin.core.facts import Facts
 from kfin.core.manifests import Manifest, parse
 from kfin.errors import UsageError
 from kfin.model import JSON, ResourceType
+from kfin.names import KIND_TEXT, namespace_problem, path_segment_problem, quoted
 
 UNINSTALL_ORDER_3 = [
     "APIService",
@@ -72,6 +78,26 @@ UNINSTALL_ORDER_3 = [
 UNINSTALL_ORDER_4 = ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", *UNINSTALL_ORDER_3]
 KEEP = "helm.sh/resource-policy"
 GZIP_MAGIC = b"\x1f\x8b\x08"
+RECORD_PREFIX = "sh.helm.release.v1."
+
+
+# Kubernetes' limit on the data of a Secret or a ConfigMap (MaxSecretSize, 1 MiB, k8s.io/api core/v1 types.go, which
+# pkg/apis/core/validation applies to both): the largest release record the API server stores. A Secret's value is
+# that many bytes once its own base64 is undone; over the wire it is up to 4/3 of it.
+MAX_RECORD_BYTES = 1024 * 1024
+MAX_SECRET_VALUE_CHARS = 4 * -(-MAX_RECORD_BYTES // 3)
+# The release's JSON, decompressed. Helm inflates a record without limit (decodeRelease, io.ReadAll); kfin does not:
+# a record inside the 1 MiB holds at most 768 KiB of gzip, which deflate could inflate a thousandfold. A release's
+# JSON compresses far less: measured, 100 Deployments rendered from one template that differ only by name inflate
+# 16 times, 5,000 of them 30 times (a chart's templates and files are base64 in the JSON, which compresses poorly):
+# a record that repetitive, at the limit, would be 23 MiB. 32 MiB keeps a margin over that and refuses a gzip bomb
+# before it is in memory.
+MAX_RELEASE_JSON = 32 * 1024 * 1024
+GUNZIP_PIECE = 4096
+# Helm's rule for a release name (ValidateReleaseName, pkg/chart/v2/util/validate_name.go, which helm install and
+# helm uninstall apply): a DNS subdomain of at most 53 characters.
+RELEASE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+RELEASE_NAME_MAX = 53
 
 
 class Release(Struct):
@@ -84,24 +110,132 @@ class Release(Struct):
     chart_crds: list[str] = field(default_factory=list)  # files under the chart's crds/: never deleted by Helm
 
 
-def decode(encoded: str | bytes) -> JSON:
-    """A release from what Helm stores under `release` (base64 of gzip of JSON; an older release: of JSON)."""
+# The fields of Helm's release JSON that kfin reads (pkg/release/v1: release.go, hook.go, info.go; pkg/chart/v2/
+# chart.go; pkg/chart/common/file.go), typed: a record of another shape is refused with the path of what is wrong.
+# Go's json.Unmarshal takes null for any field (as its zero value), and so does kfin; the fields kfin does not read
+# are skipped unparsed.
+class RecordHook(Struct):
+    name: str | None = None
+    kind: str | None = None
+    path: str | None = None
+    events: list[str] | None = None
+
+
+class RecordFile(Struct):
+    name: str | None = None
+
+
+class RecordChart(Struct):
+    files: list[RecordFile] | None = None
+
+
+class RecordInfo(Struct):
+    status: str | None = None
+
+
+class Record(Struct):
+    name: str | None = None
+    namespace: str | None = None
+    version: int | None = None
+    info: RecordInfo | None = None
+    manifest: str | None = None
+    hooks: list[RecordHook] | None = None
+    chart: RecordChart | None = None
+
+
+def check_release_name(name: str) -> str:
+    if len(name) > RELEASE_NAME_MAX or not RELEASE_NAME.fullmatch(name):
+        raise UsageError(
+            f"invalid release name {quoted(name)}: Helm's release names are lowercase DNS subdomains (a-z, 0-9, '-' "
+            f"and '.') of at most {RELEASE_NAME_MAX} characters"
+        )
+    return name
+
+
+def inflate(encoded: str | bytes, what: str = "Helm release") -> bytes:
+    """The release's JSON from what Helm stores under `release` (base64 of gzip; an older release: of JSON), as
+    decodeRelease reads it, its size bounded: the record's by Kubernetes' limit, the JSON by MAX_RELEASE_JSON."""
+    if len(encoded) > MAX_RECORD_BYTES:
+        raise UsageError(
+            f"{what}: the record is larger than {MAX_RECORD_BYTES // 1024} KiB, Kubernetes' limit on a Secret's or "
+            "ConfigMap's data"
+        )
     try:
-        data = base64.b64decode(encoded, validate=False)
-    except (binascii.Error, ValueError):
-        raise UsageError("the Helm release record is not base64") from None
-    if data.startswith(GZIP_MAGIC):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError):
-            raise UsageError("the Helm release record is not valid gzip") from None
+        # Go's StdEncoding: padded, the standard alphabet; it skips line breaks
+        text = encoded.encode("ascii") if isinstance(encoded, str) else encoded
+        data = base64.b64decode(text.replace(b"\r", b"").replace(b"\n", b""), validate=True)
+    except (UnicodeEncodeError, binascii.Error, ValueError):
+        raise UsageError(f"{what}: the record is not base64") from None
+    if len(data) > 3 and data.startswith(GZIP_MAGIC):
+        return _gunzip(data, what)
+    return data
+
+
+def _gunzip(data: bytes, what: str) -> bytes:
+    """Every gzip member of `data` (Go's gzip.Reader reads concatenated members as one stream), never more than
+    MAX_RELEASE_JSON bytes inflated: a gzip bomb is refused as soon as it passes that. The input goes in pieces of
+    GUNZIP_PIECE bytes, so that what zlib copies at each member's end (its unused_data) stays small however many
+    members there are."""
+    view = memoryview(data)
+    out: list[bytes] = []
+    size = pos = 0
     try:
-        found = json.loads(data)
-    except ValueError:
-        raise UsageError("the Helm release record is not JSON") from None
-    if not isinstance(found, dict):
-        raise UsageError("the Helm release record is not a release")
-    return found
+        while pos < len(data):
+            if data[pos : pos + 2] != GZIP_MAGIC[:2]:
+                raise UsageError(f"{what}: the record is not valid gzip: data follows its end")
+            member = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # 16+: a gzip header and trailer
+            while not member.eof:
+                if pos == len(data):
+                    raise UsageError(f"{what}: the record is not valid gzip: it is cut short")
+                piece = view[pos : pos + GUNZIP_PIECE]
+                chunk = member.decompress(piece, MAX_RELEASE_JSON - size + 1)  # stops one byte past the cap
+                size += len(chunk)
+                if size > MAX_RELEASE_JSON:
+                    raise UsageError(
+                        f"{what}: the record inflates to more than {MAX_RELEASE_JSON // (1024 * 1024)} MiB, kfin's "
+                        "limit on a release: refused"
+                    )
+                out.append(chunk)
+                pos += len(piece) - len(member.unused_data)  # below the cap zlib took all of the piece
+    except zlib.error:
+        raise UsageError(f"{what}: the record is not valid gzip: its deflate data is corrupt") from None
+    return b"".join(out)
+
+
+def decode(encoded: str | bytes, what: str = "Helm release") -> Record:
+    """A release from what Helm stores under `release`: the fields kfin reads, typed."""
+    data = inflate(encoded, what)
+    try:
+        return msgspec.json.decode(data, type=Record)
+    except msgspec.ValidationError as failure:
+        raise UsageError(f"{what}: {_shape_problem(str(failure))}") from None
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        raise UsageError(f"{what}: the record is not JSON") from None
+    except RecursionError:
+        raise UsageError(f"{what}: the record is nested too deep to be a release") from None
+
+
+# msgspec's words for a JSON type -> what it is called in kfin's messages
+TYPE_WORDS = {
+    "array": "a list",
+    "object": "an object",
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "a boolean",
+    "null": "null",
+}
+
+
+def _shape_problem(message: str) -> str:
+    """msgspec's "Expected `array | null`, got `object` - at `$.hooks`" as "hooks must be a list, not an object"."""
+    found = re.fullmatch(r"Expected `(.+?)`, got `(.+?)`(?: - at `\$\.?(.*)`)?", message)
+    if not found:
+        return message
+    expected, got, path = found.groups()
+    wanted = [TYPE_WORDS.get(t, t) for t in expected.split(" | ") if t != "null"]
+    where = path or "the record"
+    return f"{where} must be {' or '.join(wanted)}, not {TYPE_WORDS.get(got, got)}"
 
 
 def encode(release: JSON) -> str:
@@ -109,23 +243,48 @@ def encode(release: JSON) -> str:
     return base64.b64encode(gzip.compress(json.dumps(release).encode(), compresslevel=9)).decode()
 
 
-def release_of(record: JSON, namespace: str) -> Release:
-    source = f"release {record.get('name')}"
-    hooks = [
-        {"name": h.get("name"), "kind": h.get("kind"), "events": list(h.get("events") or []), "path": h.get("path")}
-        for h in record.get("hooks") or []
-    ]
-    chart = record.get("chart") or {}
-    crds = [f.get("name") for f in chart.get("files") or [] if str(f.get("name") or "").startswith("crds/")]
+def release_of(record: Record, namespace: str, name: str = "", what: str = "Helm release") -> Release:
+    """The release of a decoded record read in `namespace` for the release `name`: its name and namespace checked
+    as Helm and the API server would (they go into requests and into the command kfin prints), its hooks' names
+    and kinds as the API server's."""
+    release_name = record.name or name
+    problem = _name_problem(release_name, name)
+    if problem:
+        raise UsageError(f"{what}: {problem}")
+    release_namespace = record.namespace or namespace
+    if record.namespace and record.namespace != namespace:  # Helm keeps a release's records in its namespace
+        problem = namespace_problem(record.namespace)
+        raise UsageError(
+            f"{what}: invalid namespace {quoted(record.namespace)}: {problem}"
+            if problem
+            else f"{what}: its namespace is {quoted(record.namespace)}, not {quoted(namespace)} where its record is"
+        )
+    hooks: list[JSON] = []
+    for at, hook in enumerate(record.hooks or []):
+        if hook.name and path_segment_problem(hook.name):
+            raise UsageError(f"{what}: hooks[{at}].name {quoted(hook.name)} {path_segment_problem(hook.name)}")
+        if hook.kind and not KIND_TEXT.fullmatch(hook.kind):
+            raise UsageError(f"{what}: hooks[{at}].kind {quoted(hook.kind)} is not a kind")
+        hooks.append({"name": hook.name, "kind": hook.kind, "events": list(hook.events or []), "path": hook.path})
+    files = (record.chart.files if record.chart else None) or []
+    crds = [f.name for f in files if f.name and f.name.startswith("crds/")]
     return Release(
-        str(record.get("name") or ""),
-        str(record.get("namespace") or namespace),
-        int(record.get("version") or 0),
-        str((record.get("info") or {}).get("status") or ""),
-        parse(str(record.get("manifest") or ""), source),
+        release_name,
+        release_namespace,
+        record.version or 0,
+        (record.info.status if record.info else None) or "",
+        parse(record.manifest or "", f"release {release_name}"),
         hooks,
-        [str(c) for c in crds],
+        crds,
     )
+
+
+def _name_problem(found: str, asked: str) -> str | None:
+    if len(found) > RELEASE_NAME_MAX or not RELEASE_NAME.fullmatch(found):
+        return f"invalid release name {quoted(found)}: not a Helm release name"
+    if asked and found != asked:
+        return f"it is the release {quoted(found)}, not {quoted(asked)}"
+    return None
 
 
 def uninstall_order(manifests: list[Manifest], major: int) -> list[Manifest]:
@@ -152,7 +311,7 @@ def batches(manifests: list[Manifest]) -> list[int]:
 
 
 def record_name(name: str, version: int) -> str:
-    return f"sh.helm.release.v1.{name}.v{version}"
+    return f"{RECORD_PREFIX}{name}.v{version}"
 
 
 def latest_record(facts: Facts, name: str, namespace: str) -> tuple[ResourceType, str] | None:
@@ -172,16 +331,30 @@ def latest_record(facts: Facts, name: str, namespace: str) -> tuple[ResourceType
 
 
 def read_release(facts: Facts, rtype: ResourceType, namespace: str, record: str) -> Release:
-    """The release in one named GET of its record (a Secret's `release` is base64 once more)."""
+    """The release in one named GET of its record (a Secret's `release` is base64 once more). A record kfin cannot
+    read is said in one line naming it: exit 2; a Secret or ConfigMap no API server would answer (its data not
+    strings, or larger than Kubernetes lets it be): exit 9."""
     if facts.kube is None:
         raise UsageError("kfin preflight helm reads the release record from a live cluster, not a snapshot")
+    name, _, version = record.removeprefix(RECORD_PREFIX).rpartition(".v")
+    what = f"release {quoted(name)} version {version}"
     found = facts.kube.read_object(rtype, namespace, record)
-    encoded = str((found.get("data") or {}).get("release") or "")
+    data = found.get("data") or {}
+    encoded = data.get("release") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(encoded, str | None):
+        raise ShapeError(f"{rtype.kind} {namespace}/{record}: its data is not a map of strings")
     if not encoded:
         raise UsageError(f"{rtype.kind} {namespace}/{record} holds no release")
+    limit = MAX_SECRET_VALUE_CHARS if rtype.resource == "secrets" else MAX_RECORD_BYTES
+    if len(encoded) > limit:
+        raise ShapeError(
+            f"{rtype.kind} {namespace}/{record} holds more than {MAX_RECORD_BYTES // 1024} KiB, Kubernetes' limit on "
+            f"a {rtype.kind}'s data (MaxSecretSize): no API server stores that"
+        )
+    stored: str | bytes = encoded
     if rtype.resource == "secrets":
         try:
-            encoded = base64.b64decode(encoded).decode()
+            stored = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
-            raise UsageError(f"Secret {namespace}/{record} is not a Helm release record") from None
-    return release_of(decode(encoded), namespace)
+            raise ShapeError(f"Secret {namespace}/{record}: its data is not base64") from None
+    return release_of(decode(stored, what), namespace, name, what)

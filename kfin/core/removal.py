@@ -389,8 +389,11 @@ class Remover:
             done = self._done(outcome, current, wanted, "removed", "")
             if kept and done.result == "failed":  # the server's own answer says who: admission put it back
                 done.message = self._at_admission(current, kept, "")
+            elif done.result == "failed" and done.after is not None and not current.terminating:
+                # the write's answer had them gone and the read after it holds them: a writer was quicker
+                return self._put_back(done, obj, [f for f in meta_wanted + spec_wanted if f not in kept], wait=False)
             if done.result == "removed" and done.after is not None and not current.terminating:
-                return self._put_back(done, obj)
+                return self._put_back(done, obj, done.removed)
             return done
         outcome.result = "failed"
         outcome.message = f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"
@@ -574,17 +577,20 @@ class Remover:
                 raise refused_by_admission_plugin(error, remove) from None
             raise
 
-    def _put_back(self, outcome: Outcome, obj: KubeObject) -> Outcome:
-        """Read a live object again a little later: a finalizer a live controller put back names its writer (the
-        field manager, and its workload), and kfin stops there (it never removes it again by itself)."""
-        time.sleep(PUT_BACK_SECONDS)
+    def _put_back(self, outcome: Outcome, obj: KubeObject, removed: list[str], wait: bool = True) -> Outcome:
+        """Read a live object again (a little later, unless it was already seen back): a finalizer the write's
+        answer had removed and a live controller put back names its writer (the field manager, and its
+        workload), and kfin stops there (it never removes it again by itself)."""
+        if wait:
+            time.sleep(PUT_BACK_SECONDS)
         after = self._read(obj)
         if after is None or (after.get("metadata") or {}).get("uid") != obj.uid:
             return outcome
         again = KubeObject(obj.type, after)
-        back = [f for f in outcome.removed if f in again.finalizers]
+        back = [f for f in removed if f in again.finalizers]
         if not back:
             return outcome
+        outcome.removed = list(removed)  # the server's answer to the write had them gone: kfin did remove them
         managers = finalizer_managers(after.get("metadata") or {})
         writers = []
         for manager in dict.fromkeys(managers.get(f) for f in back):

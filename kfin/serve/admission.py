@@ -3,7 +3,8 @@
     POST /validate   an AdmissionReview (admission.k8s.io/v1); answered with the same kind, its response's uid
                      the request's
     GET  /healthz    200 while the process serves
-    GET  /readyz     200 while the watch cache is filled and every watch is up, 503 otherwise
+    GET  /readyz     200 while the watch cache is filled and every watch is up, and reviews are answered (none turned
+                     away for want of room), 503 otherwise
     GET  /metrics    kfin_guard_reviews_total{decision}, kfin_guard_review_seconds (a histogram), kfin_guard_ready
 
 An answer that fails inside kfin allows the deletion, with a warning that says so: the guard never stands in the
@@ -14,17 +15,18 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
+import socket
 import ssl
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from kfin.model import JSON
 from kfin.render import metrics
-from kfin.serve.exporter import IDLE_TIMEOUT, BoundedHTTPServer, QuietHandler
-from kfin.util.text import one_line
+from kfin.serve.exporter import BoundedHTTPServer, Limits, QuietHandler
+from kfin.util.text import one_line, printable
 
 MOST_BODY = 3 * 1024 * 1024  # kube-apiserver's own limit for a request body: an AdmissionReview is never larger
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)  # seconds: the p99 target is 50 ms
@@ -65,7 +67,8 @@ class Reviews:
         current = metrics.Family(
             "kfin_guard_ready",
             "gauge",
-            "1 while kfin guard's watch cache is filled and every watch is up (its answers are predictions), else 0.",
+            "1 while kfin guard's watch cache is filled and every watch is up (its answers are predictions), and no "
+            "review is turned away for want of room, else 0.",
             [({}, ready)],
         )
         return reviews.text() + "\n".join(lines) + "\n" + current.text()
@@ -121,15 +124,34 @@ class HeldCertificate:
 
 
 class AdmissionServer(BoundedHTTPServer):
-    """HTTPS (or, without a certificate, plain HTTP for tests and a sidecar proxy)."""
+    """HTTPS (or, without a certificate, plain HTTP for tests and a sidecar proxy). The TLS handshake is done by the
+    thread that reads every connection, without waiting, within the request's deadline: a client that never sends
+    its ClientHello holds no worker."""
 
     certificate: Certificate | HeldCertificate | None = None
 
-    def get_request(self) -> tuple[Any, Any]:
-        sock, address = super().get_request()
-        if self.certificate is not None:  # the handshake happens in the connection's own thread, at its first read
-            sock = self.certificate.context().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        return sock, address
+    def secure(self, sock: socket.socket) -> socket.socket:
+        if self.certificate is None:
+            return sock
+        return self.certificate.context().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+
+    def handshake(self, sock: socket.socket) -> int:
+        assert isinstance(sock, ssl.SSLSocket)
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            return selectors.EVENT_READ
+        except ssl.SSLWantWriteError:
+            return selectors.EVENT_WRITE
+        return 0
+
+    def receive(self, sock: socket.socket) -> bytes | None:
+        try:
+            return sock.recv(65536)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+            return None
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # the client closed
+            return b""
 
 
 def admission_server(
@@ -140,11 +162,12 @@ def admission_server(
     port: int,
     certificate: Certificate | HeldCertificate | None,
     log: Callable[[str], None],
+    limits: Limits | None = None,
 ) -> AdmissionServer:
-    """`decide(request)`: (the AdmissionReview response's `response`, without uid; the decision for the metrics)."""
+    """`decide(request)`: (the AdmissionReview response's `response`, without uid; the decision for the metrics).
+    `ready()`: whether it can answer reviews now (/readyz, kfin_guard_ready)."""
 
     class Handler(QuietHandler):
-        timeout = IDLE_TIMEOUT
         # headers and body go in two writes: without TCP_NODELAY, Nagle's algorithm holds the body until the
         # client's delayed ACK (40 ms on Linux), which kube-apiserver would wait on at every review
         disable_nagle_algorithm = True
@@ -156,7 +179,10 @@ def admission_server(
             elif path == "/healthz":
                 self._answer(200, "ok\n")
             elif path == "/readyz":
-                self._answer(200, "ok\n") if ready() else self._answer(503, "the watch cache is being filled\n")
+                if ready():
+                    self._answer(200, "ok\n")
+                else:
+                    self._answer(503, "not ready: its watch cache is not current, or it cannot answer reviews now\n")
             else:
                 self._answer(404, "not found: POST /validate, or GET /metrics, /healthz, /readyz\n")
 
@@ -165,21 +191,26 @@ def admission_server(
             if self.path.split("?", 1)[0] != "/validate":
                 self._answer(404, "not found: POST /validate\n")
                 return
+            # the server read the whole body, its Content-Length one number within MOST_BODY (or answered 4xx)
             length = int(self.headers.get("Content-Length") or 0)
-            if not 0 < length <= MOST_BODY:
-                self._answer(400, "an AdmissionReview is expected\n")
+            if not length:
+                self._answer(400, "an AdmissionReview (admission.k8s.io/v1) is expected, with its Content-Length\n")
                 return
             try:
                 review = json.loads(self.rfile.read(length))
                 request = review["request"]
                 uid = request["uid"]
+            except RecursionError:
+                self._answer(400, "the AdmissionReview is nested too deep to be read\n")
+                return
             except (ValueError, KeyError, TypeError):
                 self._answer(400, "an AdmissionReview (admission.k8s.io/v1) is expected\n")
                 return
             try:
                 response, decision = decide(request)
             except Exception as error:  # never a cause of a stuck deletion: allowed, and said
-                log(f"review of {request.get('resource')} {request.get('name')} failed: {one_line(repr(error))}")
+                what = printable(f"{request.get('resource')} {request.get('name')}", one_line=True)
+                log(f"review of {what} failed: {one_line(repr(error))}")
                 response = {
                     "allowed": True,
                     "warnings": ["kfin: not checked: kfin guard failed to answer (see its log)"],
@@ -191,6 +222,6 @@ def admission_server(
             reviews.record(decision, time.monotonic() - started)
             self._answer(200, body, "application/json")
 
-    server = AdmissionServer((host, port), Handler)
+    server = AdmissionServer((host, port), Handler, limits or Limits(body=MOST_BODY), log)
     server.certificate = certificate
     return server

@@ -6,20 +6,24 @@ waits for an answer and a failed one never empties /metrics (kfin_result_age_sec
 
     /metrics   the exposition (kfin.render.metrics), plus kfin serve's own series
     /healthz   200 while the process serves
-    /readyz    200 once a scan has succeeded, 503 before
+    /readyz    200 once a scan has succeeded, 503 before (and while it turns requests away for want of room)
 """
 
 from __future__ import annotations
 
 import gc
+import io
+import math
 import selectors
 import signal
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any, cast
 
 from msgspec import Struct
 
@@ -141,80 +145,486 @@ def parse_listen(text: str) -> tuple[str, int]:
     return (host.strip("[]") or "0.0.0.0"), int(port)
 
 
-# As well-kept HTTP servers do: a client has this long to send its request (and an idle keep-alive connection
-# is closed after it), and at most this many connections are served at once; more are closed at once.
-IDLE_TIMEOUT = 10.0
-MAX_CONNECTIONS = 64
+# The limits of kfin serve's and kfin guard's HTTP servers, as well-kept servers set them (Go's net/http:
+# ReadHeaderTimeout, ReadTimeout, IdleTimeout, MaxHeaderBytes). A client is read by one thread that waits on every
+# connection at once, and holds a worker (a thread) only once its whole request has arrived: slow or silent
+# clients cost a socket and what they sent, never a worker, and the slowest of them makes room for a new one.
+REQUEST_DEADLINE = 10.0  # seconds for the TLS handshake, the head and the body together: kube-apiserver calls a
+# webhook with a timeout of at most its timeoutSeconds (10 s by default, 3 s in deploy/guard) and Prometheus
+# scrapes within 10 s by default: a request that takes longer to arrive has no one waiting for its answer
+IDLE_TIMEOUT = 10.0  # seconds an idle keep-alive connection is kept for its next request
+WORKERS = 64  # requests answered at once; more wait for a worker, within their deadline
+MAX_OPEN = 512  # connections open at once; at the limit the oldest silent or slowest one is closed for a new one
+MOST_HEAD = 64 * 1024  # bytes of a request line and headers (http.server's own limit for one line)
+MOST_GET_BODY = 64 * 1024  # bytes of a body sent to kfin serve, which reads none
+BUFFERED = 64 * 1024 * 1024  # bytes of requests held at once, read or being answered
 
 
-class BoundedHTTPServer(ThreadingHTTPServer):
-    """ThreadingHTTPServer with a bounded number of connections, and quiet about clients that go away."""
+class Limits(Struct, frozen=True):
+    """What a BoundedHTTPServer allows (tests make them small)."""
 
-    daemon_threads = True
-    # handle_request() is called once the selector of serve_until saw a client: it must not wait for another
-    # (a client gone before it was accepted would leave this thread, and a SIGTERM, waiting)
+    deadline: float = REQUEST_DEADLINE
+    idle: float = IDLE_TIMEOUT
+    workers: int = WORKERS
+    connections: int = MAX_OPEN
+    body: int = MOST_GET_BODY
+    buffered: int = BUFFERED
+
+
+class Received:
+    """One whole request (its head and body, as sent) and the connection it came on: what a handler is given."""
+
+    def __init__(self, sock: socket.socket, data: bytes):
+        self.sock, self.data = sock, data
+
+
+class _Connection:
+    """A connection being read (or idle between requests, or its request waiting for a worker)."""
+
+    __slots__ = ("address", "data", "deadline", "idle", "ready", "secured", "sock")
+
+    def __init__(self, sock: socket.socket, address: Any, deadline: float, secured: bool):
+        self.sock, self.address, self.deadline, self.secured = sock, address, deadline, secured
+        self.data = bytearray()
+        self.idle = False  # between two requests of a keep-alive connection: nothing of the next one yet
+        self.ready = 0  # bytes of data that make a whole request, once they have all arrived
+
+
+class BoundedHTTPServer(HTTPServer):
+    """An HTTP server that slow, silent or many clients cannot starve (see Limits), quiet about clients that go
+    away. `answering()` says whether it has turned requests away for want of room lately (readiness)."""
+
+    request_queue_size = 128  # connections the kernel holds until accepted (socketserver's 5 drops a burst's)
+    # handle_request() (socketserver's, not used by serve_until) must never wait for a client
     timeout = 0
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        limits: Limits | None = None,
+        log: Callable[[str], None] | None = None,
+    ):
+        """`log`: told when it begins to turn requests away (once, until it has had room for a deadline)."""
+        self.limits, self._log = limits or Limits(), log
+        self._lock = threading.Lock()
+        self._open: dict[socket.socket, _Connection] = {}  # in the order they last began to wait: oldest first
+        self._waiting: deque[_Connection] = deque()  # whole requests waiting for a worker
+        self._returned: deque[_Connection] = deque()  # connections a worker is done with, kept alive
+        self._busy = self._buffered = 0
+        self._refused_at = -math.inf  # when a request was last turned away for want of room (monotonic)
+        self._wake, self._woken = socket.socketpair()
+        for end in (self._wake, self._woken):
+            end.setblocking(False)
+        self._selector: selectors.BaseSelector | None = None
+        self._stopping, self._stopped = threading.Event(), threading.Event()
+        self._handler = handler
         super().__init__(address, handler)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.slots.acquire(blocking=False):
-            self.shutdown_request(request)  # every slot busy: this client tries again later
-            return
-        super().process_request(request, client_address)
+    # -- what a subclass changes for TLS
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def secure(self, sock: socket.socket) -> socket.socket:
+        """The socket to read from (a TLS server wraps it, its handshake not done yet)."""
+        return sock
+
+    def handshake(self, sock: socket.socket) -> int:
+        """Advance the TLS handshake without waiting: 0 once done, else the selector event it waits for."""
+        return 0
+
+    def receive(self, sock: socket.socket) -> bytes | None:
+        """What has arrived (b"" once the client closed), or None when nothing has yet."""
         try:
-            super().process_request_thread(request, client_address)
+            return sock.recv(65536)
+        except BlockingIOError:
+            return None
+
+    # -- readiness
+
+    def answering(self) -> bool:
+        """False while whole requests wait for a worker, and for one deadline after a request was turned away
+        for want of room (every worker busy past its deadline, or the buffered bytes at their limit)."""
+        with self._lock:
+            return not self._waiting and time.monotonic() - self._refused_at > self.limits.deadline
+
+    def _refused(self, why: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            news, self._refused_at = now - self._refused_at > self.limits.deadline, now
+        if news and self._log is not None:
+            self._log(f"turning requests away: {why} (not ready until it has room again)")
+
+    # -- serving
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        self._stopping.clear()
+        self._stopped.clear()
+        try:
+            self._serve(self._stopping, poll_interval)
         finally:
-            self.slots.release()
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        self._stopping.set()
+        self._wake_up()
+        self._stopped.wait()
+
+    def serve_until(self, stop: threading.Event) -> None:
+        """Serve in this thread until `stop` is set by a signal handler. Idle, it sleeps until a client
+        connects, a deadline comes or a signal arrives (the signal wakeup fd), where serve_forever wakes every
+        poll interval: a watching kfin serve should cost nothing while nothing changes. Outside the main thread,
+        where no wakeup fd can be set, it looks at `stop` every second."""
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.set_wakeup_fd(self._wake.fileno(), warn_on_full_buffer=False) if main else -1
+        try:
+            self._serve(stop, None if main else 1.0)
+        finally:
+            if main:
+                signal.set_wakeup_fd(previous)
+
+    def server_close(self) -> None:
+        super().server_close()
+        with self._lock:
+            connections = [*self._open.values(), *self._waiting, *self._returned]
+            self._open.clear()
+            self._waiting.clear()
+            self._returned.clear()
+        for connection in connections:
+            _close(connection.sock)
+        self._wake.close()
+        self._woken.close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that hangs up or stalls mid-request is its own business: no traceback in the log
 
-    def serve_until(self, stop: threading.Event) -> None:
-        """Serve in this thread until `stop` is set by a signal handler. Idle, it sleeps until a client
-        connects or a signal arrives (the signal wakeup fd), where serve_forever wakes every poll interval: a
-        watching kfin serve should cost nothing while nothing changes. Outside the main thread, where no
-        wakeup fd can be set, it looks at `stop` every second."""
-        main = threading.current_thread() is threading.main_thread()
-        wake, woken = socket.socketpair()
-        for end in (wake, woken):
-            end.setblocking(False)
-        previous = signal.set_wakeup_fd(wake.fileno(), warn_on_full_buffer=False) if main else -1
+    def _wake_up(self) -> None:
         try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(self, selectors.EVENT_READ)
-                selector.register(woken, selectors.EVENT_READ)
+            self._wake.send(b"\0")
+        except OSError:  # full (it is woken already) or closed (stopped)
+            pass
+
+    def _serve(self, stop: threading.Event, poll: float | None) -> None:
+        self.socket.setblocking(False)
+        with selectors.DefaultSelector() as selector:
+            self._selector = selector
+            selector.register(self.socket, selectors.EVENT_READ)
+            selector.register(self._woken, selectors.EVENT_READ)
+            try:
                 while not stop.is_set():
-                    for key, _ in selector.select(None if main else 1.0):
-                        if key.fileobj is woken:
-                            _drain(woken)  # the signal numbers: what matters is `stop`
-                        elif not stop.is_set():
-                            self.handle_request()  # accepts the client ready now; its thread serves it
+                    wait = self._expire()
+                    if poll is not None:
+                        wait = poll if wait is None else min(wait, poll)
+                    for key, _ in selector.select(wait):
+                        if stop.is_set():
+                            break
+                        if key.fileobj is self.socket:
+                            self._accept()
+                        elif key.fileobj is self._woken:
+                            _drain(self._woken)  # a signal's number, or a worker done: what matters is below
+                        else:
+                            try:
+                                self._read(key.data)
+                            except Exception:  # one client never stops the server: it is let go
+                                self._drop(key.data)
+                    self._take_returned()
+            finally:
+                self._selector = None
+
+    def _accept(self) -> None:
+        for _ in range(64):  # what is waiting to be accepted now, a bounded batch at a time
+            try:
+                sock, address = self.socket.accept()
+            except OSError:  # none left (BlockingIOError), or one gone before it was accepted
+                return
+            if len(self._open) >= self.limits.connections and not self._evict():
+                self._refused(f"{self.limits.connections} connections open, none of them idle or being read")
+                _close(sock)
+                continue
+            try:
+                sock.setblocking(False)
+                secured = self.secure(sock)
+            except Exception:  # no certificate to serve with now: the client tries again
+                _close(sock)
+                continue
+            connection = _Connection(secured, address, time.monotonic() + self.limits.deadline, secured is sock)
+            self._open[secured] = connection
+            self._watch(connection, selectors.EVENT_READ)
+
+    def _watch(self, connection: _Connection, events: int) -> None:
+        assert self._selector is not None
+        try:
+            self._selector.modify(connection.sock, events, connection)
+        except KeyError:
+            self._selector.register(connection.sock, events, connection)
+
+    def _forget(self, connection: _Connection) -> bool:
+        """Stop reading it (closed, or handed to a worker); False if it was not being read."""
+        if self._open.pop(connection.sock, None) is None:
+            return False
+        if self._selector is not None:
+            try:
+                self._selector.unregister(connection.sock)
+            except (KeyError, ValueError):
+                pass
+        return True
+
+    def _drop(self, connection: _Connection) -> None:
+        if self._forget(connection):
+            self._release(len(connection.data))
+            _close(connection.sock)
+
+    def _release(self, size: int) -> None:
+        with self._lock:
+            self._buffered -= size
+
+    def _evict(self, keep: _Connection | None = None, holding: bool = False) -> bool:
+        """Close the oldest connection that has sent nothing of a request (idle between two, silent, or in its TLS
+        handshake), else the oldest being read: the slowest. With `holding`, only one that holds bytes of one."""
+        oldest = None
+        for connection in self._open.values():
+            if connection is keep or (holding and not connection.data):
+                continue
+            if not connection.data and not holding:
+                oldest = connection
+                break
+            oldest = oldest or connection
+        if oldest is None:
+            return False
+        self._drop(oldest)
+        return True
+
+    def _read(self, connection: _Connection) -> None:
+        try:
+            if not connection.secured:
+                wanted = self.handshake(connection.sock)
+                if wanted:
+                    self._watch(connection, wanted)
+                    return
+                connection.secured = True
+                self._watch(connection, selectors.EVENT_READ)
+            while True:
+                chunk = self.receive(connection.sock)
+                if chunk is None:
+                    return
+                if not chunk:
+                    self._drop(connection)
+                    return
+                if connection.idle:  # its next request begins: it has one deadline for all of it
+                    connection.idle = False
+                    connection.deadline = time.monotonic() + self.limits.deadline
+                connection.data += chunk
+                with self._lock:
+                    self._buffered += len(chunk)
+                    over = self._buffered > self.limits.buffered
+                while over and self._evict(keep=connection, holding=True):
+                    with self._lock:
+                        over = self._buffered > self.limits.buffered
+                if over:  # what is held is being answered: this one cannot be, now
+                    self._refuse(connection, 503, "kfin is answering as many requests as it holds: try again")
+                    return
+                if self._complete(connection):
+                    return
+        except OSError:  # reset, or a TLS handshake that failed: nothing to answer
+            self._drop(connection)
+
+    def _complete(self, connection: _Connection) -> bool:
+        """Hand its request to a worker once all of it is here, or answer a request that cannot be read. True
+        when the connection is no longer being read."""
+        data = connection.data
+        ends = [at + len(mark) for mark in (b"\r\n\r\n", b"\n\n") if (at := data.find(mark, 0, MOST_HEAD + 4)) >= 0]
+        if not ends:
+            if len(data) > MOST_HEAD:
+                self._refuse(connection, 431, f"the request line and headers are over {MOST_HEAD} bytes")
+                return True
+            return False
+        head = min(ends)
+        fields = [line.partition(b":") for line in bytes(data[:head]).splitlines()[1:]]
+        lengths = {value.strip() for name, _, value in fields if name.strip().lower() == b"content-length"}
+        if any(name.strip().lower() == b"transfer-encoding" for name, _, _ in fields):
+            self._refuse(connection, 411, "a body is read with a Content-Length, never chunked")
+            return True
+        if len(lengths) > 1 or not all(n.isdigit() and n.isascii() for n in lengths):
+            self._refuse(connection, 400, "Content-Length is not one number")
+            return True
+        length = int(lengths.pop()) if lengths else 0
+        if length > self.limits.body:
+            self._refuse(connection, 413, f"the body is over {self.limits.body} bytes")
+            return True
+        if len(data) < head + length:
+            if length and len(data) == head and b"100-continue" in data[:head].lower():  # curl waits for it
+                _send(connection.sock, b"HTTP/1.1 100 Continue\r\n\r\n")
+            return False
+        connection.ready = head + length
+        self._forget(connection)
+        self._dispatch(connection)
+        return True
+
+    def _refuse(self, connection: _Connection, status: int, reason: str) -> None:
+        """An answer the reading thread gives itself, and the connection closed: it never waits for a worker."""
+        phrase = HTTPStatus(status).phrase
+        body = f"{reason}\n".encode()
+        head = f"HTTP/1.1 {status} {phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        _send(connection.sock, f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+        if status == 503:
+            self._refused(f"the requests it holds fill its {self.limits.buffered} bytes")
+        self._drop(connection)
+
+    def _dispatch(self, connection: _Connection) -> None:
+        with self._lock:
+            if self._busy >= self.limits.workers:
+                self._waiting.append(connection)
+                return
+            self._busy += 1
+        threading.Thread(target=self._work, args=(connection,), daemon=True, name="kfin-http").start()
+
+    def _work(self, connection: _Connection | None) -> None:
+        while connection is not None:
+            self._serve_one(connection)
+            now, late = time.monotonic(), []
+            with self._lock:
+                connection = None
+                while self._waiting and connection is None:
+                    waited = self._waiting.popleft()
+                    if waited.deadline > now:
+                        connection = waited
+                    else:
+                        late.append(waited)
+                if connection is None:
+                    self._busy -= 1
+            for waited in late:  # no one is waiting for these answers any more
+                self._refused(f"all {self.limits.workers} workers busy past a request's deadline")
+                self._release(len(waited.data))
+                _close(waited.sock)
+
+    def _serve_one(self, connection: _Connection) -> None:
+        sock, size = connection.sock, connection.ready
+        request, connection.data = connection.data[:size], connection.data[size:]
+        keep = False
+        try:
+            sock.setblocking(True)
+            sock.settimeout(self.limits.deadline)  # for writing the answer: a client that reads none is let go
+            handler = self._handler(cast(Any, Received(sock, bytes(request))), connection.address, self)
+            keep = not handler.close_connection
+        except Exception:  # gone, or stalled reading its answer: its own business
+            keep = False
         finally:
-            if main:
-                signal.set_wakeup_fd(previous)
-            wake.close()
-            woken.close()
+            self._release(size)
+        if not keep:
+            self._release(len(connection.data))
+            _close(sock)
+            return
+        with self._lock:
+            self._returned.append(connection)
+        self._wake_up()
+
+    def _expire(self) -> float | None:
+        """Close what is past its deadline; the seconds until the next one (None: none)."""
+        now, soonest = time.monotonic(), math.inf
+        for connection in list(self._open.values()):
+            if connection.deadline <= now:
+                self._drop(connection)
+            else:
+                soonest = min(soonest, connection.deadline)
+        late = []
+        with self._lock:
+            while self._waiting and self._waiting[0].deadline <= now:
+                late.append(self._waiting.popleft())
+            if self._waiting:
+                soonest = min(soonest, self._waiting[0].deadline)
+        for connection in late:
+            self._refused(f"all {self.limits.workers} workers busy past a request's deadline")
+            self._release(len(connection.data))
+            _close(connection.sock)
+        return None if soonest == math.inf else max(0.0, soonest - now)
+
+    def _take_returned(self) -> None:
+        """Connections kept alive after an answer: read again for their next request, within the idle timeout."""
+        with self._lock:
+            returned = list(self._returned)
+            self._returned.clear()
+        now = time.monotonic()
+        for connection in returned:
+            connection.ready = 0
+            connection.idle = not connection.data
+            connection.deadline = now + (self.limits.idle if connection.idle else self.limits.deadline)
+            try:
+                connection.sock.setblocking(False)
+            except OSError:
+                self._release(len(connection.data))
+                _close(connection.sock)
+                continue
+            if len(self._open) >= self.limits.connections and not self._evict():
+                self._release(len(connection.data))
+                _close(connection.sock)
+                continue
+            self._open[connection.sock] = connection
+            self._watch(connection, selectors.EVENT_READ)
+            try:  # its next request may be here already: sent with the last (pipelined), or read by TLS
+                if not (connection.data and self._complete(connection)):
+                    self._read(connection)
+            except Exception:
+                self._drop(connection)
+
+
+def _send(sock: socket.socket, data: bytes) -> None:
+    """Send what fits now, without waiting (a short answer before closing)."""
+    try:
+        sock.send(data)
+    except OSError:
+        pass
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        pass
 
 
 def _drain(end: socket.socket) -> None:
     try:
         while end.recv(512):
             pass
-    except BlockingIOError:
+    except OSError:
         pass
 
 
+class _SendAll(io.BufferedIOBase):
+    """A handler's wfile: each write sent whole (socketserver's own writer, which is private)."""
+
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._sock.sendall(data)
+        with memoryview(data) as view:
+            return view.nbytes
+
+
 class QuietHandler(BaseHTTPRequestHandler):
-    """What kfin serve's and kfin guard's endpoints share: HTTP/1.1, no line per request (one per scrape or
-    review would drown the log), and a whole answer in one call. Each server sets `timeout` (IDLE_TIMEOUT as it is
-    when the server is made)."""
+    """What kfin serve's and kfin guard's endpoints share: HTTP/1.1, one request per handler (given whole by
+    BoundedHTTPServer, read from memory), no line per request (one per scrape or review would drown the log),
+    and a whole answer in one call."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = False
+
+    def setup(self) -> None:
+        received: Received = self.request
+        self.connection = received.sock
+        if self.disable_nagle_algorithm:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        self.rfile = io.BytesIO(received.data)
+        self.wfile = _SendAll(self.connection)
+
+    def handle(self) -> None:
+        self.close_connection = True
+        self.handle_one_request()  # the next request on this connection is read again by the server
+
+    def handle_expect_100(self) -> bool:
+        return True  # the server said 100 Continue already, while it read the body
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -229,10 +639,8 @@ class QuietHandler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
 
-def http_server(exporter: Exporter, host: str, port: int) -> BoundedHTTPServer:
+def http_server(exporter: Exporter, host: str, port: int, limits: Limits | None = None) -> BoundedHTTPServer:
     class Handler(QuietHandler):
-        timeout = IDLE_TIMEOUT  # socket timeout: a silent or idle client is let go
-
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
@@ -240,14 +648,19 @@ def http_server(exporter: Exporter, host: str, port: int) -> BoundedHTTPServer:
             elif path == "/healthz":
                 self._answer(200, "ok\n")
             elif path == "/readyz":
-                self._answer(200, "ok\n") if exporter.ready() else self._answer(503, "no scan has succeeded yet\n")
+                if not exporter.ready():
+                    self._answer(503, "no scan has succeeded yet\n")
+                elif not server.answering():
+                    self._answer(503, "turning requests away: more than it can answer at once\n")
+                else:
+                    self._answer(200, "ok\n")
             else:
                 self._answer(404, "not found: try /metrics, /healthz or /readyz\n")
 
         do_HEAD = do_GET
 
     try:
-        server = BoundedHTTPServer((host, port), Handler)
+        server = BoundedHTTPServer((host, port), Handler, limits, exporter.log)
     except OSError as error:
         raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     return server

@@ -1,6 +1,7 @@
 """Removal planning (kfin/core/removal.py): which finalizers a plan selects, which it refuses and why, and
 the guarded patch it would send; on plain values, nothing is sent."""
 
+import copy
 from datetime import timedelta
 
 import pytest
@@ -198,3 +199,39 @@ def test_a_refusal_by_an_admission_plugin_of_the_server_is_named_as_such(message
             f"or a policy: {message}")
     else:
         assert raised.value.message == message
+
+
+class QuickerWriterKube:
+    """A live controller quicker than kfin's read-back: the PATCH's answer has the finalizer gone, and the very
+    next read already holds it again, written by the controller's field manager."""
+
+    def __init__(self, obj, finalizer, manager):
+        self.obj, self.finalizer, self.manager = obj, finalizer, manager
+        self.patched = False
+
+    def read_object_or_none(self, *_):
+        raw = copy.deepcopy(self.obj.raw)
+        if self.patched:
+            raw["metadata"]["managedFields"] = [{"manager": self.manager, "operation": "Update", "fieldsV1": {
+                "f:metadata": {"f:finalizers": {f'v:"{self.finalizer}"': {}}}}}]
+        return raw
+
+    def patch_object(self, *_):
+        self.patched = True
+        answer = copy.deepcopy(self.obj.raw)
+        answer["metadata"]["finalizers"] = []
+        return answer
+
+
+def test_a_finalizer_put_back_before_kfin_reads_again_names_its_writer():
+    """The controller put the finalizer back between the write's answer (which had it gone) and kfin's first read
+    after it: that is a put-back by that controller, named as such, not 'the server answered OK but it is still
+    there'; the record says kfin removed it, and that it is there again."""
+    cm = obj("configmaps", "wanted", "shop", finalizers=("example.com/a",))
+    findings = explain_object(cm, facts(cm)).findings
+    chosen = plan(cm, findings, ["example.com/a"], force=True, allow_live=True)
+    outcome = Remover(QuickerWriterKube(cm, "example.com/a", "widget-operator"), lambda _: facts(cm)).apply(chosen)
+    assert outcome.result == "put-back", outcome
+    assert outcome.message.startswith('example.com/a was removed, then put back within 1.5 s by field manager '
+                                      '"widget-operator"'), outcome.message
+    assert outcome.removed == ["example.com/a"] and outcome.after == ["example.com/a"]

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
+import msgspec
 import pytest
 
 from kfin.commands.preflight import _uninstall
@@ -96,9 +97,10 @@ def test_a_release_record_decodes_as_helm_writes_it():
               "chart": {"files": [{"name": "crds/widgets.yaml"}, {"name": "README.md"}]}}
     # as Go writes it: gzip (level 9, magic 1f 8b 08), then base64.StdEncoding
     stored = base64.b64encode(gzip.compress(json.dumps(record).encode(), 9)).decode()
-    assert helm.decode(stored) == record == helm.decode(helm.encode(record))
-    assert helm.decode(base64.b64encode(json.dumps(record).encode())) == record  # Helm 2-era records: no gzip
-    release = helm.release_of(record, "app")
+    typed = msgspec.convert(record, helm.Record)  # the fields kfin reads
+    assert helm.decode(stored) == typed == helm.decode(helm.encode(record))
+    assert helm.decode(base64.b64encode(json.dumps(record).encode())) == typed  # Helm 2-era records: no gzip
+    release = helm.release_of(typed, "app")
     assert (release.name, release.version, [m.name for m in release.manifests]) == ("r", 3, ["cm"])
     assert release.chart_crds == ["crds/widgets.yaml"]
     with pytest.raises(UsageError):

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0emetadata.proto\x12\x08kfin.k8s\",\n\x08TypeMeta\x12\x12\n\napiVersion\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\"j\n\x07Unknown\x12$\n\x08typeMeta\x18\x01 \x01(\x0b\x32\x12.kfin.k8s.TypeMeta\x12\x0b\n\x03raw\x18\x02 \x01(\x0c\x12\x17\n\x0f\x63ontentEncoding\x18\x03 \x01(\t\x12\x13\n\x0b\x63ontentType\x18\x04 \x01(\t\"&\n\x04Time\x12\x0f\n\x07seconds\x18\x01 \x01(\x03\x12\r\n\x05nanos\x18\x02 \x01(\x05\"\x17\n\x08\x46ieldsV1\x12\x0b\n\x03Raw\x18\x01 \x01(\x0c\"K\n\x12ManagedFieldsEntry\x12\x0f\n\x07manager\x18\x01 \x01(\t\x12$\n\x08\x66ieldsV1\x18\x07 \x01(\x0b\x32\x12.kfin.k8s.FieldsV1\"\xad\x01\n\x0eOwnerReference\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x04 \x01(\t\x12\x12\n\napiVersion\x18\x05 \x01(\t\x12\x17\n\ncontroller\x18\x06 \x01(\x08H\x00\x88\x01\x01\x12\x1f\n\x12\x62lockOwnerDeletion\x18\x07 \x01(\x08H\x01\x88\x01\x01\x42\r\n\x0b_controllerB\x15\n\x13_blockOwnerDeletion\"\xfc\x04\n\nObjectMeta\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0cgenerateName\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x05 \x01(\t\x12\x17\n\x0fresourceVersion\x18\x06 \x01(\t\x12\x17\n\ngeneration\x18\x07 \x01(\x03H\x00\x88\x01\x01\x12)\n\x11\x63reationTimestamp\x18\x08 \x01(\x0b\x32\x0e.kfin.k8s.Time\x12)\n\x11\x64\x65letionTimestamp\x18\t \x01(\x0b\x32\x0e.kfin.k8s.Time\x12\'\n\x1a\x64\x65letionGracePeriodSeconds\x18\n \x01(\x03H\x01\x88\x01\x01\x12\x30\n\x06labels\x18\x0b \x03(\x0b\x32 .kfin.k8s.ObjectMeta.LabelsEntry\x12:\n\x0b\x61nnotations\x18\x0c \x03(\x0b\x32%.kfin.k8s.ObjectMeta.AnnotationsEntry\x12\x31\n\x0fownerReferences\x18\r \x03(\x0b\x32\x18.kfin.k8s.OwnerReference\x12\x12\n\nfinalizers\x18\x0e \x03(\t\x12\x33\n\rmanagedFields\x18\x11 \x03(\x0b\x32\x1c.kfin.k8s.ManagedFieldsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\r\n\x0b_generationB\x1d\n\x1b_deletionGracePeriodSeconds\"Q\n\x08ListMeta\x12\x17\n\x0fresourceVersion\x18\x02 \x01(\t\x12\x10\n\x08\x63ontinue\x18\x03 \x01(\t\x12\x1a\n\x12remainingItemCount\x18\x04 \x01(\x03\"?\n\x15PartialObjectMetadata\x12&\n\x08metadata\x18\x01 \x01(\x0b\x32\x14.kfin.k8s.ObjectMeta\"q\n\x19PartialObjectMetadataList\x12$\n\x08metadata\x18\x01 \x01(\x0b\x32\x12.kfin.k8s.ListMeta\x12.\n\x05items\x18\x02 \x03(\x0b\x32\x1f.kfin.k8s.PartialObjectMetadata\"\xb1\x01\n\x0fObjectMetaLight\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x05 \x01(\t\x12)\n\x11\x64\x65letionTimestamp\x18\t \x01(\x0b\x32\x0e.kfin.k8s.Time\x12\x31\n\x0fownerReferences\x18\r \x03(\x0b\x32\x18.kfin.k8s.OwnerReference\x12\x12\n\nfinalizers\x18\x0e \x03(\t\"I\n\x1aPartialObjectMetadataLight\x12+\n\x08metadata\x18\x01 \x01(\x0b\x32\x19.kfin.k8s.ObjectMetaLight\"{\n\x1ePartialObjectMetadataListLight\x12$\n\x08metadata\x18\x01 \x01(\x0b\x32\x12.kfin.k8s.ListMeta\x12\x33\n\x05items\x18\x02 \x03(\x0b\x32$.kfin.k8s.PartialObjectMetadataLightb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0emetadata.proto\x12\x08kfin.k8s\",\n\x08TypeMeta\x12\x12\n\napiVersion\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\"j\n\x07Unknown\x12$\n\x08typeMeta\x18\x01 \x01(\x0b\x32\x12.kfin.k8s.TypeMeta\x12\x0b\n\x03raw\x18\x02 \x01(\x0c\x12\x17\n\x0f\x63ontentEncoding\x18\x03 \x01(\t\x12\x13\n\x0b\x63ontentType\x18\x04 \x01(\t\"&\n\x04Time\x12\x0f\n\x07seconds\x18\x01 \x01(\x03\x12\r\n\x05nanos\x18\x02 \x01(\x05\"\x17\n\x08\x46ieldsV1\x12\x0b\n\x03Raw\x18\x01 \x01(\x0c\"\xa9\x01\n\x12ManagedFieldsEntry\x12\x0f\n\x07manager\x18\x01 \x01(\t\x12\x11\n\toperation\x18\x02 \x01(\x0c\x12\x12\n\napiVersion\x18\x03 \x01(\x0c\x12\x0c\n\x04time\x18\x04 \x01(\x0c\x12\x12\n\nfieldsType\x18\x06 \x01(\x0c\x12$\n\x08\x66ieldsV1\x18\x07 \x01(\x0b\x32\x12.kfin.k8s.FieldsV1\x12\x13\n\x0bsubresource\x18\x08 \x01(\x0c\"\xad\x01\n\x0eOwnerReference\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x04 \x01(\t\x12\x12\n\napiVersion\x18\x05 \x01(\t\x12\x17\n\ncontroller\x18\x06 \x01(\x08H\x00\x88\x01\x01\x12\x1f\n\x12\x62lockOwnerDeletion\x18\x07 \x01(\x08H\x01\x88\x01\x01\x42\r\n\x0b_controllerB\x15\n\x13_blockOwnerDeletion\"\x8e\x05\n\nObjectMeta\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0cgenerateName\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x10\n\x08selfLink\x18\x04 \x01(\x0c\x12\x0b\n\x03uid\x18\x05 \x01(\t\x12\x17\n\x0fresourceVersion\x18\x06 \x01(\t\x12\x17\n\ngeneration\x18\x07 \x01(\x03H\x00\x88\x01\x01\x12)\n\x11\x63reationTimestamp\x18\x08 \x01(\x0b\x32\x0e.kfin.k8s.Time\x12)\n\x11\x64\x65letionTimestamp\x18\t \x01(\x0b\x32\x0e.kfin.k8s.Time\x12\'\n\x1a\x64\x65letionGracePeriodSeconds\x18\n \x01(\x03H\x01\x88\x01\x01\x12\x30\n\x06labels\x18\x0b \x03(\x0b\x32 .kfin.k8s.ObjectMeta.LabelsEntry\x12:\n\x0b\x61nnotations\x18\x0c \x03(\x0b\x32%.kfin.k8s.ObjectMeta.AnnotationsEntry\x12\x31\n\x0fownerReferences\x18\r \x03(\x0b\x32\x18.kfin.k8s.OwnerReference\x12\x12\n\nfinalizers\x18\x0e \x03(\t\x12\x33\n\rmanagedFields\x18\x11 \x03(\x0b\x32\x1c.kfin.k8s.ManagedFieldsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\r\n\x0b_generationB\x1d\n\x1b_deletionGracePeriodSeconds\"v\n\x08ListMeta\x12\x10\n\x08selfLink\x18\x01 \x01(\x0c\x12\x17\n\x0fresourceVersion\x18\x02 \x01(\t\x12\x10\n\x08\x63ontinue\x18\x03 \x01(\t\x12\x1a\n\x12remainingItemCount\x18\x04 \x01(\x03\x12\x11\n\tshardInfo\x18\x05 \x01(\x0c\"?\n\x15PartialObjectMetadata\x12&\n\x08metadata\x18\x01 \x01(\x0b\x32\x14.kfin.k8s.ObjectMeta\"q\n\x19PartialObjectMetadataList\x12$\n\x08metadata\x18\x01 \x01(\x0b\x32\x12.kfin.k8s.ListMeta\x12.\n\x05items\x18\x02 \x03(\x0b\x32\x1f.kfin.k8s.PartialObjectMetadata\"\x8a\x04\n\x0fObjectMetaLight\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x19\n\x0cgenerateName\x18\x02 \x01(\x0cH\x00\x88\x01\x01\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x15\n\x08selfLink\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x12\x0b\n\x03uid\x18\x05 \x01(\t\x12\x1c\n\x0fresourceVersion\x18\x06 \x01(\x0cH\x02\x88\x01\x01\x12\x17\n\ngeneration\x18\x07 \x01(\x03H\x03\x88\x01\x01\x12)\n\x11\x63reationTimestamp\x18\x08 \x01(\x0b\x32\x0e.kfin.k8s.Time\x12)\n\x11\x64\x65letionTimestamp\x18\t \x01(\x0b\x32\x0e.kfin.k8s.Time\x12\'\n\x1a\x64\x65letionGracePeriodSeconds\x18\n \x01(\x03H\x04\x88\x01\x01\x12\x0e\n\x06labels\x18\x0b \x03(\x0c\x12\x13\n\x0b\x61nnotations\x18\x0c \x03(\x0c\x12\x31\n\x0fownerReferences\x18\r \x03(\x0b\x32\x18.kfin.k8s.OwnerReference\x12\x12\n\nfinalizers\x18\x0e \x03(\t\x12\x15\n\rmanagedFields\x18\x11 \x03(\x0c\x42\x0f\n\r_generateNameB\x0b\n\t_selfLinkB\x12\n\x10_resourceVersionB\r\n\x0b_generationB\x1d\n\x1b_deletionGracePeriodSeconds\"I\n\x1aPartialObjectMetadataLight\x12+\n\x08metadata\x18\x01 \x01(\x0b\x32\x19.kfin.k8s.ObjectMetaLight\"{\n\x1ePartialObjectMetadataListLight\x12$\n\x08metadata\x18\x01 \x01(\x0b\x32\x12.kfin.k8s.ListMeta\x12\x33\n\x05items\x18\x02 \x03(\x0b\x32$.kfin.k8s.PartialObjectMetadataLightb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,26 +43,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TIME']._serialized_end=220
   _globals['_FIELDSV1']._serialized_start=222
   _globals['_FIELDSV1']._serialized_end=245
-  _globals['_MANAGEDFIELDSENTRY']._serialized_start=247
-  _globals['_MANAGEDFIELDSENTRY']._serialized_end=322
-  _globals['_OWNERREFERENCE']._serialized_start=325
-  _globals['_OWNERREFERENCE']._serialized_end=498
-  _globals['_OBJECTMETA']._serialized_start=501
-  _globals['_OBJECTMETA']._serialized_end=1137
-  _globals['_OBJECTMETA_LABELSENTRY']._serialized_start=994
-  _globals['_OBJECTMETA_LABELSENTRY']._serialized_end=1039
-  _globals['_OBJECTMETA_ANNOTATIONSENTRY']._serialized_start=1041
-  _globals['_OBJECTMETA_ANNOTATIONSENTRY']._serialized_end=1091
-  _globals['_LISTMETA']._serialized_start=1139
-  _globals['_LISTMETA']._serialized_end=1220
-  _globals['_PARTIALOBJECTMETADATA']._serialized_start=1222
-  _globals['_PARTIALOBJECTMETADATA']._serialized_end=1285
-  _globals['_PARTIALOBJECTMETADATALIST']._serialized_start=1287
-  _globals['_PARTIALOBJECTMETADATALIST']._serialized_end=1400
-  _globals['_OBJECTMETALIGHT']._serialized_start=1403
-  _globals['_OBJECTMETALIGHT']._serialized_end=1580
-  _globals['_PARTIALOBJECTMETADATALIGHT']._serialized_start=1582
-  _globals['_PARTIALOBJECTMETADATALIGHT']._serialized_end=1655
-  _globals['_PARTIALOBJECTMETADATALISTLIGHT']._serialized_start=1657
-  _globals['_PARTIALOBJECTMETADATALISTLIGHT']._serialized_end=1780
+  _globals['_MANAGEDFIELDSENTRY']._serialized_start=248
+  _globals['_MANAGEDFIELDSENTRY']._serialized_end=417
+  _globals['_OWNERREFERENCE']._serialized_start=420
+  _globals['_OWNERREFERENCE']._serialized_end=593
+  _globals['_OBJECTMETA']._serialized_start=596
+  _globals['_OBJECTMETA']._serialized_end=1250
+  _globals['_OBJECTMETA_LABELSENTRY']._serialized_start=1107
+  _globals['_OBJECTMETA_LABELSENTRY']._serialized_end=1152
+  _globals['_OBJECTMETA_ANNOTATIONSENTRY']._serialized_start=1154
+  _globals['_OBJECTMETA_ANNOTATIONSENTRY']._serialized_end=1204
+  _globals['_LISTMETA']._serialized_start=1252
+  _globals['_LISTMETA']._serialized_end=1370
+  _globals['_PARTIALOBJECTMETADATA']._serialized_start=1372
+  _globals['_PARTIALOBJECTMETADATA']._serialized_end=1435
+  _globals['_PARTIALOBJECTMETADATALIST']._serialized_start=1437
+  _globals['_PARTIALOBJECTMETADATALIST']._serialized_end=1550
+  _globals['_OBJECTMETALIGHT']._serialized_start=1553
+  _globals['_OBJECTMETALIGHT']._serialized_end=2075
+  _globals['_PARTIALOBJECTMETADATALIGHT']._serialized_start=2077
+  _globals['_PARTIALOBJECTMETADATALIGHT']._serialized_end=2150
+  _globals['_PARTIALOBJECTMETADATALISTLIGHT']._serialized_start=2152
+  _globals['_PARTIALOBJECTMETADATALISTLIGHT']._serialized_end=2275
 # @@protoc_insertion_point(module_scope)
