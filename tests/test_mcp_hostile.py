@@ -5,6 +5,7 @@ in the kfin mcp process itself (LAUNCH); its bounds are made short there so that
 minutes (the values kfin mcp uses are docs/commands/mcp.md's)."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,7 +17,7 @@ pytest.importorskip("mcp", reason="kfin mcp's extra (pip install -e '.[test]' in
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.mcp_client import CLIENT, ROOT, document, error_line
+from tests.mcp_client import CLIENT, ROOT, document, error_line, with_kfin_mcp
 
 SNAPSHOT = ROOT / "examples" / "stuck-cluster.json"
 LOCK_SECONDS = 1  # how long a call waits for the one before it, in the launched kfin mcp
@@ -121,3 +122,24 @@ def test_kfin_mcp_ends_when_its_client_closes_stdin_with_a_call_still_running(tm
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_preflight_reads_manifests_only_from_regular_files_and_directories(tmp_path):
+    """A FIFO would block the command for good (nothing writes to it), a device might never end: refused before
+    kfin's command runs, so no call is left holding the others."""
+    fifo = tmp_path / "manifests.yaml"
+    os.mkfifo(fifo)
+
+    async def body(session):
+        return [
+            await session.call_tool("preflight", {"filenames": [str(fifo)]}),
+            await session.call_tool("preflight", {"filenames": ["/dev/zero"]}),
+            await session.call_tool("stuck", {"all_namespaces": True}),  # and the next call answers
+        ]
+
+    fifo_answer, device_answer, after = with_kfin_mcp(["--from-snapshot", SNAPSHOT], body)
+    refusal = "is not a regular file or a directory: kfin mcp reads manifests only from those"
+    assert error_line(fifo_answer) == f"error: {fifo} {refusal} (a FIFO or a device could block it for good)"
+    assert error_line(device_answer) == f"error: /dev/zero {refusal} (a FIFO or a device could block it for good)"
+    assert fifo_answer.meta == {"exitCode": 2}
+    assert document(after)["kind"]

@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import os
+import stat
 import sys
 import threading
 import time
@@ -31,7 +32,7 @@ from kfin.errors import ConfigError, ExitCode, KfinError, UsageError
 from kfin.mcp import removal
 from kfin.model import JSON
 from kfin.names import check_kind, check_name, check_namespace
-from kfin.util.text import one_line
+from kfin.util.text import one_line, printable
 
 # An answer longer than this is cut (a list keeps its first items and says how many it left out) or refused with
 # how to narrow it: an assistant's context is small, and a cluster's stuck list is not.
@@ -296,6 +297,8 @@ class Tools:
                 check_namespace(namespace)
             argv += option("--namespace", namespace) + ["--recursive"] * teardown.recursive
             argv += option("--helm", str(teardown.helm_major) if teardown.helm_major else None)
+            for path in teardown.filenames:
+                check_readable(path)
             argv += [f"--filename={path}" for path in teardown.filenames]
             if teardown.helm_release is not None:
                 check_name(teardown.helm_release, "release")
@@ -374,6 +377,21 @@ class Tools:
             return Result(text, done)
 
         return self._checked(run)
+
+
+def check_readable(path: str) -> None:
+    """A file or directory of manifests, as kfin mcp takes them: a FIFO or a device named here would hold kfin's
+    commands until it ends, which may be never (kfin preflight -f reads what it is given: `<(helm template ...)`
+    has a use on the command line, none through an assistant). One that does not exist is the command's to say."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise UsageError(
+            f"{printable(path, one_line=True)} is not a regular file or a directory: kfin mcp reads manifests "
+            "only from those (a FIFO or a device could block it for good)"
+        )
 
 
 def check_snapshot(path: str | None) -> None:
