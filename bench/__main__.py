@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import listfile, measure, report
+from bench import inputs, listfile, measure, report
 from bench.fleet import Fleet
 from bench.load import Loader, object_types
 from bench.servers import ControlPlaneServer, FakeServer, RealServer
@@ -41,6 +41,12 @@ def parse_args(argv):
     parser.add_argument("--tools", default="floor,floor-pb,kfin,kfin-json,kubectl,naive", help="which scans to run")
     parser.add_argument("--list-objects", type=int, default=300_000,
                         help="items of the kubectl List read with --from-snapshot (0: skip)")
+    parser.add_argument("--manifest-mb", type=float, default=20,
+                        help="MB of YAML manifests read by kfin preflight -f, against parsing them alone (0: skip)")
+    parser.add_argument("--manifest-items", type=int, default=100_000,
+                        help="items of a JSON List read by kfin preflight -f, against json.load alone (0: skip)")
+    parser.add_argument("--table-objects", type=int, default=10_000,
+                        help="stuck objects of kfin stuck's table, against its -o json (0: skip)")
     parser.add_argument("--fleet", type=int, default=20, help="contexts of the --all-contexts run (0: skip)")
     parser.add_argument("--fleet-size", type=int, default=1000, help="objects in each cluster of the fleet")
     parser.add_argument("--fleet-latencies", default="0.02",
@@ -307,6 +313,20 @@ def main(argv=None) -> int:
             results["list_file"] = listfile.measure_list(workdir, args.list_objects)
             progress(f"  {results['list_file']['file_bytes'] / 2**20:.0f} MB file: "
                      f"{results['list_file']['peak_rss_mb']:.0f} MB RSS, {results['list_file']['wall']:.2f} s")
+        if args.manifest_mb:
+            progress(f"{args.manifest_mb:g} MB of YAML manifests read by kfin preflight -f")
+            results["manifests_yaml"] = inputs.measure_yaml(workdir, args.manifest_mb)
+            progress(f"  {_inputs_line(results['manifests_yaml'])}")
+        if args.manifest_items:
+            progress(f"a JSON List of {args.manifest_items:,} items read by kfin preflight -f")
+            results["manifests_list"] = inputs.measure_list(workdir, args.manifest_items)
+            progress(f"  {_inputs_line(results['manifests_list'])}")
+        if args.table_objects:
+            progress(f"kfin stuck's table of {args.table_objects:,} stuck objects against its -o json")
+            results["stuck_table"] = inputs.measure_table(workdir, args.table_objects)
+            table = results["stuck_table"]
+            progress(f"  table {table['table']['wall']:.2f} s, JSON {table['json']['wall']:.2f} s "
+                     f"({table['ratio']:.2f}×)")
         if args.decode_items:
             progress(f"decoding {args.decode_items:,} items: JSON, protobuf, hand decoder")
             ran = subprocess.run([sys.executable, "-m", "bench.decoders", str(args.decode_items)],
@@ -337,8 +357,12 @@ def main(argv=None) -> int:
         args.json.write_text(json.dumps(results, indent=1))
     if args.record:
         report.record(args.record, text)
-    failed = [row for row in results["scan"] if row.get("note")]
+    failed = [row for row in results["scan"] if row.get("note")] + inputs.failed(results)
     return 1 if failed else 0
+
+
+def _inputs_line(figures: dict) -> str:
+    return ", ".join(f"{name} {figures[name]['wall']:.2f} s" for name in ("floor", "table", "json"))
 
 
 def _listable_types(server) -> list:

@@ -12,6 +12,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from bench import inputs
 from bench.servers import QUIET_CORES
 
 START, END = "<!-- bench:results:start -->", "<!-- bench:results:end -->"
@@ -295,6 +296,7 @@ def markdown(results: dict) -> str:
             [[f"{listing['objects']:,}", f"{listing['file_bytes'] / 2**20:.0f}", f"{listing['wall']:.2f}",
               f"{listing['peak_rss_mb']:.0f}", f"{listing['peak_rss_mb'] / (listing['file_bytes'] / 2**20):.2f}",
               f"{listing['found']}/{listing['expected']}"]])]
+    parts += inputs.report(results)
     for fleet in results.get("fleets", []):
         parts += [f"### Fleet: kfin stuck -A --all-contexts over {fleet['contexts']} clusters of "
                   f"{fleet['size']:,} objects (each its own tests/fakeapi process){_where(fleet)}",

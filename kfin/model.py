@@ -345,7 +345,9 @@ def parse_time(text: str | None) -> datetime | None:
 
 
 def format_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 to the second, in UTC, as Kubernetes writes times. isoformat, not strftime: glibc's %Y writes the
+    year 1 as "1", not "0001"."""
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
 
 
 # Names Kubernetes itself defines, shared by what reads a cluster (kfin.api) and what reasons on it (kfin.core)

@@ -215,6 +215,7 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
                            "--fleet-latencies", "0,0.05",
                            "--serve-seconds", "9", "--serve-every", "3", "--serve-interval", "4",
                            "--decode-items", "1000",
+                           "--manifest-mb", "0.2", "--manifest-items", "1000", "--table-objects", "200",
                            "--json", str(figures)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -254,6 +255,14 @@ def test_a_smoke_run_of_the_benchmark(tmp_path):
     assert decoders["items"] == 1000 and decoders["bytes_protobuf"] < decoders["bytes_json"]
     assert all(decoders[f"seconds_{name}"] > 0 for name in ("json", "protobuf", "hand"))
     assert "### Full scan" in done.stdout and "### Targets" in done.stdout and "wall × floor" in done.stdout
+    # big inputs: each run answered, against its floor in the same run
+    for key in ("manifests_yaml", "manifests_list"):
+        assert results[key]["floor"]["wall"] > 0 and results[key]["table"]["ratio_to_floor"] > 0, results[key]
+        assert not any(results[key][run].get("note") for run in ("floor", "table", "json")), results[key]
+    assert results["manifests_list"]["items"] == 1000 and results["manifests_yaml"]["file_bytes"] >= 0.2 * 2**20
+    table = results["stuck_table"]
+    assert table["objects"] == 200 and table["ratio"] > 0 and table["table"]["output_bytes"] > 0
+    assert "### Manifests read by kfin preflight -f" in done.stdout and "### kfin stuck's table of 200" in done.stdout
 
 
 def test_a_smoke_run_against_a_cluster_given_by_kubeconfig_cleans_up_after_itself(tmp_path):
@@ -266,7 +275,9 @@ def test_a_smoke_run_against_a_cluster_given_by_kubeconfig_cleans_up_after_itsel
         figures = tmp_path / "figures.json"
         done = subprocess.run([sys.executable, "-m", "bench", "--kubeconfig", str(kubeconfig), "--context", "fake",
                                "--sizes", "300", "--crds", "2", "--repeat", "1", "--startup-runs", "1",
-                               "--tools", "kfin,naive", "--list-objects", "0", "--fleet", "0", "--json", str(figures)],
+                               "--tools", "kfin,naive", "--list-objects", "0", "--fleet", "0",
+                               "--manifest-mb", "0", "--manifest-items", "0", "--table-objects", "0",
+                               "--json", str(figures)],
                               cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         results = json.loads(figures.read_text())
@@ -290,6 +301,7 @@ def test_a_smoke_run_on_the_real_control_plane_beside_the_fake(tmp_path):
     done = subprocess.run([sys.executable, "-m", "bench", "--servers", "fake,real", "--sizes", "200", "--crds", "2",
                            "--repeat", "1", "--tools", "floor-pb,kfin", "--startup-runs", "0", "--list-objects", "0",
                            "--fleet", "0", "--serve-seconds", "0", "--decode-items", "0", "--guard-reviews", "3",
+                           "--manifest-mb", "0", "--manifest-items", "0", "--table-objects", "0",
                            "--json", str(figures)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -32,7 +32,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from kfin.api.proto import metadata_pb2
 from kfin.api.shapes import ShapeError
-from kfin.model import JSON, OwnerTuple
+from kfin.model import JSON, OwnerTuple, format_time
 
 MAGIC = b"k8s\x00"
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
@@ -68,9 +68,8 @@ def in_range(value: metadata_pb2.Time) -> bool:
 
 
 def _time(value: Any) -> str:
-    """metav1.Time as JSON writes it: RFC 3339 to the second, in UTC (in_range checked first). isoformat, not
-    strftime: glibc's %Y writes the year 1 as "1", not "0001"."""
-    return datetime.fromtimestamp(value.seconds, UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+    """metav1.Time as JSON writes it (in_range checked first)."""
+    return format_time(datetime.fromtimestamp(value.seconds, UTC))
 
 
 def _expected(field: FieldDescriptor) -> str:

@@ -171,8 +171,8 @@ def guard(
             log(f"denied: DELETE {printable(what, one_line=True)}")
         return review.answer(), review.decision
 
-    def ready() -> bool:  # filled, and every watch up: what the guard answers is a prediction
-        return watched.filled()
+    def ready() -> bool:  # filled, every watch up (what the guard answers is a prediction), its own TLS kept
+        return watched.filled() and not (own_tls and own_tls.problem)
 
     def answering() -> bool:  # ready, and the review server has room to answer: what /readyz of both servers says
         return ready() and servers[0].answering()

@@ -322,12 +322,14 @@ def joined(chains: Iterable[Chain]) -> Chain:
     step that frees it (made from every link into it, so every object's last resort is named), for a scan's
     root causes (kfin.core.roots)."""
     graph, roots, depth = Digraph(), [], {}  # type: tuple[Digraph, list[str], dict[str, int]]
+    known: set[str] = set()
     for chain in chains:
         for node, data in chain.graph.nodes(data=True):
             graph.add_node(node, **data)
         for a, b, data in chain.graph.edges(data=True):
             graph.add_edge(a, b, **data)
-        roots += [r for r in chain.roots if r not in roots]
+        roots += [r for r in chain.roots if r not in known]
+        known.update(chain.roots)  # a set beside the list: a scan can have as many roots as objects
         for node, distance in chain.depth.items():
             depth[node] = max(depth.get(node, 0), distance)
     chain = Chain(graph, "", roots, depth=depth)

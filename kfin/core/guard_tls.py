@@ -29,8 +29,9 @@ from typing import Any
 from msgspec import Struct
 
 from kfin.api.connection import Kube
-from kfin.errors import APIError, ConfigError, KfinError, NotFoundError
+from kfin.errors import APIError, ConfigError, KfinError, NotFoundError, UnreachableError
 from kfin.model import JSON, ResourceType
+from kfin.util.text import one_line
 
 SECRETS = ResourceType("", "v1", "secrets", "Secret", True)
 WEBHOOKS = ResourceType(
@@ -46,6 +47,8 @@ SERVING_VALIDITY = 30 * DAY
 SERVING_RENEW_BEFORE = 10 * DAY
 BACKDATE = datetime.timedelta(minutes=5)  # notBefore a little in the past: clocks differ between nodes
 CHECK_EVERY = 60.0  # seconds between looks at the Secret and the caBundle (another replica may have rotated)
+RETRY_FIRST = 5.0  # seconds before a failed look is tried again, doubled at each failure in a row up to CHECK_EVERY
+KEYS = ("ca.crt", "ca.key", "tls.crt", "tls.key")
 
 EXTRA_MISSING = "kfin guard --self-signed needs the cryptography package, an extra of kfin: pip install 'kfin[guard]'"
 
@@ -179,18 +182,22 @@ def sans_of(cert: bytes) -> list[str]:
 
 
 def decide(material: Material | None, names: list[str], now: datetime.datetime) -> tuple[str, str]:
-    """(what to do, why): "create" (no CA yet), "new-ca" (the CA ends within CA_RENEW_BEFORE), "reissue" (the serving
-    certificate ends within SERVING_RENEW_BEFORE, names other hosts, or is signed by a CA other than the current one
-    that has been in the caBundle for CA_SETTLE), "prune" (a previous CA has expired: out of the caBundle), or
-    "keep"."""
+    """(what to do, why): "create" (no CA yet, or it has ended), "new-ca" (the CA ends within CA_RENEW_BEFORE),
+    "reissue" (the serving certificate has ended or ends within SERVING_RENEW_BEFORE, names other hosts, or is signed
+    by a CA other than the current one that has been in the caBundle for CA_SETTLE), "prune" (a previous CA has
+    expired: out of the caBundle), or "keep"."""
     from cryptography import x509
 
     if material is None:
         return "create", "no CA yet"
     cas = [x509.load_pem_x509_certificate(pem) for pem in _pems(material.ca_bundle)]
     ca, serving = cas[0], x509.load_pem_x509_certificate(material.cert)
+    if ca.not_valid_after_utc <= now:  # nothing it signed is trusted any more: nothing to keep trusted beside a new CA
+        return "create", f"the CA ended {ca.not_valid_after_utc:%Y-%m-%d}"
     if ca.not_valid_after_utc - now <= CA_RENEW_BEFORE:
         return "new-ca", f"the CA ends {ca.not_valid_after_utc:%Y-%m-%d}"
+    if serving.not_valid_after_utc <= now:  # no client accepts it: re-issued at once, settled or not
+        return "reissue", f"the serving certificate ended {serving.not_valid_after_utc:%Y-%m-%d %H:%M}Z"
     if serving.issuer != ca.subject or _authority_key(serving) != _subject_key(ca):
         if now - (ca.not_valid_before_utc + BACKDATE) >= CA_SETTLE:
             return "reissue", "the serving certificate is signed by the previous CA"
@@ -244,12 +251,94 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def _from_secret(secret: JSON) -> Material:
-    data = secret.get("data") or {}
+def _from_secret(secret: JSON, now: datetime.datetime) -> Material:
+    """The Secret's material, checked as kfin guard uses it; ConfigError saying what is wrong (never its content)."""
+    data = secret.get("data")
+    if not isinstance(data, dict):
+        raise ConfigError("it has no data" if data is None else "its data is not an object")
+    values = []
+    for key in KEYS:
+        value = data.get(key)
+        if value is None:
+            raise ConfigError(f"it has no {key}")
+        if not isinstance(value, str):
+            raise ConfigError(f"its {key} is not a string")
+        try:
+            values.append(base64.b64decode(value, validate=True))
+        except ValueError:
+            raise ConfigError(f"its {key} is not base64") from None
+    material = Material(*values)
+    problem = material_problem(material, now)
+    if problem:
+        raise ConfigError(problem)
+    return material
+
+
+def material_problem(material: Material, now: datetime.datetime) -> str:
+    """What makes `material` unusable as kfin guard uses it ("" when nothing): each PEM readable, the CA a CA, each
+    key the key of its certificate and one kfin can sign with, and a serving certificate still valid signed by one
+    of the CAs its clients are given. An ended CA or serving certificate, or other names, are kfin's to rotate."""
+    from cryptography import x509
+    from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    def certificates(pem: bytes, key: str) -> list[x509.Certificate]:
+        parts = _pems(pem)
+        if not parts:
+            raise _UnusableError(f"its {key} holds no PEM certificate")
+        try:
+            return [x509.load_pem_x509_certificate(part) for part in parts]
+        except ValueError:
+            raise _UnusableError(f"its {key} holds a certificate that cannot be read") from None
+
+    def private_key(pem: bytes, key: str) -> Any:
+        try:
+            loaded = load_pem_private_key(pem, None)
+        except (ValueError, TypeError, UnsupportedAlgorithm):  # TypeError: encrypted, and no password
+            raise _UnusableError(f"its {key} is not a PEM private key without a password") from None
+        if not isinstance(loaded, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+            raise _UnusableError(f"its {key} is neither an EC nor an RSA key (kfin signs with SHA-256)")
+        return loaded
+
+    def public(thing: Any) -> bytes:
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+        spki: bytes = thing.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+        return spki
+
     try:
-        return Material(*(base64.b64decode(data[key]) for key in ("ca.crt", "ca.key", "tls.crt", "tls.key")))
-    except (KeyError, TypeError, ValueError):
-        raise ConfigError("its Secret lacks ca.crt, ca.key, tls.crt or tls.key") from None
+        cas = certificates(material.ca_bundle, "ca.crt")
+        served = certificates(material.cert, "tls.crt")
+        ca_key, key = private_key(material.ca_key, "ca.key"), private_key(material.key, "tls.key")
+        try:
+            constraints = cas[0].extensions.get_extension_for_class(x509.BasicConstraints).value
+        except x509.ExtensionNotFound:
+            constraints = None
+        if constraints is None or not constraints.ca:
+            raise _UnusableError("the first certificate of its ca.crt is not a CA")
+        if public(ca_key) != public(cas[0]):
+            raise _UnusableError("its ca.key is not the key of the CA in its ca.crt")
+        if len(served) != 1:
+            raise _UnusableError("its tls.crt holds more than one certificate")
+        if public(key) != public(served[0]):
+            raise _UnusableError("its tls.key is not the key of the certificate in its tls.crt")
+        if served[0].not_valid_after_utc > now:  # an ended one is re-issued whoever signed it
+            for ca in cas:
+                try:
+                    served[0].verify_directly_issued_by(ca)
+                    break
+                except (ValueError, TypeError, InvalidSignature):
+                    continue
+            else:
+                raise _UnusableError("its tls.crt is not signed by a CA of its ca.crt")
+    except _UnusableError as unusable:
+        return str(unusable)
+    return ""
+
+
+class _UnusableError(Exception):
+    """What is wrong with the material, said as the end of "the Secret NAME ..."."""
 
 
 class SelfSignedTLS:
@@ -269,7 +358,10 @@ class SelfSignedTLS:
         self.kube, self.namespace, self.secret, self.configuration = kube, namespace, secret, webhook_configuration
         self.names, self.log, self.clock = names, log, clock
         self.material: Material | None = None
-        self._written_bundle: bytes | None = None
+        self.served: Material | None = None  # what `keep` last handed to its `serve`
+        self.problem = ""  # why the certificate cannot be kept now ("" while it can): kfin guard is not ready
+        self.passing = ""  # why the last look failed, when the server was only away for now: said once
+        self._failures = 0  # failed looks in a row
 
     def _now(self) -> datetime.datetime:
         return datetime.datetime.fromtimestamp(self.clock(), datetime.UTC)
@@ -286,9 +378,14 @@ class SelfSignedTLS:
                 f"{MANAGED_BY[1]}): kfin guard --self-signed keeps its CA in a Secret of its own (--tls-secret)"
             )
         try:
-            return _from_secret(secret), secret
-        except ConfigError as error:
-            raise ConfigError(f"the Secret {self.namespace}/{self.secret}: {error.message}") from None
+            return _from_secret(secret, self._now()), secret
+        except ConfigError as error:  # a person may have put it there: refused, never replaced
+            where = f"{self.namespace}/{self.secret}"
+            raise ConfigError(
+                f"the Secret {where} (labelled {MANAGED_BY[0]}={MANAGED_BY[1]}) cannot be used: {error.message}; "
+                f"kfin guard does not replace it: delete it (kubectl delete secret -n {self.namespace} {self.secret}) "
+                "and kfin guard makes a new CA and certificate and writes the CA into the caBundle"
+            ) from None
 
     def _body(self, material: Material, resource_version: str | None) -> JSON:
         metadata: JSON = {"name": self.secret, "namespace": self.namespace, "labels": dict([MANAGED_BY])}
@@ -360,24 +457,60 @@ class SelfSignedTLS:
                  f"(CA {material.fingerprint()})")  # fmt: skip
         return True
 
-    def keep(self, stop: threading.Event, serve: Callable[[Material], None], every: float = CHECK_EVERY) -> None:
-        """Until `stop`: look at the Secret and the caBundle every `every` seconds (sooner while the caBundle could
-        not be written), hand a changed serving pair to `serve`. A failed look is logged and tried again."""
-        served = self.material
-        while True:
-            wait = every
-            try:
-                material = self.ensure()
-                if served is None or (material.cert, material.key) != (served.cert, served.key):
-                    serve(material)
-                    served = material
-                if not self.publish(material):
-                    wait = min(every, 5.0)
-            except KfinError as error:
-                self.log(f"kfin guard: its TLS could not be kept: {error.message}")
-                wait = min(every, 5.0)
-            if stop.wait(wait):
-                return
+    def keep(self, stop: threading.Event, serve: Callable[[Material], None], every: float | None = None) -> None:
+        """Until `stop`: a `look` every `every` seconds (CHECK_EVERY), sooner after a failed one. Nothing ends it
+        but `stop`: a failure is logged, is `problem` (not ready) meanwhile, and is tried again. What `ensure`
+        returned before is taken as served already."""
+        self.served = self.served or self.material
+        while not stop.wait(self.look(serve, CHECK_EVERY if every is None else every)):
+            pass
+
+    def look(self, serve: Callable[[Material], None], every: float = CHECK_EVERY) -> float:
+        """One look at the Secret and the caBundle: a changed serving pair is handed to `serve`. Seconds until the
+        next: `every`; RETRY_FIRST while the caBundle could not be written; after a failure RETRY_FIRST doubled at
+        each failure in a row, at most `every`. Until the Secret is good again the last good pair goes on serving."""
+        try:
+            material = self.ensure()
+            if self.served is None or (material.cert, material.key) != (self.served.cert, self.served.key):
+                serve(material)
+                self.served = material
+            published = self.publish(material)
+        except Exception as error:  # the keeper must outlive anything: said, and tried again
+            self._failures += 1
+            why = error.message if isinstance(error, KfinError) else f"internal error in kfin: {error!r}"
+            problem = one_line(why)
+            if self.served is not None and self._passing(error, self.served):
+                if problem != self.passing:  # the server is away for now: what is served still holds, reviews go on
+                    self.log(f"kfin guard: could not look at its TLS: {problem}; the certificate it serves still "
+                             f"holds (it ends {_end(self.served.cert)}), trying again")  # fmt: skip
+                self.passing = problem
+                return float(min(every, RETRY_FIRST * 2 ** min(self._failures - 1, 16)))
+            if problem != self.problem:  # said once, not at every retry
+                until = f" (it ends {_end(self.served.cert)})" if self.served else ""
+                self.log(f"kfin guard: not ready: its TLS could not be kept: {problem}; serving the last good "
+                         f"certificate{until}, trying again")  # fmt: skip
+            self.problem = problem
+            return float(min(every, RETRY_FIRST * 2 ** min(self._failures - 1, 16)))
+        if self.problem:
+            self.log(f"kfin guard: ready again: its TLS is kept (CA {material.fingerprint()} in Secret "
+                     f"{self.namespace}/{self.secret})")  # fmt: skip
+        self.problem, self.passing, self._failures = "", "", 0
+        return every if published else min(every, RETRY_FIRST)
+
+    def _passing(self, error: Exception, served: Material) -> bool:
+        """An API server that cannot be reached or answers 5xx for now, while the served certificate is still
+        valid: that is no reason to stop answering reviews (not ready takes the guard out of its Service). A
+        Secret it cannot use, anything else, or a served certificate that ended is."""
+        from cryptography import x509
+
+        away = isinstance(error, UnreachableError) or (isinstance(error, APIError) and error.status >= 500)
+        return away and bool(x509.load_pem_x509_certificate(served.cert).not_valid_after_utc > self._now())
+
+
+def _end(cert: bytes) -> str:
+    from cryptography import x509
+
+    return f"{x509.load_pem_x509_certificate(cert).not_valid_after_utc:%Y-%m-%d %H:%M}Z"
 
 
 _ACTIONS = {"create": "new CA and serving certificate", "new-ca": "new CA (the previous one stays trusted)",

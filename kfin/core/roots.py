@@ -62,13 +62,16 @@ def root_causes(rows: Iterable[HeldObject]) -> list[RootCause]:
         chains: list[Chain] = [row.chain for row in held if row.chain is not None]
         whole = joined(chains)
         steps = {step.resolves: step for step in whole.steps}
+        # what each root holds besides itself: a stuck object its own chain ends at holds nothing but itself
+        holders: dict[str, list[HeldObject]] = {}  # in one pass: a scan can have as many roots as objects
+        for row in held:
+            for root in dict.fromkeys(row.chain.roots if row.chain is not None else ()):
+                if node_id(row.obj) != root:
+                    holders.setdefault(root, []).append(row)
         for root in whole.roots:
             data = whole.graph.nodes[root]
             into = [d for _, _, d in whole.graph.in_edges(root, data=True)]
-            # what it holds besides itself: a stuck object its own chain ends at holds nothing but itself
-            holding = [
-                row for row in held if row.chain is not None and root in row.chain.roots and node_id(row.obj) != root
-            ]
+            holding = holders.get(root, [])
             found.append(
                 RootCause(
                     label=data["label"],

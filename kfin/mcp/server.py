@@ -9,12 +9,17 @@ imported by serve() alone, so that `kfin --help` and the documentation never nee
 # No `from __future__ import annotations` here: the SDK reads each tool's parameters from its annotations when the
 # tool is registered, and those of the tools made in serve() name types imported there.
 
+import atexit
 import contextlib
 import io
 import json
+import os
+import stat
 import sys
 import threading
-from typing import Annotated, Any
+import time
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, NoReturn
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -27,12 +32,20 @@ from kfin.errors import ConfigError, ExitCode, KfinError, UsageError
 from kfin.mcp import removal
 from kfin.model import JSON
 from kfin.names import check_kind, check_name, check_namespace
-from kfin.util.text import one_line
+from kfin.util.text import one_line, printable
 
 # An answer longer than this is cut (a list keeps its first items and says how many it left out) or refused with
 # how to narrow it: an assistant's context is small, and a cluster's stuck list is not.
 RESULT_CHARS = 200_000
 WAIT_SECONDS = 300  # the longest a wait call holds the conversation
+# kfin's commands run one at a time (they share the process's stdout and stderr). A call waits this long for the
+# one before it, then answers that it is still running: well under the 60 s a typical MCP client waits for an
+# answer (the TypeScript SDK's default request timeout), so the assistant reads why instead of a timeout.
+LOCK_SECONDS = 30
+# A call that has not answered after this long answers an error; its command, which a thread cannot be made to
+# stop, goes on holding kfin's commands until it ends. The longest call kfin mcp offers (wait, 300 s) and a
+# minute for its reads.
+CALL_SECONDS = WAIT_SECONDS + 60
 ANSWERED = (ExitCode.OK, ExitCode.FOUND, ExitCode.PARTIAL)  # a document was printed: PARTIAL says it is incomplete
 ROOT_CAUSES_URI = "kfin://stuck/root-causes"
 NARROW = "narrow it: namespace, kinds, verdicts or label_selector"
@@ -64,18 +77,44 @@ class Result(Struct):
     error: bool = False
 
 
+class BusyError(KfinError):
+    """Another call still holds kfin's commands after LOCK_SECONDS."""
+
+    exit_code = ExitCode.UNREACHABLE  # kfin's timeout code: no answer in time, nothing done, the call may be made again
+
+
 class Commands:
     """kfin's own commands, run in this process as from the command line, with their output captured. One at a
-    time: stdout and stderr are the process's."""
+    time: stdout and stderr are the process's. A call waits at most `lock_seconds` for the one before it."""
 
-    def __init__(self, root: Any):
+    def __init__(self, root: Any, lock_seconds: float | None = None):
         self.root = root  # the Click group of `kfin`
         self.lock = threading.Lock()
+        self.lock_seconds = LOCK_SECONDS if lock_seconds is None else lock_seconds
+        self.holder = ""  # what holds the lock, and since when (time.monotonic): for the answer of a call refused
+        self.since = 0.0
+
+    @contextlib.contextmanager
+    def turn(self, what: str) -> Iterator[None]:
+        """Hold kfin's commands for `what` (`kfin explain`, `apply_removal`); BusyError when another call holds
+        them too long."""
+        if not self.lock.acquire(timeout=self.lock_seconds):
+            running = time.monotonic() - self.since
+            raise BusyError(
+                f"another call is still running ({self.holder}, for {running:.0f} s) and kfin mcp runs one "
+                f"command at a time: waited {self.lock_seconds:g} s; call again once it has answered"
+            )
+        self.holder, self.since = what, time.monotonic()
+        try:
+            yield
+        finally:
+            self.lock.release()
 
     def run(self, argv: list[str], stdin: str = "") -> Answer:
         """`stdin`: what the command reads for `-` (never the protocol's own input)."""
         out, err = io.StringIO(), io.StringIO()
-        with self.lock, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        command = next((word for word in argv if not word.startswith("-")), "")  # the flags before are --x=y
+        with self.turn(f"kfin {command}"), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             given, sys.stdin = sys.stdin, io.StringIO(stdin)
             try:
                 code = self._main(argv)
@@ -258,6 +297,8 @@ class Tools:
                 check_namespace(namespace)
             argv += option("--namespace", namespace) + ["--recursive"] * teardown.recursive
             argv += option("--helm", str(teardown.helm_major) if teardown.helm_major else None)
+            for path in teardown.filenames:
+                check_readable(path)
             argv += [f"--filename={path}" for path in teardown.filenames]
             if teardown.helm_release is not None:
                 check_name(teardown.helm_release, "release")
@@ -326,7 +367,7 @@ class Tools:
     def apply_removal(self, digest: str, client: str) -> Result:
         def run() -> Result:
             scope = self.settings.scope
-            with self.commands.lock:  # the Remover's messages must not land in a command's captured output
+            with self.commands.turn("apply_removal"):  # its messages must not land in a command's captured output
                 done = removal.apply_removal(
                     scope, digest, ledger=self.ledger, writes=self.settings.writes, client=client
                 )
@@ -336,6 +377,21 @@ class Tools:
             return Result(text, done)
 
         return self._checked(run)
+
+
+def check_readable(path: str) -> None:
+    """A file or directory of manifests, as kfin mcp takes them: a FIFO or a device named here would hold kfin's
+    commands until it ends, which may be never (kfin preflight -f reads what it is given: `<(helm template ...)`
+    has a use on the command line, none through an assistant). One that does not exist is the command's to say."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise UsageError(
+            f"{printable(path, one_line=True)} is not a regular file or a directory: kfin mcp reads manifests "
+            "only from those (a FIFO or a device could block it for good)"
+        )
 
 
 def check_snapshot(path: str | None) -> None:
@@ -419,15 +475,15 @@ def serve(settings: Settings, commands: Commands) -> None:
     ) -> CallToolResult:
         """Every object stuck in Terminating, with its finalizers, verdict and blocker: kfin stuck -o json."""
         return converted(
-            await _in_thread(
-                tools.stuck, namespace, all_namespaces, kinds, verdicts, label_selector, finalizer, older_than
+            await _answer(
+                "stuck", tools.stuck, namespace, all_namespaces, kinds, verdicts, label_selector, finalizer, older_than
             )
         )
 
     @server.tool(annotations=read_only)
     async def explain(kind: kind_type, name: name_type, namespace: namespace_type = None) -> CallToolResult:
         """Why each finalizer of an object is still there (verdict, evidence), and the safe fix: kfin explain."""
-        return converted(await _in_thread(tools.explain, kind, name, namespace))
+        return converted(await _answer("explain", tools.explain, kind, name, namespace))
 
     @server.tool(annotations=read_only)
     async def graph(
@@ -438,7 +494,7 @@ def serve(settings: Settings, commands: Commands) -> None:
         owners_only: Annotated[bool, Field(description="Only ownerReferences, no blocking links.")] = False,
     ) -> CallToolResult:
         """The owner/dependent graph and what blocks what, as JSON: kfin graph -o json."""
-        return converted(await _in_thread(tools.graph, kind, name, namespace, only_stuck, owners_only))
+        return converted(await _answer("graph", tools.graph, kind, name, namespace, only_stuck, owners_only))
 
     @server.tool(annotations=read_only)
     async def preflight(
@@ -462,14 +518,14 @@ def serve(settings: Settings, commands: Commands) -> None:
         """What a deletion would leave stuck, and the order that avoids it: of one object, or a teardown of
         manifests or a Helm release (kfin preflight -f, kfin preflight helm). Nothing is deleted."""
         teardown = Teardown(manifests, tuple(filenames), recursive, helm_release, helm_major)
-        return converted(await _in_thread(tools.preflight, kind, name, namespace, teardown))
+        return converted(await _answer("preflight", tools.preflight, kind, name, namespace, teardown))
 
     @server.tool(annotations=read_only)
     async def catalog_lookup(
         finalizer: Annotated[str, Field(description="A finalizer name: kubernetes.io/pvc-protection...")],
     ) -> CallToolResult:
         """The catalog entry kfin has for a finalizer: what it protects, its controller, the safe fix and risk."""
-        return converted(await _in_thread(tools.catalog_lookup, finalizer))
+        return converted(await _answer("catalog_lookup", tools.catalog_lookup, finalizer))
 
     @server.tool(annotations=read_only)
     async def wait(
@@ -482,7 +538,7 @@ def serve(settings: Settings, commands: Commands) -> None:
         uid: Annotated[str | None, Field(description="The object's uid: one already gone counts as gone.")] = None,
     ) -> CallToolResult:
         """Follow a deletion until the object is gone or the timeout: whether it went, and what still holds it."""
-        return converted(await _in_thread(tools.wait, kind, name, namespace, timeout_seconds, uid))
+        return converted(await _answer("wait", tools.wait, kind, name, namespace, timeout_seconds, uid))
 
     @server.tool(annotations=read_only)
     async def plan_removal(
@@ -495,7 +551,7 @@ def serve(settings: Settings, commands: Commands) -> None:
     ) -> CallToolResult:
         """Plan a finalizer removal as kfin remove's dry run: the exact patch, the risks, and a digest bound to the
         object's uid, resourceVersion and the finalizers; or why it is refused. Nothing is written."""
-        return converted(await _in_thread(tools.plan_removal, kind, name, namespace, finalizers))
+        return converted(await _answer("plan_removal", tools.plan_removal, kind, name, namespace, finalizers))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False))
     async def apply_removal(
@@ -507,7 +563,7 @@ def serve(settings: Settings, commands: Commands) -> None:
         params = ctx.session.client_params
         info = params.client_info if params else None
         client = f"{info.name} {info.version}".strip() if info else "an unnamed MCP client"
-        return converted(await _in_thread(tools.apply_removal, digest, client))
+        return converted(await _answer("apply_removal", tools.apply_removal, digest, client))
 
     @server.resource(ROOT_CAUSES_URI, name="root-causes", mime_type="application/json")
     async def root_cause_summary() -> str:
@@ -518,6 +574,8 @@ def serve(settings: Settings, commands: Commands) -> None:
             return summary
         except KfinError as error:
             return json.dumps({"error": one_line(error.message)})
+        except TimeoutError:
+            return json.dumps({"error": unanswered("the root causes")})
 
     @server.prompt()
     def why_is_namespace_stuck(namespace: str) -> str:
@@ -536,13 +594,44 @@ def serve(settings: Settings, commands: Commands) -> None:
 
     if settings.listen is None:
         server.run()
+        _end_process()  # the client went away
     else:
         host, port = settings.listen
         server.run("streamable-http", host=host, port=port)
 
 
-async def _in_thread(function: Any, *args: Any) -> Any:
-    """Off the event loop: kfin's reads block, and the protocol's pings must still be answered."""
+def _end_process() -> NoReturn:
+    """End kfin mcp once its client has closed stdin, exit code 0, even with a call still running: its thread
+    cannot be stopped, and the interpreter's exit would wait for it. The exit handlers run first (the files a
+    kubeconfig's certificate data was written to are removed)."""
+    atexit._run_exitfuncs()
+    for stream in (sys.__stdout__, sys.__stderr__):  # sys.stdout may be a running command's capture
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()  # type: ignore[union-attr]
+    os._exit(ExitCode.OK)
+
+
+async def _answer(tool: str, function: Callable[..., Result], *args: Any) -> Result:
+    """A tool's answer, or, after CALL_SECONDS, the error that it has none yet."""
+    try:
+        result: Result = await _in_thread(function, *args)
+        return result
+    except TimeoutError:
+        return failed(unanswered(f"kfin mcp's {tool}"), ExitCode.UNREACHABLE)
+
+
+def unanswered(what: str) -> str:
+    return (
+        f"{what} did not answer within {CALL_SECONDS:g} s; its command goes on running, and holds kfin mcp's "
+        "commands until it ends (restart kfin mcp to stop it)"
+    )
+
+
+async def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
+    """Off the event loop: kfin's reads block, and the protocol's pings must still be answered. TimeoutError after
+    CALL_SECONDS. A thread cannot be stopped: past the deadline, or when the client cancels the call or goes away,
+    it is left to end on its own (abandoned), so that the protocol loop never waits for it."""
     import anyio  # the SDK's dependency
 
-    return await anyio.to_thread.run_sync(lambda: function(*args))
+    with anyio.fail_after(CALL_SECONDS):
+        return await anyio.to_thread.run_sync(lambda: function(*args), abandon_on_cancel=True)

@@ -65,9 +65,16 @@ def widest_piece(line: str) -> int:
 
 def wrapped(cell: Text, width: int) -> list[Text]:
     """A cell's lines at `width` (styles kept)."""
+    plain = cell.plain
+    if len(plain) <= width and "\n" not in plain:  # most cells: as they are, without rich's slicing
+        return [cell]
     lines: list[Text] = []
     for part in cell.split("\n"):
-        lines.extend(part[a:b] for a, b in spans(part.plain, width))
+        # one division for all its lines: a slice each would copy the whole part each time (a "holds 10000: ..."
+        # line wrapped at a terminal's width)
+        ranges = spans(part.plain, width)
+        pieces = part.divide([offset for start, end in ranges for offset in (start, end)])
+        lines.extend(pieces[1::2])  # (before the first, the first, between, the second, ...)
     return lines or [cell]
 
 

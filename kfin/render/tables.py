@@ -127,8 +127,16 @@ BELOW = "    "
 
 
 def _print_lines(lines: list[Text], target: Console) -> None:
-    for line in lines:
-        target.print(line, no_wrap=True, overflow="ignore", crop=False)
+    """Lines laid out already, printed as they are. In one go: rich's cost per print is a quarter of a millisecond
+    (10,000 stuck objects are 30,000 lines or more on a terminal)."""
+    from rich.text import Text
+
+    if not lines:
+        return
+    if target.color_system is None:  # a pipe, or NO_COLOR: no style is drawn, so rich would print the plain text
+        target.file.write("".join(line.plain + "\n" for line in lines))
+        return
+    target.print(Text("\n").join(lines), no_wrap=True, overflow="ignore", crop=False)
 
 
 def _blocks(headers: list[str], rows: list[list[Text]], target: Console) -> None:
