@@ -26,6 +26,7 @@ PURE_CACHES = {
     "kfin.core.catalog.shipped": "the entries of kfin/data/catalog.yaml, a file of kfin's own (frozen entries)",
     "kfin.api.kubeconfig_types._parsed": "kubeconfig documents by their bytes, which callers only read (a fleet's "
     "contexts share one file)",
+    "kfin.util.documents._loader": "the YAML loader class, built once from PyYAML's (it takes no argument)",
 }
 
 
