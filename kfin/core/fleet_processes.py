@@ -80,6 +80,7 @@ def _in_processes(
     if start.get_start_method() == "fork":
         load_transport()
     pool = ProcessPoolExecutor(workers, mp_context=start)
+    finished = False
     try:
         futures = [
             pool.submit(_scan_share, replace(scope, contexts=tuple(share)), kinds, finalizer, older) for share in shares
@@ -94,8 +95,12 @@ def _in_processes(
                 done += len(part_sources)
                 if report:
                     report(done, len(contexts))
+        finished = True
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        # Every share answered: the workers are joined (they are idle), so that no thread of the pool is left for
+        # the interpreter's exit, whose handler then writes to the pool's closed pipe (a traceback, EBADF, on 3.11).
+        # Interrupted or failed: left at once, as Ctrl-C must stop at once.
+        pool.shutdown(wait=finished, cancel_futures=True)
     if len(errors) == len(contexts):
         raise nothing_read(contexts, errors)
     sources = [by_context[c] for c in contexts if c in by_context]
