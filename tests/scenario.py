@@ -192,8 +192,16 @@ class ScenarioCluster:
         return group, ns
 
     def set_status(self, obj: dict, status: dict) -> dict:
-        current = self.get(obj)
-        return self.api.ok("PUT", self.path_of(current) + "/status", dict(current, status=status))
+        """Read, then PUT the status under the resourceVersion read; again on a conflict (kubectl's
+        RetryOnConflict): kube-controller-manager writes a Node's or a Pod's status too."""
+        for _ in range(10):
+            current = self.get(obj)
+            code, answer = self.api.send("PUT", self.path_of(current) + "/status", dict(current, status=status))
+            if code != 409:
+                break
+        if code >= 300:
+            raise AssertionError(f"PUT {self.path_of(current)}/status: {code} {answer}")
+        return answer
 
     def strip_finalizers(self, obj_or_path):
         path = obj_or_path if isinstance(obj_or_path, str) else self.path_of(obj_or_path)
