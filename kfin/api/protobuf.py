@@ -73,8 +73,10 @@ def _time(value: Any) -> str:
 
 
 def _expected(field: FieldDescriptor) -> str:
-    if field.type in (FieldDescriptor.TYPE_MESSAGE, FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES):
-        return "a message" if field.type == FieldDescriptor.TYPE_MESSAGE else "a length-delimited field"
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return "a message"
+    if field.type in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES):
+        return "a length-delimited field"
     return "a varint"  # kfin's messages declare no fixed-width numbers
 
 

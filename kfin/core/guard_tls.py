@@ -479,18 +479,19 @@ class SelfSignedTLS:
             self._failures += 1
             why = error.message if isinstance(error, KfinError) else f"internal error in kfin: {error!r}"
             problem = one_line(why)
+            retry = float(min(every, RETRY_FIRST * 2 ** min(self._failures - 1, 16)))
             if self.served is not None and self._passing(error, self.served):
                 if problem != self.passing:  # the server is away for now: what is served still holds, reviews go on
                     self.log(f"kfin guard: could not look at its TLS: {problem}; the certificate it serves still "
                              f"holds (it ends {_end(self.served.cert)}), trying again")  # fmt: skip
                 self.passing = problem
-                return float(min(every, RETRY_FIRST * 2 ** min(self._failures - 1, 16)))
+                return retry
             if problem != self.problem:  # said once, not at every retry
                 until = f" (it ends {_end(self.served.cert)})" if self.served else ""
                 self.log(f"kfin guard: not ready: its TLS could not be kept: {problem}; serving the last good "
                          f"certificate{until}, trying again")  # fmt: skip
             self.problem = problem
-            return float(min(every, RETRY_FIRST * 2 ** min(self._failures - 1, 16)))
+            return retry
         if self.problem:
             self.log(f"kfin guard: ready again: its TLS is kept (CA {material.fingerprint()} in Secret "
                      f"{self.namespace}/{self.secret})")  # fmt: skip

@@ -143,8 +143,12 @@ class Record(Struct):
     chart: RecordChart | None = None
 
 
+def is_release_name(name: str) -> bool:
+    return len(name) <= RELEASE_NAME_MAX and bool(RELEASE_NAME.fullmatch(name))
+
+
 def check_release_name(name: str) -> str:
-    if len(name) > RELEASE_NAME_MAX or not RELEASE_NAME.fullmatch(name):
+    if not is_release_name(name):
         raise UsageError(
             f"invalid release name {quoted(name)}: Helm's release names are lowercase DNS subdomains (a-z, 0-9, '-' "
             f"and '.') of at most {RELEASE_NAME_MAX} characters"
@@ -261,8 +265,9 @@ def release_of(record: Record, namespace: str, name: str = "", what: str = "Helm
         )
     hooks: list[JSON] = []
     for at, hook in enumerate(record.hooks or []):
-        if hook.name and path_segment_problem(hook.name):
-            raise UsageError(f"{what}: hooks[{at}].name {quoted(hook.name)} {path_segment_problem(hook.name)}")
+        problem = path_segment_problem(hook.name) if hook.name else None
+        if problem:
+            raise UsageError(f"{what}: hooks[{at}].name {quoted(hook.name or '')} {problem}")
         if hook.kind and not KIND_TEXT.fullmatch(hook.kind):
             raise UsageError(f"{what}: hooks[{at}].kind {quoted(hook.kind)} is not a kind")
         hooks.append({"name": hook.name, "kind": hook.kind, "events": list(hook.events or []), "path": hook.path})
@@ -280,7 +285,7 @@ def release_of(record: Record, namespace: str, name: str = "", what: str = "Helm
 
 
 def _name_problem(found: str, asked: str) -> str | None:
-    if len(found) > RELEASE_NAME_MAX or not RELEASE_NAME.fullmatch(found):
+    if not is_release_name(found):
         return f"invalid release name {quoted(found)}: not a Helm release name"
     if asked and found != asked:
         return f"it is the release {quoted(found)}, not {quoted(asked)}"
