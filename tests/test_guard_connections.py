@@ -56,7 +56,7 @@ def guard_server(decide=lambda request: (ALLOW, "allowed"), ready=lambda: True, 
 
 def self_signed() -> tuple[HeldCertificate, ssl.SSLContext]:
     """A serving certificate as kfin guard --self-signed makes it, and a client that trusts its CA."""
-    from kfin.core.guard_tls import renewed
+    from kfin.serve.guard_tls import renewed
 
     material = renewed(None, "create", NAMES, datetime.datetime.now(datetime.UTC))
     held = HeldCertificate()

@@ -24,8 +24,8 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from kfin.api.connection import Kube
 from kfin.api.target import Target
 from kfin.errors import UnreachableError
-from kfin.core.guard_tls import CA_VALIDITY, RETRY_FIRST, SECRETS, SERVING_VALIDITY, Material, SelfSignedTLS, renewed
 from kfin.serve.admission import HeldCertificate
+from kfin.serve.guard_tls import CA_VALIDITY, RETRY_FIRST, SECRETS, SERVING_VALIDITY, Material, SelfSignedTLS, renewed
 from tests.test_serve import ROOT, _free_port
 
 NAMESPACE, NAME = "kfin-system", "kfin-guard-ca"
@@ -316,7 +316,7 @@ def test_a_running_guard_whose_secret_is_corrupted_is_not_ready_serves_on_and_re
     port, metrics_port = _free_port(), _free_port()
     # kfin guard with its keeper looking every 0.2 s instead of every minute (CHECK_EVERY)
     code = (
-        "import sys; import kfin.core.guard_tls as tls; tls.CHECK_EVERY = 0.2\n"
+        "import sys; import kfin.serve.guard_tls as tls; tls.CHECK_EVERY = 0.2\n"
         "from kfin.commands.app import main; main(sys.argv[1:])"
     )
     log = tmp_path / "guard.log"

@@ -1,5 +1,5 @@
 """kfin guard --self-signed (issue 42, item 5): the CA and serving certificate kfin makes (names, validity, the chain a
-client verifies), when it rotates them (kfin.core.guard_tls.decide), and how it keeps them in its one Secret and
+client verifies), when it rotates them (kfin.serve.guard_tls.decide), and how it keeps them in its one Secret and
 writes the caBundle (against tests/fakeapi: replicas sharing a CA, a race between them, a Secret that is not its
 own). The real API server calling a guard that made its own certificate: tests/scenarios/test_guard_self_signed.py."""
 
@@ -15,7 +15,9 @@ from cryptography import x509
 
 from kfin.api.connection import Kube
 from kfin.api.target import Target
-from kfin.core.guard_tls import (
+from kfin.errors import ConfigError
+from kfin.serve.admission import HeldCertificate
+from kfin.serve.guard_tls import (
     CA_RENEW_BEFORE,
     CA_SETTLE,
     CA_VALIDITY,
@@ -27,8 +29,6 @@ from kfin.core.guard_tls import (
     renewed,
     sans_of,
 )
-from kfin.errors import ConfigError
-from kfin.serve.admission import HeldCertificate
 from tests.runner import kfin
 
 NAMES = ["kfin-guard.kfin-system.svc", "kfin-guard.kfin-system.svc.cluster.local", "127.0.0.1"]

@@ -11,13 +11,13 @@ from msgspec.structs import replace
 from kfin.api.connection import Kube
 from kfin.commands.flags import ChunkSizeOpt, ContextOpt, KubeconfigOpt, TimeoutOpt, duration_seconds, merged
 from kfin.core.guard import CONTROL_PLANE_USERS, Guard
-from kfin.core.guard_tls import SelfSignedTLS, require_cryptography
 from kfin.core.watching import Watched
 from kfin.errors import UsageError
 from kfin.model import JSON
 from kfin.render.terminal import log
 from kfin.serve import exporter
 from kfin.serve.admission import AdmissionServer, Certificate, HeldCertificate, Reviews, admission_server
+from kfin.serve.guard_tls import SelfSignedTLS, require_cryptography
 from kfin.util.text import printable
 
 

@@ -99,7 +99,7 @@ def test_a_ca_bundle_written_over_a_change_made_meanwhile_is_refused_and_written
     writer, another replica), the server refuses it (422, a failed test) and kfin tries again from a new read."""
     from kfin.api.connection import Kube
     from kfin.api.target import Target
-    from kfin.core.guard_tls import SelfSignedTLS
+    from kfin.serve.guard_tls import SelfSignedTLS
 
     config = copy.deepcopy(yaml.safe_load(WEBHOOK.read_text()))
     config["metadata"] = {"name": cluster.name("kfin-guard")}

@@ -24,11 +24,10 @@ import ipaddress
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from msgspec import Struct
 
-from kfin.api.connection import Kube
 from kfin.errors import APIError, ConfigError, KfinError, NotFoundError, UnreachableError
 from kfin.model import JSON, ResourceType
 from kfin.util.text import one_line
@@ -337,6 +336,21 @@ def material_problem(material: Material, now: datetime.datetime) -> str:
     return ""
 
 
+class ObjectStore(Protocol):
+    """What the guard's TLS reads and writes of the cluster (kfin.api's Kube is one): the Secret by name and the
+    webhook configuration's caBundle, handed in so that serving the guard never builds a request itself."""
+
+    def read_object(self, rtype: ResourceType, namespace: str | None, name: str) -> JSON: ...
+
+    def read_object_or_none(self, rtype: ResourceType, namespace: str | None, name: str) -> JSON | None: ...
+
+    def patch_object(self, rtype: ResourceType, namespace: str | None, name: str, operations: list[JSON]) -> Any: ...
+
+    def create_object(self, rtype: ResourceType, namespace: str | None, body: JSON) -> JSON: ...
+
+    def replace_object(self, rtype: ResourceType, namespace: str | None, name: str, body: JSON) -> JSON: ...
+
+
 class _UnusableError(Exception):
     """What is wrong with the material, said as the end of "the Secret NAME ..."."""
 
@@ -347,7 +361,7 @@ class SelfSignedTLS:
 
     def __init__(
         self,
-        kube: Kube,
+        kube: ObjectStore,
         namespace: str,
         secret: str,
         webhook_configuration: str,
