@@ -162,19 +162,19 @@ def test_other_commands_never_import_the_sdk():
 
 
 def test_a_long_list_keeps_its_first_items_and_says_how_many_it_left_out():
-    from kfin.mcp.server import Answer, document_result
+    from kfin.mcp.server import CommandRun, document_result
 
     listed = {"apiVersion": "kfin.dev/v1", "kind": "StuckReport", "items": [{"name": f"o{i}"} for i in range(500)]}
     text = json.dumps(listed, indent=2)
-    result = document_result(Answer(0, text, "warning: one\n"), 2000)
+    result = document_result(CommandRun(0, text, "warning: one\n"), 2000)
     assert len(result.text) <= 2000 and not result.error and result.notes == "warning: one"
     shown = json.loads(result.text)
     assert shown["warnings"] == ["warning: one"]
     assert shown["items"] == listed["items"][:len(shown["items"])] and len(shown["items"]) > 10
     assert shown["truncated"]["shown"] == len(shown["items"]) and shown["truncated"]["total"] == 500
-    assert document_result(Answer(0, text, ""), len(text)).document == listed  # within the limit: untouched
+    assert document_result(CommandRun(0, text, ""), len(text)).document == listed  # within the limit: untouched
     one = json.dumps({"kind": "Explanation", "findings": ["x" * 3000]})
-    assert document_result(Answer(0, one, ""), 2000).text.startswith("error: the answer is ")
+    assert document_result(CommandRun(0, one, ""), 2000).text.startswith("error: the answer is ")
 
 
 def test_over_streamable_http_it_answers_read_only():

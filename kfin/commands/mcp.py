@@ -75,7 +75,7 @@ def mcp(
     before += [f"--request-timeout={options.request_timeout:g}s"] if options.request_timeout else []
     before += [f"--catalog={path}" for path in options.catalog.files]
     before += [f"--v={options.trace}"] if options.trace else []  # its -v: the commands it runs trace too
-    settings = server.Settings(
+    settings = server.ServerSettings(
         options.scope(from_snapshot=from_snapshot),
         tuple(before),
         removal.Writes(allow_writes, Path(audit_log) if audit_log else None),

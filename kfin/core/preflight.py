@@ -93,7 +93,7 @@ def reference(obj: KubeObject) -> JSON:
     }
 
 
-class Step(Struct):
+class PreflightStep(Struct):
     """One step of a preflight plan: its actions (the first exact, then alternatives) and why."""
 
     actions: tuple[Action, ...]  # an exact command (or an instruction), then its alternatives, each saying when
@@ -109,12 +109,12 @@ class Preflight(Struct):
     target: KubeObject
     deleted: list[KubeObject]
     stuck: list[Stuck] = field(default_factory=list)
-    plan: list[Step] = field(default_factory=list)
+    plan: list[PreflightStep] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # what kfin could not read to predict
     # objects the deletion leaves in place whose finalizer only what it deletes removes: stuck once deleted
     orphaned: list[Stuck] = field(default_factory=list)
     cascade: str = "background"  # the DELETE's propagation policy (kubectl's --cascade)
-    drain: list[Step] = field(default_factory=list)  # what goes before a live node's DELETE: cordon, drain
+    drain: list[PreflightStep] = field(default_factory=list)  # what goes before a live node's DELETE: cordon, drain
     warnings: list[str] = field(default_factory=list)  # what the DELETE does besides leaving things stuck
     observed_at: datetime | None = None  # when what it predicts from was read (a snapshot's time, not now)
 
@@ -238,8 +238,8 @@ def _drain_first(facts: Facts, node: KubeObject, result: Preflight) -> None:
         )
     drain = Action(f"kubectl drain {node.name} --ignore-daemonsets", note="; ".join(notes) or None)
     result.drain = [
-        Step((Action(f"kubectl cordon {node.name}"),), "its kubelet is alive: no new Pod is scheduled on it"),
-        Step((drain,), why + "; DaemonSet Pods stay"),
+        PreflightStep((Action(f"kubectl cordon {node.name}"),), "its kubelet is alive: no new Pod is scheduled on it"),
+        PreflightStep((drain,), why + "; DaemonSet Pods stay"),
     ]
     if active:
         result.warnings.append(
@@ -629,30 +629,34 @@ def _asked(
         result.stuck.append(Stuck(target, finalizer, reason=why, verdict="BLOCKED", actions=refusal.step))
 
 
-def safe_order(result: Preflight) -> list[Step]:
+def safe_order(result: Preflight) -> list[PreflightStep]:
     """The order that avoids what would be stuck: custom resources first while their controllers run (each
     followed to its end), then what would stop the rest (controllers down, gates, budgets), then the object
     itself, followed to its end (only followed when it is already being deleted)."""
-    steps: list[Step] = []
+    steps: list[PreflightStep] = []
     done: set[tuple[Action, ...]] = set()
     for stuck in [s for s in result.stuck + result.orphaned if s.first]:
         if stuck.actions in done:
             continue
-        steps.append(Step(stuck.actions, f"first, while its controller still runs ({stuck.reason})"))
-        steps.append(Step(_wait(stuck.obj), f"its controller removes the finalizer before {result.target.ref} goes"))
+        steps.append(PreflightStep(stuck.actions, f"first, while its controller still runs ({stuck.reason})"))
+        steps.append(
+            PreflightStep(_wait(stuck.obj), f"its controller removes the finalizer before {result.target.ref} goes")
+        )
         done.add(stuck.actions)
     for stuck in result.stuck:
         if stuck.actions and stuck.actions not in done:
             done.add(stuck.actions)
-            steps.append(Step(stuck.actions, f"{stuck.obj.ref}: {stuck.reason}"))
+            steps.append(PreflightStep(stuck.actions, f"{stuck.obj.ref}: {stuck.reason}"))
     if result.target.terminating:  # deleting it again changes nothing: what is left is to follow it
         why = "it is already being deleted: " + (
             "follow it to its end" if result.clean else "then follow it to its end"
         )
-        steps.append(Step(_wait(result.target), why))
+        steps.append(PreflightStep(_wait(result.target), why))
         return steps
     steps += result.drain
     why = "nothing would be left stuck" if result.clean else "then delete it"
-    steps.append(Step(delete_step(result.target, result.cascade), "once it is drained" if result.drain else why))
-    steps.append(Step(_wait(result.target), "and follow it to its end"))
+    steps.append(
+        PreflightStep(delete_step(result.target, result.cascade), "once it is drained" if result.drain else why)
+    )
+    steps.append(PreflightStep(_wait(result.target), "and follow it to its end"))
     return steps

@@ -73,7 +73,7 @@ Result = Literal[
 APPLIED: tuple[Result, ...] = ("removed", "gone", "unchanged", "force-deleted")
 
 
-class Asked(Struct, frozen=True):
+class PlanOptions(Struct, frozen=True):
     """What a plan was asked for, beyond its object: kept with the plan, so that a plan made again after a race
     asks the same."""
 
@@ -96,7 +96,7 @@ class Plan(Struct):
     obj: KubeObject
     choices: list[Choice]
     refused: str | None = None  # why nothing is done for the whole object
-    asked: Asked = field(default_factory=Asked)
+    asked: PlanOptions = field(default_factory=PlanOptions)
 
     @property
     def selected(self) -> list[Finding]:
@@ -207,7 +207,7 @@ def plan(
     """Which finalizers to remove, and which are refused (with the reason and the safe fix). `bulk`: for
     --all-stuck, which force-deletes a Pod only with --force. `proven_only`: for kfin mcp (kfin/mcp/removal.py),
     which removes only what kfin proved nothing else will remove."""
-    asked = Asked(
+    asked = PlanOptions(
         patterns=tuple(patterns or ()),
         force=force,
         allow_live=allow_live,
@@ -222,7 +222,7 @@ def plan(
 WANTED = (Verdict.WAITING, Verdict.STALLED)
 
 
-def plan_asked(obj: KubeObject, findings: list[Finding], asked: Asked) -> Plan:
+def plan_asked(obj: KubeObject, findings: list[Finding], asked: PlanOptions) -> Plan:
     """plan(), for what was asked already (a plan made again after a race asks what the first one did)."""
     patterns = list(asked.patterns)
     choices = []

@@ -21,13 +21,13 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
-class Entry(Struct):
+class ReportEntry(Struct):
     row: StuckObject  # its chain is row.chain
     explanation: Explanation
 
 
 class Report(Struct):
-    entries: list[Entry]
+    entries: list[ReportEntry]
     graph: nx.DiGraph  # the blocking chains of every stuck object, joined
     inventories: list[Inventory]
     roots: list[RootCause]  # each once, with the stuck objects it holds and the step that frees them
@@ -44,5 +44,5 @@ def build(scope: Scope) -> Report:
         facts = facts_of.get(row.context, sources[0])
         if row.chain is not None:
             add_blocking(graph, row.chain, facts.inventory.observed_at, verdict_of(facts))
-        entries.append(Entry(row, explain_cached(row.obj, facts)))
+        entries.append(ReportEntry(row, explain_cached(row.obj, facts)))
     return Report(entries, graph, [f.inventory for f in sources], root_causes(rows))

@@ -39,7 +39,7 @@ from kfin.core.helm import Release, batches, kept, uninstall_order
 from kfin.core.manifests import Manifest
 from kfin.core.preflight import (
     Preflight,
-    Step,
+    PreflightStep,
     Stuck,
     delete_step,
     finalizer_controllers,
@@ -101,7 +101,7 @@ class Teardown(Struct):
     hooks: list[JSON] = field(default_factory=list)  # Helm's delete hooks: named, not run
     chart_crds: list[str] = field(default_factory=list)
     orphaned: list[Stuck] = field(default_factory=list)  # left in place without the controller of their finalizer
-    plan: list[Step] = field(default_factory=list)
+    plan: list[PreflightStep] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
 
     @property
@@ -633,10 +633,10 @@ def _finalizer_updates_rejected(
     return out
 
 
-def _plan(result: Teardown) -> list[Step]:
+def _plan(result: Teardown) -> list[PreflightStep]:
     """The safe order: the webhook configurations whose Service the teardown deletes, first; then the objects
     whose controller the teardown deletes, while it still runs, followed to their end; then the teardown."""
-    steps: list[Step] = []
+    steps: list[PreflightStep] = []
     webhooks = {
         d.obj.uid: d.obj
         for d in result.steps
@@ -646,7 +646,7 @@ def _plan(result: Teardown) -> list[Step]:
     }
     for config in webhooks.values():
         steps.append(
-            Step(
+            PreflightStep(
                 (Action(f"kubectl delete {config.type.kind.lower()} {config.name}"),),
                 "its webhook's Service goes with the teardown: without it the webhook fails closed for what follows",
             )
@@ -660,7 +660,7 @@ def _plan(result: Teardown) -> list[Step]:
         names = " ".join(o.name for o in objs)
         ns = f" -n {namespace}" if namespace else ""
         steps.append(
-            Step(
+            PreflightStep(
                 (Action(f"kubectl delete {qualified} {names}{ns} --wait --timeout=10m"),),
                 "first, while their controller still runs: it removes their finalizers before it goes",
             )
@@ -670,13 +670,13 @@ def _plan(result: Teardown) -> list[Step]:
     for s in blocked:
         if s.actions not in done:
             done.add(s.actions)
-            steps.append(Step(s.actions, f"{s.obj.ref}: {s.reason}"))
+            steps.append(PreflightStep(s.actions, f"{s.obj.ref}: {s.reason}"))
     why = "nothing would be left stuck" if result.clean else "then the teardown itself"
-    steps.append(Step((Action(_after(result, steps)),), why))
+    steps.append(PreflightStep((Action(_after(result, steps)),), why))
     return steps
 
 
-def _after(result: Teardown, earlier: list[Step]) -> str:
+def _after(result: Teardown, earlier: list[PreflightStep]) -> str:
     """The teardown's command, pasted after `earlier` steps: kubectl answers NotFound (and exits 1) for each object of
     its manifests a step before already deleted, unless told to pass over them. (Helm's uninstall already does.)"""
     mine = [d.obj for d in result.steps if d.obj is not None]

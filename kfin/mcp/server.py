@@ -51,7 +51,7 @@ ROOT_CAUSES_URI = "kfin://stuck/root-causes"
 NARROW = "narrow it: namespace, kinds, verdicts or label_selector"
 
 
-class Settings(Struct, frozen=True):
+class ServerSettings(Struct, frozen=True):
     """How kfin mcp was started: the flags every command it runs gets, and what it may write."""
 
     scope: Scope  # for the removal tools and the root-cause resource
@@ -61,13 +61,13 @@ class Settings(Struct, frozen=True):
     listen: tuple[str, int] | None = None  # streamable HTTP at this address instead of stdio (read-only)
 
 
-class Answer(Struct):
+class CommandRun(Struct):
     code: int
     stdout: str
     stderr: str
 
 
-class Result(Struct):
+class ToolResult(Struct):
     """A tool's answer: the document (JSON text), kfin's warnings, or its one-line error."""
 
     text: str
@@ -110,7 +110,7 @@ class Commands:
         finally:
             self.lock.release()
 
-    def run(self, argv: list[str], stdin: str = "") -> Answer:
+    def run(self, argv: list[str], stdin: str = "") -> CommandRun:
         """`stdin`: what the command reads for `-` (never the protocol's own input)."""
         out, err = io.StringIO(), io.StringIO()
         command = next((word for word in argv if not word.startswith("-")), "")  # the flags before are --x=y
@@ -120,7 +120,7 @@ class Commands:
                 code = self._main(argv)
             finally:
                 sys.stdin = given
-        return Answer(code, out.getvalue(), err.getvalue())
+        return CommandRun(code, out.getvalue(), err.getvalue())
 
     def _main(self, argv: list[str]) -> int:
         """As kfin.commands.app.main: every failure one `error:` line and its exit code."""
@@ -150,16 +150,16 @@ def split_stderr(stderr: str) -> tuple[list[str], list[str]]:
     ]
 
 
-def failed(message: str, code: int = ExitCode.USAGE) -> Result:
-    return Result(f"error: {one_line(message)}", code=code, error=True)
+def failed(message: str, code: int = ExitCode.USAGE) -> ToolResult:
+    return ToolResult(f"error: {one_line(message)}", code=code, error=True)
 
 
-def document_result(answer: Answer, limit: int) -> Result:
+def document_result(answer: CommandRun, limit: int) -> ToolResult:
     """A command's -o json answer, bounded, with its warnings (the lines it printed on stderr) in its `warnings`;
     or its error line."""
     errors, notes = split_stderr(answer.stderr)
     if answer.code not in ANSWERED or not answer.stdout.strip():
-        return Result("\n".join(errors) or f"error: kfin exited {answer.code}", code=answer.code, error=True)
+        return ToolResult("\n".join(errors) or f"error: kfin exited {answer.code}", code=answer.code, error=True)
     text = answer.stdout
     document = json.loads(text)
     if notes and isinstance(document, dict):  # one JSON document per answer: a client may join the content's text
@@ -170,7 +170,7 @@ def document_result(answer: Answer, limit: int) -> Result:
         if cut is None:
             return failed(f"the answer is {len(text)} characters, over kfin mcp's limit of {limit}: {NARROW}")
         document, text = cut, json.dumps(cut, indent=2)
-    return Result(text, document, "\n".join(notes), answer.code)
+    return ToolResult(text, document, "\n".join(notes), answer.code)
 
 
 def bounded(document: Any, limit: int) -> Any:
@@ -210,7 +210,7 @@ def subject(kind: str, name: str, namespace: str | None) -> tuple[list[str], lis
     return option("--namespace", namespace), ["--", kind, name]
 
 
-class Teardown(Struct, frozen=True):
+class TeardownArguments(Struct, frozen=True):
     """kfin preflight -f, -R, --helm and helm RELEASE, as the preflight tool takes them."""
 
     manifests: str | None = None  # YAML or JSON text, as `kubectl delete -f -` reads it
@@ -227,7 +227,7 @@ class Teardown(Struct, frozen=True):
 class Tools:
     """What each tool does, without the SDK: kfin's commands, its catalog, and removal by proof."""
 
-    def __init__(self, settings: Settings, commands: Commands):
+    def __init__(self, settings: ServerSettings, commands: Commands):
         self.settings = settings
         self.commands = commands
         self.ledger = removal.Ledger()
@@ -235,12 +235,12 @@ class Tools:
     def _snapshot(self) -> list[str]:
         return option("--from-snapshot", self.settings.scope.from_snapshot)
 
-    def _run(self, argv: list[str], stdin: str = "") -> Result:
+    def _run(self, argv: list[str], stdin: str = "") -> ToolResult:
         return document_result(self.commands.run([*self.settings.before, *argv], stdin), self.settings.result_chars)
 
-    def _checked(self, make: Any) -> Result:
+    def _checked(self, make: Any) -> ToolResult:
         try:
-            result: Result = make()
+            result: ToolResult = make()
             return result
         except KfinError as error:
             return failed(error.message, error.exit_code)
@@ -254,8 +254,8 @@ class Tools:
         label_selector: str | None,
         finalizer: str | None,
         older_than: str | None,
-    ) -> Result:
-        def run() -> Result:
+    ) -> ToolResult:
+        def run() -> ToolResult:
             if namespace is not None:
                 check_namespace(namespace)
             argv = ["stuck", "--output=json", *self._snapshot(), *option("--namespace", namespace)]
@@ -266,25 +266,27 @@ class Tools:
 
         return self._checked(run)
 
-    def explain(self, kind: str, name: str, namespace: str | None) -> Result:
-        def run() -> Result:
+    def explain(self, kind: str, name: str, namespace: str | None) -> ToolResult:
+        def run() -> ToolResult:
             options, words = subject(kind, name, namespace)
             return self._run(["explain", "--output=json", *self._snapshot(), *options, *words])
 
         return self._checked(run)
 
-    def graph(self, kind: str, name: str, namespace: str | None, only_stuck: bool, owners_only: bool) -> Result:
-        def run() -> Result:
+    def graph(self, kind: str, name: str, namespace: str | None, only_stuck: bool, owners_only: bool) -> ToolResult:
+        def run() -> ToolResult:
             options, words = subject(kind, name, namespace)
             flags = ["--only-stuck"] * only_stuck + ["--owners-only"] * owners_only
             return self._run(["graph", "--output=json", *self._snapshot(), *flags, *options, *words])
 
         return self._checked(run)
 
-    def preflight(self, kind: str | None, name: str | None, namespace: str | None, teardown: Teardown) -> Result:
+    def preflight(
+        self, kind: str | None, name: str | None, namespace: str | None, teardown: TeardownArguments
+    ) -> ToolResult:
         """One object's deletion; or a teardown: manifests (text, or files), or a Helm release."""
 
-        def run() -> Result:
+        def run() -> ToolResult:
             argv = ["preflight", "--output=json", *self._snapshot()]
             if not teardown.given:
                 if kind is None or name is None:
@@ -309,18 +311,18 @@ class Tools:
 
         return self._checked(run)
 
-    def catalog_lookup(self, finalizer: str) -> Result:
-        def run() -> Result:
+    def catalog_lookup(self, finalizer: str) -> ToolResult:
+        def run() -> ToolResult:
             entry = self.settings.scope.catalog.match(finalizer)
             document = {"finalizer": finalizer, "entry": entry.to_dict() if entry is not None else None}
-            return Result(json.dumps(document, indent=2), document)
+            return ToolResult(json.dumps(document, indent=2), document)
 
         return self._checked(run)
 
-    def wait(self, kind: str, name: str, namespace: str | None, timeout_seconds: float, uid: str | None) -> Result:
+    def wait(self, kind: str, name: str, namespace: str | None, timeout_seconds: float, uid: str | None) -> ToolResult:
         """kfin wait, bounded: its lines, and whether the object went."""
 
-        def run() -> Result:
+        def run() -> ToolResult:
             if not 0 < timeout_seconds <= WAIT_SECONDS:
                 raise UsageError(f"timeout_seconds must be more than 0 and at most {WAIT_SECONDS}")
             options, words = subject(kind, name, namespace)
@@ -328,13 +330,15 @@ class Tools:
             answer = self.commands.run([*self.settings.before, *argv, *words])
             errors, notes = split_stderr(answer.stderr)
             if answer.code not in (ExitCode.OK, ExitCode.FOUND):
-                return Result("\n".join(errors) or f"error: kfin exited {answer.code}", code=answer.code, error=True)
+                return ToolResult(
+                    "\n".join(errors) or f"error: kfin exited {answer.code}", code=answer.code, error=True
+                )
             document = {
                 "gone": answer.code == ExitCode.OK,
                 "exitCode": answer.code,
                 "lines": answer.stdout.splitlines() + notes,
             }
-            return Result(json.dumps(document, indent=2), document, code=answer.code)
+            return ToolResult(json.dumps(document, indent=2), document, code=answer.code)
 
         return self._checked(run)
 
@@ -351,8 +355,8 @@ class Tools:
         }
         return json.dumps(document, indent=2)
 
-    def plan_removal(self, kind: str, name: str, namespace: str | None, finalizers: list[str]) -> Result:
-        def run() -> Result:
+    def plan_removal(self, kind: str, name: str, namespace: str | None, finalizers: list[str]) -> ToolResult:
+        def run() -> ToolResult:
             subject(kind, name, namespace)
             scope = self.settings.scope
             if namespace is not None:
@@ -360,12 +364,12 @@ class Tools:
             request = removal.Request(kind, name, scope.namespace, tuple(finalizers))
             planned = removal.plan_removal(scope, request, self.ledger)
             document = removal.plan_document(planned, self.settings.writes.allowed)
-            return Result(json.dumps(document, indent=2), document, code=ExitCode.REFUSED * (not planned.digest))
+            return ToolResult(json.dumps(document, indent=2), document, code=ExitCode.REFUSED * (not planned.digest))
 
         return self._checked(run)
 
-    def apply_removal(self, digest: str, client: str) -> Result:
-        def run() -> Result:
+    def apply_removal(self, digest: str, client: str) -> ToolResult:
+        def run() -> ToolResult:
             scope = self.settings.scope
             with self.commands.turn("apply_removal"):  # its messages must not land in a command's captured output
                 done = removal.apply_removal(
@@ -373,8 +377,8 @@ class Tools:
                 )
             text = json.dumps(done, indent=2)
             if not done["ok"]:
-                return Result(text, done, code=ExitCode.API, error=True)
-            return Result(text, done)
+                return ToolResult(text, done, code=ExitCode.API, error=True)
+            return ToolResult(text, done)
 
         return self._checked(run)
 
@@ -418,7 +422,7 @@ Answer yes only if preflight finds nothing left stuck; otherwise say what would 
 the order to delete in. Nothing is deleted by these tools: the user deletes it."""
 
 
-def serve(settings: Settings, commands: Commands) -> None:
+def serve(settings: ServerSettings, commands: Commands) -> None:
     """Serve the tools over stdio until the client goes (or over streamable HTTP until stopped)."""
     try:
         from mcp.server.mcpserver import Context, MCPServer
@@ -440,7 +444,7 @@ def serve(settings: Settings, commands: Commands) -> None:
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    def converted(result: Result) -> CallToolResult:
+    def converted(result: ToolResult) -> CallToolResult:
         content: list[Any] = [TextContent(type="text", text=result.text)]
         if result.notes and not isinstance(result.document, dict):  # a document holds its warnings itself
             content.append(TextContent(type="text", text=result.notes))
@@ -517,7 +521,7 @@ def serve(settings: Settings, commands: Commands) -> None:
     ) -> CallToolResult:
         """What a deletion would leave stuck, and the order that avoids it: of one object, or a teardown of
         manifests or a Helm release (kfin preflight -f, kfin preflight helm). Nothing is deleted."""
-        teardown = Teardown(manifests, tuple(filenames), recursive, helm_release, helm_major)
+        teardown = TeardownArguments(manifests, tuple(filenames), recursive, helm_release, helm_major)
         return converted(await _answer("preflight", tools.preflight, kind, name, namespace, teardown))
 
     @server.tool(annotations=read_only)
@@ -611,10 +615,10 @@ def _end_process() -> NoReturn:
     os._exit(ExitCode.OK)
 
 
-async def _answer(tool: str, function: Callable[..., Result], *args: Any) -> Result:
+async def _answer(tool: str, function: Callable[..., ToolResult], *args: Any) -> ToolResult:
     """A tool's answer, or, after CALL_SECONDS, the error that it has none yet."""
     try:
-        result: Result = await _in_thread(function, *args)
+        result: ToolResult = await _in_thread(function, *args)
         return result
     except TimeoutError:
         return failed(unanswered(f"kfin mcp's {tool}"), ExitCode.UNREACHABLE)

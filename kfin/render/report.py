@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from kfin import __version__
 from kfin.core.causes import Action
-from kfin.core.report import Entry, Report
+from kfin.core.report import Report, ReportEntry
 from kfin.core.roots import RootCause
 from kfin.render.explanation import VERDICT_STYLE, verdict_colour
 from kfin.render.graph import heading, picture, plain_tree
@@ -78,7 +78,7 @@ def _action(action: Action) -> str:
     return f'<pre class="command"><code>{_e(action.command)}</code></pre>' + "".join(f"{line}<br>" for line in lines)
 
 
-def _entry(number: int, entry: Entry, roots: list[RootCause]) -> str:
+def _entry(number: int, entry: ReportEntry, roots: list[RootCause]) -> str:
     o, row = entry.row.obj, entry.row
     parts = [f'<h3 id="o{number}">{_e(o.ref)} — Terminating for {_e(format_age(row.terminating_seconds))}</h3>']
     for f in entry.explanation.findings:
