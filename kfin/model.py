@@ -147,7 +147,7 @@ class KubeObject:
 class ThinObject(KubeObject):
     """An object nothing reads beyond who it is and who owns it: not being deleted, without finalizers, of a
     kind read metadata-only. A scan keeps most of a cluster's objects this way, in about 300 bytes each
-    instead of the 2 KB of their parsed metadata (issue 17: memory bounded at half a million objects).
+    instead of the 2 KB of their parsed metadata (so that a scan of half a million objects fits in memory).
     Owner references keep what the garbage collector reads: (apiVersion, kind, name, uid, controller,
     blockOwnerDeletion)."""
 
@@ -220,7 +220,7 @@ class ThinObject(KubeObject):
 class OwnedObject(ThinObject):
     """A ThinObject as a scan for stuck objects keeps it: of its owners only what the garbage collector's
     blocking reads (uid, blockOwnerDeletion), in the fewest objects, because most of a cluster's objects
-    are kept this way (issue 17: a few hundred bytes each). Owner references list uid and
+    are kept this way (a few hundred bytes each). Owner references list uid and
     blockOwnerDeletion only; graphs, which name owners, are drawn from files or full scans."""
 
     __slots__ = ("_blocking",)

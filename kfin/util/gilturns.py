@@ -9,7 +9,7 @@ from contextlib import contextmanager
 # Python's default is 5 ms. A scan keeps 16 lists in flight while a thread parses a page: a thread whose answer
 # has arrived waited up to 5 ms for that one to let go before it could ask for its next page, and the server sat
 # idle meanwhile. At 0.5 ms, `kfin stuck -A` of 1,000 objects on a real kube-apiserver ended 30-40 ms sooner
-# (bench/PROFILE.md, issue 47); a bare fetch, which parses nothing, gains nothing.
+# (bench/PROFILE.md); a bare fetch, which parses nothing, gains nothing.
 SHORT_TURN = 0.0005
 
 

@@ -10,7 +10,7 @@ WILDCARDS = frozenset("*?[")
 def glob_match(name: str, pattern: str) -> bool:
     """fnmatch.fnmatchcase, with a pattern without wildcards compared as a string and one whose only wildcard is
     `*` matched piece by piece: fnmatch compiles a regular expression for each pattern it meets (the control
-    plane's and the catalog's cost a process's first explanation 1.4 ms, 0.2 ms so: issue 47), which costs a
+    plane's and the catalog's cost a process's first explanation 1.4 ms, 0.2 ms so), which costs a
     small scan more than all its matching. `?` and `[...]` go to fnmatch."""
     if WILDCARDS.isdisjoint(pattern):
         return name == pattern
