@@ -33,11 +33,11 @@ from kfin.commands.flags import (
 from kfin.commands.pointers import not_found
 from kfin.commands.wait import follow_to_end
 from kfin.core import audit
-from kfin.core.applying import Applied, apply_plans
+from kfin.core.applying import Applied, apply_plans, recreate_namespace
 from kfin.core.causes import explain_object
 from kfin.core.facts import Facts
 from kfin.core.lookup import MissingObjectError, fresh_facts, live_target, load_target
-from kfin.core.removal import FORCE_DELETION, Plan, plan, recreate_namespace
+from kfin.core.removal import FORCE_DELETION, Plan, plan
 from kfin.core.scope import Scope
 from kfin.core.stuck import find_all, narrowed
 from kfin.errors import ExitCode, InterruptedByUserError, UsageError

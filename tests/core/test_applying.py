@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from kfin.core.applying import apply_plans
+from kfin.core.applying import apply_plans, recreate_namespace
 from kfin.core.causes import explain_object
-from kfin.core.removal import plan, recreate_namespace
-from kfin.model import MANAGERS
+from kfin.core.removal import plan
 from kfin.errors import APIError
+from kfin.model import MANAGERS
 from tests.values import custom_type, facts, lease, obj, pod
 
 DELETING = timedelta(hours=1)

@@ -6,10 +6,11 @@ from datetime import timedelta
 
 import pytest
 
-from kfin.model import MANAGERS
+from kfin.core.applying import Remover
 from kfin.core.causes import Verdict, explain_object
-from kfin.core.removal import Remover, metadata_patch, plan, requests_preview
+from kfin.core.removal import plan, requests_preview
 from kfin.errors import APIError
+from kfin.model import MANAGERS, metadata_patch
 from tests.values import custom_type, facts, lease, obj, pod
 
 DELETING = timedelta(hours=1)
