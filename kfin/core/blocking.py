@@ -18,7 +18,7 @@ from msgspec import Struct, field
 
 from kfin.core.causes import Action, Verdict, blocker_line, explain_cached, main_finding
 from kfin.core.facts import ClusterFacts, Facts
-from kfin.core.preflight import Stuck, holds_next
+from kfin.core.survival import Stuck, holds_next
 from kfin.model import JSON, KubeObject
 
 MAX_OBJECTS = 500  # a namespace with thousands of stuck objects: the plan stays readable, and says so
@@ -307,7 +307,7 @@ def _afterwards(chain: Chain, reachable: set[str], facts: ClusterFacts, later: l
 
 def _next_steps(chain: Chain, later: list[Stuck]) -> list[Step]:
     """What to do, before it holds, about what will hold a Terminating namespace once its current blockers are
-    dealt with (kfin.core.preflight.holds_next), after the steps for what holds it now."""
+    dealt with (kfin.core.survival.holds_next), after the steps for what holds it now."""
     steps, done = [], {s.actions for s in chain.steps}
     for stuck in later:
         actions = stuck.actions or (Action(None, note=f"deal with {stuck.obj.ref}"),)

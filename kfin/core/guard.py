@@ -23,7 +23,8 @@ from collections.abc import Callable
 from msgspec import Struct, field
 
 from kfin.core.facts import Facts
-from kfin.core.preflight import Preflight, Stuck
+from kfin.core.preflight import Preflight
+from kfin.core.survival import Stuck
 from kfin.core.teardown import Caused, preflight_of
 from kfin.model import JSON, KubeObject
 

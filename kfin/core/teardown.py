@@ -37,16 +37,8 @@ from kfin.core.causes.webhooks import rule_matches, selector_matches
 from kfin.core.facts import Facts
 from kfin.core.helm import Release, batches, kept, uninstall_order
 from kfin.core.manifests import Manifest
-from kfin.core.preflight import (
-    Preflight,
-    PreflightStep,
-    Stuck,
-    delete_step,
-    finalizer_controllers,
-    foresee,
-    reference,
-    safe_order,
-)
+from kfin.core.preflight import Preflight, PreflightStep, foresee, safe_order
+from kfin.core.survival import Stuck, delete_step, finalizer_controllers, reference
 from kfin.model import CRDS, JSON, NAMESPACES, KubeObject, ResourceType
 
 SERVICES = ("", "services")

@@ -8,7 +8,7 @@ import html
 from collections import Counter
 
 from kfin.core.helm import KEEP
-from kfin.core.preflight import Stuck
+from kfin.core.survival import Stuck
 from kfin.core.teardown import Caused, Deletion, Teardown
 from kfin.model import JSON
 from kfin.render.explanation import verdict_colour
