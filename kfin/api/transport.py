@@ -88,8 +88,9 @@ class ByteStream(Protocol):
 
 @dataclass(frozen=True)
 class Response:
-    """What the server answered: its status, headers (looked up as Kubernetes spells them, any case for a
-    transport's own), and body; of a streamed request, the body is `stream`, to read and close."""
+    """What the server answered: its status, headers and body; of a streamed request, the body is `stream`, to
+    read and close. kfin looks headers up as HTTP spells them (Content-Type, ETag, Location, Warning): urllib3's
+    answer in any case, a mock's as it spells them."""
 
     status: int
     headers: Mapping[str, str] = field(default_factory=dict)
