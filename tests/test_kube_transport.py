@@ -5,7 +5,9 @@ import json
 import pytest
 
 from kfin.errors import ExitCode
+from kfin.api.connect import open_transport
 from kfin.api.connection import Kube, Target
+from kfin.api.transport import Urllib3Transport
 from tests.fakeapi import FakeAPIServer
 from tests.fakeapi.server import VIEWER_TOKEN
 from tests.fakeapi.tls import self_signed
@@ -15,8 +17,9 @@ from tests.runner import kfin
 def test_credentials_are_refreshed_every_few_seconds_not_on_every_request(fake, fake_kubeconfig, monkeypatch):
     """Credentials that can change (exec plugins, auth providers) come from the kubernetes package."""
     monkeypatch.setattr("kfin.api.connect.load_static", lambda *_: None)
-    kube = Kube.connect(Target(str(fake_kubeconfig)))
-    configuration = kube._transport.configuration
+    transport, namespace = open_transport(Target(str(fake_kubeconfig)))
+    kube = Kube(transport, namespace, None)
+    configuration = transport.configuration
     asked = []
     auth_settings = type(configuration).auth_settings
     monkeypatch.setattr(type(configuration), "auth_settings", lambda self: asked.append(1) or auth_settings(self))
@@ -30,7 +33,7 @@ def test_credentials_are_refreshed_every_few_seconds_not_on_every_request(fake, 
     def renewing_hook(config):
         config.api_key["BearerToken"] = f"Bearer {VIEWER_TOKEN}"
     configuration.refresh_api_key_hook = renewing_hook
-    monkeypatch.setattr(kube._transport, "AUTH_REFRESH_SECONDS", 0)
+    transport.auth_refresh_seconds = 0
     kube.request("GET", "/api/v1/namespaces")
     assert fake.requests[-1].user == "viewer"
 
@@ -71,9 +74,10 @@ def test_every_connection_to_a_server_shares_one_tls_context_its_ca_loaded_once(
     real = ssl.SSLContext.load_verify_locations
     monkeypatch.setattr(ssl.SSLContext, "load_verify_locations",
                         lambda self, *args, **kwargs: loaded.append(1) or real(self, *args, **kwargs))
-    kube = Kube.connect(Target(str(tls_fake.kubeconfig(tmp_path / "kubeconfig"))))
+    transport, namespace = open_transport(Target(str(tls_fake.kubeconfig(tmp_path / "kubeconfig"))))
+    kube = Kube(transport, namespace, None)
     for _ in range(5):
-        kube._transport.pool.clear()  # the next request opens a new connection
+        transport.pool.clear()  # the next request opens a new connection
         assert kube.request("GET", "/version")["major"] == "1"
     assert len(loaded) == 1
 
@@ -90,43 +94,48 @@ def test_a_certificate_authority_that_is_no_certificate_is_a_kubeconfig_error(tl
     assert len(refused.stderr.strip().splitlines()) == 1
 
 
-def _failing_once(transport, monkeypatch, error):
-    """The pool's first request fails with `error`, the next ones go through: how many were sent."""
-    sent = []
-    real = transport.pool.request
+class _FailingOncePool:
+    """A urllib3 pool whose first request fails with `error`, the next ones go through: `sent` says how many
+    were sent (the transport's own retry policy is what is tested, below the seam)."""
 
-    def request(*args, **kwargs):
-        sent.append(args[0])
-        if len(sent) == 1:
-            raise error
-        return real(*args, **kwargs)
+    def __init__(self, pool, error):
+        self.pool, self.error, self.sent = pool, error, []
 
-    monkeypatch.setattr(transport.pool, "request", request)
-    return sent
+    def request(self, *args, **kwargs):
+        self.sent.append(args[0])
+        if len(self.sent) == 1:
+            raise self.error
+        return self.pool.request(*args, **kwargs)
 
 
-def test_a_tls_decode_alert_from_the_server_is_retried_once_even_for_a_write(tls_fake, tmp_path, monkeypatch):
+def _failing_once(kubeconfig, error):
+    """A connection whose pool fails its first request with `error`, and that pool."""
+    transport, namespace = open_transport(Target(str(kubeconfig)))
+    pool = _FailingOncePool(transport.pool, error)
+    failing = Urllib3Transport(transport.configuration, pool, transport.context, transport.server)
+    return Kube(failing, namespace, None), pool
+
+
+def test_a_tls_decode_alert_from_the_server_is_retried_once_even_for_a_write(tls_fake, tmp_path):
     """The server's TLS layer refused the handshake: it read no request, so repeating it (a POST too) is safe."""
     import urllib3
 
-    kube = Kube.connect(Target(str(tls_fake.kubeconfig(tmp_path / "kubeconfig"))))
     alert = urllib3.exceptions.SSLError("[SSL: TLSV1_ALERT_DECODE_ERROR] tlsv1 alert decode error (_ssl.c:2580)")
-    sent = _failing_once(kube._transport, monkeypatch, alert)
+    kube, pool = _failing_once(tls_fake.kubeconfig(tmp_path / "kubeconfig"), alert)
     kube.request("POST", "/api/v1/namespaces/default/configmaps",
                  body={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-alert"}})
-    assert sent == ["POST", "POST"]
+    assert pool.sent == ["POST", "POST"]
     assert tls_fake.cluster.find(tls_fake.cluster.types[("", "configmaps")], "default", "after-alert") is not None
 
 
-def test_a_certificate_that_fails_verification_is_never_retried(tls_fake, tmp_path, monkeypatch):
+def test_a_certificate_that_fails_verification_is_never_retried(tls_fake, tmp_path):
     import urllib3
 
-    kube = Kube.connect(Target(str(tls_fake.kubeconfig(tmp_path / "kubeconfig"))))
     failure = urllib3.exceptions.SSLError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
-    sent = _failing_once(kube._transport, monkeypatch, failure)
+    kube, pool = _failing_once(tls_fake.kubeconfig(tmp_path / "kubeconfig"), failure)
     with pytest.raises(Exception, match="TLS handshake with https://127.0.0.1:"):
         kube.request("GET", "/version")
-    assert sent == ["GET"]
+    assert pool.sent == ["GET"]
 
 
 def test_kfin_ends_its_process_once_its_output_is_out_and_still_removes_the_files_of_credential_data(

@@ -183,10 +183,10 @@ def test_a_lists_continue_token_is_read_off_the_wire_as_the_parse_reads_it(fake,
         api.create("/api/v1/namespaces/pages/configmaps", {"metadata": {"name": f"c{n}"}})
     kube = Kube.connect(Target(str(fake_kubeconfig)))
     accept = "application/vnd.kubernetes.protobuf" + protobuf.METADATA_LIST
-    _, _, first = kube.send("GET", "/api/v1/namespaces/pages/configmaps", {"limit": 2}, accept=accept)
+    first = kube.send("GET", "/api/v1/namespaces/pages/configmaps", {"limit": 2}, accept=accept).body
     token = protobuf.metadata_list(first, "GET")["metadata"]["continue"]
     assert token and protobuf.continue_of(first) == token
-    _, _, last = kube.send("GET", "/api/v1/namespaces/pages/configmaps", {"limit": 2, "continue": token}, accept=accept)
+    last = kube.send("GET", "/api/v1/namespaces/pages/configmaps", {"limit": 2, "continue": token}, accept=accept).body
     assert protobuf.continue_of(last) is None and "continue" not in protobuf.metadata_list(last, "GET")["metadata"]
     assert protobuf.continue_of(first[: len(first) // 2]) is None
     assert protobuf.continue_of(b'{"metadata": {"continue": "x"}}') is None

@@ -529,7 +529,7 @@ def test_a_real_api_servers_pages_hold_no_field_kfin_does_not_declare(envtest, t
         kube.request("DELETE", f"{path}/{held['name']}")
         accept = protobuf.CONTENT_TYPE + protobuf.METADATA_LIST
         for listed in (path, "/api/v1/namespaces", "/apis/rbac.authorization.k8s.io/v1/clusterroles"):
-            _, _, data = kube.send("GET", listed, {"limit": 3}, accept=accept)
+            data = kube.send("GET", listed, {"limit": 3}, accept=accept).body
             envelope = metadata_pb2.Unknown.FromString(data[len(protobuf.MAGIC) :])
             for kind, raw in (
                 (metadata_pb2.Unknown, data[len(protobuf.MAGIC) :]),
@@ -540,7 +540,7 @@ def test_a_real_api_servers_pages_hold_no_field_kfin_does_not_declare(envtest, t
                 whole = message.ByteSize()
                 message.DiscardUnknownFields()
                 assert message.ByteSize() == whole, (listed, kind.__name__)
-        page = protobuf.metadata_list(kube.send("GET", path, {}, accept=accept)[2], path)
+        page = protobuf.metadata_list(kube.send("GET", path, {}, accept=accept).body, path)
         [item] = [i for i in page["items"] if i["metadata"]["name"] == held["name"]]
         assert item["metadata"]["finalizers"] == ["e.com/f"] and item["metadata"]["deletionTimestamp"]
     finally:

@@ -1,6 +1,6 @@
 """Connecting from a kubeconfig (or from inside a cluster): which file, which context, which credentials and TLS
 settings, read by kfin's own typed reading where it can and by the `kubernetes` package where it must (its
-import costs a third of a second). What it makes is the Transport to one API server."""
+import costs a third of a second). What it makes is the transport to one API server (Urllib3Transport)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from kfin.api.exec_credential import bounded_loader
 from kfin.api.kubeconfig import load_static
 from kfin.api.kubeconfig_types import check_kubeconfig
 from kfin.api.target import Target
-from kfin.api.transport import Transport, short_error
+from kfin.api.transport import Urllib3Transport, short_error
 from kfin.errors import ConfigError
 from kfin.names import quoted
 from kfin.settings import Settings
@@ -54,7 +54,7 @@ def load_transport() -> None:
     import urllib3  # noqa: F401
 
 
-def open_transport(target: Target = Target()) -> tuple[Transport, str]:
+def open_transport(target: Target = Target()) -> tuple[Urllib3Transport, str]:
     """The transport to the target's API server, and the namespace its context names (default: default)."""
     paths = _kubeconfig_paths(target.kubeconfig)
     existing = [p for p in paths if Path(p).expanduser().is_file()]
@@ -67,7 +67,7 @@ def open_transport(target: Target = Target()) -> tuple[Transport, str]:
     return _with_client(target, paths, existing)
 
 
-def _with_client(target: Target, paths: list[str], existing: list[str]) -> tuple[Transport, str]:
+def _with_client(target: Target, paths: list[str], existing: list[str]) -> tuple[Urllib3Transport, str]:
     from kubernetes import client
     from kubernetes import config as untyped_config
     from kubernetes.config import kube_config as untyped_kube_config
@@ -123,7 +123,7 @@ def _with_client(target: Target, paths: list[str], existing: list[str]) -> tuple
     return _transport(configuration, name, target.settings), namespace
 
 
-def _transport(configuration: Any, context: str, settings: Settings) -> Transport:
+def _transport(configuration: Any, context: str, settings: Settings) -> Urllib3Transport:
     """Requests go through urllib3 directly, set up from the client's Configuration.
 
     The kubernetes package is used for what it does best and keeps stable (kubeconfig, in-cluster
@@ -165,8 +165,8 @@ def _transport(configuration: Any, context: str, settings: Settings) -> Transpor
         "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
         "ssl_context": _tls_context(configuration, context),
         "maxsize": 32,
-        # A short retry for dropped connections on idempotent requests; a refused port still fails fast.
-        "retries": urllib3.Retry(total=2, connect=1, read=1, status=0, backoff_factor=0.1),
+        # No retries here: every request says how it is retried (Urllib3Transport: retries=False, and its own
+        # policy for dropped connections, within the request's deadline).
     }
     if getattr(configuration, "tls_server_name", None):
         pool_args["server_hostname"] = configuration.tls_server_name
@@ -179,7 +179,7 @@ def _transport(configuration: Any, context: str, settings: Settings) -> Transpor
         pool = urllib3.ProxyManager(proxy_url=configuration.proxy, **pool_args)
     else:
         pool = urllib3.PoolManager(**pool_args)
-    return Transport(configuration, pool, context, configuration.host.rstrip("/"), settings)
+    return Urllib3Transport(configuration, pool, context, configuration.host.rstrip("/"), settings)
 
 
 class _LoggedErrors:

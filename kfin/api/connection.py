@@ -2,8 +2,9 @@
 
 Everything it returns is plain JSON values (dicts and lists), so the rest of kfin works the same on a
 live cluster and on a saved snapshot. Callers outside kfin.api name objects by ResourceType, namespace
-and name; the paths are built here and in kfin.api.paths only. Connecting (kubeconfig, credentials, TLS) is
-kfin.api.connect's job; sending, deadlines, retries and errors kfin.api.transport's.
+and name; the paths are built here and in kfin.api.paths only. Each call is made a kfin.api.transport.Request
+and handed to the Transport (sending, deadlines, retries; a test's MockTransport); connecting (kubeconfig,
+credentials, TLS) is kfin.api.connect's job.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -21,7 +23,20 @@ from kfin.api.connect import open_transport
 from kfin.api.paths import api_path, group_version_path, resource_path
 from kfin.api.shapes import ShapeError, check_dict, check_object, check_page
 from kfin.api.target import Target
-from kfin.api.transport import APPLICATION_JSON, Headers, Query, Transport, What, max_answer_bytes
+from kfin.api.transport import (
+    APPLICATION_JSON,
+    ByteStream,
+    Headers,
+    Query,
+    Request,
+    Response,
+    Transport,
+    What,
+    check_answer,
+    decode,
+    max_answer_bytes,
+    redirect_error,
+)
 from kfin.errors import APIError, ConfigError, KfinError, NotFoundError
 from kfin.model import JSON, ResourceType
 from kfin.names import check_namespace
@@ -85,8 +100,7 @@ class Kube:
         what: What | None = None,
     ) -> Any:
         """One API request; JSON in and out. `what` is (verb, resource, namespace) for error messages."""
-        _, _, data = self.send(method, path, query, body, accept, content_type, what)
-        return self._transport.decode(path, data)
+        return decode(self._transport, path, self.send(method, path, query, body, accept, content_type, what).body)
 
     def send(
         self,
@@ -99,11 +113,23 @@ class Kube:
         what: What | None = None,
         headers: Headers | None = None,
         check: bool = True,
-    ) -> tuple[int, Any, bytes]:
-        """(status, response headers, body bytes) of one request, through the transport within this
-        connection's deadline; an error status raises (unless `check` is False: a dry run's rejection is its
-        answer)."""
-        return self._transport.send(method, path, query, body, accept, content_type, what, headers, check, self.timeout)
+    ) -> Response:
+        """The answer to one request (a JSON body), through the transport within this connection's deadline; an
+        error status raises (unless `check` is False: a dry run's rejection is its answer)."""
+        request = Request(
+            method,
+            path,
+            _sent(query),
+            body=None if body is None else json.dumps(body).encode(),
+            content_type=None if body is None else content_type or APPLICATION_JSON,
+            accept=accept,
+            headers=headers or {},
+            timeout=self.timeout,
+            what=what,
+        )
+        response = self._transport.send(request)
+        check_answer(self._transport, request, response, check)
+        return response
 
     # ----- the calls kfin makes --------------------------------------------------------------------
     def server_version(self) -> JSON:
@@ -259,14 +285,14 @@ class Kube:
         (Events, 38 of them at 50,000 objects) had each waited for the parse of the one before, 0.55 s in all
         on a real server (bench/PROFILE.md, issue 47). One raw page more is held per list meanwhile."""
         token, tokens = None, set[str]()
-        ahead: tuple[str, Future[tuple[int, Any, bytes]]] | None = None  # (its token, the next page asked for)
+        ahead: tuple[str, Future[Response]] | None = None  # (its token, the next page asked for)
         while True:
             params = dict(query or {}, limit=limit, **{"continue": token})
             try:
                 if ahead is not None and ahead[0] == token:
-                    _, headers, data = ahead[1].result()
+                    answer = ahead[1].result()
                 else:
-                    _, headers, data = self.send("GET", path, params, accept=accept, what=what)
+                    answer = self.send("GET", path, params, accept=accept, what=what)
             except APIError as error:
                 if error.status != 406 or accept != PROTOBUF_METADATA_LIST_ACCEPT:
                     raise
@@ -274,15 +300,17 @@ class Kube:
                 ahead = None
                 continue
             ahead = None
-            early = protobuf.continue_of(data) if protobuf.is_protobuf(headers.get("Content-Type")) else None
+            data, is_protobuf = answer.body, protobuf.is_protobuf(answer.headers.get("Content-Type"))
+            del answer
+            early = protobuf.continue_of(data) if is_protobuf else None
             if early and early not in tokens and len(tokens) < MAX_PAGES:  # what the parse would refuse waits for it
                 following = dict(query or {}, limit=limit, **{"continue": early})
                 ahead = (early, in_background(partial(self.send, "GET", path, following, accept=accept, what=what)))
             with PARSING:
-                if protobuf.is_protobuf(headers.get("Content-Type")):  # its messages type every field: no check_page
+                if is_protobuf:  # its messages type every field: no check_page
                     page = protobuf.metadata_list(data, f"GET {path}", keep is not None, keep)
                 else:
-                    page = check_page(self._transport.decode(path, data), f"GET {path}")
+                    page = check_page(decode(self._transport, path, data), f"GET {path}")
                 del data
                 token = (page.get("metadata") or {}).get("continue")
                 if token and (token in tokens or len(tokens) >= MAX_PAGES):  # a list that would never end
@@ -333,19 +361,19 @@ class Kube:
         """(document, ETag) of /api or /apis as an APIGroupDiscoveryList; (None, etag) when the server
         answers 304 Not Modified to `etag`. A server without aggregated discovery answers its legacy
         document, returned with no ETag."""
-        status, headers, data = self.send(
+        answer = self.send(
             "GET",
             path,
             accept=AGGREGATED_ACCEPT,
             what=("get", path, None),
             headers={"If-None-Match": etag} if etag else None,
         )
-        if status == 304:
+        if answer.status == 304:
             return None, etag
-        document = check_dict(self._transport.decode(path, data), f"GET {path} of {self.shown}")
+        document = check_dict(decode(self._transport, path, answer.body), f"GET {path} of {self.shown}")
         if document.get("kind") != "APIGroupDiscoveryList":
             return document, None
-        return document, headers.get("ETag")
+        return document, answer.headers.get("ETag")
 
     def resource_list(self, group: str, version: str) -> JSON:
         """Legacy discovery of one group version (/api/v1 or /apis/GROUP/VERSION)."""
@@ -359,27 +387,37 @@ class Kube:
         timeout_seconds: int,
         accept: str = METADATA_ACCEPT,
         what: What | None = None,
-        opened: Callable[[Any], None] | None = None,
+        opened: Callable[[ByteStream], None] | None = None,
         idle: float | None = None,
     ) -> Iterator[JSON]:
         """The events of one watch (dicts), until the server ends it after `timeout_seconds`; bookmarks
         asked for. An ERROR event (410 Expired) is yielded like the others: the caller lists again.
-        `opened(response)`: given the response once it is open, so that another thread may end the watch
-        at once (response.shutdown()). `idle`: seconds without a byte after which the watch is taken as lost
+        `opened(stream)`: given the stream once it is open, so that another thread may end the watch
+        at once (stream.shutdown()). `idle`: seconds without a byte after which the watch is taken as lost
         (ended, for the caller to start again); by default the watch's own length and 15 s."""
-        import urllib3
-
-        params = {
-            k: v
-            for k, v in dict(query, watch="1", allowWatchBookmarks="true", timeoutSeconds=str(timeout_seconds)).items()
-            if v is not None
-        }
-        wait = urllib3.Timeout(connect=self.timeout or 30, read=idle or timeout_seconds + 15)
-        response = self._transport.open_stream(path, params, accept, what, wait, opened)
+        request = Request(
+            "GET",
+            path,
+            _sent(dict(query, watch="1", allowWatchBookmarks="true", timeoutSeconds=str(timeout_seconds))),
+            accept=accept,
+            timeout=self.timeout,
+            stream=True,
+            idle=idle or timeout_seconds + 15,
+            what=what,
+        )
+        response = self._transport.send(request)
+        stream = response.stream
+        if stream is None:
+            raise APIError(f"the watch of {path} was answered without a stream")
+        if opened is not None:
+            opened(stream)
         try:
+            if response.status >= 300:  # its Status read whole: the error it means
+                check_answer(self._transport, request, replace(response, body=stream.read(), stream=None))
+                raise redirect_error(self._transport, response.status, response.headers.get("Location"))  # a 304
             pending = b""
             try:
-                for chunk in response.stream(1 << 16):
+                for chunk in stream:
                     pending += chunk
                     while b"\n" in pending:
                         line, pending = pending.split(b"\n", 1)
@@ -392,13 +430,10 @@ class Kube:
                                 yield event
                     if len(pending) > max_answer_bytes():
                         raise ShapeError(f"the watch of {path} sent an event larger than {max_answer_bytes()} bytes")
-            except (urllib3.exceptions.HTTPError, OSError):  # the stream broke: the caller watches again
-                return
             except ValueError:
                 raise ShapeError(f"a watch of {path} answered something that is not JSON") from None
         finally:  # a watch left before its end still has data on the wire: never reuse that connection
-            response.close()
-            response.release_conn()
+            stream.close()
 
     def patch_json(self, path: str, operations: list[JSON], dry_run: bool = False, what: What | None = None) -> Any:
         return self.request(
@@ -409,3 +444,8 @@ class Kube:
             content_type="application/json-patch+json",
             what=what,
         )
+
+
+def _sent(query: Query | None) -> dict[str, Any]:
+    """The query parameters sent: those with a value."""
+    return {k: v for k, v in (query or {}).items() if v is not None}

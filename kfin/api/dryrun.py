@@ -62,7 +62,7 @@ def send(kube: Kube, write: Write, impersonate: bool) -> Answer:
     body = json.loads(write.body)
     if write.verb == "delete":  # a DELETE with a body takes its options from the body alone, dryRun included
         body = dict(body, dryRun=["All"])
-    status, _, data = kube.send(
+    answer = kube.send(
         method,
         path,
         {"dryRun": "All"},
@@ -72,6 +72,7 @@ def send(kube: Kube, write: Write, impersonate: bool) -> Answer:
         headers=headers,
         check=False,
     )
+    status, data = answer.status, answer.body
     sent_as = write.actor if headers else None
     try:
         parsed = json.loads(data) if data else {}

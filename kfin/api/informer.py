@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from kfin.api.connection import METADATA_ACCEPT, Kube
 from kfin.api.discovery import discover, failure_of
@@ -26,7 +25,7 @@ from kfin.api.paths import resource_path
 from kfin.api.protobuf import OwnerRef
 from kfin.api.resources import one_per_storage
 from kfin.api.scan import Lean, to_object
-from kfin.api.transport import APPLICATION_JSON
+from kfin.api.transport import APPLICATION_JSON, ByteStream
 from kfin.errors import APIError, ForbiddenError, KfinError
 from kfin.model import CRDS, JSON, NAMESPACES, Failure, Inventory, KubeObject, ResourceType, ThinObject
 
@@ -91,18 +90,18 @@ class Informer:
         self.lists = self.watches = 0
         self.stopped = threading.Event()
         self.watchable = "watch" in rtype.verbs
-        self._response: Any = None  # of the watch in progress
+        self._stream: ByteStream | None = None  # of the watch in progress
 
     def stop(self) -> None:
         """At once: the watch in progress is ended, not waited out."""
         self.stopped.set()
-        self._end(self._response)
+        self._end(self._stream)
 
     @staticmethod
-    def _end(response: Any) -> None:
+    def _end(stream: ByteStream | None) -> None:
         try:
-            if response is not None:
-                response.shutdown()
+            if stream is not None:
+                stream.shutdown()
         except (ValueError, RuntimeError, OSError):
             pass  # that watch has ended already
 
@@ -192,10 +191,10 @@ class Informer:
             elif kind in ("ADDED", "MODIFIED"):
                 self._set(key, self._keep(obj))
 
-    def _opened(self, response: Any) -> None:
-        self._response = response
+    def _opened(self, stream: ByteStream) -> None:
+        self._stream = stream
         if self.stopped.is_set():  # stopped while it was being opened
-            self._end(response)
+            self._end(stream)
 
     def run(self) -> None:
         """List, then watch for as long as the informer is not stopped; back off after a failure."""
