@@ -115,3 +115,32 @@ def test_the_consoles_width_is_columns_bounded_and_a_pipe_is_no_terminal():
     assert Console.of(io.StringIO(), io.StringIO(), io.StringIO(), {"COLUMNS": "5"}).width == 30
     piped = Console.of(io.StringIO(), io.StringIO(), io.StringIO(), {})
     assert (piped.stdout_isatty, piped.stderr_isatty, piped.colour, piped.columns) == (False, False, True, None)
+
+
+# Where the process's own streams may still be touched, and why: the entry point (errors before a command's
+# console exists or after it ended; kubectl's completion protocol), --version (an eager flag, run before the root
+# callback makes the console), the console's own making, and kfin mcp (the protocol owns the real stdout; it swaps
+# the streams a command's console is made from for its answer's).
+OWN_STREAMS = {"kfin/commands/app.py", "kfin/commands/about.py", "kfin/render/terminal.py", "kfin/mcp/server.py"}
+
+
+def test_commands_and_what_they_draw_never_touch_the_process_streams():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    touched = []
+    for folder in ("commands", "render", "serve", "mcp"):
+        for path in sorted((root / "kfin" / folder).glob("*.py")):
+            name = str(path.relative_to(root))
+            if name in OWN_STREAMS:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                stream = (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                          and node.value.id == "sys" and node.attr in ("stdout", "stderr", "stdin"))
+                called = isinstance(node, ast.Call) and (
+                    (isinstance(node.func, ast.Name) and node.func.id in ("print", "input"))
+                    or (isinstance(node.func, ast.Attribute) and node.func.attr == "echo"))
+                if stream or called:
+                    touched.append(f"{name}:{node.lineno}")
+    assert touched == []
