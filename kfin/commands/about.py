@@ -21,6 +21,6 @@ def client_version() -> str:
 
 def print_version(value: bool) -> None:
     """--version: print and exit."""
-    if value:
+    if value:  # an eager flag: Click calls it before the root callback makes the command's console
         typer.echo(f"kfin {__version__} (kubernetes client {client_version()}, Python {sys.version.split()[0]})")
         raise typer.Exit()

@@ -43,7 +43,7 @@ from kfin.commands.flags import (
 from kfin.commands.outputs import OUTPUTS
 from kfin.core.catalog import Catalog
 from kfin.errors import ExitCode, KfinError, UsageError
-from kfin.render.terminal import QuietPipe
+from kfin.render.terminal import Console, QuietPipe
 from kfin.util.gcpause import paused_gc
 from kfin.util.gilturns import short_gil_turns
 from kfin.util.text import one_line
@@ -197,7 +197,8 @@ def root(
     """
     # -v: main took it out of the line already (verbosity) and handed its level in; typer's CliRunner, calling
     # the app itself, leaves it to Click
-    level = ctx.obj if isinstance(ctx.obj, int) else 0
+    given = ctx.obj if isinstance(ctx.obj, Launch) else Launch()
+    level = given.trace
     if verbose is not None:
         level = verbosity(["-v", verbose])[1]
     ctx.obj = Options(
@@ -209,7 +210,16 @@ def root(
         request_timeout_seconds(request_timeout),
         Catalog(tuple(catalog or ())),
         level,
+        given.console or Console.of_process(),  # the one console of the command, made as it starts
     )
+
+
+class Launch(Struct, frozen=True):
+    """What main hands the root callback: -v's level (taken out of the line before Click parses it) and the
+    console the command writes on (a test's), or None for the process's streams."""
+
+    trace: int = 0
+    console: Console | None = None
 
 
 def verbosity(argv: list[str]) -> tuple[list[str], int]:
@@ -244,8 +254,11 @@ def _prog_name() -> str:
     return "kubectl kfin" if os.path.basename(sys.argv[0]).startswith("kubectl-kfin") else "kfin"
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run kfin; every failure becomes one line on stderr and a documented exit code (docs/commands/index.md)."""
+def main(argv: list[str] | None = None, console: Console | None = None) -> None:
+    """Run kfin; every failure becomes one line on stderr and a documented exit code (docs/commands/index.md).
+
+    The entry point owns the process's streams: a command's Console is made from them as it starts (root), and
+    the errors said here come before a console exists or after its command has ended."""
     entry = argv is None  # the process's own command line, not a test's
     stdout = sys.stdout
     sys.stdout = QuietPipe(stdout)  # a reader that goes away (| head) must not cost the warnings
@@ -256,7 +269,7 @@ def main(argv: list[str] | None = None) -> None:
         # of the interpreter's exit would walk all of it, about 50 ms of a small scan, to free what the OS takes
         # back anyway. Its threads wait on the network: each takes its turn at the GIL sooner (kfin/util/gilturns.py).
         with paused_gc(), short_gil_turns():
-            code = app(args=argv, prog_name=_prog_name(), standalone_mode=False, obj=level)
+            code = app(args=argv, prog_name=_prog_name(), standalone_mode=False, obj=Launch(level, console))
         if code == ExitCode.INTERRUPTED:  # Typer turns Ctrl-C into Exit(130)
             raise KeyboardInterrupt
     except KfinError as error:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -13,7 +12,6 @@ from kfin.core import audit as audit_log_file
 from kfin.errors import ExitCode
 from kfin.render import data
 from kfin.render.tables import audit_table
-from kfin.render.terminal import warn
 
 
 def audit(
@@ -25,16 +23,18 @@ def audit(
 
     Example: kfin audit -o json
     """
-    fmt = check_output(merged(ctx, output=output), OUTPUTS["audit"])
+    options = merged(ctx, output=output)
+    console = options.console
+    fmt = check_output(options, OUTPUTS["audit"])
     path = Path(audit_log) if audit_log else audit_log_file.default_path()
     log = audit_log_file.read(path, named=bool(audit_log))
     for number, why in log.bad_lines:
-        warn(f"{path} line {number} is not an audit record ({why}): skipped")
+        console.warn(f"{path} line {number} is not an audit record ({why}): skipped")
     if fmt != "table":
-        data.dump(log.records, fmt)
+        data.dump(log.records, fmt, console.stdout)
     elif log.records:
-        audit_table(log.records)
+        audit_table(console, log.records)
     else:
-        print(f"No removals recorded in {path}.", file=sys.stderr)
+        console.note(f"No removals recorded in {path}.")
     if log.bad_lines:
         raise typer.Exit(ExitCode.PARTIAL)

@@ -21,7 +21,6 @@ from kfin.model import kind_display
 from kfin.names import nearest
 from kfin.render import data
 from kfin.render.tables import catalog_entry_lines, catalog_table
-from kfin.render.terminal import say
 from kfin.util.globs import WILDCARDS
 
 ENTRY = "entry"  # the subcommand a NAME runs: `kfin catalog NAME` is `kfin catalog entry NAME`
@@ -69,24 +68,29 @@ def listing(ctx: typer.Context, output: OutputOpt = None) -> None:
     if ctx.invoked_subcommand is not None:
         return
     options = merged(ctx, output=output)
+    console = options.console
     fmt = check_output(options, OUTPUTS["catalog"])
     entries = options.catalog.entries()
     if fmt == "table":
-        catalog_table(entries)
+        catalog_table(console, entries)
     else:
         data.dump(
-            {"apiVersion": "kfin.dev/v1", "kind": "FinalizerCatalog", "entries": [e.to_dict() for e in entries]}, fmt
+            {"apiVersion": "kfin.dev/v1", "kind": "FinalizerCatalog", "entries": [e.to_dict() for e in entries]},
+            fmt,
+            console.stdout,
         )
 
 
 @catalog.command("check")
-def check(file: str = typer.Argument(..., metavar="FILE", help="A catalog file to validate.")) -> None:
+def check(
+    ctx: typer.Context, file: str = typer.Argument(..., metavar="FILE", help="A catalog file to validate.")
+) -> None:
     """Validate a catalog file against kfin's schema (exit 2 with the file and field when it is not valid).
 
     Example: kfin catalog check ~/.config/kfin/catalog.d/acme.yaml
     """
     entries = finalizer_catalog.read_file(Path(file))
-    say(
+    merged(ctx).console.say(
         f"{file}: valid, {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} "
         f"({', '.join(e.name for e in entries)})"
     )
@@ -109,6 +113,7 @@ def entry(
     """
     given = ctx.parent.params.get("output") if ctx.parent else None  # kfin catalog -o json NAME
     options = merged(ctx, output=output or given)
+    console = options.console
     fmt = check_output(options, OUTPUTS["catalog"])
     entries = options.catalog.entries()
     known = next((e for e in entries if e.name == name), None)
@@ -117,24 +122,29 @@ def entry(
         known = found.entry
     if known is not None:
         if fmt == "table":
-            catalog_entry_lines(_entry_fields(known))
+            catalog_entry_lines(console, _entry_fields(known))
         else:
-            data.dump({"apiVersion": "kfin.dev/v1", "kind": "FinalizerCatalog", "entries": [known.to_dict()]}, fmt)
+            data.dump(
+                {"apiVersion": "kfin.dev/v1", "kind": "FinalizerCatalog", "entries": [known.to_dict()]},
+                fmt,
+                console.stdout,
+            )
         return
     if found is not None and found.name not in ("custom", "unknown"):  # one of kfin's own causes
         document = {"apiVersion": "kfin.dev/v1", "kind": "BuiltInFinalizer", "finalizer": name, "cause": found.name,
                     "protects": found.protects, "removedBy": found.owner}  # fmt: skip
         if fmt == "table":
             catalog_entry_lines(
+                console,
                 [
                     ("Finalizer", name),
                     ("Cause", f"{found.name} (built into kfin, not a catalog entry)"),
                     ("Protects", found.protects),
                     ("Removed by", found.owner),
-                ]
+                ],
             )
         else:
-            data.dump(document, fmt)
+            data.dump(document, fmt, console.stdout)
         return
     names = [e.name for e in entries] + [f for e in entries for f in e.finalizers]
     names += [known_entry.pattern for known_entry, _ in BUILT_IN]

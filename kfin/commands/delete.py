@@ -3,7 +3,6 @@ is gone. kfin sends the DELETE and nothing else: a finalizer's removal is a `kfi
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 
 import typer
@@ -38,7 +37,7 @@ from kfin.names import check_kind
 from kfin.render import data, explanation
 from kfin.render.preflight import preflight_report
 from kfin.render.teardown import teardown_report
-from kfin.render.terminal import say, warn_failures
+from kfin.render.terminal import Console
 from kfin.util.durations import format_age
 
 
@@ -130,6 +129,7 @@ def delete(
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
+    console = options.console
     fmt = check_output(options, OUTPUTS["delete"])
     if dry_run not in ("none", "server"):
         raise UsageError(
@@ -142,47 +142,49 @@ def delete(
     if every < 0.2:
         raise UsageError("--interval must be at least 0.2s")
     server_dry_run = dry_run == "server"
-    if not (yes or server_dry_run or sys.stdin.isatty()):  # before anything is read: a script learns it at once
+    if not (yes or server_dry_run or console.stdin_isatty):  # before anything is read: a script learns it at once
         raise UsageError(
             "kfin delete asks before it deletes, and stdin is no terminal: pass --yes to delete without asking "
             "(or --dry-run=server to see the API server's answer)"
         )
     scope = options.scope(dry_run=True)
     if filename:
-        objects, facts = _from_manifests(scope, filename, recursive, cascade, fmt)
+        objects, facts = _from_manifests(console, scope, filename, recursive, cascade, fmt)
     else:
         assert kind is not None  # checked above
         if selector is not None:
             objects, facts = targets_of(scope, kind, selector)
             if not objects:
-                say(f"No {kind} matches -l {selector}: nothing was deleted.", err=True)
+                console.say(f"No {kind} matches -l {selector}: nothing was deleted.", err=True)
                 return
         else:
             assert name is not None  # subject() gave it
             obj, facts = target_of(scope, kind, name)
             objects = [obj]
-        warn_failures(facts.inventory.failures)
+        console.warn_failures(facts.inventory.failures)
         for obj in objects:
             prediction = preflight_of(facts, obj, cascade)
             if fmt == "json":
-                data.json_line({"event": "prediction", "prediction": prediction.to_dict()})
+                data.json_line({"event": "prediction", "prediction": prediction.to_dict()}, console.stdout)
             else:
-                preflight_report(prediction, "the steps are yours; kfin delete sends only the DELETE of this object")
+                preflight_report(
+                    console, prediction, "the steps are yours; kfin delete sends only the DELETE of this object"
+                )
     kube = facts.kube
     assert kube is not None  # the facts of a live cluster
     policy = "" if cascade == "background" else f" --cascade={cascade}"
     if server_dry_run:
         for obj in objects:
-            _server_dry_run(kube, obj, cascade, policy, fmt)
+            _server_dry_run(console, kube, obj, cascade, policy, fmt)
         return
     asked = objects[0].ref if len(objects) == 1 else f"{len(objects)} objects ({', '.join(o.ref for o in objects)})"
     if not yes:
-        sys.stdout.flush()  # the prediction is read before the question
-        say(f"Delete {asked}{policy} in context {kube.context}? [y/N] ", err=True)
-        sys.stderr.flush()
-        reply = sys.stdin.readline()
+        console.stdout.flush()  # the prediction is read before the question
+        console.say(f"Delete {asked}{policy} in context {kube.context}? [y/N] ", err=True)
+        console.stderr.flush()
+        reply = console.stdin.readline()
         if reply.strip().lower() not in ("y", "yes"):
-            say("Nothing was deleted.", err=True)
+            console.say("Nothing was deleted.", err=True)
             raise typer.Exit(ExitCode.REFUSED)
     sent: list[KubeObject] = []
     try:
@@ -190,13 +192,13 @@ def delete(
             try:
                 send_delete(kube, obj, cascade, dry_run=False)
             except NotFoundError:  # deleted meanwhile (with an object deleted before it): nothing to follow
-                say(f"{obj.ref} is already gone", err=True)
+                console.say(f"{obj.ref} is already gone", err=True)
                 continue
             sent.append(obj)
             if fmt == "json":
-                data.json_line({"event": "deleted", "object": named(obj)})
-            say(f"deleted {obj.ref}{policy}", err=True)
-        say(
+                data.json_line({"event": "deleted", "object": named(obj)}, console.stdout)
+            console.say(f"deleted {obj.ref}{policy}", err=True)
+        console.say(
             f"following {'it' if len(sent) == 1 else 'them'} until gone (up to {format_age(seconds)}; Ctrl-C stops "
             "following and leaves the deletion in place)",
             err=True,
@@ -204,12 +206,14 @@ def delete(
 
         def said(answer: Holder) -> None:
             if fmt == "json":
-                data.json_line({"event": "holding", "at": format_time(datetime.now(UTC)), **answer.to_dict()})
+                data.json_line(
+                    {"event": "holding", "at": format_time(datetime.now(UTC)), **answer.to_dict()}, console.stdout
+                )
             else:
-                _holding(answer)
+                _holding(console, answer)
 
         left = follow_deletion(scope, sent, kube, seconds, every, said)
-        raise typer.Exit(_ended(scope, sent, left, seconds, fmt))
+        raise typer.Exit(_ended(console, scope, sent, left, seconds, fmt))
     except KeyboardInterrupt:
         if not sent:
             raise InterruptedByUserError("interrupted: nothing was deleted") from None
@@ -222,7 +226,7 @@ def delete(
 
 
 def _from_manifests(
-    scope: Scope, files: list[str], recursive: bool, cascade: str, fmt: str
+    console: Console, scope: Scope, files: list[str], recursive: bool, cascade: str, fmt: str
 ) -> tuple[list[KubeObject], Facts]:
     """The objects of the manifests found in the cluster, in `kubectl delete -f`'s order, once kfin preflight -f's
     prediction of that teardown is printed; those not found are said (kubectl would say NotFound)."""
@@ -231,15 +235,15 @@ def _from_manifests(
         raise UsageError("no objects in the manifests")
     facts = facts_on_demand(scope)
     teardown = kubectl_delete(facts, found, files, recursive, scope.namespace, cascade)
-    warn_failures(facts.inventory.failures)
+    console.warn_failures(facts.inventory.failures)
     if fmt == "json":
-        data.json_line({"event": "prediction", "teardown": teardown.to_dict()})
+        data.json_line({"event": "prediction", "teardown": teardown.to_dict()}, console.stdout)
     else:
-        teardown_report(teardown)
+        teardown_report(console, teardown)
     objects: dict[str, KubeObject] = {}
     for step in teardown.steps:
         if step.obj is None:
-            say(f"{step.ref} not found: nothing to delete", err=True)
+            console.say(f"{step.ref} not found: nothing to delete", err=True)
         else:
             objects.setdefault(step.obj.uid, step.obj)
     if not objects:
@@ -247,22 +251,24 @@ def _from_manifests(
     return list(objects.values()), facts
 
 
-def _server_dry_run(kube: Kube, obj: KubeObject, cascade: str, policy: str, fmt: str) -> None:
+def _server_dry_run(console: Console, kube: Kube, obj: KubeObject, cascade: str, policy: str, fmt: str) -> None:
     """The DELETE sent with dryRun=All only, and what the API server answered: the finalizers it would wait for."""
     answer = send_delete(kube, obj, cascade, dry_run=True)
     meta = (answer.get("metadata") or {}) if isinstance(answer, dict) else {}
     left = meta.get("finalizers") or []
     after = f"; it would stay Terminating until these finalizers go: {', '.join(left)}" if left else ""
     if fmt == "json":
-        data.json_line({"event": "dry-run", "object": named(obj), "finalizers": left})
-    say(
+        data.json_line({"event": "dry-run", "object": named(obj), "finalizers": left}, console.stdout)
+    console.say(
         f"server dry run: the API server accepts the DELETE of {obj.ref}{policy} (dryRun=All): nothing was deleted"
         + after,
         err=True,
     )
 
 
-def _ended(scope: Scope, sent: list[KubeObject], left: list[KubeObject], seconds: float, fmt: str) -> int:
+def _ended(
+    console: Console, scope: Scope, sent: list[KubeObject], left: list[KubeObject], seconds: float, fmt: str
+) -> int:
     """0 once every one is gone; else 1, with kfin explain's answer for each one still there, read again."""
     held = 0
     for obj in sent:
@@ -274,33 +280,35 @@ def _ended(scope: Scope, sent: list[KubeObject], left: list[KubeObject], seconds
                 pass
         if now is None or facts is None or now.uid != obj.uid:
             if fmt == "json":
-                data.json_line({"event": "gone", "object": named(obj)})
-            say(f"{obj.ref} is gone", err=fmt == "json")
+                data.json_line({"event": "gone", "object": named(obj)}, console.stdout)
+            console.say(f"{obj.ref} is gone", err=fmt == "json")
             continue
         held += 1
         answer = holder(now, facts)
         found, chain, events = answer.explanation, answer.chain, facts.warnings_about(now)
-        say(f"{obj.ref} is still there after {format_age(seconds)}; what holds it, as kfin explain says:", err=True)
+        console.say(
+            f"{obj.ref} is still there after {format_age(seconds)}; what holds it, as kfin explain says:", err=True
+        )
         if fmt == "json":
             document = explanation.document(found, facts, events, chain, complete=not facts.inventory.failures)
-            data.json_line({"event": "timeout", "explanation": document})
+            data.json_line({"event": "timeout", "explanation": document}, console.stdout)
         else:
-            explanation.explained(found, events, chain, facts.inventory.observed_at)
+            explanation.explained(console, found, events, chain, facts.inventory.observed_at)
     return ExitCode.FOUND if held else ExitCode.OK
 
 
-def _holding(answer: Holder) -> None:
+def _holding(console: Console, answer: Holder) -> None:
     """One answer, in a few lines: when, what holds it (verdict and blocker), its root cause, the next step."""
     stamp = datetime.now().strftime("%H:%M:%S")
     verdict = f"{answer.verdict}: " if answer.verdict else ""
-    say(f"{stamp}  {answer.obj.ref}: {verdict}{answer.blocker}", hanging=10)
+    console.say(f"{stamp}  {answer.obj.ref}: {verdict}{answer.blocker}", hanging=10)
     if answer.root_cause:
-        say(f"          root cause: {answer.root_cause}", hanging=10)
+        console.say(f"          root cause: {answer.root_cause}", hanging=10)
     step = answer.next_step
     if step:
         shown = step.get("command") or step.get("note") or ""
-        say(f"          next: {shown}", hanging=10)
-    sys.stdout.flush()
+        console.say(f"          next: {shown}", hanging=10)
+    console.stdout.flush()
 
 
 def _wait_words(obj: KubeObject) -> str:

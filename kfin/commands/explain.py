@@ -31,7 +31,6 @@ from kfin.core.stuck import is_stuck, stuck_inside
 from kfin.errors import ExitCode, KfinError
 from kfin.model import MANAGERS
 from kfin.render import data, explanation
-from kfin.render.terminal import warn, warn_failures
 
 
 def explain(
@@ -65,6 +64,7 @@ def explain(
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
+    console = options.console
     fmt = check_output(options, OUTPUTS["explain"])
     scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
     try:
@@ -75,15 +75,17 @@ def explain(
     try:  # what kfin removed before and is back: who adds it back
         note_readded(found, audit.readded(obj, audit.read(audit.default_path())), obj.raw.get(MANAGERS) or {})
     except KfinError as error:
-        warn(f"the audit log could not be read ({error.message}): kfin cannot tell what it removed before")
+        console.warn(f"the audit log could not be read ({error.message}): kfin cannot tell what it removed before")
     events = facts.warnings_about(obj)  # shown beside the answer; the explanation read them too where it waits
     chain = follow(obj, facts, ahead=True) if is_stuck(obj, facts) else None
     inside = stuck_inside(obj, facts)  # a Namespace not being deleted: what in it is
     bearing, unrelated = split(facts.inventory.failures, obj)
-    warn_failures(bearing, unrelated=unrelated, listed=options.trace > 0)  # before the answer, as every command
+    console.warn_failures(bearing, unrelated=unrelated, listed=options.trace > 0)  # before the answer, as every command
     if fmt == "table":
-        explanation.explained(found, events, chain, facts.inventory.observed_at, inside)
+        explanation.explained(console, found, events, chain, facts.inventory.observed_at, inside)
     else:
-        data.dump(explanation.document(found, facts, events, chain, complete=not bearing, inside=inside), fmt)
+        data.dump(
+            explanation.document(found, facts, events, chain, complete=not bearing, inside=inside), fmt, console.stdout
+        )
     if bearing:
         raise typer.Exit(ExitCode.PARTIAL)

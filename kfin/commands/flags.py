@@ -18,6 +18,7 @@ from kfin.core.scope import Scope
 from kfin.core.selectors import Selector, selector
 from kfin.errors import UsageError
 from kfin.names import check_kind, check_name, check_namespace
+from kfin.render.terminal import Console
 from kfin.settings import Settings
 from kfin.util.durations import parse_duration
 
@@ -238,6 +239,8 @@ class Options(Struct, frozen=True):
     request_timeout: float | None = None
     catalog: Catalog = field(default_factory=Catalog)  # with --catalog FILE: entries of the user's own
     trace: int = 0  # -v: kfin.api.trace
+    # where the command writes: made once as it starts (kfin.commands.app.root), or here for a command run alone
+    console: Console = field(default_factory=Console.of_process)
 
     def __post_init__(self) -> None:
         if self.namespace is not None:

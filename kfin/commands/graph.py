@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -30,7 +29,6 @@ from kfin.core.bearing import split
 from kfin.errors import ExitCode, UsageError
 from kfin.names import check_kind
 from kfin.render import graph as drawn
-from kfin.render.terminal import warn, warn_failures
 
 GRAPH_PNG = "kfin graph ... -o png > graph.png"
 SubjectArg = Annotated[
@@ -80,9 +78,10 @@ def graph(
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
+    console = options.console
     fmt = check_output(options, OUTPUTS["graph"])
     if fmt in drawn.PICTURES:
-        drawn.check_picture(fmt, GRAPH_PNG)
+        drawn.check_picture(fmt, GRAPH_PNG, console.stdout_isatty)
     for text in kind or []:
         check_kind(text)
     subject_kind, subject_name = parse_subject(target)
@@ -96,16 +95,16 @@ def graph(
     shown = owners.restrict(subject.graph, kinds, only_stuck)
     shown.graph.update(drawn.heading(subject.title, facts.inventory.context, facts.inventory.observed_at))
     bearing, unrelated = split(facts.inventory.failures, subject.subject)
-    warn_failures(bearing, unrelated=unrelated, listed=options.trace > 0)
+    console.warn_failures(bearing, unrelated=unrelated, listed=options.trace > 0)
     if fmt == "tree":
-        drawn.tree_screen(shown, depth, subject.title, subject.focus)
+        drawn.tree_screen(console, shown, depth, subject.title, subject.focus)
     elif fmt in drawn.PICTURES:
-        drawn.write_picture(drawn.to_dot(shown), fmt, GRAPH_PNG)
+        drawn.write_picture(console, drawn.to_dot(shown), fmt, GRAPH_PNG)
     else:
         exported = drawn.export(shown, fmt)
         too_large = drawn.mermaid_too_large(exported, shown) if fmt == "mermaid" else None
         if too_large:
-            warn(too_large)
-        sys.stdout.write(exported)
+            console.warn(too_large)
+        console.write(exported)
     if bearing:
         raise typer.Exit(ExitCode.PARTIAL)

@@ -14,7 +14,6 @@ from kfin.core.guard import CONTROL_PLANE_USERS, Guard
 from kfin.core.watching import Watched
 from kfin.errors import UsageError
 from kfin.model import JSON
-from kfin.render.terminal import log
 from kfin.serve import exporter
 from kfin.serve.admission import AdmissionServer, Certificate, HeldCertificate, Reviews, admission_server
 from kfin.serve.guard_tls import SelfSignedTLS, require_cryptography
@@ -120,6 +119,7 @@ def guard(
       kfin guard --self-signed --tls-san 10.0.0.5 --listen 10.0.0.5:8443     (outside the cluster, called by URL)
     """
     options = merged(ctx, kubeconfig=kubeconfig, context=context, request_timeout=request_timeout)
+    console = options.console
     every = duration_seconds(interval, "--interval")
     if every < 1:
         raise UsageError("--interval must be at least 1s")
@@ -153,7 +153,7 @@ def guard(
     if self_signed:  # its own writes (a Secret, a caBundle): CREATE, UPDATE, PATCH, never what its webhook reviews
         names = [f"{service_name}.{service_namespace}.svc", f"{service_name}.{service_namespace}.svc.cluster.local"]
         own_tls = SelfSignedTLS(
-            kube.bounded(30), service_namespace, tls_secret, webhook_configuration, [*names, *tls_san], log
+            kube.bounded(30), service_namespace, tls_secret, webhook_configuration, [*names, *tls_san], console.log
         )
         held = HeldCertificate()
         material = own_tls.ensure()
@@ -168,7 +168,7 @@ def guard(
         review = judge.review(request)
         if review.decision == "denied":
             what = f"{request.get('resource', {}).get('resource')} {request.get('name')}"
-            log(f"denied: DELETE {printable(what, one_line=True)}")
+            console.log(f"denied: DELETE {printable(what, one_line=True)}")
         return review.answer(), review.decision
 
     def ready() -> bool:  # filled, every watch up (what the guard answers is a prediction), its own TLS kept
@@ -183,7 +183,7 @@ def guard(
             continue
         where, at = exporter.parse_listen(address)
         try:
-            servers.append(admission_server(decide, answering, reviews, where, at, tls, log))
+            servers.append(admission_server(decide, answering, reviews, where, at, tls, console.log))
         except OSError as error:
             raise UsageError(f"cannot listen on {where}:{at}: {error.strerror or error}") from None
     server = servers[0]
@@ -192,14 +192,14 @@ def guard(
         signal.signal(sig, lambda *_: stop.set())
     scheme = "https" if certificate else "http"
     writes = f"; its TLS in Secret {service_namespace}/{tls_secret}" if self_signed else ", read-only"
-    log(f"kfin guard: watching{writes}; reviews on {scheme}://{listen}/validate")
+    console.log(f"kfin guard: watching{writes}; reviews on {scheme}://{listen}/validate")
     watched.start()
     threading.Thread(target=watched.keep_facts, args=(stop,), daemon=True, name="kfin-facts").start()
     if own_tls is not None:
         serve = lambda material: held.load(material.cert, material.key)  # noqa: E731
         threading.Thread(target=own_tls.keep, args=(stop, serve), daemon=True, name="kfin-tls").start()
     for other in servers[1:]:
-        log(f"kfin guard: metrics on http://{metrics_listen}/metrics")
+        console.log(f"kfin guard: metrics on http://{metrics_listen}/metrics")
         threading.Thread(target=other.serve_until, args=(stop,), daemon=True, name="kfin-metrics").start()
     try:
         server.serve_until(stop)
@@ -207,4 +207,4 @@ def guard(
         for each in servers:
             each.server_close()
         watched.stop()
-    log("kfin guard: stopped")
+    console.log("kfin guard: stopped")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from kfin.commands.flags import merged
 from kfin.errors import UsageError
 
 
@@ -12,13 +13,14 @@ def help(ctx: typer.Context, command: str | None = typer.Argument(None, help="Th
 
     Example: kfin help stuck
     """
+    console = merged(ctx).console
     root = ctx.find_root()
     group = root.command
     if command is None:
-        typer.echo(root.get_help())
+        console.write(root.get_help() + "\n")
         return
     found = group.get_command(root, command)  # type: ignore[attr-defined]
     if found is None:
         raise UsageError(f'unknown command "{command}" (kfin help lists them)')
     with found.make_context(command, [], parent=root, resilient_parsing=True) as sub:
-        typer.echo(found.get_help(sub))
+        console.write(found.get_help(sub) + "\n")

@@ -9,7 +9,6 @@ DELETED).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -18,10 +17,11 @@ from kfin.core.stuck import RowKey, StuckObject, changes, row_key
 from kfin.errors import KfinError
 from kfin.model import Failure
 from kfin.render import tables
-from kfin.render.terminal import console, say, warn
+from kfin.render.terminal import Console
 
 
 def follow(
+    console: Console,
     scan: Callable[[], tuple[list[StuckObject], list[Failure]]],
     next_due: Callable[[], None],
     every: float,
@@ -30,7 +30,7 @@ def follow(
     """Until Ctrl-C: its KeyboardInterrupt goes on to exit 130, as `kubectl get -w` ends by the signal (exit 0
     would say the watch had finished). `next_due()` returns when the next answer is due. A failing answer is a
     warning, and the last one stays on screen; what could not be read is warned of when it changes."""
-    terminal = sys.stdout.isatty()
+    terminal = console.stdout_isatty
     seen: dict[RowKey, StuckObject] = {}
     unread: list[str] = []
     first = True
@@ -38,33 +38,35 @@ def follow(
         try:
             rows, failures = scan()
         except KfinError as error:
-            warn(f"cannot answer: {error.message} (kept the last answer; trying again in {every:g}s)")
+            console.warn(f"cannot answer: {error.message} (kept the last answer; trying again in {every:g}s)")
             time.sleep(every)
             continue
         lines = [f.line() for f in failures]
         changed = changes(seen, rows)
         redrawn = terminal and bool(changed or first)
         if redrawn:
-            _redraw(rows, every, wide, partial=bool(lines))
+            _redraw(console, rows, every, wide, partial=bool(lines))
         elif not terminal:
             for event, row in changed:
-                say(f"{event:<9}{row.obj.ref}  {row.verdict or '-'}  {row.blocker}")
-            sys.stdout.flush()
+                console.say(f"{event:<9}{row.obj.ref}  {row.verdict or '-'}  {row.blocker}")
+            console.stdout.flush()
         if lines != unread or (redrawn and lines):  # a redraw clears the screen: say them again
             for line in lines:
-                warn(line)
+                console.warn(line)
             unread = lines
         seen = {row_key(r): r for r in rows}
         first = False
         next_due()
 
 
-def _redraw(rows: list[StuckObject], every: float, wide: bool, partial: bool) -> None:
-    screen = console()
+def _redraw(console: Console, rows: list[StuckObject], every: float, wide: bool, partial: bool) -> None:
+    screen = console.rich()
     screen.clear()
     stamp = datetime.now().strftime("%H:%M:%S")
-    say(f"kfin stuck --watch: {len(rows)} stuck at {stamp}; watching (Ctrl-C stops)")
+    console.say(f"kfin stuck --watch: {len(rows)} stuck at {stamp}; watching (Ctrl-C stops)")
     if rows:
-        tables.stuck_table(rows, wide=wide, out=screen)
+        tables.stuck_table(console, rows, wide=wide, out=screen)
     else:  # never an all-clear that is not one
-        say("No stuck objects among what kfin could read (see the warnings)." if partial else "No stuck objects.")
+        console.say(
+            "No stuck objects among what kfin could read (see the warnings)." if partial else "No stuck objects."
+        )

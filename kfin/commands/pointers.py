@@ -4,11 +4,11 @@ the one looked in, each said with the command that shows them."""
 from __future__ import annotations
 
 import shlex
-import sys
 
 from kfin.core.lookup import MissingObjectError
 from kfin.core.stuck import Elsewhere
 from kfin.errors import NotFoundError
+from kfin.render.terminal import Console
 from kfin.util.text import counted
 
 NAMED_AT_MOST = 3  # namespaces named in a line; the others are counted
@@ -54,30 +54,28 @@ def listed(names: list[str]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def say_elsewhere(elsewhere: Elsewhere | None, command: str) -> None:
+def say_elsewhere(console: Console, elsewhere: Elsewhere | None, command: str) -> None:
     """After "nothing stuck in namespace N": how many objects are stuck in other namespaces (naming the first
     few) and among cluster-scoped types, and `command` (the same command with -A) to see them; or that kfin could
     not look. Nothing when it did not try (a snapshot)."""
     if elsewhere is None:
         return
     if not elsewhere.looked:
-        print(
+        console.note(
             f"kfin could not look in other namespaces ({elsewhere.why}): {command} would, with the right to list "
-            "across namespaces.",
-            file=sys.stderr,
+            "across namespaces."
         )
         return
     count, namespaces = elsewhere.count, sorted(elsewhere.namespaces)
     unread = elsewhere.unread
     if not count:
         if unread:
-            print(
+            console.note(
                 f"No stuck objects elsewhere in the cluster among what kfin could list; {counted(unread, 'type')} "
-                f"could not be listed ({elsewhere.why}).",
-                file=sys.stderr,
+                f"could not be listed ({elsewhere.why})."
             )
         else:
-            print("No stuck objects elsewhere in the cluster either.", file=sys.stderr)
+            console.note("No stuck objects elsewhere in the cluster either.")
         return
     in_namespaces, cluster_scoped = sum(elsewhere.namespaces.values()), elsewhere.cluster_scoped
     at_least = "at least " if unread else ""
@@ -89,9 +87,9 @@ def say_elsewhere(elsewhere: Elsewhere | None, command: str) -> None:
         said = f"{at_least}{counted(count, 'cluster-scoped object')} {are} stuck"
     else:
         said = f"{at_least}{count} objects are stuck: {in_namespaces} in {where}, {cluster_scoped} cluster-scoped"
-    print(f"{said[0].upper()}{said[1:]}: {command}", file=sys.stderr)
+    console.note(f"{said[0].upper()}{said[1:]}: {command}")
 
 
-def say_not_looked(what: str, command: str) -> None:
+def say_not_looked(console: Console, what: str, command: str) -> None:
     """That kfin did not look in other namespaces (for `what`), and the command that would."""
-    print(f"kfin did not look in other namespaces {what}: {command} would.", file=sys.stderr)
+    console.note(f"kfin did not look in other namespaces {what}: {command} would.")

@@ -4,7 +4,6 @@ order kubectl or Helm deletes them."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import typer
@@ -37,7 +36,7 @@ from kfin.render import data
 from kfin.render import graph as drawn
 from kfin.render.preflight import preflight_report
 from kfin.render.teardown import teardown_dot, teardown_report
-from kfin.render.terminal import say, warn_failures
+from kfin.render.terminal import Console
 
 # Without a version (`--helm` alone, or `kfin preflight helm RELEASE`), the Helm that uninstalls is taken to be the
 # current major version, 4 (4.0.0, November 2025: what a new install of the helm CLI is), said on stderr with what
@@ -139,9 +138,10 @@ def preflight(
     options = merged(
         ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output, request_timeout=request_timeout
     )
+    console = options.console
     fmt = check_output(options, OUTPUTS["preflight"])
     if fmt in drawn.PICTURES:
-        drawn.check_picture(fmt, TEARDOWN_PNG)
+        drawn.check_picture(fmt, TEARDOWN_PNG, console.stdout_isatty)
     scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=not no_dry_run)
     if helm_version not in (None, "", "3", "4"):
         raise UsageError("--helm takes 3 or 4, or nothing (Helm 4)")
@@ -149,21 +149,21 @@ def preflight(
     if cascade not in ("background", "foreground", "orphan"):
         raise UsageError("--cascade takes background, foreground or orphan")
     if filename or kind == "helm":
-        teardown, facts = _teardown(scope, kind, name, filename or [], recursive, helm_major, cascade)
-        warn_failures(facts.inventory.failures, listed=options.trace > 0)
+        teardown, facts = _teardown(console, scope, kind, name, filename or [], recursive, helm_major, cascade)
+        console.warn_failures(facts.inventory.failures, listed=options.trace > 0)
         if fmt == "table":
-            teardown_report(teardown)
+            teardown_report(console, teardown)
         elif fmt in drawn.PICTURES + ("dot",):
             info = facts.inventory
             text = teardown_dot(
                 teardown, drawn.heading(f"teardown: {teardown.command}", info.context, info.observed_at)
             )
             if fmt == "dot":
-                sys.stdout.write(text)
+                console.write(text)
             else:
-                drawn.write_picture(text, fmt, TEARDOWN_PNG)
+                drawn.write_picture(console, text, fmt, TEARDOWN_PNG)
         else:
-            data.dump(teardown.to_dict(), fmt)
+            data.dump(teardown.to_dict(), fmt, console.stdout)
         if exit_code and not teardown.clean:
             raise typer.Exit(ExitCode.FOUND)
         if facts.inventory.failures:
@@ -176,13 +176,13 @@ def preflight(
     kind, name = subject(kind, name, "preflight")
     target, facts = target_of(scope, kind, name)
     result = preflight_of(facts, target, cascade)  # kfin guard's answer too: its warnings point here
-    warn_failures(
+    console.warn_failures(
         facts.inventory.failures, listed=options.trace > 0
     )  # a deletion reaches every type: each failure bears on it
     if fmt == "table":
-        preflight_report(result)
+        preflight_report(console, result)
     else:
-        data.dump(result.to_dict(), fmt)
+        data.dump(result.to_dict(), fmt, console.stdout)
     if exit_code and not result.clean:
         raise typer.Exit(ExitCode.FOUND)
     if facts.inventory.failures:
@@ -190,6 +190,7 @@ def preflight(
 
 
 def _teardown(
+    console: Console,
     scope: Scope,
     kind: str | None,
     name: str | None,
@@ -217,18 +218,20 @@ def _teardown(
                 f'Helm release "{name}" not found in namespace "{namespace}" (no sh.helm.release.v1.{name}.vN)'
             )
         rtype, record = found
-        say(f"kfin reads the release record: GET {rtype.kind} {namespace}/{record}", err=True)
+        console.say(f"kfin reads the release record: GET {rtype.kind} {namespace}/{record}", err=True)
         release = helm.read_release(facts, rtype, namespace, record)
         command = f"helm uninstall {release.name} -n {release.namespace}{policy}"
-        return _uninstall(facts, release, major, command, cascade), facts
+        return _uninstall(console, facts, release, major, command, cascade), facts
     where = f" -n {scope.namespace}" if scope.namespace else ""
     if major is not None:
         release = helm.Release(name or "", namespace, 0, "", objects)
-        return _uninstall(facts, release, major, f"helm uninstall RELEASE{where}{policy}", cascade), facts
+        return _uninstall(console, facts, release, major, f"helm uninstall RELEASE{where}{policy}", cascade), facts
     return kubectl_delete(facts, objects, files, recursive, scope.namespace, cascade), facts
 
 
-def _uninstall(facts: Facts, release: helm.Release, major: int | None, command: str, cascade: str) -> Teardown:
+def _uninstall(
+    console: Console, facts: Facts, release: helm.Release, major: int | None, command: str, cascade: str
+) -> Teardown:
     """Helm's uninstall of `release` by Helm `major`; 0 or None: unsaid, ASSUMED_HELM, and what Helm 3's order
     would change, said on stderr (the installed Helm is not known here)."""
     if major:
@@ -245,5 +248,5 @@ def _uninstall(facts: Facts, release: helm.Release, major: int | None, command: 
         if count(other) != count(result)
         else "; Helm 3's order would leave the same"
     )
-    say(f"kfin assumes Helm {ASSUMED_HELM}'s uninstall order (--helm 3 for Helm 3's){change}", err=True)
+    console.say(f"kfin assumes Helm {ASSUMED_HELM}'s uninstall order (--helm 3 for Helm 3's){change}", err=True)
     return result

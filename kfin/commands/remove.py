@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -33,7 +32,7 @@ from kfin.commands.flags import (
 from kfin.commands.pointers import not_found
 from kfin.commands.wait import follow_to_end
 from kfin.core import audit
-from kfin.core.applying import Applied, apply_plans, recreate_namespace
+from kfin.core.applying import apply_plans, recreate_namespace
 from kfin.core.causes import explain_object
 from kfin.core.facts import Facts
 from kfin.core.lookup import MissingObjectError, fresh_facts, live_target, load_target
@@ -42,19 +41,28 @@ from kfin.core.scope import Scope
 from kfin.core.stuck import find_all, narrowed
 from kfin.errors import ExitCode, InterruptedByUserError, UsageError
 from kfin.model import format_time
-from kfin.render.removal import print_plan, removal_table, unrecorded
-from kfin.render.terminal import progress_bar, say, warn
-from kfin.util.text import counted, one_line
+from kfin.render.removal import (
+    Mode,
+    Tally,
+    asked_to_change,
+    change_question,
+    print_plan,
+    removal_table,
+    said_outcome,
+    said_unrecorded,
+    unrecorded,
+)
+from kfin.render.terminal import Console
+from kfin.util.text import one_line
 
 
 class Choices(Struct, frozen=True):
     """What the user asked of a removal, beyond which objects."""
 
     patterns: list[str]
-    confirm: bool
+    mode: Mode
     force: bool
     allow_live: bool
-    server_dry_run: bool
     audit_log: Path | None
     node_lost_after: float
 
@@ -78,7 +86,9 @@ def remove(
     ),
     allow_live: bool = typer.Option(False, "--allow-live", help="Allow objects that are not being deleted."),
     server_dry_run: bool = typer.Option(
-        False, "--server-dry-run", help="Send the change with dryRun=All: validated, never persisted."
+        False,
+        "--server-dry-run",
+        help="Send the change with dryRun=All: validated, never persisted (not with --confirm).",
     ),
     all_stuck: bool = typer.Option(
         False,
@@ -142,25 +152,27 @@ def remove(
         all_namespaces=all_namespaces,
         request_timeout=request_timeout,
     )
+    console = options.console
+    console = options.console
+    mode = Mode.of(confirm, server_dry_run)
     seconds = wait_seconds(timeout)
     choices = Choices(
         list(finalizer or []),
-        confirm,
+        mode,
         force,
         allow_live,
-        server_dry_run,
         Path(audit_log) if audit_log else None,
         wait_seconds(node_lost_after, "--node-lost-after"),
     )
     narrow = narrowing(kinds, older_than, verdict, label_selector, field_selector)
     if narrow.given and not all_stuck:
         raise UsageError("--kind, -l, --field-selector, --verdict and --older-than narrow --all-stuck")
-    if wait and (all_stuck or not confirm or server_dry_run):
+    if wait and (all_stuck or mode is not Mode.CONFIRM):
         raise UsageError("--wait follows one object's deletion after --confirm (not with --all-stuck or a dry run)")
-    if from_snapshot is not None and (confirm or server_dry_run):
+    if from_snapshot is not None and mode.sends:
         raise UsageError(
             f"--from-snapshot shows the plan only: a snapshot cannot be written (drop "
-            f"{'--confirm' if confirm else '--server-dry-run'}, or run kfin remove against the cluster)"
+            f"{mode.value}, or run kfin remove against the cluster)"
         )
     # the removal is checked with the server first (dryRun=All, kfin.core.causes.dryrun): a plan it would refuse,
     # or whose finalizer admission puts back, is never made
@@ -168,12 +180,13 @@ def remove(
     if all_stuck:
         if kind or name:
             raise UsageError("--all-stuck takes no KIND NAME: it works on every stuck object in -n NS or -A")
-        raise typer.Exit(remove_all_stuck(scope, choices, yes=yes, narrow=narrow))
+        raise typer.Exit(remove_all_stuck(console, scope, choices, yes=yes, narrow=narrow))
     if kind is None:
         raise UsageError("kfin remove needs KIND NAME or KIND/NAME (or --all-stuck)")
     kind, name = subject(kind, name, "remove")
     raise typer.Exit(
         remove_one(
+            console,
             scope,
             kind,
             name,
@@ -184,16 +197,15 @@ def remove(
     )
 
 
-def _said_unrecorded(applied: Applied) -> bool:
-    """Whether the audit log took the record; if it could not after a write, the record goes to stderr instead
-    of being lost."""
-    if applied.record is not None and applied.unrecorded is not None:
-        unrecorded(applied.record, applied.unrecorded)
-    return applied.recorded
-
-
 def remove_one(
-    scope: Scope, kind: str, name: str, *, choices: Choices, wait_for: float | None, again_namespace: bool
+    console: Console,
+    scope: Scope,
+    kind: str,
+    name: str,
+    *,
+    choices: Choices,
+    wait_for: float | None,
+    again_namespace: bool,
 ) -> int:
     """One object: its plan shown, refused, or (with --confirm or --server-dry-run) applied and said."""
     try:  # from a snapshot: its Facts have no connection, nothing is sent
@@ -201,19 +213,14 @@ def remove_one(
     except MissingObjectError as missing:
         raise not_found(missing, "remove", kind) from None
     findings = explain_object(obj, facts).findings
-    if (
-        again_namespace
-        and choices.confirm
-        and not choices.server_dry_run
-        and any(f.family == "ghost" for f in findings)
-    ):
+    if again_namespace and choices.mode is Mode.CONFIRM and any(f.family == "ghost" for f in findings):
         assert facts.kube is not None
         log_path = audit.check_writable(choices.audit_log)
         created = recreate_namespace(facts.kube, obj.namespace)
         problem = audit.record(created, log_path)
         if problem is not None:
-            unrecorded(created, problem)
-        say(
+            unrecorded(console, created, problem)
+        console.say(
             f"namespace {obj.namespace} created again, so that what was left in it can be written; delete it once "
             f"its content is dealt with (kubectl delete namespace {obj.namespace})",
             err=True,
@@ -222,7 +229,7 @@ def remove_one(
         findings = explain_object(obj, facts).findings
         if not obj.terminating and not choices.allow_live:
             # forced before the namespace controller reached it: a live object again, deleted with the namespace
-            say(
+            console.say(
                 f"error: refused to remove finalizers from {obj.ref}: it was never deleted (its namespace was "
                 "forced through /finalize before the namespace controller reached it), and now that namespace "
                 f"{obj.namespace} exists again it is a live object. Delete the namespace again (kubectl delete "
@@ -239,30 +246,28 @@ def remove_one(
         allow_live=choices.allow_live,
         node_lost_after=choices.node_lost_after,
     )
-    print_plan(plan_)
+    print_plan(console, plan_)
     if plan_.refusal is not None:
-        say(f"error: refused to {plan_.refused_what}: {one_line(plan_.refusal)}", err=True)
+        console.say(f"error: refused to {plan_.refused_what}: {one_line(plan_.refusal)}", err=True)
         return ExitCode.REFUSED
     for c in plan_.choices:
         if c.warning and c.selected:
-            warn(f"{c.finding.finalizer}: {c.warning}")
+            console.warn(f"{c.finding.finalizer}: {c.warning}")
     if facts.kube is None:  # a snapshot
-        print(
+        console.note(
             f"{_from_snapshot(scope, facts)} Against the cluster, kfin remove reads {obj.ref} again and plans "
-            "from what it reads: add --confirm there to apply.",
-            file=sys.stderr,
+            "from what it reads: add --confirm there to apply."
         )
         return ExitCode.OK
-    if not choices.confirm and not choices.server_dry_run:
-        print(
+    if choices.mode is Mode.PLAN:
+        console.note(
             "Dry run: nothing was changed. Add --confirm to apply (or --server-dry-run to have the API server "
-            "validate it).",
-            file=sys.stderr,
+            "validate it)."
         )
         return ExitCode.OK
     kube = facts.kube
     assert kube is not None  # live_target's facts are live
-    dry_run = choices.server_dry_run
+    dry_run = choices.mode is Mode.SERVER_DRY_RUN
     [applied] = apply_plans(
         [plan_],
         kube=kube,
@@ -271,7 +276,7 @@ def remove_one(
         dry_run=dry_run,
     )
     outcome = applied.outcome
-    recorded = _said_unrecorded(applied)
+    recorded = said_unrecorded(console, applied)
     if outcome.result == "interrupted":
         if dry_run:
             raise InterruptedByUserError("interrupted")
@@ -281,23 +286,10 @@ def remove_one(
         )
     if applied.error is not None:
         raise applied.error
-    if dry_run and applied.ok:
-        say(f"server dry run: {outcome.message}")
-        return ExitCode.OK
-    if dry_run:  # accepted, but the answer shows the removal would not hold
-        print(f"error: {one_line(f'server dry run: {outcome.result}: {obj.ref}: {outcome.message}')}", file=sys.stderr)
-        return ExitCode.API
-    if applied.ok:
-        say(f"{outcome.result}: {obj.ref}: {outcome.message}")
-    else:  # a removal that did not happen (or may not have) is an error, said as every error is
-        print(f"error: {one_line(f'{outcome.result}: {obj.ref}: {outcome.message}')}", file=sys.stderr)
-    if recorded:
-        print(f"recorded in {applied.log}", file=sys.stderr)
-    if not (applied.ok and recorded):
-        return ExitCode.API
-    if wait_for is not None and outcome.after is not None:
-        return follow_to_end(scope, kind, name, obj, kube, wait_for)
-    return ExitCode.OK
+    code = said_outcome(console, applied, choices.mode)
+    if code == ExitCode.OK and wait_for is not None and outcome.after is not None:
+        return follow_to_end(console, scope, kind, name, obj, kube, wait_for)
+    return code
 
 
 def _from_snapshot(scope: Scope, facts: Facts) -> str:
@@ -313,9 +305,9 @@ def _doing(plan_: Plan, ref: str = "") -> str:
     return f"removing {', '.join(f.finalizer for f in plan_.selected)}" + (f" from {ref}" if ref else "")
 
 
-def remove_all_stuck(scope: Scope, choices: Choices, *, yes: bool, narrow: Narrowing) -> int:
+def remove_all_stuck(console: Console, scope: Scope, choices: Choices, *, yes: bool, narrow: Narrowing) -> int:
     """Every stuck object kfin stuck lists with the same flags (the same scan and narrowing), each planned."""
-    found, [facts] = find_all(scope, narrow.kinds, None, narrow.older, progress=progress_bar)
+    found, [facts] = find_all(scope, narrow.kinds, None, narrow.older, progress=console.progress_bar)
     rows = narrowed(found, narrow.verdicts, narrow.chosen)
     patterns = choices.patterns
     plans: list[Plan] = [
@@ -333,73 +325,46 @@ def remove_all_stuck(scope: Scope, choices: Choices, *, yes: bool, narrow: Narro
     plans = [p for p in plans if not (patterns and p.refused and p.refused.startswith("none of its finalizers"))]
     looked_in = f"namespace {facts.inventory.namespace}" if facts.inventory.namespace else "every namespace"
     if not plans:
-        print(f"Nothing to remove: no stuck object matches in {looked_in}.", file=sys.stderr)
+        console.note(f"Nothing to remove: no stuck object matches in {looked_in}.")
         return ExitCode.OK
     context = f" of context {facts.inventory.context}" if facts.inventory.context else ""
-    print(f"Stuck objects in {looked_in}{context}, and what kfin would do to each:", file=sys.stderr)
-    removal_table(plans, show_namespace=facts.inventory.namespace is None)  # as kfin stuck's table
+    console.note(f"Stuck objects in {looked_in}{context}, and what kfin would do to each:")
+    removal_table(console, plans, show_namespace=facts.inventory.namespace is None)  # as kfin stuck's table
     runnable = [p for p in plans if p.refusal is None]
     refused = len(plans) - len(runnable)
-    dry_run = choices.server_dry_run
     kube = facts.kube
     if kube is None:  # a snapshot
-        print(
+        console.note(
             f"{_from_snapshot(scope, facts)} {len(runnable)} to change, {refused} refused. Against the cluster, kfin "
-            "remove scans again and plans from what it reads: add --confirm there to apply.",
-            file=sys.stderr,
+            "remove scans again and plans from what it reads: add --confirm there to apply."
         )
         return ExitCode.REFUSED if refused else ExitCode.OK
-    if not choices.confirm and not dry_run:
-        print(
-            f"Dry run: {len(runnable)} to change, {refused} refused; nothing was changed. Add --confirm to apply.",
-            file=sys.stderr,
+    if choices.mode is Mode.PLAN:
+        console.note(
+            f"Dry run: {len(runnable)} to change, {refused} refused; nothing was changed. Add --confirm to apply."
         )
         return ExitCode.REFUSED if refused else ExitCode.OK
-    if choices.confirm and not dry_run and runnable and not yes:
-        # asked whatever stdin is: a pipe or a script that says nothing (or no) changes nothing
-        forced = sum(any(f.family == FORCE_DELETION for f in p.selected) for p in runnable)
-        try:
-            answer = input(
-                f"Change {counted(len(runnable), 'object')}"
-                + (f" (force-deleting {counted(forced, 'Pod')})" if forced else "")
-                + f" in {looked_in} of context {kube.context}? [y/N] "
-            )
-        except (EOFError, OSError):  # end of input, or none to read
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Nothing was changed.", file=sys.stderr)
-            return ExitCode.REFUSED
+    asking = choices.mode is Mode.CONFIRM and runnable and not yes
+    if asking and not asked_to_change(console, change_question(runnable, looked_in, kube.context)):
+        console.note("Nothing was changed.")
+        return ExitCode.REFUSED
     each = apply_plans(
         runnable,
         kube=kube,
         facts_for=fresh_facts(kube, facts.inventory.resources),
         audit_log=choices.audit_log,
-        dry_run=dry_run,
+        dry_run=choices.mode is Mode.SERVER_DRY_RUN,
     )
-    done = failed = unrecorded_count = 0
-    number = 0
+    tally = Tally(console, len(runnable), refused)
     try:
-        for number, applied in enumerate(each, 1):
-            p, outcome = applied.plan, applied.outcome
-            if applied.record is not None and not _said_unrecorded(applied):
-                unrecorded_count += 1
-            if outcome.result == "interrupted":  # what the write in flight did, as read back, is recorded
+        for applied in each:
+            tally.count(applied)
+            if applied.outcome.result == "interrupted":  # what the write in flight did, as read back, is recorded
+                p = applied.plan
                 raise InterruptedByUserError(
-                    f"interrupted at [{number}/{len(runnable)}] {p.obj.ref} while {_doing(p)}: {outcome.message}: "
-                    f"done {done}, failed {failed}, not started {len(runnable) - number}"
+                    f"interrupted at [{tally.started}/{len(runnable)}] {p.obj.ref} while {_doing(p)}: "
+                    f"{applied.outcome.message}: {tally.so_far()}"
                 )
-            done, failed = done + applied.ok, failed + (not applied.ok)
-            say(f"[{number}/{len(runnable)}] {outcome.result}: {p.obj.ref}: {outcome.message}", err=True)
     except KeyboardInterrupt:  # between two objects: each one started has been said
-        raise InterruptedByUserError(
-            f"interrupted after [{number}/{len(runnable)}]: done {done}, failed {failed}, "
-            f"not started {len(runnable) - number}"
-        ) from None
-    summary = f"done {done}, refused {refused}, failed {failed}" + (
-        f", {unrecorded_count} not recorded in the audit log (their records are above)" if unrecorded_count else ""
-    )
-    if failed or unrecorded_count:  # every failure ends with an error line, as a single removal's does
-        print(f"error: {summary}" + (" (each failure is named above)" if failed else ""), file=sys.stderr)
-        return ExitCode.API
-    print(summary, file=sys.stderr)
-    return ExitCode.REFUSED if refused else ExitCode.OK
+        raise InterruptedByUserError(f"interrupted after [{tally.started}/{len(runnable)}]: {tally.so_far()}") from None
+    return tally.end()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from kfin.commands.flags import (
@@ -22,7 +20,6 @@ from kfin.commands.outputs import OUTPUTS
 from kfin.core import report as built
 from kfin.errors import ExitCode
 from kfin.render.report import page
-from kfin.render.terminal import warn_failures
 
 
 def report(
@@ -52,17 +49,18 @@ def report(
         output=output,
         request_timeout=request_timeout,
     )
+    console = options.console
     check_output(options, OUTPUTS["report"])
     scope = options.scope(
         contexts=[options.context] if options.context else [], from_snapshot=from_snapshot, refresh=refresh
     )
     found = built.build(scope)
     for inventory in found.inventories:
-        warn_failures(inventory.failures, listed=options.trace > 0)
+        console.warn_failures(inventory.failures, listed=options.trace > 0)
     where = {inv.namespace for inv in found.inventories}
     title = "Stuck in Terminating: " + (
         f"namespace {where.pop()}" if len(where) == 1 and None not in where else "the whole cluster"
     )
-    sys.stdout.write(page(found, title))
+    console.write(page(found, title))
     if not all(inv.complete for inv in found.inventories):
         raise typer.Exit(ExitCode.PARTIAL)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 
@@ -29,7 +28,7 @@ from kfin.core.stuck import StuckObject, find_all
 from kfin.core.watching import Watched
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.model import Inventory
-from kfin.render.terminal import log, progress_bar, warn_failures
+from kfin.render.terminal import Console
 from kfin.serve import exporter
 
 
@@ -77,6 +76,7 @@ def serve(
       kfin serve --once --from-snapshot cluster.json
     """
     options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, request_timeout=request_timeout)
+    console = options.console
     every = duration_seconds(interval, "--interval")
     if every < 1:
         raise UsageError("--interval must be at least 1s")
@@ -94,7 +94,7 @@ def serve(
         chunk_size=chunk_size,
     )
     if once:
-        raise typer.Exit(print_once(scope, max_info_series))
+        raise typer.Exit(print_once(console, scope, max_info_series))
     host, port = exporter.parse_listen(listen)
     # A configuration that cannot work is an error now; a cluster that does not answer is retried each scan.
     Kube.connect(options.target())
@@ -105,12 +105,14 @@ def serve(
     if rescan:
 
         def scan() -> tuple[list[StuckObject], list[Inventory]]:
-            rows, sources = find_all(scope, progress=progress_bar)
+            rows, sources = find_all(scope, progress=console.progress_bar)
             return rows, [facts.inventory for facts in sources]
 
-        served = exporter.Exporter(scan, max_info_series, log=log)
+        served = exporter.Exporter(scan, max_info_series, log=console.log)
         server = exporter.http_server(served, host, port)
-        log(f"kfin serve: scanning every {interval}, read-only; metrics on http://{host}:{server.server_port}/metrics")
+        console.log(
+            f"kfin serve: scanning every {interval}, read-only; metrics on http://{host}:{server.server_port}/metrics"
+        )
         exporter.run(served, server, every, stop)
     else:
         watched = Watched(scope, every)
@@ -125,21 +127,23 @@ def serve(
         def due() -> bool:  # no time limit: idle, nothing wakes until a change, the refresh or the stop
             return watched.due(None)
 
-        served = exporter.Exporter(answer, max_info_series, log=log, requests=watched.requests, current=watched.current)
+        served = exporter.Exporter(
+            answer, max_info_series, log=console.log, requests=watched.requests, current=watched.current
+        )
         server = exporter.http_server(served, host, port)
-        log(f"kfin serve: watching, read-only; metrics on http://{host}:{server.server_port}/metrics")
+        console.log(f"kfin serve: watching, read-only; metrics on http://{host}:{server.server_port}/metrics")
         watched.start()
         try:
             exporter.run(served, server, every, stop, due)
         finally:
             watched.stop()
-    log("kfin serve: stopped")
+    console.log("kfin serve: stopped")
     if threading.active_count() > 1:  # a scan in flight: it only reads, so its requests are left, not awaited
-        sys.stderr.flush()
+        console.flush()
         os._exit(ExitCode.OK)  # the interpreter's exit would join the scan's worker threads
 
 
-def print_once(scope: Scope, max_info_series: int) -> int:
+def print_once(console: Console, scope: Scope, max_info_series: int) -> int:
     """--once: one answer, as a scrape of /metrics would have it after the first scan, on stdout. A scan that
     fails is an error (its exit code), never an exposition that only counts the failure; a partial one is
     exit 8, as kfin stuck -o prometheus, with what could not be read in the metrics and on stderr."""
@@ -148,7 +152,7 @@ def print_once(scope: Scope, max_info_series: int) -> int:
 
     def scan() -> tuple[list[StuckObject], list[Inventory]]:
         try:
-            rows, sources = find_all(scope, progress=progress_bar)
+            rows, sources = find_all(scope, progress=console.progress_bar)
         except Exception as error:  # said as every error is, below: not as a served scan's log line
             failed.append(error)
             raise
@@ -163,10 +167,10 @@ def print_once(scope: Scope, max_info_series: int) -> int:
     if failed:
         raise failed[0]
     for inv in read:
-        warn_failures(
+        console.warn_failures(
             inv.failures,
             f"[{inv.context}] " if len(read) > 1 and inv.context else "",
             listed=scope.target.settings.trace > 0,
         )
-    sys.stdout.write(served.exposition())
+    console.write(served.exposition())
     return ExitCode.OK if all(inv.complete for inv in read) else ExitCode.PARTIAL

@@ -21,7 +21,6 @@ from kfin.commands.flags import (
 )
 from kfin.core.sources import gather
 from kfin.errors import ExitCode, UsageError
-from kfin.render.terminal import progress_bar, say, warn_failures
 from kfin.util.text import counted
 
 
@@ -52,15 +51,16 @@ def snapshot(
         all_namespaces=all_namespaces,
         request_timeout=request_timeout,
     )
+    console = options.console
     check_writable(file)
     scope = options.scope(refresh=refresh, concurrency=concurrency, chunk_size=chunk_size)
-    [facts] = gather(scope, full=inventory.SNAPSHOT_FULL, progress=progress_bar)
+    [facts] = gather(scope, full=inventory.SNAPSHOT_FULL, progress=console.progress_bar)
     inv = facts.inventory
     inventory.save_snapshot(inv, file)
-    warn_failures(inv.failures, listed=options.trace > 0)
+    console.warn_failures(inv.failures, listed=options.trace > 0)
     kinds = len({o.type for o in inv.objects})
     where = "the whole cluster" if inv.namespace is None else f"namespace {inv.namespace}"
-    say(
+    console.say(
         f"saved {counted(len(inv.objects), 'object')} of {counted(kinds, 'resource type')} in {where} to {file}"
         + ("" if inv.complete else f" ({len(inv.failures)} could not be read)"),
         err=True,

@@ -50,7 +50,6 @@ from kfin.errors import ExitCode, UsageError
 from kfin.model import Failure
 from kfin.render import stuck as stuck_output
 from kfin.render import templates
-from kfin.render.terminal import progress_bar, warn, warn_failures
 
 
 def stuck(
@@ -118,6 +117,7 @@ def stuck(
         output=output,
         request_timeout=request_timeout,
     )
+    console = options.console
     fmt = check_output(options, OUTPUTS["stuck"])
     narrow = narrowing(kind, older_than, verdict, label_selector, field_selector)  # before anything is read
     ordering = templates.sort_key(sort_by) if sort_by else None
@@ -157,11 +157,11 @@ def stuck(
 
         watched.start()
         try:
-            live.follow(scan, next_due, every, wide=fmt == "wide")
+            live.follow(console, scan, next_due, every, wide=fmt == "wide")
         finally:
             watched.stop()
         return
-    found, sources = find_all_contexts(scope, narrow.kinds, finalizer, narrow.older, progress=progress_bar)
+    found, sources = find_all_contexts(scope, narrow.kinds, finalizer, narrow.older, progress=console.progress_bar)
     rows = narrowed(found, narrow.verdicts, narrow.chosen)
     if ordering is not None:
         rows.sort(key=lambda row: ordering(row.to_dict()))
@@ -169,21 +169,21 @@ def stuck(
     for facts in sources:
         inv = facts.inventory
         prefix = f"[{inv.context}] " if len(inventories) > 1 and inv.context else ""
-        warn_failures(inv.failures, prefix, listed=options.trace > 0)
+        console.warn_failures(inv.failures, prefix, listed=options.trace > 0)
         for target, why in list_failure_causes(facts).items():
-            warn(f"{prefix}root cause of the failed list of {target}: {why}")
+            console.warn(f"{prefix}root cause of the failed list of {target}: {why}")
     gating = gating_webhooks(rows, sources)
     for why, count in gating.items():
-        warn(f"{why} ({count} stuck object{'s' if count != 1 else ''} gated)")
+        console.warn(f"{why} ({count} stuck object{'s' if count != 1 else ''} gated)")
     related = [
         dict(p, context=f.inventory.context) if len(sources) > 1 else p
         for f in sources
         for p in storage_problems(f.inventory)
     ]
     for problem in related:
-        warn(f"related: {problem['message']}")
+        console.warn(f"related: {problem['message']}")
     result = stuck_output.Scan(rows, inventories, gating, related, started)
-    stuck_output.show(fmt, result, stuck_output.Options(no_headers, max_info_series))
+    stuck_output.show(console, fmt, result, stuck_output.Options(no_headers, max_info_series))
     # nothing here: is anything stuck elsewhere? Asked for a person reading the table, not for cron's --exit-code,
     # whose every run would pay a list of each type across the cluster
     if not rows and fmt in ("table", "wide") and len(sources) == 1 and not exit_code:
@@ -197,10 +197,10 @@ def stuck(
         )
         if narrow.verdicts or narrow.chosen is not None:  # verdicts and selectors need more than a list to apply
             if sources[0].inventory.namespace is not None and sources[0].kube is not None:
-                say_not_looked("for what --verdict, -l or --field-selector select", everywhere)
+                say_not_looked(console, "for what --verdict, -l or --field-selector select", everywhere)
         else:
             filters = Filters(resolve_kinds(narrow.kinds, inventories), finalizer, narrow.older)
-            say_elsewhere(stuck_elsewhere(sources[0], filters, concurrency, progress_bar), everywhere)
+            say_elsewhere(console, stuck_elsewhere(sources[0], filters, concurrency, console.progress_bar), everywhere)
     if rows and exit_code:
         raise typer.Exit(ExitCode.FOUND)
     if not all(inv.complete for inv in inventories):

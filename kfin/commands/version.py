@@ -29,20 +29,21 @@ def version(
     Example: kfin version --context prod -o json
     """
     options = merged(ctx, kubeconfig=kubeconfig, context=context, output=output, request_timeout=request_timeout)
+    console = options.console
     fmt = check_output(options, OUTPUTS["version"])
     facts: dict[str, str] = {"kfinVersion": __version__, "clientVersion": client_version()}
     if fmt == "table":
-        typer.echo(f"kfin: {__version__} (kubernetes client {facts['clientVersion']})")
+        console.write(f"kfin: {__version__} (kubernetes client {facts['clientVersion']})\n")
     if client:
         if fmt != "table":
-            data.dump(facts, fmt)
+            data.dump(facts, fmt, console.stdout)
         return
     try:
         kube = Kube.connect(options.target())
         server = kube.server_version()
     except KfinError:
         if fmt != "table":  # what is known, then the error and its exit code
-            data.dump(facts, fmt)
+            data.dump(facts, fmt, console.stdout)
         raise
     facts.update(
         context=kube.context,
@@ -50,8 +51,9 @@ def version(
         serverVersion=git_version if isinstance(git_version := server.get("gitVersion"), str) else "",
     )
     if fmt == "table":  # the server's words, and the kubeconfig's: never raw control characters on a terminal
-        typer.echo(
+        console.write(
             printable(f"Server: {facts['serverVersion']} at {kube.shown} (context {kube.context})", one_line=True)
+            + "\n"
         )
     else:
-        data.dump(facts, fmt)
+        data.dump(facts, fmt, console.stdout)

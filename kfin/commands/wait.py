@@ -27,13 +27,15 @@ from kfin.core.scope import Scope
 from kfin.errors import ExitCode, NotFoundError
 from kfin.model import KubeObject, format_time
 from kfin.render.steps import print_lines, step_lines
-from kfin.render.terminal import console, say, warn
+from kfin.render.terminal import Console
 from kfin.util.durations import format_age
 
 
-def follow_to_end(scope: Scope, kind: str, name: str, obj: KubeObject, kube: Kube, timeout: float) -> int:
+def follow_to_end(
+    console: Console, scope: Scope, kind: str, name: str, obj: KubeObject, kube: Kube, timeout: float
+) -> int:
     """0 once the object is gone; 1 after `timeout`, naming what still holds it."""
-    say(f"waiting for {obj.ref} to go (up to {format_age(timeout)})", err=True)
+    console.say(f"waiting for {obj.ref} to go (up to {format_age(timeout)})", err=True)
     gone = wait_gone(
         kube,
         obj.type,
@@ -41,12 +43,12 @@ def follow_to_end(scope: Scope, kind: str, name: str, obj: KubeObject, kube: Kub
         obj.name,
         obj.uid,
         timeout,
-        lambda state: say(f"  {obj.ref}: {state}", err=True),
+        lambda state: console.say(f"  {obj.ref}: {state}", err=True),
     )
     if gone:
-        say(f"{obj.ref} is gone")
+        console.say(f"{obj.ref} is gone")
         return ExitCode.OK
-    say(f"{obj.ref} is still there after {format_age(timeout)}: {holder(scope, kind, name)}", err=True)
+    console.say(f"{obj.ref} is still there after {format_age(timeout)}: {holder(scope, kind, name)}", err=True)
     return ExitCode.FOUND
 
 
@@ -96,15 +98,16 @@ def wait(
     """
     kind, name = subject(kind, name, "wait")
     options = merged(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, request_timeout=request_timeout)
+    console = options.console
     seconds = wait_seconds(timeout)
     scope = options.scope(from_snapshot=from_snapshot)
     if from_snapshot is not None:
-        raise typer.Exit(would_wait(scope, kind, name, uid, seconds))
+        raise typer.Exit(would_wait(console, scope, kind, name, uid, seconds))
     try:
         obj, facts = live_target(scope, kind, name)
     except MissingObjectError as missing:  # an unknown kind is not caught: a typo, exit 7 with did-you-mean
         if uid:  # it existed: the uid says so
-            say(f"{missing.ref} is gone")
+            console.say(f"{missing.ref} is gone")
             return
         where = f': namespace "{missing.namespace}" does not exist' if missing.namespace_absent() else ""
         raise NotFoundError(
@@ -112,31 +115,33 @@ def wait(
             f"be gone, name it by its uid: --uid UID"
         ) from None
     if uid and obj.uid != uid:
-        say(f"{obj.ref} of uid {uid} is gone (the one there now is another object: uid {obj.uid})")
+        console.say(f"{obj.ref} of uid {uid} is gone (the one there now is another object: uid {obj.uid})")
         return
     if not obj.terminating:
-        warn(f"{obj.ref} is not being deleted: waiting anyway")
+        console.warn(f"{obj.ref} is not being deleted: waiting anyway")
     assert facts.kube is not None  # live_target's facts are live
-    raise typer.Exit(follow_to_end(scope, kind, name, obj, facts.kube, seconds))
+    raise typer.Exit(follow_to_end(console, scope, kind, name, obj, facts.kube, seconds))
 
 
-def would_wait(scope: Scope, kind: str, name: str, uid: str, timeout: float) -> int:
+def would_wait(console: Console, scope: Scope, kind: str, name: str, uid: str, timeout: float) -> int:
     """From a snapshot, which cannot change: what kfin wait would wait for, and what must happen for the object
     to go. Exit 1 (not gone, as after --timeout); 0 only when --uid names an object the snapshot shows replaced.
     An object the snapshot does not hold is an error (exit 7): a snapshot cannot tell deleted from never read."""
     obj, facts = load_target(scope, kind, name)
     taken = f"the snapshot {scope.from_snapshot} (taken {format_time(facts.inventory.observed_at)})"
     if uid and obj.uid != uid:
-        say(f"{obj.ref} of uid {uid} is gone in {taken}: the one there is another object (uid {obj.uid})")
+        console.say(f"{obj.ref} of uid {uid} is gone in {taken}: the one there is another object (uid {obj.uid})")
         return ExitCode.OK
     since = obj.deletion_requested_at
     if since is None:
-        say(f"{obj.ref} is not being deleted in {taken}: nothing will make it go until it is deleted.", hanging=2)
+        console.say(
+            f"{obj.ref} is not being deleted in {taken}: nothing will make it go until it is deleted.", hanging=2
+        )
     else:
         age = format_age(max(0.0, (facts.inventory.observed_at - since).total_seconds()))
-        say(f"{obj.ref} is not gone: Terminating for {age} in {taken}.", hanging=2)
-        _what_holds(obj, facts)
-    say(
+        console.say(f"{obj.ref} is not gone: Terminating for {age} in {taken}.", hanging=2)
+        _what_holds(console, obj, facts)
+    console.say(
         f"kfin wait does not wait on a snapshot: against the cluster it would follow {obj.ref} until it is gone "
         f"(up to {format_age(timeout)}).",
         hanging=2,
@@ -144,20 +149,20 @@ def would_wait(scope: Scope, kind: str, name: str, uid: str, timeout: float) -> 
     return ExitCode.FOUND
 
 
-def _what_holds(obj: KubeObject, facts: Facts) -> None:
+def _what_holds(console: Console, obj: KubeObject, facts: Facts) -> None:
     """Its verdict and blocker, as kfin stuck shows them, then the plan: what must happen for it to go."""
     explanation = explain_cached(obj, facts)
     main = main_finding(explanation)
     chain = follow(obj, facts, ahead=True)
     root = root_summary(chain)
     line = blocker_line(explanation) + (f"; {root}" if root else "")
-    say(f"  {main.verdict.value + ': ' if main else ''}{line}", hanging=4)
+    console.say(f"  {main.verdict.value + ': ' if main else ''}{line}", hanging=4)
     if not chain.steps and not chain.afterwards:
         return
-    say("It goes once:")
-    target = console()  # each command whole on its line, to paste; kfin's words wrap on a terminal
+    console.say("It goes once:")
+    target = console.rich()  # each command whole on its line, to paste; kfin's words wrap on a terminal
     print_lines(
         [line for n, step in enumerate(chain.steps, 1) for line in step_lines(n, step.actions, target.width)], target
     )
     for after in chain.afterwards:
-        say(f"  then {after}", hanging=7)
+        console.say(f"  then {after}", hanging=7)

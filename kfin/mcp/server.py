@@ -114,6 +114,9 @@ class Commands:
         """`stdin`: what the command reads for `-` (never the protocol's own input)."""
         out, err = io.StringIO(), io.StringIO()
         command = next((word for word in argv if not word.startswith("-")), "")  # the flags before are --x=y
+        # The command's console is made from the process's streams as it starts (kfin.render.terminal.Console
+        # .of_process): swapped here for the answer's, as stdout is the protocol's own. The swap also catches
+        # what writes below the console: the API's -v trace (stderr) and a manifest read from `-` (stdin).
         with self.turn(f"kfin {command}"), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             given, sys.stdin = sys.stdin, io.StringIO(stdin)
             try:
@@ -138,6 +141,8 @@ class Commands:
 
 
 def _fail(message: str, code: int) -> int:
+    """A command's error line, as kfin's entry point says it after the command's console is gone: on stderr, which
+    is the answer's own while a command runs (Commands.run)."""
     print(f"error: {one_line(message)}", file=sys.stderr)
     return int(code)
 

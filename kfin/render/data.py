@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any, TextIO
 
 import msgspec
 
 
-def dump(data: Any, fmt: str, stream: TextIO | None = None) -> None:
-    """`data` as JSON or YAML on stdout (or `stream`)."""
-    stream = stream or sys.stdout
+def dump(data: Any, fmt: str, stream: TextIO) -> None:
+    """`data` as JSON or YAML on `stream` (a console's stdout)."""
     if fmt == "json":
         stream.write(indented(data) + "\n")
     elif fmt == "yaml":
@@ -22,9 +20,8 @@ def dump(data: Any, fmt: str, stream: TextIO | None = None) -> None:
         raise ValueError(f"unknown format {fmt}")
 
 
-def json_line(data: Any, stream: TextIO | None = None) -> None:
+def json_line(data: Any, stream: TextIO) -> None:
     """`data` as one line of JSON (JSON lines: one document a line, each written whole at once)."""
-    stream = stream or sys.stdout
     stream.write(json.dumps(data) + "\n")
     stream.flush()
 

@@ -11,12 +11,12 @@ from kfin.core.facts import ClusterFacts
 from kfin.core.stuck import Inside
 from kfin.model import JSON, parse_time
 from kfin.render.steps import Line, print_lines, step_lines, wrapped
-from kfin.render.terminal import NARROW_PANEL, columns_setting, console, text
+from kfin.render.terminal import NARROW_PANEL, Console, text
 from kfin.util.durations import format_age
 from kfin.util.text import printable
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console as RichConsole
     from rich.tree import Tree
 
 
@@ -43,14 +43,19 @@ def verdict_colour(verdict: str | None) -> str:
 
 
 def explained(
-    found: Explanation, events: list[JSON] | None, chain: Chain | None, now: datetime, inside: Inside | None = None
+    console: Console,
+    found: Explanation,
+    events: list[JSON] | None,
+    chain: Chain | None,
+    now: datetime,
+    inside: Inside | None = None,
 ) -> None:
     """kfin explain's answer on a screen: the panels, the recent Warning Events, the blocking tree and the plan."""
-    explanation_panels(found, inside=inside)
+    explanation_panels(console, found, inside=inside)
     if events:
-        warning_events(events, now)
+        warning_events(console, events, now)
     if chain is not None:
-        chain_and_plan(chain)
+        chain_and_plan(console, chain)
 
 
 def document(
@@ -78,14 +83,14 @@ def document(
     return answer
 
 
-def explanation_panels(explanation: Explanation, out: Console | None = None, inside: Inside | None = None) -> None:
+def explanation_panels(console: Console, explanation: Explanation, inside: Inside | None = None) -> None:
     """One panel per finalizer: what it is, who removes it, what holds it, the verdict, the fix and the risk.
     `inside`: what is stuck in a Namespace that is not being deleted itself."""
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
 
-    target = out or console(piped_width=columns_setting() or 120)
+    target = console.rich(piped_width=console.columns or 120)
     o = explanation.obj
     state = (
         f"Terminating for {format_age(explanation.terminating_seconds or 0)}" if o.terminating else "not being deleted"
@@ -132,7 +137,7 @@ def explanation_panels(explanation: Explanation, out: Console | None = None, ins
         target.print(Panel(grid, title=title, title_align="left", expand=True))
 
 
-def _live(explanation: Explanation, target: Console, inside: Inside | None = None) -> None:
+def _live(explanation: Explanation, target: RichConsole, inside: Inside | None = None) -> None:
     """A live object: its finalizers are what every such object carries, not alarms (no verdict, no risk); a
     Namespace's content may be stuck all the same (`inside`)."""
     from rich.text import Text
@@ -169,11 +174,11 @@ def _stuck_inside(namespace: str, inside: Inside) -> str:
     return f"{objects[0].upper()}{objects[1:]}: {shown}{more} (what holds each: {command})"
 
 
-def warning_events(events: list[JSON], now: datetime, out: Console | None = None) -> None:
+def warning_events(console: Console, events: list[JSON], now: datetime) -> None:
     """The object's recent Warning Events, newest first: what its controllers reported."""
     from rich.text import Text
 
-    target = out or console(piped_width=columns_setting() or 120)
+    target = console.rich(piped_width=console.columns or 120)
     target.print(Text("Recent warnings", style="bold"))
     for event in events:
         when = parse_time(event.get("lastTimestamp") or event.get("eventTime"))
@@ -192,12 +197,12 @@ def warning_events(events: list[JSON], now: datetime, out: Console | None = None
         )
 
 
-def chain_and_plan(chain: Chain, out: Console | None = None) -> None:
+def chain_and_plan(console: Console, chain: Chain) -> None:
     """The blocking graph below the object as a tree (root causes marked), then the plan, in order."""
     from rich.text import Text
     from rich.tree import Tree
 
-    target = out or console(piped_width=columns_setting() or 120)
+    target = console.rich(piped_width=console.columns or 120)
     graph = chain.graph
     if not chain.steps and graph.out_degree(chain.start) == 0:
         return

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -19,13 +18,13 @@ from kfin.errors import UsageError
 from kfin.model import JSON
 from kfin.render.explanation import VERDICT_STYLE, verdict_colour
 from kfin.render.layout import hanging, spans
-from kfin.render.terminal import console, markup_safe
+from kfin.render.terminal import Console, markup_safe
 from kfin.util.durations import format_age
 from kfin.util.text import one_line, printable
 
 if TYPE_CHECKING:
     import networkx as nx
-    from rich.console import Console
+    from rich.console import Console as RichConsole
     from rich.tree import Tree
 
 # Above this many nodes even a terminal gets the plain tree: Rich lays out each line (~80 µs a node).
@@ -524,10 +523,11 @@ def picture(graph: nx.DiGraph, fmt: str) -> bytes:
     return draw(to_dot(graph), fmt)
 
 
-def check_picture(fmt: str, example: str) -> str:
+def check_picture(fmt: str, example: str, terminal: bool) -> str:
     """Graphviz's `dot` for a picture of `fmt`, and a place to write it (never a PNG to a terminal: `example` says
-    how): asked before a command reads anything, so that it fails at once rather than after the scan."""
-    if fmt == "png" and sys.stdout.isatty():
+    how; `terminal`: whether stdout is one): asked before a command reads anything, so that it fails at once rather
+    than after the scan."""
+    if fmt == "png" and terminal:
         raise UsageError(f"-o png writes an image: redirect it to a file ({example})")
     dot = shutil.which("dot")
     if dot is None:
@@ -538,9 +538,9 @@ def check_picture(fmt: str, example: str) -> str:
     return dot
 
 
-def draw(text: str, fmt: str, example: str = "kfin ... -o png > picture.png") -> bytes:
+def draw(text: str, fmt: str, example: str = "kfin ... -o png > picture.png", terminal: bool = False) -> bytes:
     """DOT drawn by Graphviz's `dot` as SVG or PNG; without it, one error naming the package."""
-    dot = check_picture(fmt, example)
+    dot = check_picture(fmt, example, terminal)
     try:
         done = subprocess.run([dot, f"-T{fmt}"], input=text.encode(), capture_output=True, timeout=DOT_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
@@ -551,14 +551,14 @@ def draw(text: str, fmt: str, example: str = "kfin ... -o png > picture.png") ->
     return done.stdout
 
 
-def write_picture(text: str, fmt: str, example: str) -> None:
+def write_picture(console: Console, text: str, fmt: str, example: str) -> None:
     """DOT drawn as `fmt` to stdout: SVG as text, PNG as bytes, never to a terminal (`example` says how)."""
-    image = draw(text, fmt, example)
+    image = draw(text, fmt, example, console.stdout_isatty)
     if fmt == "svg":  # text: it goes wherever stdout goes
-        sys.stdout.write(image.decode())
+        console.write(image.decode())
     else:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(image)
+        console.stdout.flush()
+        console.stdout.buffer.write(image)
 
 
 def export(graph: nx.DiGraph, fmt: str) -> str:
@@ -566,14 +566,14 @@ def export(graph: nx.DiGraph, fmt: str) -> str:
     return {"json": to_json, "dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}[fmt](graph)
 
 
-def tree_screen(graph: nx.DiGraph, depth: int | None, title: str, focus: str | None) -> None:
+def tree_screen(console: Console, graph: nx.DiGraph, depth: int | None, title: str, focus: str | None) -> None:
     """The tree (Rich's on a terminal, plain text in a pipe or for a large graph), then what must go first
     for each Terminating object, then the graph's problems."""
-    out = console(piped_width=200)
-    if sys.stdout.isatty() and graph.number_of_nodes() <= RICH_TREE_MAX:
+    out = console.rich(piped_width=200)
+    if console.stdout_isatty and graph.number_of_nodes() <= RICH_TREE_MAX:
         out.print(tree(graph, depth, title))
     else:
-        sys.stdout.write(plain_tree(graph, depth, title))
+        console.write(plain_tree(graph, depth, title))
     print_chains(graph, focus, out)
     found = problems(graph)
     if found:
@@ -582,7 +582,7 @@ def tree_screen(graph: nx.DiGraph, depth: int | None, title: str, focus: str | N
             out.print(f"  [yellow]{markup_safe(problem.kind)}[/]: {markup_safe(problem.message)}", highlight=False)
 
 
-def print_chains(graph: nx.DiGraph, focus: str | None, out: Console) -> None:
+def print_chains(graph: nx.DiGraph, focus: str | None, out: RichConsole) -> None:
     """For the focus: what must go before it, in order; without one, each root cause once with the Terminating
     objects it holds (every object's own list would repeat the same few causes)."""
     if focus is None:
@@ -614,7 +614,7 @@ def held_by(graph: nx.DiGraph) -> list[tuple[str, list[str]]]:
     return sorted(held.items(), key=lambda pair: (-len(pair[1]), label(graph, pair[0])))
 
 
-def print_roots(graph: nx.DiGraph, out: Console) -> None:
+def print_roots(graph: nx.DiGraph, out: RichConsole) -> None:
     """Each root cause once: what it is, why it holds, and the Terminating objects it holds."""
     from rich.text import Text
 

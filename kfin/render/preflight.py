@@ -8,12 +8,14 @@ from kfin.core.preflight import Preflight
 from kfin.core.survival import Stuck
 from kfin.render.steps import print_plan
 from kfin.render.tables import plain_table
-from kfin.render.terminal import say
+from kfin.render.terminal import Console
 from kfin.util.durations import format_age
 from kfin.util.text import counted
 
 
-def preflight_report(result: Preflight, doer: str = "kfin preflight deletes nothing; the steps are yours") -> None:
+def preflight_report(
+    console: Console, result: Preflight, doer: str = "kfin preflight deletes nothing; the steps are yours"
+) -> None:
     """`doer`: who takes the plan's steps (kfin delete sends its last one, the DELETE, itself)."""
     t = result.target
     count = counted(len(result.deleted), "object")
@@ -21,35 +23,38 @@ def preflight_report(result: Preflight, doer: str = "kfin preflight deletes noth
     if since is not None:  # said first: the plan follows this deletion, it does not ask for another
         read_at = result.observed_at or datetime.now(UTC)  # a snapshot's answer is as old as the snapshot
         when = f"{since:%Y-%m-%dT%H:%M:%SZ}, {format_age((read_at - since).total_seconds())} ago"
-        say(f"{t.ref} is already being deleted (since {when}): kfin preflight predicts what its deletion leaves.")
-        say(f"Its deletion deletes {count}.")
+        console.say(
+            f"{t.ref} is already being deleted (since {when}): kfin preflight predicts what its deletion leaves."
+        )
+        console.say(f"Its deletion deletes {count}.")
     else:
-        say(f"Deleting {t.ref} would delete {count}.")
+        console.say(f"Deleting {t.ref} would delete {count}.")
     if result.unknown:
-        say(f"kfin could not read {', '.join(result.unknown)}: what is there is not predicted.", err=True)
+        console.say(f"kfin could not read {', '.join(result.unknown)}: what is there is not predicted.", err=True)
     if result.clean:
-        say(
+        console.say(
             "Nothing would be left stuck, but deleting it now is not safe:"
             if result.warnings
             else "Nothing would be left stuck: the deletion should complete by itself."
         )
     for warning in result.warnings:  # part of the prediction: the plan below avoids it
-        say(f"  warning: {warning}")
+        console.say(f"  warning: {warning}")
     if result.stuck:
         objects = len({(s.obj.type.group, s.obj.type.resource, s.obj.namespace, s.obj.name) for s in result.stuck})
-        say(f"{counted(objects, 'object')} would be left Terminating:")
-        _table(result.stuck)
+        console.say(f"{counted(objects, 'object')} would be left Terminating:")
+        _table(console, result.stuck)
     if result.orphaned:
         objects = len({(s.obj.type.group, s.obj.type.resource, s.obj.namespace, s.obj.name) for s in result.orphaned})
-        say(f"{counted(objects, 'object')} would be left without the controller that removes its finalizer:")
-        _table(result.orphaned)
-    say("")
-    say(f"Plan, in order ({doer}):")
-    print_plan(result.plan)  # each command alone on its line, never wrapped, so that it pastes whole
+        console.say(f"{counted(objects, 'object')} would be left without the controller that removes its finalizer:")
+        _table(console, result.orphaned)
+    console.say("")
+    console.say(f"Plan, in order ({doer}):")
+    print_plan(console, result.plan)  # each command alone on its line, never wrapped, so that it pastes whole
 
 
-def _table(rows: list[Stuck]) -> None:
+def _table(console: Console, rows: list[Stuck]) -> None:
     plain_table(
+        console,
         ["NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "WHY"],
         [
             [

@@ -4,17 +4,16 @@ between words. No line ends in a space."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from kfin.core.causes import Action
 from kfin.render.layout import spans
-from kfin.render.terminal import columns_setting, console
+from kfin.render.terminal import Console
 from kfin.util.text import printable
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console as RichConsole
 
 Line = tuple[str, str]  # the text, its style
 
@@ -50,7 +49,7 @@ def step_lines(number: int, actions: Iterable[Action], width: int, indent: str =
     return lines
 
 
-def print_lines(lines: list[Line], target: Console) -> None:
+def print_lines(lines: list[Line], target: RichConsole) -> None:
     """Lines as they are: rich neither wraps nor pads them."""
     from rich.text import Text
 
@@ -67,11 +66,11 @@ class ExplainedStep(Protocol):
     def why(self) -> str: ...
 
 
-def print_plan(steps: Iterable[ExplainedStep]) -> None:
+def print_plan(console: Console, steps: Iterable[ExplainedStep]) -> None:
     """Numbered steps on stdout, each with why below it, laid out for the terminal (or $COLUMNS or 120 in a pipe)."""
-    target = console(piped_width=columns_setting() or 120)
+    target = console.rich(piped_width=console.columns or 120)
     lines: list[Line] = []
     for number, step in enumerate(steps, 1):
         lines += step_lines(number, step.actions, target.width) + wrapped(step.why, "     ", "     ", target.width)
     print_lines(lines, target)
-    sys.stdout.flush()
+    console.stdout.flush()

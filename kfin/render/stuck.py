@@ -3,7 +3,6 @@ or YAML, a JSONPath or custom columns over it, and the Prometheus exposition."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 
@@ -13,7 +12,7 @@ from kfin.core.roots import root_causes
 from kfin.core.stuck import StuckObject, report
 from kfin.model import JSON, Inventory
 from kfin.render import data, metrics, tables, templates
-from kfin.render.terminal import say
+from kfin.render.terminal import Console
 
 
 class Scan(Struct):
@@ -34,46 +33,47 @@ class Options(Struct, frozen=True):
     max_info_series: int = 500
 
 
-def show(fmt: str, scan: Scan, options: Options) -> None:
+def show(console: Console, fmt: str, scan: Scan, options: Options) -> None:
     """`scan` in the -o format `fmt` (already checked against kfin stuck's formats)."""
     name = fmt.partition("=")[0] + ("=" if "=" in fmt else "")
-    OUTPUTS.get(name, _table)(fmt, scan, options)
+    OUTPUTS.get(name, _table)(console, fmt, scan, options)
 
 
-def _prometheus(fmt: str, scan: Scan, options: Options) -> None:
+def _prometheus(console: Console, fmt: str, scan: Scan, options: Options) -> None:
     elapsed = time.monotonic() - scan.started
     families = metrics.stuck_families(scan.rows, scan.inventories, elapsed, time.time(), options.max_info_series)
-    sys.stdout.write(metrics.exposition(families))
+    console.write(metrics.exposition(families))
 
 
-def _document(fmt: str, scan: Scan, options: Options) -> None:
+def _document(console: Console, fmt: str, scan: Scan, options: Options) -> None:
     webhooks = [{"problem": why, "stuckObjects": count} for why, count in scan.webhooks.items()]
-    data.dump(dict(report(scan.rows, scan.inventories), webhooks=webhooks, related=scan.related), fmt)
+    data.dump(dict(report(scan.rows, scan.inventories), webhooks=webhooks, related=scan.related), fmt, console.stdout)
 
 
-def _jsonpath(fmt: str, scan: Scan, options: Options) -> None:
-    sys.stdout.write(templates.jsonpath(fmt.partition("=")[2], report(scan.rows, scan.inventories)))
+def _jsonpath(console: Console, fmt: str, scan: Scan, options: Options) -> None:
+    console.write(templates.jsonpath(fmt.partition("=")[2], report(scan.rows, scan.inventories)))
 
 
-def _custom_columns(fmt: str, scan: Scan, options: Options) -> None:
+def _custom_columns(console: Console, fmt: str, scan: Scan, options: Options) -> None:
     headers, cells = templates.custom_columns(fmt.partition("=")[2], [row.to_dict() for row in scan.rows])
-    tables.plain_table(headers, cells, no_headers=options.no_headers)
+    tables.plain_table(console, headers, cells, no_headers=options.no_headers)
 
 
-def _names(fmt: str, scan: Scan, options: Options) -> None:
+def _names(console: Console, fmt: str, scan: Scan, options: Options) -> None:
     for row in scan.rows:
-        say(f"{row.obj.type.name_prefix}/{row.obj.name}")
+        console.say(f"{row.obj.type.name_prefix}/{row.obj.name}")
 
 
-def _table(fmt: str, scan: Scan, options: Options) -> None:
+def _table(console: Console, fmt: str, scan: Scan, options: Options) -> None:
     rows, inventories = scan.rows, scan.inventories
     if not rows:
-        _nothing_stuck(inventories)
+        _nothing_stuck(console, inventories)
         return
     several = len(inventories) > 1
     if not options.no_headers:  # the few things to deal with first, then the many objects they hold
-        tables.root_causes_block(root_causes(rows), len(rows), show_context=several)
+        tables.root_causes_block(console, root_causes(rows), len(rows), show_context=several)
     tables.stuck_table(
+        console,
         rows,
         wide=fmt == "wide",
         show_context=several,
@@ -82,21 +82,20 @@ def _table(fmt: str, scan: Scan, options: Options) -> None:
     )
 
 
-def _nothing_stuck(inventories: list[Inventory]) -> None:
+def _nothing_stuck(console: Console, inventories: list[Inventory]) -> None:
     scopes = {inv.namespace for inv in inventories}
     where = f"in namespace {scopes.pop()}" if len(scopes) == 1 and None not in scopes else "in the cluster"
     unread = sum(len(inv.failures) for inv in inventories)
     if unread:  # never an all-clear that is not one
-        print(
+        console.note(
             f"No stuck objects among what kfin could read {where}; {unread} could not be read (see the "
-            "warnings above): the scan is incomplete.",
-            file=sys.stderr,
+            "warnings above): the scan is incomplete."
         )
     else:
-        print(f"No stuck objects found {where}.", file=sys.stderr)
+        console.note(f"No stuck objects found {where}.")
 
 
-OUTPUTS: dict[str, Callable[[str, Scan, Options], None]] = {
+OUTPUTS: dict[str, Callable[[Console, str, Scan, Options], None]] = {
     "prometheus": _prometheus,
     "json": _document,
     "yaml": _document,

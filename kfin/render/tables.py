@@ -14,21 +14,22 @@ from kfin.model import kind_display
 from kfin.render import layout
 from kfin.render.explanation import VERDICT_STYLE
 from kfin.render.steps import action_lines
-from kfin.render.terminal import columns_setting, console, say, text
+from kfin.render.terminal import Console, text
 from kfin.util.durations import format_age
 from kfin.util.text import printable
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console as RichConsole
     from rich.text import Text
 
 
 def stuck_table(
+    console: Console,
     rows: Sequence[StuckObject],
     wide: bool = False,
     show_context: bool = False,
     show_namespace: bool = True,
-    out: Console | None = None,
+    out: RichConsole | None = None,
     no_headers: bool = False,
 ) -> None:
     """kfin stuck's table: oldest first, the blocker's family in colour.
@@ -38,7 +39,7 @@ def stuck_table(
     """
     from rich.text import Text
 
-    target = out or console()
+    target = out or console.rich()  # `out`: a screen redrawn in place (kfin stuck --watch)
     identity = (["CONTEXT"] if show_context else []) + (["NAMESPACE"] if show_namespace else [])
     identity += ["KIND", "NAME", "TERMINATING", "VERDICT"]
     extra = ["APIVERSION", "UID", "OWNERS", "GRACE"] if wide else []
@@ -88,15 +89,13 @@ def stuck_table(
     _blocks(headers + ["BLOCKER"], [c + [b] for c, b in zip(cells, blockers, strict=True)], target)
 
 
-def root_causes_block(
-    causes: Sequence[RootCause], stuck: int, show_context: bool = False, out: Console | None = None
-) -> None:
+def root_causes_block(console: Console, causes: Sequence[RootCause], stuck: int, show_context: bool = False) -> None:
     """What kfin stuck leads with: each root cause once, what it holds and the step that frees it."""
     from rich.text import Text
 
     if not causes:
         return
-    target = out or console()
+    target = console.rich()
     width = target.width
     many = "s" if len(causes) != 1 else ""
     held = f"{stuck} stuck object{'s' if stuck != 1 else ''}"
@@ -126,7 +125,7 @@ BLOCKER_LEAST = 30  # narrower, a blocker of a dozen words takes more lines than
 BELOW = "    "
 
 
-def _print_lines(lines: list[Text], target: Console) -> None:
+def _print_lines(lines: list[Text], target: RichConsole) -> None:
     """Lines laid out already, printed as they are. In one go: rich's cost per print is a quarter of a millisecond
     (10,000 stuck objects are 30,000 lines or more on a terminal)."""
     from rich.text import Text
@@ -139,7 +138,7 @@ def _print_lines(lines: list[Text], target: Console) -> None:
     target.print(Text("\n").join(lines), no_wrap=True, overflow="ignore", crop=False)
 
 
-def _blocks(headers: list[str], rows: list[list[Text]], target: Console) -> None:
+def _blocks(headers: list[str], rows: list[list[Text]], target: RichConsole) -> None:
     """A narrow terminal: one block per row, a line per column, wrapped between words with a hanging indent."""
     from rich.text import Text
 
@@ -156,11 +155,15 @@ def _blocks(headers: list[str], rows: list[list[Text]], target: Console) -> None
 
 
 def plain_table(
-    headers: list[str], rows: list[list[str]], out: Console | None = None, no_headers: bool = False
+    console: Console,
+    headers: list[str],
+    rows: list[list[str]],
+    out: RichConsole | None = None,
+    no_headers: bool = False,
 ) -> None:
     """Headers and rows of cluster data, as kubectl prints a table; laid out for the width as kfin stuck's
     (cells wrapped between words, a block per row when even that does not fit)."""
-    target = out or console()
+    target = out or console.rich()
     cells = [[text(cell) for cell in row] for row in rows]
     laid = layout.table(headers, cells, target.width, flexible=range(len(headers)))
     if laid is None:
@@ -169,7 +172,7 @@ def plain_table(
     _print_lines(([] if no_headers else [laid[0]]) + [line for lines in laid[1] for line in lines], target)
 
 
-def audit_table(records: Iterable[dict[str, Any]], out: Console | None = None) -> None:
+def audit_table(console: Console, records: Iterable[dict[str, Any]]) -> None:
     """kfin audit: a line per recorded change."""
     rows = []
     for r in records:
@@ -189,10 +192,10 @@ def audit_table(records: Iterable[dict[str, Any]], out: Console | None = None) -
                 r.get("result", "?"),
             ]
         )
-    plain_table(["TIME", "CONTEXT", "USER", "OBJECT", "REMOVED", "VERDICTS", "FORCED", "RESULT"], rows, out)
+    plain_table(console, ["TIME", "CONTEXT", "USER", "OBJECT", "REMOVED", "VERDICTS", "FORCED", "RESULT"], rows)
 
 
-def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -> None:
+def catalog_table(console: Console, entries: Iterable[CatalogEntry]) -> None:
     """kfin catalog: an entry per line, with the finalizers it covers and where its controller runs."""
     rows = [
         [
@@ -209,7 +212,7 @@ def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -
     ]
     # read by people, also in a pipe (| less): laid out for $COLUMNS or 120 there, cells wrapped between words;
     # -o json or yaml is the catalog for programs
-    target = out or console(piped_width=columns_setting() or 120)
+    target = console.rich(piped_width=console.columns or 120)
     headers = [
         "NAME",
         "PROJECT",
@@ -220,12 +223,12 @@ def catalog_table(entries: Iterable[CatalogEntry], out: Console | None = None) -
         "CHECKED AGAINST",
         "SOURCE",
     ]
-    plain_table(headers, rows, target)
+    plain_table(console, headers, rows, target)
 
 
-def catalog_entry_lines(fields: Iterable[tuple[str, str]]) -> None:
+def catalog_entry_lines(console: Console, fields: Iterable[tuple[str, str]]) -> None:
     """kfin catalog NAME: one entry, a field per line (as kubectl describe), its values wrapped at the terminal."""
     shown = [(label, value) for label, value in fields if value]
     width = max(len(label) for label, _ in shown) + 2
     for label, value in shown:
-        say(f"{label + ':':<{width}}{value}", hanging=width)
+        console.say(f"{label + ':':<{width}}{value}", hanging=width)

@@ -17,46 +17,50 @@ from kfin.render.layout import spans
 from kfin.render.preflight import doubt
 from kfin.render.steps import print_plan
 from kfin.render.tables import plain_table
-from kfin.render.terminal import say
+from kfin.render.terminal import Console
 from kfin.util.text import printable
 
 
-def teardown_report(result: Teardown) -> None:
+def teardown_report(console: Console, result: Teardown) -> None:
     missing = sum(d.obj is None for d in result.steps)
-    say(f"{result.tool}: {len(result.steps)} DELETE{'s' if len(result.steps) != 1 else ''} in this order")
+    console.say(f"{result.tool}: {len(result.steps)} DELETE{'s' if len(result.steps) != 1 else ''} in this order")
     if result.tool.startswith("helm"):
-        say("(a run of objects of one kind is deleted concurrently: its batch; Helm waits for none to be gone)")
+        console.say("(a run of objects of one kind is deleted concurrently: its batch; Helm waits for none to be gone)")
     else:
-        say("(one after the other; kubectl waits for them to be gone only after the last)")
+        console.say("(one after the other; kubectl waits for them to be gone only after the last)")
     if missing:
         were = "is" if missing == 1 else "are"
-        say(f"{missing} of them {were} not in the cluster (not found): nothing to delete there.")
+        console.say(f"{missing} of them {were} not in the cluster (not found): nothing to delete there.")
     for hook in result.hooks:
         events = ", ".join(e for e in hook["events"] if e.endswith("-delete"))
-        say(
+        console.say(
             f"Hook {hook['kind']} {hook['name']} ({events}) runs "
             + ("before the first DELETE" if "pre-delete" in events else "after the last DELETE")
             + ": kfin does not run it; whatever it cleans up is not predicted here."
         )
         if hook.get("wouldHaveTo"):
-            say(f"  For nothing to be left stuck: {hook['wouldHaveTo']}.")
+            console.say(f"  For nothing to be left stuck: {hook['wouldHaveTo']}.")
     for m in result.kept:
         policy = m.annotations.get("helm.sh/resource-policy")
-        say(f"Kept (helm.sh/resource-policy: {policy}): {m.kind}/{m.namespace + '/' if m.namespace else ''}{m.name}")
+        console.say(
+            f"Kept (helm.sh/resource-policy: {policy}): {m.kind}/{m.namespace + '/' if m.namespace else ''}{m.name}"
+        )
     for crd in result.chart_crds:
-        say(f"Never deleted by Helm: the chart's {crd} (its CRDs and their custom resources stay)")
+        console.say(f"Never deleted by Helm: the chart's {crd} (its CRDs and their custom resources stay)")
     if result.unknown:
-        say(f"kfin could not read {', '.join(result.unknown)}: what is there is not predicted.", err=True)
+        console.say(f"kfin could not read {', '.join(result.unknown)}: what is there is not predicted.", err=True)
     sizes = Counter(d.batch for d in result.steps)  # counted once: per step, 100,000 steps took minutes
     plain_table(
+        console,
         ["STEP", "KIND", "NAMESPACE", "NAME", "DELETES", "LEAVES STUCK"],
         [_row(d, sizes[d.batch] > 1) for d in result.steps],
     )
-    say("")
+    console.say("")
     stuck = [(d, s) for d in result.steps for s in d.stuck + d.rejected]
     if stuck:
-        say(f"{len(stuck)} would be left Terminating or not deleted:")
+        console.say(f"{len(stuck)} would be left Terminating or not deleted:")
         plain_table(
+            console,
             ["STEP", "NAMESPACE", "KIND", "NAME", "FINALIZER", "VERDICT", "WHY"],
             [
                 [
@@ -72,8 +76,9 @@ def teardown_report(result: Teardown) -> None:
             ],
         )
     if result.orphaned:
-        say(f"{len(result.orphaned)} left in place without the controller that removes its finalizer:")
+        console.say(f"{len(result.orphaned)} left in place without the controller that removes its finalizer:")
         plain_table(
+            console,
             ["NAMESPACE", "KIND", "NAME", "FINALIZER", "WHY"],
             [
                 [s.obj.namespace or "-", s.obj.type.kind_display, s.obj.name, s.finalizer, s.reason]
@@ -81,10 +86,10 @@ def teardown_report(result: Teardown) -> None:
             ],
         )
     if result.clean:
-        say("Nothing would be left stuck: the teardown should complete by itself.")
-    say("")
-    say("Safe order (kfin preflight deletes nothing; the steps are yours):")
-    print_plan(result.plan)  # each command alone on its line, never wrapped, so that it pastes whole
+        console.say("Nothing would be left stuck: the teardown should complete by itself.")
+    console.say("")
+    console.say("Safe order (kfin preflight deletes nothing; the steps are yours):")
+    print_plan(console, result.plan)  # each command alone on its line, never wrapped, so that it pastes whole
 
 
 def _row(d: Deletion, shared_batch: bool) -> list[str]:

@@ -45,7 +45,8 @@ class Exporter:
         self,
         scan: Callable[[], tuple[list[Any], list[Inventory]]],
         max_info: int = metrics.DEFAULT_MAX_INFO,
-        log: Callable[[str], None] = print,
+        *,
+        log: Callable[[str], None],  # the serving command's log line (its console's stderr), or nothing
         requests: Callable[[], tuple[int, int]] | None = None,
         current: Callable[[], bool] | None = None,
         read_at: Callable[[], float] = time.time,

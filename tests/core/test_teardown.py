@@ -17,11 +17,12 @@ import pytest
 
 from kfin.commands.preflight import _uninstall
 from kfin.core import helm, manifests
-from kfin.core.manifests import Manifest
 from kfin.core.guard import Guard
+from kfin.core.manifests import Manifest
 from kfin.core.teardown import from_manifests, from_release, of_deletion, preflight_of
 from kfin.errors import ExitCode, UsageError
 from kfin.render.teardown import teardown_dot, teardown_report
+from kfin.render.terminal import Console
 from tests.runner import kfin
 from tests.values import custom_type, facts, obj
 
@@ -311,7 +312,7 @@ def test_each_delete_hook_is_said_what_it_would_have_to_do_drawn_from_the_model(
                     "before it goes); without a pre-delete hook (or you) doing them, Widget w1, "
                     "CustomResourceDefinition widgets.example.com would be left stuck or not deleted")
     assert release.hooks == hooks  # the release as read stays as read
-    teardown_report(result)
+    teardown_report(Console.of_process(), result)
     shown = " ".join(capsys.readouterr().out.split())
     assert "Hook Job cleanup (pre-delete) runs before the first DELETE: kfin does not run it" in shown
     assert f"For nothing to be left stuck: {pre}." in shown
@@ -630,7 +631,7 @@ def test_a_bare_helm_assumes_helm_4_and_says_so_on_stderr(tmp_path):
 def test_when_helm_3s_order_would_differ_the_assumption_says_by_how_much(capsys):
     f, m = webhook_set()
     release = helm.Release("r", "app", 1, "deployed", [m["service"], m["cm"], m["config"]])
-    assumed = _uninstall(f, release, None, "helm uninstall r", "background")
+    assumed = _uninstall(Console.of_process(), f, release, None, "helm uninstall r", "background")
     assert assumed.tool == "helm 4 uninstall" and assumed.clean
     assert capsys.readouterr().err == ("kfin assumes Helm 4's uninstall order (--helm 3 for Helm 3's); Helm 3's order "
                                        "(webhook configurations last) would leave 1 stuck or rejected, not 0\n")
@@ -654,7 +655,7 @@ def test_a_verdict_that_is_not_certain_is_marked_with_why_a_race_or_a_rule_only_
     result = preflight_of(f, f.find("", "namespaces", "", "app", full=True))
     [may] = [s for s in result.stuck if "may deny" in s.reason]
     assert (may.certain, may.to_dict()["race"]) == (False, False)
-    preflight_report(result)
+    preflight_report(Console.of_process(), result)
     [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("-          Namespace  app")]
     assert " BLOCKED (may) " in row and "(race)" not in row
     # a teardown's race is still one: the operator deleted with the Widgets it finalizes
