@@ -266,7 +266,7 @@ def remove_one(
     [applied] = apply_plans(
         [plan_],
         kube=kube,
-        facts_for=fresh_facts(kube, facts.inventory.resources),
+        facts_for=fresh_facts(kube, facts.inventory.resources, facts.catalog),
         audit_log=choices.audit_log,
         dry_run=dry_run,
     )
@@ -372,7 +372,7 @@ def remove_all_stuck(scope: Scope, choices: Choices, *, yes: bool, narrow: Narro
     each = apply_plans(
         runnable,
         kube=kube,
-        facts_for=fresh_facts(kube, facts.inventory.resources),
+        facts_for=fresh_facts(kube, facts.inventory.resources, facts.catalog),
         audit_log=choices.audit_log,
         dry_run=dry_run,
     )

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Set
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from kfin.core.facts import WIDEN_AFTER, Read, ReadKey
+from kfin.core.facts import WIDEN_AFTER
+from kfin.core.reader import Read, ReadKey
 from kfin.errors import KfinError
 from kfin.model import KubeObject, ResourceType
 

@@ -34,6 +34,7 @@ class BeforeLast:
         """live's `before_last`: explain what is known without the list of type `last`."""
         facts = self.make_facts(inventory)
         facts.asked = Asked()
+        facts.reader.recording = {}  # what they read, for the facts that may succeed them
         try:
             self.explain(facts)
         except KfinError:  # said again, and the same way, when the whole scan is explained
