@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence, Set
 from functools import partial
 from itertools import compress
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of, no_longer_served
@@ -28,7 +28,6 @@ from kfin.model import (
     ThinObject,
     owner_tuples,
 )
-from kfin.settings import KeptFields
 from kfin.util.gcpause import paused_gc
 from kfin.util.parallel import completed
 
@@ -114,6 +113,13 @@ _REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("policy", "poddisruptionbudgets"): ("spec.selector", "status.disruptionsAllowed"),
 }
 REDUCED_FIELDS = MappingProxyType(_REDUCED_FIELDS)  # read-only: what one command keeps never reaches the next
+
+
+class KeptFields(Protocol):
+    """The fields to keep too when objects of a type are read whole, beyond REDUCED_FIELDS (a command's catalog:
+    kfin.core.catalog.Catalog, handed in by the reader that reads them)."""
+
+    def kept_fields(self, group: str, resource: str) -> tuple[str, ...]: ...
 
 
 def kept_of(key: tuple[str, str], kept: KeptFields | None) -> tuple[str, ...]:
