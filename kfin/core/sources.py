@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from contextlib import AbstractContextManager, nullcontext
 
 from msgspec.structs import replace
@@ -67,7 +67,7 @@ def gather(
 
         before_last = BeforeLast(facts_of, explain) if explain is not None and lean else None
         with progress(f"scanning {kube.context}") as report:
-            scanned = inventory.live(
+            steps = inventory.live_steps(
                 kube,
                 namespace,
                 full=wanted,
@@ -76,9 +76,10 @@ def gather(
                 concurrency=concurrency,
                 chunk_size=scope.chunk_size,
                 lean=lean,
-                seen=early.found if early is not None else None,
-                before_last=before_last.start if before_last is not None else None,
+                listed=early is not None,
+                before_last=before_last is not None,
             )
+            scanned = worked_on(steps, early, before_last)
         settled = before_last.settle(scanned) if before_last is not None else None
         return settled if settled is not None else facts_of(scanned)
 
@@ -98,6 +99,29 @@ def gather(
     if failed is None and len(errors) == len(contexts):
         raise nothing_read(contexts, errors)
     return results
+
+
+def worked_on(
+    steps: Generator[inventory.TypeListed | inventory.BeforeLastList, None, Inventory],
+    early: ReadsAhead | None,
+    before_last: BeforeLast | None,
+) -> Inventory:
+    """What a live scan finds, its steps worked on as they come, in this thread while its lists go on: the reads
+    explaining will make started as types are listed (kfin.core.ahead), and the explanations begun while the last
+    list still pages (kfin.core.early)."""
+    try:
+        while True:
+            step = next(steps)
+            if isinstance(step, inventory.TypeListed):
+                if early is not None:
+                    early.found(step.resources, step.objects)
+            elif before_last is not None:
+                before_last.start(step.inventory, step.last)
+    except StopIteration as done:
+        scanned: Inventory = done.value
+        return scanned
+    finally:
+        steps.close()
 
 
 # Lists in flight at once for many contexts, shared among those scanned together. Each connection a context
