@@ -3,13 +3,16 @@
 A snapshot and a live cluster feed the same questions: `objects(group, resource, namespace)` answers
 from what the inventory already holds, reads the rest from the API server when there is one, and
 answers None when it cannot be known (not in the snapshot, or not readable), so that an explanation
-says "could not check" instead of guessing.
+says "could not check" instead of guessing. What is missing is read through the command's reader
+(kfin.core.reader.Reader), which keeps what the server answered; what is worked out of the objects is kept here,
+one cache per kind of answer (Worked).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from msgspec import Struct, field
@@ -30,18 +33,16 @@ TypeWhere = tuple[str, str, str]
 TypeIndex = dict[tuple[str, str], dict[str, list[KubeObject]]]
 
 
+@dataclass(frozen=True)
 class Worked(Generic[K, V]):
     """One kind of answer worked out of the facts' objects (explanations, a namespace's role bindings, the stuck
     rows found before a scan's last list ended...), by key: declared once by the module that works it out, kept by
     each Facts in a cache of its own (Facts.kept). The rule: forgotten whenever a read on demand changes the
     objects; kept when a scan's last list adds nothing asked of (kfin.core.early); never carried to other facts
-    (what the server answered is: kfin.core.reader.ServerAnswers)."""
+    (what the server answered is: kfin.core.reader.ServerAnswers). Known by its name, unique among them: a fleet's
+    facts come back from their worker process with what was worked out there (kfin.core.fleet_processes)."""
 
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"Worked({self.name!r})"
+    name: str
 
 
 class Asked(Struct):
