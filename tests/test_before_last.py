@@ -81,7 +81,7 @@ def test_what_the_last_list_adds_nothing_to_keeps_the_early_answers(populated, f
     scope = Scope(Target(str(fake_kubeconfig)), all_namespaces=True)
     rows, sources, seen = _compared(scope, last_held, "events", before=fake.requests.clear)
     # the facts explained early are the scan's: their rows were taken (not found again), nothing read twice
-    assert sources[0] is seen["facts"] and EARLY_ROWS not in sources[0].memo
+    assert sources[0] is seen["facts"] and not sources[0].kept(EARLY_ROWS)
     whole = [(r.path, r.query.get("labelSelector")) for r in fake.requests if not r.metadata_only and r.verb == "list"]
     assert len(whole) == len(set(whole))
 

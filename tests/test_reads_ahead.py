@@ -7,7 +7,7 @@ import threading
 
 from kfin.api import scan as scan_module
 from kfin.api.target import Target
-from kfin.core import sources
+from kfin.core import reader
 from kfin.core.scope import Scope
 from kfin.core.stuck import find_all
 from tests.test_scale import populated  # noqa: F401 (a fixture)
@@ -17,7 +17,7 @@ RBAC = "/apis/rbac.authorization.k8s.io/v1"
 
 def test_what_explanations_read_goes_out_while_the_scan_still_lists(populated, fake, fake_kubeconfig, monkeypatch):  # noqa: F811
     barrier = threading.Barrier(2, timeout=10)
-    listing, reading = scan_module.read_objects, sources.read_objects
+    listing, reading = scan_module.read_objects, reader.read_objects
 
     def listed(kube, r, namespace, *args, **kwargs):  # the scan's lists
         if r.resource == "events":
@@ -30,7 +30,7 @@ def test_what_explanations_read_goes_out_while_the_scan_still_lists(populated, f
         return reading(kube, r, namespace, *args, **kwargs)
 
     monkeypatch.setattr(scan_module, "read_objects", listed)
-    monkeypatch.setattr(sources, "read_objects", read)
+    monkeypatch.setattr(reader, "read_objects", read)
     fake.requests.clear()
     rows, _ = find_all(Scope(Target(str(fake_kubeconfig)), all_namespaces=True))
     assert {(r.obj.namespace, r.obj.name) for r in rows} == {("active", "held"), ("active", "owner"), ("", "leaving")}

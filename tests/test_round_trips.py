@@ -11,6 +11,7 @@ from kfin.api.target import Target
 from kfin.core import stuck
 from kfin.core.causes.registry import explain_cached
 from kfin.core.facts import Facts
+from kfin.core.reader import Reader
 from kfin.core.stuck import find_stuck, stuck_in
 from tests.test_scale import populated  # noqa: F401 (a fixture)
 
@@ -107,16 +108,16 @@ def test_the_workloads_where_a_field_manager_is_looked_for_are_read_at_once(popu
     """Deployments, StatefulSets and DaemonSets everywhere, when RBAC names no controller of a finalizer whose
     field manager is known: one round trip, not three."""
     lean = inventory.live(populated, None, lean=True)
-    facts = Facts(lean, populated)
+    facts = Facts(lean, Reader(populated))
     barrier = threading.Barrier(3, timeout=5)
-    fetch = facts._fetch
+    fetch = facts.reader.fetch
 
     def fetched(rtype, namespace, full):
         if rtype.group == "apps":
             barrier.wait()
         return fetch(rtype, namespace, full)
 
-    monkeypatch.setattr(facts, "_fetch", fetched)
+    monkeypatch.setattr(facts.reader, "fetch", fetched)
     fake.requests.clear()
     find_stuck(lean, facts=facts)
     read = [r.path for r in fake.requests if r.path.startswith("/apis/apps/")]
@@ -141,16 +142,16 @@ def test_what_runs_as_the_service_accounts_rbac_names_is_read_at_once(populated,
         "subjects": [{"kind": "ServiceAccount", "name": "cm-operator", "namespace": "operators"}]})
     try:
         lean = inventory.live(populated, None, lean=True, refresh=True)
-        facts = Facts(lean, populated)
+        facts = Facts(lean, Reader(populated))
         barrier = threading.Barrier(3, timeout=5)
-        fetch = facts._fetch
+        fetch = facts.reader.fetch
 
         def fetched(rtype, namespace, full):
             if namespace == "operators":
                 barrier.wait()
             return fetch(rtype, namespace, full)
 
-        monkeypatch.setattr(facts, "_fetch", fetched)
+        monkeypatch.setattr(facts.reader, "fetch", fetched)
         fake.requests.clear()
         rows = find_stuck(lean, facts=facts)
         evidence = [line for row in rows for f in explain_cached(row.obj, facts).findings for line in f.evidence]
@@ -185,7 +186,7 @@ def test_a_lean_scan_keeps_the_crds_that_explanations_ask_about(fake, fake_kubec
         kube = Kube.connect(Target(str(fake_kubeconfig)))
         lean = inventory.live(kube, None, lean=True, refresh=True)
         fake.requests.clear()
-        facts = Facts(lean, kube)
+        facts = Facts(lean, Reader(kube))
         rows = find_stuck(lean, facts=facts)
         assert [r.obj.name for r in rows] == ["w1"]
         evidence = [line for f in explain_cached(rows[0].obj, facts).findings for line in f.evidence]
@@ -201,7 +202,7 @@ def test_the_workloads_of_a_field_manager_are_looked_for_once_per_manager(popula
     from kfin.core.causes import custom
 
     lean = inventory.live(populated, None, lean=True)
-    facts = Facts(lean, populated)
+    facts = Facts(lean, Reader(populated))
     walked, objects = [], facts.objects
 
     def spied(group, resource, namespace=None, *, full=False):

@@ -10,6 +10,7 @@ import pytest
 
 from kfin.api import inventory
 from kfin.core.facts import Facts
+from kfin.core.reader import Reader
 from kfin.api.jsonstream import members
 from kfin.api.connection import Kube, Target
 from kfin.model import ThinObject
@@ -72,12 +73,12 @@ def test_a_lean_scan_keeps_what_stuck_needs_and_counts_the_rest(populated):
     held = next(o for o in lean.objects if o.name == "held")
     assert isinstance(owned, ThinObject) and not isinstance(held, ThinObject)
     assert owned.owner_uids(blocking=True) == next(o for o in whole.objects if o.name == "owned").owner_uids(True)
-    facts = Facts(lean, populated)
+    facts = Facts(lean, Reader(populated))
     owner = facts.find("", "configmaps", "active", "owner")
     assert [o.name for o in facts.blocking_dependents(owner.uid)] == ["owned"]
     # the same report either way
     lean_rows = find_stuck(lean, facts=facts)
-    whole_rows = find_stuck(whole, facts=Facts(whole, populated))
+    whole_rows = find_stuck(whole, facts=Facts(whole, Reader(populated)))
     assert [(r.obj.ref, r.blocker) for r in lean_rows] == [(r.obj.ref, r.blocker) for r in whole_rows]
     assert {r.obj.ref for r in lean_rows} == {"ConfigMap/active/held", "ConfigMap/active/owner", "Namespace/leaving"}
     namespace = next(r for r in lean_rows if r.obj.ref == "Namespace/leaving")
@@ -105,7 +106,7 @@ def test_owner_edges_pack_rows_and_give_back_the_dependents_of_what_is_deleted()
 
 
 def test_what_a_lean_scan_left_out_is_read_again_when_an_explanation_asks(populated):
-    facts = Facts(inventory.live(populated, None, lean=True), populated)
+    facts = Facts(inventory.live(populated, None, lean=True), Reader(populated))
     assert {o.name for o in facts.objects("", "configmaps", "active")} >= {"plain", "owner", "owned", "held"}
     assert facts.find("", "configmaps", "active", "plain") is not None
     assert [o.name for o in facts.blocking_dependents(facts.find("", "configmaps", "active", "owner").uid)] == ["owned"]
@@ -130,15 +131,15 @@ def test_objects_grouped_by_type_are_indexed_as_asked_and_a_read_in_one_namespac
     def names(objects):
         return sorted((o.namespace, o.name) for o in objects)
 
-    plain = Facts(inventory.live(populated, None), populated)
-    facts = Facts(grouped(), populated)
+    plain = Facts(inventory.live(populated, None), Reader(populated))
+    facts = Facts(grouped(), Reader(populated))
     for ns in ("active", "leaving", None):
         assert names(facts.objects("", "configmaps", ns)) == names(plain.objects("", "configmaps", ns))
     assert names(facts.objects("", "namespaces")) == names(plain.objects("", "namespaces"))
 
     before = names(plain.objects("", "configmaps", "leaving"))
     assert {("leaving", "left"), ("leaving", "plain")} <= set(before)
-    facts = Facts(grouped(), populated)
+    facts = Facts(grouped(), Reader(populated))
     assert facts.objects("", "namespaces")  # one type indexed, ConfigMaps not yet
     read_whole = facts.objects("", "configmaps", "active", full=True)  # not kept whole: read from the server
     assert not any(isinstance(o, ThinObject) for o in read_whole) and facts.inventory.by_type is None
@@ -221,7 +222,7 @@ def test_what_causes_declare_they_read_is_fetched_once_before_explaining(populat
     assert {("rbac.authorization.k8s.io", "roles", "active", True), ("rbac.authorization.k8s.io", "clusterroles", None, True),
             ("admissionregistration.k8s.io", "validatingwebhookconfigurations", None, True),
             ("apiextensions.k8s.io", "customresourcedefinitions", None, False)} <= wanted  # CRDs: names only
-    facts = Facts(lean, populated)
+    facts = Facts(lean, Reader(populated))
     fake.requests.clear()
     find_stuck(lean, facts=facts)
     reads = Counter(r.path.split("?")[0] for r in fake.requests if r.method == "GET")

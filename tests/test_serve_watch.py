@@ -318,6 +318,7 @@ def test_an_answer_walks_the_objects_that_are_not_thin_as_the_watches_keep_them(
     """Each informer keeps its objects that are not thin apart, as they gain and lose finalizers: an answer
     walks those, not every thin object of the cluster; what a read on demand replaces is walked afresh."""
     from kfin.core.facts import Facts
+    from kfin.core.reader import Reader
     from kfin.model import ThinObject
 
     api = RawClient(fake.url, "admin-token")
@@ -342,7 +343,7 @@ def test_an_answer_walks_the_objects_that_are_not_thin_as_the_watches_keep_them(
         api.delete(f"{path}/plain")  # Terminating, still held
         assert eventually(lambda: [o.name for o in informers.inventory().kept_objects() if o.terminating] == ["plain"])
         inventory = informers.inventory()
-        facts = Facts(inventory, informers.kube)
+        facts = Facts(inventory, Reader(informers.kube))
         facts.objects("", "pods", "default", full=True)  # read on demand: the objects are replaced
         assert inventory.kept is None and "plain" in {o.name for o in inventory.kept_objects()}
     finally:

@@ -71,7 +71,7 @@ class Kube:
 
     @property
     def settings(self) -> Settings:
-        """The choices of the command that connected (kfin.settings): its -v, the fields its catalog keeps."""
+        """The choices of the command that connected (kfin.settings): its -v."""
         return self._transport.settings
 
     def bounded(self, seconds: float) -> Kube:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Set
+from collections.abc import Callable, Generator, Iterable, Iterator, Set
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -15,7 +16,7 @@ from kfin.api.connection import PARSING, Kube
 from kfin.api.discovery import discover
 from kfin.api.jsonstream import members
 from kfin.api.resources import KindLookup, one_object_per_storage, one_per_storage
-from kfin.api.scan import REDUCED_FIELDS, Lean, scan, to_object
+from kfin.api.scan import REDUCED_FIELDS, Lean, Listed, finished, scan, scan_steps, to_object
 from kfin.api.shapes import object_problem, resource_problem, type_name
 from kfin.errors import UsageError
 from kfin.model import JSON, NAMESPACES, Failure, Inventory, KubeObject, ResourceType, format_time, parse_time
@@ -55,14 +56,56 @@ def live(
     concurrency: int = 16,
     chunk_size: int = 500,
     lean: bool = False,
-    seen: Callable[[list[ResourceType], list[KubeObject]], None] | None = None,
-    before_last: Callable[[Inventory, ResourceType], None] | None = None,
 ) -> Inventory:
-    """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean).
-    `seen`: given the types and what is kept of each type as soon as it is listed (kfin.core.ahead).
-    `before_last` (a lean scan's): given, while the last list still pages, an Inventory of everything else (that list's
-    type counted as listed, though none of its objects is in it yet) and that list's type, in this thread; the
-    Inventory returned is made afresh (kfin.core.early)."""
+    """What a scan of the cluster finds; `lean` keeps only what finding stuck objects needs (scan.Lean)."""
+    return finished(
+        live_steps(
+            kube,
+            namespace,
+            full=full,
+            refresh=refresh,
+            progress=progress,
+            concurrency=concurrency,
+            chunk_size=chunk_size,
+            lean=lean,
+        )
+    )
+
+
+@dataclass
+class TypeListed:
+    """A step of a live scan: the types discovered, and what is kept of one of them as soon as it is listed."""
+
+    resources: list[ResourceType]
+    objects: list[KubeObject]
+
+
+@dataclass
+class BeforeLastList:
+    """A step of a lean live scan, while its last list still pages: an Inventory of everything else (that list's
+    type counted as listed, though none of its objects is in it yet) and that list's type."""
+
+    inventory: Inventory
+    last: ResourceType
+
+
+def live_steps(
+    kube: Kube,
+    namespace: str | None,
+    *,
+    full: Set[tuple[str, str]] = frozenset(STUCK_FULL),
+    refresh: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    concurrency: int = 16,
+    chunk_size: int = 500,
+    lean: bool = False,
+    listed: bool = False,
+    before_last: bool = False,
+) -> Generator[TypeListed | BeforeLastList, None, Inventory]:
+    """What a scan of the cluster finds (live), returned once it ends; meanwhile, in the caller's thread while the
+    lists go on, a step `TypeListed` for each type listed (`listed`), and (`before_last`, a lean scan's) one
+    `BeforeLastList` while the last list still pages: the Inventory returned is made afresh. The caller works on
+    the steps (kfin.core.ahead, kfin.core.early); the scan calls nothing back."""
     left_out = Lean() if lean else None
     # A lean scan reads Namespaces before anything else (scan.Lean): they are asked for with discovery, not after
     # it, since every API server serves core v1 Namespaces. What discovery says then decides what they count for.
@@ -74,14 +117,14 @@ def live(
     served, failures = discover(kube, refresh)
     resources = one_per_storage(served)  # events.k8s.io's Events are core's: read once
     first: tuple[list[KubeObject], list[Failure]] = ([], [])
-    listed = None
+    listed_first = None
     if early is not None:
-        listed = next((r for r in resources if _same_type(r, EARLY_NAMESPACES)), None)
+        listed_first = next((r for r in resources if _same_type(r, EARLY_NAMESPACES)), None)
         read, read_failures = early.result()
-        if listed is not None:  # as discovery describes them, and not listed again below
-            first = ([KubeObject(listed, o.raw) for o in read], read_failures)
-            if seen is not None and first[0]:
-                seen(resources, first[0])
+        if listed_first is not None:  # as discovery describes them, and not listed again below
+            first = ([KubeObject(listed_first, o.raw) for o in read], read_failures)
+            if listed and first[0]:
+                yield TypeListed(resources, first[0])
         elif left_out is not None:  # not served as kfin expected: nothing is left out, nothing read early kept
             left_out.whole_namespaces = None
     wide = []
@@ -89,12 +132,12 @@ def live(
         # A namespace's snapshot still needs what explains it from elsewhere (RBAC and the controllers it
         # names, volumes, nodes, APIServices, CRDs, leases): those kinds are read cluster-wide, reduced.
         wide = [r for r in resources if (r.group, r.resource) in full and (r.group, r.resource) != NAMESPACES]
-    local = [r for r in resources if r not in wide and r is not listed]
+    local = [r for r in resources if r not in wide and r is not listed_first]
 
     before: list[tuple[set[str], list[KubeObject], int]] = []  # what `without` found: see the end
 
-    def without(last: ResourceType, so_far: list[KubeObject], failed: list[Failure]) -> None:
-        assert before_last is not None and left_out is not None  # passed as `last` only then
+    def without(last: ResourceType, so_far: list[KubeObject], failed: list[Failure]) -> BeforeLastList:
+        assert left_out is not None  # asked for only then
         kept = first[0] + so_far
         terminating = {o.uid for o in kept if o.terminating and o.uid}
         with PARSING:  # the last list's pages add owner edges and counts meanwhile
@@ -113,9 +156,9 @@ def live(
             detailed=_detailed(resources, wide, namespace, full, first[1] + failed),
             dropped=dropped,
         )
-        before_last(everything_else, last)
+        return BeforeLastList(everything_else, last)
 
-    objects, list_failures = scan(
+    steps = scan_steps(
         kube,
         local,
         namespace,
@@ -124,9 +167,19 @@ def live(
         page_size=chunk_size,
         progress=progress,
         lean=left_out,
-        seen=partial(seen, resources) if seen is not None else None,
-        last=without if before_last is not None and left_out is not None and not wide else None,
+        listed=listed,
+        last=before_last and left_out is not None and not wide,
     )
+    while True:
+        try:
+            step = next(steps)
+        except StopIteration as done:
+            objects, list_failures = done.value
+            break
+        if isinstance(step, Listed):
+            yield TypeListed(resources, step.objects)
+        else:
+            yield without(step.last, step.objects, step.failures)
     objects, list_failures = first[0] + objects, first[1] + list_failures
     if wide:
         more, more_failures = scan(kube, wide, None, full=full, concurrency=concurrency, page_size=chunk_size)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence, Set
+from collections.abc import Callable, Generator, Iterable, Sequence, Set
+from dataclasses import dataclass
 from functools import partial
 from itertools import compress
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of, no_longer_served
@@ -28,7 +29,6 @@ from kfin.model import (
     ThinObject,
     owner_tuples,
 )
-from kfin.settings import KeptFields
 from kfin.util.gcpause import paused_gc
 from kfin.util.parallel import completed
 
@@ -114,6 +114,13 @@ _REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("policy", "poddisruptionbudgets"): ("spec.selector", "status.disruptionsAllowed"),
 }
 REDUCED_FIELDS = MappingProxyType(_REDUCED_FIELDS)  # read-only: what one command keeps never reaches the next
+
+
+class KeptFields(Protocol):
+    """The fields to keep too when objects of a type are read whole, beyond REDUCED_FIELDS (a command's catalog:
+    kfin.core.catalog.Catalog, handed in by the reader that reads them)."""
+
+    def kept_fields(self, group: str, resource: str) -> tuple[str, ...]: ...
 
 
 def kept_of(key: tuple[str, str], kept: KeptFields | None) -> tuple[str, ...]:
@@ -429,19 +436,75 @@ def scan(
     lean: Lean | None = None,
     progress: Callable[[int, int], None] | None = None,
     kept: KeptFields | None = None,
-    seen: Callable[[list[KubeObject]], None] | None = None,
-    last: Callable[[ResourceType, list[KubeObject], list[Failure]], None] | None = None,
 ) -> tuple[list[KubeObject], list[Failure]]:
-    """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types).
+    """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types): scan_steps
+    run to their end."""
+    return finished(
+        scan_steps(
+            kube,
+            resources,
+            namespace,
+            full=full,
+            concurrency=concurrency,
+            page_size=page_size,
+            lean=lean,
+            progress=progress,
+            kept=kept,
+        )
+    )
+
+
+@dataclass
+class Listed:
+    """A step of a scan: what is kept of one type, as soon as it is listed."""
+
+    objects: list[KubeObject]
+
+
+@dataclass
+class LastLeft:
+    """A step of a scan: a single list is left in flight, of type `last`; what is kept so far and the failures so
+    far. What is known without that list may be worked on while it still pages."""
+
+    last: ResourceType
+    objects: list[KubeObject]
+    failures: list[Failure]
+
+
+T = TypeVar("T")
+
+
+def finished(steps: Generator[object, None, T]) -> T:
+    """What a generator of steps returns, its steps passed over."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return cast(T, done.value)
+
+
+def scan_steps(
+    kube: Kube,
+    resources: list[ResourceType],
+    namespace: str | None,
+    *,
+    full: Set[tuple[str, str]] = frozenset(),
+    concurrency: int = 16,
+    page_size: int = 500,
+    lean: Lean | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    kept: KeptFields | None = None,
+    listed: bool = False,
+    last: bool = False,
+) -> Generator[Listed | LastLeft, None, tuple[list[KubeObject], list[Failure]]]:
+    """Every object of `resources` in `namespace` (None: all namespaces and cluster-scoped types), returned once
+    every list has ended; meanwhile, in the caller's thread while the lists go on, a step `Listed` for each type
+    listed (`listed`) and one `LastLeft` when a single list is left (`last`).
 
     Types in `full` are read as whole objects and reduced to REDUCED_FIELDS (and the fields `kept` keeps of
     them); all others metadata-only.
     Within one namespace, cluster-scoped types are skipped, except the Namespace itself. With `lean`,
     Namespaces are read first, so that the content of Terminating ones is kept whole (see Lean).
-    `seen` is given what is kept of each type as soon as it is listed (kfin.core.ahead), in this thread.
-    `last` is called once, in this thread, when a single list is left in flight, with its type, what is kept
-    so far and the failures so far: what is known without that list may be worked on while it still pages
-    (kfin.api.inventory.live's `before_last`).
     """
     tasks = [r for r in resources if namespace is None or r.namespaced or (r.group, r.resource) == NAMESPACES]
     objects: list[KubeObject] = []
@@ -468,6 +531,7 @@ def scan(
         return read_objects(kube, r, namespace, page_size, full=key in full, lean=lean, kept=kept)
 
     def collect(r: ResourceType, result: Callable[[], list[KubeObject]]) -> list[KubeObject]:
+        """What is kept of one type; a failure is counted, not raised."""
         try:
             found = result()
         except KfinError as error:
@@ -477,25 +541,27 @@ def scan(
             failures.append(failure_of("list", target, error))
             return []
         objects.extend(found)
-        if seen is not None and found:
-            seen(found)
         return found
 
     with paused_gc():
         first = [r for r in tasks if (r.group, r.resource) == NAMESPACES] if lean is not None else []
         for r in first:
             found = collect(r, partial(read, r))
+            if listed and found:
+                yield Listed(found)
             if not failures and lean is not None:
                 lean.whole_namespaces = {o.name for o in found if o.terminating}
         rest = [r for r in tasks if r not in first]
-        pending = dict.fromkeys(rest) if last is not None and len(rest) > 1 else {}
+        pending = dict.fromkeys(rest) if last and len(rest) > 1 else {}
         for done, (r, future) in enumerate(completed(read, rest, concurrency), len(first) + 1):
-            collect(r, future.result)
+            found = collect(r, future.result)
+            if listed and found:
+                yield Listed(found)
             if progress:
                 progress(done, len(tasks))
             pending.pop(r, None)
-            if last is not None and len(pending) == 1:
-                last(next(iter(pending)), list(objects), list(failures))
+            if last and len(pending) == 1:
+                yield LastLeft(next(iter(pending)), list(objects), list(failures))
                 pending.clear()
     return objects, failures
 

@@ -10,7 +10,7 @@ from kfin.settings import Settings
 
 class Target(Struct, frozen=True):
     """The kubeconfig, its context and the request deadline a connection is made from, and the settings of the
-    command that makes it (its -v, its catalog)."""
+    command that makes it (its -v)."""
 
     kubeconfig: str | None = None
     context: str | None = None

@@ -249,7 +249,7 @@ class Options(Struct, frozen=True):
     def target(self) -> Target:
         """Where the command points, with its settings: every connection made for it traces at its -v and
         explains with its catalog."""
-        return Target(self.kubeconfig, self.context, self.request_timeout, Settings(self.trace, self.catalog))
+        return Target(self.kubeconfig, self.context, self.request_timeout, Settings(self.trace))
 
     def scope(
         self,

@@ -271,7 +271,7 @@ def remove_one(
     [applied] = apply_plans(
         [plan_],
         kube=kube,
-        facts_for=fresh_facts(kube, facts.inventory.resources),
+        facts_for=fresh_facts(kube, facts.inventory.resources, facts.catalog),
         audit_log=choices.audit_log,
         dry_run=dry_run,
     )
@@ -351,7 +351,7 @@ def remove_all_stuck(console: Console, scope: Scope, choices: Choices, *, yes: b
     each = apply_plans(
         runnable,
         kube=kube,
-        facts_for=fresh_facts(kube, facts.inventory.resources),
+        facts_for=fresh_facts(kube, facts.inventory.resources, facts.catalog),
         audit_log=choices.audit_log,
         dry_run=choices.mode is Mode.SERVER_DRY_RUN,
     )

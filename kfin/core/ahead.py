@@ -4,10 +4,10 @@ A scan's wall is its longest list (Events, page after page); every other type is
 the Terminating objects first reads whole what their causes declare (RBAC, a namespace's roles...: Facts.prefetch,
 kfin.core.causes.reads_for), which on its own waited for the scan to end: a round trip of a few reads, several
 pages each on a large cluster. Here each read starts as soon as a listed type shows an object that will need it,
-beside the lists still in flight, and Facts.prefetch takes its answer instead of asking again. The reads are those
-prefetch makes, widened the same way (kfin.core.facts.WIDEN_AFTER: a type is read everywhere once more than that
-many namespaces need it), so the answers are the same, only sooner; the price is the few namespaces' reads started
-before a type was widened (WIDEN_AFTER at most), which prefetch then does not take.
+beside the lists still in flight, and the reader takes its answer instead of asking again (Reader.fetch_all). The
+reads are those prefetch makes, widened the same way (kfin.core.facts.WIDEN_AFTER: a type is read everywhere once
+more than that many namespaces need it), so the answers are the same, only sooner; the price is the few
+namespaces' reads started before a type was widened (WIDEN_AFTER at most), which prefetch then does not take.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Set
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from kfin.core.facts import WIDEN_AFTER, Read, ReadKey
+from kfin.core.facts import WIDEN_AFTER
+from kfin.core.reader import Read, ReadKey
 from kfin.errors import KfinError
 from kfin.model import KubeObject, ResourceType
 
@@ -31,7 +32,7 @@ class ReadsAhead:
         wanted: Callable[[KubeObject], Iterable[ReadKey]],
         workers: int = 4,
     ):
-        """`read`: a type's objects whole (in a namespace, or everywhere with None), as Facts reads them;
+        """`read`: a type's objects whole (in a namespace, or everywhere with None): Reader.read_whole;
         `namespace`: the scan's (None: every namespace); `scanned_whole`: the types the scan reads whole (known
         already, never read again); `wanted`: what explaining an object reads (reads_for)."""
         self.read, self.namespace, self.scanned_whole, self.wanted = read, namespace, scanned_whole, wanted
@@ -71,7 +72,7 @@ class ReadsAhead:
             self.started[key] = self._pool.submit(self._fetch, rtype, namespace)
 
     def _fetch(self, rtype: ResourceType, namespace: str | None) -> Read:
-        """As Facts._fetch reads: an error is the answer, not raised."""
+        """As Reader.fetch reads: an error is the answer, not raised."""
         try:
             return self.read(rtype, namespace)
         except KfinError as error:

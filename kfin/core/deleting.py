@@ -162,7 +162,7 @@ def follow_deletion(
             since = watched.version()
             facts, _ = watched.facts()
             if facts is not None:
-                facts.dry_runs_allowed = scope.dry_run
+                facts.reader.dry_runs_allowed = scope.dry_run
                 left = [o for o in left if not _answered(o, facts, kube, last, said)]
                 if not left:
                     return []

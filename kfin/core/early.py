@@ -1,14 +1,14 @@
 """Explaining while a scan's last list still pages (issue 47).
 
 On a large cluster one list is a scan's wall: Events, the most numerous kind, page after page, long after every
-other type is listed. What the explanations of the others need of that list is little: whether it adds a
-dependent of an owner they looked at, an object where one read a namespace's content or a type's objects, or a
-failure. So the explanations start on everything else (kfin.api.inventory.live's `before_last`), in the scan's
-thread while the list pages, with the facts recording what they asked (Facts.asked); when the list ends, what it
-added is checked against that. Asked of nothing, it is added to those facts and their explanations stand (the
+other type is listed. What the explanations of the others need of that list is little: whether it adds a dependent
+of an owner they looked at, an object where one read a namespace's content or a type's objects, or a failure. So the
+explanations start on everything else (the step kfin.api.inventory.live_steps gives then: BeforeLastList), in the
+scan's thread while the list pages, with the facts recording what they asked (Facts.asked); when the list ends, what
+it added is checked against that. Asked of nothing, it is added to those facts and their explanations stand (the
 answers are those a scan that waited would give, observed when the other lists had ended), and a stuck object it
-added is explained then; asked of, the explanations are worked out again on facts of the whole scan, which take
-what was read instead of reading it again (Facts.succeeding).
+added is explained then; asked of, the explanations are worked out again on facts of the whole scan, which take what
+was read instead of reading it again (Facts.succeeding, Reader.succeeding).
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ class BeforeLast:
         self.last: ResourceType | None = None
 
     def start(self, inventory: Inventory, last: ResourceType) -> None:
-        """live's `before_last`: explain what is known without the list of type `last`."""
+        """Explain what is known without the list of type `last` (live_steps' BeforeLastList)."""
         facts = self.make_facts(inventory)
         facts.asked = Asked()
+        facts.reader.recording = {}  # what they read, for the facts that may succeed them
         try:
             self.explain(facts)
         except KfinError:  # said again, and the same way, when the whole scan is explained

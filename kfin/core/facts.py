@@ -3,40 +3,46 @@
 A snapshot and a live cluster feed the same questions: `objects(group, resource, namespace)` answers
 from what the inventory already holds, reads the rest from the API server when there is one, and
 answers None when it cannot be known (not in the snapshot, or not readable), so that an explanation
-says "could not check" instead of guessing.
+says "could not check" instead of guessing. What is missing is read through the command's reader
+(kfin.core.reader.Reader), which keeps what the server answered; what is worked out of the objects is kept here,
+one cache per kind of answer (Worked).
 """
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Callable, Hashable
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from msgspec import Struct, field
 
-from kfin.api.access import may
 from kfin.api.connection import Kube
 from kfin.api.discovery import failure_of
-from kfin.api.dryrun import may_impersonate
-from kfin.api.dryrun import send as send_dry_run
-from kfin.api.events import object_events
 from kfin.api.resources import KindLookup, stored_as
-from kfin.api.scan import read_objects, scan
 from kfin.core.catalog import Catalog
+from kfin.core.reader import Reader
 from kfin.errors import KfinError
 from kfin.model import JSON, MANAGERS, Answer, Failure, Inventory, KubeObject, ResourceType, Write
-from kfin.util.parallel import completed
 
-# What analyses worked out from the facts, each under a key of its own (explanations, grants, namespaces by name)
-Memo = dict[Hashable, Any]
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 # (group, resource, namespace) of what is read: namespace "" for everywhere, and for a cluster-scoped type
 TypeWhere = tuple[str, str, str]
 # {(group, resource): {namespace: [objects]}}
 TypeIndex = dict[tuple[str, str], dict[str, list[KubeObject]]]
-# (group, resource, namespace or None for everywhere, whole): a read, as Facts._fetch and reads_for give it; its answer
-ReadKey = tuple[str, str, str | None, bool]
-Read = list[KubeObject] | KfinError
+
+
+@dataclass(frozen=True)
+class Worked(Generic[K, V]):
+    """One kind of answer worked out of the facts' objects (explanations, a namespace's role bindings, the stuck
+    rows found before a scan's last list ended...), by key: declared once by the module that works it out, kept by
+    each Facts in a cache of its own (Facts.kept). The rule: forgotten whenever a read on demand changes the
+    objects; kept when a scan's last list adds nothing asked of (kfin.core.early); never carried to other facts
+    (what the server answered is: kfin.core.reader.ServerAnswers). Known by its name, unique among them: a fleet's
+    facts come back from their worker process with what was worked out there (kfin.core.fleet_processes)."""
+
+    name: str
 
 
 class Asked(Struct):
@@ -49,23 +55,22 @@ class Asked(Struct):
     owners: set[str] = field(default_factory=set)
 
 
-class Ahead(Protocol):
-    """Reads started before these facts existed, while the scan still listed (kfin.core.ahead.ReadsAhead)."""
-
-    def take(self, rtype: ResourceType, namespace: str | None, full: bool) -> Read | None: ...
-    def close(self) -> None: ...
-
-
 class ClusterFacts(Protocol):
     """What causes, blocking chains and stuck-finding ask of a cluster, alike for a snapshot and a live
     cluster (Facts is the one implementation; a test may bring its own)."""
 
     inventory: Inventory
-    kube: Kube | None
-    memo: Memo
     unreadable: dict[TypeWhere, Failure]  # (group, resource, namespace) that could not be read, and why
-    dry_runs_allowed: bool  # whether writes may be sent as dry runs (dryRun=All) to explain
-    catalog: Catalog  # the command's catalog of ecosystem finalizers (kfin.core.catalog)
+
+    @property
+    def kube(self) -> Kube | None: ...
+    @property
+    def dry_runs_allowed(self) -> bool: ...  # whether writes may be sent as dry runs (dryRun=All) to explain
+    @property
+    def catalog(self) -> Catalog: ...  # the command's catalog of ecosystem finalizers (kfin.core.catalog)
+
+    def kept(self, kind: Worked[K, V]) -> dict[K, V]: ...
+    def remember(self, kind: Worked[K, V], key: K, work: Callable[[], V]) -> V: ...
 
     def resource(self, group: str, resource: str) -> ResourceType | None: ...
     def type_of_kind(self, api_version: str, kind: str) -> ResourceType | None: ...
@@ -91,74 +96,20 @@ class ClusterFacts(Protocol):
     ) -> bool | None: ...
 
 
-# Events of one object read (one page, newest kept): its Warnings among them, whatever Normal ones come after
-MOST_EVENTS = 200
-# Dry runs one set of facts sends at most (kfin stuck -A over many namespaces): each explanation sends a few.
-MOST_DRY_RUNS = 40
 # After this many namespaces read one by one for the same type, a cluster-wide scan's facts read that type
 # once everywhere: explaining stuck objects in hundreds of namespaces costs a few lists, not hundreds.
 WIDEN_AFTER = 4
 
 
-def catalog_of(kube: Kube | None) -> Catalog:
-    """The catalog of the command that made the connection (its settings carry it), else the default one."""
-    found = kube.settings.catalog if kube is not None else None
-    return found if isinstance(found, Catalog) else Catalog()
-
-
-MISSING = object()  # not kept (None is a kept answer: the object could not be read)
-MOST_WHOLES = 10_000  # whole objects a watch keeps between its facts: forgotten all at once beyond
-
-
-class WholeObjects:
-    """Whole objects read on demand, kept across the facts a watch builds one after another (kfin serve, kfin guard,
-    stuck -w): each by the resourceVersion the watch showed when it was read, so that an object is read again only
-    once the watch shows it changed."""
-
-    def __init__(self) -> None:
-        self._kept: dict[tuple[str, str, str, str, str], JSON | None] = {}
-
-    @staticmethod
-    def _key(obj: KubeObject) -> tuple[str, str, str, str, str] | None:
-        version = str(obj.meta.get("resourceVersion") or "")
-        return (obj.type.group, obj.type.resource, obj.namespace, obj.name, version) if version else None
-
-    def get(self, obj: KubeObject) -> object:
-        """The object as read when the watch showed it at this resourceVersion, or MISSING."""
-        key = self._key(obj)
-        return MISSING if key is None else self._kept.get(key, MISSING)
-
-    def keep(self, obj: KubeObject, whole: JSON | None) -> None:
-        key = self._key(obj)
-        if key is None:
-            return
-        if len(self._kept) >= MOST_WHOLES:
-            self._kept.clear()
-        self._kept[key] = whole
-
-
 class Facts:
-    """An inventory, and the connection it came from when live: every question answered once, reads on demand."""
+    """The questions the causes ask of one inventory, answered once each, what is missing read on demand through
+    the command's reader (kfin.core.reader.Reader; one that reads nothing for a snapshot)."""
 
-    def __init__(
-        self,
-        inventory: Inventory,
-        kube: Kube | None = None,
-        chunk_size: int = 500,
-        scanned: bool = True,
-        catalog: Catalog | None = None,
-        wholes: WholeObjects | None = None,
-    ):
+    def __init__(self, inventory: Inventory, reader: Reader | None = None, scanned: bool = True):
         """`scanned`: the inventory holds every object of its types and scope (a scan or a snapshot);
-        False for an inventory that starts empty and is filled on demand (kfin explain). `catalog`: the
-        command's; by default the one the connection was made with (kfin.settings.Settings), else the
-        shipped one and catalog.d's. `wholes`: whole objects read by the facts before these (a watch's)."""
+        False for an inventory that starts empty and is filled on demand (kfin explain)."""
         self.inventory = inventory
-        self.wholes = wholes
-        self.catalog = catalog if catalog is not None else catalog_of(kube)
-        self._kube = kube
-        self._connect: Callable[[], Kube] | None = None  # see connect_when_needed
-        self.chunk_size = chunk_size
+        self.reader = reader if reader is not None else Reader()
         self.kinds = KindLookup(inventory.resources)
         self.unreadable: dict[TypeWhere, Failure] = {}
         self._listed: set[TypeWhere] = set()
@@ -178,40 +129,52 @@ class Facts:
         self._grouped: dict[tuple[str, str], list[KubeObject]] | None = inventory.by_type
         self._types: dict[tuple[str, str], ResourceType] | None = None  # see resource
         self._namespaces_read: Counter[tuple[str, str]] = Counter()  # (group, resource) -> namespaces read one by one
-        self.memo: Memo = {}  # what analyses worked out from these facts (explanations), kept for reuse
-        self.reads = 0  # reads from the API server on demand: an answer that made none is current from watches
-        self.ahead: Ahead | None = None  # the scan's reads ahead, taken by the first prefetch
-        # Writes sent as dry runs (kfin.core.causes.dryrun): only where a command allows it (not --no-dry-run),
-        # each answered once; who kfin's user may impersonate, asked once each.
-        self.dry_runs_allowed = False
-        self.dry_runs: dict[Write, Answer | None] = {}
-        self._impersonable: dict[str, bool] = {}
-        # each object's Events, once (events_about): not in memo, which a read on demand clears
-        self._events: dict[tuple[str, str, str, str, str], list[JSON] | None] = {}
-        # Facts made before a scan's last list ended (kfin.core.early): what was asked of them, and what they read
+        # what was worked out of the objects, one cache per kind of answer (Worked): forgotten on a read on demand
+        self._worked: dict[Worked[Any, Any], dict[Any, Any]] = {}
+        # every object in a namespace (None: the cluster), or every cluster-scoped one, by (namespace, cluster-scoped
+        # only): asked again and again of the same facts (a prediction asks three times; kfin guard's facts answer
+        # many reviews)
+        self._everything: dict[tuple[str | None, bool], list[KubeObject]] = {}
+        self._namespaces: dict[str, KubeObject] | object | None = _NOT_YET  # see namespaces_by_name
+        # Facts made before a scan's last list ended (kfin.core.early): what was asked of them
         self.asked: Asked | None = None
-        self.fetched: dict[ReadKey, Read] = {}
-        self._reuse: dict[ReadKey, Read] = {}
 
     @property
     def kube(self) -> Kube | None:
         """The connection to the cluster; None for a snapshot."""
-        if self._kube is None and self._connect is not None:
-            with self._connecting:
-                if self._kube is None:
-                    self._kube = self._connect()
-                    self._connect = None
-        return self._kube
+        return self.reader.kube
 
-    @kube.setter
-    def kube(self, kube: Kube | None) -> None:
-        self._kube = kube
+    @property
+    def catalog(self) -> Catalog:
+        """The command's catalog of ecosystem finalizers (kfin.core.catalog)."""
+        return self.reader.catalog
 
-    def connect_when_needed(self, connect: Callable[[], Kube]) -> None:
-        """Connect with `connect` only when something is read or the connection is asked for: a fleet's Facts
-        come back from their worker process without one, and connecting again runs the context's exec
-        credential plugin again (seconds each on a cloud fleet) though most commands read nothing more."""
-        self._connect, self._connecting = connect, threading.Lock()
+    @property
+    def dry_runs_allowed(self) -> bool:
+        """Whether writes may be sent as dry runs (dryRun=All) to explain (not --no-dry-run)."""
+        return self.reader.dry_runs_allowed
+
+    @property
+    def reads(self) -> int:
+        """Reads from the API server on demand: an answer that made none is current from watches."""
+        return self.reader.reads
+
+    def kept(self, kind: Worked[K, V]) -> dict[K, V]:
+        """What was worked out of these facts of one kind so far, by key (empty again after a read on demand)."""
+        return cast(dict[K, V], self._worked.setdefault(kind, {}))
+
+    def remember(self, kind: Worked[K, V], key: K, work: Callable[[], V]) -> V:
+        """`work()`, once per key of one kind for these facts."""
+        if key not in self.kept(kind):
+            done = work()
+            self.kept(kind)[key] = done  # a read on demand meanwhile forgot what was kept: this is what was read
+        return self.kept(kind)[key]
+
+    def _forget_worked(self) -> None:
+        self._worked = {}
+        self._everything = {}
+        self._namespaces = _NOT_YET
+        self.reader.answers.forget_reviewed()
 
     # ----- types -----------------------------------------------------------------------------------
     def resource(self, group: str, resource: str) -> ResourceType | None:
@@ -307,34 +270,14 @@ class Facts:
 
     def _forget_indexes(self) -> None:
         self._index = self._blocking = self._grouped = None
-        self.memo.clear()
+        self._forget_worked()
 
     def find(self, group: str, resource: str, namespace: str, name: str, *, full: bool = False) -> KubeObject | None:
         found = self.objects(group, resource, namespace, full=full)
         return next((o for o in found or [] if o.name == name and o.namespace == (namespace or "")), None)
 
     def _read(self, rtype: ResourceType, namespace: str | None, full: bool) -> None:
-        self._apply_all([(rtype, namespace, self._fetch(rtype, namespace, full))], full)
-
-    def _fetch(self, rtype: ResourceType, namespace: str | None, full: bool) -> list[KubeObject] | KfinError:
-        """The network half of a read (safe in a worker thread); _apply_all merges it (in the caller's)."""
-        key = (rtype.group, rtype.resource, namespace, full)
-        if key in self._reuse:  # read by the facts these succeed (succeeding)
-            return self._reuse.pop(key)
-        assert self.kube is not None  # only live facts read
-        self.reads += 1
-        try:
-            fetched: Read = read_objects(self.kube, rtype, namespace, self.chunk_size, full=full, kept=self.catalog)
-        except KfinError as error:
-            fetched = error
-        return self._remembered(key, fetched)
-
-    def _remembered(self, key: ReadKey, fetched: Read) -> Read:
-        """`fetched`, kept for the facts that may succeed these (succeeding) while they are made before a scan's
-        last list ended."""
-        if self.asked is not None:
-            self.fetched[key] = fetched
-        return fetched
+        self._apply_all([(rtype, namespace, self.reader.fetch(rtype, namespace, full))], full)
 
     def _record(self, failures: list[Failure]) -> None:
         """Keep each failed read once: a read asked for again (a namespace's content, by several causes) fails
@@ -369,7 +312,7 @@ class Facts:
                 self.inventory.detailed.add(key)
         if done:
             self._replace(done)
-        self.memo.clear()
+        self._forget_worked()
 
     def prefetch(self, wanted: set[tuple[str, str, str | None, bool]], concurrency: int = 8) -> None:
         """Read in parallel what explanations are about to ask for one by one ((group, resource, namespace or
@@ -399,24 +342,9 @@ class Facts:
                 if not self._known((group, resource, (ns or "") if rtype.namespaced else ""), full)
                 and (group, resource, ns or "") not in self.unreadable
             ]
-        ahead, self.ahead = self.ahead, None
+        fetched = self.reader.fetch_all(tasks, concurrency)
         if not tasks:
-            if ahead is not None:
-                ahead.close()
-            return  # all known: what was worked out from it (memo) still holds
-
-        def fetch(task: tuple[ResourceType, str | None, bool]) -> list[KubeObject] | KfinError:
-            taken = ahead.take(*task) if ahead is not None else None  # started while the scan listed
-            if taken is None:
-                return self._fetch(*task)
-            rtype, namespace, full = task
-            return self._remembered((rtype.group, rtype.resource, namespace, full), taken)
-
-        try:
-            fetched = [(task, future.result()) for task, future in completed(fetch, tasks, concurrency)]
-        finally:
-            if ahead is not None:
-                ahead.close()
+            return  # all known: what was worked out from it still holds
         for full in (True, False):
             self._apply_all([(rtype, ns, result) for (rtype, ns, whole), result in fetched if whole is full], full)
 
@@ -461,20 +389,13 @@ class Facts:
         self._dropped |= added
         self._dropped_types = {(g, r) for g, r, _ in self._dropped}
         self._index = self._blocking = self._grouped = None
-        self.asked, self.fetched = None, {}
+        self.asked, self.reader.recording = None, None
 
     def succeeding(self, inventory: Inventory) -> Facts:
         """Facts of `inventory` that take what these read from the server (lists read whole, dry runs, access
         reviews, whole objects) instead of asking again: these were made before the scan's last list ended, and
         what that list added was asked of them (kfin.core.early)."""
-        after = Facts(inventory, self.kube, self.chunk_size, catalog=self.catalog)
-        after._reuse = dict(self.fetched)
-        after.dry_runs_allowed = self.dry_runs_allowed
-        after.dry_runs = dict(self.dry_runs)
-        after._impersonable = dict(self._impersonable)
-        after._events = dict(self._events)
-        after.memo = {k: v for k, v in self.memo.items() if isinstance(k, tuple) and k[:1] in (("may",), ("whole",))}
-        return after
+        return Facts(inventory, self.reader.succeeding())
 
     def listed_kinds(self) -> set[tuple[str, str]]:
         """(group, kind) of every type whose objects are known completely somewhere."""
@@ -503,20 +424,18 @@ class Facts:
             )
 
         if all(self._known((r.group, r.resource, scope if r.namespaced else ""), False) for r in types):
-            # asked again and again of the same facts (a prediction asks three times; kfin guard's facts answer
-            # many reviews): worked out once until a read changes them (memo is cleared then)
-            key = ("everything", namespace, cluster_scoped_only)
-            if key not in self.memo:
+            # worked out once until a read changes them
+            key = (namespace, cluster_scoped_only)
+            if key not in self._everything:
                 if namespace is None:
-                    self.memo[key] = [o for o in self.inventory.objects if wanted(o)]
+                    self._everything[key] = [o for o in self.inventory.objects if wanted(o)]
                 else:  # one namespace: from the index by type (built once), not a pass over the whole cluster
                     kinds = dict.fromkeys((r.group, r.resource) for r in types)
-                    self.memo[key] = [o for g, r in kinds for o in self._of_type(g, r).get(namespace, ())]
-            return list(self.memo[key])
+                    self._everything[key] = [o for g, r in kinds for o in self._of_type(g, r).get(namespace, ())]
+            return list(self._everything[key])
         if self.kube is None:
             return None
-        self.reads += 1
-        found, failures = scan(self.kube, types, namespace, page_size=self.chunk_size)
+        found, failures = self.reader.list_everything(types, namespace)
         inv, listed_types = self.inventory, set(types)
 
         def replaced(o: KubeObject) -> bool:  # whole (reduced) objects already read are richer: kept
@@ -538,37 +457,14 @@ class Facts:
 
     # ----- dry runs --------------------------------------------------------------------------------
     def dry_run(self, write: Write) -> Answer | None:
-        """The server's answer to `write` sent with dryRun=All (stored nowhere), as its actor when kfin's user may
-        impersonate it, else as kfin's user (the answer says which); once per write. None when no dry run is sent:
-        a snapshot, --no-dry-run, MOST_DRY_RUNS reached, or the server could not be reached."""
-        if write in self.dry_runs:
-            return self.dry_runs[write]
-        if not self.dry_runs_allowed or self.kube is None or len(self.dry_runs) >= MOST_DRY_RUNS:
-            return None
-        impersonate = False
-        if write.actor:
-            if write.actor not in self._impersonable:
-                self._impersonable[write.actor] = may_impersonate(self.kube, write.actor)
-            impersonate = self._impersonable[write.actor]
-        try:
-            answer: Answer | None = send_dry_run(self.kube, write, impersonate)
-        except KfinError:
-            answer = None
-        self.dry_runs[write] = answer
-        return answer
+        """The server's answer to `write` sent with dryRun=All (kfin.core.reader.Reader.dry_run)."""
+        return self.reader.dry_run(write)
 
     def may(
         self, verb: str, group: str, resource: str, namespace: str | None = None, name: str | None = None
     ) -> bool | None:
-        """Whether kfin's user may `verb` the resource (a SelfSubjectAccessReview, asked once per question: a
-        review stores nothing); None when it cannot be asked (a snapshot) or had no answer."""
-        if self.kube is None:
-            return None
-        key = ("may", verb, group, resource, namespace, name)
-        if key not in self.memo:
-            self.memo[key] = may(self.kube, verb, group, resource, namespace, name)
-        answer: bool | None = self.memo[key]
-        return answer
+        """Whether kfin's user may `verb` the resource (kfin.core.reader.Reader.may)."""
+        return self.reader.may(verb, group, resource, namespace, name)
 
     # ----- derived ---------------------------------------------------------------------------------
     def blocking_dependents(self, uid: str) -> list[KubeObject]:
@@ -594,11 +490,10 @@ class Facts:
     def namespaces_by_name(self) -> dict[str, KubeObject] | None:
         """Every Namespace by name (None when they cannot be known), kept until the facts change: causes ask
         for an object's namespace once per object explained."""
-        if "namespaces" not in self.memo:
+        if self._namespaces is _NOT_YET:
             listed = self.objects("", "namespaces")
-            self.memo["namespaces"] = None if listed is None else {o.name: o for o in listed}
-        by_name: dict[str, KubeObject] | None = self.memo["namespaces"]
-        return by_name
+            self._namespaces = None if listed is None else {o.name: o for o in listed}
+        return cast(dict[str, KubeObject] | None, self._namespaces)
 
     def warnings_about(self, obj: KubeObject, most: int = 5) -> list[JSON] | None:
         """The object's recent Warning Events, newest first (kfin.api.events); None when they cannot be read
@@ -610,15 +505,7 @@ class Facts:
         """The object's recent Events of every type, newest first, read once per object for these facts: an
         explanation reads them to tell a controller that reports progress from one that reports it cannot finish,
         and explain shows them. None when they cannot be read (a snapshot holds none)."""
-        if self.kube is None or not obj.namespace:
-            return None
-        key = (obj.type.group, obj.type.resource, obj.namespace, obj.name, obj.uid)
-        if key not in self._events:
-            self.reads += 1
-            self._events[key] = object_events(
-                self.kube, obj.namespace, obj.type.kind, obj.name, obj.uid, MOST_EVENTS, warnings_only=False
-            )
-        return self._events[key]
+        return self.reader.events_about(obj)
 
     def whole(self, obj: KubeObject) -> JSON | None:
         """The object as the server has it now, every field (what a catalog entry's holders read of it); from a
@@ -628,21 +515,7 @@ class Facts:
             return None
         if self.kube is None:
             return obj.raw if set(obj.raw) - {"apiVersion", "kind", "metadata", MANAGERS} else None
-        key = ("whole", obj.type.group, obj.type.resource, obj.namespace, obj.name)
-        if key not in self.memo:
-            kept = self.wholes.get(obj) if self.wholes is not None else MISSING
-            if kept is not MISSING:
-                self.memo[key] = kept
-            else:
-                self.reads += 1
-                try:
-                    self.memo[key] = self.kube.read_object(obj.type, obj.namespace or None, obj.name)
-                except KfinError:
-                    self.memo[key] = None
-                if self.wholes is not None:
-                    self.wholes.keep(obj, self.memo[key])
-        found: JSON | None = self.memo[key]
-        return found
+        return self.reader.whole(obj)
 
     def claim_users(self, claim: KubeObject) -> list[KubeObject] | None:
         """Scheduled Pods that use the claim, in any phase (as the pvc-protection controller counts them);
@@ -662,6 +535,9 @@ def pod_claims(pod: KubeObject) -> set[str]:
         elif volume.get("ephemeral") is not None:
             claims.add(f"{pod.name}-{volume.get('name')}")
     return claims
+
+
+_NOT_YET = object()  # not worked out yet (None is an answer: they cannot be known)
 
 
 def _target(rtype: ResourceType, namespace: str | None) -> str:

@@ -37,7 +37,7 @@ def _scan_share(scope: Scope, kinds: tuple[str, ...], finalizer: str | None, old
     failed: dict[str, KfinError] = {}
     rows, sources = find_all(scope, kinds, finalizer, older, failed=failed)
     for facts in sources:
-        facts.kube = None
+        facts.reader.drop_connection()
     return rows, sources, failed
 
 
@@ -107,5 +107,5 @@ def _in_processes(
     for facts in sources:
         if facts.inventory.context not in errors:  # for what a command may read afterwards (culprits, webhooks)
             target = replace(scope.target, context=facts.inventory.context)
-            facts.connect_when_needed(partial(Kube.connect, target))
+            facts.reader.connect_when_needed(partial(Kube.connect, target))
     return oldest_first(rows), sources

@@ -13,7 +13,9 @@ from kfin.api.connection import Kube
 from kfin.api.discovery import discover
 from kfin.api.resources import KindLookup, stored_as
 from kfin.api.scan import REDUCED_FIELDS, names_listed, reduce_object, slim_metadata, with_managers
+from kfin.core.catalog import Catalog
 from kfin.core.facts import Facts
+from kfin.core.reader import Reader, reader_for
 from kfin.core.scope import Scope
 from kfin.errors import KfinError, NotFoundError, UsageError
 from kfin.model import Inventory, KubeObject, ResourceType
@@ -47,7 +49,7 @@ def load_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
             f'{rtype.qualified} "{name}" exists in several namespaces of the snapshot '
             f"({', '.join(o.namespace for o in matches)}): pass -n"
         )
-    return matches[0], Facts(inv, catalog=scope.catalog)
+    return matches[0], Facts(inv, reader_for(scope, None))
 
 
 class Whereabouts(Struct):
@@ -176,15 +178,13 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
         namespace=namespace,
         detailed={(rtype.group, rtype.resource, namespace or "")} if full else set(),
     )
-    facts = Facts(inv, kube, scanned=False, catalog=scope.catalog)
-    facts.dry_runs_allowed = scope.dry_run
-    return obj, facts
+    return obj, Facts(inv, reader_for(scope, kube), scanned=False)
 
 
 def facts_on_demand(scope: Scope) -> Facts:
     """Facts that read what they are asked for (live), or everything a snapshot holds."""
     if scope.from_snapshot:
-        return Facts(inventory.load(scope.from_snapshot), catalog=scope.catalog)
+        return Facts(inventory.load(scope.from_snapshot), reader_for(scope, None))
     kube = Kube.connect(scope.target)
     resources, failures = discover(kube, scope.refresh)
     inv = Inventory(
@@ -196,14 +196,12 @@ def facts_on_demand(scope: Scope) -> Facts:
         server=kube.server,
         namespace=kube.namespace,
     )
-    facts = Facts(inv, kube, scanned=False, catalog=scope.catalog)
-    facts.dry_runs_allowed = scope.dry_run
-    return facts
+    return Facts(inv, reader_for(scope, kube), scanned=False)
 
 
-def fresh_facts(kube: Kube, resources: list[ResourceType]) -> Callable[[KubeObject], Facts]:
+def fresh_facts(kube: Kube, resources: list[ResourceType], catalog: Catalog) -> Callable[[KubeObject], Facts]:
     """A maker of Facts for one object read again, to explain it afresh (after a race, kfin remove), with the
-    catalog of the command that made the connection."""
+    command's catalog."""
 
     def make(obj: KubeObject) -> Facts:
         inv = Inventory(
@@ -215,6 +213,6 @@ def fresh_facts(kube: Kube, resources: list[ResourceType]) -> Callable[[KubeObje
             server=kube.server,
             namespace=obj.namespace or None,
         )
-        return Facts(inv, kube, scanned=False)
+        return Facts(inv, Reader(kube, catalog=catalog), scanned=False)
 
     return make

@@ -10,7 +10,8 @@ from kfin.core.catalog import Catalog
 
 class Scope(Struct, frozen=True):
     """What a command reads: the connection flags, which contexts (or a file), and how. Its target carries the
-    command's settings (kfin.settings: -v, the catalog) to every connection made for it."""
+    command's settings (kfin.settings: -v) to every connection made for it; its catalog reaches the reads through
+    the reader made of it (kfin.core.reader.reader_for)."""
 
     target: Target = field(default_factory=Target)
     namespace: str | None = None  # -n; None: the context's
@@ -20,8 +21,7 @@ class Scope(Struct, frozen=True):
     refresh: bool = False  # rediscover the API instead of using the cache
     concurrency: int = 16
     chunk_size: int = 500
-    # the command's catalog (--catalog FILE, read after the shipped catalog and the user's catalog.d); the same
-    # value as target.settings.catalog, typed for core
+    # the command's catalog (--catalog FILE, read after the shipped catalog and the user's catalog.d)
     catalog: Catalog = field(default_factory=Catalog)
     # send the writes a deletion still needs as dry runs (dryRun=All): explain, stuck, preflight and graph, unless
     # --no-dry-run

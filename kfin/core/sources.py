@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from contextlib import AbstractContextManager, nullcontext
-from functools import partial
 
 from msgspec.structs import replace
 
 from kfin.api import inventory
 from kfin.api.connection import Kube
-from kfin.api.scan import read_objects
 from kfin.core.ahead import ReadsAhead
-from kfin.core.catalog import Catalog
 from kfin.core.early import BeforeLast
-from kfin.core.facts import Facts, ReadKey
+from kfin.core.facts import Facts
+from kfin.core.reader import ReadKey, reader_for
 from kfin.core.scope import Scope
 from kfin.errors import KfinError, UsageError
-from kfin.model import Failure, Inventory, KubeObject, ResourceType
+from kfin.model import Failure, Inventory, KubeObject
 from kfin.util.parallel import ordered
 
 # (done, total) as a scan goes; a command passes one in (a progress bar on a terminal), or nothing.
@@ -27,13 +25,6 @@ ProgressFactory = Callable[[str], AbstractContextManager[Progress | None]]
 
 def no_progress(label: str) -> AbstractContextManager[Progress | None]:
     return nullcontext(None)
-
-
-def read_whole(
-    kube: Kube, chunk_size: int, catalog: Catalog, rtype: ResourceType, namespace: str | None
-) -> list[KubeObject]:
-    """A type's objects whole (in a namespace, or everywhere with None), as Facts reads them (Facts._fetch)."""
-    return read_objects(kube, rtype, namespace, chunk_size, full=True, kept=catalog)
 
 
 def gather(
@@ -59,7 +50,7 @@ def gather(
         loaded = inventory.load(scope.from_snapshot)
         if scope.namespace and not scope.all_namespaces:
             loaded = inventory.restrict(loaded, scope.namespace)
-        return [Facts(loaded, catalog=scope.catalog)]
+        return [Facts(loaded, reader_for(scope, None))]
     wanted = inventory.STUCK_FULL if full is None else full
 
     def one(context: str | None, concurrency: int = scope.concurrency) -> Facts:
@@ -67,18 +58,16 @@ def gather(
         namespace = scope.namespace_of(kube.namespace)
         early = None
         if ahead is not None:
-            read = partial(read_whole, kube, scope.chunk_size, scope.catalog)
-            early = ReadsAhead(read, namespace, wanted, ahead, min(4, concurrency))
+            early = ReadsAhead(reader_for(scope, kube).read_whole, namespace, wanted, ahead, min(4, concurrency))
 
         def facts_of(scanned: Inventory) -> Facts:
-            facts = Facts(scanned, kube, scope.chunk_size, catalog=scope.catalog)
-            facts.ahead = early
-            facts.dry_runs_allowed = scope.dry_run
-            return facts
+            reader = reader_for(scope, kube)
+            reader.ahead = early
+            return Facts(scanned, reader)
 
         before_last = BeforeLast(facts_of, explain) if explain is not None and lean else None
         with progress(f"scanning {kube.context}") as report:
-            scanned = inventory.live(
+            steps = inventory.live_steps(
                 kube,
                 namespace,
                 full=wanted,
@@ -87,9 +76,10 @@ def gather(
                 concurrency=concurrency,
                 chunk_size=scope.chunk_size,
                 lean=lean,
-                seen=early.found if early is not None else None,
-                before_last=before_last.start if before_last is not None else None,
+                listed=early is not None,
+                before_last=before_last is not None,
             )
+            scanned = worked_on(steps, early, before_last)
         settled = before_last.settle(scanned) if before_last is not None else None
         return settled if settled is not None else facts_of(scanned)
 
@@ -109,6 +99,29 @@ def gather(
     if failed is None and len(errors) == len(contexts):
         raise nothing_read(contexts, errors)
     return results
+
+
+def worked_on(
+    steps: Generator[inventory.TypeListed | inventory.BeforeLastList, None, Inventory],
+    early: ReadsAhead | None,
+    before_last: BeforeLast | None,
+) -> Inventory:
+    """What a live scan finds, its steps worked on as they come, in this thread while its lists go on: the reads
+    explaining will make started as types are listed (kfin.core.ahead), and the explanations begun while the last
+    list still pages (kfin.core.early)."""
+    try:
+        while True:
+            step = next(steps)
+            if isinstance(step, inventory.TypeListed):
+                if early is not None:
+                    early.found(step.resources, step.objects)
+            elif before_last is not None:
+                before_last.start(step.inventory, step.last)
+    except StopIteration as done:
+        scanned: Inventory = done.value
+        return scanned
+    finally:
+        steps.close()
 
 
 # Lists in flight at once for many contexts, shared among those scanned together. Each connection a context

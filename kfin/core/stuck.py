@@ -15,7 +15,7 @@ from kfin.api.scan import Lean, scan
 from kfin.core.blocking import Chain, follow, root_summary
 from kfin.core.causes import blocker_line, explain_cached, family, main_finding, reads_for
 from kfin.core.causes.ghosts import missing_namespace
-from kfin.core.facts import ClusterFacts, Facts
+from kfin.core.facts import ClusterFacts, Facts, Worked
 from kfin.core.roots import root_causes
 from kfin.core.scope import Scope
 from kfin.core.selectors import Selector
@@ -117,10 +117,11 @@ def find_stuck(
     """Stuck objects of an inventory; `facts` (with a live connection) may read what blockers need."""
     now = inventory.observed_at
     facts = facts or Facts(inventory)
-    early = facts.memo.pop(EARLY_ROWS, None) if facts.inventory is inventory else None
+    found = facts.kept(EARLY_ROWS)
+    early = found.popitem() if found and facts.inventory is inventory else None
     # found before the scan's last list ended (find_all), among the same objects: that list added none
-    if early is not None and early[0] == filters and early[2] == len(inventory.objects):
-        return list(early[1])
+    if early is not None and early[0] == len(inventory.objects) and early[1][0] == filters:
+        return list(early[1][1])
     rows = []
     scope = inventory.namespace
 
@@ -271,10 +272,10 @@ def resolve_kinds(kinds: Iterable[str], inventories: list[Inventory]) -> set[tup
     return wanted
 
 
-# Where find_all keeps, in a context's Facts, the rows found before its scan's last list ended: (filters, rows, how
-# many objects the inventory held). In the memo, which any read clears: they are those rows only while the facts are
-# those they were found in, with no object added since.
-EARLY_ROWS = "stuck rows before the last list"
+# Where find_all keeps, in a context's Facts, the rows found before its scan's last list ended: by how many objects
+# the inventory held, (filters, rows). Worked out of the objects, forgotten on any read: they are those rows only
+# while the facts are those they were found in, with no object added since.
+EARLY_ROWS: Worked[int, tuple[Filters, list[StuckObject]]] = Worked("stuck rows before the last list")
 
 
 def find_all(
@@ -292,7 +293,7 @@ def find_all(
     def explain(facts: Facts) -> None:  # while the scan's last list still pages (kfin.core.early)
         filters = Filters(resolve_kinds(kinds, [facts.inventory]), finalizer, older)
         rows = find_stuck(facts.inventory, filters, facts)
-        facts.memo[EARLY_ROWS] = (filters, rows, len(facts.inventory.objects))
+        facts.kept(EARLY_ROWS)[len(facts.inventory.objects)] = (filters, rows)
 
     sources = gather(
         scope,
@@ -401,7 +402,7 @@ def stuck_elsewhere(
         return None
     with progress("looking in other namespaces") as report:
         objects, failures = scan(
-            kube, types, None, concurrency=concurrency, page_size=facts.chunk_size, lean=Lean(), progress=report
+            kube, types, None, concurrency=concurrency, page_size=facts.reader.chunk_size, lean=Lean(), progress=report
         )
     why = f"listing {failures[0].target}: {failures[0].reason}" if failures else ""
     if len(failures) >= len(types):

@@ -17,7 +17,8 @@ from msgspec.structs import replace
 from kfin.api.connection import Kube
 from kfin.api.informer import Informers
 from kfin.api.inventory import STUCK_FULL
-from kfin.core.facts import Facts, WholeObjects
+from kfin.core.facts import Facts
+from kfin.core.reader import Reader, WholeObjects
 from kfin.core.scope import Scope
 from kfin.core.sources import unread_context
 from kfin.core.stuck import StuckObject, stuck_in
@@ -70,11 +71,11 @@ class Watched:
         # whole objects read on demand, kept from one set of facts to the next while the watches show the object at
         # the same resourceVersion: what explanations read whole is read again only once it changed
         self._wholes = WholeObjects()
+        self._catalog = scope.catalog  # the command's: its Facts explain with it
         self.sources: list[tuple[str, Kube | None, Informers | None, KfinError | None]] = []
         names: list[str | None] = list(scope.contexts) or [scope.target.context]
         for name in names:
             try:
-                # with the command's settings: its Facts explain with its catalog (kfin.core.facts.catalog_of)
                 kube = Kube.connect(replace(scope.target, context=name))
             except KfinError as error:
                 if len(names) == 1:
@@ -91,6 +92,10 @@ class Watched:
                 explaining=EXPLAINING,
             )
             self.sources.append((kube.context, kube, informers, None))
+
+    def _facts_of(self, kube: Kube | None, informers: Informers) -> Facts:
+        """Facts of what the informers show, read through a reader that keeps the whole objects read before."""
+        return Facts(informers.inventory(), Reader(kube, informers.page_size, self._catalog, wholes=self._wholes))
 
     def start(self) -> None:
         for _, _, informers, _ in self.sources:
@@ -162,7 +167,7 @@ class Watched:
         for context, kube, informers, error in self.sources:
             if informers is not None:
                 try:
-                    facts = Facts(informers.inventory(), kube, informers.page_size, wholes=self._wholes)
+                    facts = self._facts_of(kube, informers)
                 except KfinError as failure:
                     error = failure
                 else:
@@ -193,7 +198,7 @@ class Watched:
         kept = cached is not None and time.monotonic() - self._checked < KEPT_FOR  # keep_facts() keeps them
         if not kept and (cached is None or cached[1] != seen or time.monotonic() - cached[2] > self.refresh):
             try:
-                facts = Facts(informers.inventory(), kube, informers.page_size, wholes=self._wholes)
+                facts = self._facts_of(kube, informers)
             except KfinError as failure:
                 return None, f"kfin's watches cannot read the cluster ({failure.message})"
             cached = self._facts = (facts, seen, time.monotonic())
@@ -220,7 +225,7 @@ class Watched:
                 self._checked = time.monotonic()  # still what the watches hold
                 continue
             try:
-                facts = Facts(informers.inventory(), kube, informers.page_size, wholes=self._wholes)
+                facts = self._facts_of(kube, informers)
             except KfinError:
                 self._checked = 0.0  # facts() says why to whoever asks
                 continue

@@ -184,7 +184,7 @@ def apply_removal(scope: Scope, digest: str, *, ledger: Ledger, writes: Writes, 
     [applied] = apply_plans(
         [p],
         kube=kube,
-        facts_for=fresh_facts(kube, facts.inventory.resources),
+        facts_for=fresh_facts(kube, facts.inventory.resources, facts.catalog),
         audit_log=writes.audit_log,
         noted={"mcpClient": client},
     )

@@ -18,9 +18,7 @@ workload, no running workload of the field manager that added the finalizer, and
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from msgspec import Struct
 
@@ -38,7 +36,7 @@ from kfin.core.causes.registry import (
     explains,
     kfin_remove_command,
 )
-from kfin.core.facts import ClusterFacts
+from kfin.core.facts import ClusterFacts, Worked
 from kfin.model import JSON, MANAGERS, KubeObject, parse_time
 from kfin.util.durations import format_age
 
@@ -85,28 +83,36 @@ def find_grants(ctx: Context) -> list[Grant] | None:
     asks for every stuck object, and RBAC holds thousands of rules."""
     obj = ctx.obj
     group, resource = obj.type.group, obj.type.resource
-    cluster = _memo(ctx.facts, ("grants", group, resource), lambda: _cluster_grants(ctx.facts, group, resource))
+    cluster = ctx.facts.remember(CLUSTER_GRANTS, (group, resource), lambda: _cluster_grants(ctx.facts, group, resource))
     if cluster is None:
         return None
     local: list[Grant] = []
     if obj.namespace:
-        local = _memo(
-            ctx.facts,
-            ("grants", group, resource, obj.namespace),
+        local = ctx.facts.remember(
+            NAMESPACE_GRANTS,
+            (group, resource, obj.namespace),
             lambda: _namespace_grants(ctx.facts, group, resource, obj.namespace),
         )
     return list(dict.fromkeys(cluster + local))
 
 
-def _memo(facts: ClusterFacts, key: tuple[str, ...], work: Callable[[], Any]) -> Any:
-    if key not in facts.memo:
-        facts.memo[key] = work()  # a read on demand meanwhile clears the memo: this is what was read
-    return facts.memo[key]
+# What custom's causes work out once per key for the same facts (kfin.core.facts.Worked)
+CLUSTER_GRANTS: Worked[tuple[str, str], list[Grant] | None] = Worked("cluster grants by type")
+NAMESPACE_GRANTS: Worked[tuple[str, str, str], list[Grant]] = Worked("grants by type and namespace")
+CLUSTER_ROLES: Worked[tuple[()], list[KubeObject] | None] = Worked("clusterroles")
+CLUSTER_ROLES_BY_NAME: Worked[tuple[()], dict[str, KubeObject]] = Worked("clusterroles by name")
+ROLE_BINDINGS: Worked[str, list[tuple[KubeObject, KubeObject | None, str]]] = Worked("rolebindings by namespace")
+RBAC_READ: Worked[str, str] = Worked("rbac read by namespace")
+POD_WARNINGS: Worked[str, list[JSON]] = Worked("pod warnings by uid")
+WORKLOADS_OF: Worked[str, list[tuple[KubeObject, int, int]] | None] = Worked("workloads by manager")
+LAST_WRITE: Worked[tuple[str, str, str, str, str], tuple[datetime, KubeObject] | None] = Worked("last write")
+CARRYING: Worked[tuple[str, str, str, str], list[KubeObject] | None] = Worked("objects carrying a finalizer")
+FINALIZED: Worked[tuple[()], dict[tuple[str, str], list[KubeObject]]] = Worked("finalized by type")
 
 
 def _cluster_roles(facts: ClusterFacts) -> dict[str, KubeObject] | None:
-    roles = _memo(facts, ("clusterroles",), lambda: facts.objects(RBAC, "clusterroles", full=True))
-    return None if roles is None else _memo(facts, ("clusterroles by name",), lambda: {r.name: r for r in roles})
+    roles = facts.remember(CLUSTER_ROLES, (), lambda: facts.objects(RBAC, "clusterroles", full=True))
+    return None if roles is None else facts.remember(CLUSTER_ROLES_BY_NAME, (), lambda: {r.name: r for r in roles})
 
 
 def _cluster_grants(facts: ClusterFacts, group: str, resource: str) -> list[Grant] | None:
@@ -119,7 +125,7 @@ def _cluster_grants(facts: ClusterFacts, group: str, resource: str) -> list[Gran
 
 
 def _namespace_grants(facts: ClusterFacts, group: str, resource: str, namespace: str) -> list[Grant]:
-    bindings = _memo(facts, ("rolebindings", namespace), lambda: _role_bindings(facts, namespace))
+    bindings = facts.remember(ROLE_BINDINGS, namespace, lambda: _role_bindings(facts, namespace))
     return _granted(bindings, group, resource) if bindings else []
 
 
@@ -156,8 +162,7 @@ def _granted(bindings: list[tuple[KubeObject, KubeObject | None, str]], group: s
 
 def _rbac_read(ctx: Context) -> str:
     """How much RBAC the verdict rests on, in words (once per namespace for the same facts)."""
-    read: str = _memo(ctx.facts, ("rbac read", ctx.obj.namespace), lambda: _rbac_counted(ctx))
-    return read
+    return ctx.facts.remember(RBAC_READ, ctx.obj.namespace, lambda: _rbac_counted(ctx))
 
 
 def _rbac_counted(ctx: Context) -> str:
@@ -245,7 +250,7 @@ def pod_warnings(facts: ClusterFacts, workload: KubeObject) -> list[str]:
     failing = _failing_pod(facts, workload)
     if failing is None:
         return []
-    events = _memo(facts, ("pod warnings", failing.uid), lambda: (facts.warnings_about(failing) or [])[:3])
+    events = facts.remember(POD_WARNINGS, failing.uid, lambda: (facts.warnings_about(failing) or [])[:3])
     return [f"its Pod reported {e.get('reason')}: {e.get('message')}" for e in events]
 
 
@@ -288,12 +293,11 @@ def workloads_of_manager(facts: ClusterFacts, manager: str) -> list[tuple[KubeOb
     """(workload, ready, wanted) of the Deployments, StatefulSets and DaemonSets named like a field manager
     (or labelled app.kubernetes.io/name with it), in any namespace; None when none of them can be read. Once per
     manager for the same facts: the stuck objects of one operator name the same manager."""
-    key = ("workloads of", manager)
-    if key not in facts.memo:
+    kept = facts.kept(WORKLOADS_OF)
+    if manager not in kept:
         facts.prefetch({(group, resource, None, True) for group, resource in WORKLOADS})  # one round trip, not three
-        facts.memo[key] = _workloads_named(facts, manager)
-    found: list[tuple[KubeObject, int, int]] | None = facts.memo[key]
-    return found
+        facts.kept(WORKLOADS_OF)[manager] = _workloads_named(facts, manager)
+    return facts.kept(WORKLOADS_OF)[manager]
 
 
 def _workloads_named(facts: ClusterFacts, manager: str) -> list[tuple[KubeObject, int, int]] | None:
@@ -394,8 +398,8 @@ def last_write(ctx: Context, manager: str) -> tuple[datetime, KubeObject] | None
     endpoints/handlers/create.go: FieldManager.UpdateNoErrors, then r.Create, whose BeforeCreate sets it), so a write
     of a later second than that is a later write."""
     obj, facts = ctx.obj, ctx.facts
-    key = ("last write", obj.type.group, obj.type.resource, obj.namespace, ctx.finalizer, manager)
-    if key not in facts.memo:
+    key = (obj.type.group, obj.type.resource, obj.namespace, ctx.finalizer, manager)
+    if key not in facts.kept(LAST_WRITE):
         members = {o.uid: o for o in siblings(ctx) or [] if (o.raw.get(MANAGERS) or {}).get(ctx.finalizer) == manager}
         members.setdefault(obj.uid, obj)
         ordered = sorted(members.values(), key=lambda o: o.name)  # those being deleted first, the latest first
@@ -413,9 +417,8 @@ def last_write(ctx: Context, manager: str) -> tuple[datetime, KubeObject] | None
                     continue
                 if latest is None or when > latest[0]:
                     latest = (when, candidate)
-        facts.memo[key] = latest
-    found: tuple[datetime, KubeObject] | None = facts.memo[key]
-    return found
+        facts.kept(LAST_WRITE)[key] = latest
+    return facts.kept(LAST_WRITE)[key]
 
 
 def _added_after_create(entry: JSON, entries: list[JSON]) -> bool:
@@ -438,32 +441,29 @@ def siblings(ctx: Context) -> list[KubeObject] | None:
     holds every object with finalizers (a lean one drops only those without): taken from it, never read again;
     otherwise (kfin explain) the type is listed there once. None when they cannot be listed."""
     obj, facts = ctx.obj, ctx.facts
-    key = ("carrying", obj.type.group, obj.type.resource, obj.namespace, ctx.finalizer)
-    if key not in facts.memo:
+    key = (obj.type.group, obj.type.resource, obj.namespace, ctx.finalizer)
+    if key not in facts.kept(CARRYING):
         if facts.listed(obj.namespace or None):
             found: list[KubeObject] | None = _finalized(facts).get((obj.type.group, obj.type.resource), [])
         else:
             found = facts.objects(obj.type.group, obj.type.resource, obj.namespace or None)
-        facts.memo[key] = (
+        facts.kept(CARRYING)[key] = (
             None
             if found is None
             else [o for o in found if o.namespace == obj.namespace and ctx.finalizer in o.finalizers]
         )
-    carrying: list[KubeObject] | None = facts.memo[key]
-    return carrying
+    return facts.kept(CARRYING)[key]
 
 
 def _finalized(facts: ClusterFacts) -> dict[tuple[str, str], list[KubeObject]]:
     """The objects with finalizers the facts hold, by type: indexed once for every stuck object's question."""
-    key = ("finalized by type",)
-    if key not in facts.memo:
+    if () not in facts.kept(FINALIZED):
         index: dict[tuple[str, str], list[KubeObject]] = {}
         for o in facts.inventory.kept_objects():
             if o.finalizers:
                 index.setdefault((o.type.group, o.type.resource), []).append(o)
-        facts.memo[key] = index
-    found: dict[tuple[str, str], list[KubeObject]] = facts.memo[key]
-    return found
+        facts.kept(FINALIZED)[()] = index
+    return facts.kept(FINALIZED)[()]
 
 
 def acting_elsewhere(
@@ -567,7 +567,8 @@ def may_update(ctx: Context, namespace: str, account: str) -> bool | None:
     if obj.namespace:
         if any(facts.objects(RBAC, kind, obj.namespace, full=True) is None for kind in ("roles", "rolebindings")):
             return True if _names_one_of(bindings, obj, namespace, account) else None
-        bindings += _memo(facts, ("rolebindings", obj.namespace), lambda: _role_bindings(facts, obj.namespace))
+        local = facts.remember(ROLE_BINDINGS, obj.namespace, lambda: _role_bindings(facts, obj.namespace))
+        bindings += local
     return _names_one_of(bindings, obj, namespace, account)
 
 

@@ -22,7 +22,7 @@ from msgspec import Struct, field
 
 from kfin.core.catalog import Catalog, CatalogEntry
 from kfin.core.causes.evidence import Reports, controller_reports, creates_refused, failed_reads, failure_conditions
-from kfin.core.facts import ClusterFacts
+from kfin.core.facts import ClusterFacts, Worked
 from kfin.model import JSON, KubeObject, parse_time
 from kfin.util.durations import format_age
 from kfin.util.globs import glob_match
@@ -686,13 +686,16 @@ def explain_cached(obj: KubeObject, facts: ClusterFacts) -> Explanation:
     """explain_object, once per object and Facts: causes name the blockers of the objects they wait on,
     and the blocking graph follows them. An object met again while it is being explained (an ownership
     cycle) is answered with no findings rather than followed forever."""
-    memo = facts.memo.setdefault("explanations", {})
+    explained = facts.kept(EXPLANATIONS)
     key = (obj.type.group, obj.type.resource, obj.namespace, obj.name)
-    if key not in memo:
-        memo[key] = Explanation(obj, [], None)  # in progress
-        memo[key] = explain_object(obj, facts)
-    explanation: Explanation = memo[key]
-    return explanation
+    if key not in explained:
+        explained[key] = Explanation(obj, [], None)  # in progress
+        explained[key] = explain_object(obj, facts)
+    return explained[key]
+
+
+# each object's explanation, by (group, resource, namespace, name)
+EXPLANATIONS: Worked[tuple[str, str, str, str], Explanation] = Worked("explanations")
 
 
 def state_line(obj: KubeObject, facts: ClusterFacts) -> str:

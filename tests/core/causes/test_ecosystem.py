@@ -190,11 +190,11 @@ def flux_removal_answered(code: int, reason: str, message: str, *more, updated: 
     ops = [{"op": "test", "path": "/metadata/finalizers", "value": ["finalizers.fluxcd.io"]},
            {"op": "remove", "path": "/metadata/finalizers/0"}]
     write = Write.patch(KUSTOMIZATION, "flux-system", "apps", ops, FLUX_USER)
-    known.dry_runs[write] = Answer(code, reason, message, FLUX_USER, {})
+    known.reader.answers.dry_runs[write] = Answer(code, reason, message, FLUX_USER, {})
     if updated:
         after = dict(kustomization.raw, metadata=dict(kustomization.raw["metadata"], finalizers=[]))
         update = Write.update(KUSTOMIZATION, "flux-system", "apps", after, FLUX_USER)
-        known.dry_runs[update] = Answer(*updated, FLUX_USER, {})
+        known.reader.answers.dry_runs[update] = Answer(*updated, FLUX_USER, {})
     [finding] = explain_object(kustomization, known).findings
     return finding
 

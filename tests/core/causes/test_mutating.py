@@ -43,7 +43,7 @@ def answered(w, *objects, finalizers: tuple[str, ...] | None = ()):
     no dry run sent)."""
     known = facts(w, *objects, extra_types=(WIDGETS,))
     if finalizers is not None:
-        known.dry_runs[own_removal(w, KEEP)] = Answer(200, "", "", None, {}, finalizers)
+        known.reader.answers.dry_runs[own_removal(w, KEEP)] = Answer(200, "", "", None, {}, finalizers)
     return known
 
 
