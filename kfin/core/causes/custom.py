@@ -788,22 +788,17 @@ CRD_NAMES = ("apiextensions.k8s.io", "customresourcedefinitions", EVERYWHERE, Fa
 def custom(ctx: Context) -> Finding:
     """Who may remove a domain-qualified finalizer, from RBAC (who may update the type), the workloads that run as
     those grants, managedFields (who added it) and recent writes: the first that answers decides."""
-    obj, facts = ctx.obj, ctx.facts
+    obj = ctx.obj
+    domain = ctx.finalizer.split("/")[0]
     risk = (
-        f"whatever the controller of {ctx.finalizer.split('/')[0]} cleans up first (an external database, "
-        "bucket, DNS record, certificate...) is left behind; kfin cannot see outside the cluster"
+        f"whatever the controller of {domain} cleans up first (an external database, bucket, DNS record, "
+        "certificate...) is left behind; kfin cannot see outside the cluster"
     )
-    evidence = []
-    if obj.type.group:
-        crd = facts.find("apiextensions.k8s.io", "customresourcedefinitions", "", obj.type.qualified)
-        if crd is not None:
-            evidence.append(f"CustomResourceDefinition {crd.name} exists")
-    controller = f"the controller of {ctx.finalizer.split('/')[0]}"
+    controller = f"the controller of {domain}"
     line = f"{ctx.finalizer} ({controller} must remove it)"
     manager = (obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
-    if manager:
-        evidence.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
-    said = {"risk": risk, "controller": controller}
+    evidence = _first_evidence(ctx, manager)
+    said = {"risk": risk, "controller": controller}  # what every answer below says of it
     by_manager = manager if manager and not added_by_person(manager) else None
     grants = find_grants(ctx)
     if grants is None:
@@ -851,18 +846,7 @@ def custom(ctx: Context) -> Finding:
     if acting is not None:  # its writes show it acts, from outside the cluster: never ORPHANED
         return acting
     if unfollowed:  # a User or Group may run anywhere (kube-controller-manager, a controller outside the cluster)
-        return ctx.finding(
-            f"update on {obj.type.qualified} is granted to {', '.join(g.subject for g in unfollowed[:3])}, which "
-            "kfin cannot follow to a workload: something outside kfin's view may remove it",
-            Verdict.UNKNOWN,
-            fix=f"check whether {unfollowed[0].subject} still runs and why it does not remove {ctx.finalizer}",
-            risk=risk,
-            evidence=[*evidence, *unfollowed_lines],
-            alive=None,
-            controller=controller,
-            summary=line,
-            remove_command=kfin_remove_command(obj, ctx.finalizer),
-        )
+        return _granted_elsewhere(ctx, unfollowed, [*evidence, *unfollowed_lines], line, **said)
     if by_manager and workloads_of_manager(ctx.facts, by_manager) is None:
         return _unknown(
             ctx,
@@ -873,6 +857,40 @@ def custom(ctx: Context) -> Finding:
             **said,
         )
     return _orphaned(ctx, manager, bool(grants), evidence, line, **said)
+
+
+def _first_evidence(ctx: Context, manager: str | None) -> list[str]:
+    """What is said of every custom finalizer first: its type's CustomResourceDefinition, and who added it."""
+    obj, evidence = ctx.obj, []
+    crd = (
+        ctx.facts.find("apiextensions.k8s.io", "customresourcedefinitions", "", obj.type.qualified)
+        if obj.type.group
+        else None
+    )
+    if crd is not None:
+        evidence.append(f"CustomResourceDefinition {crd.name} exists")
+    if manager:
+        evidence.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
+    return evidence
+
+
+def _granted_elsewhere(
+    ctx: Context, unfollowed: list[Grant], evidence: list[str], line: str, *, risk: str, controller: str
+) -> Finding:
+    """UNKNOWN: update is granted to a User or Group, which kfin cannot follow to a workload."""
+    qualified = ctx.obj.type.qualified
+    return ctx.finding(
+        f"update on {qualified} is granted to {', '.join(g.subject for g in unfollowed[:3])}, which "
+        "kfin cannot follow to a workload: something outside kfin's view may remove it",
+        Verdict.UNKNOWN,
+        fix=f"check whether {unfollowed[0].subject} still runs and why it does not remove {ctx.finalizer}",
+        risk=risk,
+        evidence=evidence,
+        alive=None,
+        controller=controller,
+        summary=line,
+        remove_command=kfin_remove_command(ctx.obj, ctx.finalizer),
+    )
 
 
 class GrantedWorkloads(Struct):

@@ -6,7 +6,9 @@ deletion without a finalizer (a Pod's graceful deletion). Each lives in one modu
 registers itself with `explains`: its catalog entries (the finalizer names it covers, what they
 protect, who removes them), what it reads whole (`reads=`, fetched in parallel for every stuck object
 before any is explained) and its explainer. `kfin stuck`, `explain`, `graph` and `remove` all read
-the same Finding, so they cannot disagree; adding a cause touches one module.
+the same Finding, so they cannot disagree; adding a cause touches one module. An explainer returns its
+Finding whole (Context.finding takes every field a cause sets); a Finding is frozen, and what a later pass
+concludes of it (a gate, the server's answer, the evidence against a wait) is a new one.
 """
 
 from __future__ import annotations
