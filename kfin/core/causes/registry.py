@@ -468,35 +468,33 @@ def waiting_on_controller_manager(
     """The protected condition is gone: kube-controller-manager should remove the finalizer now (`fix`: what to do
     while it runs)."""
     alive, liveness = controller_manager(ctx.facts)
-    if alive is False:
-        fix = (
-            "kube-controller-manager is down: bring it back and it will remove the finalizer; "
-            "removing it by hand is safe only while the condition above stays true"
+    if alive is not False:
+        return ctx.finding(
+            condition, Verdict.WAITING, fix=fix, risk=risk, evidence=[*evidence, liveness], alive=alive, summary=summary
         )
     # down, it is there (its lease says so) but acts no more: nothing progresses until someone brings it back
-    verdict = Verdict.STALLED if alive is False else Verdict.WAITING
-    remove = kfin_remove_command(ctx.obj, ctx.finalizer) if alive is False else None
-    links = [
-        Link(
-            "controller",
-            liveness,
-            actor="kube-controller-manager",
-            step=(
-                Action(None, note="bring kube-controller-manager back"),
-                Action(remove, when="instead, if it cannot come back"),
-            ),
-        )
-    ]
+    remove = kfin_remove_command(ctx.obj, ctx.finalizer)
     return ctx.finding(
         condition,
-        verdict,
-        fix=fix,
+        Verdict.STALLED,
+        fix="kube-controller-manager is down: bring it back and it will remove the finalizer; "
+        "removing it by hand is safe only while the condition above stays true",
         risk=risk,
         evidence=[*evidence, liveness],
         alive=alive,
         summary=summary,
         remove_command=remove,
-        links=links if alive is False else (),
+        links=[
+            Link(
+                "controller",
+                liveness,
+                actor="kube-controller-manager",
+                step=(
+                    Action(None, note="bring kube-controller-manager back"),
+                    Action(remove, when="instead, if it cannot come back"),
+                ),
+            )
+        ],
     )
 
 
