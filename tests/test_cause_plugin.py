@@ -15,12 +15,11 @@ def lock_cause():
     @core.explains("test-lock", core.Entry("locks.kfin.test/*", "an object until its lock is released",
                                            "the lock service"))
     def test_lock(ctx: core.Context) -> core.Finding:
-        found = ctx.finding("the lock service still holds its lock", core.Verdict.HOLDING,
-                            fix="release the lock in the lock service", risk="the lock is lost")
-        found.summary = "locked by the lock service"
-        found.links.append(core.Link("lock", "the lock service holds it", actor="lock service",
-                                     step=(core.Action("lockctl release", note="releases the lock"),)))
-        return found
+        return ctx.finding("the lock service still holds its lock", core.Verdict.HOLDING,
+                           fix="release the lock in the lock service", risk="the lock is lost",
+                           summary="locked by the lock service",
+                           links=[core.Link("lock", "the lock service holds it", actor="lock service",
+                                            step=(core.Action("lockctl release", note="releases the lock"),))])
     yield
     core.EXPLAINERS.pop("test-lock")
     core.CATALOG[:] = [(entry, name) for entry, name in core.CATALOG if name != "test-lock"]

@@ -53,7 +53,7 @@ def test_a_failure_condition_never_yields_an_all_clear(finalizer, kind):
     subject = _object(kind, finalizer, status={"conditions": [condition]})
     explanation = explain_object(subject, facts(subject, lease(), node("node-1"), extra_types=(custom_type(),)))
     _assert_no_all_clear(explanation, "a failure condition")
-    assert any("cleanup failed: backend unreachable" in " ".join(f.evidence + [f.condition])
+    assert any("cleanup failed: backend unreachable" in " ".join([*f.evidence, f.condition])
                for f in explanation.findings)
 
 
@@ -84,7 +84,7 @@ def test_a_deletion_without_finalizers_against_evidence_is_never_an_all_clear(ca
     [subject] = [o for o in _deleted_without_finalizers() if applies(o)]
     explanation = explain_object(subject, facts(subject, lease(), node("node-1")))
     _assert_no_all_clear(explanation, cause)
-    assert all("preStop hook failed" in " ".join(f.evidence + [f.condition]) for f in explanation.findings)
+    assert all("preStop hook failed" in " ".join([*f.evidence, f.condition]) for f in explanation.findings)
 
 
 def test_warning_events_turn_a_wait_into_unknown_with_the_events_quoted():
@@ -95,6 +95,7 @@ def test_warning_events_turn_a_wait_into_unknown_with_the_events_quoted():
     account_for_evidence(explanation, facts(deploy, lease()),
                          [{"type": "Warning", "reason": "FailedDelete", "message": "admission webhook denied the request",
                            "count": 3}])
+    [finding] = explanation.findings  # the finding as the evidence left it
     assert finding.verdict == Verdict.UNKNOWN
     assert "Warning event FailedDelete: admission webhook denied the request (x3)" in finding.evidence
     assert finding.evidence[0].startswith("before: WAITING: ")

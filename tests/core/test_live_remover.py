@@ -199,7 +199,7 @@ def test_a_load_balancer_is_waited_for_only_where_a_cloud_controller_manager_is_
     svc = service()
     [none] = explain_object(svc, facts(svc, lease())).findings
     assert none.verdict == Verdict.UNKNOWN and none.controller_alive is None
-    assert none.evidence[:2] == [
+    assert list(none.evidence[:2]) == [
         "no cloud-controller-manager lease is visible (not installed, or hidden by a managed control plane)",
         "no Pod in kube-system is named or labelled cloud-controller-manager (0 Pods there)"]
     assert [a.command for a in only_step(none)] == [None, f"kfin remove services frontend -n shop --finalizer {LB} "

@@ -82,8 +82,9 @@ def load_balancer(ctx: Context) -> Finding:
     manager = (ctx.obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
     if manager:
         seen.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
+    remove = kfin_remove_command(ctx.obj, ctx.finalizer)
     if alive is False:
-        found = ctx.finding(
+        return ctx.finding(
             "the cloud controller manager that deletes the load balancer is not running",
             # the control plane's: it acts again once someone brings it back, so never ORPHANED
             Verdict.STALLED,
@@ -92,26 +93,23 @@ def load_balancer(ctx: Context) -> Finding:
             risk=risk,
             evidence=seen,
             alive=alive,
-        )
-        found.infrastructure = outside
-        found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-        found.links.append(
-            Link(
-                "controller",
-                looked[-1],
-                target=pod,
-                actor=None if pod else CLOUD_CONTROLLER,
-                step=(
-                    Action(None, note="bring the cloud controller manager back"),
-                    Action(
-                        found.remove_command, when="instead, once you deleted the load balancer in the cloud console"
+            infrastructure=outside,
+            remove_command=remove,
+            links=[
+                Link(
+                    "controller",
+                    looked[-1],
+                    target=pod,
+                    actor=None if pod else CLOUD_CONTROLLER,
+                    step=(
+                        Action(None, note="bring the cloud controller manager back"),
+                        Action(remove, when="instead, once you deleted the load balancer in the cloud console"),
                     ),
-                ),
-            )
+                )
+            ],
         )
-        return found
     if alive is None:  # nothing shown to act: never "wait", never ORPHANED (a managed control plane may hide it)
-        found = ctx.finding(
+        return ctx.finding(
             "no cloud controller manager was found to delete the load balancer: looked for its lease and its Pods "
             "in kube-system",
             Verdict.UNKNOWN,
@@ -121,37 +119,35 @@ def load_balancer(ctx: Context) -> Finding:
             risk=risk,
             evidence=seen,
             alive=None,
-        )
-        found.summary = "no cloud controller manager found to delete its load balancer"
-        found.infrastructure = outside
-        found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-        found.links.append(
-            Link(
-                "cloud",
-                "no cloud controller manager was found: " + "; ".join(looked),
-                actor=CLOUD_CONTROLLER,
-                step=(
-                    Action(None, note="find out whether a cloud controller manager runs (its logs, your provider)"),
-                    Action(
-                        found.remove_command,
-                        when="if none runs, once the load balancer is deleted by hand (or none was ever made)",
+            summary="no cloud controller manager found to delete its load balancer",
+            infrastructure=outside,
+            remove_command=remove,
+            links=[
+                Link(
+                    "cloud",
+                    "no cloud controller manager was found: " + "; ".join(looked),
+                    actor=CLOUD_CONTROLLER,
+                    step=(
+                        Action(None, note="find out whether a cloud controller manager runs (its logs, your provider)"),
+                        Action(
+                            remove,
+                            when="if none runs, once the load balancer is deleted by hand (or none was ever made)",
+                        ),
                     ),
-                ),
-            )
+                )
+            ],
         )
-        return found
-    found = ctx.finding(
+    return ctx.finding(
         "waiting for the cloud controller manager to delete the load balancer",
         Verdict.WAITING,
         fix="check the cloud controller manager's logs for errors deleting the load balancer",
         risk=risk,
         evidence=seen,
         alive=alive,
+        summary="a Service until its cloud load balancer is deleted",
+        infrastructure=outside,
+        links=[Link("cloud", "the cloud controller manager deletes the load balancer", actor=CLOUD_CONTROLLER)],
     )
-    found.summary = "a Service until its cloud load balancer is deleted"
-    found.infrastructure = outside
-    found.links.append(Link("cloud", "the cloud controller manager deletes the load balancer", actor=CLOUD_CONTROLLER))
-    return found
 
 
 @explains(
@@ -200,20 +196,19 @@ def crd_cleanup(ctx: Context) -> Finding:
     if instances:
         evidence = [f"{o.ref}: {state_line(o, facts)}" for o in instances[:10]]
         remain = "remains" if len(instances) == 1 else "remain"
-        found = ctx.finding(
+        return ctx.finding(
             f"{counted(len(instances), 'custom resource')} of {plural}.{group} {remain}",
             Verdict.HOLDING,
             fix="unstick the custom resources first (their blockers are named below)",
             risk=risk,
             evidence=evidence,
             controller="kube-apiserver (CRD finalizer)",
+            links=[
+                Link("custom-resource", "a custom resource of this definition remains", target=o)
+                for o in instances
+                if o.terminating
+            ],
         )
-        found.links = [
-            Link("custom-resource", "a custom resource of this definition remains", target=o)
-            for o in instances
-            if o.terminating
-        ]
-        return found
     return ctx.finding(
         f"no {plural}.{group} remain: kube-apiserver should finish",
         Verdict.WAITING,
@@ -225,12 +220,11 @@ def crd_cleanup(ctx: Context) -> Finding:
 
 @explains("unknown")
 def unknown(ctx: Context) -> Finding:
-    found = ctx.finding(
+    return ctx.finding(
         f"{ctx.finalizer!r} is not a domain-qualified name: kfin cannot tell which controller owns it",
         Verdict.UNKNOWN,
         fix="find the tool that added it (annotations and managedFields of the object "
         "name the writers: kubectl get -o yaml --show-managed-fields)",
         risk="unknown: whatever that finalizer was meant to clean up will not be cleaned up",
+        summary=f"{ctx.finalizer} (unknown must remove it)",
     )
-    found.summary = f"{ctx.finalizer} (unknown must remove it)"
-    return found

@@ -29,7 +29,7 @@ def control_plane(ctx: Context) -> Finding:
         else "managedFields name no field manager for it (or were not kept)",
     ]
     owner = f"{manager} (the field manager that added it)" if manager else "a Kubernetes control-plane component"
-    found = ctx.finding(
+    return ctx.finding(
         "a control-plane finalizer kfin does not know: its component removes it once what it guards is gone",
         Verdict.UNKNOWN,
         fix=f"find what {owner} waits for (its logs; the object's conditions and events); "
@@ -39,8 +39,7 @@ def control_plane(ctx: Context) -> Finding:
         evidence=evidence,
         alive=alive,
         controller=owner,
+        summary=f"{ctx.finalizer} (the control plane's; kfin does not know what it waits for)",
+        remove_command=kfin_remove_command(ctx.obj, ctx.finalizer),
+        links=[Link("controller", f"{owner} should remove it", actor=manager or "kube-controller-manager")],
     )
-    found.summary = f"{ctx.finalizer} (the control plane's; kfin does not know what it waits for)"
-    found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-    found.links.append(Link("controller", f"{owner} should remove it", actor=manager or "kube-controller-manager"))
-    return found

@@ -18,6 +18,7 @@ workload, no running workload of the field manager that added the finalizer, and
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
 
 from msgspec import Struct
@@ -467,13 +468,13 @@ def _finalized(facts: ClusterFacts) -> dict[tuple[str, str], list[KubeObject]]:
 
 
 def acting_elsewhere(
-    ctx: Context, manager: str | None, *, risk: str, evidence: list[str], controller: str
+    ctx: Context, manager: str | None, *, risk: str, evidence: list[str], controller: str, more: Iterable[str] = ()
 ) -> Finding | None:
     """No workload of its controller runs in the cluster, but the field manager that added the finalizer (not a
     person's tool) wrote to objects of the type recently: it acts from elsewhere (a process outside the cluster,
     under a user's identity: `kopf run` on a laptop). WAITING when it wrote within RECENT_WRITE seconds, UNKNOWN
-    when it wrote since the deletion only longer ago; None otherwise (its last write, if any, is added as
-    evidence)."""
+    when it wrote since the deletion only longer ago (`more`: evidence said after its write); None otherwise (its
+    last write, if any, is added to `evidence`)."""
     if not manager or added_by_person(manager):
         return None
     found = last_write(ctx, manager)
@@ -488,7 +489,21 @@ def acting_elsewhere(
         evidence.append(wrote)
         return None
     recent = age <= RECENT_WRITE
-    found_it = ctx.finding(
+    remove = None if recent else kfin_remove_command(ctx.obj, ctx.finalizer)
+    writer = f'field manager "{manager}"'
+    if remove is None:
+        link = Link("controller", wrote + " and should remove it", actor=writer)
+    else:
+        link = Link(
+            "controller",
+            wrote,
+            actor=writer,
+            step=(
+                Action(None, note=f'find out whether the process that writes as "{manager}" still runs'),
+                Action(remove, when="if it does not, once what it guards is cleaned up by hand"),
+            ),
+        )
+    return ctx.finding(
         f"no workload of its controller runs in the cluster, but {wrote}: it acts from outside the cluster (a "
         "process under a user's identity, as `kopf run` on a laptop)"
         + ("" if recent else ", since the deletion; kfin cannot tell whether it still runs"),
@@ -496,28 +511,14 @@ def acting_elsewhere(
         fix=f'check the process that writes as "{manager}" (outside the cluster): its logs say why it does not '
         "remove the finalizer",
         risk=risk,
-        evidence=[*evidence, wrote],
+        evidence=[*evidence, wrote, *more],
         alive=True if recent else None,
         controller=f'{controller} (field manager "{manager}", outside the cluster)',
+        summary=f'{ctx.finalizer} (field manager "{manager}" acts from outside the cluster)',
+        detail={"lastWrite": {"manager": manager, "object": place, "seconds": int(age)}},
+        remove_command=remove,
+        links=[link],
     )
-    found_it.summary = f'{ctx.finalizer} (field manager "{manager}" acts from outside the cluster)'
-    found_it.detail["lastWrite"] = {"manager": manager, "object": place, "seconds": int(age)}
-    if not recent:
-        found_it.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-        found_it.links.append(
-            Link(
-                "controller",
-                wrote,
-                actor=f'field manager "{manager}"',
-                step=(
-                    Action(None, note=f'find out whether the process that writes as "{manager}" still runs'),
-                    Action(found_it.remove_command, when="if it does not, once what it guards is cleaned up by hand"),
-                ),
-            )
-        )
-    else:
-        found_it.links.append(Link("controller", wrote + " and should remove it", actor=f'field manager "{manager}"'))
-    return found_it
 
 
 def not_shown_owner(
@@ -527,7 +528,8 @@ def not_shown_owner(
     controller is): UNKNOWN, naming who added it, with the removal for after checking what it guards."""
     manager = (ctx.obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
     added = who_added(manager)
-    found = ctx.finding(
+    remove = kfin_remove_command(ctx.obj, ctx.finalizer)
+    return ctx.finding(
         f"its controller runs ({runs}), but nothing shows it owns {ctx.finalizer}: it was added by {added}, and no "
         "running controller is shown to remove it",
         Verdict.UNKNOWN,
@@ -537,21 +539,22 @@ def not_shown_owner(
         evidence=[*evidence, *said],
         alive=None,
         controller=controller,
+        summary=f"{ctx.finalizer} (added by {added}; no running controller shown to own it)",
+        remove_command=remove,
+        links=[
+            Link(
+                "controller",
+                f"{ctx.finalizer} was added by {added}, and no running controller is shown to remove it",
+                actor=f'field manager "{manager}"' if manager else controller,
+                step=(
+                    Action(
+                        None, note=f"find out what {ctx.finalizer} guards and whether anything removes it ({added})"
+                    ),
+                    Action(remove, when="once you checked what it guards and cleaned it up by hand"),
+                ),
+            )
+        ],
     )
-    found.summary = f"{ctx.finalizer} (added by {added}; no running controller shown to own it)"
-    found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-    found.links.append(
-        Link(
-            "controller",
-            f"{ctx.finalizer} was added by {added}, and no running controller is shown to remove it",
-            actor=f'field manager "{manager}"' if manager else controller,
-            step=(
-                Action(None, note=f"find out what {ctx.finalizer} guards and whether anything removes it ({added})"),
-                Action(found.remove_command, when="once you checked what it guards and cleaned it up by hand"),
-            ),
-        )
-    )
-    return found
 
 
 def may_update(ctx: Context, namespace: str, account: str) -> bool | None:
@@ -608,12 +611,14 @@ def forbidden_finding(
     evidence: list[str],
     controller: str,
     who: str,
+    summary: str | None = None,
 ) -> Finding:
-    """Its controller runs, but RBAC lets it neither update nor patch the object's type: the grant it lacks."""
+    """Its controller runs, but RBAC lets it neither update nor patch the object's type: the grant it lacks
+    (`summary`: its line, when not the custom cause's)."""
     account = workload_account(w)
     resource = ctx.obj.type
     rule = f'apiGroups: ["{resource.group}"], resources: ["{resource.resource}"], verbs: ["get", "patch", "update"]'
-    found = ctx.finding(
+    return ctx.finding(
         f"its controller runs ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready{who}) but is "
         f"forbidden to update {resource.qualified}: no Role or ClusterRole grants update or patch to "
         f"ServiceAccount {w.namespace}/{account}",
@@ -628,24 +633,23 @@ def forbidden_finding(
         ],
         alive=True,
         controller=controller,
-    )
-    found.summary = f"{ctx.finalizer} ({controller} runs but is forbidden to update it)"
-    found.detail = {"forbidden": True, "serviceAccount": f"{w.namespace}/{account}", "rule": rule}
-    found.links.append(
-        Link(
-            "forbidden",
-            f"{w.type.kind} {w.namespace}/{w.name} may not update {resource.qualified}",
-            target=w,
-            step=(
-                Action(
-                    None,
-                    note=f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} "
-                    f"({rule})",
+        summary=summary or f"{ctx.finalizer} ({controller} runs but is forbidden to update it)",
+        detail={"forbidden": True, "serviceAccount": f"{w.namespace}/{account}", "rule": rule},
+        links=[
+            Link(
+                "forbidden",
+                f"{w.type.kind} {w.namespace}/{w.name} may not update {resource.qualified}",
+                target=w,
+                step=(
+                    Action(
+                        None,
+                        note=f"grant ServiceAccount {w.namespace}/{account} update and patch on {resource.qualified} "
+                        f"({rule})",
+                    ),
                 ),
-            ),
-        )
+            )
+        ],
     )
-    return found
 
 
 def _by_evidence(
@@ -657,62 +661,117 @@ def _by_evidence(
     if not matched:
         return None
     running = [(w, r, n) for w, r, n in matched if r > 0]
-    if running:
-        w, ready, wanted = running[0]
-        if may_update(ctx, w.namespace, workload_account(w)) is False:
-            return forbidden_finding(
-                ctx,
-                w,
-                ready=ready,
-                wanted=wanted,
-                risk=risk,
-                evidence=evidence,
-                controller=controller,
-                who=", the field manager that added it",
-            )
-        found = ctx.finding(
-            f"its controller is running ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, "
-            f"the field manager that added it) and should remove it",
-            Verdict.WAITING,
-            fix="check that controller's logs for why it does not finish",
-            risk=risk,
-            evidence=[
-                *evidence,
-                f'{w.type.kind} {w.namespace}/{w.name} owns {ctx.finalizer}: it added it (field manager "{manager}")',
-            ],
-            alive=True,
-            controller=controller,
+    if not running:
+        w, ready, wanted = matched[0]
+        why = not_running(ctx.facts, w, ready, wanted)
+        stopped = f"its controller {w.type.kind} {w.namespace}/{w.name} (the field manager that added it) is " + (
+            f"installed but not running ({ready}/{wanted} ready){': ' + why if why else ''}"
         )
-        found.summary = line
-        found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
-        runs = f"{w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, the field manager that added it"
-        return controller_removal(ctx, found, f"{w.namespace}/{workload_account(w)}", runs, w)
-    w, ready, wanted = matched[0]
-    why = not_running(ctx.facts, w, ready, wanted)
-    found = ctx.finding(
-        f"its controller {w.type.kind} {w.namespace}/{w.name} (the field manager that added it) is "
-        f"installed but not running ({ready}/{wanted} ready){': ' + why if why else ''}",
-        Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
-        fix=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
+        return _not_running(
+            ctx,
+            stopped,
+            fix=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer",
+            risk=risk,
+            evidence=[*evidence, *pod_warnings(ctx.facts, w)],
+            controller=controller,
+            why=f"{w.type.kind} {w.namespace}/{w.name} is not running",
+            target=w,
+            fix_note=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}",
+            instead="instead, if it cannot run again",
+        )
+    w, ready, wanted = running[0]
+    if may_update(ctx, w.namespace, workload_account(w)) is False:
+        return forbidden_finding(
+            ctx,
+            w,
+            ready=ready,
+            wanted=wanted,
+            risk=risk,
+            evidence=evidence,
+            controller=controller,
+            who=", the field manager that added it",
+        )
+    runs = f"{w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready, the field manager that added it"
+    owns = f'{w.type.kind} {w.namespace}/{w.name} owns {ctx.finalizer}: it added it (field manager "{manager}")'
+    return _running(
+        ctx,
+        f"its controller is running ({runs}) and should remove it",
+        fix="check that controller's logs for why it does not finish",
         risk=risk,
-        evidence=[*evidence, *pod_warnings(ctx.facts, w)],
+        evidence=[*evidence, owns],
+        controller=controller,
+        line=line,
+        runner=w,
+        account=f"{w.namespace}/{workload_account(w)}",
+        runs=runs,
+    )
+
+
+def _running(
+    ctx: Context,
+    condition: str,
+    *,
+    fix: str,
+    risk: str,
+    evidence: list[str],
+    controller: str,
+    line: str,
+    runner: KubeObject,
+    account: str,
+    runs: str,
+) -> Finding:
+    """WAITING: its controller runs and is shown to own the finalizer; the server's answer to the dry run of its
+    removal, as its ServiceAccount `account`, decides (kfin.core.causes.dryrun.controller_removal)."""
+    waiting = ctx.finding(
+        condition,
+        Verdict.WAITING,
+        fix=fix,
+        risk=risk,
+        evidence=evidence,
+        alive=True,
+        controller=controller,
+        summary=line,
+        links=[Link("controller", f"{controller} is running and should remove it", actor=controller)],
+    )
+    return controller_removal(ctx, waiting, account, runs, runner)
+
+
+def _not_running(
+    ctx: Context,
+    condition: str,
+    *,
+    fix: str,
+    risk: str,
+    evidence: list[str],
+    controller: str,
+    why: str,
+    target: KubeObject | None,
+    fix_note: str,
+    instead: str,
+) -> Finding:
+    """STALLED: its controller is there but acts only once someone fixes or scales it up (`why`: what its link
+    says; `fix_note`: that step; `instead`: when kfin's removal comes instead)."""
+    remove = kfin_remove_command(ctx.obj, ctx.finalizer)
+    return ctx.finding(
+        condition,
+        Verdict.STALLED,
+        fix=fix,
+        risk=risk,
+        evidence=evidence,
         alive=False,
         controller=controller,
+        summary=f"{ctx.finalizer} ({controller} is installed but not running)",
+        remove_command=remove,
+        links=[
+            Link(
+                "controller",
+                why,
+                target=target,
+                actor=None if target else controller,
+                step=(Action(None, note=fix_note), Action(remove, when=instead)),
+            )
+        ],
     )
-    found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-    found.summary = f"{ctx.finalizer} ({controller} is installed but not running)"
-    found.links.append(
-        Link(
-            "controller",
-            f"{w.type.kind} {w.namespace}/{w.name} is not running",
-            target=w,
-            step=(
-                Action(None, note=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}"),
-                Action(found.remove_command, when="instead, if it cannot run again"),
-            ),
-        )
-    )
-    return found
 
 
 # RBAC always (small objects); workloads are read where a grant points, or everywhere only when RBAC names
@@ -729,45 +788,130 @@ CRD_NAMES = ("apiextensions.k8s.io", "customresourcedefinitions", EVERYWHERE, Fa
 
 @explains("custom", reads=(*RBAC_READS, CRD_NAMES))
 def custom(ctx: Context) -> Finding:
-    obj, facts = ctx.obj, ctx.facts
+    """Who may remove a domain-qualified finalizer, from RBAC (who may update the type), the workloads that run as
+    those grants, managedFields (who added it) and recent writes: the first that answers decides."""
+    obj = ctx.obj
+    domain = ctx.finalizer.split("/")[0]
     risk = (
-        f"whatever the controller of {ctx.finalizer.split('/')[0]} cleans up first (an external database, "
-        "bucket, DNS record, certificate...) is left behind; kfin cannot see outside the cluster"
+        f"whatever the controller of {domain} cleans up first (an external database, bucket, DNS record, "
+        "certificate...) is left behind; kfin cannot see outside the cluster"
     )
-    evidence = []
-    if obj.type.group:
-        crd = facts.find("apiextensions.k8s.io", "customresourcedefinitions", "", obj.type.qualified)
-        if crd is not None:
-            evidence.append(f"CustomResourceDefinition {crd.name} exists")
-    controller = f"the controller of {ctx.finalizer.split('/')[0]}"
+    controller = f"the controller of {domain}"
     line = f"{ctx.finalizer} ({controller} must remove it)"
     manager = (obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
-    if manager:
-        evidence.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
+    evidence = _first_evidence(ctx, manager)
+    said = {"risk": risk, "controller": controller}  # what every answer below says of it
+    by_manager = manager if manager and not added_by_person(manager) else None
     grants = find_grants(ctx)
     if grants is None:
-        found = (
-            _by_evidence(ctx, manager, risk=risk, evidence=evidence, controller=controller, line=line)
-            if manager and not added_by_person(manager)
-            else None
-        ) or acting_elsewhere(ctx, manager, risk=risk, evidence=evidence, controller=controller)
-        if found is not None:
-            return found
-        found = ctx.finding(
-            "kfin could not read RBAC to find the controller",
-            Verdict.UNKNOWN,
-            fix=f"find the operator that manages {obj.type.qualified} and check its logs",
-            risk=risk,
-            evidence=evidence,
-            controller=controller,
+        return (
+            (_by_evidence(ctx, by_manager, evidence=evidence, line=line, **said) if by_manager else None)
+            or acting_elsewhere(ctx, manager, evidence=evidence, **said)
+            or _unknown(
+                ctx,
+                "kfin could not read RBAC to find the controller",
+                f"find the operator that manages {obj.type.qualified} and check its logs",
+                evidence,
+                line,
+                **said,
+            )
         )
-        found.summary = line
-        return found
     followed = [g for g in grants if g.subject_kind == "ServiceAccount"]
     unfollowed = [g for g in grants if g.subject_kind != "ServiceAccount"]
+    granted = _granted_workloads(ctx, followed)
+    evidence += granted.story
+    owner, shown = _shown_owner(ctx, granted.healthy, manager)
+    if owner is not None:
+        ready_pods = ", ".join(f"Pod {p.namespace}/{p.name}" for p in granted.healthy[:3])
+        return _running(
+            ctx,
+            f"its controller is running ({ready_pods}, Ready) and should remove it",
+            fix="give it time, and check that controller's logs for why it does not finish: it usually waits on "
+            "something outside the cluster",
+            evidence=[*evidence, *shown],
+            line=line,
+            runner=owner,
+            account=f"{owner.namespace}/{_pod_account(owner)}",
+            runs=f"Pod {owner.namespace}/{owner.name}, Ready",
+            **said,
+        )
+    found = _by_evidence(ctx, by_manager, evidence=evidence, line=line, **said) if by_manager else None
+    if found is not None:  # the field manager's workload: running (allowed or not), or down
+        return found
+    if granted.healthy:  # running, but not shown to own this finalizer name (a person added it, or another writer)
+        runs = ", ".join(f"Pod {p.namespace}/{p.name}" for p in granted.healthy[:3]) + ", Ready"
+        return not_shown_owner(ctx, runs, shown, evidence=evidence, **said)
+    if granted.pods or granted.idle:  # installed, but not running: the controller needs fixing, not the finalizer
+        return _granted_not_running(ctx, granted, evidence, **said)
+    unfollowed_lines = [f"the {g.role} grants update on {obj.type.qualified} to {g.subject}" for g in unfollowed]
+    acting = acting_elsewhere(ctx, manager, evidence=evidence, more=unfollowed_lines, **said)
+    if acting is not None:  # its writes show it acts, from outside the cluster: never ORPHANED
+        return acting
+    if unfollowed:  # a User or Group may run anywhere (kube-controller-manager, a controller outside the cluster)
+        return _granted_elsewhere(ctx, unfollowed, [*evidence, *unfollowed_lines], line, **said)
+    if by_manager and workloads_of_manager(ctx.facts, by_manager) is None:
+        return _unknown(
+            ctx,
+            f'kfin could not read the workloads that may be field manager "{manager}", which added it',
+            f"find what runs as {manager} and check its logs",
+            evidence,
+            line,
+            **said,
+        )
+    return _orphaned(ctx, manager, bool(grants), evidence, line, **said)
+
+
+def _first_evidence(ctx: Context, manager: str | None) -> list[str]:
+    """What is said of every custom finalizer first: its type's CustomResourceDefinition, and who added it."""
+    obj, evidence = ctx.obj, []
+    crd = (
+        ctx.facts.find("apiextensions.k8s.io", "customresourcedefinitions", "", obj.type.qualified)
+        if obj.type.group
+        else None
+    )
+    if crd is not None:
+        evidence.append(f"CustomResourceDefinition {crd.name} exists")
+    if manager:
+        evidence.append(f'managedFields: {ctx.finalizer} was added by field manager "{manager}"')
+    return evidence
+
+
+def _granted_elsewhere(
+    ctx: Context, unfollowed: list[Grant], evidence: list[str], line: str, *, risk: str, controller: str
+) -> Finding:
+    """UNKNOWN: update is granted to a User or Group, which kfin cannot follow to a workload."""
+    qualified = ctx.obj.type.qualified
+    return ctx.finding(
+        f"update on {qualified} is granted to {', '.join(g.subject for g in unfollowed[:3])}, which "
+        "kfin cannot follow to a workload: something outside kfin's view may remove it",
+        Verdict.UNKNOWN,
+        fix=f"check whether {unfollowed[0].subject} still runs and why it does not remove {ctx.finalizer}",
+        risk=risk,
+        evidence=evidence,
+        alive=None,
+        controller=controller,
+        summary=line,
+        remove_command=kfin_remove_command(ctx.obj, ctx.finalizer),
+    )
+
+
+class GrantedWorkloads(Struct):
+    """What runs as the ServiceAccounts granted update on the type: their Pods (the Ready ones `healthy`), what is
+    installed but runs no Pod (`idle`, in words), and a line of evidence per grant."""
+
+    pods: list[KubeObject]
+    healthy: list[KubeObject]
+    idle: list[str]
+    story: list[str]
+
+
+def _granted_workloads(ctx: Context, followed: list[Grant]) -> GrantedWorkloads:
+    obj, facts = ctx.obj, ctx.facts
     # what workloads_of_grant reads of each ServiceAccount's namespace: one round trip, not three per grant
     facts.prefetch({(group, resource, g.namespace, True) for g in followed for group, resource in GRANT_WORKLOADS})
-    pods_all, idle_all, story = [], [], []
+    pods_all: list[KubeObject] = []
+    idle_all: list[str] = []
+    story = []
     for grant in followed:
         pods, idle, notes = workloads_of_grant(ctx, grant)
         pods_all += pods
@@ -778,145 +922,108 @@ def custom(ctx: Context) -> Finding:
             f"the {grant.role} grants update on {obj.type.qualified} to ServiceAccount "
             f"{grant.namespace}/{grant.service_account}: {detail}"
         )
-    evidence += story
-    healthy = [p for p in pods_all if is_ready(p)]
-    owner, shown = None, []
+    return GrantedWorkloads(pods_all, [p for p in pods_all if is_ready(p)], idle_all, story)
+
+
+def _shown_owner(ctx: Context, healthy: list[KubeObject], manager: str | None) -> tuple[KubeObject | None, list[str]]:
+    """The running controller shown to own the finalizer name, if one is, and what shows it (or what was said of
+    the first that did not)."""
     # a framework's field manager (kopf's) that its catalog entry names: whatever the workload is called
     framework = set(ctx.family.entry.controller.field_managers) if ctx.family.entry else set()
-    for p in healthy:  # the running controller shown to own the finalizer name, if one is
+    shown: list[str] = []
+    for p in healthy:
         owns, said = ownership(ctx, identities(p) | framework, f"Pod {p.namespace}/{p.name}")
         if owns:
-            owner, shown = p, said
             if manager in framework - identities(p):
-                shown.append(
+                said.append(
                     f'the catalog names "{manager}" the field manager of {ctx.family.owner}, whatever its workload is '
                     f"called; Pod {p.namespace}/{p.name} is the running controller granted update on "
-                    f"{obj.type.qualified}"
+                    f"{ctx.obj.type.qualified}"
                 )
-            break
+            return p, said
         shown = shown or said
-    if owner is not None:
-        found = ctx.finding(
-            f"its controller is running ({', '.join(f'Pod {p.namespace}/{p.name}' for p in healthy[:3])}"
-            ", Ready) and should remove it",
-            Verdict.WAITING,
-            fix="give it time, and check that "
-            "controller's logs for why it does not finish: it usually waits on something outside the "
-            "cluster",
-            risk=risk,
-            evidence=[*evidence, *shown],
-            alive=True,
-            controller=controller,
-        )
-        found.summary = line
-        found.links.append(Link("controller", f"{controller} is running and should remove it", actor=controller))
-        return controller_removal(
-            ctx, found, f"{owner.namespace}/{_pod_account(owner)}", f"Pod {owner.namespace}/{owner.name}, Ready", owner
-        )
-    if manager and not added_by_person(manager):  # the field manager's workload: running (allowed or not), or down
-        found = _by_evidence(ctx, manager, risk=risk, evidence=evidence, controller=controller, line=line)
-        if found is not None:
-            return found
-    if healthy:  # running, but not shown to own this finalizer name (a person added it, or another writer)
-        runs = ", ".join(f"Pod {p.namespace}/{p.name}" for p in healthy[:3]) + ", Ready"
-        return not_shown_owner(ctx, runs, shown, risk=risk, evidence=evidence, controller=controller)
-    if pods_all or idle_all:  # installed, but not running: the controller needs fixing, not the finalizer
-        failing = pods_all[0] if pods_all else None
-        why = _trouble(failing) if failing else idle_all[0]
-        for event in (facts.warnings_about(failing) or [])[:3] if failing else []:
-            evidence.append(f"its Pod reported {event.get('reason')}: {event.get('message')}")
-        found = ctx.finding(
-            f"its controller is installed but not running: {why}",
-            Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
-            fix="fix the controller (kubectl logs and describe its Pods) or scale it up: running, it removes the "
-            "finalizer",
-            risk=risk,
-            evidence=evidence,
-            alive=False,
-            controller=controller,
-        )
-        found.remove_command = kfin_remove_command(obj, ctx.finalizer)
-        found.summary = f"{ctx.finalizer} ({controller} is installed but not running)"
-        found.links.append(
-            Link(
-                "controller",
-                f"{controller} is installed but not running: {why}",
-                target=failing,
-                actor=None if failing else controller,
-                step=(
-                    Action(None, note=f"fix or scale up {controller}"),
-                    Action(found.remove_command, when="instead, once what it guards is cleaned up by hand"),
-                ),
-            )
-        )
-        return found
-    acting = acting_elsewhere(ctx, manager, risk=risk, evidence=evidence, controller=controller)
-    if acting is not None:  # its writes show it acts, from outside the cluster: never ORPHANED
-        acting.evidence += [f"the {g.role} grants update on {obj.type.qualified} to {g.subject}" for g in unfollowed]
-        return acting
-    if unfollowed:  # a User or Group may run anywhere (kube-controller-manager, a controller outside the cluster)
-        found = ctx.finding(
-            f"update on {obj.type.qualified} is granted to {', '.join(g.subject for g in unfollowed[:3])}, which "
-            "kfin cannot follow to a workload: something outside kfin's view may remove it",
-            Verdict.UNKNOWN,
-            fix=f"check whether {unfollowed[0].subject} still runs and why it does not remove {ctx.finalizer}",
-            risk=risk,
-            evidence=[
-                *evidence,
-                *(f"the {g.role} grants update on {obj.type.qualified} to {g.subject}" for g in unfollowed),
-            ],
-            alive=None,
-            controller=controller,
-        )
-        found.summary = line
-        found.remove_command = kfin_remove_command(obj, ctx.finalizer)
-        return found
-    person = added_by_person(manager or "")
-    if manager and not person and workloads_of_manager(ctx.facts, manager) is None:
-        found = ctx.finding(
-            f'kfin could not read the workloads that may be field manager "{manager}", which added it',
-            Verdict.UNKNOWN,
-            fix=f"find what runs as {manager} and check its logs",
-            risk=risk,
-            evidence=evidence,
-            controller=controller,
-        )
-        found.summary = line
-        return found
-    evidence.append(
+    return None, shown
+
+
+def _granted_not_running(
+    ctx: Context, granted: GrantedWorkloads, evidence: list[str], *, risk: str, controller: str
+) -> Finding:
+    """STALLED: what runs as a granted ServiceAccount is installed but not running (a failing Pod, with what it
+    reported, or a workload with none)."""
+    failing = granted.pods[0] if granted.pods else None
+    why = _trouble(failing) if failing else granted.idle[0]
+    reported = [
+        f"its Pod reported {event.get('reason')}: {event.get('message')}"
+        for event in ((ctx.facts.warnings_about(failing) or [])[:3] if failing else [])
+    ]
+    return _not_running(
+        ctx,
+        f"its controller is installed but not running: {why}",
+        fix="fix the controller (kubectl logs and describe its Pods) or scale it up: running, it removes the finalizer",
+        risk=risk,
+        evidence=[*evidence, *reported],
+        controller=controller,
+        why=f"{controller} is installed but not running: {why}",
+        target=failing,
+        fix_note=f"fix or scale up {controller}",
+        instead="instead, once what it guards is cleaned up by hand",
+    )
+
+
+def _unknown(
+    ctx: Context, condition: str, fix: str, evidence: list[str], line: str, *, risk: str, controller: str
+) -> Finding:
+    """UNKNOWN: kfin could not read what would tell who removes it."""
+    return ctx.finding(
+        condition, Verdict.UNKNOWN, fix=fix, risk=risk, evidence=evidence, controller=controller, summary=line
+    )
+
+
+def _orphaned(
+    ctx: Context, manager: str | None, granted: bool, evidence: list[str], line: str, *, risk: str, controller: str
+) -> Finding:
+    """ORPHANED: nothing runs that may update the type (`granted`: RBAC still grants it, to ServiceAccounts nothing
+    runs as), and no field manager that added it is a controller that runs."""
+    obj = ctx.obj
+    evidence = [
+        *evidence,
         f"managedFields: it was added by {who_added(manager)}, which no controller removes by itself"
-        if person
+        if added_by_person(manager or "")
         else f'managedFields: no Deployment, StatefulSet or DaemonSet is named or labelled "{manager}", or runs as it'
         if manager
-        else "managedFields name no field manager for it (or were not kept)"
-    )
-    if grants:
+        else "managedFields name no field manager for it (or were not kept)",
+    ]
+    if granted:
         condition = (
             "no Pod, Deployment or StatefulSet runs as a ServiceAccount allowed to update it: its controller "
             "is gone (only its RBAC is left)"
         )
-        fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
     else:
         evidence.append(f"RBAC read: {_rbac_read(ctx)}; none grants update or patch on {obj.type.qualified} to anyone")
         condition = (
             f"no controller may update {obj.type.qualified}: beyond cluster-admin, admin and edit, no Role or "
             "ClusterRole grants it to anyone (system roles included where they name it): its controller is gone"
         )
-        fix = "reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer"
-    found = ctx.finding(
-        condition, Verdict.ORPHANED, fix=fix, risk=risk, evidence=evidence, alive=False, controller=controller
+    remove = kfin_remove_command(obj, ctx.finalizer)
+    return ctx.finding(
+        condition,
+        Verdict.ORPHANED,
+        fix="reinstall the controller so that it cleans up, or clean up by hand and remove the finalizer",
+        risk=risk,
+        evidence=evidence,
+        alive=False,
+        controller=controller,
+        remove_command=remove,
+        summary=line,
+        links=[
+            Link(
+                "controller",
+                f"{controller} is gone: nothing will remove {ctx.finalizer}",
+                actor=controller,
+                step=(
+                    Action(remove, when="after cleaning up what it guarded"),
+                    Action(None, when="instead", note="reinstall the controller"),
+                ),
+            )
+        ],
     )
-    found.remove_command = kfin_remove_command(obj, ctx.finalizer)
-    found.summary = line
-    found.links.append(
-        Link(
-            "controller",
-            f"{controller} is gone: nothing will remove {ctx.finalizer}",
-            actor=controller,
-            step=(
-                Action(found.remove_command, when="after cleaning up what it guarded"),
-                Action(None, when="instead", note="reinstall the controller"),
-            ),
-        )
-    )
-    return found

@@ -80,23 +80,22 @@ def resource_claim(ctx: Context) -> Finding:
             risk=risk,
         )
     names = ", ".join(f"Pod {claim.namespace}/{pod.name}" for _, pod in holders if pod is not None)
-    found = ctx.finding(
+    return ctx.finding(
         f"reserved for {names}" + (f" (devices {', '.join(devices[:3])})" if devices else ""),
         Verdict.HOLDING,
         fix="delete the Pods it is reserved for (or let them finish); the controller then deallocates the claim "
         "and removes the finalizer",
         risk=risk,
         evidence=[f"status.reservedFor: {r.get('resource')}/{r.get('name')}" for r in reserved],
-    )
-    found.summary = f"reserved for {names}"
-    for _, pod in holders:
-        if pod is not None:
-            found.links.append(
-                Link(
-                    "reserved-for",
-                    "the claim is reserved for it",
-                    target=pod,
-                    step=(Action(f"kubectl delete pod -n {pod.namespace} {pod.name}"),),
-                )
+        summary=f"reserved for {names}",
+        links=[
+            Link(
+                "reserved-for",
+                "the claim is reserved for it",
+                target=pod,
+                step=(Action(f"kubectl delete pod -n {pod.namespace} {pod.name}"),),
             )
-    return found
+            for _, pod in holders
+            if pod is not None
+        ],
+    )

@@ -356,15 +356,23 @@ def finalizer_removal(
     return (sent + [(update, answer)], refused) if answer is not None else (sent, None)
 
 
-def controller_removal(ctx: Context, found: Finding, account: str, runs: str, target: KubeObject | None) -> Finding:
+def controller_removal(
+    ctx: Context,
+    found: Finding,
+    account: str,
+    runs: str,
+    target: KubeObject | None,
+    *,
+    forbidden: str | None = None,
+) -> Finding:
     """A running controller's removal of its finalizer, asked of the server as its ServiceAccount `account`
     ("namespace/name"), where kfin's rules see nothing in its way (`found`: their answer, WAITING; `runs`: what runs,
     in words; `target`: its workload or Pod). The answer decides (answered): a rejection as the controller by a
     webhook or an admission policy (one whose CEL asks who sends the request, which kfin's rules cannot know) is
     BLOCKED with what rejects it, as a gate; by RBAC (of both a patch and an update), STALLED with the grant it
-    lacks; accepted with the finalizer still in the object returned, BLOCKED by what puts it back at admission.
-    Sent as kfin's user (who may not impersonate the controller), a rejection that depends on who asks is evidence
-    only."""
+    lacks (`forbidden`: its summary, when not the custom cause's); accepted with the finalizer still in the object
+    returned, BLOCKED by what puts it back at admission. Sent as kfin's user (who may not impersonate the
+    controller), a rejection that depends on who asks is evidence only."""
     obj = ctx.obj
     if found.verdict != Verdict.WAITING or not obj.terminating or ctx.location != "metadata.finalizers":
         return found
@@ -372,7 +380,8 @@ def controller_removal(ctx: Context, found: Finding, account: str, runs: str, ta
     if not sent:
         return found  # no dry run: what gates it is judged from configuration (kfin.core.causes.registry)
     if refused is not None and refused.as_actor and refused.kind == "forbidden":
-        return _forbidden(ctx, found, refused, [evidence(w, a) for w, a in sent], account, runs, target)
+        said = [evidence(w, a) for w, a in sent]
+        return _forbidden(ctx, found, refused, said, account, runs, target, forbidden)
     gates = [link for gate in GATES for link in gate(obj, ctx.facts) if link.gates(ctx.finalizer)]
     return answered(obj, found, sent, refused, gates, ctx.facts)
 
@@ -385,28 +394,32 @@ def own_removal(obj: KubeObject, finalizer: str) -> Write:
 
 
 @checks_with_server
-def removal_checked(obj: KubeObject, finding: Finding, gates: list[Link], facts: ClusterFacts) -> None:
+def removal_checked(obj: KubeObject, finding: Finding, gates: list[Link], facts: ClusterFacts) -> Finding:
     """A finding not yet answered whose removal a gate judged from configuration rejects, or whose plan has kfin's
     removal in it (ORPHANED; UNKNOWN or STALLED, after a check or instead of a fix): the dry run of kfin's own
     removal, as kfin's user, decides (answered). Where none can be sent, or its answer says nothing of the write,
     the evidence says so and the gates stand as judged."""
     if finding.answered is not None or finding.finalizer not in obj.finalizers:
-        return
+        return finding
     gating = [link for link in gates if link.gates(finding.finalizer)]
     if not gating and not finding.remove_command:
-        return
+        return finding
     write = own_removal(obj, finding.finalizer)
     answer, refused = refusal(facts, write)
     if answer is None:
-        if gating:
-            finding.evidence.append(f"judged from configuration alone: {not_sent(facts)}")
-        return
+        return _judged(finding, not_sent(facts)) if gating else finding
     if refused is not None and refused.kind == "forbidden":  # kfin's user may not: nothing said of the removal
-        needs_someone_who_may(finding, write, answer)
+        finding = needs_someone_who_may(finding, write, answer)
         refused = None
-    answered(obj, finding, [(write, answer)], refused, gating, facts)
+    finding = answered(obj, finding, [(write, answer)], refused, gating, facts)
     if finding.answered is None and gating:
-        finding.evidence.append("judged from configuration alone: the dry run's answer says nothing of the removal")
+        return _judged(finding, "the dry run's answer says nothing of the removal")
+    return finding
+
+
+def _judged(finding: Finding, why: str) -> Finding:
+    """The finding, saying that its gates stand as judged from configuration alone, and why."""
+    return replace(finding, evidence=(*finding.evidence, f"judged from configuration alone: {why}"))
 
 
 def answered(
@@ -428,20 +441,17 @@ def answered(
         link = refused.link()
         link.family = "admission-policy" if refused.kind == "admission-policy" else None
         link.finalizers = (finalizer,)
-        found.answered = "rejected"
-        return _blocked_finding(found, [link], link.why, said_lines)
+        return _blocked_finding(replace(found, answered="rejected"), [link], link.why, said_lines)
     if answer.keeps(finalizer):
-        found.answered = "kept"
-        return _kept(obj, found, write, said_lines, facts)
-    found.evidence += said_lines
-    if answer.accepted and answer.finalizers is not None:
-        found.answered = "removed"
-        found.evidence += [
-            f"{link.target.type.kind} {link.target.name} matches the removal, and the server accepted it: no gate"
-            for link in gates
-            if link.target is not None
-        ]
-    return found
+        return _kept(obj, replace(found, answered="kept"), write, said_lines, facts)
+    if not (answer.accepted and answer.finalizers is not None):
+        return replace(found, evidence=(*found.evidence, *said_lines))
+    no_gate = [
+        f"{link.target.type.kind} {link.target.name} matches the removal, and the server accepted it: no gate"
+        for link in gates
+        if link.target is not None
+    ]
+    return replace(found, answered="removed", evidence=(*found.evidence, *said_lines, *no_gate))
 
 
 def _kept(obj: KubeObject, found: Finding, write: Write, said_lines: list[str], facts: ClusterFacts) -> Finding:
@@ -470,27 +480,37 @@ def _kept(obj: KubeObject, found: Finding, write: Write, said_lines: list[str], 
 
 def _blocked_finding(found: Finding, links: list[Link], why: str, said_lines: list[str]) -> Finding:
     """BLOCKED by what the server's answer names (`links`), with the dry runs as evidence."""
-    found.evidence = [f"before: {found.verdict.value}: {found.condition}", *found.evidence, *said_lines]
-    found.verdict = Verdict.BLOCKED
-    found.condition = why
-    found.summary = f"{found.finalizer} cannot be removed: {links[0].why}"
-    found.family = links[0].family or found.family
-    found.fix = prose(action for link in links for action in link.step) or found.fix
-    found.risk = "; ".join(dict.fromkeys(filter(None, [*(link.risk for link in links), found.risk])))
-    found.links = links
-    found.remove_command = None
-    return found
+    return replace(
+        found,
+        evidence=(f"before: {found.verdict.value}: {found.condition}", *found.evidence, *said_lines),
+        verdict=Verdict.BLOCKED,
+        condition=why,
+        summary=f"{found.finalizer} cannot be removed: {links[0].why}",
+        family=links[0].family or found.family,
+        fix=prose(action for link in links for action in link.step) or found.fix,
+        risk="; ".join(dict.fromkeys(filter(None, [*(link.risk for link in links), found.risk]))),
+        links=tuple(links),
+        remove_command=None,
+    )
 
 
 def _forbidden(
-    ctx: Context, found: Finding, refused: Refusal, said: list[str], account: str, runs: str, target: KubeObject | None
+    ctx: Context,
+    found: Finding,
+    refused: Refusal,
+    said: list[str],
+    account: str,
+    runs: str,
+    target: KubeObject | None,
+    summary: str | None,
 ) -> Finding:
     """The controller runs, but the server (RBAC) refuses its ServiceAccount the removal, patched or updated: the
     grant it lacks, in the custom cause's words (kfin.core.causes.custom.forbidden_finding), the answers the proof."""
     resource = ctx.obj.type
     rule = f'apiGroups: ["{resource.group}"], resources: ["{resource.resource}"], verbs: ["get", "patch", "update"]'
     grant = f"grant ServiceAccount {account} update and patch on {resource.qualified}"
-    stalled = ctx.finding(
+    who = f"{target.type.kind} {target.namespace}/{target.name}" if target is not None else f"ServiceAccount {account}"
+    return ctx.finding(
         f"its controller runs ({runs}) but is forbidden to update {resource.qualified}: the server refuses "
         f"ServiceAccount {account} the removal of {ctx.finalizer}, patched or updated ({refused.answer.message})",
         Verdict.STALLED,  # it runs, but nothing changes until someone grants it the right
@@ -499,37 +519,41 @@ def _forbidden(
         evidence=[f"before: {found.verdict.value}: {found.condition}", *found.evidence, *said],
         alive=True,
         controller=found.controller,
+        summary=summary or f"{ctx.finalizer} ({found.controller} runs but is forbidden to update it)",
+        detail={"forbidden": True, "serviceAccount": account, "rule": rule},
+        links=[
+            Link(
+                "forbidden",
+                f"{who} may not update {resource.qualified}",
+                target=target,
+                step=(Action(None, note=f"{grant} ({rule})"),),
+            )
+        ],
     )
-    stalled.summary = f"{ctx.finalizer} ({found.controller} runs but is forbidden to update it)"
-    stalled.detail = {"forbidden": True, "serviceAccount": account, "rule": rule}
-    who = f"{target.type.kind} {target.namespace}/{target.name}" if target is not None else f"ServiceAccount {account}"
-    stalled.links.append(
-        Link(
-            "forbidden",
-            f"{who} may not update {resource.qualified}",
-            target=target,
-            step=(Action(None, note=f"{grant} ({rule})"),),
-        )
-    )
-    return stalled
 
 
-def needs_someone_who_may(finding: Finding, write: Write, answer: Answer) -> None:
+def needs_someone_who_may(finding: Finding, write: Write, answer: Answer) -> Finding:
     """The server's RBAC refused kfin's user the dry run of its own removal: each step that runs that removal says
     who must run it. Only from the authorizer's own words (`cannot VERB resource "R" in API group "G"`): a refusal
     that does not say what the user may not do names no one."""
     denied = RBAC_REFUSED.search(answer.message)
     if denied is None or not finding.remove_command:
-        return
+        return finding
     verb, resource, group = denied.groups()
     where = f" in namespace {write.namespace}" if write.namespace else ""
     qualified = f"{resource}.{group}" if group else resource
     who = f"needs someone who may {verb} {qualified}{where} (the server refused you its dry run)"
-    for link in finding.links:
-        link.step = tuple(
-            replace(a, note=f"{a.note}; {who}" if a.note else who) if a.command == finding.remove_command else a
-            for a in link.step
+    links = tuple(
+        replace(
+            link,
+            step=tuple(
+                replace(a, note=f"{a.note}; {who}" if a.note else who) if a.command == finding.remove_command else a
+                for a in link.step
+            ),
         )
+        for link in finding.links
+    )
+    return replace(finding, links=links)
 
 
 def own_deletion(facts: ClusterFacts, obj: KubeObject) -> tuple[Answer | None, Refusal | None]:
@@ -588,14 +612,13 @@ def _blocked(
     blocking = list({r.why: r for r in refused if r.as_actor}.values())  # a gate once, however many it rejects
     if not blocking:
         return None
-    found = ctx.finding(
+    return ctx.finding(
         "; ".join(r.why for r in blocking) + f": {actor} cannot {does} them",
         Verdict.BLOCKED,
         fix=prose(a for r in blocking for a in r.step) + f"; {actor} then carries on",
         risk="; ".join(dict.fromkeys([r.risk for r in blocking if r.risk] + [risk])),
         evidence=[r.evidence for r in refused] + also,
         controller=f"kube-controller-manager ({actor.removeprefix('the ')})",
+        summary=f"{blocking[0].why}, so {actor} cannot {does} {what}",
+        links=[r.link() for r in blocking],
     )
-    found.summary = f"{blocking[0].why}, so {actor} cannot {does} {what}"
-    found.links = [r.link() for r in blocking]
-    return found

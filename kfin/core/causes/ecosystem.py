@@ -6,6 +6,7 @@ managedFields) for the proof an ORPHANED verdict needs. The risk, fix and texts 
 from __future__ import annotations
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from kfin.core.catalog import CatalogEntry, Controller, field_names
 from kfin.core.causes import custom
@@ -313,42 +314,80 @@ def outside_the_cluster(what: str) -> str:
 def ecosystem(ctx: Context) -> Finding:
     entry = ctx.family.entry
     assert entry is not None  # the registry sends only catalog families here
-    found = _verdict(ctx, entry)
-    gate = found.links[0].family if found.verdict == Verdict.BLOCKED and found.links else None
-    found.family, found.protects = gate or entry.name, entry.protects  # a gate names itself, as the registry's
-    found.infrastructure = entry.infrastructure
+    held = holdings(ctx, entry)
+    holding = [h for h in held or [] if h.effect == "holds"]
+    missing = [h for h in held or [] if h.effect == "requires" and h.missing]
+    if holding:
+        found = _held_by(ctx, entry, holding)
+    elif missing:
+        found = _requires_gone(ctx, entry, missing[0])
+    else:
+        found = _controller_verdict(ctx, entry)
+    return _in_catalog_words(found, entry, held)
+
+
+def _in_catalog_words(found: Finding, entry: CatalogEntry, held: list[Holding] | None) -> Finding:
+    """The finding as the catalog entry tells it: its family (or the gate's that blocks it, as the registry's), what
+    it protects and what a forced removal leaves outside the cluster (first), what it cleans up, what kfin could
+    not read, and where the catalog's word comes from."""
+    cleanups = [h for h in held or [] if h.effect == "cleans-up"]
+    evidence = list(found.evidence)
+    risk, summary = found.risk, found.summary
+    if held is None:
+        evidence.append(
+            "what holds it could not be read (a snapshot keeps only what explanations need, or "
+            "your rights do not reach it)"
+        )
+    if cleanups:
+        evidence.append(
+            f"{len(cleanups)} {cleanups[0].meaning}: "
+            + ", ".join(h.text for h in cleanups[:12])
+            + (", ..." if len(cleanups) > 12 else "")
+        )
+        risk = (
+            f"{entry.risk} ({len(cleanups)} of them: {', '.join(h.text for h in cleanups[:5])}"
+            + (", ..." if len(cleanups) > 5 else "")
+            + ")"
+        )
+        if found.verdict != Verdict.HOLDING:
+            line = found.summary or found.condition
+            line = line if line.startswith(f"{entry.project}: ") else f"{entry.project}: {line}"
+            summary = f"{line}; {len(cleanups)} {cleanups[0].meaning}"
     if entry.infrastructure:  # the cost of forcing it comes first: something outside the cluster is left behind
-        found.risk = f"{outside_the_cluster(entry.infrastructure)}; {found.risk}"
-    found.evidence.append(
+        risk = f"{outside_the_cluster(entry.infrastructure)}; {risk}"
+    evidence.append(
         f"catalog: {entry.project}, checked against {entry.checked_against or 'an unstated version'}"
         f"; on deletion, {entry.controller.name} {entry.on_deletion}"
     )
     if entry.docs:
-        found.evidence.append(f"the project's procedure: {entry.docs}")
-    return found
+        evidence.append(f"the project's procedure: {entry.docs}")
+    gate = found.links[0].family if found.verdict == Verdict.BLOCKED and found.links else None
+    return replace(
+        found,
+        family=gate or entry.name,
+        protects=entry.protects,
+        infrastructure=entry.infrastructure,
+        risk=risk,
+        summary=summary,
+        evidence=tuple(evidence),
+        detail={**found.detail, "holders": [h.to_dict() for h in held or []]},
+    )
 
 
-def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
-    held = holdings(ctx, entry)
-    holding = [h for h in held or [] if h.effect == "holds"]
-    missing = [h for h in held or [] if h.effect == "requires" and h.missing]
-    cleanups = [h for h in held or [] if h.effect == "cleans-up"]
-    controller = entry.controller
-    if holding:
-        found = ctx.finding(
-            f"{len(holding)} {holding[0].meaning}: "
-            + "; ".join(h.text for h in holding[:5])
-            + ("; ..." if len(holding) > 5 else ""),
-            Verdict.HOLDING,
-            fix="; ".join(dict.fromkeys([h.fix for h in holding if h.fix] + [entry.fix])),
-            risk=entry.risk,
-            evidence=[f"{h.text}: {h.meaning}" for h in holding[:20]],
-            controller=controller.name,
-        )
-        found.summary = f"{entry.project}: {holding[0].text} ({holding[0].meaning})" + (
-            f" (+{len(holding) - 1} more)" if len(holding) > 1 else ""
-        )
-        found.links = [
+def _held_by(ctx: Context, entry: CatalogEntry, holding: list[Holding]) -> Finding:
+    """HOLDING: what the entry's holders find still there, each with its own way out when it says one."""
+    return ctx.finding(
+        f"{len(holding)} {holding[0].meaning}: "
+        + "; ".join(h.text for h in holding[:5])
+        + ("; ..." if len(holding) > 5 else ""),
+        Verdict.HOLDING,
+        fix="; ".join(dict.fromkeys([h.fix for h in holding if h.fix] + [entry.fix])),
+        risk=entry.risk,
+        evidence=[f"{h.text}: {h.meaning}" for h in holding[:20]],
+        controller=entry.controller.name,
+        summary=f"{entry.project}: {holding[0].text} ({holding[0].meaning})"
+        + (f" (+{len(holding) - 1} more)" if len(holding) > 1 else ""),
+        links=[
             Link(
                 "holder",
                 f"{h.text}: {h.meaning}",
@@ -357,54 +396,36 @@ def _verdict(ctx: Context, entry: CatalogEntry) -> Finding:
                 step=(Action(None, note=h.fix),) if h.fix else (),  # the holder's own way out, when it says one
             )
             for h in holding
-        ]
-    elif missing:
-        gone = missing[0]
-        found = ctx.finding(
-            f"{gone.text} is gone, and {controller.name} {gone.meaning}: it cannot finish",
-            Verdict.STALLED,  # nothing progresses until someone recreates it or cleans up by hand
-            fix=f"recreate {gone.text}, or clean up by hand; {entry.fix}",
-            risk=entry.risk,
-            evidence=[f"{gone.text} does not exist"],
-            controller=controller.name,
-        )
-        found.summary = f"{entry.project}: {gone.text} is gone ({gone.meaning})"
-        found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-        found.links.append(
+        ],
+    )
+
+
+def _requires_gone(ctx: Context, entry: CatalogEntry, gone: Holding) -> Finding:
+    """STALLED: what its controller needs to clean up is gone; nothing progresses until someone recreates it or
+    cleans up by hand."""
+    controller = entry.controller
+    remove = kfin_remove_command(ctx.obj, ctx.finalizer)
+    return ctx.finding(
+        f"{gone.text} is gone, and {controller.name} {gone.meaning}: it cannot finish",
+        Verdict.STALLED,
+        fix=f"recreate {gone.text}, or clean up by hand; {entry.fix}",
+        risk=entry.risk,
+        evidence=[f"{gone.text} does not exist"],
+        controller=controller.name,
+        summary=f"{entry.project}: {gone.text} is gone ({gone.meaning})",
+        remove_command=remove,
+        links=[
             Link(
                 "requires",
                 f"{gone.text} is gone",
                 actor=gone.text,
                 step=(
                     Action(None, note=f"recreate {gone.text} so that {controller.name} can clean up"),
-                    Action(found.remove_command, when="instead, once you cleaned up by hand"),
+                    Action(remove, when="instead, once you cleaned up by hand"),
                 ),
             )
-        )
-    else:
-        found = _controller_verdict(ctx, entry)
-    if held is None:
-        found.evidence.append(
-            "what holds it could not be read (a snapshot keeps only what explanations need, or "
-            "your rights do not reach it)"
-        )
-    if cleanups:
-        found.evidence.append(
-            f"{len(cleanups)} {cleanups[0].meaning}: "
-            + ", ".join(h.text for h in cleanups[:12])
-            + (", ..." if len(cleanups) > 12 else "")
-        )
-        found.risk = (
-            f"{entry.risk} ({len(cleanups)} of them: {', '.join(h.text for h in cleanups[:5])}"
-            + (", ..." if len(cleanups) > 5 else "")
-            + ")"
-        )
-        if found.verdict != Verdict.HOLDING:
-            line = found.summary or found.condition
-            line = line if line.startswith(f"{entry.project}: ") else f"{entry.project}: {line}"
-            found.summary = f"{line}; {len(cleanups)} {cleanups[0].meaning}"
-    found.detail["holders"] = [h.to_dict() for h in held or []]
-    return found
+        ],
+    )
 
 
 def signs_elsewhere(facts: ClusterFacts, entry: CatalogEntry) -> tuple[list[str], list[str]]:
@@ -428,36 +449,27 @@ def signs_elsewhere(facts: ClusterFacts, entry: CatalogEntry) -> tuple[list[str]
     return found, unread
 
 
-def _may_run_elsewhere(ctx: Context, entry: CatalogEntry, orphaned: Finding) -> Finding | None:
+def _may_run_elsewhere(
+    ctx: Context, entry: CatalogEntry, signs: list[str], unread: list[str], evidence: list[str]
+) -> Finding:
     """No controller in the cluster is not "not installed" where the controller may run outside it (Karpenter
-    under EKS Auto Mode or AKS node auto-provisioning): a sign of that, or one kfin cannot read, makes it UNKNOWN;
-    with every sign read and absent, ORPHANED stands (None), saying so."""
-    found, unread = signs_elsewhere(ctx.facts, entry)
+    under EKS Auto Mode or AKS node auto-provisioning): a sign of that (`signs`), or one kfin cannot read
+    (`unread`), makes it UNKNOWN (`evidence`: what the custom cause found)."""
     controller = entry.controller.name
-    if not found and not unread:
-        absent = [
-            f"{p['where']} (no API group {p['apiGroup']})"
-            if p.get("apiGroup")
-            else f"{p['where']} (no node labelled {p['nodeLabel']})"
-            for p in entry.elsewhere
-        ]
-        orphaned.evidence.append("no sign that it runs outside the cluster: " + "; ".join(absent))
-        return None
-    first = (found or unread)[0]
-    found_it = ctx.finding(
+    first = (signs or unread)[0]
+    return ctx.finding(
         f"no {controller} runs in the cluster, but it may run outside it, which kfin cannot see: {first}"
-        if found
+        if signs
         else f"no {controller} runs in the cluster, and kfin cannot tell whether it runs outside it: {first}",
         Verdict.UNKNOWN,  # a controller kfin cannot see may still remove it: never ORPHANED
         fix=f"check whether {controller} runs outside the cluster ({first.split(':')[0]}): there, it removes the "
         f"finalizer itself; {entry.fix}",
         risk=entry.risk,
-        evidence=[*found, *unread, *orphaned.evidence],
+        evidence=[*signs, *unread, *evidence],
         alive=None,
         controller=controller,
+        summary=f"{entry.project}: {controller} may run outside the cluster ({first.split(':')[0]})",
     )
-    found_it.summary = f"{entry.project}: {controller} may run outside the cluster ({first.split(':')[0]})"
-    return found_it
 
 
 def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
@@ -466,10 +478,11 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
     workloads = find_controller(ctx.facts, controller) if controller.searchable else None
     running = [(w, r, n) for w, r, n in workloads or [] if r > 0]
     where = ", ".join(controller.namespaces) or "any namespace"
+    forbidden = f"{entry.project}: {controller.name} runs but is forbidden to update it"
     if running:
         w, ready, wanted = running[0]
         if custom.may_update(ctx, w.namespace, custom.workload_account(w)) is False:
-            found = custom.forbidden_finding(
+            return custom.forbidden_finding(
                 ctx,
                 w,
                 ready=ready,
@@ -478,9 +491,8 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
                 evidence=[f"found through the catalog in {where}"],
                 controller=controller.name,
                 who="",
+                summary=forbidden,
             )
-            found.summary = f"{entry.project}: {controller.name} runs but is forbidden to update it"
-            return found
         found = ctx.finding(
             f"{controller.name} runs ({w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready) "
             "and should remove it",
@@ -493,63 +505,87 @@ def _controller_verdict(ctx: Context, entry: CatalogEntry) -> Finding:
             ],
             alive=True,
             controller=controller.name,
+            summary=f"{entry.project}: {controller.name} runs and should remove it",
+            links=[Link("controller", f"{controller.name} runs and should remove it", actor=controller.name)],
         )
-        found.summary = f"{entry.project}: {controller.name} runs and should remove it"
-        found.links.append(Link("controller", f"{controller.name} runs and should remove it", actor=controller.name))
         runs = f"{w.type.kind} {w.namespace}/{w.name}, {ready}/{wanted} ready"
-        found = controller_removal(ctx, found, f"{w.namespace}/{custom.workload_account(w)}", runs, w)
-        if found.verdict == Verdict.STALLED:  # refused by RBAC, as the server answered its dry run
-            found.summary = f"{entry.project}: {controller.name} runs but is forbidden to update it"
-        return found
+        account = f"{w.namespace}/{custom.workload_account(w)}"
+        # refused by RBAC, as the server answered its dry run: STALLED, said as above
+        return controller_removal(ctx, found, account, runs, w, forbidden=forbidden)
     if workloads:
-        w, ready, wanted = workloads[0]
-        why = custom.not_running(ctx.facts, w, ready, wanted)
-        found = ctx.finding(
-            f"{controller.name} is installed but not running ({w.type.kind} {w.namespace}/{w.name}, "
-            f"{ready}/{wanted} ready){': ' + why if why else ''}",
-            Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
-            fix=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer; {entry.fix}",
-            risk=entry.risk,
-            evidence=[f"found through the catalog in {where}", *custom.pod_warnings(ctx.facts, w)],
-            alive=False,
-            controller=controller.name,
-        )
-        found.summary = f"{entry.project}: {controller.name} is not running ({w.type.kind} {w.namespace}/{w.name})"
-        found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-        found.links.append(
+        return _not_running(ctx, entry, *workloads[0], where)
+    return _by_custom_proof(ctx, entry, workloads, where)
+
+
+def _not_running(ctx: Context, entry: CatalogEntry, w: KubeObject, ready: int, wanted: int, where: str) -> Finding:
+    """STALLED: the catalog's controller is installed but not running; it acts only once someone fixes or scales it
+    up."""
+    controller = entry.controller
+    why = custom.not_running(ctx.facts, w, ready, wanted)
+    remove = kfin_remove_command(ctx.obj, ctx.finalizer)
+    return ctx.finding(
+        f"{controller.name} is installed but not running ({w.type.kind} {w.namespace}/{w.name}, "
+        f"{ready}/{wanted} ready){': ' + why if why else ''}",
+        Verdict.STALLED,
+        fix=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it removes the finalizer; {entry.fix}",
+        risk=entry.risk,
+        evidence=[f"found through the catalog in {where}", *custom.pod_warnings(ctx.facts, w)],
+        alive=False,
+        controller=controller.name,
+        summary=f"{entry.project}: {controller.name} is not running ({w.type.kind} {w.namespace}/{w.name})",
+        remove_command=remove,
+        links=[
             Link(
                 "controller",
                 f"{w.type.kind} {w.namespace}/{w.name} is not running",
                 target=w,
                 step=(
                     Action(None, note=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}"),
-                    Action(found.remove_command, when="instead, once what it guards is cleaned up by hand"),
+                    Action(remove, when="instead, once what it guards is cleaned up by hand"),
                 ),
             )
-        )
-        return found
-    fallback = custom.custom(ctx)  # RBAC and managedFields: what proves, or not, that nothing will remove it
-    fallback.controller = controller.name
-    if controller.searchable:
-        fallback.evidence.insert(
-            0,
-            f"the catalog's {controller.name} was looked for in {where}: "
-            + (
-                "kfin could not read the workloads there"
-                if workloads is None
-                else "no Deployment, StatefulSet or DaemonSet of it"
-            ),
-        )
-    manager = (ctx.obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
-    if fallback.verdict == Verdict.ORPHANED and entry.elsewhere:
-        outside = _may_run_elsewhere(ctx, entry, fallback)
-        if outside is not None:
-            return outside
-    if fallback.verdict == Verdict.ORPHANED:
-        fallback.condition = f"{controller.name} is not installed: {fallback.condition}"
-        fallback.summary = f"{entry.project}: {controller.name} is not installed" + (
+        ],
+    )
+
+
+def _by_custom_proof(
+    ctx: Context, entry: CatalogEntry, workloads: list[tuple[KubeObject, int, int]] | None, where: str
+) -> Finding:
+    """No workload of the catalog's controller: the custom cause's proof (RBAC and managedFields) of whether
+    anything will remove it, in the catalog's words; ORPHANED only where it cannot run outside the cluster."""
+    controller = entry.controller
+    proof = custom.custom(ctx)
+    looked = (
+        "kfin could not read the workloads there"
+        if workloads is None
+        else "no Deployment, StatefulSet or DaemonSet of it"
+    )
+    evidence = [f"the catalog's {controller.name} was looked for in {where}: {looked}"] if controller.searchable else []
+    evidence += proof.evidence
+    condition, summary = proof.condition, proof.summary
+    if proof.verdict == Verdict.ORPHANED and entry.elsewhere:
+        signs, unread = signs_elsewhere(ctx.facts, entry)
+        if signs or unread:
+            return _may_run_elsewhere(ctx, entry, signs, unread, evidence)
+        absent = [
+            f"{p['where']} (no API group {p['apiGroup']})"
+            if p.get("apiGroup")
+            else f"{p['where']} (no node labelled {p['nodeLabel']})"
+            for p in entry.elsewhere
+        ]
+        evidence.append("no sign that it runs outside the cluster: " + "; ".join(absent))
+    if proof.verdict == Verdict.ORPHANED:
+        manager = (ctx.obj.raw.get(MANAGERS) or {}).get(ctx.finalizer)
+        condition = f"{controller.name} is not installed: {proof.condition}"
+        summary = f"{entry.project}: {controller.name} is not installed" + (
             f' (it was added by "{manager}")' if manager else ""
         )
-    fallback.fix = entry.fix
-    fallback.risk = entry.risk
-    return fallback
+    return replace(
+        proof,
+        controller=controller.name,
+        evidence=tuple(evidence),
+        condition=condition,
+        summary=summary,
+        fix=entry.fix,
+        risk=entry.risk,
+    )

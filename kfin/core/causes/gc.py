@@ -5,6 +5,8 @@ the garbage collector (kfin.core.causes.dryrun) and, where it cannot, matches it
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from kfin.core.causes.dryrun import blocked_dependents, blocked_orphaning, evidence, not_sent, orphaning
 from kfin.core.causes.namespace import deletion_gates
 from kfin.core.causes.registry import (
@@ -66,20 +68,18 @@ def _rejected(ctx: Context, direct: list[KubeObject], risk: str, lines: list[str
     rejections = list(deletion_gates(ctx.facts, pending, GARBAGE_COLLECTOR, "the garbage collector").values())
     probed = blocked_dependents(ctx, pending, risk, [r.certain for r in rejections])
     if probed is not None:  # the server's own answer to the garbage collector, over what rules could only suspect
-        probed.evidence += lines
-        return probed
+        return replace(probed, evidence=(*probed.evidence, *lines))
     if not rejections:
         return None
-    found = ctx.finding(
+    return ctx.finding(
         "; ".join(r.why for r in rejections) + ": the garbage collector cannot delete them",
         Verdict.BLOCKED,
         fix=prose(a for r in rejections for a in r.step) + "; the garbage collector then carries on",
         risk="; ".join(dict.fromkeys([r.risk for r in rejections] + [risk])),
         evidence=[r.why for r in rejections] + lines,
+        summary=f"{rejections[0].why}, so the garbage collector cannot delete its blocking dependents",
+        links=[r.link() for r in rejections],
     )
-    found.summary = f"{rejections[0].why}, so the garbage collector cannot delete its blocking dependents"
-    found.links = [r.link() for r in rejections]
-    return found
 
 
 @explains(
@@ -102,37 +102,37 @@ def foreground(ctx: Context) -> Finding:
     lines: list[str] = []
     count = _chain(ctx, ctx.obj, 0, lines, set())
     if count:
-        found = ctx.finding(
+        direct = ctx.facts.blocking_dependents(ctx.obj.uid)
+        gated = _rejected(ctx, direct, risk, lines)
+        if gated is not None:
+            return gated
+        return ctx.finding(
             f"{count} dependent{'s' if count != 1 else ''} with blockOwnerDeletion must go first",
             Verdict.HOLDING,
             fix="unstick the blocking dependents below (their own blockers are named); the owner then goes by itself",
             risk=risk,
             evidence=lines,
-        )
-        direct = ctx.facts.blocking_dependents(ctx.obj.uid)
-        gated = _rejected(ctx, direct, risk, lines)
-        if gated is not None:
-            return gated
-        found.summary = (
-            f"waiting for {len(direct)} blocking dependent{'s' if len(direct) != 1 else ''} "
-            f"({first_few([d.ref for d in direct])})"
-        )
-        found.links = [
-            Link(
-                "blocking-dependent",
-                "a dependent with blockOwnerDeletion, " + ("being deleted" if d.terminating else "not deleted yet"),
-                target=d,
-                step=()
-                if d.terminating
-                else (
-                    Action(
-                        f"kubectl delete {d.type.qualified} {d.name}" + (f" -n {d.namespace}" if d.namespace else "")
+            summary=(
+                f"waiting for {len(direct)} blocking dependent{'s' if len(direct) != 1 else ''} "
+                f"({first_few([d.ref for d in direct])})"
+            ),
+            links=[
+                Link(
+                    "blocking-dependent",
+                    "a dependent with blockOwnerDeletion, " + ("being deleted" if d.terminating else "not deleted yet"),
+                    target=d,
+                    step=()
+                    if d.terminating
+                    else (
+                        Action(
+                            f"kubectl delete {d.type.qualified} {d.name}"
+                            + (f" -n {d.namespace}" if d.namespace else "")
+                        ),
                     ),
-                ),
-            )
-            for d in direct
-        ]
-        return found
+                )
+                for d in direct
+            ],
+        )
     return waiting_on_controller_manager(
         ctx,
         "no blocking dependent is left",
@@ -213,7 +213,7 @@ def _possible_gates(
     if not gates:
         return None
     unchecked = not_sent(ctx.facts)
-    found = ctx.finding(
+    return ctx.finding(
         f"{condition}; {'; '.join(g.why for g in gates)}: it may reject the garbage collector's UPDATE of them, "
         f"not checked: {unchecked}",
         Verdict.UNKNOWN,
@@ -221,7 +221,6 @@ def _possible_gates(
         risk=f"{WEBHOOK_RISK}; {risk}",
         evidence=[f"possible gate, not checked: {g.why}" for g in gates] + said,
         controller="kube-controller-manager (garbage collector)",
+        summary=f"{gates[0].why}: it may stop the garbage collector releasing its dependents (not checked)",
+        links=gates,
     )
-    found.summary = f"{gates[0].why}: it may stop the garbage collector releasing its dependents (not checked)"
-    found.links = gates
-    return found

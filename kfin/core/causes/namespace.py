@@ -6,6 +6,7 @@ import re
 from collections import Counter
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from kfin.core.causes.conversion import conversion_step, failing_conversions
 from kfin.core.causes.dryrun import blocked_content
@@ -86,9 +87,7 @@ def _unexplained(ctx: Context, remaining: list[KubeObject], unread: list[str], f
             f"read what kfin could not: kubectl get {' '.join(line.split(' ')[0] for line in unread)} -n {ns.name} "
             "(an error there is what holds the namespace)"
         )
-    found = ctx.finding(condition, Verdict.UNKNOWN, fix=fix, risk=FINALIZE_RISK, evidence=evidence)
-    found.summary = condition
-    return found
+    return ctx.finding(condition, Verdict.UNKNOWN, fix=fix, risk=FINALIZE_RISK, evidence=evidence, summary=condition)
 
 
 # RBAC's refusal of one of the namespace controller's requests, as its NamespaceDeletionContentFailure quotes it:
@@ -154,7 +153,7 @@ def forbidden_controller(ctx: Context, failed_content: str) -> Finding | None:
         f"RBAC forbids the namespace controller ({user}) {', '.join(missing)}: it cannot delete the namespace's "
         "content until it is granted that right"
     )
-    found = ctx.finding(
+    return ctx.finding(
         condition,
         Verdict.STALLED,  # it runs and retries, but acts only once someone gives it back its right
         fix=step.text + "; the namespace controller then carries on",
@@ -162,18 +161,17 @@ def forbidden_controller(ctx: Context, failed_content: str) -> Finding | None:
         evidence=evidence,
         alive=True,
         controller="kube-controller-manager (namespace controller)",
+        summary=f"the namespace controller is forbidden {missing[0]} (RBAC), so it cannot delete its content",
+        links=[
+            Link(
+                "forbidden",
+                f"the namespace controller may not {', '.join(missing)}",
+                target=target,
+                actor=None if target is not None else "kube-controller-manager (namespace controller)",
+                step=(step,),
+            )
+        ],
     )
-    found.summary = f"the namespace controller is forbidden {missing[0]} (RBAC), so it cannot delete its content"
-    found.links = [
-        Link(
-            "forbidden",
-            f"the namespace controller may not {', '.join(missing)}",
-            target=target,
-            actor=None if target is not None else "kube-controller-manager (namespace controller)",
-            step=(step,),
-        )
-    ]
-    return found
 
 
 def _allows(rule: JSON, verb: str, group: str, resource: str) -> bool:
@@ -403,48 +401,56 @@ def _discovery_fails(ctx: Context, discovery: DiscoveryFailure, content: Finding
         risk=FINALIZE_RISK,
         evidence=evidence,
         controller="kube-controller-manager (namespace controller)",
+        summary=f"discovery of {groups} fails (an unavailable APIService), so the namespace controller cannot finish",
+        links=[
+            Link(
+                "discovery-failure",
+                why,
+                target=svc,
+                step=(
+                    Action(None, note=f"repair the backend of APIService {svc.name}"),
+                    Action(f"kubectl delete apiservice {svc.name}", when="instead, if its server was uninstalled"),
+                ),
+            )
+            for svc, why in discovery.failing
+        ],
     )
-    found.summary = (
-        f"discovery of {groups} fails (an unavailable APIService), so the namespace controller cannot finish"
+    return found if content is None else _and_then(content, found)
+
+
+def _and_then(content: Finding, discovery: Finding) -> Finding:
+    """One answer of what holds the namespace while it deletes (`content`), then of what keeps it from finishing
+    (`discovery`): what must be done first speaks for both."""
+    return replace(
+        content,
+        summary=f"{content.summary or content.condition}; and {discovery.summary}",
+        condition=f"{content.condition}; and {discovery.condition}",
+        fix=f"{content.fix}; and {discovery.fix}",
+        evidence=(*content.evidence, *(line for line in discovery.evidence if line not in content.evidence)),
+        links=(*content.links, *discovery.links),
+        risk="; ".join(dict.fromkeys([content.risk, FINALIZE_RISK])),
+        verdict=content.verdict if content.verdict in (Verdict.BLOCKED, Verdict.STALLED) else Verdict.HOLDING,
     )
-    found.links = [
-        Link(
-            "discovery-failure",
-            why,
-            target=svc,
-            step=(
-                Action(None, note=f"repair the backend of APIService {svc.name}"),
-                Action(f"kubectl delete apiservice {svc.name}", when="instead, if its server was uninstalled"),
-            ),
-        )
-        for svc, why in discovery.failing
-    ]
-    if content is None:
-        return found
-    content.summary = f"{content.summary or content.condition}; and {found.summary}"
-    content.condition = f"{content.condition}; and {found.condition}"
-    content.fix = f"{content.fix}; and {fix}"
-    content.evidence += [line for line in found.evidence if line not in content.evidence]
-    content.links += found.links
-    content.risk = "; ".join(dict.fromkeys([content.risk, FINALIZE_RISK]))
-    if content.verdict not in (Verdict.BLOCKED, Verdict.STALLED):  # what must be done first speaks for it
-        content.verdict = Verdict.HOLDING
-    return content
 
 
 def _out_of_date(ctx: Context, found: Finding, discovery: DiscoveryFailure, finds: str) -> Finding:
     """A finding of what holds the namespace now, with its NamespaceDeletionDiscoveryFailure that the live cluster
     contradicts: said so, what the controller `finds` when it retries, and nothing planned for what is gone."""
-    found.condition = (
-        f"{found.condition}: {finds} when it retries; its condition NamespaceDeletionDiscoveryFailure (True since "
-        f"{discovery.said.get('lastTransitionTime')}) is out of date ({'; '.join(discovery.recovered)}), and it "
-        "has not retried since (it retries with backoff, up to a minute apart)"
-    )
     said = discovery.said_line(ctx.facts)
-    found.evidence += [f"{said}: out of date"] + [f"but {line}" for line in discovery.recovered]
-    # the condition is accounted for: it holds nothing now (kfin.core.causes.registry.account_for_evidence)
-    found.detail["outOfDate"] = [f"condition NamespaceDeletionDiscoveryFailure: {discovery.said.get('message')}"]
-    return found
+    return replace(
+        found,
+        condition=(
+            f"{found.condition}: {finds} when it retries; its condition NamespaceDeletionDiscoveryFailure (True "
+            f"since {discovery.said.get('lastTransitionTime')}) is out of date ({'; '.join(discovery.recovered)}), "
+            "and it has not retried since (it retries with backoff, up to a minute apart)"
+        ),
+        evidence=(*found.evidence, f"{said}: out of date", *(f"but {line}" for line in discovery.recovered)),
+        # the condition is accounted for: it holds nothing now (kfin.core.causes.registry.account_for_evidence)
+        detail={
+            **found.detail,
+            "outOfDate": [f"condition NamespaceDeletionDiscoveryFailure: {discovery.said.get('message')}"],
+        },
+    )
 
 
 @explains(
@@ -486,12 +492,9 @@ def namespace(ctx: Context) -> Finding:
         evidence=(),
         summary="empty, and its discovery succeeds again: waiting for the namespace controller to retry (its "
         "condition NamespaceDeletionDiscoveryFailure is out of date)",
+        fix="nothing to fix: the namespace controller retries within a minute (its backoff) and removes the "
+        "finalizer; if it does not, check kube-controller-manager's logs",
     )
-    if found.verdict == Verdict.WAITING:
-        found.fix = (
-            "nothing to fix: the namespace controller retries within a minute (its backoff) and removes the "
-            "finalizer; if it does not, check kube-controller-manager's logs"
-        )
     return _out_of_date(ctx, found, discovery, "the namespace controller finds it so and removes its finalizer")
 
 
@@ -507,9 +510,11 @@ def _with_stuck(found: Finding, stuck: list[KubeObject], facts: ClusterFacts, na
     deletion, each linked, so that the plan deals with all of it."""
     linked = {link.target.uid for link in found.links if link.target is not None}
     more = [o for o in stuck if o.uid not in linked]
-    found.links += [Link("content", "remains in the namespace, being deleted", target=o) for o in more]
-    found.evidence += _stuck_lines(more, facts, namespace)
-    return found
+    return replace(
+        found,
+        links=(*found.links, *(Link("content", "remains in the namespace, being deleted", target=o) for o in more)),
+        evidence=(*found.evidence, *_stuck_lines(more, facts, namespace)),
+    )
 
 
 def _content(ctx: Context, conditions: dict[str, JSON], finishes: bool) -> Finding | None:
@@ -538,7 +543,7 @@ def _content(ctx: Context, conditions: dict[str, JSON], finishes: bool) -> Findi
         or _names_kind(failed_content, crd)
     ]
     if converting and ns.terminating:
-        found = ctx.finding(
+        converts = ctx.finding(
             f"the namespace controller cannot list {', '.join(crd.name for crd, _ in converting)} to delete them: "
             + "; ".join(why for _, why in converting),
             Verdict.HOLDING,
@@ -547,12 +552,10 @@ def _content(ctx: Context, conditions: dict[str, JSON], finishes: bool) -> Findi
             risk=FINALIZE_RISK,
             evidence=[why for _, why in converting]
             + ([f"condition NamespaceDeletionContentFailure: {failure.get('message')}"] if failure else []),
+            summary=f"{converting[0][1]}, so the namespace controller cannot delete what it converts",
+            links=[Link("conversion-failure", why, target=crd, step=conversion_step(crd)) for crd, why in converting],
         )
-        found.summary = f"{converting[0][1]}, so the namespace controller cannot delete what it converts"
-        found.links = [
-            Link("conversion-failure", why, target=crd, step=conversion_step(crd)) for crd, why in converting
-        ]
-        return _with_stuck(found, stuck, facts, ns.name)
+        return _with_stuck(converts, stuck, facts, ns.name)
     unreadable = unreadable_content(facts, ns.name, failed_content) if ns.terminating else []
     if unreadable:  # objects kube-apiserver cannot read from storage: the controller can never delete them
         return _with_stuck(storage_finding(ctx, unreadable, failed_content, FINALIZE_RISK), stuck, facts, ns.name)
@@ -564,17 +567,17 @@ def _content(ctx: Context, conditions: dict[str, JSON], finishes: bool) -> Findi
     if probed is not None:  # the server's own answer to the controller, over what rules could only suspect
         return _with_stuck(probed, stuck, facts, ns.name)
     if rejections:
-        found = ctx.finding(
+        rejected = ctx.finding(
             "; ".join(r.why for r in rejections) + ": the namespace controller cannot delete them",
             Verdict.BLOCKED,
             fix=prose(a for r in rejections for a in r.step) + "; the namespace controller then carries on",
             risk="; ".join(dict.fromkeys([r.risk for r in rejections] + [FINALIZE_RISK])),
             evidence=[r.why for r in rejections]
             + ([f"condition NamespaceDeletionContentFailure: {failed_content}"] if failed_content else []),
+            summary=f"{rejections[0].why}, so the namespace controller cannot delete its content",
+            links=[r.link() for r in rejections],
         )
-        found.summary = f"{rejections[0].why}, so the namespace controller cannot delete its content"
-        found.links = [r.link() for r in rejections]
-        return _with_stuck(found, stuck, facts, ns.name)
+        return _with_stuck(rejected, stuck, facts, ns.name)
     unread = _unread_content(facts, ns.name)
     if ns.terminating and (unread or failed_content) and not stuck:
         return _unexplained(ctx, remaining, unread, failed_content)
@@ -588,22 +591,24 @@ def _content(ctx: Context, conditions: dict[str, JSON], finishes: bool) -> Findi
         for ctype in ("NamespaceFinalizersRemaining", "NamespaceContentRemaining", "NamespaceDeletionContentFailure"):
             if conditions.get(ctype, {}).get("status") == "True":
                 evidence.append(f"condition {ctype}: {conditions[ctype].get('message')}")
-        found = ctx.finding(
-            f"{len(remaining)} object{'s remain' if len(remaining) != 1 else ' remains'} ({len(stuck)} terminating)",
-            Verdict.HOLDING,
-            fix=fix,
-            risk=FINALIZE_RISK,
-            evidence=evidence,
-        )
         true = {
             c: conditions[c]
             for c in ("NamespaceDeletionContentFailure", "NamespaceFinalizersRemaining", "NamespaceContentRemaining")
             if conditions.get(c, {}).get("status") == "True"
         }
         first = next(iter(true.values()), None)
-        found.summary = first.get("message") if first else found.condition
-        found.links = [Link("content", "remains in the namespace, being deleted", target=o) for o in stuck]
-        return found
+        remains = (
+            f"{len(remaining)} object{'s remain' if len(remaining) != 1 else ' remains'} ({len(stuck)} terminating)"
+        )
+        return ctx.finding(
+            remains,
+            Verdict.HOLDING,
+            fix=fix,
+            risk=FINALIZE_RISK,
+            evidence=evidence,
+            summary=first.get("message") if first else remains,
+            links=[Link("content", "remains in the namespace, being deleted", target=o) for o in stuck],
+        )
     if not ns.terminating:
         return ctx.finding(
             "the namespace is not being deleted",
@@ -646,7 +651,7 @@ def unpurged_namespace(ctx: Context) -> Finding:
         )
     else:
         fix = f"{again} again: it is purged at once"
-    found = ctx.finding(
+    return ctx.finding(
         "its finalizers were removed before it was deleted, so the namespace controller never acts on it and "
         "kube-apiserver purges it only at another DELETE: nothing will delete it or its content",
         Verdict.HOLDING,
@@ -655,6 +660,5 @@ def unpurged_namespace(ctx: Context) -> Finding:
         evidence=[f"{len(remaining)} object{'s' if len(remaining) != 1 else ''} still in it, never deleted"]
         if remaining
         else [],
+        summary="no finalizer left, but nothing deletes it until another DELETE",
     )
-    found.summary = "no finalizer left, but nothing deletes it until another DELETE"
-    return found

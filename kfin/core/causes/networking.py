@@ -100,7 +100,7 @@ def service_cidr(ctx: Context) -> Finding:
     for condition in (cidr.raw.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready" and condition.get("status") == "False":
             evidence.append(f"condition Ready False ({condition.get('reason')}): {condition.get('message')}")
-    found = ctx.finding(
+    return ctx.finding(
         f"{len(held)} address{'es' if len(held) != 1 else ''} of its ranges still allocated "
         f"({', '.join(f'{a.name} to {who}' for a, who, _ in holders[:3])}{', ...' if len(holders) > 3 else ''})",
         Verdict.HOLDING,
@@ -108,20 +108,24 @@ def service_cidr(ctx: Context) -> Finding:
         "or create a ServiceCIDR that also covers them; the controller then removes the finalizer",
         risk=risk,
         evidence=evidence,
-    )
-    found.summary = f"{len(held)} address{'es' if len(held) != 1 else ''} still allocated ({holders[0][1]})"
-    for address, who, parent in holders:
-        target = parent or address
-        kind_word = who.split(" ")[0]
-        step = (
-            (
-                Action(f"kubectl delete {kind_word} -n {parent.namespace} {parent.name}"),
-                Action(None, when="instead", note="recreate it with an address in another ServiceCIDR"),
+        summary=f"{len(held)} address{'es' if len(held) != 1 else ''} still allocated ({holders[0][1]})",
+        links=[
+            Link(
+                "allocated-address",
+                f"holds address {address.name} of its range",
+                target=parent or address,
+                step=_freeing(address, who, parent),
             )
-            if parent is not None and parent.namespace
-            else (Action(None, note=f"free address {address.name} ({who})"),)
+            for address, who, parent in holders
+        ],
+    )
+
+
+def _freeing(address: KubeObject, who: str, parent: KubeObject | None) -> tuple[Action, ...]:
+    """What frees an allocated address: its Service deleted (or recreated elsewhere), else the address itself."""
+    if parent is not None and parent.namespace:
+        return (
+            Action(f"kubectl delete {who.split(' ')[0]} -n {parent.namespace} {parent.name}"),
+            Action(None, when="instead", note="recreate it with an address in another ServiceCIDR"),
         )
-        found.links.append(
-            Link("allocated-address", f"holds address {address.name} of its range", target=target, step=step)
-        )
-    return found
+    return (Action(None, note=f"free address {address.name} ({who})"),)

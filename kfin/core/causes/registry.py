@@ -6,7 +6,9 @@ deletion without a finalizer (a Pod's graceful deletion). Each lives in one modu
 registers itself with `explains`: its catalog entries (the finalizer names it covers, what they
 protect, who removes them), what it reads whole (`reads=`, fetched in parallel for every stuck object
 before any is explained) and its explainer. `kfin stuck`, `explain`, `graph` and `remove` all read
-the same Finding, so they cannot disagree; adding a cause touches one module.
+the same Finding, so they cannot disagree; adding a cause touches one module. An explainer returns its
+Finding whole (Context.finding takes every field a cause sets); a Finding is frozen, and what a later pass
+concludes of it (a gate, the server's answer, the evidence against a wait) is a new one.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from functools import lru_cache
 from typing import Literal
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from kfin.core.catalog import Catalog, CatalogEntry
 from kfin.core.causes.evidence import Reports, controller_reports, creates_refused, failed_reads, failure_conditions
@@ -155,9 +158,11 @@ class Verdict(str, Enum):
     BLOCKED = "BLOCKED"  # something in front of every writer (a webhook failing closed) rejects its removal
 
 
-class Finding(Struct, kw_only=True):
+class Finding(Struct, kw_only=True, frozen=True):
     """Why one finalizer (or a deletion without one) is still there: the cause's verdict, with its evidence and the
-    actions that resolve it."""
+    actions that resolve it. Built whole by its cause (Context.finding) and never changed after: what a later pass
+    concludes (a gate in front of it, the server's answer, the evidence against it) is a new Finding made with
+    msgspec.structs.replace."""
 
     finalizer: str
     location: str  # metadata.finalizers, spec.finalizers, or "deletion" (a cause without a finalizer)
@@ -168,11 +173,11 @@ class Finding(Struct, kw_only=True):
     verdict: Verdict
     fix: str
     risk: str
-    evidence: list[str] = field(default_factory=list)
+    evidence: tuple[str, ...] = ()
     controller_alive: bool | None = None
     remove_command: str | None = None  # when removing the finalizer is the right next step
     summary: str | None = None  # the one line `kfin stuck` shows after the family (default: condition)
-    links: list[Link] = field(default_factory=list)  # what it waits on, for the blocking graph
+    links: tuple[Link, ...] = ()  # what it waits on, for the blocking graph
     detail: JSON = field(default_factory=dict)  # facts a removal needs (a Pod's node: missing, lost since)
     # what it guards outside the cluster (a catalog entry's: a cloud load balancer, a disk, a VM), left behind
     # when it is forced: said first wherever its risk is, and never removed in bulk without --force
@@ -225,21 +230,34 @@ class Context(Struct):
         evidence: Iterable[str] = (),
         alive: bool | None = None,
         controller: str | None = None,
+        summary: str | None = None,
+        remove_command: str | None = None,
+        links: Iterable[Link] = (),
+        detail: JSON | None = None,
+        infrastructure: str = "",
+        family: str | None = None,
+        protects: str | None = None,
     ) -> Finding:
-        """The finding of this finalizer (or deletion): `alive` whether its controller runs (None: not known),
-        `controller` who removes it when the family's owner does not say."""
+        """The finding of this finalizer (or deletion), whole: `alive` whether its controller runs (None: not known),
+        `controller` who removes it when the family's owner does not say, `family` and `protects` when not the
+        family's own; the rest as the Finding's fields."""
         return Finding(
             finalizer=self.finalizer,
             location=self.location,
-            family=self.family.name,
-            protects=self.family.protects,
+            family=family or self.family.name,
+            protects=protects or self.family.protects,
             controller=controller or self.family.owner,
             condition=condition,
             verdict=verdict,
             fix=fix,
             risk=risk,
-            evidence=list(evidence),
+            evidence=tuple(evidence),
             controller_alive=alive,
+            remove_command=remove_command,
+            summary=summary,
+            links=tuple(links),
+            detail={} if detail is None else detail,
+            infrastructure=infrastructure,
         )
 
 
@@ -311,7 +329,8 @@ def gates(*, reads: Reads = ()) -> Callable[[Gate], Gate]:
 
 # Checks of a finding with the server (kfin.core.causes.dryrun): the dry run of the removal its plan needs, whose
 # answer decides (the finding's `answered`) before any gate judged from configuration; `gates` are those gates.
-ServerCheck = Callable[[KubeObject, Finding, list[Link], ClusterFacts], None]
+# Each returns the finding as checked (the one it was given where the check adds nothing).
+ServerCheck = Callable[[KubeObject, Finding, list[Link], ClusterFacts], Finding]
 SERVER_CHECKS: list[ServerCheck] = []
 
 
@@ -437,35 +456,46 @@ def controller_manager(facts: ClusterFacts) -> tuple[bool | None, str]:
 
 
 def waiting_on_controller_manager(
-    ctx: Context, condition: str, *, risk: str, evidence: Iterable[str] = (), summary: str | None = None
+    ctx: Context,
+    condition: str,
+    *,
+    risk: str,
+    evidence: Iterable[str] = (),
+    summary: str | None = None,
+    fix: str = "nothing to fix: kube-controller-manager should remove it within seconds; if it does not, check its "
+    "logs",
 ) -> Finding:
-    """The protected condition is gone: kube-controller-manager should remove the finalizer now."""
+    """The protected condition is gone: kube-controller-manager should remove the finalizer now (`fix`: what to do
+    while it runs)."""
     alive, liveness = controller_manager(ctx.facts)
-    if alive is False:
-        fix = (
-            "kube-controller-manager is down: bring it back and it will remove the finalizer; "
-            "removing it by hand is safe only while the condition above stays true"
+    if alive is not False:
+        return ctx.finding(
+            condition, Verdict.WAITING, fix=fix, risk=risk, evidence=[*evidence, liveness], alive=alive, summary=summary
         )
-    else:
-        fix = "nothing to fix: kube-controller-manager should remove it within seconds; if it does not, check its logs"
     # down, it is there (its lease says so) but acts no more: nothing progresses until someone brings it back
-    verdict = Verdict.STALLED if alive is False else Verdict.WAITING
-    found = ctx.finding(condition, verdict, fix=fix, risk=risk, evidence=[*evidence, liveness], alive=alive)
-    found.summary = summary
-    if alive is False:
-        found.remove_command = kfin_remove_command(ctx.obj, ctx.finalizer)
-        found.links.append(
+    remove = kfin_remove_command(ctx.obj, ctx.finalizer)
+    return ctx.finding(
+        condition,
+        Verdict.STALLED,
+        fix="kube-controller-manager is down: bring it back and it will remove the finalizer; "
+        "removing it by hand is safe only while the condition above stays true",
+        risk=risk,
+        evidence=[*evidence, liveness],
+        alive=alive,
+        summary=summary,
+        remove_command=remove,
+        links=[
             Link(
                 "controller",
                 liveness,
                 actor="kube-controller-manager",
                 step=(
                     Action(None, note="bring kube-controller-manager back"),
-                    Action(found.remove_command, when="instead, if it cannot come back"),
+                    Action(remove, when="instead, if it cannot come back"),
                 ),
             )
-        )
-    return found
+        ],
+    )
 
 
 def explain_finalizer(obj: KubeObject, finalizer: str, where: str, facts: ClusterFacts) -> Finding:
@@ -476,10 +506,14 @@ def explain_finalizer(obj: KubeObject, finalizer: str, where: str, facts: Cluste
         explainer = EXPLAINERS["unknown"]
     found = explainer(ctx)
     if found.verdict == Verdict.ORPHANED and control_plane_owned(finalizer):  # whatever a cause concluded
-        found.verdict = Verdict.UNKNOWN
-        found.evidence.append(
-            f"{finalizer} belongs to the Kubernetes control plane: kfin never calls it ORPHANED (a component "
-            "kfin cannot see, or a newer release, may remove it)"
+        return replace(
+            found,
+            verdict=Verdict.UNKNOWN,
+            evidence=(
+                *found.evidence,
+                f"{finalizer} belongs to the Kubernetes control plane: kfin never calls it ORPHANED (a component "
+                "kfin cannot see, or a newer release, may remove it)",
+            ),
         )
     return found
 
@@ -524,31 +558,40 @@ def explain_object(obj: KubeObject, facts: ClusterFacts) -> Explanation:
                 ctx = Context(obj, "", "deletion", facts, Family(name, protects, owner))
                 findings.append(EXPLAINERS[name](ctx))
     gates = [link for gate in GATES for link in gate(obj, facts)] if findings and obj.finalizers else []
-    for finding in findings if obj.finalizers else []:
-        if finding.location != "metadata.finalizers":
-            continue
-        for check in SERVER_CHECKS:  # where the server answered the removal, its answer decides
-            check(obj, finding, gates, facts)
-        if finding.answered is not None:
-            continue
-        finding.evidence += [f"possible gate: {link.why}" for link in gates if link.possible]
-        gating = [link for link in gates if link.gates(finding.finalizer)]
-        if not gating:
-            continue
-        finding.evidence = [f"before: {finding.verdict.value}: {finding.condition}"] + finding.evidence
-        finding.verdict = Verdict.BLOCKED
-        finding.condition = "; ".join(link.why for link in gating)
-        finding.summary = f"{finding.finalizer} cannot be removed: {gating[0].why}"
-        finding.family = gating[0].family or finding.family
-        finding.fix = prose(action for link in gating for action in link.step)
-        finding.risk = "; ".join([link.risk for link in gating if link.risk] + [finding.risk])
-        finding.links = list(gating)
-        finding.remove_command = None
+    if obj.finalizers:
+        findings = [gated(obj, finding, gates, facts) for finding in findings]
     since = obj.deletion_requested_at
     seconds = (facts.inventory.observed_at - since).total_seconds() if since else None
     explanation = Explanation(obj, findings, seconds)
     account_for_evidence(explanation, facts)
     return explanation
+
+
+def gated(obj: KubeObject, finding: Finding, gates: list[Link], facts: ClusterFacts) -> Finding:
+    """The finding of a metadata finalizer as the server's checks answer it, else as the gates judged from
+    configuration (`gates`, in front of every finalizer of the object) leave it: BLOCKED by those that gate it."""
+    if finding.location != "metadata.finalizers":
+        return finding
+    for check in SERVER_CHECKS:  # where the server answered the removal, its answer decides
+        finding = check(obj, finding, gates, facts)
+    if finding.answered is not None:
+        return finding
+    evidence = (*finding.evidence, *(f"possible gate: {link.why}" for link in gates if link.possible))
+    gating = [link for link in gates if link.gates(finding.finalizer)]
+    if not gating:
+        return replace(finding, evidence=evidence)
+    return replace(
+        finding,
+        evidence=(f"before: {finding.verdict.value}: {finding.condition}", *evidence),
+        verdict=Verdict.BLOCKED,
+        condition="; ".join(link.why for link in gating),
+        summary=f"{finding.finalizer} cannot be removed: {gating[0].why}",
+        family=gating[0].family or finding.family,
+        fix=prose(action for link in gating for action in link.step),
+        risk="; ".join([link.risk for link in gating if link.risk] + [finding.risk]),
+        links=tuple(gating),
+        remove_command=None,
+    )
 
 
 def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: list[JSON] | None = None) -> None:
@@ -572,9 +615,12 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
     quoted = list(dict.fromkeys(failing + unread + gaps + reports.cannot_finish + reports.doubts))
     against = list(dict.fromkeys(failing + unread + reports.cannot_finish + reports.doubts))
     own = list(dict.fromkeys(failing + reports.cannot_finish))  # what its controller itself says
-    for finding in explanation.findings if reports.progress and not against else []:
-        if finding.verdict == Verdict.WAITING:
-            finding.evidence += [f"its controller reports progress: {line}" for line in reports.progress]
+    if reports.progress and not against:
+        progress = tuple(f"its controller reports progress: {line}" for line in reports.progress)
+        explanation.findings = [
+            replace(f, evidence=(*f.evidence, *progress)) if f.verdict == Verdict.WAITING else f
+            for f in explanation.findings
+        ]
     if not quoted and not against:
         return
     if not explanation.findings:  # "none: deletion should complete on its own" is no answer against evidence
@@ -584,45 +630,59 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
         explanation.findings.append(
             ctx.finding("no finalizer is left and nothing kfin knows holds it", Verdict.WAITING, fix="", risk="unknown")
         )
-    everything_against = against
-    for finding in explanation.findings:
-        # what its cause showed the live cluster contradicts (a condition out of date) holds nothing
-        against = [line for line in everything_against if line not in finding.detail.get("outOfDate", ())]
-        doubtful = finding.verdict == Verdict.WAITING or (finding.verdict == Verdict.ORPHANED and unread)
-        shown = finding.evidence + [finding.condition]
-        new = [line for line in (against if doubtful else quoted) if not any(line in text for text in shown)]
-        finding.evidence += [line for line in quoted if line not in new and not any(line in t for t in shown)]
-        finding.evidence += new
-        if not doubtful or not against:  # a cause that quotes the evidence yet says WAITING has not accounted for it
-            continue
-        reason = next((line for line in new if line in against), against[0])
-        more = f" (+{len(against) - 1} more)" if len(against) > 1 else ""
-        finding.evidence.insert(0, f"before: {finding.verdict.value}: {finding.condition}")
-        refused = creates_refused(against)
-        if refused and finding.finalizer:  # its cleanup must create something where nothing can be created now
-            finding.verdict = Verdict.STALLED
-            finding.condition = (
+    explanation.findings = [_against(finding, obj, quoted, against, own, unread) for finding in explanation.findings]
+
+
+def _against(
+    finding: Finding, obj: KubeObject, quoted: list[str], against: list[str], own: list[str], unread: list[str]
+) -> Finding:
+    """One finding with the evidence quoted (`quoted`), and answered again where it is against it (`against`; `own`:
+    what its controller itself says): a WAITING one, or an ORPHANED one whose proof needed a read that failed
+    (`unread`)."""
+    # what its cause showed the live cluster contradicts (a condition out of date) holds nothing
+    against = [line for line in against if line not in finding.detail.get("outOfDate", ())]
+    doubtful = finding.verdict == Verdict.WAITING or (finding.verdict == Verdict.ORPHANED and bool(unread))
+    shown = [*finding.evidence, finding.condition]
+    new = [line for line in (against if doubtful else quoted) if not any(line in text for text in shown)]
+    old = [line for line in quoted if line not in new and not any(line in t for t in shown)]
+    evidence = (*finding.evidence, *old, *new)
+    if not doubtful or not against:  # a cause that quotes the evidence yet says WAITING has not accounted for it
+        return replace(finding, evidence=evidence)
+    reason = next((line for line in new if line in against), against[0])
+    more = f" (+{len(against) - 1} more)" if len(against) > 1 else ""
+    evidence = (f"before: {finding.verdict.value}: {finding.condition}", *evidence)
+    refused = creates_refused(against)
+    if refused and finding.finalizer:  # its cleanup must create something where nothing can be created now
+        return replace(
+            finding,
+            evidence=evidence,
+            verdict=Verdict.STALLED,
+            condition=(
                 f"its controller's cleanup creates {', '.join(refused)}, which kube-apiserver refuses while the "
                 "namespace is being terminated (NamespaceLifecycle): the controller cannot finish"
-            )
-            finding.summary = f"its controller cannot create {refused[0]} to clean up (namespace being terminated)"
-            finding.fix = (
+            ),
+            summary=f"its controller cannot create {refused[0]} to clean up (namespace being terminated)",
+            fix=(
                 f"do by hand the cleanup its controller cannot (what it needed {refused[0]} for), then "
                 + kfin_remove_command(obj, finding.finalizer)
-            )
-            finding.remove_command = None
-            continue
-        if own and finding.verdict == Verdict.WAITING and _remover_known(finding):
-            _stalled_by_report(finding, obj, own)
-            continue
-        finding.verdict = Verdict.UNKNOWN
-        finding.condition = (
-            f"{reason}{more}: kfin has no cause that explains it, so it cannot tell whether this resolves by itself"
+            ),
+            remove_command=None,
         )
-        finding.summary = f"not progressing as kfin expected: {reason}{more}"
-        finding.fix = f"find out what holds it from that evidence ({reason}), then explain it again"
-        finding.remove_command = None
-        _no_wait(finding, Action(None, note=finding.fix))
+    if own and finding.verdict == Verdict.WAITING and _remover_known(finding):
+        return _stalled_by_report(replace(finding, evidence=evidence), obj, own)
+    fix = f"find out what holds it from that evidence ({reason}), then explain it again"
+    unknown = replace(
+        finding,
+        evidence=evidence,
+        verdict=Verdict.UNKNOWN,
+        condition=(
+            f"{reason}{more}: kfin has no cause that explains it, so it cannot tell whether this resolves by itself"
+        ),
+        summary=f"not progressing as kfin expected: {reason}{more}",
+        fix=fix,
+        remove_command=None,
+    )
+    return _no_wait(unknown, Action(None, note=fix))
 
 
 def _remover_known(finding: Finding) -> bool:
@@ -631,55 +691,63 @@ def _remover_known(finding: Finding) -> bool:
     return finding.controller_alive is True and bool(finding.finalizer) and not control_plane_owned(finding.finalizer)
 
 
-def _stalled_by_report(finding: Finding, obj: KubeObject, own: list[str]) -> None:
+def _stalled_by_report(finding: Finding, obj: KubeObject, own: list[str]) -> Finding:
     """Its remover runs but reports it cannot finish: STALLED, naming the report, with what to fix first."""
     report = own[0]
     more = f" (+{len(own) - 1} more)" if len(own) > 1 else ""
-    finding.verdict = Verdict.STALLED  # it runs, but nothing progresses until someone fixes what it reports
-    finding.condition = f"{finding.controller} runs but reports it cannot finish: {report}{more}"
-    finding.summary = f"{finding.finalizer} ({finding.controller} reports it cannot finish: {report})"
-    finding.remove_command = kfin_remove_command(obj, finding.finalizer)
-    finding.fix = (
-        f"fix what {finding.controller} reports ({report}): it then removes the finalizer; if it cannot be fixed, "
-        f"clean up by hand what the finalizer guards, then {finding.remove_command}"
-    )
-    _no_wait(
+    remove = kfin_remove_command(obj, finding.finalizer)
+    stalled = replace(
         finding,
+        verdict=Verdict.STALLED,  # it runs, but nothing progresses until someone fixes what it reports
+        condition=f"{finding.controller} runs but reports it cannot finish: {report}{more}",
+        summary=f"{finding.finalizer} ({finding.controller} reports it cannot finish: {report})",
+        remove_command=remove,
+        fix=(
+            f"fix what {finding.controller} reports ({report}): it then removes the finalizer; if it cannot be "
+            f"fixed, clean up by hand what the finalizer guards, then {remove}"
+        ),
+    )
+    return _no_wait(
+        stalled,
         Action(None, note=f"fix what {finding.controller} reports: {report}"),
-        Action(finding.remove_command, when="instead, once what it guards is cleaned up by hand"),
+        Action(remove, when="instead, once what it guards is cleaned up by hand"),
     )
 
 
-def _no_wait(finding: Finding, *step: Action) -> None:
-    """The finding's links with a step where they only waited on an actor: its plan says what to do, not to wait."""
+def _no_wait(finding: Finding, *step: Action) -> Finding:
+    """The finding with a step where its links only waited on an actor: its plan says what to do, not to wait."""
     kept = [link for link in finding.links if link.target is not None or link.step]
     waited = [link for link in finding.links if link not in kept]
     actor = next((link.actor for link in waited if link.actor), None) or finding.controller
-    kept.append(Link(waited[0].kind if waited else "controller", finding.condition, actor=actor, step=step))
-    finding.links = kept
+    step_link = Link(waited[0].kind if waited else "controller", finding.condition, actor=actor, step=step)
+    return replace(finding, links=(*kept, step_link))
 
 
 def note_readded(explanation: Explanation, readded: dict[str, str], managers: dict[str, str]) -> None:
     """Say, on each finding whose finalizer kfin removed before and that is back, who added it back (its field
     manager, from managedFields): removing it again would only be undone."""
-    for finding in explanation.findings:
-        when = readded.get(finding.finalizer)
-        if when is None:
-            continue
-        manager = managers.get(finding.finalizer)
-        if manager:
-            finding.evidence.append(
-                f'kfin removed it at {when} (audit log), and field manager "{manager}" added it back since'
-            )
-        else:  # kube-apiserver records no field manager of an object left with none (kfin's removal can do that)
-            finding.evidence.append(
-                f"kfin removed it at {when} (audit log), and a writer added it back since; managedFields do not "
-                "name that writer (the API server's audit log does)"
-            )
-        finding.detail["readdedBy"] = manager
-        finding.fix = (
-            f"find out why {manager or 'its writer'} adds it back (its logs) before removing it again; " + finding.fix
+    explanation.findings = [_readded(finding, readded, managers) for finding in explanation.findings]
+
+
+def _readded(finding: Finding, readded: dict[str, str], managers: dict[str, str]) -> Finding:
+    """The finding, saying who added its finalizer back since kfin removed it (if it did)."""
+    when = readded.get(finding.finalizer)
+    if when is None:
+        return finding
+    manager = managers.get(finding.finalizer)
+    if manager:
+        said = f'kfin removed it at {when} (audit log), and field manager "{manager}" added it back since'
+    else:  # kube-apiserver records no field manager of an object left with none (kfin's removal can do that)
+        said = (
+            f"kfin removed it at {when} (audit log), and a writer added it back since; managedFields do not "
+            "name that writer (the API server's audit log does)"
         )
+    return replace(
+        finding,
+        evidence=(*finding.evidence, said),
+        detail={**finding.detail, "readdedBy": manager},
+        fix=f"find out why {manager or 'its writer'} adds it back (its logs) before removing it again; " + finding.fix,
+    )
 
 
 def explain_cached(obj: KubeObject, facts: ClusterFacts) -> Explanation:

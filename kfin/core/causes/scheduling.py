@@ -112,17 +112,17 @@ def podgroup_protection(ctx: Context) -> Finding:
         + (f"; scale down {', '.join(owners)} first, which would recreate them" if owners else "")
         + "; the controller then removes the finalizer"
     )
-    found = ctx.finding(
+    more = f" and {len(members) - 1} more" if len(members) > 1 else ""
+    return ctx.finding(
         f"named by {len(members)} Pod{'s' if len(members) > 1 else ''} that ha{'ve' if len(members) > 1 else 's'} "
         "not finished: " + ", ".join(described),
         Verdict.HOLDING,
         fix=fix,
         risk=risk,
         evidence=[*(f"{d} names it in spec.schedulingGroup.podGroupName" for d in described[:10]), *evidence],
+        summary=f"held by its member {described[0]}{more}",
+        links=[
+            Link("member-pod", f"a member that has not finished ({_state(p)})", target=p, step=_step(p))
+            for p in members
+        ],
     )
-    more = f" and {len(members) - 1} more" if len(members) > 1 else ""
-    found.summary = f"held by its member {described[0]}{more}"
-    found.links = [
-        Link("member-pod", f"a member that has not finished ({_state(p)})", target=p, step=_step(p)) for p in members
-    ]
-    return found

@@ -37,16 +37,15 @@ def _status(obj: KubeObject) -> JSON:
 
 
 def _held(ctx: Context, holders: list[KubeObject], what: str, kind: LinkKind) -> Finding:
-    found = ctx.finding(
+    return ctx.finding(
         f"{what}: {', '.join(h.ref for h in holders[:3])}{', ...' if len(holders) > 3 else ''}",
         Verdict.HOLDING,
         fix="let those operations finish (or delete what started them); the controller then removes it",
         risk=RISK,
         evidence=[f"{h.ref} {what}" for h in holders[:10]],
+        summary=f"{what} ({holders[0].ref})",
+        links=[Link(kind, what, target=h) for h in holders],
     )
-    found.summary = f"{what} ({holders[0].ref})"
-    found.links = [Link(kind, what, target=h) for h in holders]
-    return found
 
 
 def _waiting(ctx: Context, condition: str) -> Finding:
@@ -161,16 +160,15 @@ def snapshot_bound(ctx: Context) -> Finding:
     content = ctx.facts.find(SNAPSHOTS, "volumesnapshotcontents", "", str(name), full=True) if name else None
     if content is None:
         return _waiting(ctx, "its content is gone (or not bound): the snapshot controller should remove it")
-    found = ctx.finding(
+    return ctx.finding(
         f"its VolumeSnapshotContent {content.name} must be deleted first (deletionPolicy "
         f"{_spec(content).get('deletionPolicy') or 'unknown'}: the storage snapshot goes with it)",
         Verdict.WAITING,
         fix=f"let the snapshot controller and the CSI snapshotter delete VolumeSnapshotContent {content.name} "
         "(its own blocker is named below)",
         risk=RISK,
+        links=[Link("bound-content", "its content, deleted first", target=content)],
     )
-    found.links.append(Link("bound-content", "its content, deleted first", target=content))
-    return found
 
 
 @explains(

@@ -116,14 +116,13 @@ def pvc_protection(ctx: Context) -> Finding:
     risk = "forcing it deletes the claim while Pods may still mount it; " + _data_risk(volume)
     if users is None:
         failure = facts.unreadable.get(("", "pods", claim.namespace))
-        found = ctx.finding(
+        return ctx.finding(
             "kfin could not read the Pods of the claim's namespace" + (f" ({failure.message})" if failure else ""),
             Verdict.UNKNOWN,
             fix=f"check by hand: kubectl get pods -n {claim.namespace} -o wide",
             risk=risk,
+            summary="held while a scheduled Pod uses the claim (kfin could not read the Pods)",
         )
-        found.summary = "held while a scheduled Pod uses the claim (kfin could not read the Pods)"
-        return found
     pods = facts.objects("", "pods", claim.namespace, full=True) or []
     unscheduled = [p for p in pods if not (p.raw.get("spec") or {}).get("nodeName") and claim.name in pod_claims(p)]
     evidence = [
@@ -163,30 +162,29 @@ def pvc_protection(ctx: Context) -> Finding:
                 f"Pod{'' if one else 's'} {named} {'is' if one else 'are'} being deleted already: deal with what "
                 f"holds {'it' if one else 'them'} (kfin explain pod {deleting[0].name} -n {deleting[0].namespace})"
             )
-        found = ctx.finding(
+        first = users[0]
+        more = f" and {len(users) - 1} more Pod{'s' if len(users) > 2 else ''}" if len(users) > 1 else ""
+        node = (first.raw.get("spec") or {}).get("nodeName")
+        state = f"being deleted: {state_line(first, facts)}" if first.terminating else f"on node {node}"
+        return ctx.finding(
             f"in use by {len(users)} scheduled Pod{'s' if len(users) > 1 else ''}: " + ", ".join(described),
             Verdict.HOLDING,
             fix="; ".join(wanted) + "; the finalizer then goes by itself",
             risk=risk,
             evidence=evidence,
+            summary=f"in use by Pod {first.namespace}/{first.name} ({state}){more}",
+            links=[
+                Link(
+                    "used-by-pod",
+                    f"mounted by Pod {p.namespace}/{p.name} (scheduled on node "
+                    f"{(p.raw.get('spec') or {}).get('nodeName')}" + (", being deleted)" if p.terminating else ")"),
+                    target=p,
+                    # a Pod being deleted already: what holds it is followed, and deleting it again does nothing
+                    step=() if p.terminating else _pod_step(p),
+                )
+                for p in users
+            ],
         )
-        first = users[0]
-        more = f" and {len(users) - 1} more Pod{'s' if len(users) > 2 else ''}" if len(users) > 1 else ""
-        node = (first.raw.get("spec") or {}).get("nodeName")
-        state = f"being deleted: {state_line(first, facts)}" if first.terminating else f"on node {node}"
-        found.summary = f"in use by Pod {first.namespace}/{first.name} ({state}){more}"
-        found.links = [
-            Link(
-                "used-by-pod",
-                f"mounted by Pod {p.namespace}/{p.name} (scheduled on node "
-                f"{(p.raw.get('spec') or {}).get('nodeName')}" + (", being deleted)" if p.terminating else ")"),
-                target=p,
-                # a Pod being deleted already: what holds it is followed, and deleting it again does nothing
-                step=() if p.terminating else _pod_step(p),
-            )
-            for p in users
-        ]
-        return found
     if disagrees:  # kfin's view against the server's own word: said, never settled
         return waiting_on_controller_manager(
             ctx,
@@ -219,14 +217,13 @@ def pv_protection(ctx: Context) -> Finding:
     spec, status = volume.raw.get("spec") or {}, volume.raw.get("status") or {}
     risk = "forcing it removes the volume object while a claim may still use it; " + _data_risk(volume)
     if "phase" not in status:
-        found = ctx.finding(
+        return ctx.finding(
             "kfin could not read the volume's phase",
             Verdict.UNKNOWN,
             fix=f"check by hand: kubectl get pv {volume.name}",
             risk=risk,
+            summary="held while the volume is Bound to a claim (kfin could not read it)",
         )
-        found.summary = "held while the volume is Bound to a claim (kfin could not read it)"
-        return found
     phase = status["phase"]
     claim_ref = spec.get("claimRef") or {}
     claim_name = f"{claim_ref.get('namespace')}/{claim_ref.get('name')}"
@@ -242,28 +239,16 @@ def pv_protection(ctx: Context) -> Finding:
                 evidence=evidence,
             )
         state = "Terminating" if claim is not None and claim.terminating else "in use"
-        found = ctx.finding(
+        bound = [] if claim is None else [_bound_claim(claim, f"Bound to claim {claim_name} ({state})")]
+        return ctx.finding(
             f"Bound to claim {claim_name} ({state})",
             Verdict.HOLDING,
             fix=f"deal with the claim first: kfin explain pvc {claim_ref.get('name')} -n {claim_ref.get('namespace')}",
             risk=risk,
             evidence=evidence,
+            summary=f"still Bound to claim {claim_name} (reclaim policy {policy})",
+            links=bound,
         )
-        found.summary = f"still Bound to claim {claim_name} (reclaim policy {policy})"
-        if claim is not None:
-            found.links.append(
-                Link(
-                    "bound-claim",
-                    f"Bound to claim {claim_name} ({state})",
-                    target=claim,
-                    step=()
-                    if claim.terminating
-                    else (
-                        Action(f"kubectl delete pvc -n {claim.namespace} {claim.name}", when="when its data may go"),
-                    ),
-                )
-            )
-        return found
     return waiting_on_controller_manager(
         ctx,
         f"not bound any more (phase {phase})",
@@ -312,32 +297,31 @@ def csi_volume(ctx: Context) -> Finding:
         ]
         if attached:
             node = (attached[0].raw.get("spec") or {}).get("nodeName")
-            found = ctx.finding(
+            return ctx.finding(
                 f"still attached to node {node} (VolumeAttachment {attached[0].name})",
                 Verdict.HOLDING,
                 fix="let the volume detach: stop the Pods using it on that node",
                 risk=risk,
                 evidence=evidence,
                 controller=f"the CSI driver {driver}" if driver else None,
-            )
-            found.links = [
-                Link(
-                    "attachment",
-                    f"attached to node {(a.raw.get('spec') or {}).get('nodeName')}",
-                    target=a,
-                    step=()
-                    if a.terminating
-                    else (
-                        Action(
-                            None,
-                            note="stop the Pods that use the volume on node "
-                            f"{(a.raw.get('spec') or {}).get('nodeName')}",
+                links=[
+                    Link(
+                        "attachment",
+                        f"attached to node {(a.raw.get('spec') or {}).get('nodeName')}",
+                        target=a,
+                        step=()
+                        if a.terminating
+                        else (
+                            Action(
+                                None,
+                                note="stop the Pods that use the volume on node "
+                                f"{(a.raw.get('spec') or {}).get('nodeName')}",
+                            ),
                         ),
-                    ),
-                )
-                for a in attached
-            ]
-            return found
+                    )
+                    for a in attached
+                ],
+            )
     if obj.type.group == "storage.k8s.io" and obj.type.resource == "volumeattachments" and driver:
         return _attachment(ctx, full, driver, risk)
     if ctx.finalizer == "kubernetes.io/pv-controller" or not driver:
@@ -345,7 +329,8 @@ def csi_volume(ctx: Context) -> Finding:
     drivers = facts.objects("storage.k8s.io", "csidrivers")
     if drivers is not None and not any(d.name == driver for d in drivers):
         # No proof the driver is gone: a CSI driver may run without a CSIDriver object, so UNKNOWN, not ORPHANED.
-        found = ctx.finding(
+        remove = kfin_remove_command(obj, ctx.finalizer)
+        return ctx.finding(
             f"no CSIDriver {driver} is registered: the driver that would remove it is probably not installed",
             Verdict.UNKNOWN,
             fix=f"reinstall the {driver} driver so that it cleans up, or delete the "
@@ -356,22 +341,19 @@ def csi_volume(ctx: Context) -> Finding:
                 "without one, so this is no proof"
             ],
             controller=f"the CSI driver {driver}",
-        )
-        found.remove_command = kfin_remove_command(obj, ctx.finalizer)
-        found.links.append(
-            Link(
-                "controller",
-                f"the CSI driver {driver} is not installed",
-                actor=f"CSI driver {driver}",
-                step=(
-                    Action(None, note=f"reinstall the {driver} driver"),
-                    Action(
-                        found.remove_command, when="instead, once you deleted the disk in the storage backend yourself"
+            remove_command=remove,
+            links=[
+                Link(
+                    "controller",
+                    f"the CSI driver {driver} is not installed",
+                    actor=f"CSI driver {driver}",
+                    step=(
+                        Action(None, note=f"reinstall the {driver} driver"),
+                        Action(remove, when="instead, once you deleted the disk in the storage backend yourself"),
                     ),
-                ),
-            )
+                )
+            ],
         )
-        return found
     return ctx.finding(
         f"waiting for the CSI driver {driver} to delete or detach the volume",
         Verdict.WAITING,
@@ -427,32 +409,31 @@ def vac_protection(ctx: Context) -> Finding:
     users = [o for o in claims + volumes if _names_class(o, vac.name)]
     if not users:
         return waiting_on_controller_manager(ctx, "no claim or volume names it any more", risk=risk)
-    found = ctx.finding(
+    return ctx.finding(
         f"named by {len(users)} claim{'s' if len(users) != 1 else ''} or volume{'s' if len(users) != 1 else ''} "
         f"({', '.join(u.ref for u in users[:3])}{', ...' if len(users) > 3 else ''})",
         Verdict.HOLDING,
         fix="move those claims to another VolumeAttributesClass (or delete them); the controller then removes it",
         risk=risk,
         evidence=[f"{u.ref} names it" for u in users[:10]],
+        summary=f"named by {users[0].ref}" + (f" (+{len(users) - 1} more)" if len(users) > 1 else ""),
+        links=[Link("named-by", "names the class", target=user, step=_unnaming(user)) for user in users],
     )
-    found.summary = f"named by {users[0].ref}" + (f" (+{len(users) - 1} more)" if len(users) > 1 else "")
-    for user in users:
-        where = f" -n {user.namespace}" if user.namespace else ""
-        found.links.append(
-            Link(
-                "named-by",
-                "names the class",
-                target=user,
-                step=(
-                    Action(
-                        f"kubectl edit {user.type.resource}{where} {user.name}",
-                        note="set another VolumeAttributesClass",
-                    ),
-                    Action(f"kubectl delete {user.type.resource}{where} {user.name}", when="instead, if it may go"),
-                ),
-            )
-        )
-    return found
+
+
+def _unnaming(user: KubeObject) -> tuple[Action, ...]:
+    """What makes a claim or volume stop naming a VolumeAttributesClass: another class set, or it deleted."""
+    where = f" -n {user.namespace}" if user.namespace else ""
+    return (
+        Action(f"kubectl edit {user.type.resource}{where} {user.name}", note="set another VolumeAttributesClass"),
+        Action(f"kubectl delete {user.type.resource}{where} {user.name}", when="instead, if it may go"),
+    )
+
+
+def _bound_claim(claim: KubeObject, why: str) -> Link:
+    """The claim a volume is Bound to, with its deletion for when its data may go (none while it is deleted)."""
+    deleting = (Action(f"kubectl delete pvc -n {claim.namespace} {claim.name}", when="when its data may go"),)
+    return Link("bound-claim", why, target=claim, step=() if claim.terminating else deleting)
 
 
 def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) -> Finding:
@@ -492,7 +473,7 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
         else ""
     )
     if running:
-        found = ctx.finding(
+        return ctx.finding(
             f"the external-attacher of {driver} runs and should detach the volume, then remove it"
             + (
                 f" (its node {node_name} is gone: the attach-detach controller detaches without waiting for an "
@@ -507,10 +488,9 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
             alive=True,
             controller=f"the external-attacher of {driver}",
         )
-        return found
     if workloads:
         w = workloads[0][0]
-        found = ctx.finding(
+        return ctx.finding(
             f"the external-attacher of {driver} ({w.type.kind} {w.namespace}/{w.name}) is installed but not running",
             Verdict.STALLED,  # there, but it acts only once someone fixes or scales it up
             fix=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}: running, it detaches and removes it",
@@ -518,16 +498,15 @@ def _attachment(ctx: Context, attachment: KubeObject, driver: str, risk: str) ->
             evidence=evidence,
             alive=False,
             controller=f"the external-attacher of {driver}",
+            links=[
+                Link(
+                    "controller",
+                    f"{w.type.kind} {w.namespace}/{w.name} is not running",
+                    target=w,
+                    step=(Action(None, note=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}"),),
+                )
+            ],
         )
-        found.links.append(
-            Link(
-                "controller",
-                f"{w.type.kind} {w.namespace}/{w.name} is not running",
-                target=w,
-                step=(Action(None, note=f"fix or scale up {w.type.kind} {w.namespace}/{w.name}"),),
-            )
-        )
-        return found
     return ctx.finding(
         f"kfin found no running external-attacher of {driver}"
         + (f" and its node {node_name} is gone" if node_gone else ""),

@@ -256,25 +256,24 @@ def storage_finding(ctx: Context, items: list[Unreadable], failed_content: str, 
     condition = f"kube-apiserver cannot read {what}: undecodable or undecryptable, so the namespace controller " + (
         "can never list or delete them and never finishes" if certain else "cannot delete them either"
     )
-    found = ctx.finding(
+    return ctx.finding(
         condition if certain else condition + " (its condition does not say so yet)",
         Verdict.BLOCKED if certain else Verdict.UNKNOWN,
         fix=prose(a for step in steps for a in step),
         risk=f"{UNSAFE_DELETE_RISK}; {risk}",
         evidence=evidence,
         controller="kube-controller-manager (namespace controller)",
+        summary=(
+            f"{', '.join(i.what for i in items)} cannot be read from storage ({items[0].message}): the namespace "
+            "controller can never finish"
+        ),
+        links=[
+            Link(
+                "unreadable-storage",
+                f"kube-apiserver cannot read {item.what} from storage: {item.message}",
+                actor=f"storage of {item.what}" + (f" ({', '.join(item.keys)})" if item.keys else ""),
+                step=step,
+            )
+            for item, step in zip(items, steps, strict=True)
+        ],
     )
-    found.summary = (
-        f"{', '.join(i.what for i in items)} cannot be read from storage ({items[0].message}): the namespace "
-        "controller can never finish"
-    )
-    found.links = [
-        Link(
-            "unreadable-storage",
-            f"kube-apiserver cannot read {item.what} from storage: {item.message}",
-            actor=f"storage of {item.what}" + (f" ({', '.join(item.keys)})" if item.keys else ""),
-            step=step,
-        )
-        for item, step in zip(items, steps, strict=True)
-    ]
-    return found
