@@ -16,11 +16,11 @@ def main(path: str) -> int:
     clock = time.perf_counter
     timings = {}
     start = clock()
-    from kfin.core import owners as g
+    from kfin.core.explain import owners as g
     from kfin.api import inventory
     from kfin.render import graph as rg
-    from kfin.core.causes import blocker_line, explain_cached
-    from kfin.core.facts import Facts
+    from kfin.core.explain.causes import blocker_line, explain_cached
+    from kfin.core.read.facts import Facts
 
     facts = Facts(inventory.load(path))
     objects = facts.everything(None)

@@ -331,7 +331,7 @@ def markdown(results: dict) -> str:
         parts += [f"### Soak: kfin serve by watch for {soak['seconds'] / 60:.0f} min at {soak['size']:,} objects",
                   "RSS each minute, MB: " + ", ".join(f"{x:.0f}" for x in soak["rss_mb"])]
     if results["graph"]:
-        parts += ["### Owner graph of the whole snapshot (kfin.core.owners, one process)", _table(
+        parts += ["### Owner graph of the whole snapshot (kfin.core.explain.owners, one process)", _table(
             ["objects", "nodes", "edges", "load s", "build s", "analyse s", "tree s (plain)", "DOT s", "JSON s",
              "peak RSS MB", "snapshot s (kfin snapshot -A)"],
             [[f"{g['objects']:,}", f"{g['nodes']:,}", f"{g['edges']:,}", f"{g['seconds']['load']:.2f}",

@@ -1,7 +1,7 @@
 """One command's choices that the connection acts on, as one value: built once by the command
 (kfin.commands.flags.Options) and carried with its Target to the connection, never kept in a module's globals. In
 one process (kfin serve, kfin guard, kfin mcp, a fleet worker, a test session) one command's -v thus never reaches
-the next. The command's catalog reaches core through its Scope alone (kfin.core.scope, kfin.core.reader)."""
+the next. The command's catalog reaches core through its Scope alone (kfin.core.read.scope, kfin.core.read.reader)."""
 
 from __future__ import annotations
 

@@ -150,7 +150,7 @@ def _resource(item: dict) -> str:
 
 
 def _main_verdict(explained: dict) -> str | None:
-    """The verdict of the finding that speaks for the object (kfin.core.causes.registry.main_finding)."""
+    """The verdict of the finding that speaks for the object (kfin.core.explain.causes.registry.main_finding)."""
     findings = explained.get("findings") or []
     if not findings:
         return None

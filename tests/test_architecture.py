@@ -16,24 +16,37 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "kfin"
 
 # Layer of a module: the first prefix that matches (a package and everything in it).
-LAYERS = [("kfin.__main__", "entry"), ("kfin.api", "api"), ("kfin.core.causes", "causes"), ("kfin.core", "core"),
+LAYERS = [("kfin.__main__", "entry"), ("kfin.api.paths", "paths"), ("kfin.api", "api"),
+          ("kfin.core.read", "read"), ("kfin.core.explain.causes", "causes"), ("kfin.core.explain", "explain"),
+          ("kfin.core.predict", "predict"), ("kfin.core.remove", "remove"), ("kfin.core", "core"),
           ("kfin.render", "render"),
           ("kfin.serve", "serve"), ("kfin.mcp", "mcp"), ("kfin.commands", "commands"), ("kfin.util", "base"), ("kfin.errors", "base"),
           ("kfin.model", "base"), ("kfin.names", "base"), ("kfin.settings", "base"), ("kfin", "base")]
-# What each layer may import (besides itself): commands -> core -> api; commands -> render and serve;
-# render sees core's values and the model, never api; everything sees the small shared base. The causes
-# (kfin.core.causes) reason on facts only: what they read comes through kfin.core.facts, never from api.
+# kfin.core is rooms named for their job, and their arrows run one way: read (the reader, what the causes may ask,
+# the scope, the catalog) <- explain (its causes first, then blocking chains, stuck objects, root causes) <- predict
+# (preflight, the teardowns of manifests and Helm releases, the guard's answer) and remove (plans, the guarded
+# writes, the audit log), neither of which imports the other. kfin.core itself is only the package.
+CORE_ROOMS = ("read", "causes", "explain", "predict", "remove")
+# What each layer may import (besides itself): commands -> core's rooms -> api; commands -> render and serve;
+# render sees core's values and the model, never api; everything sees the small shared base. The causes reason on
+# what the read room answers, never on api; they may name a path in a step they suggest (kfin.api.paths builds the
+# string, percent-encoded; it sends nothing).
 MAY_IMPORT = {
     "base": {"base"},
-    "api": {"base", "api"},
-    "causes": {"base", "core", "causes"},
-    "core": {"base", "api", "core", "causes"},
-    "render": {"base", "core", "causes", "render"},
-    "serve": {"base", "render", "serve"},
+    "paths": {"base"},
+    "api": {"base", "paths"},
+    "read": {"base", "paths", "api"},
+    "causes": {"base", "paths", "read"},
+    "explain": {"base", "paths", "api", "read", "causes"},
+    "predict": {"base", "paths", "api", "read", "causes", "explain"},
+    "remove": {"base", "paths", "api", "read", "causes", "explain"},
+    "core": {"base"},
+    "render": {"base", "read", "causes", "explain", "predict", "remove"},
+    "serve": {"base", "render"},
     # kfin mcp's server answers with kfin's own commands (handed the Click group, never importing it) and removes
     # through core, as kfin remove does
-    "mcp": {"base", "core", "causes", "render", "serve", "mcp"},
-    "commands": {"base", "api", "core", "causes", "render", "serve", "mcp", "commands"},
+    "mcp": {"base", "read", "causes", "explain", "predict", "remove", "render", "serve"},
+    "commands": {"base", "paths", "api", "read", "causes", "explain", "predict", "remove", "render", "serve", "mcp"},
     "entry": {"base", "commands"},
 }
 # Imported inside a function only where start-up needs it: heavy packages, never kfin's own modules.
@@ -194,31 +207,53 @@ def test_the_folders_are_the_layers():
     assert {layer_of(n) for n in names} == set(MAY_IMPORT)
     flat = sorted(n for n in names if n.count(".") == 1 and n not in ("kfin.__main__",)
                   and layer_of(n) == "base" and not n.startswith("kfin.util"))
-    # kfin.settings: one command's choices (issue 46), read by api/ and core/ alike
+    # kfin.settings: one command's choices, read by api/ and core/ alike
     assert flat == ["kfin.errors", "kfin.model", "kfin.names", "kfin.settings"], \
         "shared values only beside the layer folders"
+
+
+def test_core_is_rooms_by_job():
+    """Nothing lies loose in kfin/core: every module is in one of its rooms."""
+    loose = sorted(n for n in kfin_sources() if n.startswith("kfin.core.") and layer_of(n) == "core")
+    assert loose == []
+    assert {layer_of(n) for n in kfin_sources() if n.startswith("kfin.core.")} == set(CORE_ROOMS)
 
 
 DOC = '"""A module."""\n'
 
 
 @pytest.mark.parametrize("sources, broken", [
-    ({"kfin.api.x": DOC + "from kfin.core import facts\n", "kfin.core.facts": DOC}, "api imports kfin.core"),
+    ({"kfin.api.x": DOC + "from kfin.core.read import facts\n", "kfin.core.read.facts": DOC},
+     "api imports kfin.core.read"),
     ({"kfin.render.x": DOC + "from kfin.api.connection import Kube\n", "kfin.api.connection": DOC},
      "render imports kfin.api.connection"),
     ({"kfin.serve.x": DOC + "import kfin.commands.app\n", "kfin.commands.app": DOC}, "serve imports kfin.commands"),
     ({"kfin.mcp.x": DOC + "import kfin.commands.app\n", "kfin.commands.app": DOC}, "mcp imports kfin.commands"),
-    ({"kfin.core.causes.x": DOC + "from kfin.api.scan import CRDS\n", "kfin.api.scan": DOC},
+    ({"kfin.core.explain.causes.x": DOC + "from kfin.api.scan import CRDS\n", "kfin.api.scan": DOC},
      "causes imports kfin.api.scan"),
-    ({"kfin.core.a": DOC + "def f():\n    from kfin.core import b\n", "kfin.core.b": DOC}, "inside a function"),
-    ({"kfin.core.a": DOC + "def f():\n    import json\n"}, "imports json inside a function"),
-    ({"kfin.core.a": DOC + "from kfin.core.b import _helper\n", "kfin.core.b": DOC}, "private _helper"),
-    ({"kfin.core.a": DOC + "from kfin.core import b\n", "kfin.core.b": DOC + "from kfin.core import a\n"},
-     "import circle: kfin.core.a -> kfin.core.b -> kfin.core.a"),
+    # an arrow back up between core's rooms
+    ({"kfin.core.read.x": DOC + "from kfin.core.explain import stuck\n", "kfin.core.explain.stuck": DOC},
+     "read imports kfin.core.explain"),
+    ({"kfin.core.explain.causes.x": DOC + "from kfin.core.explain.blocking import follow\n",
+      "kfin.core.explain.blocking": DOC}, "causes imports kfin.core.explain.blocking"),
+    ({"kfin.core.explain.x": DOC + "from kfin.core.predict.preflight import foresee\n",
+      "kfin.core.predict.preflight": DOC}, "explain imports kfin.core.predict.preflight"),
+    ({"kfin.core.predict.x": DOC + "from kfin.core.remove.plan import plan\n", "kfin.core.remove.plan": DOC},
+     "predict imports kfin.core.remove.plan"),
+    ({"kfin.core.remove.x": DOC + "from kfin.core.predict.preflight import foresee\n",
+      "kfin.core.predict.preflight": DOC}, "remove imports kfin.core.predict.preflight"),
+    ({"kfin.core.read.a": DOC + "def f():\n    from kfin.core.read import b\n", "kfin.core.read.b": DOC},
+     "inside a function"),
+    ({"kfin.core.read.a": DOC + "def f():\n    import json\n"}, "imports json inside a function"),
+    ({"kfin.core.read.a": DOC + "from kfin.core.read.b import _helper\n", "kfin.core.read.b": DOC},
+     "private _helper"),
+    ({"kfin.core.read.a": DOC + "from kfin.core.read import b\n",
+      "kfin.core.read.b": DOC + "from kfin.core.read import a\n"},
+     "import circle: kfin.core.read.a -> kfin.core.read.b -> kfin.core.read.a"),
     ({"kfin.commands.app": DOC + 'COMMANDS = {"x": "kfin.commands.x"}\n',
       "kfin.commands.x": DOC + "from kfin.commands import app\n"}, "import circle"),
-    ({"kfin.core.a": DOC + 'PATH = "/api/v1/namespaces"\n'}, "builds a request path"),
-    ({"kfin.core.a": "X = 1\n"}, "no docstring"),
+    ({"kfin.core.explain.a": DOC + 'PATH = "/api/v1/namespaces"\n'}, "builds a request path"),
+    ({"kfin.core.read.a": "X = 1\n"}, "no docstring"),
 ])
 def test_each_rule_fails_when_broken(sources, broken):
     found = violations(sources)
@@ -227,10 +262,15 @@ def test_each_rule_fails_when_broken(sources, broken):
 
 def test_what_the_rules_allow_passes():
     allowed = {
-        "kfin.commands.x": DOC + "from kfin.core import a\nfrom kfin.render import r\n",
-        "kfin.core.a": DOC + "from typing import TYPE_CHECKING\nfrom kfin.api import c\nif TYPE_CHECKING:\n"
-                             "    import networkx as nx\ndef f():\n    import networkx as nx\n",
+        "kfin.commands.x": DOC + "from kfin.core.explain import a\nfrom kfin.render import r\n",
+        "kfin.core.explain.a": DOC + "from typing import TYPE_CHECKING\nfrom kfin.api import c\nif TYPE_CHECKING:\n"
+                                     "    import networkx as nx\ndef f():\n    import networkx as nx\n"
+                                     "from kfin.core.read import facts\nfrom kfin.core.explain.causes import k\n",
+        "kfin.core.read.facts": DOC, "kfin.core.explain.causes.k": DOC + "from kfin.api.paths import resource_path\n",
+        "kfin.api.paths": DOC,
+        "kfin.core.remove.p": DOC + "from kfin.core.explain import a\n",
+        "kfin.core.predict.q": DOC + "from kfin.core.explain import a\n",
         "kfin.api.c": DOC + 'from kfin.model import M\nPATH = "/api/v1"\n', "kfin.model": DOC,
-        "kfin.render.r": DOC + "from kfin.core import a\n",
+        "kfin.render.r": DOC + "from kfin.core.explain import a\nfrom kfin.core.remove import p\n",
     }
     assert violations(allowed) == []

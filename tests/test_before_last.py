@@ -1,4 +1,4 @@
-"""Stuck objects are explained while a scan's last list still pages (kfin.core.early, issue 47), and the answers are
+"""Stuck objects are explained while a scan's last list still pages (kfin.core.read.before_last, issue 47), and the answers are
 those of a scan that waited for it: when that list adds nothing the explanations asked of, they stand (and a stuck
 object it adds is explained with the others); when it adds a dependent, a namespace's content or a failure, they
 are worked out again. Each test holds one list
@@ -13,13 +13,13 @@ import pytest
 from kfin.api import scan as scan_module
 from kfin.api.scan import OwnerEdges
 from kfin.api.target import Target
-from kfin.core import early
-from kfin.core.causes import reads_for
-from kfin.core.early import BeforeLast
-from kfin.core.facts import Facts
-from kfin.core.scope import Scope
-from kfin.core.sources import gather
-from kfin.core.stuck import EARLY_ROWS, find_all, stuck_in
+from kfin.core.read import before_last as early
+from kfin.core.explain.causes import reads_for
+from kfin.core.read.before_last import BeforeLast
+from kfin.core.read.facts import Facts
+from kfin.core.read.scope import Scope
+from kfin.core.read.contexts import gather
+from kfin.core.explain.stuck import EARLY_ROWS, find_all, stuck_in
 from kfin.model import Inventory, KubeObject, ResourceType
 from tests.fakeapi.rawclient import RawClient
 from tests.fakeapi.server import Fault

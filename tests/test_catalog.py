@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from kfin.core import catalog
+from kfin.core.read import catalog
 from kfin.errors import ExitCode
 from tests.runner import kfin
 
@@ -62,7 +62,7 @@ def test_a_catalog_is_the_value_of_its_files_whatever_it_has_worked_out():
 
 def test_an_entry_with_holders_and_signs_elsewhere_is_a_value_as_any_other():
     """Entries compare by every field, and hash although their holders and signs elsewhere are dicts (a Family
-    holding one is a key, kfin.core.causes.registry)."""
+    holding one is a key, kfin.core.explain.causes.registry)."""
     entry = next(e for e in catalog.shipped() if e.holders)
     assert {entry: 1}[catalog.read_file(catalog.SHIPPED)[catalog.shipped().index(entry)]] == 1  # read twice: equal
     assert entry != replace(entry, holders=())
@@ -222,8 +222,7 @@ def test_every_shipped_entry_as_kfin_catalog_gives_it_is_a_valid_catalog_of_ones
     """`kfin catalog -o yaml` gives entries a user copies into catalog.d: each must read back as it was."""
     import yaml
 
-    from kfin.core import catalog as finalizer_catalog
-
+    from kfin.core.read import catalog as finalizer_catalog
     entries = [e.to_dict() for e in finalizer_catalog.read_file(finalizer_catalog.SHIPPED)]
     for entry in entries:
         entry.pop("source")

@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from kfin.core.causes import registry as core
+from kfin.core.explain.causes import registry as core
 from tests.fakeapi.rawclient import RawClient
 from tests.runner import kfin
 
 
 @pytest.fixture
 def lock_cause():
-    """A cause defined here, as a new module of kfin/core/causes would define it."""
+    """A cause defined here, as a new module of kfin/core/explain/causes would define it."""
     @core.explains("test-lock", core.Entry("locks.kfin.test/*", "an object until its lock is released",
                                            "the lock service"))
     def test_lock(ctx: core.Context) -> core.Finding:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from kfin.commands.outputs import VERDICTS
-from kfin.core.causes import Verdict
+from kfin.core.explain.causes import Verdict
 from kfin.errors import ExitCode
 from kfin.render.explanation import VERDICT_STYLE
 from tests.fakeapi.rawclient import RawClient

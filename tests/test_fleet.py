@@ -1,4 +1,4 @@
-"""Fleets (kfin.core.fleet): many contexts scanned in parallel processes, merged in the parent, one failing
+"""Fleets (kfin.core.explain.fleet): many contexts scanned in parallel processes, merged in the parent, one failing
 context reported without stopping the others, and the same answer as one process gives."""
 
 import json
@@ -11,9 +11,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from kfin.api.target import Target
-from kfin.core import fleet, fleet_processes, sources
-from kfin.core.scope import Scope
-from kfin.core.stuck import find_all
+from kfin.core.explain import fleet
+from kfin.core.explain import fleet_processes
+from kfin.core.read import contexts as sources
+from kfin.core.read.scope import Scope
+from kfin.core.explain.stuck import find_all
 from kfin.errors import ExitCode, UnreachableError
 from tests.fakeapi import FakeAPIServer
 from tests.fakeapi.server import Gate

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from kfin.api.target import Target
-from kfin.core.scope import Scope
-from kfin.core.stuck import find_all
+from kfin.core.read.scope import Scope
+from kfin.core.explain.stuck import find_all
 from kfin.serve.exporter import Exporter
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from kfin.core.guard import DENY_LABEL, MOST_RUNES, MOST_WARNINGS, OVERRIDE_ANNOTATION
+from kfin.core.predict.guard import DENY_LABEL, MOST_RUNES, MOST_WARNINGS, OVERRIDE_ANNOTATION
 from tests.fakeapi.server import Fault
 from tests.runner import kfin
 from tests.scenario import ScenarioCluster
@@ -215,7 +215,7 @@ def test_a_smoke_run_of_the_guard_benchmark(tmp_path):
 def test_while_the_cache_is_being_filled_a_deletion_is_allowed_with_a_warning_that_says_so():
     """kfin guard starting (its watches still listing): no prediction, so nothing is refused, even in deny mode,
     and the warning says why and what to run instead."""
-    from kfin.core.guard import NOT_CURRENT, Guard
+    from kfin.core.predict.guard import NOT_CURRENT, Guard
 
     guard = Guard(lambda: (None, "kfin's watches are still listing the cluster (the guard is starting)"),
                   deny_everywhere=True)
@@ -235,8 +235,8 @@ def test_the_facts_a_review_reads_are_kept_ready_in_the_background(fake, fake_ku
     import threading
 
     from kfin.api.target import Target
-    from kfin.core.scope import Scope
-    from kfin.core.watching import Watched
+    from kfin.core.read.scope import Scope
+    from kfin.core.explain.watching import Watched
 
     watched = Watched(Scope(Target(str(fake_kubeconfig)), None, True, (), None), 60)
     stop = threading.Event()
@@ -294,7 +294,7 @@ def test_a_denial_names_what_would_be_stranded_even_when_more_would_only_wait(fa
 
 def test_a_namespace_deletion_is_said_by_the_teardown_model_naming_what_it_waits_for(fake, tmp_path):
     """A Namespace's DELETE deletes its content: the guard says it as kfin preflight -f of a manifest holding that
-    Namespace does (kfin.core.teardown.of_deletion), the namespace's wait for the Widgets its deletion strands
+    Namespace does (kfin.core.predict.teardown.of_deletion), the namespace's wait for the Widgets its deletion strands
     named, in the words of preflight -f's JSON."""
     cluster, group, ns = team(fake, tmp_path)
     with running_guard(cluster.kubeconfig) as url:

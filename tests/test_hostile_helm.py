@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from kfin.core import helm
+from kfin.core.predict import helm
 from kfin.errors import ExitCode
 from tests.mcp_client import error_line, with_kfin_mcp
 from tests.runner import kfin

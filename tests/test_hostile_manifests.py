@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kfin.core import manifests
+from kfin.core.predict import manifests
 from kfin.errors import ExitCode, UsageError
 from kfin.util.documents import MAX_ALIAS_ENTRIES, MAX_BYTES, MAX_DEPTH
 from tests.runner import kfin

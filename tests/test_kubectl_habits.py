@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kfin.core.selectors import label_selector
+from kfin.core.explain.selectors import label_selector
 from kfin.errors import ExitCode
 from tests.runner import kfin
 

@@ -1,7 +1,7 @@
 """No command writes module-level state (issue 46): once kfin is imported, running commands changes no module's
 globals, so that in one process (a test session, kfin serve, kfin guard, kfin mcp, a fleet worker) one command's
 choices (--catalog, -v, the fields kept of whole objects) never reach the next. A command's choices are one value
-(kfin.settings.Settings, kfin.core.catalog.Catalog) built by the command and carried to what it runs.
+(kfin.settings.Settings, kfin.core.read.catalog.Catalog) built by the command and carried to what it runs.
 
 Each module's globals are recorded (each value's identity, and the contents of dicts, lists, sets and bytearrays),
 a few commands run in-process against tests/fakeapi, and the globals are compared. Caches of pure functions
@@ -22,8 +22,8 @@ from tests.runner import kfin as run_kfin
 
 # module.name -> why it is a cache of a pure function (the same argument always gives the same answer)
 PURE_CACHES = {
-    "kfin.core.causes.registry.control_plane_owned": "whether a finalizer's name matches Kubernetes' own patterns",
-    "kfin.core.catalog.shipped": "the entries of kfin/data/catalog.yaml, a file of kfin's own (frozen entries)",
+    "kfin.core.explain.causes.registry.control_plane_owned": "whether a finalizer's name matches Kubernetes' own patterns",
+    "kfin.core.read.catalog.shipped": "the entries of kfin/data/catalog.yaml, a file of kfin's own (frozen entries)",
     "kfin.api.kubeconfig_types._parsed": "kubeconfig documents by their bytes, which callers only read (a fleet's "
     "contexts share one file)",
     "kfin.util.documents._loader": "the YAML loader class, built once from PyYAML's (it takes no argument)",

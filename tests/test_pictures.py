@@ -18,8 +18,8 @@ import pydot
 import pytest
 
 from kfin.api.target import Target
-from kfin.core.report import build
-from kfin.core.scope import Scope
+from kfin.core.explain.report import build
+from kfin.core.read.scope import Scope
 from kfin.render.graph import to_dot
 from kfin.render.report import page
 from tests.runner import kfin

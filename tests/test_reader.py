@@ -1,13 +1,13 @@
-"""The reader and the questions (kfin.core.reader, kfin.core.facts): what the server answered survives a scan's
+"""The reader and the questions (kfin.core.read.reader, kfin.core.read.facts): what the server answered survives a scan's
 last list into the facts of the whole scan, what was worked out of the objects does not; each kind of answer
 worked out is a cache of its own, known by its name (a fleet's facts cross a process boundary)."""
 
 import pickle
 from datetime import timedelta
 
-from kfin.core.causes.registry import EXPLANATIONS, explain_cached
-from kfin.core.facts import Facts, Worked
-from kfin.core.reader import Reader
+from kfin.core.explain.causes.registry import EXPLANATIONS, explain_cached
+from kfin.core.read.facts import Facts, Worked
+from kfin.core.read.reader import Reader
 from kfin.model import Answer, Write
 from tests.values import facts, kind, obj
 

@@ -1,4 +1,4 @@
-"""What explaining the stuck objects reads starts while the scan still lists (kfin.core.ahead, issue 47): a scan's
+"""What explaining the stuck objects reads starts while the scan still lists (kfin.core.read.reads_ahead, issue 47): a scan's
 wall is its longest list, and explaining waited for it before it read RBAC and the rest. The test holds the
 scan's Events list at a barrier that opens only when a read of the explanations is in flight beside it: read
 after the scan, as before, it breaks. Nothing is timed."""
@@ -7,9 +7,9 @@ import threading
 
 from kfin.api import scan as scan_module
 from kfin.api.target import Target
-from kfin.core import reader
-from kfin.core.scope import Scope
-from kfin.core.stuck import find_all
+from kfin.core.read import reader
+from kfin.core.read.scope import Scope
+from kfin.core.explain.stuck import find_all
 from tests.test_scale import populated  # noqa: F401 (a fixture)
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"

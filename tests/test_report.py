@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kfin.api.target import Target
-from kfin.core.report import build
-from kfin.core.scope import Scope
+from kfin.core.explain.report import build
+from kfin.core.read.scope import Scope
 from kfin.errors import ExitCode
 from kfin.render.report import page
 from tests.runner import kfin

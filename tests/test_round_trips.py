@@ -8,11 +8,11 @@ from pathlib import Path
 from kfin.api import discovery, inventory
 from kfin.api.connection import Kube
 from kfin.api.target import Target
-from kfin.core import stuck
-from kfin.core.causes.registry import explain_cached
-from kfin.core.facts import Facts
-from kfin.core.reader import Reader
-from kfin.core.stuck import find_stuck, stuck_in
+from kfin.core.explain import stuck
+from kfin.core.explain.causes.registry import explain_cached
+from kfin.core.read.facts import Facts
+from kfin.core.read.reader import Reader
+from kfin.core.explain.stuck import find_stuck, stuck_in
 from tests.test_scale import populated  # noqa: F401 (a fixture)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "stuck-cluster.json"
@@ -199,7 +199,7 @@ def test_a_lean_scan_keeps_the_crds_that_explanations_ask_about(fake, fake_kubec
 def test_the_workloads_of_a_field_manager_are_looked_for_once_per_manager(populated, monkeypatch):  # noqa: F811
     """The stuck objects of one operator name the same field manager: its workloads are looked for once, not
     once per object (every Deployment, StatefulSet and DaemonSet of the cluster, walked at each answer)."""
-    from kfin.core.causes import custom
+    from kfin.core.explain.causes import custom
 
     lean = inventory.live(populated, None, lean=True)
     facts = Facts(lean, Reader(populated))

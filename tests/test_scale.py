@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from kfin.api import inventory
-from kfin.core.facts import Facts
-from kfin.core.reader import Reader
+from kfin.core.read.facts import Facts
+from kfin.core.read.reader import Reader
 from kfin.api.jsonstream import members
 from kfin.api.connection import Kube, Target
 from kfin.model import ThinObject
-from kfin.core.stuck import find_stuck
+from kfin.core.explain.stuck import find_stuck
 from tests.fakeapi.rawclient import RawClient
 from tests.runner import kfin
 
@@ -195,7 +195,7 @@ def test_the_plain_tree_reads_as_the_rich_tree_of_the_same_graph():
     """A pipe or a large graph gets plain_tree (strings joined); a terminal gets Rich's: the same text."""
     from rich.console import Console
 
-    from kfin.core import owners as g
+    from kfin.core.explain import owners as g
     from kfin.render import graph as rg
 
     facts = Facts(inventory.load(str(EXAMPLE)))
@@ -213,8 +213,8 @@ def test_the_plain_tree_reads_as_the_rich_tree_of_the_same_graph():
 def test_what_causes_declare_they_read_is_fetched_once_before_explaining(populated, fake):
     from collections import Counter
 
-    from kfin.core.catalog import Catalog
-    from kfin.core.causes import reads_for
+    from kfin.core.read.catalog import Catalog
+    from kfin.core.explain.causes import reads_for
 
     lean = inventory.live(populated, None, lean=True)
     held = next(o for o in lean.objects if o.name == "held")

@@ -108,8 +108,8 @@ class Served:
 
     def __init__(self, fake, fake_kubeconfig, limits=None):
         from kfin.api.target import Target
-        from kfin.core.scope import Scope
-        from kfin.core.stuck import find_all
+        from kfin.core.read.scope import Scope
+        from kfin.core.explain.stuck import find_all
 
         scope = Scope(Target(kubeconfig=str(fake_kubeconfig)), all_namespaces=True)
         self.exporter = Exporter(lambda: self._scan(find_all, scope), log=lambda _: None)

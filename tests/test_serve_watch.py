@@ -1,4 +1,4 @@
-"""kfin serve by watch (kfin.api.informer, kfin.core.watching): list each type once, then watch it; re-list
+"""kfin serve by watch (kfin.api.informer, kfin.core.explain.watching): list each type once, then watch it; re-list
 on 410, back off on errors, list what cannot be watched, find new kinds, and answer again only for changes
 kfin can see. Against tests/fakeapi, whose watches follow kube-apiserver's (410 after compaction, bookmarks).
 """
@@ -22,9 +22,9 @@ from kfin.api.discovery import discover
 from kfin.api.informer import Informer, Informers
 from kfin.api.inventory import STUCK_FULL
 from kfin.api.target import Target
-from kfin.core.scope import Scope
-from kfin.core.stuck import find_all
-from kfin.core.watching import Watched
+from kfin.core.read.scope import Scope
+from kfin.core.explain.stuck import find_all
+from kfin.core.explain.watching import Watched
 from tests.fakeapi.rawclient import RawClient
 from tests.fakeapi.server import Fault, Watch
 from tests.test_serve import ROOT, _free_port, samples, stuck_configmap
@@ -317,8 +317,8 @@ def test_events_are_watched_once_though_two_apis_serve_them(fake, fake_kubeconfi
 def test_an_answer_walks_the_objects_that_are_not_thin_as_the_watches_keep_them(fake, fake_kubeconfig):
     """Each informer keeps its objects that are not thin apart, as they gain and lose finalizers: an answer
     walks those, not every thin object of the cluster; what a read on demand replaces is walked afresh."""
-    from kfin.core.facts import Facts
-    from kfin.core.reader import Reader
+    from kfin.core.read.facts import Facts
+    from kfin.core.read.reader import Reader
     from kfin.model import ThinObject
 
     api = RawClient(fake.url, "admin-token")

@@ -9,8 +9,8 @@ from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube, Target
 from kfin.api.discovery import discover
 from kfin.api.resources import KindLookup, parse_resource_list
-from kfin.core.catalog import Catalog
-from kfin.core.causes import family
+from kfin.core.read.catalog import Catalog
+from kfin.core.explain.causes import family
 from kfin.errors import ExitCode, NotFoundError
 from kfin.util.durations import format_age, parse_duration
 from tests.fakeapi.rawclient import RawClient

@@ -8,7 +8,7 @@ from itertools import count
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import KindLookup
-from kfin.core.facts import Facts
+from kfin.core.read.facts import Facts
 from kfin.model import Failure, Inventory, KubeObject, ResourceType, format_time
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)

@@ -28,7 +28,7 @@ SNAPSHOT_KIND = "Snapshot"
 SNAPSHOT_API_VERSION = "kfin.dev/v1"
 # `stuck` reads namespaces whole: their spec.finalizers and status conditions say what holds them. And the
 # admission configuration, which every stuck object's explanation reads (a webhook or policy that fails closed
-# gates its finalizers' removal: kfin.core.causes.webhooks, policies): a few small objects, read once whole
+# gates its finalizers' removal: kfin.core.explain.causes.webhooks, policies): a few small objects, read once whole
 # instead of as metadata and then again.
 ADMISSION = "admissionregistration.k8s.io"
 STUCK_FULL = {
@@ -105,7 +105,7 @@ def live_steps(
     """What a scan of the cluster finds (live), returned once it ends; meanwhile, in the caller's thread while the
     lists go on, a step `TypeListed` for each type listed (`listed`), and (`before_last`, a lean scan's) one
     `BeforeLastList` while the last list still pages: the Inventory returned is made afresh. The caller works on
-    the steps (kfin.core.ahead, kfin.core.early); the scan calls nothing back."""
+    the steps (kfin.core.read.reads_ahead, kfin.core.read.before_last); the scan calls nothing back."""
     left_out = Lean() if lean else None
     # A lean scan reads Namespaces before anything else (scan.Lean): they are asked for with discovery, not after
     # it, since every API server serves core v1 Namespaces. What discovery says then decides what they count for.
@@ -497,7 +497,7 @@ def _guess_type(api_version: str, kind: str, namespaced: bool) -> ResourceType:
 def restrict(inventory: Inventory, namespace: str | None) -> Inventory:
     """A saved inventory seen through -n NS: that namespace's objects, the Namespace itself, and what
     explanations read elsewhere (cluster-scoped objects, the kinds kept whole). Only objects of the
-    namespace are reported stuck (kfin.core.stuck keeps to the inventory's namespace)."""
+    namespace are reported stuck (kfin.core.explain.stuck keeps to the inventory's namespace)."""
     if namespace is None:
         return inventory
     kept = [

@@ -39,7 +39,7 @@ PackedRows = tuple[list[ResourceType], list[str], str, str, str, bytes]
 
 # What explanations need of the few kinds read as full objects, and nothing more: a snapshot never holds
 # Secret data, environment values, or container specs. A command's catalog keeps a few more fields of what its
-# related holders read on demand (KeptFields, kfin.core.catalog.Catalog.kept_fields), never by writing here.
+# related holders read on demand (KeptFields, kfin.core.read.catalog.Catalog.kept_fields), never by writing here.
 _REDUCED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "namespaces"): ("spec", "status"),
     ("", "persistentvolumeclaims"): (
@@ -118,7 +118,7 @@ REDUCED_FIELDS = MappingProxyType(_REDUCED_FIELDS)  # read-only: what one comman
 
 class KeptFields(Protocol):
     """The fields to keep too when objects of a type are read whole, beyond REDUCED_FIELDS (a command's catalog:
-    kfin.core.catalog.Catalog, handed in by the reader that reads them)."""
+    kfin.core.read.catalog.Catalog, handed in by the reader that reads them)."""
 
     def kept_fields(self, group: str, resource: str) -> tuple[str, ...]: ...
 

@@ -308,7 +308,7 @@ class Urllib3Transport:
     # retried within the deadline: a refused port at most once, a lost answer once for reads only. A write whose
     # answer is lost may have been carried out: repeated, a PUT /finalize or a DELETE answers 404 or 409 for its
     # own success, and the audit log would say "nothing removed". The caller reads the object again instead
-    # (kfin.core.applying).
+    # (kfin.core.remove.apply).
     RETRY_CONNECT, RETRY_READ = 1, 1
 
     def send(self, request: Request) -> Response:

@@ -41,7 +41,7 @@ from kfin.commands.flags import (
     request_timeout_seconds,
 )
 from kfin.commands.outputs import OUTPUTS
-from kfin.core.catalog import Catalog
+from kfin.core.read.catalog import Catalog
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.render.terminal import Console, QuietPipe
 from kfin.util.gcpause import paused_gc

@@ -8,7 +8,7 @@ import typer
 
 from kfin.commands.flags import OutputOpt, check_output, merged
 from kfin.commands.outputs import OUTPUTS
-from kfin.core import audit as audit_log_file
+from kfin.core.remove import audit as audit_log_file
 from kfin.errors import ExitCode
 from kfin.render import data
 from kfin.render.tables import audit_table

@@ -12,10 +12,10 @@ from typer.core import TyperGroup
 
 from kfin.commands.flags import OutputOpt, check_output, merged
 from kfin.commands.outputs import OUTPUTS
-from kfin.core import catalog as finalizer_catalog
-from kfin.core.catalog import CatalogEntry
-from kfin.core.causes.registry import CATALOG as BUILT_IN
-from kfin.core.causes.registry import family
+from kfin.core.explain.causes.registry import CATALOG as BUILT_IN
+from kfin.core.explain.causes.registry import family
+from kfin.core.read import catalog as finalizer_catalog
+from kfin.core.read.catalog import CatalogEntry
 from kfin.errors import NotFoundError
 from kfin.model import kind_display
 from kfin.names import nearest

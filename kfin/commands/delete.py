@@ -24,13 +24,13 @@ from kfin.commands.flags import (
     wait_seconds,
 )
 from kfin.commands.outputs import OUTPUTS
-from kfin.core import manifests
-from kfin.core.deleting import CASCADES, Holder, follow_deletion, holder, named, send_delete, targets_of
-from kfin.core.facts import Facts
-from kfin.core.lookup import MissingObjectError, facts_on_demand, live_target
-from kfin.core.preflight import target_of
-from kfin.core.scope import Scope
-from kfin.core.teardown import kubectl_delete, preflight_of
+from kfin.core.predict import manifests
+from kfin.core.predict.preflight import target_of
+from kfin.core.predict.teardown import kubectl_delete, preflight_of
+from kfin.core.read.facts import Facts
+from kfin.core.read.scope import Scope
+from kfin.core.read.subject import MissingObjectError, facts_on_demand, live_target
+from kfin.core.remove.deleting import CASCADES, Holder, follow_deletion, holder, named, send_delete, targets_of
 from kfin.errors import ExitCode, InterruptedByUserError, NotFoundError, UsageError
 from kfin.model import KubeObject, format_time
 from kfin.names import check_kind

@@ -21,13 +21,13 @@ from kfin.commands.flags import (
 )
 from kfin.commands.outputs import OUTPUTS
 from kfin.commands.pointers import not_found
-from kfin.core import audit
-from kfin.core.bearing import split
-from kfin.core.blocking import follow
-from kfin.core.causes import explain_cached
-from kfin.core.causes.registry import note_readded
-from kfin.core.lookup import MissingObjectError, load_target
-from kfin.core.stuck import is_stuck, stuck_inside
+from kfin.core.explain.blocking import follow
+from kfin.core.explain.causes import explain_cached
+from kfin.core.explain.causes.registry import note_readded
+from kfin.core.explain.stuck import is_stuck, stuck_inside
+from kfin.core.read.partial import split
+from kfin.core.read.subject import MissingObjectError, load_target
+from kfin.core.remove import audit
 from kfin.errors import ExitCode, KfinError
 from kfin.model import MANAGERS
 from kfin.render import data, explanation

@@ -13,9 +13,9 @@ from msgspec.structs import replace
 
 from kfin.api.target import Target
 from kfin.commands.outputs import VERDICTS
-from kfin.core.catalog import Catalog
-from kfin.core.scope import Scope
-from kfin.core.selectors import Selector, selector
+from kfin.core.explain.selectors import Selector, selector
+from kfin.core.read.catalog import Catalog
+from kfin.core.read.scope import Scope
 from kfin.errors import UsageError
 from kfin.names import check_kind, check_name, check_namespace
 from kfin.render.terminal import Console
@@ -174,7 +174,7 @@ KindsOpt = Annotated[
     ),
 ]
 # How kfin stuck narrows what it lists, and kfin remove --all-stuck what it selects: the same objects for the same
-# flags (kfin.core.stuck.narrowed applies --verdict and the selectors, never to kfin's lists)
+# flags (kfin.core.explain.stuck.narrowed applies --verdict and the selectors, never to kfin's lists)
 OlderThanOpt = Annotated[
     str | None,
     typer.Option("--older-than", metavar="DURATION", help="Only objects terminating for at least this long (10m, 2h)."),
@@ -201,7 +201,7 @@ def _verdict_option(more: str = "") -> Any:
 
 
 VerdictsOpt = Annotated[list[str] | None, _verdict_option()]
-# kfin remove --all-stuck's: the same objects, and it never widens what is removed (kfin.core.removal.plan)
+# kfin remove --all-stuck's: the same objects, and it never widens what is removed (kfin.core.remove.plan.plan)
 RemovalVerdictsOpt = Annotated[
     list[str] | None,
     _verdict_option(
@@ -310,7 +310,8 @@ def verdicts(values: list[str] | None) -> set[str]:
 
 class Narrowing(Struct, frozen=True):
     """--kind, --older-than, --verdict, -l and --field-selector, checked before anything is read: what kfin stuck
-    lists and kfin remove --all-stuck selects (kinds and older for the scan, the rest for kfin.core.stuck.narrowed)."""
+    lists and kfin remove --all-stuck selects (kinds and older for the scan, the rest for
+    kfin.core.explain.stuck.narrowed)."""
 
     kinds: tuple[str, ...] = ()
     older: float | None = None

@@ -24,8 +24,8 @@ from kfin.commands.flags import (
     subject,
 )
 from kfin.commands.outputs import OUTPUTS
-from kfin.core import owners, subject_graph
-from kfin.core.bearing import split
+from kfin.core.explain import owners, subject_graph
+from kfin.core.read.partial import split
 from kfin.errors import ExitCode, UsageError
 from kfin.names import check_kind
 from kfin.render import graph as drawn

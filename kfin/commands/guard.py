@@ -10,8 +10,8 @@ from msgspec.structs import replace
 
 from kfin.api.connection import Kube
 from kfin.commands.flags import ChunkSizeOpt, ContextOpt, KubeconfigOpt, TimeoutOpt, duration_seconds, merged
-from kfin.core.guard import CONTROL_PLANE_USERS, Guard
-from kfin.core.watching import Watched
+from kfin.core.explain.watching import Watched
+from kfin.core.predict.guard import CONTROL_PLANE_USERS, Guard
 from kfin.errors import UsageError
 from kfin.model import JSON
 from kfin.serve import exporter

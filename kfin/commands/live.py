@@ -1,6 +1,6 @@
 """`kfin stuck --watch`: the stuck objects as they change, until Ctrl-C, like `kubectl get -w`.
 
-Every type is listed once and then watched (kfin.core.watching, the machinery of `kfin serve`): the answer is
+Every type is listed once and then watched (kfin.core.explain.watching, the machinery of `kfin serve`): the answer is
 worked out again as soon as a change kfin can see arrives, and every --interval when the last answer read
 what the watches do not keep.
 What changed is shown: on a terminal the table redrawn, on a pipe one line per change (ADDED, MODIFIED,
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from kfin.core.stuck import RowKey, StuckObject, changes, row_key
+from kfin.core.explain.stuck import RowKey, StuckObject, changes, row_key
 from kfin.errors import KfinError
 from kfin.model import Failure
 from kfin.render import tables

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import shlex
 
-from kfin.core.lookup import MissingObjectError
-from kfin.core.stuck import Elsewhere
+from kfin.core.explain.stuck import Elsewhere
+from kfin.core.read.subject import MissingObjectError
 from kfin.errors import NotFoundError
 from kfin.render.terminal import Console
 from kfin.util.text import counted

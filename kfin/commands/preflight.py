@@ -25,12 +25,12 @@ from kfin.commands.flags import (
     subject,
 )
 from kfin.commands.outputs import OUTPUTS
-from kfin.core import helm, manifests
-from kfin.core.facts import Facts
-from kfin.core.lookup import facts_on_demand
-from kfin.core.preflight import target_of
-from kfin.core.scope import Scope
-from kfin.core.teardown import Teardown, from_release, kubectl_delete, preflight_of
+from kfin.core.predict import helm, manifests
+from kfin.core.predict.preflight import target_of
+from kfin.core.predict.teardown import Teardown, from_release, kubectl_delete, preflight_of
+from kfin.core.read.facts import Facts
+from kfin.core.read.scope import Scope
+from kfin.core.read.subject import facts_on_demand
 from kfin.errors import ExitCode, NotFoundError, UsageError
 from kfin.render import data
 from kfin.render import graph as drawn

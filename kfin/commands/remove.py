@@ -31,14 +31,14 @@ from kfin.commands.flags import (
 )
 from kfin.commands.pointers import not_found
 from kfin.commands.wait import follow_to_end
-from kfin.core import audit
-from kfin.core.applying import apply_plans, recreate_namespace
-from kfin.core.causes import explain_object
-from kfin.core.facts import Facts
-from kfin.core.lookup import MissingObjectError, fresh_facts, live_target, load_target
-from kfin.core.removal import FORCE_DELETION, Plan, plan
-from kfin.core.scope import Scope
-from kfin.core.stuck import find_all, narrowed
+from kfin.core.explain.causes import explain_object
+from kfin.core.explain.stuck import find_all, narrowed
+from kfin.core.read.facts import Facts
+from kfin.core.read.scope import Scope
+from kfin.core.read.subject import MissingObjectError, fresh_facts, live_target, load_target
+from kfin.core.remove import audit
+from kfin.core.remove.apply import apply_plans, recreate_namespace
+from kfin.core.remove.plan import FORCE_DELETION, Plan, plan
 from kfin.errors import ExitCode, InterruptedByUserError, UsageError
 from kfin.model import format_time
 from kfin.render.removal import (
@@ -174,7 +174,8 @@ def remove(
             f"--from-snapshot shows the plan only: a snapshot cannot be written (drop "
             f"{mode.value}, or run kfin remove against the cluster)"
         )
-    # the removal is checked with the server first (dryRun=All, kfin.core.causes.dryrun): a plan it would refuse,
+    # the removal is checked with the server first (dryRun=All, kfin.core.explain.causes.dryrun): a plan it would
+    # refuse,
     # or whose finalizer admission puts back, is never made
     scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=True)
     if all_stuck:

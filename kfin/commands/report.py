@@ -17,7 +17,7 @@ from kfin.commands.flags import (
     snapshot_flag,
 )
 from kfin.commands.outputs import OUTPUTS
-from kfin.core import report as built
+from kfin.core.explain import report as built
 from kfin.errors import ExitCode
 from kfin.render.report import page
 

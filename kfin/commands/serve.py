@@ -23,9 +23,9 @@ from kfin.commands.flags import (
     merged,
     snapshot_flag,
 )
-from kfin.core.scope import Scope
-from kfin.core.stuck import StuckObject, find_all
-from kfin.core.watching import Watched
+from kfin.core.explain.stuck import StuckObject, find_all
+from kfin.core.explain.watching import Watched
+from kfin.core.read.scope import Scope
 from kfin.errors import ExitCode, KfinError, UsageError
 from kfin.model import Inventory
 from kfin.render.terminal import Console

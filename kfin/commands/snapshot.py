@@ -19,7 +19,7 @@ from kfin.commands.flags import (
     TimeoutOpt,
     merged,
 )
-from kfin.core.sources import gather
+from kfin.core.read.contexts import gather
 from kfin.errors import ExitCode, UsageError
 from kfin.util.text import counted
 

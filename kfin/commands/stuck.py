@@ -34,9 +34,9 @@ from kfin.commands.flags import (
 )
 from kfin.commands.outputs import OUTPUTS
 from kfin.commands.pointers import say_elsewhere, say_not_looked
-from kfin.core.causes.unreadable import list_failure_causes
-from kfin.core.fleet import find_all_contexts
-from kfin.core.stuck import (
+from kfin.core.explain.causes.unreadable import list_failure_causes
+from kfin.core.explain.fleet import find_all_contexts
+from kfin.core.explain.stuck import (
     Filters,
     StuckObject,
     gating_webhooks,
@@ -45,7 +45,7 @@ from kfin.core.stuck import (
     storage_problems,
     stuck_elsewhere,
 )
-from kfin.core.watching import Watched
+from kfin.core.explain.watching import Watched
 from kfin.errors import ExitCode, UsageError
 from kfin.model import Failure
 from kfin.render import stuck as stuck_output

@@ -19,11 +19,11 @@ from kfin.commands.flags import (
     subject,
     wait_seconds,
 )
-from kfin.core.blocking import follow, root_summary
-from kfin.core.causes import blocker_line, explain_cached, main_finding
-from kfin.core.facts import Facts
-from kfin.core.lookup import MissingObjectError, live_target, load_target
-from kfin.core.scope import Scope
+from kfin.core.explain.blocking import follow, root_summary
+from kfin.core.explain.causes import blocker_line, explain_cached, main_finding
+from kfin.core.read.facts import Facts
+from kfin.core.read.scope import Scope
+from kfin.core.read.subject import MissingObjectError, live_target, load_target
 from kfin.errors import ExitCode, NotFoundError
 from kfin.model import KubeObject, format_time
 from kfin.render.steps import print_lines, step_lines

@@ -17,12 +17,12 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from kfin.core.applying import apply_plans
-from kfin.core.causes import explain_object
-from kfin.core.facts import Facts
-from kfin.core.lookup import fresh_facts, live_target, load_target
-from kfin.core.removal import Plan, as_read, plan, requests_preview
-from kfin.core.scope import Scope
+from kfin.core.explain.causes import explain_object
+from kfin.core.read.facts import Facts
+from kfin.core.read.scope import Scope
+from kfin.core.read.subject import fresh_facts, live_target, load_target
+from kfin.core.remove.apply import apply_plans
+from kfin.core.remove.plan import Plan, as_read, plan, requests_preview
 from kfin.errors import ExitCode, KfinError
 from kfin.model import KubeObject, metadata_patch
 from kfin.util.text import one_line
@@ -149,7 +149,8 @@ class Writes(Struct, frozen=True):
 
 def apply_removal(scope: Scope, digest: str, *, ledger: Ledger, writes: Writes, client: str) -> dict[str, Any]:
     """Apply the plan a digest names, if writes are allowed, the object is still as planned, and the verdicts still
-    allow it; applied and recorded as kfin remove --confirm does (kfin.core.applying), with the MCP client's name."""
+    allow it; applied and recorded as kfin remove --confirm does (kfin.core.remove.apply), with the MCP client's
+    name."""
     with ledger.lock:
         request = ledger.issued.get(digest)
     if request is None:

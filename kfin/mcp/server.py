@@ -25,9 +25,9 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from kfin import __version__
-from kfin.core.roots import root_causes
-from kfin.core.scope import Scope
-from kfin.core.stuck import find_all
+from kfin.core.explain.roots import root_causes
+from kfin.core.explain.stuck import find_all
+from kfin.core.read.scope import Scope
 from kfin.errors import ConfigError, ExitCode, KfinError, UsageError
 from kfin.mcp import removal
 from kfin.model import JSON

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from kfin.core.blocking import Chain
-from kfin.core.causes import Explanation
-from kfin.core.facts import ClusterFacts
-from kfin.core.stuck import Inside
+from kfin.core.explain.blocking import Chain
+from kfin.core.explain.causes import Explanation
+from kfin.core.explain.stuck import Inside
+from kfin.core.read.facts import ClusterFacts
 from kfin.model import JSON, parse_time
 from kfin.render.steps import Line, print_lines, step_lines, wrapped
 from kfin.render.terminal import NARROW_PANEL, Console, text

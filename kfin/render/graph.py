@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 from msgspec.structs import asdict
 
-from kfin.core.owners import blocking_chain, label, labels, problems, roots
+from kfin.core.explain.owners import blocking_chain, label, labels, problems, roots
 from kfin.errors import UsageError
 from kfin.model import JSON
 from kfin.render.explanation import VERDICT_STYLE, verdict_colour
@@ -216,7 +216,8 @@ ROOT_LOOKS = {
     "other": RootLook("root cause", "box", "box", "#eeeeee", ("[", "]")),
 }
 ROOT_KIND_OF_LINK = {
-    "kubelet": "node-down",  # a lost node's (kfin.core.causes.pods.kubelet_alive): a live one's is a controller link
+    # a lost node's (kfin.core.explain.causes.pods.kubelet_alive): a live one's is a controller link
+    "kubelet": "node-down",
     "discovery-failure": "api-unavailable",
     "conversion-failure": "api-unavailable",
     "cloud": "cloud",

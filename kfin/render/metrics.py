@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from msgspec import Struct, field
 
 from kfin import __version__
-from kfin.core.stuck import StuckObject
+from kfin.core.explain.stuck import StuckObject
 from kfin.model import JSON, Inventory
 from kfin.util.text import printable
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from kfin.core.preflight import Preflight
-from kfin.core.survival import Stuck
+from kfin.core.explain.survival import Stuck
+from kfin.core.predict.preflight import Preflight
 from kfin.render.steps import print_plan
 from kfin.render.tables import plain_table
 from kfin.render.terminal import Console

@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kfin.core.applying import Applied
-from kfin.core.audit import AuditError
-from kfin.core.removal import FORCE_DELETION, Plan, requests_preview
+from kfin.core.remove.apply import Applied
+from kfin.core.remove.audit import AuditError
+from kfin.core.remove.plan import FORCE_DELETION, Plan, requests_preview
 from kfin.errors import ExitCode, UsageError
 from kfin.render.tables import plain_table
 from kfin.render.terminal import Console

@@ -9,9 +9,9 @@ import shutil
 from datetime import UTC, datetime
 
 from kfin import __version__
-from kfin.core.causes import Action
-from kfin.core.report import Report, ReportEntry
-from kfin.core.roots import RootCause
+from kfin.core.explain.causes import Action
+from kfin.core.explain.report import Report, ReportEntry
+from kfin.core.explain.roots import RootCause
 from kfin.render.explanation import VERDICT_STYLE, verdict_colour
 from kfin.render.graph import heading, picture, plain_tree
 from kfin.util.durations import format_age

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from kfin.core.causes import Action
+from kfin.core.explain.causes import Action
 from kfin.render.layout import spans
 from kfin.render.terminal import Console
 from kfin.util.text import printable

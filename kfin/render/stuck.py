@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from msgspec import Struct, field
 
-from kfin.core.roots import root_causes
-from kfin.core.stuck import StuckObject, report
+from kfin.core.explain.roots import root_causes
+from kfin.core.explain.stuck import StuckObject, report
 from kfin.model import JSON, Inventory
 from kfin.render import data, metrics, tables, templates
 from kfin.render.terminal import Console

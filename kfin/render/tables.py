@@ -1,5 +1,5 @@
 """Tables: stuck objects, the audit log, the catalog (one block per row on a narrow terminal). kfin remove's
-table is kfin.render.removal's: kfin stuck, which prints these, does without kfin.core.removal."""
+table is kfin.render.removal's: kfin stuck, which prints these, does without kfin.core.remove.plan."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kfin.core.catalog import CatalogEntry
-from kfin.core.roots import RootCause
-from kfin.core.stuck import StuckObject
+from kfin.core.explain.roots import RootCause
+from kfin.core.explain.stuck import StuckObject
+from kfin.core.read.catalog import CatalogEntry
 from kfin.model import kind_display
 from kfin.render import layout
 from kfin.render.explanation import VERDICT_STYLE

@@ -7,9 +7,9 @@ from __future__ import annotations
 import html
 from collections import Counter
 
-from kfin.core.helm import KEEP
-from kfin.core.survival import Stuck
-from kfin.core.teardown import Caused, Deletion, Teardown
+from kfin.core.explain.survival import Stuck
+from kfin.core.predict.helm import KEEP
+from kfin.core.predict.teardown import Caused, Deletion, Teardown
 from kfin.model import JSON
 from kfin.render.explanation import verdict_colour
 from kfin.render.graph import FONT, dot_quote, edge_row, label_lines, legend_block, tint, title_of, verdict_rows

@@ -1,6 +1,6 @@
 """`kfin serve`: keep the stuck objects current, read-only, and serve the result to Prometheus.
 
-One thread works the answer out: after each change its watches see (kfin.core.watching), or, with
+One thread works the answer out: after each change its watches see (kfin.core.explain.watching), or, with
 --rescan, by a scan every interval. The HTTP server answers from the last good result, so a scrape never
 waits for an answer and a failed one never empties /metrics (kfin_result_age_seconds says how old it is).
 

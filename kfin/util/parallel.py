@@ -19,7 +19,8 @@ R = TypeVar("R")
 def completed(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[tuple[T, Future[R]]]:
     """(item, its finished future) as each finishes. A single item runs in the calling thread: starting a
     thread for it cost about 1 ms on a busy interpreter, and explaining a scan's stuck objects makes several
-    such calls (kfin.core.facts.Facts.prefetch of one type, the one context of kfin.core.stuck.stuck_in)."""
+    such calls (kfin.core.read.facts.Facts.prefetch of one type, the one context of
+    kfin.core.explain.stuck.stuck_in)."""
     items = list(items)
     if len(items) == 1:
         yield items[0], _ran(fn, items[0])

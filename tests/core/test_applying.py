@@ -1,4 +1,4 @@
-"""The removal saga (kfin/core/applying.py), on a made-up cluster: each plan applied, what came of it recorded in
+"""The removal saga (kfin/core/remove/apply.py), on a made-up cluster: each plan applied, what came of it recorded in
 the audit log; a refused plan never sent; a write that fails recorded and the run going on; Ctrl-C during a write
 recorded with what the read back found, and the run stopped there."""
 
@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from kfin.core.applying import apply_plans, recreate_namespace
-from kfin.core.causes import explain_object
-from kfin.core.removal import plan
+from kfin.core.remove.apply import apply_plans, recreate_namespace
+from kfin.core.explain.causes import explain_object
+from kfin.core.remove.plan import plan
 from kfin.errors import APIError
 from kfin.model import MANAGERS
 from tests.values import custom_type, facts, lease, obj, pod

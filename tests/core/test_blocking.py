@@ -1,9 +1,9 @@
-"""Blocking chains (kfin/core/blocking.py): from a stuck object down to its root causes, and the plan that
+"""Blocking chains (kfin/core/explain/blocking.py): from a stuck object down to its root causes, and the plan that
 takes the deepest first."""
 
 from datetime import timedelta
 
-from kfin.core.blocking import follow, node_id, root_summary
+from kfin.core.explain.blocking import follow, node_id, root_summary
 from tests.values import facts, lease, node, obj, pod
 
 DELETING = timedelta(hours=1)
@@ -61,7 +61,7 @@ def test_one_node_id_for_every_graph():
 def test_every_culprit_is_named_in_the_plan_not_only_the_first():
     """Issue 29: two Pods of a ReplicaSet on a lost node; the plan's last resort force-deleted only the first,
     and the blocker line named one of the two."""
-    from kfin.core.causes import explain_object
+    from kfin.core.explain.causes import explain_object
 
     replicas = obj("rs.apps", "web-1", "shop", finalizers=("foregroundDeletion",), deleting_for=DELETING)
     pods = [pod(f"web-1-{s}", "shop", owners=(replicas,), node_name="node-9", deleting_for=DELETING,

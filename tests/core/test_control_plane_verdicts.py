@@ -7,10 +7,10 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kfin.core.causes import Verdict, explain_object
-from kfin.core.catalog import Catalog
-from kfin.core.causes.registry import control_plane_owned, family
-from kfin.core.removal import plan
+from kfin.core.explain.causes import Verdict, explain_object
+from kfin.core.read.catalog import Catalog
+from kfin.core.explain.causes.registry import control_plane_owned, family
+from kfin.core.remove.plan import plan
 from tests.values import custom_type, facts, lease, obj
 
 LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)

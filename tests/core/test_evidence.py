@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from kfin.core import catalog
-from kfin.core.causes import Verdict, explain_object
-from kfin.core.causes.registry import CATALOG, DELETION_CAUSES, account_for_evidence
+from kfin.core.read import catalog
+from kfin.core.explain.causes import Verdict, explain_object
+from kfin.core.explain.causes.registry import CATALOG, DELETION_CAUSES, account_for_evidence
 from kfin.model import MANAGERS, Failure
 from tests.core.causes.test_custom import FINALIZER, WIDGETS, grant, operator_pod
 from tests.values import custom_type, facts, lease, node, obj, pod

@@ -1,6 +1,6 @@
-"""Facts (kfin/core/facts.py): what an explanation may ask of a snapshot, and None where it cannot know."""
+"""Facts (kfin/core/read/facts.py): what an explanation may ask of a snapshot, and None where it cannot know."""
 
-from kfin.core.facts import ClusterFacts, Facts
+from kfin.core.read.facts import ClusterFacts, Facts
 from tests.values import facts, obj, pod
 
 

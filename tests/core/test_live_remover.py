@@ -1,11 +1,11 @@
-"""WAITING needs a live remover, proven (kfin/core/causes/custom.py, builtin.py, evidence.py and the registry's
+"""WAITING needs a live remover, proven (kfin/core/explain/causes/custom.py, builtin.py, evidence.py and the registry's
 account_for_evidence), on plain values: found running, shown to own the finalizer name, and saying nothing of its own
 that it cannot finish; otherwise STALLED (the remover is known: what it reports is named) or UNKNOWN (what was looked
 for is named), and no plan waits on nobody."""
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from kfin.model import MANAGERS, format_time
 from tests.core.causes.test_custom import FINALIZER, WIDGETS, grant, operator_pod
 from tests.values import NOW, facts, lease, obj, pod

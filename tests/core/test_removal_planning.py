@@ -1,4 +1,4 @@
-"""Removal planning (kfin/core/removal.py): which finalizers a plan selects, which it refuses and why, and
+"""Removal planning (kfin/core/remove/plan.py): which finalizers a plan selects, which it refuses and why, and
 the guarded patch it would send; on plain values, nothing is sent."""
 
 import copy
@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from kfin.core.applying import Remover
-from kfin.core.causes import Verdict, explain_object
-from kfin.core.removal import plan, requests_preview
+from kfin.core.remove.apply import Remover
+from kfin.core.explain.causes import Verdict, explain_object
+from kfin.core.remove.plan import plan, requests_preview
 from kfin.errors import APIError
 from kfin.model import MANAGERS, metadata_patch
 from tests.values import custom_type, facts, lease, obj, pod
@@ -115,7 +115,7 @@ def test_changes_between_two_scans_are_named_as_kubectl_w_names_them():
     """kfin stuck --watch: ADDED, MODIFIED (verdict, blocker or finalizers changed), DELETED."""
     from msgspec.structs import replace
 
-    from kfin.core.stuck import StuckObject, changes, row_key
+    from kfin.core.explain.stuck import StuckObject, changes, row_key
 
     claim, _ = held_claim()
     row = StuckObject(claim, 60.0, finalizers=["kubernetes.io/pvc-protection"], families=["pvc-protection"],

@@ -1,4 +1,4 @@
-"""A teardown of many objects (kfin/core/teardown.py, manifests.py, helm.py): kubectl's order of the manifests,
+"""A teardown of many objects (kfin/core/predict/teardown.py, manifests.py, helm.py): kubectl's order of the manifests,
 Helm's uninstall order and release records, and what each step does to the next."""
 
 import base64
@@ -16,10 +16,11 @@ import msgspec
 import pytest
 
 from kfin.commands.preflight import _uninstall
-from kfin.core import helm, manifests
-from kfin.core.guard import Guard
-from kfin.core.manifests import Manifest
-from kfin.core.teardown import from_manifests, from_release, of_deletion, preflight_of
+from kfin.core.predict import helm
+from kfin.core.predict import manifests
+from kfin.core.predict.guard import Guard
+from kfin.core.predict.manifests import Manifest
+from kfin.core.predict.teardown import from_manifests, from_release, of_deletion, preflight_of
 from kfin.errors import ExitCode, UsageError
 from kfin.render.teardown import teardown_dot, teardown_report
 from kfin.render.terminal import Console

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from kfin.core import catalog
+from kfin.core.read import catalog
 from kfin.errors import ExitCode
 from tests.runner import kfin
 from tests.scenario import node_a_budget_stops

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kfin.core.guard import DENY_LABEL, MOST_RUNES, OVERRIDE_ANNOTATION
+from kfin.core.predict.guard import DENY_LABEL, MOST_RUNES, OVERRIDE_ANNOTATION
 from tests.fakeapi.tls import self_signed
 from tests.runner import kfin
 from tests.scenario import served_by, service_webhook

@@ -15,7 +15,7 @@ import sys
 import pytest
 import yaml
 
-from kfin.core.helm import encode
+from kfin.core.predict.helm import encode
 from kfin.errors import ExitCode
 from tests.runner import kfin
 from tests.scenario import served_by, service_webhook

@@ -1,1 +1,1 @@
-"""One test module per cause (kfin/core/causes), on plain values."""
+"""One test module per cause (kfin/core/explain/causes), on plain values."""

@@ -1,8 +1,8 @@
-"""Finalizers of Kubernetes itself and of cloud controllers (kfin/core/causes/builtin.py), on plain values."""
+"""Finalizers of Kubernetes itself and of cloud controllers (kfin/core/explain/causes/builtin.py), on plain values."""
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from tests.values import custom_type, facts, lease, obj
 
 DELETING = timedelta(hours=1)

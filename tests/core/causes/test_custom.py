@@ -1,10 +1,10 @@
 """Custom finalizers: the controller found in the cluster through RBAC, managedFields and workloads
-(kfin/core/causes/custom.py), on plain values."""
+(kfin/core/explain/causes/custom.py), on plain values."""
 
 from datetime import timedelta
 
 from kfin.model import MANAGERS
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from tests.values import custom_type, facts, obj, pod
 
 DELETING = timedelta(hours=1)

@@ -1,9 +1,9 @@
-"""ResourceClaims (kfin/core/causes/dra.py): held while reserved for a Pod (status.reservedFor); once no
+"""ResourceClaims (kfin/core/explain/causes/dra.py): held while reserved for a Pod (status.reservedFor); once no
 Pod reserves it, kube-controller-manager's resourceclaim controller deallocates it and removes the finalizer."""
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from tests.values import facts, lease, obj, pod
 
 FINALIZER = "resource.kubernetes.io/delete-protection"

@@ -1,4 +1,4 @@
-"""Ecosystem finalizers through the catalog (kfin/data/catalog.yaml, kfin/core/causes/ecosystem.py), on plain
+"""Ecosystem finalizers through the catalog (kfin/data/catalog.yaml, kfin/core/explain/causes/ecosystem.py), on plain
 values shaped as each project writes its objects (field names from its source)."""
 
 from datetime import timedelta
@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 
 from kfin.model import Answer, Write
-from kfin.core.causes import Verdict, explain_object
-from kfin.core.catalog import Catalog
-from kfin.core.causes.registry import family
+from kfin.core.explain.causes import Verdict, explain_object
+from kfin.core.read.catalog import Catalog
+from kfin.core.explain.causes.registry import family
 from kfin.model import ResourceType
 from tests.values import custom_type, facts, obj, pod
 

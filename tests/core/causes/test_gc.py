@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from tests.values import facts, lease, obj
 
 DELETING = timedelta(minutes=30)

@@ -1,7 +1,7 @@
-"""Ghosts: objects left in a namespace that was forced through /finalize (kfin/core/causes/ghosts.py)."""
+"""Ghosts: objects left in a namespace that was forced through /finalize (kfin/core/explain/causes/ghosts.py)."""
 
-from kfin.core.causes import Verdict, explain_object
-from kfin.core.causes.ghosts import missing_namespace
+from kfin.core.explain.causes import Verdict, explain_object
+from kfin.core.explain.causes.ghosts import missing_namespace
 from tests.values import facts, obj
 
 

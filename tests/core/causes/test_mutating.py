@@ -1,12 +1,12 @@
-"""The dry run of a finalizer's removal decides (kfin/core/causes/dryrun.py), and what puts a finalizer back at
-admission is named (kfin/core/causes/mutating.py), on plain values: the server's answers are given to the facts as
+"""The dry run of a finalizer's removal decides (kfin/core/explain/causes/dryrun.py), and what puts a finalizer back at
+admission is named (kfin/core/explain/causes/mutating.py), on plain values: the server's answers are given to the facts as
 a scan would have kept them."""
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
-from kfin.core.causes.dryrun import own_removal
-from kfin.core.causes.mutating import putting_back
+from kfin.core.explain.causes import Verdict, explain_object
+from kfin.core.explain.causes.dryrun import own_removal
+from kfin.core.explain.causes.mutating import putting_back
 from kfin.model import Answer
 from kfin.util.celobjects import as_maps
 from tests.values import custom_type, facts, obj

@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from kfin.model import Failure
 from tests.values import custom_type, facts, lease, obj
 

@@ -1,9 +1,9 @@
-"""ServiceCIDRs (kfin/core/causes/networking.py): held while an address of the range is allocated, and
+"""ServiceCIDRs (kfin/core/explain/causes/networking.py): held while an address of the range is allocated, and
 not covered by another ServiceCIDR, as pkg/controller/servicecidrs decides (canDeleteCIDR)."""
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from tests.values import facts, lease, obj
 
 FINALIZER = "networking.k8s.io/service-cidr-finalizer"

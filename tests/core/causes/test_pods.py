@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from kfin.core.causes import Action, Verdict, explain_object
+from kfin.core.explain.causes import Action, Verdict, explain_object
 from tests.values import facts, lease, node, pod
 
 DELETING = timedelta(minutes=20)

@@ -1,8 +1,8 @@
-"""ValidatingAdmissionPolicies in front of a finalizer's removal (kfin/core/causes/policies.py), on plain values."""
+"""ValidatingAdmissionPolicies in front of a finalizer's removal (kfin/core/explain/causes/policies.py), on plain values."""
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from tests.values import facts, obj
 
 KEEP = "example.com/keep"

@@ -1,10 +1,10 @@
-"""PodGroups (kfin/core/causes/scheduling.py): `scheduling.k8s.io/podgroup-protection` stays while a Pod of the
+"""PodGroups (kfin/core/explain/causes/scheduling.py): `scheduling.k8s.io/podgroup-protection` stays while a Pod of the
 namespace that has not finished names the PodGroup in spec.schedulingGroup.podGroupName, scheduled or not,
 Terminating or not (pkg/controller/scheduling/podgroupprotection: isBeingUsed, isPodTerminated)."""
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from kfin.model import ResourceType
 from tests.values import facts, lease, obj
 

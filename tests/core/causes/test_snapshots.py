@@ -1,11 +1,11 @@
-"""Volume snapshot finalizers (kfin/core/causes/snapshots.py), names as external-snapshotter's pkg/utils/util.go
+"""Volume snapshot finalizers (kfin/core/explain/causes/snapshots.py), names as external-snapshotter's pkg/utils/util.go
 and external-provisioner's pkg/controller/controller.go spell them, on plain values."""
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
-from kfin.core.catalog import Catalog
-from kfin.core.causes.registry import family
+from kfin.core.explain.causes import Verdict, explain_object
+from kfin.core.read.catalog import Catalog
+from kfin.core.explain.causes.registry import family
 from kfin.model import ResourceType
 from tests.values import facts, obj
 

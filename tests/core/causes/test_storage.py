@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from kfin.model import format_time
 from tests.values import NOW, facts, lease, obj, pod
 

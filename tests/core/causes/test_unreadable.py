@@ -8,8 +8,8 @@ from kfin.api import discovery
 from kfin.api.connection import Kube, Target
 from kfin.api.discovery import failure_of
 from kfin.api.scan import read_objects
-from kfin.core.causes import Verdict, explain_object
-from kfin.core.causes.unreadable import list_failure_causes
+from kfin.core.explain.causes import Verdict, explain_object
+from kfin.core.explain.causes.unreadable import list_failure_causes
 from kfin.errors import KfinError
 from kfin.model import Failure
 from tests.fakeapi import undecodable

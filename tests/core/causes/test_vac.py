@@ -1,9 +1,9 @@
-"""VolumeAttributesClasses (vac-protection in kfin/core/causes/storage.py): held while a claim or volume names
+"""VolumeAttributesClasses (vac-protection in kfin/core/explain/causes/storage.py): held while a claim or volume names
 the class, where pkg/controller/volume/vacprotection looks (spec, and a claim's current and target class)."""
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from tests.values import facts, lease, obj
 
 FINALIZER = "kubernetes.io/vac-protection"

@@ -1,8 +1,8 @@
-"""Admission webhooks that fail closed in front of every finalizer (kfin/core/causes/webhooks.py)."""
+"""Admission webhooks that fail closed in front of every finalizer (kfin/core/explain/causes/webhooks.py)."""
 
 from datetime import timedelta
 
-from kfin.core.causes import Verdict, explain_object
+from kfin.core.explain.causes import Verdict, explain_object
 from tests.values import facts, obj
 
 DELETING = timedelta(hours=1)
