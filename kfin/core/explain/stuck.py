@@ -11,7 +11,7 @@ from msgspec import Struct, field
 
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.resources import KindLookup, one_per_storage, stored_as
-from kfin.api.scan import Lean, scan
+from kfin.api.scan import Lean
 from kfin.core.explain.blocking import Chain, follow, root_summary
 from kfin.core.explain.causes import blocker_line, explain_cached, family, main_finding, reads_for
 from kfin.core.explain.causes.ghosts import missing_namespace
@@ -402,9 +402,7 @@ def stuck_elsewhere(
     if not types:  # nothing discovered: nothing to ask
         return None
     with progress("looking in other namespaces") as report:
-        objects, failures = scan(
-            kube, types, None, concurrency=concurrency, page_size=facts.reader.chunk_size, lean=Lean(), progress=report
-        )
+        objects, failures = facts.reader.scan_types(types, concurrency=concurrency, lean=Lean(), progress=report)
     why = f"listing {failures[0].target}: {failures[0].reason}" if failures else ""
     if len(failures) >= len(types):
         return Elsewhere(False, unread=len(failures), why=why)

@@ -56,10 +56,11 @@ def gather(
 
     def one(context: str | None, concurrency: int = scope.concurrency) -> Facts:
         kube = Kube.connect(replace(target, context=context))
+        reader = reader_for(scope, kube)
         namespace = scope.namespace_of(kube.namespace)
         early = None
         if ahead is not None:
-            early = ReadsAhead(reader_for(scope, kube).read_whole, namespace, wanted, ahead, min(4, concurrency))
+            early = ReadsAhead(reader.read_whole, namespace, wanted, ahead, min(4, concurrency))
 
         def facts_of(scanned: Inventory) -> Facts:
             reader = reader_for(scope, kube)
@@ -68,14 +69,12 @@ def gather(
 
         before_last = BeforeLast(facts_of, explain) if explain is not None and lean else None
         with progress(f"scanning {kube.context}") as report:
-            steps = inventory.live_steps(
-                kube,
+            steps = reader.scan_steps(
                 namespace,
                 full=wanted,
                 refresh=scope.refresh,
                 progress=report,
                 concurrency=concurrency,
-                chunk_size=scope.chunk_size,
                 lean=lean,
                 listed=early is not None,
                 before_last=before_last is not None,

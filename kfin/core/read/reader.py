@@ -7,20 +7,22 @@ own (ServerAnswers); the questions the causes ask (kfin.core.read.facts.Facts) r
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Set
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
+from kfin.api import inventory
 from kfin.api.access import may
 from kfin.api.connection import Kube
+from kfin.api.discovery import discover
 from kfin.api.dryrun import may_impersonate
 from kfin.api.dryrun import send as send_dry_run
 from kfin.api.events import object_events
-from kfin.api.scan import read_objects, scan
+from kfin.api.scan import Lean, read_objects, scan
 from kfin.core.read.catalog import Catalog
 from kfin.core.read.scope import Scope
 from kfin.errors import KfinError
-from kfin.model import JSON, Answer, Failure, KubeObject, ResourceType, Write
+from kfin.model import JSON, Answer, Failure, Inventory, KubeObject, ResourceType, Write
 from kfin.util.parallel import completed
 
 # (group, resource, namespace or None for everywhere, whole): a read, as Reader.fetch and reads_for give it; its answer
@@ -125,8 +127,7 @@ class Reader:
         self.reads = 0  # reads from the API server on demand: an answer that made none is current from watches
         self.ahead: Ahead | None = None  # the scan's reads ahead, taken by the first fetch_all
         # While facts are made before a scan's last list ended (kfin.core.read.before_last): what they read, for the
-        # reader of
-        # the facts that may succeed them; and what the reader of those takes instead of reading again.
+        # reader of the facts that may succeed them; and what the reader of those takes instead of reading again.
         self.recording: dict[ReadKey, Read] | None = None
         self._reuse: dict[ReadKey, Read] = {}
 
@@ -157,6 +158,61 @@ class Reader:
         after._reuse = dict(self.recording or {})
         after.answers = self.answers.copy()
         return after
+
+    # ----- what a command reads before its facts exist: the server's kinds, the object it names, a scan ----------
+    def _live(self) -> Kube:
+        kube = self.kube
+        if kube is None:
+            raise KfinError("a snapshot is read from its file: nothing more can be read from a cluster")
+        return kube
+
+    def discover(self, refresh: bool = False) -> tuple[list[ResourceType], list[Failure]]:
+        """The server's resource types (discovery, cached across commands unless `refresh`), and what failed."""
+        return discover(self._live(), refresh)
+
+    def read_object(self, rtype: ResourceType, namespace: str | None, name: str, *, metadata_only: bool) -> JSON:
+        """One object, whole or metadata-only, as the server has it now; NotFoundError when it does not exist."""
+        return self._live().read_object(rtype, namespace, name, metadata_only=metadata_only)
+
+    def scan_steps(
+        self,
+        namespace: str | None,
+        *,
+        full: Set[tuple[str, str]],
+        refresh: bool,
+        progress: Callable[[int, int], None] | None,
+        concurrency: int,
+        lean: bool,
+        listed: bool,
+        before_last: bool,
+    ) -> Generator[inventory.TypeListed | inventory.BeforeLastList, None, Inventory]:
+        """A scan of the cluster (kfin.api.inventory.live_steps), in pages of this reader's size: its steps, then
+        what it found."""
+        return inventory.live_steps(
+            self._live(),
+            namespace,
+            full=full,
+            refresh=refresh,
+            progress=progress,
+            concurrency=concurrency,
+            chunk_size=self.chunk_size,
+            lean=lean,
+            listed=listed,
+            before_last=before_last,
+        )
+
+    def scan_types(
+        self,
+        types: list[ResourceType],
+        *,
+        concurrency: int,
+        lean: Lean,
+        progress: Callable[[int, int], None] | None,
+    ) -> tuple[list[KubeObject], list[Failure]]:
+        """Some types across every namespace, metadata-only and lean (what may be stuck kept), with what failed."""
+        return scan(
+            self._live(), types, None, concurrency=concurrency, page_size=self.chunk_size, lean=lean, progress=progress
+        )
 
     # ----- lists -----------------------------------------------------------------------------------
     def read_whole(self, rtype: ResourceType, namespace: str | None) -> list[KubeObject]:

@@ -10,7 +10,6 @@ from msgspec import Struct, field
 from kfin.api import inventory
 from kfin.api.builtin_kinds import builtin_resources
 from kfin.api.connection import Kube
-from kfin.api.discovery import discover
 from kfin.api.resources import KindLookup, stored_as
 from kfin.api.scan import REDUCED_FIELDS, names_listed, reduce_object, slim_metadata, with_managers
 from kfin.core.read.catalog import Catalog
@@ -137,15 +136,17 @@ class MissingObjectError(NotFoundError):
 def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     """The object as the API server has it now (whole for the kinds explanations read whole), and Facts
     that start with it alone and read the rest on demand."""
-    kube = Kube.connect(scope.target)
-    resources, failures = discover(kube, scope.refresh)
+    reader = reader_for(scope, Kube.connect(scope.target))
+    kube = reader.kube
+    assert kube is not None
+    resources, failures = reader.discover(scope.refresh)
     lookup = KindLookup(resources)
     rtype: ResourceType = lookup.find(kind)
     namespace = (scope.namespace or kube.namespace) if rtype.namespaced else None
     key = (rtype.group, rtype.resource)
     full = key in REDUCED_FIELDS
     try:
-        raw = kube.read_object(rtype, namespace, name, metadata_only=not full)
+        raw = reader.read_object(rtype, namespace, name, metadata_only=not full)
     except NotFoundError:
         where = f' in namespace "{namespace}"' if namespace else ""
         raise MissingObjectError(
@@ -178,15 +179,17 @@ def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
         namespace=namespace,
         detailed={(rtype.group, rtype.resource, namespace or "")} if full else set(),
     )
-    return obj, Facts(inv, reader_for(scope, kube), scanned=False)
+    return obj, Facts(inv, reader, scanned=False)
 
 
 def facts_on_demand(scope: Scope) -> Facts:
     """Facts that read what they are asked for (live), or everything a snapshot holds."""
     if scope.from_snapshot:
         return Facts(inventory.load(scope.from_snapshot), reader_for(scope, None))
-    kube = Kube.connect(scope.target)
-    resources, failures = discover(kube, scope.refresh)
+    reader = reader_for(scope, Kube.connect(scope.target))
+    kube = reader.kube
+    assert kube is not None
+    resources, failures = reader.discover(scope.refresh)
     inv = Inventory(
         resources,
         [],
@@ -196,7 +199,7 @@ def facts_on_demand(scope: Scope) -> Facts:
         server=kube.server,
         namespace=kube.namespace,
     )
-    return Facts(inv, reader_for(scope, kube), scanned=False)
+    return Facts(inv, reader, scanned=False)
 
 
 def fresh_facts(kube: Kube, resources: list[ResourceType], catalog: Catalog) -> Callable[[KubeObject], Facts]:
