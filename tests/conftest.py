@@ -9,15 +9,21 @@ from tests.control_plane import EnvtestControlPlane, find_assets
 from tests.fakeapi import FakeAPIServer
 from tests.scenario import ENV_KUBECONFIG, ScenarioCluster, _kubeconfig_access, backends, envtest_absent
 
-ENVTEST: dict = {}  # what the session's real control plane did, for the summary line
+# Seconds each real control plane of the session took to be ready, for the summary line: under pytest-xdist each
+# worker starts its own and hands its time to the controller (pytest_sessionfinish, pytest_testnodedown).
+ENVTEST_READY_IN: list[float] = []
 
 
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch, tmp_path_factory):
-    """kfin never reads the developer's kubeconfig or discovery cache during tests."""
+    """kfin never reads the developer's kubeconfig or discovery cache during tests, nor the width of the terminal
+    pytest runs in: $COLUMNS and $LINES are a test's own (GNU readline, once imported, exports 80 and 24 into the
+    environment that pytest-xdist's workers inherit, and kfin lays out for $COLUMNS in a pipe)."""
     monkeypatch.setenv("KFIN_CACHE_DIR", str(tmp_path_factory.mktemp("kfin-cache")))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture
@@ -40,7 +46,7 @@ def envtest():
     if assets is None:
         raise RuntimeError(why)
     plane = EnvtestControlPlane(assets).start()
-    ENVTEST["started_in"] = plane.started_in
+    ENVTEST_READY_IN.append(plane.started_in)
     try:
         yield plane
         left = [path for scenario in plane.cleaning for path in scenario.finish()]
@@ -119,12 +125,37 @@ def _scenario(request, tmp_path, plane_fixture: str, gates: tuple[str, ...] = ()
             server.stop()
 
 
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (`--dist loadgroup`), the tests that share a module-scoped fixture go to one worker, so
+    that it is made once: a module's build of the wheel or the site, and the gated real control plane (the
+    `gated_cluster` scenarios on the real tier: `envtest_gated`, asked for as they run)."""
+    for item in items:
+        fixtures = getattr(item, "_fixtureinfo", None)
+        by_module = fixtures is not None and any(
+            definitions[-1].scope == "module" for definitions in fixtures.name2fixturedefs.values())
+        gated = "gated_cluster" in getattr(item, "fixturenames", ()) and "[envtest" in item.nodeid
+        if by_module or gated:
+            item.add_marker(pytest.mark.xdist_group("envtest_gated" if gated else item.nodeid.split("::")[0]))
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "controllers: the scenario needs kube-controller-manager's controllers")
     config.addinivalue_line("markers", "fake_only(why): a scenario that runs on tests/fakeapi only, and why a real "
                                        "control plane cannot be made to show it")
+    config.addinivalue_line("markers", "xdist_group(name): pytest-xdist runs the tests of one group on one worker")
     config.addinivalue_line("markers", "real_only(why): a scenario that runs on a real control plane only, and why "
                                        "tests/fakeapi cannot serve it faithfully")
+
+
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands the controller how long its real control plane took to be ready."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["envtest_ready_in"] = list(ENVTEST_READY_IN)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: called on the controller as each worker ends
+def pytest_testnodedown(node, error):
+    ENVTEST_READY_IN.extend(getattr(node, "workeroutput", {}).get("envtest_ready_in", ()))
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -140,7 +171,9 @@ def pytest_terminal_summary(terminalreporter):
             when, outcome = getattr(report, "when", ""), getattr(report, "outcome", "")
             if "[envtest" in getattr(report, "nodeid", "") and (when == "call" or outcome in ("failed", "skipped")):
                 outcomes[key] += 1
-    if "started_in" in ENVTEST:
+    if ENVTEST_READY_IN:
         counts = ", ".join(f"{n} {key}" for key, n in sorted(outcomes.items()))
-        terminalreporter.write_line(f"real control plane tier (envtest): {counts}; ready in "
-                                    f"{ENVTEST['started_in']:.1f} s")
+        fastest, slowest = min(ENVTEST_READY_IN), max(ENVTEST_READY_IN)
+        ready = (f"ready in {slowest:.1f} s" if len(ENVTEST_READY_IN) == 1 else
+                 f"{len(ENVTEST_READY_IN)} control planes, one per worker, ready in {fastest:.1f} to {slowest:.1f} s")
+        terminalreporter.write_line(f"real control plane tier (envtest): {counts}; {ready}")
