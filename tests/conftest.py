@@ -125,24 +125,10 @@ def _scenario(request, tmp_path, plane_fixture: str, gates: tuple[str, ...] = ()
             server.stop()
 
 
-def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (`--dist loadgroup`), the tests that share a module-scoped fixture go to one worker, so
-    that it is made once: a module's build of the wheel or the site, and the gated real control plane (the
-    `gated_cluster` scenarios on the real tier: `envtest_gated`, asked for as they run)."""
-    for item in items:
-        fixtures = getattr(item, "_fixtureinfo", None)
-        by_module = fixtures is not None and any(
-            definitions[-1].scope == "module" for definitions in fixtures.name2fixturedefs.values())
-        gated = "gated_cluster" in getattr(item, "fixturenames", ()) and "[envtest" in item.nodeid
-        if by_module or gated:
-            item.add_marker(pytest.mark.xdist_group("envtest_gated" if gated else item.nodeid.split("::")[0]))
-
-
 def pytest_configure(config):
     config.addinivalue_line("markers", "controllers: the scenario needs kube-controller-manager's controllers")
     config.addinivalue_line("markers", "fake_only(why): a scenario that runs on tests/fakeapi only, and why a real "
                                        "control plane cannot be made to show it")
-    config.addinivalue_line("markers", "xdist_group(name): pytest-xdist runs the tests of one group on one worker")
     config.addinivalue_line("markers", "real_only(why): a scenario that runs on a real control plane only, and why "
                                        "tests/fakeapi cannot serve it faithfully")
 
