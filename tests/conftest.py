@@ -9,15 +9,21 @@ from tests.control_plane import EnvtestControlPlane, find_assets
 from tests.fakeapi import FakeAPIServer
 from tests.scenario import ENV_KUBECONFIG, ScenarioCluster, _kubeconfig_access, backends, envtest_absent
 
-ENVTEST: dict = {}  # what the session's real control plane did, for the summary line
+# Seconds each real control plane of the session took to be ready, for the summary line: under pytest-xdist each
+# worker starts its own and hands its time to the controller (pytest_sessionfinish, pytest_testnodedown).
+ENVTEST_READY_IN: list[float] = []
 
 
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch, tmp_path_factory):
-    """kfin never reads the developer's kubeconfig or discovery cache during tests."""
+    """kfin never reads the developer's kubeconfig or discovery cache during tests, nor the width of the terminal
+    pytest runs in: $COLUMNS and $LINES are a test's own (GNU readline, once imported, exports 80 and 24 into the
+    environment that pytest-xdist's workers inherit, and kfin lays out for $COLUMNS in a pipe)."""
     monkeypatch.setenv("KFIN_CACHE_DIR", str(tmp_path_factory.mktemp("kfin-cache")))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture
@@ -40,7 +46,7 @@ def envtest():
     if assets is None:
         raise RuntimeError(why)
     plane = EnvtestControlPlane(assets).start()
-    ENVTEST["started_in"] = plane.started_in
+    ENVTEST_READY_IN.append(plane.started_in)
     try:
         yield plane
         left = [path for scenario in plane.cleaning for path in scenario.finish()]
@@ -127,6 +133,17 @@ def pytest_configure(config):
                                        "tests/fakeapi cannot serve it faithfully")
 
 
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands the controller how long its real control plane took to be ready."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["envtest_ready_in"] = list(ENVTEST_READY_IN)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: called on the controller as each worker ends
+def pytest_testnodedown(node, error):
+    ENVTEST_READY_IN.extend(getattr(node, "workeroutput", {}).get("envtest_ready_in", ()))
+
+
 def pytest_terminal_summary(terminalreporter):
     """One line on the real control plane tier: what its scenarios gave and how long it took to start, or why
     it did not run."""
@@ -140,7 +157,9 @@ def pytest_terminal_summary(terminalreporter):
             when, outcome = getattr(report, "when", ""), getattr(report, "outcome", "")
             if "[envtest" in getattr(report, "nodeid", "") and (when == "call" or outcome in ("failed", "skipped")):
                 outcomes[key] += 1
-    if "started_in" in ENVTEST:
+    if ENVTEST_READY_IN:
         counts = ", ".join(f"{n} {key}" for key, n in sorted(outcomes.items()))
-        terminalreporter.write_line(f"real control plane tier (envtest): {counts}; ready in "
-                                    f"{ENVTEST['started_in']:.1f} s")
+        fastest, slowest = min(ENVTEST_READY_IN), max(ENVTEST_READY_IN)
+        ready = (f"ready in {slowest:.1f} s" if len(ENVTEST_READY_IN) == 1 else
+                 f"{len(ENVTEST_READY_IN)} control planes, one per worker, ready in {fastest:.1f} to {slowest:.1f} s")
+        terminalreporter.write_line(f"real control plane tier (envtest): {counts}; {ready}")

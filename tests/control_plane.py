@@ -17,6 +17,7 @@ has rules (both show kube-controller-manager's controllers at work).
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import shutil
@@ -122,11 +123,17 @@ class EnvtestControlPlane:
         for binary in ("etcd", "kube-apiserver"):
             if not (self.assets / binary).exists():
                 raise RuntimeError(f"{ENV_ASSETS}={self.assets} has no {binary}")
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(3):
+            try:
+                self._start()
+                break
+            except BaseException as error:
+                self.stop()
+                # a free port is free when asked, not when bound: another worker's control plane, or a client's
+                # connection, may take it in between; new ports and a new folder, then
+                if attempt == 2 or "address already in use" not in str(error):
+                    raise
+                self.dir = Path(tempfile.mkdtemp(prefix="kfin-envtest-"))
         self.started_in = time.monotonic() - begun
         return self
 
@@ -253,7 +260,11 @@ def find_assets() -> tuple[Path | None, str]:
     unpack = SHARED_CONTROL_PLANE / "unpack.sh"
     if not unpack.exists():
         return None, f"{SHARED_CONTROL_PLANE} not found and {ENV_ASSETS} not set"
-    done = subprocess.run(["bash", str(unpack)], capture_output=True, text=True)
+    # one unpacking at a time: pytest-xdist's workers each start a control plane, and one still unpacking must not
+    # overwrite the binaries another already runs
+    with open(Path(tempfile.gettempdir()) / "kfin-control-plane-unpack.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = subprocess.run(["bash", str(unpack)], capture_output=True, text=True)
     if done.returncode != 0:
         return None, f"{unpack} failed: {done.stderr.strip() or done.returncode}"
     return Path(done.stdout.strip()), ""
