@@ -3,7 +3,7 @@
     python scripts/generate_catalog.py [OUTPUT_FILE]
 
 Every command that explains a custom finalizer reads the shipped catalog: as YAML that was 12 ms of parsing even
-with libyaml's loader (bench/PROFILE.md, issue 47), as JSON well under one. tests/test_catalog.py regenerates it
+with libyaml's loader (bench/PROFILE.md, issue 47), as JSON well under one. tests/core/read/test_catalog.py regenerates it
 and fails when the committed file is out of date; the YAML stays the source, with its comments and its schema.
 """
 

@@ -2,7 +2,7 @@
 
     python scripts/generate_completions.py [OUTPUT_DIR]
 
-tests/test_completion.py regenerates them and fails when the committed ones are out of date.
+tests/commands/test_completion.py regenerates them and fails when the committed ones are out of date.
 The scripts call back into kfin (through _KFIN_COMPLETE) for the dynamic part: kinds, names,
 namespaces and contexts.
 """

@@ -3,7 +3,7 @@ the documentation site's table (docs/commands/index.md), so that the page cannot
 
     python scripts/generate_man.py [OUTPUT_FILE]
 
-tests/test_man.py regenerates it and fails when the committed page is out of date. The wheel installs it as
+tests/commands/test_man.py regenerates it and fails when the committed page is out of date. The wheel installs it as
 share/man/man1/kfin.1 (pyproject.toml, tool.setuptools.data-files).
 """
 

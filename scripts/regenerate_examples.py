@@ -1,5 +1,5 @@
 """Write again the outputs of the console examples that read the shipped snapshot, in README.md and every page of
-the documentation site (docs/), as kfin prints them now (tests/test_readme.py checks them byte for byte):
+the documentation site (docs/), as kfin prints them now (tests/project/test_readme.py checks them byte for byte):
 python scripts/regenerate_examples.py."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def pages() -> list[Path]:
-    """README.md and every page of docs/: the pages tests/test_readme.py checks."""
+    """README.md and every page of docs/: the pages tests/project/test_readme.py checks."""
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 

@@ -14,5 +14,6 @@ OUTPUTS: dict[str, tuple[str, ...]] = {
     "catalog": PLAIN,
     "report": ("html",),
 }
-# kfin.core.explain.causes.Verdict's values (tests/test_completion.py keeps them equal), without its import on every Tab
+# kfin.core.explain.causes.Verdict's values (tests/commands/test_completion.py keeps them equal), without its import on
+# every Tab
 VERDICTS = ("HOLDING", "WAITING", "STALLED", "ORPHANED", "UNKNOWN", "BLOCKED")

@@ -2,7 +2,7 @@
 of: the same plan and patch, the same blocker, the same metrics (the cluster unchanged in between)."""
 
 from tests.runner import kfin
-from tests.test_serve import samples
+from tests.serve.test_serve import samples
 
 
 def held_configmap(cluster):

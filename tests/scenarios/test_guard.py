@@ -24,7 +24,7 @@ from tests.fakeapi.tls import self_signed
 from tests.runner import kfin
 from tests.scenario import served_by, service_webhook
 from tests.scenarios.test_preflight import preflight, really_stuck, widget_operator
-from tests.test_serve import ROOT, _free_port
+from tests.serve.test_serve import ROOT, _free_port
 
 WEBHOOK = ROOT / "deploy" / "guard" / "webhook.yaml"
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.scenarios.test_guard import WEBHOOK, team, until, warned_when_ready
-from tests.test_serve import ROOT, _free_port
+from tests.serve.test_serve import ROOT, _free_port
 
 
 def start_guard(cluster, port: int, secret: str, configuration: str, log) -> subprocess.Popen:

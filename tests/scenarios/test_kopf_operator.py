@@ -47,7 +47,7 @@ from kfin.errors import ExitCode
 from tests.fakeapi.tls import self_signed
 from tests.runner import kfin
 from tests.scenarios.test_explain import running_deployment
-from tests.test_serve import _free_port
+from tests.serve.test_serve import _free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATOR = ROOT / "tests" / "kopf_operator.py"
