@@ -22,13 +22,14 @@ class Terminal(io.StringIO):
         return True
 
 
-def kfin(*args: str, tty: bool = False) -> Result:
-    """`tty`: stdout is a terminal (with the width of $COLUMNS). The first reading command of a scenario against
-    its cluster checks the properties every scenario keeps first (tests/properties.py)."""
+def kfin(*args: str, tty: bool = False, stderr: io.StringIO | None = None) -> Result:
+    """`tty`: stdout is a terminal (with the width of $COLUMNS). `stderr`: where it writes its stderr as it runs
+    (for a test that acts once kfin has said something). The first reading command of a scenario against its
+    cluster checks the properties every scenario keeps first (tests/properties.py)."""
     scenario = properties.scenario_of(args)
     if scenario is not None:
         properties.check(scenario, kfin)
-    out, err = (Terminal() if tty else io.StringIO()), io.StringIO()
+    out, err = (Terminal() if tty else io.StringIO()), (io.StringIO() if stderr is None else stderr)
     code = 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:

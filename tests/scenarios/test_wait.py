@@ -1,5 +1,6 @@
 """Following a deletion to its end: kfin wait and kfin remove --wait (a watch, re-listing after 410)."""
 
+import io
 import threading
 import time
 
@@ -16,19 +17,29 @@ def held(cluster, name="held"):
     return cm
 
 
-def in_background(*args):
-    """kfin run in a thread: (thread, a list that receives its Result)."""
-    out = []
-    thread = threading.Thread(target=lambda: out.append(kfin(*args)))
+def in_background(*args, said=None):
+    """kfin run in a thread: (thread, a list that receives its Result). `said`: returns once kfin's stderr has
+    said this (case-insensitive), which it says once it has read the object: a change after that comes to it as an
+    event of the watch it starts from that read."""
+    out, err = [], io.StringIO()
+    thread = threading.Thread(target=lambda: out.append(kfin(*args, stderr=err)))
     thread.start()
+    if said is not None:
+        until(lambda: said.lower() in err.getvalue().lower() or not thread.is_alive(), f"kfin saying {said!r}")
     return thread, out
+
+
+def until(condition, what, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
+        time.sleep(0.02)
 
 
 def test_wait_returns_once_the_object_is_gone(cluster):
     cm = held(cluster)
     thread, out = in_background("wait", "cm", "held", "--kubeconfig", str(cluster.kubeconfig), "-n",
-                                cluster.namespace, "--timeout", "30s")
-    time.sleep(0.5)  # the watch is open: the end comes as an event
+                                cluster.namespace, "--timeout", "30s", said="finalizers left")
     cluster.strip_finalizers(cm)
     thread.join(40)
     [result] = out
@@ -58,7 +69,7 @@ def test_a_watch_whose_version_expired_lists_again(fake, fake_kubeconfig):
     api.delete("/api/v1/namespaces/default/configmaps/held")
     fake.cluster.compacted_rv = 10 ** 9  # every version kfin lists is already compacted away
     thread, out = in_background("wait", "cm", "held", "--kubeconfig", str(fake_kubeconfig), "--timeout", "20s")
-    time.sleep(0.5)
+    until(lambda: any(r.verb == "watch" for r in fake.requests), "the watch the expired version refuses")
     fake.cluster.compacted_rv = 0
     api.merge_patch("/api/v1/namespaces/default/configmaps/held", {"metadata": {"finalizers": None}})
     thread.join(30)
@@ -81,8 +92,8 @@ def test_remove_wait_follows_the_deletion_to_its_end(cluster, tmp_path, monkeypa
 @pytest.mark.controllers
 def test_waiting_for_a_namespace_counts_its_content_down(cluster):
     group, ns = cluster.namespace_held_by_widget()
-    thread, out = in_background("wait", "ns", ns, "--kubeconfig", str(cluster.kubeconfig), "--timeout", "60s")
-    time.sleep(0.5)
+    thread, out = in_background("wait", "ns", ns, "--kubeconfig", str(cluster.kubeconfig), "--timeout", "60s",
+                                said="remaining")
     cluster.strip_finalizers(f"/apis/{group}/v1/namespaces/{ns}/widgets/w1")
     thread.join(70)
     [result] = out
