@@ -280,10 +280,10 @@ class Kube:
     ) -> Iterator[Any]:
         """Pages are fetched by as many threads as list at once, but parsed (and reduced) one at a time:
         parsing holds the GIL anyway, and so only one page is ever held parsed, not one per thread, which is
-        most of a large scan's memory (issue 17). The next page of a protobuf list is asked for as soon as its
+        most of a large scan's memory. The next page of a protobuf list is asked for as soon as its
         continue token is read off the wire, while this one waits its turn to be parsed: a long list's pages
         (Events, 38 of them at 50,000 objects) had each waited for the parse of the one before, 0.55 s in all
-        on a real server (bench/PROFILE.md, issue 47). One raw page more is held per list meanwhile."""
+        on a real server (bench/PROFILE.md). One raw page more is held per list meanwhile."""
         token, tokens = None, set[str]()
         ahead: tuple[str, Future[Response]] | None = None  # (its token, the next page asked for)
         while True:

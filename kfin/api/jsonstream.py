@@ -1,5 +1,5 @@
 """Reading one large JSON object from a file member by member, the elements of its big arrays one at a
-time, so that a 250 MB `kubectl get -o json` List is never held parsed in memory at once (issue 17).
+time, so that a 250 MB `kubectl get -o json` List is never held parsed in memory at once.
 
 The standard library's decoder does the parsing (raw_decode on a sliding buffer); this module only
 walks the outer object and arrays.

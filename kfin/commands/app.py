@@ -299,8 +299,8 @@ def main(argv: list[str] | None = None, console: Console | None = None) -> None:
 
 def _end_process(code: int) -> NoReturn:
     """End the process with the command's exit code once its output is written, without the interpreter's
-    teardown: that frees, one by one, every object the command kept (about 40 ms after a scan of 50,000 objects,
-    issue 47), memory the OS takes back at once, and waits for threads whose answers nobody will read. The exit
+    teardown: that frees, one by one, every object the command kept (about 40 ms after a scan of 50,000 objects),
+    memory the OS takes back at once, and waits for threads whose answers nobody will read. The exit
     handlers still run first (the files a kubeconfig's certificate data was written to are removed). Not for a
     command that started processes (kfin stuck --all-contexts): the interpreter's exit tells them to end first."""
     atexit._run_exitfuncs()  # the handlers Python itself would run at its exit, in its order

@@ -183,7 +183,7 @@ def stuck(
     for problem in related:
         console.warn(f"related: {problem['message']}")
     result = stuck_output.Scan(rows, inventories, gating, related, started)
-    stuck_output.show(console, fmt, result, stuck_output.Options(no_headers, max_info_series))
+    stuck_output.show(console, fmt, result, stuck_output.OutputOptions(no_headers, max_info_series))
     # nothing here: is anything stuck elsewhere? Asked for a person reading the table, not for cron's --exit-code,
     # whose every run would pay a list of each type across the cluster
     if not rows and fmt in ("table", "wide") and len(sources) == 1 and not exit_code:

@@ -34,7 +34,7 @@ class RefusedError(KfinError):
     exit_code = ExitCode.REFUSED
 
 
-class Request(Struct, frozen=True):
+class RemovalRequest(Struct, frozen=True):
     """What plan_removal was asked: which object, and which finalizers (none: those kfin proved orphaned)."""
 
     kind: str
@@ -44,7 +44,7 @@ class Request(Struct, frozen=True):
 
 
 class Planned(Struct):
-    request: Request
+    request: RemovalRequest
     plan: Plan
     digest: str | None  # None when refused
 
@@ -52,7 +52,7 @@ class Planned(Struct):
 class Ledger(Struct):
     """The digests this server gave out, each usable once: an unknown digest is no proof of anything."""
 
-    issued: dict[str, Request] = field(default_factory=dict)
+    issued: dict[str, RemovalRequest] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -72,14 +72,14 @@ def digest_of(obj: KubeObject, server: str, remove: list[str]) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(bound, sort_keys=True).encode()).hexdigest()
 
 
-def assistant_plan(obj: KubeObject, facts: Facts, request: Request) -> Plan:
+def assistant_plan(obj: KubeObject, facts: Facts, request: RemovalRequest) -> Plan:
     """kfin remove's plan, less what a person must decide on (module docstring): kept with the plan, so that a
     plan made again after a race is held to it too."""
     findings = explain_object(obj, facts).findings
     return plan(obj, findings, request.finalizers, force=False, allow_live=False, proven_only=True)
 
 
-def make_plan(scope: Scope, request: Request) -> tuple[Plan, str]:
+def make_plan(scope: Scope, request: RemovalRequest) -> tuple[Plan, str]:
     """The plan for the object as read now (live, or from the snapshot), and the server it was read from."""
     obj, facts = load_target(scope, request.kind, request.name)
     return assistant_plan(obj, facts, request), facts.inventory.server
@@ -130,7 +130,7 @@ def plan_document(planned: Planned, writes_allowed: bool) -> dict[str, Any]:
     }
 
 
-def plan_removal(scope: Scope, request: Request, ledger: Ledger) -> Planned:
+def plan_removal(scope: Scope, request: RemovalRequest, ledger: Ledger) -> Planned:
     p, server = make_plan(scope, request)
     digest = None
     if refusal(p) is None:

@@ -366,7 +366,7 @@ class Tools:
             scope = self.settings.scope
             if namespace is not None:
                 scope = replace(scope, namespace=namespace)
-            request = removal.Request(kind, name, scope.namespace, tuple(finalizers))
+            request = removal.RemovalRequest(kind, name, scope.namespace, tuple(finalizers))
             planned = removal.plan_removal(scope, request, self.ledger)
             document = removal.plan_document(planned, self.settings.writes.allowed)
             return ToolResult(json.dumps(document, indent=2), document, code=ExitCode.REFUSED * (not planned.digest))

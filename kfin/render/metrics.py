@@ -27,7 +27,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 DEFAULT_MAX_INFO = 500
 
 
-class Family(Struct):
+class MetricFamily(Struct):
     """One metric family: HELP, TYPE and its samples ({labels}, value)."""
 
     name: str
@@ -64,7 +64,7 @@ def stuck_families(
     duration: float | None,
     finished_at: float,
     max_info: int = DEFAULT_MAX_INFO,
-) -> list[Family]:
+) -> list[MetricFamily]:
     """The families of one scan: its stuck objects, and the inventories it read."""
     counts: dict[tuple[str, str, str, str, str, str], int] = defaultdict(int)
     oldest: dict[tuple[str, str, str, str, str, str], float] = defaultdict(float)
@@ -80,14 +80,14 @@ def stuck_families(
         counts[key] += 1
         oldest[key] = max(oldest[key], row.terminating_seconds)
     names = ("context", "namespace", "group", "kind", "family", "verdict")
-    objects = Family(
+    objects = MetricFamily(
         "kfin_stuck_objects",
         "gauge",
         "Objects stuck in Terminating, by namespace, kind, the family of the finalizer or cause that "
         "holds them, and kfin's verdict on it (HOLDING, WAITING, STALLED, ORPHANED, BLOCKED, UNKNOWN).",
         [(dict(zip(names, key, strict=True)), count) for key, count in sorted(counts.items())],
     )
-    seconds = Family(
+    seconds = MetricFamily(
         "kfin_stuck_seconds",
         "gauge",
         "How long the oldest object of each kfin_stuck_objects series has been Terminating, in seconds "
@@ -95,7 +95,7 @@ def stuck_families(
         [(dict(zip(names, key, strict=True)), age) for key, age in sorted(oldest.items())],
     )
     shown = rows[:max_info] if max_info >= 0 else rows
-    info = Family(
+    info = MetricFamily(
         "kfin_stuck_object_info",
         "gauge",
         f"One series per stuck object, oldest first and at most {max_info} (kfin --max-info-series): its "
@@ -117,7 +117,7 @@ def stuck_families(
             for r in shown
         ],
     )
-    ages = Family(
+    ages = MetricFamily(
         "kfin_stuck_object_seconds",
         "gauge",
         "How long each object of kfin_stuck_object_info has been Terminating, in seconds.",
@@ -135,7 +135,7 @@ def stuck_families(
             for r in shown
         ],
     )
-    deleted = Family(
+    deleted = MetricFamily(
         "kfin_stuck_object_deletion_timestamp_seconds",
         "gauge",
         "When the deletion of each object of kfin_stuck_object_info was requested (its deletionTimestamp, Unix "
@@ -155,7 +155,7 @@ def stuck_families(
             if (moment := r.obj.deletion_timestamp) is not None
         ],
     )
-    omitted = Family(
+    omitted = MetricFamily(
         "kfin_stuck_object_info_omitted",
         "gauge",
         "Stuck objects left out of kfin_stuck_object_info by its cap (--max-info-series).",
@@ -165,20 +165,20 @@ def stuck_families(
     for inv in inventories:
         for failure in inv.failures:
             failures[(inv.context, failure.reason)] += 1
-    failed = Family(
+    failed = MetricFamily(
         "kfin_scan_failures",
         "gauge",
         "What the last scan could not read, by reason (Forbidden, Timeout, ...): when not 0 the result "
         "is partial and objects of those types may be stuck unseen.",
         [({"context": c, "reason": r}, n) for (c, r), n in sorted(failures.items())],
     )
-    scanned = Family(
+    scanned = MetricFamily(
         "kfin_scan_complete",
         "gauge",
         "1 when every listable type of the context could be read.",
         [({"context": inv.context}, inv.complete) for inv in inventories],
     )
-    build = Family(
+    build = MetricFamily(
         "kfin_build_info",
         "gauge",
         "kfin's version and the Python it runs on. Always 1.",
@@ -187,7 +187,7 @@ def stuck_families(
     out = [objects, seconds, info, ages, deleted, omitted, failed, scanned, build]
     if duration is not None:
         out.append(
-            Family(
+            MetricFamily(
                 "kfin_scan_duration_seconds",
                 "gauge",
                 "How long the last scan took, in seconds.",
@@ -195,7 +195,7 @@ def stuck_families(
             )
         )
     out.append(
-        Family(
+        MetricFamily(
             "kfin_scan_timestamp_seconds",
             "gauge",
             "When the last scan finished (Unix time, seconds).",
@@ -205,5 +205,5 @@ def stuck_families(
     return out
 
 
-def exposition(families: list[Family]) -> str:
+def exposition(families: list[MetricFamily]) -> str:
     return "".join(f.text() for f in families)

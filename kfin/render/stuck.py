@@ -25,7 +25,7 @@ class Scan(Struct):
     started: float = 0.0  # time.monotonic() when the scan began (the exposition's scan duration)
 
 
-class Options(Struct, frozen=True):
+class OutputOptions(Struct, frozen=True):
     """How kfin stuck's report is written: with or without headers, and at most how many info series -o prometheus
     gives."""
 
@@ -33,38 +33,38 @@ class Options(Struct, frozen=True):
     max_info_series: int = 500
 
 
-def show(console: Console, fmt: str, scan: Scan, options: Options) -> None:
+def show(console: Console, fmt: str, scan: Scan, options: OutputOptions) -> None:
     """`scan` in the -o format `fmt` (already checked against kfin stuck's formats)."""
     name = fmt.partition("=")[0] + ("=" if "=" in fmt else "")
     OUTPUTS.get(name, _table)(console, fmt, scan, options)
 
 
-def _prometheus(console: Console, fmt: str, scan: Scan, options: Options) -> None:
+def _prometheus(console: Console, fmt: str, scan: Scan, options: OutputOptions) -> None:
     elapsed = time.monotonic() - scan.started
     families = metrics.stuck_families(scan.rows, scan.inventories, elapsed, time.time(), options.max_info_series)
     console.write(metrics.exposition(families))
 
 
-def _document(console: Console, fmt: str, scan: Scan, options: Options) -> None:
+def _document(console: Console, fmt: str, scan: Scan, options: OutputOptions) -> None:
     webhooks = [{"problem": why, "stuckObjects": count} for why, count in scan.webhooks.items()]
     data.dump(dict(report(scan.rows, scan.inventories), webhooks=webhooks, related=scan.related), fmt, console.stdout)
 
 
-def _jsonpath(console: Console, fmt: str, scan: Scan, options: Options) -> None:
+def _jsonpath(console: Console, fmt: str, scan: Scan, options: OutputOptions) -> None:
     console.write(templates.jsonpath(fmt.partition("=")[2], report(scan.rows, scan.inventories)))
 
 
-def _custom_columns(console: Console, fmt: str, scan: Scan, options: Options) -> None:
+def _custom_columns(console: Console, fmt: str, scan: Scan, options: OutputOptions) -> None:
     headers, cells = templates.custom_columns(fmt.partition("=")[2], [row.to_dict() for row in scan.rows])
     tables.plain_table(console, headers, cells, no_headers=options.no_headers)
 
 
-def _names(console: Console, fmt: str, scan: Scan, options: Options) -> None:
+def _names(console: Console, fmt: str, scan: Scan, options: OutputOptions) -> None:
     for row in scan.rows:
         console.say(f"{row.obj.type.name_prefix}/{row.obj.name}")
 
 
-def _table(console: Console, fmt: str, scan: Scan, options: Options) -> None:
+def _table(console: Console, fmt: str, scan: Scan, options: OutputOptions) -> None:
     rows, inventories = scan.rows, scan.inventories
     if not rows:
         _nothing_stuck(console, inventories)
@@ -95,7 +95,7 @@ def _nothing_stuck(console: Console, inventories: list[Inventory]) -> None:
         console.note(f"No stuck objects found {where}.")
 
 
-OUTPUTS: dict[str, Callable[[Console, str, Scan, Options], None]] = {
+OUTPUTS: dict[str, Callable[[Console, str, Scan, OutputOptions], None]] = {
     "prometheus": _prometheus,
     "json": _document,
     "yaml": _document,

@@ -51,7 +51,7 @@ class Reviews:
     def exposition(self, ready: bool) -> str:
         with self._lock:
             decisions, buckets, count, total = dict(self.decisions), list(self.buckets), self.count, self.total
-        reviews = metrics.Family(
+        reviews = metrics.MetricFamily(
             "kfin_guard_reviews_total",
             "counter",
             "DELETE requests kfin guard answered, by decision (allowed, warned, denied, overridden, not-current, "
@@ -62,7 +62,7 @@ class Reviews:
         lines = [f"# HELP {name} Seconds kfin guard took to answer a review.", f"# TYPE {name} histogram"]
         lines += [f'{name}_bucket{{le="{metrics.number(b)}"}} {n}' for b, n in zip(BUCKETS, buckets, strict=True)]
         lines += [f'{name}_bucket{{le="+Inf"}} {count}', f"{name}_sum {metrics.number(total)}", f"{name}_count {count}"]
-        current = metrics.Family(
+        current = metrics.MetricFamily(
             "kfin_guard_ready",
             "gauge",
             "1 while kfin guard's watch cache is filled and every watch is up (its answers are predictions), and no "

@@ -106,29 +106,29 @@ class Exporter:
             if result is not None and ok and not self._answering and self._current is not None and self._current():
                 result.finished_at = time.time()
         own = [
-            metrics.Family("kfin_scans_total", "counter", "Scans kfin serve has run.", [({}, scans)]),
-            metrics.Family(
+            metrics.MetricFamily("kfin_scans_total", "counter", "Scans kfin serve has run.", [({}, scans)]),
+            metrics.MetricFamily(
                 "kfin_scan_errors_total",
                 "counter",
                 "Scans that failed (the last good result is served meanwhile).",
                 [({}, errors)],
             ),
-            metrics.Family("kfin_last_scan_success", "gauge", "1 when the last scan succeeded.", [({}, ok)]),
+            metrics.MetricFamily("kfin_last_scan_success", "gauge", "1 when the last scan succeeded.", [({}, ok)]),
         ]
         if self._requests is not None:
             lists, watches = self._requests()
             own += [
-                metrics.Family(
+                metrics.MetricFamily(
                     "kfin_list_requests_total",
                     "counter",
                     "Lists asked of the API server (one per type, then on 410).",
                     [({}, lists)],
                 ),
-                metrics.Family("kfin_watch_requests_total", "counter", "Watches started.", [({}, watches)]),
+                metrics.MetricFamily("kfin_watch_requests_total", "counter", "Watches started.", [({}, watches)]),
             ]
         if result is not None:
             own.append(
-                metrics.Family(
+                metrics.MetricFamily(
                     "kfin_result_age_seconds",
                     "gauge",
                     "Seconds since the scan whose result is served finished (staleness).",

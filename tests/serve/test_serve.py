@@ -92,7 +92,7 @@ def test_the_info_series_are_capped_and_what_is_left_out_is_counted(fake, fake_k
 
 
 def test_label_values_cannot_break_the_exposition():
-    family = metrics.Family("kfin_x", "gauge", "test", [({"name": 'a"b\\c\nd\x1b[31m'}, 1)])
+    family = metrics.MetricFamily("kfin_x", "gauge", "test", [({"name": 'a"b\\c\nd\x1b[31m'}, 1)])
     line = family.text().splitlines()[-1]
     assert line == 'kfin_x{name="a\\"b\\\\c\\\\x0ad\\\\x1b[31m"} 1'
 

@@ -1,4 +1,4 @@
-"""Explaining while a scan's last list still pages (issue 47).
+"""Explaining while a scan's last list still pages.
 
 On a large cluster one list is a scan's wall: Events, the most numerous kind, page after page, long after every
 other type is listed. What the explanations of the others need of that list is little: whether it adds a dependent

@@ -1,4 +1,4 @@
-"""What explaining the stuck objects will read, started while the scan still lists (issue 47).
+"""What explaining the stuck objects will read, started while the scan still lists.
 
 A scan's wall is its longest list (Events, page after page); every other type is done long before. Explaining
 the Terminating objects first reads whole what their causes declare (RBAC, a namespace's roles...: Facts.prefetch,

@@ -3,7 +3,7 @@ failed reads of what its causes read, and what the object's controller reports o
 Normal Events, and the conditions it writes: Crossplane's Ready and Synced, Cluster API's Deleting and Paused). A
 cause that says WAITING ("its controller should remove it") while any of these says otherwise has not accounted for
 it: the registry turns such an answer into STALLED (the remover is known and says it cannot finish) or UNKNOWN, with
-the evidence quoted (issue 40: "the namespace is empty ... within seconds" while the namespace controller reported a
+the evidence quoted (never "the namespace is empty ... within seconds" while the namespace controller reported a
 failure and kfin's own list of its content had failed)."""
 
 from __future__ import annotations
