@@ -40,8 +40,9 @@ def main(kubeconfig: str, context: str, protobuf: bool = False) -> int:
     def fetch(rtype) -> tuple[int, int]:
         token, size, requests = None, 0, 0
         while True:
-            _, headers, body = kube.send("GET", resource_path(rtype), {"limit": 500, "continue": token},
-                                         accept=PROTOBUF_METADATA_LIST_ACCEPT if protobuf else METADATA_LIST_ACCEPT)
+            answer = kube.send("GET", resource_path(rtype), {"limit": 500, "continue": token},
+                               accept=PROTOBUF_METADATA_LIST_ACCEPT if protobuf else METADATA_LIST_ACCEPT)
+            headers, body = answer.headers, answer.body
             size, requests = size + len(body), requests + 1
             binary = (headers.get("Content-Type") or "").startswith("application/vnd.kubernetes.protobuf")
             token = continue_of(body) if binary else continue_token(body)

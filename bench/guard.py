@@ -113,9 +113,9 @@ def dry_run_delete(kube, namespace: str) -> tuple[float, list[str]]:
     from kfin.api.transport import warnings_of
 
     started = time.perf_counter()
-    _, headers, _ = kube.send("DELETE", f"/api/v1/namespaces/{namespace}", {"dryRun": "All"},
-                              body={"apiVersion": "v1", "kind": "DeleteOptions", "dryRun": ["All"]})
-    return time.perf_counter() - started, warnings_of(headers)
+    answer = kube.send("DELETE", f"/api/v1/namespaces/{namespace}", {"dryRun": "All"},
+                       body={"apiVersion": "v1", "kind": "DeleteOptions", "dryRun": ["All"]})
+    return time.perf_counter() - started, warnings_of(answer.headers)
 
 
 def summary(values: list[float]) -> dict:

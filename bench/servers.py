@@ -212,7 +212,7 @@ class ControlPlaneServer(RealServer):
         def watching() -> bool:
             if not self.plane.has_controller_manager:
                 return True  # nobody to wait for
-            _, _, metrics = self.kube.send("GET", "/metrics", accept="text/plain")
+            metrics = self.kube.send("GET", "/metrics", accept="text/plain").body
             return ours <= watched_resources(metrics.decode(), GROUP)
 
         return wait_until_quiet(lambda: cpu_seconds(pids), watching)
