@@ -141,22 +141,6 @@ def pytest_configure(config):
                                        "tests/fakeapi cannot serve it faithfully")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups (--dist loadgroup)
-def pytest_collection_modifyitems(items):
-    """A module with a module-scoped fixture (a wheel or a site built in the checkout, the alpha-gated control
-    plane) runs on one worker, all its tests: the fixture is made once, and its other tests, which may build in
-    the checkout too, never do so beside it. Every other test goes to whichever worker is free, so that no long
-    file holds the run up at its end."""
-    grouped = set()
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)  # pytest's: the fixtures the test uses, by name
-        if info and any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
-            grouped.add(item.module.__name__)
-    for item in items:
-        if item.module.__name__ in grouped:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-
-
 def pytest_sessionfinish(session):
     """A pytest-xdist worker hands the controller how long its real control plane took to be ready."""
     if hasattr(session.config, "workeroutput"):
