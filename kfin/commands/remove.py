@@ -175,8 +175,7 @@ def remove(
             f"{mode.value}, or run kfin remove against the cluster)"
         )
     # the removal is checked with the server first (dryRun=All, kfin.core.explain.causes.dryrun): a plan it would
-    # refuse,
-    # or whose finalizer admission puts back, is never made
+    # refuse, or whose finalizer admission puts back, is never made
     scope = options.scope(from_snapshot=from_snapshot, refresh=refresh, dry_run=True)
     if all_stuck:
         if kind or name:

@@ -319,8 +319,7 @@ def stuck_in(
 
 def narrowed(rows: list[StuckObject], verdicts: set[str], chosen: Selector | None) -> list[StuckObject]:
     """--verdict and -l/--field-selector, on the stuck objects found, never on kfin's lists
-    (kfin.core.explain.selectors):
-    what kfin stuck lists and kfin remove --all-stuck selects, alike."""
+    (kfin.core.explain.selectors): what kfin stuck lists and kfin remove --all-stuck selects, alike."""
     return [r for r in rows if (not verdicts or r.verdict in verdicts) and (chosen is None or chosen.matches(r.obj))]
 
 

@@ -3,8 +3,7 @@
 The request comes from kube-apiserver's admission chain (an AdmissionReview v1's `request`); the answer is worked
 out from the watch cache (kfin.core.explain.watching) by the same code as `kfin preflight KIND NAME`
 (kfin.core.predict.teardown.preflight_of: kfin.core.predict.preflight.foresee's answer; a request that deletes many
-objects, a
-Namespace its content, a CRD its custom resources, by the teardown model of `kfin preflight -f`
+objects, a Namespace its content, a CRD its custom resources, by the teardown model of `kfin preflight -f`
 (kfin.core.predict.teardown.of_deletion: what that deletion's cascade takes away from what it deletes, a controller or a
 webhook's Service; what the namespace or CRD then waits for), in the same words);
 never by a request the guard's own webhook configuration matches: no write, no dry run, only what the watches

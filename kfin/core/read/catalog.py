@@ -24,8 +24,8 @@ from kfin.util.globs import glob_match
 DATA = Path(__file__).resolve().parents[2] / "data"
 SHIPPED = DATA / "catalog.yaml"
 # the shipped catalog as kfin reads it: generated from SHIPPED by scripts/generate_catalog.py
-# (tests/core/read/test_catalog.py
-# fails when it is out of date), since parsing the YAML took 12 ms of every scan that explains a custom finalizer
+# (tests/core/read/test_catalog.py fails when it is out of date), since parsing the YAML took 12 ms of every scan that
+# explains a custom finalizer
 SHIPPED_JSON = DATA / "catalog.json"
 SCHEMA = DATA / "catalog.schema.json"
 MAX_FILE_BYTES = 1 << 20  # a catalog is a few kilobytes: a larger file is a mistake, not a catalog
@@ -193,8 +193,7 @@ def _where(path: Iterable[Any]) -> str:
 def read_file(path: Path) -> list[CatalogEntry]:
     """The entries of one catalog file (a user's), validated; a UsageError naming the file and the field otherwise.
     The shipped catalog is read by shipped() without the schema check, which its tests make
-    (tests/core/read/test_catalog.py):
-    the check and jsonschema's import were a fifth of a small cluster's scan."""
+    (tests/core/read/test_catalog.py): the check and jsonschema's import were a fifth of a small cluster's scan."""
     import yaml
 
     try:

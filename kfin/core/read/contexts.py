@@ -42,8 +42,7 @@ def gather(
     `failed`: filled with the contexts that could not be read, instead of an error when none could.
     `ahead`: what explaining a Terminating object reads (kfin.core.explain.causes.reads_for), started as soon as the
     scan lists it (kfin.core.read.reads_ahead) and taken by Facts.prefetch. `explain` (with `lean`): what the command
-    works
-    out of each context's Facts, begun while the scan's last list still pages (kfin.core.read.before_last)."""
+    works out of each context's Facts, begun while the scan's last list still pages (kfin.core.read.before_last)."""
     target, contexts = scope.target, list(scope.contexts)
     if scope.from_snapshot:
         if contexts:
@@ -108,8 +107,7 @@ def worked_on(
 ) -> Inventory:
     """What a live scan finds, its steps worked on as they come, in this thread while its lists go on: the reads
     explaining will make started as types are listed (kfin.core.read.reads_ahead), and the explanations begun while the
-    last
-    list still pages (kfin.core.read.before_last)."""
+    last list still pages (kfin.core.read.before_last)."""
     try:
         while True:
             step = next(steps)

@@ -39,17 +39,16 @@ class Worked(Generic[K, V]):
     rows found before a scan's last list ended...), by key: declared once by the module that works it out, kept by
     each Facts in a cache of its own (Facts.kept). The rule: forgotten whenever a read on demand changes the
     objects; kept when a scan's last list adds nothing asked of (kfin.core.read.before_last); never carried to other
-    facts
-    (what the server answered is: kfin.core.read.reader.ServerAnswers). Known by its name, unique among them: a fleet's
-    facts come back from their worker process with what was worked out there (kfin.core.explain.fleet_processes)."""
+    facts (what the server answered is: kfin.core.read.reader.ServerAnswers). Known by its name, unique among them: a
+    fleet's facts come back from their worker process with what was worked out there
+    (kfin.core.explain.fleet_processes)."""
 
     name: str
 
 
 class Asked(Struct):
     """What explanations asked of an inventory made before a scan's last list ended (kfin.core.read.before_last): the
-    types
-    (objects, find), the namespaces whose content they read (everything: None for the whole cluster, "" for its
+    types (objects, find), the namespaces whose content they read (everything: None for the whole cluster, "" for its
     cluster-scoped objects), and the owners whose dependents they read."""
 
     types: set[tuple[str, str]] = field(default_factory=set)

@@ -504,9 +504,8 @@ def _forbidden(
     target: KubeObject | None,
     summary: str | None,
 ) -> Finding:
-    """The controller runs, but the server (RBAC) refuses its ServiceAccount the removal, patched or updated: the
-    grant it lacks, in the custom cause's words (kfin.core.explain.causes.custom.forbidden_finding), the answers the
-    proof."""
+    """The controller runs, but the server (RBAC) refuses its ServiceAccount the removal, patched or updated: the grant
+    it lacks, in the custom cause's words (kfin.core.explain.causes.custom.forbidden_finding), the answers the proof."""
     resource = ctx.obj.type
     rule = f'apiGroups: ["{resource.group}"], resources: ["{resource.resource}"], verbs: ["get", "patch", "update"]'
     grant = f"grant ServiceAccount {account} update and patch on {resource.qualified}"

@@ -189,8 +189,7 @@ class Finding(Struct, kw_only=True, frozen=True):
     # when it is forced: said first wherever its risk is, and never removed in bulk without --force
     infrastructure: str = ""
     # what the server answered the dry run of its removal (kfin.core.explain.causes.dryrun): "removed" (accepted, and
-    # the
-    # object returned no longer holds it), "kept" (accepted, but admission put it back), "rejected"; None when no
+    # the object returned no longer holds it), "kept" (accepted, but admission put it back), "rejected"; None when no
     # dry run answered it. Where the server answered, a gate judged from configuration alone decides nothing.
     answered: str | None = None
 
@@ -335,8 +334,7 @@ def gates(*, reads: Reads = ()) -> Callable[[Gate], Gate]:
 
 
 # Checks of a finding with the server (kfin.core.explain.causes.dryrun): the dry run of the removal its plan needs,
-# whose
-# answer decides (the finding's `answered`) before any gate judged from configuration; `gates` are those gates.
+# whose answer decides (the finding's `answered`) before any gate judged from configuration; `gates` are those gates.
 # Each returns the finding as checked (the one it was given where the check adds nothing).
 ServerCheck = Callable[[KubeObject, Finding, list[Link], ClusterFacts], Finding]
 SERVER_CHECKS: list[ServerCheck] = []
@@ -608,11 +606,10 @@ def account_for_evidence(explanation: Explanation, facts: ClusterFacts, events: 
     would be WAITING ("its controller should remove it"), or a deletion kfin expects to complete on its own, what the
     object's controller reports is read too (its Events, once per object, or `events` when given; the conditions it
     writes: kfin.core.explain.causes.evidence.controller_reports): every command that explains the object reads the
-    same, so
-    they give one verdict. Against such evidence a WAITING finding becomes STALLED where its remover is known to run
-    and says it cannot finish (a Warning Event since the deletion, a failing or paused condition of its own: named,
-    with what to fix), else UNKNOWN, with the evidence quoted; so does an ORPHANED one whose proof needed a read that
-    failed. Either way its plan no longer waits. A cause that accounts for the evidence answers otherwise (HOLDING,
+    same, so they give one verdict. Against such evidence a WAITING finding becomes STALLED where its remover is known
+    to run and says it cannot finish (a Warning Event since the deletion, a failing or paused condition of its own:
+    named, with what to fix), else UNKNOWN, with the evidence quoted; so does an ORPHANED one whose proof needed a read
+    that failed. Either way its plan no longer waits. A cause that accounts for the evidence answers otherwise (HOLDING,
     BLOCKED, STALLED ...) and keeps its verdict; progress its controller reports is quoted on a WAITING one."""
     obj = explanation.obj
     if not obj.terminating:
