@@ -1,7 +1,7 @@
 """Built-in resource types of Kubernetes v1.36, for files that carry no discovery (a kubectl `List`).
 
 A live cluster and kfin's own snapshots always use the server's discovery instead. The test
-tests/test_stuck.py::test_builtin_kinds_match_discovery keeps this table equal to the server's.
+tests/commands/test_stuck_offline.py::test_builtin_kinds_match_discovery keeps this table equal to the server's.
 """
 
 from kfin.model import ResourceType
