@@ -141,23 +141,6 @@ def pytest_configure(config):
                                        "tests/fakeapi cannot serve it faithfully")
 
 
-# The files that take longest, first: pytest-xdist hands whole files to workers in the order they are collected
-# (--dist loadfile), and a long one handed out last is the run's tail while the other workers idle. The executable
-# (PyInstaller), a fresh machine's install and the benchmarks' smoke runs are minutes of a core each; the scenarios
-# wait on a real control plane.
-LONGEST_FIRST = ("tests/project/test_executable.py", "tests/project/test_fresh_machine.py", "tests/project/test_bench.py",
-                 "tests/harness/test_harness.py", "tests/scenarios/")
-
-
-def pytest_collection_modifyitems(items):
-    """The longest files first (the same order in every worker: a stable sort on their paths alone)."""
-    def rank(item: pytest.Item) -> int:
-        path = item.nodeid.split("::", 1)[0]
-        return next((i for i, start in enumerate(LONGEST_FIRST) if path.startswith(start)), len(LONGEST_FIRST))
-
-    items.sort(key=rank)
-
-
 def pytest_sessionfinish(session):
     """A pytest-xdist worker hands the controller how long its real control plane took to be ready."""
     if hasattr(session.config, "workeroutput"):
