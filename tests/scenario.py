@@ -74,6 +74,17 @@ def _kubeconfig_access(path: Path) -> tuple[str, str, dict]:
     return cluster["server"], token, tls
 
 
+def until(condition, message: str, seconds: float = 60.0):
+    """Wait for `condition()` on the fake too, for what a process of the test's own does (kfin run in a thread,
+    kfin guard): `ScenarioCluster.eventually` does not wait on the fake, which settles at once by itself."""
+    deadline = time.monotonic() + seconds
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {message}")
+        time.sleep(0.1)
+    return value
+
+
 class ScenarioCluster:
     """One scenario's view of a cluster: its namespace, an admin kubeconfig, and helpers to set the scene."""
 

@@ -10,7 +10,6 @@ import os
 import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
@@ -22,22 +21,11 @@ import yaml
 from kfin.core.predict.guard import DENY_LABEL, MOST_RUNES, OVERRIDE_ANNOTATION
 from tests.fakeapi.tls import self_signed
 from tests.runner import kfin
-from tests.scenario import served_by, service_webhook
+from tests.scenario import served_by, service_webhook, until
 from tests.scenarios.test_preflight import preflight, really_stuck, widget_operator
 from tests.serve.test_serve import ROOT, _free_port
 
 WEBHOOK = ROOT / "deploy" / "guard" / "webhook.yaml"
-
-
-def until(condition, message: str, seconds: float = 60.0):
-    """Wait for `condition()`: kfin guard is a process of its own, whose watches follow the server by a moment even
-    on the fake (whose `cluster.eventually` does not wait: the fake itself settles at once)."""
-    deadline = time.monotonic() + seconds
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {message}")
-        time.sleep(0.1)
-    return value
 
 
 @contextmanager

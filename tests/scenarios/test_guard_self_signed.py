@@ -16,7 +16,8 @@ import urllib.request
 import pytest
 import yaml
 
-from tests.scenarios.test_guard import WEBHOOK, team, until, warned_when_ready
+from tests.scenario import until
+from tests.scenarios.test_guard import WEBHOOK, team, warned_when_ready
 from tests.serve.test_serve import ROOT, _free_port
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from kfin.errors import ExitCode
 from tests.runner import kfin
+from tests.scenario import until
 
 
 def held(cluster, name="held"):
@@ -27,13 +28,6 @@ def in_background(*args, said=None):
     if said is not None:
         until(lambda: said.lower() in err.getvalue().lower() or not thread.is_alive(), f"kfin saying {said!r}")
     return thread, out
-
-
-def until(condition, what, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
-        time.sleep(0.02)
 
 
 def test_wait_returns_once_the_object_is_gone(cluster):
