@@ -136,9 +136,8 @@ class MissingObjectError(NotFoundError):
 def live_target(scope: Scope, kind: str, name: str) -> tuple[KubeObject, Facts]:
     """The object as the API server has it now (whole for the kinds explanations read whole), and Facts
     that start with it alone and read the rest on demand."""
-    reader = reader_for(scope, Kube.connect(scope.target))
-    kube = reader.kube
-    assert kube is not None
+    kube = Kube.connect(scope.target)
+    reader = reader_for(scope, kube)
     resources, failures = reader.discover(scope.refresh)
     lookup = KindLookup(resources)
     rtype: ResourceType = lookup.find(kind)
@@ -186,9 +185,8 @@ def facts_on_demand(scope: Scope) -> Facts:
     """Facts that read what they are asked for (live), or everything a snapshot holds."""
     if scope.from_snapshot:
         return Facts(inventory.load(scope.from_snapshot), reader_for(scope, None))
-    reader = reader_for(scope, Kube.connect(scope.target))
-    kube = reader.kube
-    assert kube is not None
+    kube = Kube.connect(scope.target)
+    reader = reader_for(scope, kube)
     resources, failures = reader.discover(scope.refresh)
     inv = Inventory(
         resources,
