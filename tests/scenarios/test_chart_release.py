@@ -37,6 +37,8 @@ pytestmark = [
 
 KUBECTL = installed_command("kubectl")
 INSTANCE = "app.kubernetes.io/instance"
+# the selectors of kfin serve's and the guard's Deployments (deploy/'s): their ReplicaSets and Pods carry them
+WORKLOADS = "app.kubernetes.io/name%20in%20(kfin,kfin-guard)"
 DEPLOY = PROJECT / "deploy"
 # Helm 4's UninstallOrder (pkg/release/v1/util/kind_sorter.go, helm/helm at e9b85e4d; helm-sdkpy 0.1.32 bundles
 # v4.3.0), the kinds the chart makes: the webhook configuration first, then in this order
@@ -58,16 +60,25 @@ def path_of(cluster, obj: dict) -> str:
     return cluster.path(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
 
 
+def workloads(cluster, namespace: str) -> list[tuple[str, str]]:
+    """(kind, name) of the ReplicaSets and Pods of kfin's Deployments in `namespace`."""
+    return [(kind, o["metadata"]["name"])
+            for kind, path in (("ReplicaSet", f"/apis/apps/v1/namespaces/{namespace}/replicasets"),
+                               ("Pod", f"/api/v1/namespaces/{namespace}/pods"))
+            for o in cluster.api.get(f"{path}?labelSelector={WORKLOADS}")["items"]]
+
+
 def left_of(cluster, release: str, namespace: str, made: list[dict]) -> list[str]:
-    """What of the release is still on the server: any object labelled with its instance (of the kinds it made,
-    and the ReplicaSets and Pods its Deployments made), any of its cluster-scoped objects by name, its records."""
+    """What of the release is still on the server: any object labelled with its instance (of the kinds it made),
+    the ReplicaSets and Pods of its Deployments (their selectors' labels: Helm's are not on the Pod templates), any
+    of its cluster-scoped objects by name, its records."""
     left = []
-    kinds = {(o["apiVersion"], o["kind"]) for o in made} | {("apps/v1", "ReplicaSet"), ("v1", "Pod")}
-    for api_version, kind in sorted(kinds):
+    for api_version, kind in sorted({(o["apiVersion"], o["kind"]) for o in made}):
         plural, _ = cluster.resource_of(api_version, kind)
         base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
         listed = cluster.api.get(f"{base}/{plural}?labelSelector={INSTANCE}%3D{release}")["items"]
         left += [f"{kind} {o['metadata'].get('namespace', '')}/{o['metadata']['name']}" for o in listed]
+    left += [f"{kind} {namespace}/{name}" for kind, name in workloads(cluster, namespace)]
     for obj in made:
         if not cluster.resource_of(obj["apiVersion"], obj["kind"])[1] and cluster.api.exists(path_of(cluster, obj)):
             left.append(f"{obj['kind']} {obj['metadata']['name']}")
@@ -83,26 +94,33 @@ def is_installed(cluster, release: str) -> bool:
 @contextmanager
 def released(cluster, release: str, values: dict) -> Iterator[list[dict]]:
     """The chart installed as `release` in the scenario's namespace with `values`, until the block ends: yields the
-    objects Helm made (its manifest, extended by each upgrade made in the block). Afterwards the release is
-    uninstalled if it is still there, and any cluster-scoped object of it deleted by name, its webhook configuration
-    first (one left behind would review every DELETE of the control plane)."""
-    namespace = cluster.namespace
-    made = helm.manifest(helm.install(cluster.kubeconfig, release, namespace, values))
+    objects Helm made (its manifest, extended by each upgrade made in the block). Afterwards, the block failed or
+    not, the release is uninstalled if it is still there (an install that failed half-way included), and any
+    cluster-scoped object of it deleted by name, its webhook configuration first (one left behind would review
+    every DELETE of the control plane); the scenario's namespace takes the rest."""
+    made: list[dict] = []
     try:
+        add_made(made, helm.install(cluster.kubeconfig, release, cluster.namespace, values))
         yield made
     finally:
         if is_installed(cluster, release):
-            helm.uninstall(cluster.kubeconfig, release, namespace)
+            add_made(made, helm.status(cluster.kubeconfig, release, cluster.namespace))
+            helm.uninstall(cluster.kubeconfig, release, cluster.namespace)
         scoped = [o for o in made if not cluster.resource_of(o["apiVersion"], o["kind"])[1]]
         for obj in sorted(scoped, key=lambda o: o["kind"] != "ValidatingWebhookConfiguration"):
             cluster.api.delete(path_of(cluster, obj))
 
 
-def upgraded(cluster, release: str, values: dict, made: list[dict]) -> dict:
-    """`helm upgrade` with `values`; the release, and what it made added to `made` (cleaned up by `released`)."""
-    release_now = helm.upgrade(cluster.kubeconfig, release, cluster.namespace, values)
+def add_made(made: list[dict], release: dict) -> None:
+    """The objects of `release`'s manifest that `made` does not hold yet, added to it."""
     known = {(o["kind"], o["metadata"]["name"]) for o in made}
-    made += [o for o in helm.manifest(release_now) if (o["kind"], o["metadata"]["name"]) not in known]
+    made += [o for o in helm.manifest(release) if (o["kind"], o["metadata"]["name"]) not in known]
+
+
+def upgraded(cluster, release: str, values: dict, made: list[dict]) -> dict:
+    """`helm upgrade` with `values`: the release; what it made is added to `made` (cleaned up by `released`)."""
+    release_now = helm.upgrade(cluster.kubeconfig, release, cluster.namespace, values)
+    add_made(made, release_now)
     return release_now
 
 
@@ -120,7 +138,8 @@ def test_the_chart_installs_upgrades_and_uninstalls_through_helm_leaving_nothing
     release, ns = cluster.name("kfin"), cluster.namespace
     values = {"guard": {"enabled": True, "certificate": "self-signed", "namespaceSelector": only(ns)}}
     with released(cluster, release, values) as made:
-        assert helm.status(cluster.kubeconfig, release, ns)["info"]["status"] == "deployed"
+        kept = helm.status(cluster.kubeconfig, release, ns)  # the release as Helm keeps it: what it made
+        assert kept["info"]["status"] == "deployed" and helm.manifest(kept) == made
         on_server = {(o["kind"], o["metadata"]["name"]): cluster.get(path_of(cluster, o)) for o in made}
         assert all(on_server.values()), [key for key, found in on_server.items() if not found]
         for (kind, name), obj in on_server.items():
@@ -169,6 +188,11 @@ def test_the_chart_installs_upgrades_and_uninstalls_through_helm_leaving_nothing
         assert hook["timeoutSeconds"] == 7 and hook["failurePolicy"] == "Ignore"
         assert helm.status(cluster.kubeconfig, release, ns)["version"] == 2
 
+        # the deployment controller made their ReplicaSets and Pods (never started: no kubelet), which must go too
+        cluster.eventually(lambda: {(kind, name.rsplit("-", 2 if kind == "Pod" else 1)[0])
+                                    for kind, name in workloads(cluster, ns)} >= {
+            (kind, name) for kind in ("ReplicaSet", "Pod") for name in (release, f"{release}-guard")},
+            message="kfin's ReplicaSets and Pods")
         helm.uninstall(cluster.kubeconfig, release, ns)
         left = cluster.eventually(lambda: not left_of(cluster, release, ns, made), raise_on_timeout=False,
                                   message="the release's objects to go")
@@ -203,6 +227,9 @@ def test_kfin_preflight_helm_predicts_its_own_release_is_uninstalled_whole(clust
         upgraded(cluster, release, guard_values(namespaceSelector=only(ns)) | {"serve": {"enabled": True}}, made)
         table, stderr, said = preflight_helm(cluster, release)
         assert f"GET Secret {ns}/sh.helm.release.v1.{release}.v2" in stderr
+        # Helm 3 deletes webhook configurations last: the guard's fails open, so its order leaves nothing either
+        assert ("kfin assumes Helm 4's uninstall order (--helm 3 for Helm 3's); Helm 3's order would leave the same"
+                in stderr.splitlines()), stderr
         first = [line for line in table.splitlines() if line.startswith("1 ")]
         assert len(first) == 1 and first[0].split()[1:4] == ["ValidatingWebhookConfiguration", "-",
                                                              f"{release}-guard"], table
