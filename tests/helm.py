@@ -152,3 +152,11 @@ def _served(api: Any, group: str, kind: str) -> bool:
     code, answer = api.send("GET", f"/apis/{group}/v1")
     return code == 200 and any(r["kind"] == kind for r in answer.get("resources", ()))
 
+
+
+def delete_namespace(api: Any, name: str) -> None:
+    """Delete the namespace `name` (a release's, which `helm uninstall` leaves) and wait until it is gone."""
+    path = f"/api/v1/namespaces/{name}"
+    if api.exists(path):
+        api.delete(path)
+    until(lambda: not api.exists(path), f"namespace {name} to go", seconds=120)
