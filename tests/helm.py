@@ -23,11 +23,16 @@ from tests.scenario import until
 
 try:
     import helm_sdkpy
-except (ImportError, OSError) as error:  # OSError: the wheel's shared library does not load here
+except (ImportError, OSError) as error:
     helm_sdkpy = None
     HELM_ABSENT = f"helm-sdkpy not installed ({error}): pip install --ignore-requires-python helm-sdkpy"
 else:
-    HELM_ABSENT = ""
+    try:  # its import does not load its library: its one wheel carries Linux x86-64's only
+        helm_sdkpy.get_version()
+        HELM_ABSENT = ""
+    except helm_sdkpy.HelmLibraryNotFound as error:
+        helm_sdkpy = None
+        HELM_ABSENT = f"helm-sdkpy's Helm library does not load on this machine: {error}"
 
 needs_helm = pytest.mark.skipif(helm_sdkpy is None, reason=HELM_ABSENT)
 
