@@ -222,7 +222,7 @@ def test_kfin_preflight_helm_predicts_its_own_release_is_uninstalled_whole(clust
         assert kinds == sorted(kinds, key=HELM_4_ORDER.index) and "ValidatingWebhookConfiguration" not in kinds
         assert {(s["object"]["kind"], s["object"]["name"]) for s in said["steps"]} == {
             (o["kind"], o["metadata"]["name"]) for o in made}
-        assert said["plan"][-1]["command"] == f"helm uninstall {release} -n {ns}"
+        assert [step["command"] for step in said["plan"]] == [f"helm uninstall {release} -n {ns}"]
 
         upgraded(cluster, release, guard_values(namespaceSelector=only(ns)) | {"serve": {"enabled": True}}, made)
         table, stderr, said = preflight_helm(cluster, release)
@@ -238,6 +238,14 @@ def test_kfin_preflight_helm_predicts_its_own_release_is_uninstalled_whole(clust
         kinds = [s["object"]["kind"] for s in said["steps"]]
         assert kinds[0] == "ValidatingWebhookConfiguration" and kinds == sorted(kinds, key=HELM_4_ORDER.index)
         assert not any(s["wouldBeStuck"] or s["rejected"] for s in said["steps"]) and not said["leftWithoutController"]
+        # nothing to do first: the configuration goes before the guard's Service, and fails open (Ignore) anyway
+        uninstall = f"helm uninstall {release} -n {ns}"
+        assert [step["command"] for step in said["plan"]] == [uninstall], said["plan"]
+        assert table.split("Safe order (kfin preflight deletes nothing; the steps are yours):\n")[1].split() == [
+            "1.", *uninstall.split(), "nothing", "would", "be", "left", "stuck"], table
+        three = kfin("preflight", "helm", release, "-n", ns, "--helm", "3", "-o", "json",
+                     "--kubeconfig", str(cluster.kubeconfig))  # Helm 3: its Service first, the configuration last
+        assert [step["command"] for step in json.loads(three.stdout)["plan"]] == [uninstall], three.stdout
 
         helm.uninstall(cluster.kubeconfig, release, ns)  # what was predicted: it all goes, nothing stuck
         assert cluster.eventually(lambda: not left_of(cluster, release, ns, made), raise_on_timeout=False,

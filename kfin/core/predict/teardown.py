@@ -626,15 +626,16 @@ def _finalizer_updates_rejected(
 
 
 def _plan(result: Teardown) -> list[PreflightStep]:
-    """The safe order: the webhook configurations whose Service the teardown deletes, first; then the objects
-    whose controller the teardown deletes, while it still runs, followed to their end; then the teardown."""
+    """The safe order: the webhook configurations that would fail closed once the teardown deleted their Service,
+    first; then the objects whose controller the teardown deletes, while it still runs, followed to their end; then
+    the teardown."""
     steps: list[PreflightStep] = []
     webhooks = {
         d.obj.uid: d.obj
         for d in result.steps
         if d.obj is not None
         and (d.obj.type.group, d.obj.type.resource) in [(WEBHOOK_GROUP, k) for k in WEBHOOK_KINDS]
-        and _backed_by_teardown(d.obj, result)
+        and _fails_closed_after_its_service(d.obj, result)
     }
     for config in webhooks.values():
         steps.append(
@@ -687,15 +688,24 @@ def _after(result: Teardown, earlier: list[PreflightStep]) -> str:
     return f"{command} --ignore-not-found" if deleted and command.startswith("kubectl delete ") else command
 
 
-def _backed_by_teardown(config: KubeObject, result: Teardown) -> bool:
-    services = {
-        (o.namespace, o.name)
-        for d in result.steps
-        for o in ([d.obj] if d.obj is not None else []) + d.cascade
-        if (o.type.group, o.type.resource) == SERVICES
-    }
+def _fails_closed_after_its_service(config: KubeObject, result: Teardown) -> bool:
+    """Whether a webhook of `config` fails closed (failurePolicy Fail, the API server's default) and the teardown
+    deletes its Service at a step before the configuration's, or never deletes the configuration: in between, it
+    rejects what it matches. A webhook failing open (Ignore) is then skipped, and one whose configuration goes
+    first (Helm 4 deletes webhook configurations before anything else) is never called without its Service."""
+    services: dict[tuple[str, str], int] = {}
+    config_at: int | None = None
+    for d in result.steps:
+        for o in ([d.obj] if d.obj is not None else []) + d.cascade:
+            if (o.type.group, o.type.resource) == SERVICES:
+                services.setdefault((o.namespace, o.name), d.number)
+            if o.uid == config.uid and config_at is None:
+                config_at = d.number
     for hook in config.raw.get("webhooks") or []:
+        if (hook.get("failurePolicy") or "Fail") != "Fail":
+            continue
         service = (hook.get("clientConfig") or {}).get("service") or {}
-        if (service.get("namespace", ""), service.get("name", "")) in services:
+        at = services.get((service.get("namespace", ""), service.get("name", "")))
+        if at is not None and (config_at is None or at < config_at):
             return True
     return False
