@@ -76,7 +76,7 @@ def status(kubeconfig: Path | str, release: str, namespace: str) -> dict:
 def releases(kubeconfig: Path | str, namespace: str) -> list[dict]:
     """`helm list -n NAMESPACE --all`."""
     action = helm_sdkpy.List(_configuration(kubeconfig, namespace))
-    return asyncio.run(action.run(all=True))
+    return asyncio.run(action.run(all=True)) or []  # none: null
 
 
 def manifest(release: dict) -> list[dict]:

@@ -9,8 +9,11 @@ which no kustomization has, holds deploy/grafana/kfin.json as it is.
 No kubelet runs the chart's Pods: nothing waits for them (wait=False)."""
 
 import json
+import shutil
+from contextlib import contextmanager
 
 import pytest
+import yaml
 
 from tests import helm
 from tests.paths import PROJECT
@@ -78,3 +81,104 @@ def test_the_chart_and_the_kustomization_make_the_same_objects(row, cluster, rel
                 assert dashboard is None
         finally:
             helm.uninstall(cluster.kubeconfig, RELEASE, NAMESPACE)
+
+
+@contextmanager
+def installed(cluster, values: dict):
+    """The chart installed with `values` as release kfin in kfin-system: its manifest's objects by (kind, name),
+    Helm's labels left out; uninstalled at the end of the block."""
+    release = helm.install(cluster.kubeconfig, RELEASE, NAMESPACE, values)
+    try:
+        yield {(o["kind"], o["metadata"]["name"]): helm.without_helm_labels(o) for o in helm.manifest(release)}
+    finally:
+        helm.uninstall(cluster.kubeconfig, RELEASE, NAMESPACE)
+
+
+def guard_args(objects: dict) -> list[str]:
+    [container] = objects[("Deployment", "kfin-guard")]["spec"]["template"]["spec"]["containers"]
+    return container["args"]
+
+
+@needs_kubectl
+@helm.needs_helm
+@pytest.mark.real_only(REAL_HELM)
+def test_the_runbook_url_fills_each_alert_as_the_kustomizations_replacement_does(cluster, release_namespace,
+                                                                                tmp_path):
+    url = "https://kfin.example.com/docs/runbook/"
+    copied = tmp_path / "deploy"
+    shutil.copytree(DEPLOY, copied)
+    kustomization = copied / "prometheus-operator" / "kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace("- url=\n", f"- url={url}\n"))
+    [expected] = [o for o in built(copied / "prometheus-operator") if o["kind"] == "PrometheusRule"]
+    release_namespace.append(cluster.api)
+    with helm.served_kinds(cluster.api, helm.PROMETHEUS_OPERATOR), \
+            installed(cluster, {"prometheus": {"runbookUrl": url}}) as objects:
+        rule = objects[("PrometheusRule", "kfin")]
+        assert rule == expected
+        urls = [r["annotations"]["runbook_url"] for r in rule["spec"]["groups"][0]["rules"]]
+        assert f'{{{{ with "{url}" }}}}{{{{ . }}}}#kfinabsent{{{{ end }}}}' in urls
+
+
+@helm.needs_helm
+@pytest.mark.real_only(REAL_HELM)
+def test_the_guards_values_reach_its_objects(cluster, release_namespace):
+    """What an installer chooses for the guard: its mode (kfin guard --warn-only, --deny, neither), the users it
+    skips, the webhook's failurePolicy, timeout and selectors, a URL for a guard outside the cluster (then nothing
+    of it runs inside), and the Prometheus Operator's objects, forced off while the kinds are served."""
+    release_namespace.append(cluster.api)
+    with installed(cluster, {"serve": {"enabled": False}, "guard": {
+            "enabled": True, "certificate": "self-signed", "mode": "warn", "skipUsers": ["ci-bot", "argocd"],
+            "failurePolicy": "Fail", "timeoutSeconds": 10, "affinity": {},
+            "namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]},
+            "objectSelector": {"matchLabels": {"guarded": "yes"}}}}) as objects:
+        args = guard_args(objects)
+        assert args[args.index("--request-timeout"):] == ["--request-timeout", "30s", "--warn-only",
+                                                          "--skip-user", "ci-bot", "--skip-user", "argocd"]
+        assert "affinity" not in objects[("Deployment", "kfin-guard")]["spec"]["template"]["spec"]
+        [hook] = objects[("ValidatingWebhookConfiguration", "kfin-guard")]["webhooks"]
+        assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Fail", 10)
+        assert hook["namespaceSelector"] == {"matchExpressions": [{"key": "team", "operator": "Exists"}]}
+        assert hook["objectSelector"] == {"matchLabels": {"guarded": "yes"}}
+        # what the API server made of it: the configuration as given
+        served = cluster.get("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/kfin-guard")
+        assert served["webhooks"][0]["failurePolicy"] == "Fail"
+
+    with installed(cluster, {"guard": {"enabled": True, "certificate": "self-signed", "mode": "deny"}}) as objects:
+        assert guard_args(objects)[-1] == "--deny"
+        assert ("Deployment", "kfin") in objects  # both parts
+
+    url = "https://127.0.0.1:9443/validate"
+    with helm.served_kinds(cluster.api, helm.PROMETHEUS_OPERATOR), installed(cluster, {
+            "serve": {"enabled": False}, "guard": {"enabled": True, "certificate": "self-signed", "url": url},
+            "prometheus": {"serviceMonitor": False, "rules": False}}) as objects:
+        kinds = sorted(kind for kind, _ in objects)
+        assert kinds == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
+                         "RoleBinding", "ServiceAccount", "ValidatingWebhookConfiguration"]
+        [hook] = objects[("ValidatingWebhookConfiguration", "kfin-guard")]["webhooks"]
+        assert hook["clientConfig"] == {"url": url}
+
+
+@helm.needs_helm
+@pytest.mark.real_only(REAL_HELM)
+def test_with_the_prometheus_operator_the_guard_has_its_service_monitor_and_alert(cluster, release_namespace):
+    release_namespace.append(cluster.api)
+    with helm.served_kinds(cluster.api, helm.PROMETHEUS_OPERATOR, helm.CERT_MANAGER), \
+            installed(cluster, {"guard": {"enabled": True}}) as objects:
+        monitor = objects[("ServiceMonitor", "kfin-guard")]
+        assert monitor["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "kfin-guard"}}
+        assert monitor["spec"]["endpoints"] == [{"port": "metrics", "interval": "60s"}]
+        [group] = objects[("PrometheusRule", "kfin-guard")]["spec"]["groups"]
+        plain = yaml.safe_load((DEPLOY / "guard" / "prometheus-rules.yaml").read_text())
+        assert [group] == plain["groups"]  # deploy/guard's alert as it is, the empty runbook_url too
+        assert ("PrometheusRule", "kfin") in objects and ("ServiceMonitor", "kfin") in objects
+
+
+@helm.needs_helm
+@pytest.mark.real_only(REAL_HELM)
+def test_a_bad_value_is_refused_by_helm_before_anything_is_made(cluster):
+    for bad, said in (({"guard": {"mode": "block"}}, "mode"), ({"serve": {"replicas": 2}}, "replicas")):
+        with pytest.raises(helm.helm_sdkpy.InstallError) as refused:
+            helm.install(cluster.kubeconfig, RELEASE, cluster.namespace, bad)
+        assert "values don't meet the specifications of the schema" in str(refused.value)
+        assert said in str(refused.value)
+        assert helm.releases(cluster.kubeconfig, cluster.namespace) == []
