@@ -79,6 +79,7 @@ def test_the_chart_and_the_kustomization_make_the_same_objects(row, cluster, rel
                 assert json.loads(dashboard["data"]["kfin.json"])["uid"] == "kfin-stuck"
             else:
                 assert dashboard is None
+                assert "kfin preflight helm kfin -n kfin-system" in release["info"]["notes"]
         finally:
             helm.uninstall(cluster.kubeconfig, RELEASE, NAMESPACE)
 
