@@ -183,3 +183,55 @@ def test_a_bad_value_is_refused_by_helm_before_anything_is_made(cluster):
         assert "values don't meet the specifications of the schema" in str(refused.value)
         assert said in str(refused.value)
         assert helm.releases(cluster.kubeconfig, cluster.namespace) == []
+
+
+@helm.needs_helm
+@pytest.mark.real_only(REAL_HELM)
+@pytest.mark.parametrize("certificate", ["cert-manager", "self-signed"])
+def test_a_release_of_another_name_in_another_namespace_refers_to_its_own_objects(certificate, cluster):
+    """Every name one object gives another follows the release's name and namespace: the bindings' subjects, the
+    webhook's Service and the user it skips, the certificate's Secret and DNS names, what the self-signed guard
+    writes and the rights it has for exactly that. Selectors stay deploy/'s (app.kubernetes.io/name)."""
+    release, ns = cluster.name("finalizers"), cluster.namespace
+    served = (helm.CERT_MANAGER,) if certificate == "cert-manager" else ()
+    with helm.served_kinds(cluster.api, *served):
+        made = helm.install(cluster.kubeconfig, release, ns, {"guard": {"enabled": True, "certificate": certificate}})
+        try:
+            objects = {(o["kind"], o["metadata"]["name"]): o for o in helm.manifest(made)}
+            guard = f"{release}-guard"
+            assert {name for _, name in objects} >= {release, f"{release}-reader", guard, f"{guard}-reader"}
+            for (kind, name), obj in objects.items():
+                assert obj["metadata"]["labels"]["app.kubernetes.io/instance"] == release
+                if kind in ("ClusterRoleBinding", "RoleBinding"):
+                    assert obj["roleRef"]["name"] == name
+                    [subject] = obj["subjects"]
+                    assert ("ServiceAccount", subject["name"]) in objects and subject["namespace"] == ns
+            for name, pod_label in ((release, "kfin"), (guard, "kfin-guard")):
+                pod = objects[("Deployment", name)]["spec"]["template"]
+                assert pod["metadata"]["labels"] == {"app.kubernetes.io/name": pod_label}
+                assert objects[("Service", name)]["spec"]["selector"] == {"app.kubernetes.io/name": pod_label}
+                assert pod["spec"]["serviceAccountName"] == name
+            [hook] = objects[("ValidatingWebhookConfiguration", guard)]["webhooks"]
+            assert hook["clientConfig"]["service"] == {"namespace": ns, "name": guard, "path": "/validate",
+                                                       "port": 443}
+            skipped = hook["matchConditions"][0]["expression"]
+            assert f"'system:serviceaccount:{ns}:{guard}'" in skipped
+            assert f"'system:serviceaccount:{ns}:{release}'" in skipped
+            args = objects[("Deployment", guard)]["spec"]["template"]["spec"]["containers"][0]["args"]
+            if certificate == "cert-manager":
+                issued = objects[("Certificate", guard)]["spec"]
+                assert issued["dnsNames"] == [f"{guard}.{ns}.svc", f"{guard}.{ns}.svc.cluster.local"]
+                assert ("Issuer", issued["issuerRef"]["name"]) in objects
+                volumes = objects[("Deployment", guard)]["spec"]["template"]["spec"]["volumes"]
+                assert {"name": "tls", "secret": {"secretName": issued["secretName"]}} in volumes
+                annotations = objects[("ValidatingWebhookConfiguration", guard)]["metadata"]["annotations"]
+                assert annotations == {"cert-manager.io/inject-ca-from": f"{ns}/{guard}"}
+            else:
+                option = dict(zip(args, args[1:]))
+                assert (option["--service-name"], option["--service-namespace"]) == (guard, ns)
+                assert option["--webhook-configuration"] == guard
+                secret_rule = objects[("Role", f"{guard}-tls")]["rules"][0]
+                assert secret_rule["resourceNames"] == [option["--tls-secret"]] == [f"{guard}-ca"]
+                assert objects[("ClusterRole", f"{guard}-webhook-ca")]["rules"][0]["resourceNames"] == [guard]
+        finally:
+            helm.uninstall(cluster.kubeconfig, release, ns)
