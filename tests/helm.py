@@ -160,3 +160,9 @@ def delete_namespace(api: Any, name: str) -> None:
     if api.exists(path):
         api.delete(path)
     until(lambda: not api.exists(path), f"namespace {name} to go", seconds=120)
+
+
+def package(destination: Path, chart: Path | str = CHART) -> Path:
+    """`helm package CHART -d DESTINATION`: the chart's archive."""
+    action = helm_sdkpy.Package(_configuration(None, "default"))
+    return Path(asyncio.run(action.run(str(chart), dest_dir=str(destination))))

@@ -8,6 +8,7 @@ import copy
 import json
 import re
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,20 @@ def test_helm_lint_passes():
     assert result["TotalChartsLinted"] == 1
     assert not result["Errors"], result
     assert all(m["Severity"] < 2 for m in result["Messages"]), result  # the one info: a chart icon is recommended
+
+
+@helm.needs_helm
+def test_the_packaged_chart_holds_deploys_alerts_and_dashboard(tmp_path):
+    """files/ links to deploy/ (one copy of the alerts and the dashboard); Helm's package stores what they link to."""
+    archive = helm.package(tmp_path)
+    assert archive.name == "kfin-0.1.0.tgz"
+    deploy = helm.CHART.parents[1]
+    with tarfile.open(archive) as packed:
+        for stored, source in (("kfin/files/prometheus-rules.yaml", deploy / "prometheus-rules.yaml"),
+                               ("kfin/files/guard-prometheus-rules.yaml", deploy / "guard" / "prometheus-rules.yaml"),
+                               ("kfin/files/kfin.json", deploy / "grafana" / "kfin.json")):
+            member = packed.getmember(stored)
+            assert member.isfile() and packed.extractfile(member).read() == source.read_bytes()
 
 
 # each choice the chart offers renders (Lint renders the templates with the values)
