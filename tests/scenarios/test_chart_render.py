@@ -183,6 +183,12 @@ def test_a_bad_value_is_refused_by_helm_before_anything_is_made(cluster):
         assert "values don't meet the specifications of the schema" in str(refused.value)
         assert said in str(refused.value)
         assert helm.releases(cluster.kubeconfig, cluster.namespace) == []
+    # the template says it too, for an install that skips the schema (Helm's lint renders `fail` as a log line)
+    with pytest.raises(helm.helm_sdkpy.InstallError) as refused:
+        helm.install(cluster.kubeconfig, RELEASE, cluster.namespace, {"guard": {
+            "enabled": True, "url": "https://127.0.0.1:9443/validate"}}, skip_schema_validation=True)
+    assert "guard.url needs guard.certificate self-signed" in str(refused.value)
+    assert helm.releases(cluster.kubeconfig, cluster.namespace) == []
 
 
 @helm.needs_helm
