@@ -66,6 +66,10 @@ def test_the_chart_and_the_kustomization_make_the_same_objects(row, cluster, rel
         release = helm.install(cluster.kubeconfig, RELEASE, NAMESPACE, values)
         try:
             assert release["info"]["status"] == "deployed"
+            for obj in helm.manifest(release):  # Helm's standard labels on each, besides deploy/'s
+                assert {label: obj["metadata"]["labels"].get(label) for label in helm.HELM_LABELS} == {
+                    "helm.sh/chart": "kfin-0.1.0", "app.kubernetes.io/managed-by": "Helm",
+                    "app.kubernetes.io/instance": RELEASE, "app.kubernetes.io/version": "0.1.0"}
             charted = keyed([helm.without_helm_labels(o) for o in helm.manifest(release)])
             dashboard = charted.pop(("v1", "ConfigMap", "kfin-dashboard"), None)
             expected = kustomized(kustomization)
