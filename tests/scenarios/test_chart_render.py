@@ -245,3 +245,35 @@ def test_a_release_of_another_name_in_another_namespace_refers_to_its_own_object
                 assert objects[("ClusterRole", f"{guard}-webhook-ca")]["rules"][0]["resourceNames"] == [guard]
         finally:
             helm.uninstall(cluster.kubeconfig, release, ns)
+
+
+@helm.needs_helm
+@pytest.mark.real_only(REAL_HELM)
+def test_an_installers_pod_settings_reach_the_pods_the_api_server_keeps(cluster, release_namespace):
+    """The image, pull secrets, placement, annotations and resources an installer sets, on both parts, as the API
+    server stored the Deployments; the dashboard in Grafana's namespace with the sidecar's label of its choice."""
+    release_namespace.append(cluster.api)
+    placement = {"nodeSelector": {"kubernetes.io/os": "linux"},
+                 "tolerations": [{"key": "infra", "operator": "Exists", "effect": "NoSchedule"}]}
+    resources = {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}}
+    values = {"image": {"repository": "registry.example.com/kfin", "tag": "0.1.1", "pullPolicy": "Always"},
+              "imagePullSecrets": [{"name": "registry"}],
+              "serve": {**placement, "resources": resources, "podAnnotations": {"team": "platform"}},
+              "guard": {**placement, "enabled": True, "certificate": "self-signed", "replicas": 3},
+              "grafana": {"dashboard": {"namespace": cluster.namespace, "label": "dashboards", "labelValue": "kfin"}}}
+    with installed(cluster, values):
+        for name in ("kfin", "kfin-guard"):
+            stored = cluster.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{name}")
+            pod = stored["spec"]["template"]["spec"]
+            [container] = pod["containers"]
+            assert (container["image"], container["imagePullPolicy"]) == ("registry.example.com/kfin:0.1.1", "Always")
+            assert pod["imagePullSecrets"] == [{"name": "registry"}]
+            assert pod["nodeSelector"] == placement["nodeSelector"]
+            assert pod["tolerations"] == placement["tolerations"]
+        serve = cluster.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/kfin")["spec"]
+        assert serve["template"]["spec"]["containers"][0]["resources"] == resources
+        assert serve["template"]["metadata"]["annotations"] == {"team": "platform"}
+        assert cluster.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/kfin-guard")["spec"]["replicas"] == 3
+        dashboard = cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/kfin-dashboard")
+        assert dashboard["metadata"]["labels"]["dashboards"] == "kfin"
+    assert cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/kfin-dashboard") is None  # uninstalled
