@@ -81,7 +81,7 @@ def status(kubeconfig: Path | str, release: str, namespace: str) -> dict:
 def releases(kubeconfig: Path | str, namespace: str) -> list[dict]:
     """`helm list -n NAMESPACE --all`."""
     action = helm_sdkpy.List(_configuration(kubeconfig, namespace))
-    return asyncio.run(action.run(all=True))
+    return asyncio.run(action.run(all=True)) or []  # none: null
 
 
 def manifest(release: dict) -> list[dict]:
@@ -165,3 +165,9 @@ def delete_namespace(api: Any, name: str) -> None:
     if api.exists(path):
         api.delete(path)
     until(lambda: not api.exists(path), f"namespace {name} to go", seconds=120)
+
+
+def package(destination: Path, chart: Path | str = CHART) -> Path:
+    """`helm package CHART -d DESTINATION`: the chart's archive."""
+    action = helm_sdkpy.Package(_configuration(None, "default"))
+    return Path(asyncio.run(action.run(str(chart), dest_dir=str(destination))))

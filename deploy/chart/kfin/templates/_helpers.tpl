@@ -38,6 +38,20 @@ app.kubernetes.io/part-of: kfin
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
+{{/* kfin guard's arguments for guard.mode and guard.skipUsers, as a JSON list. */}}
+{{- define "kfin.guardPolicyArgs" -}}
+{{- $args := list -}}
+{{- if eq .Values.guard.mode "warn" -}}
+{{- $args = append $args "--warn-only" -}}
+{{- else if eq .Values.guard.mode "deny" -}}
+{{- $args = append $args "--deny" -}}
+{{- end -}}
+{{- range .Values.guard.skipUsers -}}
+{{- $args = concat $args (list "--skip-user" .) -}}
+{{- end -}}
+{{- toJson $args -}}
+{{- end -}}
+
 {{/* "true" when the chart makes a ServiceMonitor: asked for, or auto and the API server serves the kind. */}}
 {{- define "kfin.serviceMonitor" -}}
 {{- $wanted := .Values.prometheus.serviceMonitor -}}
