@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -200,6 +201,27 @@ def test_the_chart_installs_upgrades_and_uninstalls_through_helm_leaving_nothing
         assert not is_installed(cluster, release)
 
 
+def deletions(cluster, release: str, made: list[dict], since: str) -> dict[tuple[str, str], str]:
+    """(kind, name) -> the resourceVersion at which each object labelled with the release's instance was deleted
+    after `since`: a watch from `since` replays the DELETED events, each of the object as it was, at the revision
+    of its deletion (checked: later than `since`, when they all existed). Through `kubectl get --raw`, one watch per
+    kind at once, each ended by the server after a second."""
+    def watched(api_version: str, kind: str) -> list[dict]:
+        plural, _ = cluster.resource_of(api_version, kind)
+        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        url = f"{base}/{plural}?watch=1&labelSelector={INSTANCE}%3D{release}&resourceVersion={since}&timeoutSeconds=1"
+        done = subprocess.run([KUBECTL, "get", "--raw", url, "--kubeconfig", str(cluster.kubeconfig)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+    with ThreadPoolExecutor(8) as pool:
+        events = [e for found in pool.map(lambda k: watched(*k), {(o["apiVersion"], o["kind"]) for o in made})
+                  for e in found]
+    return {(e["object"]["kind"], e["object"]["metadata"]["name"]): e["object"]["metadata"]["resourceVersion"]
+            for e in events if e["type"] == "DELETED"}
+
+
 def preflight_helm(cluster, release: str) -> tuple[str, str, dict]:
     """(the table, stderr, the JSON) of `kfin preflight helm RELEASE -n NS`, as a user runs it."""
     base = ("preflight", "helm", release, "-n", cluster.namespace, "--kubeconfig", str(cluster.kubeconfig))
@@ -210,7 +232,7 @@ def preflight_helm(cluster, release: str) -> tuple[str, str, dict]:
 
 def test_kfin_preflight_helm_predicts_its_own_release_is_uninstalled_whole(cluster):
     """kfin serve alone: nothing left stuck. With the guard: its webhook configuration is deleted first (Helm 4's
-    order), and nothing left stuck either; then the uninstall leaves nothing, as predicted."""
+    order), and nothing left stuck either; then Helm's uninstall leaves nothing, and deletes in kfin's order."""
     release, ns = cluster.name("kfin"), cluster.namespace
     with released(cluster, release, {}) as made:
         table, stderr, said = preflight_helm(cluster, release)
@@ -247,9 +269,17 @@ def test_kfin_preflight_helm_predicts_its_own_release_is_uninstalled_whole(clust
                      "--kubeconfig", str(cluster.kubeconfig))  # Helm 3: its Service first, the configuration last
         assert [step["command"] for step in json.loads(three.stdout)["plan"]] == [uninstall], three.stdout
 
+        before = cluster.api.get(f"/api/v1/namespaces/{ns}/configmaps")["metadata"]["resourceVersion"]
         helm.uninstall(cluster.kubeconfig, release, ns)  # what was predicted: it all goes, nothing stuck
         assert cluster.eventually(lambda: not left_of(cluster, release, ns, made), raise_on_timeout=False,
                                   message="the release's objects to go"), left_of(cluster, release, ns, made)
+        # and in the order predicted: each batch's DELETEs after the batch before returned, the webhook's first
+        deleted = deletions(cluster, release, made, before)
+        batch = {(s["object"]["kind"], s["object"]["name"]): s["batch"] for s in said["steps"]}
+        assert set(deleted) == set(batch), (deleted, batch)
+        assert all(int(revision) > int(before) for revision in deleted.values()), (before, deleted)
+        in_order = sorted(deleted, key=lambda key: int(deleted[key]))
+        assert [batch[key] for key in in_order] == sorted(batch.values()), [(key, batch[key]) for key in in_order]
 
 
 def test_the_guard_warns_through_the_charts_webhook_configuration(cluster, tmp_path):
