@@ -80,6 +80,12 @@ def guard(
         help="Deny mode everywhere: refuse deletions predicted to leave objects nothing will release "
         "(otherwise only where the object or its namespace is labelled kfin.dev/guard=deny).",
     ),
+    warn_only: bool = typer.Option(
+        False,
+        "--warn-only",
+        help="Never deny: warn only, even where the label kfin.dev/guard=deny asks for deny mode (goes without "
+        "--deny).",
+    ),
     skip_user: list[str] = typer.Option(
         [],
         "--skip-user",
@@ -105,10 +111,10 @@ def guard(
     Answers kube-apiserver's AdmissionReview v1 on POST /validate from a watch cache of the cluster (as kfin serve
     keeps one), with the same prediction as kfin preflight; it sends no dry run, and writes nothing but, with
     --self-signed, its own TLS: the Secret it keeps its CA in and its webhook configuration's caBundle. Deletions are
-    allowed, with warnings; in deny mode (--deny, or the label kfin.dev/guard=deny on the object or its namespace)
-    a deletion predicted to leave objects that nothing will release is refused, unless the object is annotated
-    kfin.dev/allow-stuck-deletion=<why>. Install it with deploy/guard (failurePolicy Ignore: when the guard is
-    down, deletions go on unguarded), or deploy/guard-self-signed without cert-manager.
+    allowed, with warnings; in deny mode (--deny, or the label kfin.dev/guard=deny on the object or its namespace,
+    unless --warn-only) a deletion predicted to leave objects that nothing will release is refused, unless the
+    object is annotated kfin.dev/allow-stuck-deletion=<why>. Install it with deploy/guard (failurePolicy Ignore:
+    when the guard is down, deletions go on unguarded), or deploy/guard-self-signed without cert-manager.
 
     Examples:
 
@@ -123,6 +129,8 @@ def guard(
     every = duration_seconds(interval, "--interval")
     if every < 1:
         raise UsageError("--interval must be at least 1s")
+    if warn_only and deny:
+        raise UsageError("--warn-only never denies: it goes without --deny")
     if bool(tls_cert_file) != bool(tls_private_key_file):
         raise UsageError("--tls-cert-file and --tls-private-key-file go together")
     if self_signed and tls_cert_file:
@@ -162,7 +170,9 @@ def guard(
 
     watched = Watched(scope, every)
     reviews = Reviews()
-    judge = Guard(watched.facts, deny_everywhere=deny, skip_users=(*CONTROL_PLANE_USERS, *skip_user))
+    judge = Guard(
+        watched.facts, deny_everywhere=deny, skip_users=(*CONTROL_PLANE_USERS, *skip_user), warn_only=warn_only
+    )
 
     def decide(request: JSON) -> tuple[JSON, str]:
         review = judge.review(request)

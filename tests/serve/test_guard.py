@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kfin.core.predict.guard import DENY_LABEL, MOST_RUNES, MOST_WARNINGS, OVERRIDE_ANNOTATION
+from kfin.errors import ExitCode
 from tests.fakeapi.server import Fault
 from tests.runner import kfin
 from tests.scenario import ScenarioCluster
@@ -143,6 +144,24 @@ def test_deny_mode_by_label_refuses_and_the_override_annotation_lets_through(fak
         assert 'decision="denied"} 1' in metrics and 'decision="overridden"} 1' in metrics
 
 
+def test_warn_only_never_denies_even_where_the_label_asks_for_deny_mode(fake, tmp_path):
+    """--warn-only (the chart's guard.mode warn): the label kfin.dev/guard=deny that refuses above only warns."""
+    cluster, group, ns = team(fake, tmp_path)
+    path = f"/api/v1/namespaces/{ns}"
+    cluster.api.merge_patch(path, {"metadata": {"labels": {DENY_LABEL: "deny"}}})
+    with running_guard(cluster.kubeconfig, "--warn-only") as url:
+        answer = review(url, delete_of(cluster, path, "Namespace"))
+        assert answer["allowed"] is True and "status" not in answer and "auditAnnotations" not in answer
+        assert answer["warnings"][0].startswith(f"kfin: deleting namespace {ns} leaves 2 Widgets stuck")
+        assert 'decision="warned"} 1' in urllib.request.urlopen(f"{url}/metrics").read().decode()
+
+
+def test_warn_only_with_deny_is_a_usage_error(fake_kubeconfig):
+    refused = kfin("guard", "--warn-only", "--deny", "--plain-http", "--kubeconfig", str(fake_kubeconfig))
+    assert refused.code == ExitCode.USAGE == 2
+    assert "--warn-only never denies: it goes without --deny" in refused.stderr
+
+
 def test_a_watch_down_allows_with_a_warning_that_says_so(fake, tmp_path):
     cluster, group, ns = team(fake, tmp_path)
     cluster.api.merge_patch(f"/api/v1/namespaces/{ns}", {"metadata": {"labels": {DENY_LABEL: "deny"}}})
@@ -235,8 +254,8 @@ def test_the_facts_a_review_reads_are_kept_ready_in_the_background(fake, fake_ku
     import threading
 
     from kfin.api.target import Target
-    from kfin.core.read.scope import Scope
     from kfin.core.explain.watching import Watched
+    from kfin.core.read.scope import Scope
 
     watched = Watched(Scope(Target(str(fake_kubeconfig)), None, True, (), None), 60)
     stop = threading.Event()

@@ -10,9 +10,9 @@ never by a request the guard's own webhook configuration matches: no write, no d
 hold and the reads `explain` makes on demand (GET and LIST, which the configuration never matches).
 
 By default every deletion is allowed, with admission warnings (kubectl, helm, Argo CD and the consoles print
-them). Deny mode (a label on the object or its namespace, or --deny for the whole cluster) refuses a deletion
-predicted to leave objects that nothing will ever release (ORPHANED: no controller would remove their
-finalizer); an annotation on the object lets a person through, and the answer's audit annotations record it.
+them). Deny mode (a label on the object or its namespace, or --deny for the whole cluster; never with --warn-only)
+refuses a deletion predicted to leave objects that nothing will ever release (ORPHANED: no controller would remove
+their finalizer); an annotation on the object lets a person through, and the answer's audit annotations record it.
 """
 
 from __future__ import annotations
@@ -104,10 +104,15 @@ class Guard:
         facts: Callable[[], tuple[Facts | None, str]],
         deny_everywhere: bool = False,
         skip_users: tuple[str, ...] = CONTROL_PLANE_USERS,
+        warn_only: bool = False,
     ):
-        """`facts`: (the facts, "" or why they are not current)."""
+        """`facts`: (the facts, "" or why they are not current). `warn_only`: never deny, the label
+        kfin.dev/guard=deny included (an installer's choice that no namespace owner can turn into refusals)."""
+        if warn_only and deny_everywhere:
+            raise ValueError("a guard that only warns cannot deny everywhere")
         self._facts = facts
         self.deny_everywhere = deny_everywhere
+        self.warn_only = warn_only
         self.skip_users = set(skip_users)
         self._lock = threading.Lock()  # a Facts is worked on by one answer at a time
 
@@ -170,6 +175,8 @@ class Guard:
         return Review(False, DENIED, warnings, message, {"denied": str(len(stranded))})
 
     def _deny_mode(self, target: KubeObject, namespace: KubeObject | None) -> bool:
+        if self.warn_only:
+            return False
         if self.deny_everywhere:
             return True
         return any(
