@@ -6,6 +6,8 @@ its own, writes into its webhook configuration's caBundle, and rotates.
                       another replica rotated first, and its CA is read instead); so replicas share one CA
     the caBundle      the CAs a client must trust, written into every webhook of the ValidatingWebhookConfiguration by
                       a JSON Patch whose first operation tests the resourceVersion read (no lost update)
+    its owner         the webhook configuration: deleting it deletes the Secret (the garbage collector), so an
+                      uninstall leaves nothing of the guard behind
     rotation          the serving certificate is re-issued SERVING_RENEW_BEFORE its end; the CA is replaced
                       CA_RENEW_BEFORE its end, the old one kept in the caBundle until it expires, and the serving
                       certificate moves to the new CA only once the caBundle has carried it for CA_SETTLE
@@ -401,10 +403,28 @@ class SelfSignedTLS:
                 "and kfin guard makes a new CA and certificate and writes the CA into the caBundle"
             ) from None
 
-    def _body(self, material: Material, resource_version: str | None) -> JSON:
+    def _owners(self, secret: JSON | None) -> list[JSON]:
+        """The Secret's owner: the webhook configuration whose caBundle it fills, so that deleting that configuration
+        (helm uninstall, kubectl delete -k, both delete it first) has the garbage collector delete the Secret too,
+        and nothing of the guard is left behind. Kept as it is once set; none while the configuration is absent."""
+        kept = ((secret or {}).get("metadata") or {}).get("ownerReferences")
+        if kept:
+            return list(kept)
+        config = self.kube.read_object_or_none(WEBHOOKS, None, self.configuration)
+        uid = ((config or {}).get("metadata") or {}).get("uid")
+        if not uid:
+            return []
+        return [{"apiVersion": f"{WEBHOOKS.group}/{WEBHOOKS.version}", "kind": WEBHOOKS.kind,
+                 "name": self.configuration, "uid": uid}]  # fmt: skip
+
+    def _body(self, material: Material, secret: JSON | None) -> JSON:
         metadata: JSON = {"name": self.secret, "namespace": self.namespace, "labels": dict([MANAGED_BY])}
+        resource_version = ((secret or {}).get("metadata") or {}).get("resourceVersion")
         if resource_version:
             metadata["resourceVersion"] = resource_version
+        owners = self._owners(secret)
+        if owners:
+            metadata["ownerReferences"] = owners
         data = {"ca.crt": material.ca_bundle, "ca.key": material.ca_key, "tls.crt": material.cert,
                 "tls.key": material.key}  # fmt: skip
         return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": "kubernetes.io/tls",
@@ -424,8 +444,7 @@ class SelfSignedTLS:
                 if secret is None:
                     self.kube.create_object(SECRETS, self.namespace, self._body(new, None))
                 else:
-                    version = (secret.get("metadata") or {}).get("resourceVersion")
-                    self.kube.replace_object(SECRETS, self.namespace, self.secret, self._body(new, version))
+                    self.kube.replace_object(SECRETS, self.namespace, self.secret, self._body(new, secret))
             except NotFoundError as error:
                 if error.kind == "namespaces":  # the Service's namespace, where the Secret is kept, does not exist
                     raise NotFoundError(

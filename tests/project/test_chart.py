@@ -160,3 +160,23 @@ def test_the_schema_knows_every_value_and_no_other():
         return out
 
     assert differences(yaml.safe_load(VALUES.read_text()), schema, "") == []
+
+
+def test_the_install_page_names_every_value_an_installer_sets():
+    """docs/install.md's table of values names each of values.yaml's (down to Kubernetes' own structures), so an
+    installer reading the page finds every choice the chart offers."""
+    page = (helm.CHART.parents[2] / "docs" / "install.md").read_text()
+
+    def names(values: dict, where: str) -> list[str]:
+        out = []
+        for key, value in values.items():
+            if isinstance(value, dict) and value and key not in KUBERNETES_STRUCTURES | {"labels"}:
+                out += names(value, f"{where}{key}.")
+            else:
+                out.append(f"{where}{key}")
+        return out
+
+    def named(name: str) -> bool:  # `guard.replicas`, or `.label` after its parent `grafana.dashboard.enabled`
+        return f"`{name}`" in page or f"`.{name.rsplit('.', 1)[-1]}`" in page
+
+    assert [name for name in names(yaml.safe_load(VALUES.read_text()), "") if not named(name)] == []

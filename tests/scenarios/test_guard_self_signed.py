@@ -65,6 +65,9 @@ def test_a_self_signed_guard_fills_the_ca_bundle_and_the_api_server_trusts_it(cl
         stored = cluster.get(f"/api/v1/namespaces/{cluster.namespace}/secrets/{secret}")
         assert stored["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "kfin-guard"}
         assert base64.b64decode(stored["data"]["ca.crt"]) == ca
+        [owner] = stored["metadata"]["ownerReferences"]  # the configuration it fills: deleted, the Secret goes too
+        assert (owner["kind"], owner["name"], owner["uid"]) == (
+            "ValidatingWebhookConfiguration", name, config["metadata"]["uid"])
         trust = ssl.create_default_context(cadata=ca.decode())
         until(lambda: serves_with(f"https://127.0.0.1:{port}", trust), "kfin guard to serve with its CA")
 
@@ -88,6 +91,9 @@ def test_a_self_signed_guard_fills_the_ca_bundle_and_the_api_server_trusts_it(cl
             process.terminate()
             process.wait(10)
         cluster.api.delete(config_path)
+    # what an uninstall leaves of the guard: nothing, its Secret deleted by the garbage collector with its owner
+    cluster.eventually(lambda: cluster.get(f"/api/v1/namespaces/{cluster.namespace}/secrets/{secret}") is None,
+                       message="the garbage collector to delete the guard's Secret with its webhook configuration")
     logs = log_path.read_text() + second_log_path.read_text()
     assert f"caBundle of ValidatingWebhookConfiguration {name} written" in logs
     assert "new CA and serving certificate" in log_path.read_text()

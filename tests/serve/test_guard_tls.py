@@ -233,3 +233,27 @@ def test_self_signed_in_a_namespace_that_does_not_exist_names_the_flag(fake, tmp
         "error: namespace nowhere not found: kfin guard --self-signed keeps its Secret kfin-guard-ca in its "
         "Service's namespace (--service-namespace)"], result.stderr
     assert result.code == 7 and result.stdout == ""
+
+
+def test_the_secret_is_owned_by_the_webhook_configuration_it_fills_and_keeps_its_owner_when_rotated(fake):
+    """Deleting the configuration (helm uninstall and kubectl delete -k delete it first) deletes the Secret too."""
+    kube, server = fake
+    server.apply({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                  "metadata": {"name": "kfin-guard"}, "webhooks": []})
+    uid = kube.get("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/kfin-guard")["metadata"][
+        "uid"]
+    keeper(kube, []).ensure()
+    path = "/api/v1/namespaces/kfin-system/secrets/kfin-guard-ca"
+    owners = [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+               "name": "kfin-guard", "uid": uid}]
+    assert kube.get(path)["metadata"]["ownerReferences"] == owners
+    later = datetime.datetime.now(datetime.UTC) + CA_VALIDITY - CA_RENEW_BEFORE + datetime.timedelta(days=1)
+    keeper(kube, [], clock=later.timestamp).ensure()  # rotated: the Secret replaced, its owner kept
+    assert len(cas(keeper(kube, []).ensure())) == 2
+    assert kube.get(path)["metadata"]["ownerReferences"] == owners
+
+
+def test_without_its_webhook_configuration_yet_the_secret_is_made_without_an_owner(fake):
+    kube, _ = fake
+    keeper(kube, []).ensure()
+    assert "ownerReferences" not in kube.get("/api/v1/namespaces/kfin-system/secrets/kfin-guard-ca")["metadata"]
