@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -117,7 +118,7 @@ def test_every_scenario_runs_on_both_tiers_or_says_why_not():
     assert len(fake_only) == 4, fake_only  # docs/development.md's count of fake-only scenarios
     # and of real-only ones: two of the kopf operator's, and the Helm chart's with real Helm (its rendering
     # compared with the kustomizations', its releases), however many they are
-    by_file = {name: sum(1 for file, _ in real_only if file == name) for name, _ in real_only}
+    by_file = Counter(file for file, _ in real_only)
     assert by_file.pop("test_kopf_operator.py") == 2, real_only
     assert set(by_file) == {"test_chart_render.py", "test_chart_release.py"}, real_only
 
