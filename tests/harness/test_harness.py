@@ -64,7 +64,8 @@ def test_scenarios_run_on_a_cluster_behind_a_kubeconfig_and_clean_up(tmp_path):
         env = {k: v for k, v in os.environ.items() if k != "KUBEBUILDER_ASSETS"}
         env["KFIN_TEST_KUBECONFIG"] = str(kubeconfig)
         env["KFIN_TEST_ENVTEST"] = "0"
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
+        # -n 0: one process, not the addopts' four workers of its own beside the suite's
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-rA",
                                "tests/scenarios/test_cluster_rules.py",
                                "tests/scenarios/test_stuck.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout[-3000:]
@@ -132,7 +133,7 @@ def test_a_real_only_scenario_is_skipped_on_the_fake_with_its_reason(tmp_path):
                         "    assert not cluster.is_fake\n")
     env = {k: v for k, v in os.environ.items() if k not in ("KUBEBUILDER_ASSETS", "KFIN_TEST_KUBECONFIG")}
     env["KFIN_TEST_ENVTEST"] = "0"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-c",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-rs", "-c",
                            str(ROOT / "pyproject.toml"), "-p", "tests.conftest", str(scenario)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:]

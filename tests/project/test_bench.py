@@ -276,8 +276,9 @@ def test_a_smoke_run_against_a_cluster_given_by_kubeconfig_cleans_up_after_itsel
         server.stdout.readline()  # its URL: it is listening
         figures = tmp_path / "figures.json"
         done = subprocess.run([sys.executable, "-m", "bench", "--kubeconfig", str(kubeconfig), "--context", "fake",
-                               "--sizes", "300", "--crds", "2", "--repeat", "1", "--startup-runs", "1",
-                               "--tools", "kfin,naive", "--list-objects", "0", "--fleet", "0",
+                               "--sizes", "100", "--crds", "2", "--repeat", "1", "--startup-runs", "0",
+                               "--tools", "kfin,naive", "--list-objects", "0", "--fleet", "0", "--graph-max", "0",
+                               "--decode-items", "0",
                                "--manifest-mb", "0", "--manifest-items", "0", "--table-objects", "0",
                                "--json", str(figures)],
                               cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -302,7 +303,8 @@ def test_a_smoke_run_on_the_real_control_plane_beside_the_fake(tmp_path):
     figures = tmp_path / "figures.json"
     done = subprocess.run([sys.executable, "-m", "bench", "--servers", "fake,real", "--sizes", "200", "--crds", "2",
                            "--repeat", "1", "--tools", "floor-pb,kfin", "--startup-runs", "0", "--list-objects", "0",
-                           "--fleet", "0", "--serve-seconds", "0", "--decode-items", "0", "--guard-reviews", "3",
+                           "--fleet", "0", "--graph-max", "0", "--serve-seconds", "0", "--decode-items", "0",
+                           "--guard-reviews", "3",
                            "--manifest-mb", "0", "--manifest-items", "0", "--table-objects", "0",
                            "--json", str(figures)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -4,6 +4,7 @@ PyInstaller, it runs without the project's Python environment, and kubectl runs 
 (krew.sigs.k8s.io/docs/developer-guide/plugin-manifest and krew's validation: name, v-prefixed semantic
 version, https URI, sha256 of the archive, bin, a platform selector)."""
 
+import fcntl
 import hashlib
 import os
 import re
@@ -24,13 +25,34 @@ KUBECTL = installed_command("kubectl")
 URI = "https://downloads.example/kfin/releases/v0/kfin_linux_amd64.tar.gz"
 
 
-@pytest.fixture(scope="module")
+def session_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the whole pytest session: under pytest-xdist each worker's temporary folder is one of its
+    (popen-gwN), without workers it is the session's own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
 def built(tmp_path_factory):
+    """The executable, built once per pytest session (two minutes of a core): the first worker to need it builds it
+    while holding a lock in the session's folder, the others wait on the lock and take its build, or its failure."""
     pytest.importorskip("PyInstaller", reason="PyInstaller not installed (pip install -e '.[test]')")
-    out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_executable.py"), "--uri", URI,
-                           "--out", str(out)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    shared = session_folder(tmp_path_factory)
+    out, failed = shared / "executable", shared / "executable-build-failed"
+    with (shared / "executable.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if failed.exists():
+            pytest.fail(failed.read_text())
+        if not (out / "kfin.yaml").exists():  # the build script's last file
+            try:
+                done = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_executable.py"), "--uri", URI,
+                                       "--out", str(out)], capture_output=True, text=True, timeout=600)
+                why = done.stdout[-2000:] + done.stderr[-2000:] if done.returncode else ""
+            except subprocess.TimeoutExpired as timeout:
+                why = str(timeout)
+            if why:
+                failed.write_text(why)
+                pytest.fail(why)
     return out
 
 
