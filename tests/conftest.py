@@ -1,6 +1,5 @@
 import os
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -8,7 +7,14 @@ import pytest
 from tests import properties
 from tests.control_plane import EnvtestControlPlane, find_assets
 from tests.fakeapi import FakeAPIServer
-from tests.scenario import ENV_KUBECONFIG, ScenarioCluster, _kubeconfig_access, backends, envtest_absent
+from tests.scenario import (
+    ENV_KUBECONFIG,
+    ScenarioCluster,
+    _kubeconfig_access,
+    backends,
+    envtest_absent,
+    finish_together,
+)
 
 # Seconds each real control plane of the session took to be ready, for the summary line: under pytest-xdist each
 # worker starts its own and hands its time to the controller (pytest_sessionfinish, pytest_testnodedown).
@@ -57,10 +63,10 @@ def envtest():
 
 
 def finished(plane: EnvtestControlPlane) -> list[str]:
-    """What the scenarios of a control plane left behind, once each has waited for its cleanup: all at once (each
-    scenario its own client), since most of the wait is for kube-controller-manager's namespace controller."""
-    with ThreadPoolExecutor(8) as pool:
-        return [path for paths in pool.map(lambda scenario: scenario.finish(), plane.cleaning) for path in paths]
+    """What the scenarios of a control plane left behind, once their cleanups have been waited for: all at once
+    (each type listed once per round for every namespace), since most of the wait is for kube-controller-manager's
+    namespace controller."""
+    return finish_together(plane.cleaning)
 
 
 # Alpha features of v1.36 some scenarios need (tests/scenarios/test_alpha_protections.py), off by default on

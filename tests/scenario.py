@@ -15,6 +15,7 @@ real cluster's controllers have the time they need, while the fake answers at on
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
@@ -346,6 +347,77 @@ class ScenarioCluster:
                 self.api.delete(path, grace=0)
             elif delete:
                 self.api.delete(path)
+
+
+# an annotation written on a namespace of ours while it is deleted: the update event has the namespace controller
+# look at it again within 5 s (its grace period) rather than after its failure backoff, which grows to minutes
+# while a scenario keeps the namespace from going on purpose
+NUDGE = "test.kfin.dev/nudge"
+
+
+def finish_together(scenarios: list[ScenarioCluster], timeout: float = 60) -> list[str]:
+    """finish() for every scenario of one real control plane at once (their cleanup() has begun): each namespaced
+    type listed once across the cluster per round instead of once per namespace, our objects' finalizers stripped
+    and our Pods forced (no kubelet confirms them), each namespace still there nudged, until all have gone; then
+    the cluster-scoped objects, whose finalizers are stripped if their controllers do not finish in time. Returns
+    the paths still there after that."""
+    real = [scenario for scenario in scenarios if not scenario.is_fake]
+    if not real:
+        return []
+    api = real[0].api
+    ours = {namespace for scenario in real for namespace in scenario._namespaces()}
+    deadline = time.monotonic() + timeout
+    for round_number in itertools.count(1):
+        listed = api.get("/api/v1/namespaces")["items"]
+        present = {n["metadata"]["name"] for n in listed} & ours
+        stored = [(path, item, resource) for path, item, resource in _every_namespaced_item(api)
+                  if item["metadata"].get("namespace") in ours]
+        ghosts = {item["metadata"]["namespace"] for _, item, _ in stored} - present
+        for namespace in ghosts:  # content of a namespace forced through /finalize: its namespace made again first
+            real[0]._begin_namespace_deletion(namespace)
+            present.add(namespace)
+        if not present or time.monotonic() >= deadline:
+            break
+        for path, item, resource in stored:
+            if item["metadata"].get("finalizers"):
+                api.merge_patch(path, {"metadata": {"finalizers": None}})
+            if resource == "pods":
+                api.delete(path, grace=0)
+        for namespace in present:
+            api.merge_patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"annotations": {NUDGE: str(round_number)}}})
+        time.sleep(1)
+    cluster_scoped = [path for scenario in real for path in reversed(scenario._cluster_scoped)
+                      if not path.startswith("/api/v1/namespaces/")]
+    waiting = set(cluster_scoped)
+    deadline = time.monotonic() + 20
+    while waiting and time.monotonic() < deadline:
+        waiting = {path for path in waiting if api.exists(path)}
+        if waiting:
+            time.sleep(0.5)
+    for path in waiting:
+        real[0].strip_finalizers(path)
+    left = [f"/api/v1/namespaces/{n}" for n in sorted(ours)] + cluster_scoped
+    return [path for path in left if real[0].eventually(lambda: not api.exists(path), timeout=10,
+                                                        raise_on_timeout=False) is False]
+
+
+def _every_namespaced_item(api) -> list[tuple[str, dict, str]]:
+    """(path, object, resource) of every namespaced object stored, each type listed once across the cluster."""
+    found = []
+    groups = [("v1", "/api/v1")] + [(v["groupVersion"], f"/apis/{v['groupVersion']}")
+                                    for g in api.get("/apis")["groups"] for v in g["versions"][:1]]
+    for _, base in groups:
+        code, listing = api.send("GET", base)
+        if code != 200:
+            continue
+        for r in listing["resources"]:
+            if "/" in r["name"] or not r["namespaced"] or "list" not in r["verbs"]:
+                continue
+            code, items = api.send("GET", f"{base}/{r['name']}")
+            for item in (items or {}).get("items") or [] if code == 200 else []:
+                meta = item["metadata"]
+                found.append((f"{base}/namespaces/{meta['namespace']}/{r['name']}/{meta['name']}", item, r["name"]))
+    return found
 
 
 def node_a_budget_stops(cluster) -> dict:
