@@ -21,7 +21,8 @@ from tests.project.test_deploy import built, needs_kubectl
 
 RELEASE, NAMESPACE = "kfin", "kfin-system"
 DEPLOY = PROJECT / "deploy"
-REAL_HELM = "real Helm installs into a real API server; the fake serves no Helm release storage faithfully"
+REAL_HELM = ("real Helm (client-go inside helm-sdkpy) installs into a real API server; against the fake its "
+             "reachability check is answered 401, and Helm's upgrade merges as the fake does not (test_chart_release)")
 
 # the contract's table: chart values, the CRDs the API server serves, the kustomization that makes the same objects
 ROWS = {
