@@ -373,7 +373,10 @@ def finish_together(scenarios: list[ScenarioCluster], timeout: float = 60) -> li
         stored = [(path, item, resource) for path, item, resource in _every_namespaced_item(api)
                   if item["metadata"].get("namespace") in ours]
         ghosts = {item["metadata"]["namespace"] for _, item, _ in stored} - present
-        for namespace in ghosts:  # content of a namespace forced through /finalize: its namespace made again first
+        for namespace in ghosts:  # content of a namespace forced through /finalize: its namespace made again, so
+            # that the namespace controller deletes the content (with finalizers or without) as it deletes it again
+            api.send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                    "metadata": {"name": namespace}})
             real[0]._begin_namespace_deletion(namespace)
             present.add(namespace)
         if not present or time.monotonic() >= deadline:
