@@ -56,17 +56,10 @@ def envtest():
     ENVTEST_READY_IN.append(plane.started_in)
     try:
         yield plane
-        left = finished(plane)
+        left = finish_together(plane.cleaning)
         assert not left, f"scenarios left behind on the real control plane: {left}"
     finally:
         plane.stop()
-
-
-def finished(plane: EnvtestControlPlane) -> list[str]:
-    """What the scenarios of a control plane left behind, once their cleanups have been waited for: all at once
-    (each type listed once per round for every namespace), since most of the wait is for kube-controller-manager's
-    namespace controller."""
-    return finish_together(plane.cleaning)
 
 
 # Alpha features of v1.36 some scenarios need (tests/scenarios/test_alpha_protections.py), off by default on
@@ -86,7 +79,7 @@ def envtest_gated():
     plane = EnvtestControlPlane(assets, feature_gates=ALPHA_GATES, runtime_config=ALPHA_APIS).start()
     try:
         yield plane
-        left = finished(plane)
+        left = finish_together(plane.cleaning)
         assert not left, f"scenarios left behind on the gated control plane: {left}"
     finally:
         plane.stop()

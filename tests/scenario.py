@@ -320,33 +320,46 @@ class ScenarioCluster:
 
     def _namespace_items(self, namespace: str) -> list[tuple[str, dict, str]]:
         """(path, object, resource) of what is stored in a namespace (listed even when the namespace is gone)."""
-        found = []
-        groups = [("v1", "/api/v1")] + [(v["groupVersion"], f"/apis/{v['groupVersion']}")
-                                        for g in self.api.get("/apis")["groups"] for v in g["versions"][:1]]
-        for _, base in groups:
-            code, listing = self.api.send("GET", base)
-            if code != 200:
-                continue
-            for r in listing["resources"]:
-                if "/" in r["name"] or not r["namespaced"] or "list" not in r["verbs"]:
-                    continue
-                code, items = self.api.send("GET", f"{base}/namespaces/{namespace}/{r['name']}")
-                for item in (items or {}).get("items") or [] if code == 200 else []:
-                    found.append((f"{base}/namespaces/{namespace}/{r['name']}/{item['metadata']['name']}", item,
-                                  r["name"]))
-        return found
+        return stored_items(self.api, namespace)
 
     def _strip_namespace_content(self, namespace: str, delete: bool = False):
         """Remove the finalizers our own objects still carry, so that our namespace can go; `delete`: delete
         each of them too, at once, rather than 5 s later with the namespace controller (a workload of ours must
         not be found by the next scenario's kfin, which looks for controllers in every namespace)."""
-        for path, item, resource in self._namespace_items(namespace):
-            if item["metadata"].get("finalizers"):
-                self.strip_finalizers(path)
-            if resource == "pods":  # our Pods name nodes that do not exist: no kubelet will confirm
-                self.api.delete(path, grace=0)
-            elif delete:
-                self.api.delete(path)
+        strip_items(self.api, self._namespace_items(namespace), delete)
+
+
+def stored_items(api: RawClient, namespace: str | None) -> list[tuple[str, dict, str]]:
+    """(path, object, resource) of what is stored in `namespace` (listed even when the namespace is gone), or, for
+    None, in every namespace: each namespaced type listed once across the cluster."""
+    found = []
+    groups = [("v1", "/api/v1")] + [(v["groupVersion"], f"/apis/{v['groupVersion']}")
+                                    for g in api.get("/apis")["groups"] for v in g["versions"][:1]]
+    for _, base in groups:
+        code, listing = api.send("GET", base)
+        if code != 200:
+            continue
+        for r in listing["resources"]:
+            if "/" in r["name"] or not r["namespaced"] or "list" not in r["verbs"]:
+                continue
+            where = f"{base}/namespaces/{namespace}" if namespace is not None else base
+            code, items = api.send("GET", f"{where}/{r['name']}")
+            for item in (items or {}).get("items") or [] if code == 200 else []:
+                meta = item["metadata"]
+                found.append((f"{base}/namespaces/{meta['namespace']}/{r['name']}/{meta['name']}", item, r["name"]))
+    return found
+
+
+def strip_items(api: RawClient, items: list[tuple[str, dict, str]], delete: bool = False) -> None:
+    """Strip the finalizers of `items` (stored_items') and force their Pods (ours name nodes that do not exist: no
+    kubelet will confirm); `delete`: delete the others too."""
+    for path, item, resource in items:
+        if item["metadata"].get("finalizers"):
+            api.merge_patch(path, {"metadata": {"finalizers": None}})
+        if resource == "pods":
+            api.delete(path, grace=0)
+        elif delete:
+            api.delete(path)
 
 
 # an annotation written on a namespace of ours while it is deleted: the update event has the namespace controller
@@ -370,24 +383,20 @@ def finish_together(scenarios: list[ScenarioCluster], timeout: float = 60) -> li
     for round_number in itertools.count(1):
         listed = api.get("/api/v1/namespaces")["items"]
         present = {n["metadata"]["name"] for n in listed} & ours
-        stored = [(path, item, resource) for path, item, resource in _every_namespaced_item(api)
-                  if item["metadata"].get("namespace") in ours]
+        stored = [entry for entry in stored_items(api, None) if entry[1]["metadata"]["namespace"] in ours]
         ghosts = {item["metadata"]["namespace"] for _, item, _ in stored} - present
         for namespace in ghosts:  # content of a namespace forced through /finalize: its namespace made again, so
             # that the namespace controller deletes the content (with finalizers or without) as it deletes it again
             api.send("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                     "metadata": {"name": namespace}})
-            real[0]._begin_namespace_deletion(namespace)
+            api.delete(f"/api/v1/namespaces/{namespace}")
             present.add(namespace)
         if not present or time.monotonic() >= deadline:
             break
-        for path, item, resource in stored:
-            if item["metadata"].get("finalizers"):
-                api.merge_patch(path, {"metadata": {"finalizers": None}})
-            if resource == "pods":
-                api.delete(path, grace=0)
+        strip_items(api, stored)
         for namespace in present:
-            api.merge_patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"annotations": {NUDGE: str(round_number)}}})
+            nudge = {"metadata": {"annotations": {NUDGE: str(round_number)}}}
+            api.merge_patch(f"/api/v1/namespaces/{namespace}", nudge)
         time.sleep(1)
     cluster_scoped = [path for scenario in real for path in reversed(scenario._cluster_scoped)
                       if not path.startswith("/api/v1/namespaces/")]
@@ -402,25 +411,6 @@ def finish_together(scenarios: list[ScenarioCluster], timeout: float = 60) -> li
     left = [f"/api/v1/namespaces/{n}" for n in sorted(ours)] + cluster_scoped
     return [path for path in left if real[0].eventually(lambda: not api.exists(path), timeout=10,
                                                         raise_on_timeout=False) is False]
-
-
-def _every_namespaced_item(api) -> list[tuple[str, dict, str]]:
-    """(path, object, resource) of every namespaced object stored, each type listed once across the cluster."""
-    found = []
-    groups = [("v1", "/api/v1")] + [(v["groupVersion"], f"/apis/{v['groupVersion']}")
-                                    for g in api.get("/apis")["groups"] for v in g["versions"][:1]]
-    for _, base in groups:
-        code, listing = api.send("GET", base)
-        if code != 200:
-            continue
-        for r in listing["resources"]:
-            if "/" in r["name"] or not r["namespaced"] or "list" not in r["verbs"]:
-                continue
-            code, items = api.send("GET", f"{base}/{r['name']}")
-            for item in (items or {}).get("items") or [] if code == 200 else []:
-                meta = item["metadata"]
-                found.append((f"{base}/namespaces/{meta['namespace']}/{r['name']}/{meta['name']}", item, r["name"]))
-    return found
 
 
 def node_a_budget_stops(cluster) -> dict:
