@@ -47,7 +47,7 @@ HELM_4_ORDER = ["ValidatingWebhookConfiguration", "Service", "Deployment", "Role
                 "ClusterRoleBinding", "ClusterRole", "ConfigMap", "ServiceAccount", "PodDisruptionBudget"]
 
 
-def kustomized(path: Path) -> dict[tuple[str, str], dict]:
+def file_objects(path: Path) -> dict[tuple[str, str], dict]:
     """The objects of one of deploy/'s files, by (kind, name)."""
     return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(path.read_text()) if o}
 
@@ -88,8 +88,8 @@ def left_of(cluster, release: str, namespace: str, made: list[dict]) -> list[str
 
 
 def is_installed(cluster, release: str) -> bool:
-    """`helm list --all` in the scenario's namespace names the release (helm-sdkpy answers None for no release)."""
-    return any(r["name"] == release for r in helm.releases(cluster.kubeconfig, cluster.namespace) or ())
+    """`helm list --all` in the scenario's namespace names the release."""
+    return any(r["name"] == release for r in helm.releases(cluster.kubeconfig, cluster.namespace))
 
 
 @contextmanager
@@ -150,8 +150,8 @@ def test_the_chart_installs_upgrades_and_uninstalls_through_helm_leaving_nothing
             assert obj["metadata"].get("namespace", ns) == ns, (kind, name)
 
         # least privilege, exactly the kustomizations': kfin serve's and the guard's roles only read
-        rbac = (kustomized(DEPLOY / "base" / "clusterrole.yaml") | kustomized(DEPLOY / "guard" / "clusterrole.yaml")
-                | kustomized(DEPLOY / "guard-self-signed" / "rbac.yaml"))
+        rbac = (file_objects(DEPLOY / "base" / "clusterrole.yaml") | file_objects(DEPLOY / "guard" / "clusterrole.yaml")
+                | file_objects(DEPLOY / "guard-self-signed" / "rbac.yaml"))
         roles = {key: obj for key, obj in on_server.items() if key[0] in ("ClusterRole", "Role")}
         assert {(kind, renamed(name, release)) for kind, name in rbac if kind in ("ClusterRole", "Role")} == set(roles)
         for (kind, name), wanted in rbac.items():
@@ -195,9 +195,9 @@ def test_the_chart_installs_upgrades_and_uninstalls_through_helm_leaving_nothing
             (kind, name) for kind in ("ReplicaSet", "Pod") for name in (release, f"{release}-guard")},
             message="kfin's ReplicaSets and Pods")
         helm.uninstall(cluster.kubeconfig, release, ns)
-        left = cluster.eventually(lambda: not left_of(cluster, release, ns, made), raise_on_timeout=False,
+        gone = cluster.eventually(lambda: not left_of(cluster, release, ns, made), raise_on_timeout=False,
                                   message="the release's objects to go")
-        assert left, left_of(cluster, release, ns, made)
+        assert gone, left_of(cluster, release, ns, made)
         assert not is_installed(cluster, release)
 
 

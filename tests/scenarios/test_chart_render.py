@@ -10,6 +10,7 @@ No kubelet runs the chart's Pods: nothing waits for them (wait=False)."""
 
 import json
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
@@ -63,41 +64,42 @@ def kustomized(directory) -> dict[tuple[str, str, str], dict]:
 def test_the_chart_and_the_kustomization_make_the_same_objects(row, cluster, release_namespace):
     values, served, kustomization = ROWS[row]
     release_namespace.append(cluster.api)
-    with helm.served_kinds(cluster.api, *served):
-        release = helm.install(cluster.kubeconfig, RELEASE, NAMESPACE, values)
-        try:
-            assert release["info"]["status"] == "deployed"
-            for obj in helm.manifest(release):  # Helm's standard labels on each, besides deploy/'s
-                assert {label: obj["metadata"]["labels"].get(label) for label in helm.HELM_LABELS} == {
-                    "helm.sh/chart": "kfin-0.1.0", "app.kubernetes.io/managed-by": "Helm",
-                    "app.kubernetes.io/instance": RELEASE, "app.kubernetes.io/version": "0.1.0"}
-            charted = keyed([helm.without_helm_labels(o) for o in helm.manifest(release)])
-            dashboard = charted.pop(("v1", "ConfigMap", "kfin-dashboard"), None)
-            expected = kustomized(kustomization)
-            assert sorted(charted) == sorted(expected)
-            for key, obj in expected.items():
-                assert charted[key] == obj, key
-            if row.startswith("serve"):  # the dashboard goes with kfin serve, as the sidecar finds it
-                assert dashboard is not None
-                assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
-                assert dashboard["data"]["kfin.json"] == (DEPLOY / "grafana" / "kfin.json").read_text()
-                assert json.loads(dashboard["data"]["kfin.json"])["uid"] == "kfin-stuck"
-            else:
-                assert dashboard is None
-                assert "kfin preflight helm kfin -n kfin-system" in release["info"]["notes"]
-        finally:
-            helm.uninstall(cluster.kubeconfig, RELEASE, NAMESPACE)
+    with helm.served_kinds(cluster.api, *served), installed(cluster, values) as release:
+        assert release["info"]["status"] == "deployed"
+        for obj in helm.manifest(release):  # Helm's standard labels on each, besides deploy/'s
+            assert {label: obj["metadata"]["labels"].get(label) for label in helm.HELM_LABELS} == {
+                "helm.sh/chart": "kfin-0.1.0", "app.kubernetes.io/managed-by": "Helm",
+                "app.kubernetes.io/instance": RELEASE, "app.kubernetes.io/version": "0.1.0"}
+        charted = keyed([helm.without_helm_labels(o) for o in helm.manifest(release)])
+        dashboard = charted.pop(("v1", "ConfigMap", "kfin-dashboard"), None)
+        expected = kustomized(kustomization)
+        assert sorted(charted) == sorted(expected)
+        for key, obj in expected.items():
+            assert charted[key] == obj, key
+        if row.startswith("serve"):  # the dashboard goes with kfin serve, as the sidecar finds it
+            assert dashboard is not None
+            assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+            assert dashboard["data"]["kfin.json"] == (DEPLOY / "grafana" / "kfin.json").read_text()
+            assert json.loads(dashboard["data"]["kfin.json"])["uid"] == "kfin-stuck"
+        else:
+            assert dashboard is None
+            assert "kfin preflight helm kfin -n kfin-system" in release["info"]["notes"]
 
 
 @contextmanager
-def installed(cluster, values: dict):
-    """The chart installed with `values` as release kfin in kfin-system: its manifest's objects by (kind, name),
-    Helm's labels left out; uninstalled at the end of the block."""
-    release = helm.install(cluster.kubeconfig, RELEASE, NAMESPACE, values)
+def installed(cluster, values: dict, release: str = RELEASE, namespace: str = NAMESPACE) -> Iterator[dict]:
+    """The chart installed with `values` as `release` in `namespace` (kfin in kfin-system), until the block ends:
+    the release as Helm returns it; uninstalled at the end of the block."""
+    made = helm.install(cluster.kubeconfig, release, namespace, values)
     try:
-        yield {(o["kind"], o["metadata"]["name"]): helm.without_helm_labels(o) for o in helm.manifest(release)}
+        yield made
     finally:
-        helm.uninstall(cluster.kubeconfig, RELEASE, NAMESPACE)
+        helm.uninstall(cluster.kubeconfig, release, namespace)
+
+
+def objects_of(release: dict) -> dict[tuple[str, str], dict]:
+    """A release's manifest's objects by (kind, name), Helm's labels left out."""
+    return {(o["kind"], o["metadata"]["name"]): helm.without_helm_labels(o) for o in helm.manifest(release)}
 
 
 def guard_args(objects: dict) -> list[str]:
@@ -118,8 +120,8 @@ def test_the_runbook_url_fills_each_alert_as_the_kustomizations_replacement_does
     [expected] = [o for o in built(copied / "prometheus-operator") if o["kind"] == "PrometheusRule"]
     release_namespace.append(cluster.api)
     with helm.served_kinds(cluster.api, helm.PROMETHEUS_OPERATOR), \
-            installed(cluster, {"prometheus": {"runbookUrl": url}}) as objects:
-        rule = objects[("PrometheusRule", "kfin")]
+            installed(cluster, {"prometheus": {"runbookUrl": url}}) as release:
+        rule = objects_of(release)[("PrometheusRule", "kfin")]
         assert rule == expected
         urls = [r["annotations"]["runbook_url"] for r in rule["spec"]["groups"][0]["rules"]]
         assert f'{{{{ with "{url}" }}}}{{{{ . }}}}#kfinabsent{{{{ end }}}}' in urls
@@ -136,7 +138,8 @@ def test_the_guards_values_reach_its_objects(cluster, release_namespace):
             "enabled": True, "certificate": "self-signed", "mode": "warn", "skipUsers": ["ci-bot", "argocd"],
             "failurePolicy": "Fail", "timeoutSeconds": 10, "affinity": {},
             "namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]},
-            "objectSelector": {"matchLabels": {"guarded": "yes"}}}}) as objects:
+            "objectSelector": {"matchLabels": {"guarded": "yes"}}}}) as release:
+        objects = objects_of(release)
         args = guard_args(objects)
         assert args[args.index("--request-timeout"):] == ["--request-timeout", "30s", "--warn-only",
                                                           "--skip-user", "ci-bot", "--skip-user", "argocd"]
@@ -149,14 +152,16 @@ def test_the_guards_values_reach_its_objects(cluster, release_namespace):
         served = cluster.get("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/kfin-guard")
         assert served["webhooks"][0]["failurePolicy"] == "Fail"
 
-    with installed(cluster, {"guard": {"enabled": True, "certificate": "self-signed", "mode": "deny"}}) as objects:
+    with installed(cluster, {"guard": {"enabled": True, "certificate": "self-signed", "mode": "deny"}}) as release:
+        objects = objects_of(release)
         assert guard_args(objects)[-1] == "--deny"
         assert ("Deployment", "kfin") in objects  # both parts
 
     url = "https://127.0.0.1:9443/validate"
     with helm.served_kinds(cluster.api, helm.PROMETHEUS_OPERATOR), installed(cluster, {
             "serve": {"enabled": False}, "guard": {"enabled": True, "certificate": "self-signed", "url": url},
-            "prometheus": {"serviceMonitor": False, "rules": False}}) as objects:
+            "prometheus": {"serviceMonitor": False, "rules": False}}) as release:
+        objects = objects_of(release)
         kinds = sorted(kind for kind, _ in objects)
         assert kinds == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
                          "RoleBinding", "ServiceAccount", "ValidatingWebhookConfiguration"]
@@ -169,7 +174,8 @@ def test_the_guards_values_reach_its_objects(cluster, release_namespace):
 def test_with_the_prometheus_operator_the_guard_has_its_service_monitor_and_alert(cluster, release_namespace):
     release_namespace.append(cluster.api)
     with helm.served_kinds(cluster.api, helm.PROMETHEUS_OPERATOR, helm.CERT_MANAGER), \
-            installed(cluster, {"guard": {"enabled": True}}) as objects:
+            installed(cluster, {"guard": {"enabled": True}}) as release:
+        objects = objects_of(release)
         monitor = objects[("ServiceMonitor", "kfin-guard")]
         assert monitor["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "kfin-guard"}}
         assert monitor["spec"]["endpoints"] == [{"port": "metrics", "interval": "60s"}]
@@ -205,47 +211,44 @@ def test_a_release_of_another_name_in_another_namespace_refers_to_its_own_object
     writes and the rights it has for exactly that. Selectors stay deploy/'s (app.kubernetes.io/name)."""
     release, ns = cluster.name("finalizers"), cluster.namespace
     served = (helm.CERT_MANAGER,) if certificate == "cert-manager" else ()
-    with helm.served_kinds(cluster.api, *served):
-        made = helm.install(cluster.kubeconfig, release, ns, {"guard": {"enabled": True, "certificate": certificate}})
-        try:
-            objects = {(o["kind"], o["metadata"]["name"]): o for o in helm.manifest(made)}
-            guard = f"{release}-guard"
-            assert {name for _, name in objects} >= {release, f"{release}-reader", guard, f"{guard}-reader"}
-            for (kind, name), obj in objects.items():
-                assert obj["metadata"]["labels"]["app.kubernetes.io/instance"] == release
-                if kind in ("ClusterRoleBinding", "RoleBinding"):
-                    assert obj["roleRef"]["name"] == name
-                    [subject] = obj["subjects"]
-                    assert ("ServiceAccount", subject["name"]) in objects and subject["namespace"] == ns
-            for name, pod_label in ((release, "kfin"), (guard, "kfin-guard")):
-                pod = objects[("Deployment", name)]["spec"]["template"]
-                assert pod["metadata"]["labels"] == {"app.kubernetes.io/name": pod_label}
-                assert objects[("Service", name)]["spec"]["selector"] == {"app.kubernetes.io/name": pod_label}
-                assert pod["spec"]["serviceAccountName"] == name
-            [hook] = objects[("ValidatingWebhookConfiguration", guard)]["webhooks"]
-            assert hook["clientConfig"]["service"] == {"namespace": ns, "name": guard, "path": "/validate",
-                                                       "port": 443}
-            skipped = hook["matchConditions"][0]["expression"]
-            assert f"'system:serviceaccount:{ns}:{guard}'" in skipped
-            assert f"'system:serviceaccount:{ns}:{release}'" in skipped
-            args = objects[("Deployment", guard)]["spec"]["template"]["spec"]["containers"][0]["args"]
-            if certificate == "cert-manager":
-                issued = objects[("Certificate", guard)]["spec"]
-                assert issued["dnsNames"] == [f"{guard}.{ns}.svc", f"{guard}.{ns}.svc.cluster.local"]
-                assert ("Issuer", issued["issuerRef"]["name"]) in objects
-                volumes = objects[("Deployment", guard)]["spec"]["template"]["spec"]["volumes"]
-                assert {"name": "tls", "secret": {"secretName": issued["secretName"]}} in volumes
-                annotations = objects[("ValidatingWebhookConfiguration", guard)]["metadata"]["annotations"]
-                assert annotations == {"cert-manager.io/inject-ca-from": f"{ns}/{guard}"}
-            else:
-                option = dict(zip(args, args[1:]))
-                assert (option["--service-name"], option["--service-namespace"]) == (guard, ns)
-                assert option["--webhook-configuration"] == guard
-                secret_rule = objects[("Role", f"{guard}-tls")]["rules"][0]
-                assert secret_rule["resourceNames"] == [option["--tls-secret"]] == [f"{guard}-ca"]
-                assert objects[("ClusterRole", f"{guard}-webhook-ca")]["rules"][0]["resourceNames"] == [guard]
-        finally:
-            helm.uninstall(cluster.kubeconfig, release, ns)
+    with helm.served_kinds(cluster.api, *served), \
+            installed(cluster, {"guard": {"enabled": True, "certificate": certificate}}, release, ns) as made:
+        objects = {(o["kind"], o["metadata"]["name"]): o for o in helm.manifest(made)}
+        guard = f"{release}-guard"
+        assert {name for _, name in objects} >= {release, f"{release}-reader", guard, f"{guard}-reader"}
+        for (kind, name), obj in objects.items():
+            assert obj["metadata"]["labels"]["app.kubernetes.io/instance"] == release
+            if kind in ("ClusterRoleBinding", "RoleBinding"):
+                assert obj["roleRef"]["name"] == name
+                [subject] = obj["subjects"]
+                assert ("ServiceAccount", subject["name"]) in objects and subject["namespace"] == ns
+        for name, pod_label in ((release, "kfin"), (guard, "kfin-guard")):
+            pod = objects[("Deployment", name)]["spec"]["template"]
+            assert pod["metadata"]["labels"] == {"app.kubernetes.io/name": pod_label}
+            assert objects[("Service", name)]["spec"]["selector"] == {"app.kubernetes.io/name": pod_label}
+            assert pod["spec"]["serviceAccountName"] == name
+        [hook] = objects[("ValidatingWebhookConfiguration", guard)]["webhooks"]
+        assert hook["clientConfig"]["service"] == {"namespace": ns, "name": guard, "path": "/validate",
+                                                   "port": 443}
+        skipped = hook["matchConditions"][0]["expression"]
+        assert f"'system:serviceaccount:{ns}:{guard}'" in skipped
+        assert f"'system:serviceaccount:{ns}:{release}'" in skipped
+        args = objects[("Deployment", guard)]["spec"]["template"]["spec"]["containers"][0]["args"]
+        if certificate == "cert-manager":
+            issued = objects[("Certificate", guard)]["spec"]
+            assert issued["dnsNames"] == [f"{guard}.{ns}.svc", f"{guard}.{ns}.svc.cluster.local"]
+            assert ("Issuer", issued["issuerRef"]["name"]) in objects
+            volumes = objects[("Deployment", guard)]["spec"]["template"]["spec"]["volumes"]
+            assert {"name": "tls", "secret": {"secretName": issued["secretName"]}} in volumes
+            annotations = objects[("ValidatingWebhookConfiguration", guard)]["metadata"]["annotations"]
+            assert annotations == {"cert-manager.io/inject-ca-from": f"{ns}/{guard}"}
+        else:
+            option = dict(zip(args, args[1:]))
+            assert (option["--service-name"], option["--service-namespace"]) == (guard, ns)
+            assert option["--webhook-configuration"] == guard
+            secret_rule = objects[("Role", f"{guard}-tls")]["rules"][0]
+            assert secret_rule["resourceNames"] == [option["--tls-secret"]] == [f"{guard}-ca"]
+            assert objects[("ClusterRole", f"{guard}-webhook-ca")]["rules"][0]["resourceNames"] == [guard]
 
 
 @helm.needs_helm
