@@ -92,3 +92,20 @@ does), and the commands in the texts naming the release's namespace and Deployme
 {{- end -}}
 {{- toYaml $rules.groups -}}
 {{- end -}}
+
+{{/* Both parts' Pods: a non-root user, the runtime's default seccomp profile (deploy/'s, as each Deployment there). */}}
+{{- define "kfin.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* Both parts' containers: a read-only root filesystem, no privilege escalation, no capabilities. */}}
+{{- define "kfin.containerSecurityContext" -}}
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+capabilities:
+  drop: ["ALL"]
+{{- end -}}
