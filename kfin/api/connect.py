@@ -163,7 +163,9 @@ def _transport(configuration: Any, context: str, settings: Settings) -> Urllib3T
 
     pool_args = {
         "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
-        "ssl_context": _tls_context(configuration, context),
+        "ssl_context": _tls_context(
+            configuration, context, over_tls=url.scheme == "https" or _proxied_over_tls(configuration)
+        ),
         "maxsize": 32,
         # No retries here: every request says how it is retried (Urllib3Transport: retries=False, and its own
         # policy for dropped connections, within the request's deadline).
@@ -201,9 +203,17 @@ class _LoggedErrors:
             root.addHandler(logging.NullHandler())
 
 
-def _tls_context(configuration: Any, context: str) -> Any:
+def _proxied_over_tls(configuration: Any) -> bool:
+    try:
+        return urlsplit(configuration.proxy or "").scheme == "https"
+    except ValueError:
+        return False
+
+
+def _tls_context(configuration: Any, context: str, *, over_tls: bool) -> Any:
     """One SSLContext for every connection to the server, its CA and client certificate loaded once: urllib3
-    loads them again for each new connection otherwise, a third of a connection's CPU (bench/RESULTS.md)."""
+    loads them again for each new connection otherwise, a third of a connection's CPU (bench/RESULTS.md). The
+    system's CAs are read only when a connection will use TLS: 40 ms of a core, for nothing, over plain HTTP."""
     import ssl
 
     from urllib3.util import create_urllib3_context
@@ -213,7 +223,7 @@ def _tls_context(configuration: Any, context: str) -> Any:
     try:
         if ca_file or ca_data:
             tls.load_verify_locations(cafile=ca_file, cadata=ca_data)
-        elif configuration.verify_ssl:
+        elif configuration.verify_ssl and over_tls:
             tls.load_default_certs()
     except (ssl.SSLError, OSError, ValueError) as error:
         raise ConfigError(

@@ -82,6 +82,28 @@ def test_every_connection_to_a_server_shares_one_tls_context_its_ca_loaded_once(
     assert len(loaded) == 1
 
 
+def test_the_systems_certificate_authorities_are_read_only_for_a_server_over_tls(fake, fake_kubeconfig, tls_fake,
+                                                                                tmp_path, monkeypatch):
+    """Reading the system's CAs costs tens of milliseconds of a core for each command: over plain HTTP they are
+    never used, so never read; over TLS without a certificate-authority they are what the server is checked by."""
+    import ssl
+
+    read = []
+    real = ssl.SSLContext.load_default_certs
+    monkeypatch.setattr(ssl.SSLContext, "load_default_certs",
+                        lambda self, *args, **kwargs: read.append(1) or real(self, *args, **kwargs))
+    transport, namespace = open_transport(Target(str(fake_kubeconfig)))
+    assert Kube(transport, namespace, None).request("GET", "/version")["major"] == "1"
+    assert json.loads(fake_kubeconfig.read_text())["clusters"][0]["cluster"]["server"].startswith("http://")
+    assert read == []
+
+    config = json.loads(tls_fake.kubeconfig(tmp_path / "kubeconfig").read_text())
+    del config["clusters"][0]["cluster"]["certificate-authority-data"]
+    (tmp_path / "system-cas").write_text(json.dumps(config))
+    open_transport(Target(str(tmp_path / "system-cas")))
+    assert read == [1]
+
+
 def test_a_certificate_authority_that_is_no_certificate_is_a_kubeconfig_error(tls_fake, tmp_path):
     config = json.loads(tls_fake.kubeconfig(tmp_path / "kubeconfig").read_text())
     del config["clusters"][0]["cluster"]["certificate-authority-data"]
