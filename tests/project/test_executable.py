@@ -84,6 +84,17 @@ def test_kubectl_runs_it_as_a_plugin(built, tmp_path):
     assert done.returncode == 8 and done.stdout == "database.acme.io/orders\n", done
 
 
+def test_the_executable_packs_kfin_and_none_of_the_test_tools(built):
+    """The test environment it is built from holds pytest, hypothesis and mypy, which installed packages' hooks would
+    pull in (pydantic's plugins): a download of several megabytes more that kfin never imports."""
+    from PyInstaller.archive.readers import CArchiveReader
+
+    packed = CArchiveReader(str(built / "kubectl-kfin"))
+    modules = {name.split(".")[0] for name in packed.open_embedded_archive("PYZ.pyz").toc}
+    assert {"kfin", "kubernetes", "rich", "networkx", "mcp"} <= modules
+    assert not modules & {"pytest", "_pytest", "hypothesis", "mypy", "setuptools", "pip"}, sorted(modules)
+
+
 def test_the_krew_manifest_follows_krews_format(built):
     plugin = yaml.safe_load((built / "kfin.yaml").read_text())
     assert plugin["apiVersion"] == "krew.googlecontainertools.github.com/v1alpha2" and plugin["kind"] == "Plugin"
