@@ -27,10 +27,12 @@ def test_the_first_block_tries_kfin_then_runs_the_tests_each_in_a_virtual_enviro
     assert tests == f"python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && {helm} && pytest"
     ci = (ROOT / ".ci" / "run").read_text()  # what CI runs: the same environment, install and test command
     assert "python3 -m venv .venv\n. .venv/bin/activate\n" in ci and ci.rstrip().endswith("\npytest")
-    test_extra = ci.index("pip install --quiet --disable-pip-version-check -e '.[test]'\n")
-    helm_step = ci.index("pip install --quiet --disable-pip-version-check --ignore-requires-python helm-sdkpy \\\n"
-                         "    || echo ")  # not installed: said on stderr, and CI goes on (the chart's tests skip)
-    assert test_extra < helm_step
+    # --no-compile: CI byte-compiles everything afterwards, on both cores
+    test_extra = ci.index("pip install --quiet --disable-pip-version-check --no-compile -e '.[test]'\n")
+    helm_step = ci.index("pip install --quiet --disable-pip-version-check --no-compile --ignore-requires-python "
+                         "helm-sdkpy \\\n    || echo ")  # not installed: said on stderr, CI goes on (the chart's tests skip)
+    compiled = ci.index("python -m compileall -q -j 0 .venv ")
+    assert test_extra < helm_step < compiled < ci.index("\npytest")
 
 
 def test_the_first_command_runs_kfin_on_a_fresh_clone(tmp_path):
