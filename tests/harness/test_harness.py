@@ -64,12 +64,16 @@ def test_scenarios_run_on_a_cluster_behind_a_kubeconfig_and_clean_up(tmp_path):
         env = {k: v for k, v in os.environ.items() if k != "KUBEBUILDER_ASSETS"}
         env["KFIN_TEST_KUBECONFIG"] = str(kubeconfig)
         env["KFIN_TEST_ENVTEST"] = "0"
-        # -n 0: one process, not the addopts' four workers of its own beside the suite's
+        # -n 0: one process, not the addopts' four workers of its own beside the suite's. test_stuck's scenarios on
+        # the kubeconfig's cluster alone: the suite runs them on the fake already.
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-rA",
-                               "tests/scenarios/test_cluster_rules.py",
-                               "tests/scenarios/test_stuck.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                               "tests/scenarios/test_cluster_rules.py", "tests/scenarios/test_stuck.py",
+                               "-k", "test_cluster_rules or kubeconfig"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout[-3000:]
         assert "[kubeconfig]" in done.stdout and "[fakeapi]" in done.stdout
+        stuck = [line for line in done.stdout.splitlines() if line.startswith("PASSED tests/scenarios/test_stuck.py::")]
+        assert stuck and all(line.endswith("[kubeconfig]") for line in stuck), stuck
         assert "PASSED tests/scenarios/test_cluster_rules.py::test_kfin_talks_to_the_scenario_cluster[kubeconfig]" \
             in done.stdout
         namespaces = RawClient(url, "admin-token").get("/api/v1/namespaces")["items"]
