@@ -112,7 +112,7 @@ def test_a_load_balancer_without_a_cloud_controller_manager_is_unknown_and_stays
         lease["spec"]["renewTime"] = micro_now()
         cluster.api.ok("PUT", lease_path, lease)  # renewed
         f, report, verdict = one_verdict(cluster, "svc", "web", LB)
-        assert verdict == "WAITING" and f["controllerAlive"] is True, f
+        assert verdict == "WAITING" and f["controllerAlive"] is True, (verdict, f["controllerAlive"], f["evidence"])
         assert any(e.startswith("cloud-controller-manager is running (its lease was renewed") for e in f["evidence"])
         assert preflight(cluster, "svc", "shop")["clean"] is True
     finally:
@@ -228,7 +228,7 @@ def test_an_operator_that_reports_progress_stays_waiting_in_stuck_and_explain_al
     try:
         report_event(cluster, widget, "w1.deleting", "Normal", "Deleting", "deleting bucket, 3 of 10 objects left", 4)
         f, _, verdict = one_verdict(cluster, f"widgets.{group}", "w1", finalizer)
-        assert verdict == "WAITING" and f["controllerAlive"] is True, f
+        assert verdict == "WAITING" and f["controllerAlive"] is True, (verdict, f["controllerAlive"], f["evidence"])
         assert ("its controller reports progress: Normal event Deleting: deleting bucket, 3 of 10 objects left (x4)"
                 in f["evidence"]), f["evidence"]
 
