@@ -140,6 +140,25 @@ def pytest_configure(config):
                                        "tests/fakeapi cannot serve it faithfully")
 
 
+# The files that take longest, handed out first, and the many short ones last, to even out the workers' ends:
+# pytest-xdist hands whole files to workers (--dist loadfile) in collection order, given --no-loadscope-reorder
+# (pyproject.toml's addopts); by default it hands out the files with the most tests first, which put these few-test,
+# long files last, each the run's tail while the other workers idled. The executable's build (PyInstaller), the
+# benchmarks' smoke runs, the nested run behind a kubeconfig and a fresh machine's install are a minute or more
+# each; the scenarios wait on a real control plane.
+LONGEST_FIRST = ("tests/project/test_executable.py", "tests/project/test_bench.py", "tests/harness/test_harness.py",
+                 "tests/project/test_fresh_machine.py", "tests/scenarios/")
+
+
+def pytest_collection_modifyitems(items):
+    """The longest files first, in the same order in every worker (a stable sort on their paths alone)."""
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return next((i for i, start in enumerate(LONGEST_FIRST) if path.startswith(start)), len(LONGEST_FIRST))
+
+    items.sort(key=rank)
+
+
 def pytest_sessionfinish(session):
     """A pytest-xdist worker hands the controller how long its real control plane took to be ready."""
     if hasattr(session.config, "workeroutput"):
