@@ -316,17 +316,13 @@ class ScenarioCluster:
         self._strip_namespace_content(namespace)
 
     def _content_with_finalizers(self, namespace: str) -> bool:
-        return any(item["metadata"].get("finalizers") for _, item, _ in self._namespace_items(namespace))
-
-    def _namespace_items(self, namespace: str) -> list[tuple[str, dict, str]]:
-        """(path, object, resource) of what is stored in a namespace (listed even when the namespace is gone)."""
-        return stored_items(self.api, namespace)
+        return any(item["metadata"].get("finalizers") for _, item, _ in stored_items(self.api, namespace))
 
     def _strip_namespace_content(self, namespace: str, delete: bool = False):
         """Remove the finalizers our own objects still carry, so that our namespace can go; `delete`: delete
         each of them too, at once, rather than 5 s later with the namespace controller (a workload of ours must
         not be found by the next scenario's kfin, which looks for controllers in every namespace)."""
-        strip_items(self.api, self._namespace_items(namespace), delete)
+        strip_items(self.api, stored_items(self.api, namespace), delete)
 
 
 def stored_items(api: RawClient, namespace: str | None) -> list[tuple[str, dict, str]]:
