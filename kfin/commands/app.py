@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import difflib
+import functools
 import importlib
 import io
 import os
@@ -158,6 +159,14 @@ app = typer.Typer(
 )
 
 
+@functools.cache
+def root_command() -> Any:
+    """kfin's Click group, built by Typer once per process (and each command as it is first run): Typer builds
+    options from a function's signature, about 4 ms of a core that a process running kfin many times (the tests run
+    it in-process) would otherwise pay at every run."""
+    return typer.main.get_command(app)
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -269,7 +278,7 @@ def main(argv: list[str] | None = None, console: Console | None = None) -> None:
         # of the interpreter's exit would walk all of it, about 50 ms of a small scan, to free what the OS takes
         # back anyway. Its threads wait on the network: each takes its turn at the GIL sooner (kfin/util/gilturns.py).
         with paused_gc(), short_gil_turns():
-            code = app(args=argv, prog_name=_prog_name(), standalone_mode=False, obj=Launch(level, console))
+            code = root_command()(args=argv, prog_name=_prog_name(), standalone_mode=False, obj=Launch(level, console))
         if code == ExitCode.INTERRUPTED:  # Typer turns Ctrl-C into Exit(130)
             raise KeyboardInterrupt
     except KfinError as error:
