@@ -46,20 +46,73 @@ def fake_kubeconfig(fake, tmp_path):
     return fake.kubeconfig(tmp_path / "kubeconfig")
 
 
-@pytest.fixture(scope="session")
+class SessionPlane:
+    """The real control plane of this process's session: started by the first test that needs it, and stopped as
+    soon as none of the tests left can (their files are handed out together, before the many short files that
+    need none: pytest_collection_modifyitems), not at the session's end: the minutes of short files at the end of a
+    run would otherwise find each worker's plane idling and its scenarios' cleanups still to wait for."""
+
+    def __init__(self) -> None:
+        self.plane: EnvtestControlPlane | None = None
+        self.failed: BaseException | None = None  # a plane that could not start is not tried again by every test
+        self.files: set[Path] = set()  # the files with a test that needs it (collected)
+
+    def get(self) -> EnvtestControlPlane:
+        if self.failed is not None:
+            raise self.failed
+        if self.plane is None:
+            try:
+                assets, why = find_assets()
+                if assets is None:
+                    raise RuntimeError(why)
+                self.plane = EnvtestControlPlane(assets).start()
+            except BaseException as error:
+                self.failed = error
+                raise
+            ENVTEST_READY_IN.append(self.plane.started_in)
+        return self.plane
+
+    def stop(self, check: bool = True) -> None:
+        """Stopped once its scenarios' cleanups have finished; `check`: anything of theirs still there fails."""
+        plane, self.plane = self.plane, None
+        if plane is None:
+            return
+        try:
+            left = finish_together(plane.cleaning) if check else []
+            assert not left, f"scenarios left behind on the real control plane: {left}"
+        finally:
+            plane.stop()
+
+
+SESSION_PLANE = SessionPlane()
+
+
+@pytest.fixture
 def envtest():
     """The real control plane of the session, started at the first scenario that runs on it."""
-    assets, why = find_assets()
-    if assets is None:
-        raise RuntimeError(why)
-    plane = EnvtestControlPlane(assets).start()
-    ENVTEST_READY_IN.append(plane.started_in)
-    try:
-        yield plane
-        left = finish_together(plane.cleaning)
-        assert not left, f"scenarios left behind on the real control plane: {left}"
-    finally:
-        plane.stop()
+    return SESSION_PLANE.get()
+
+
+def _needs_session_plane(item: pytest.Item) -> bool:
+    """A test on the session's real control plane: the `envtest` parameter of `cluster`, or the fixture itself."""
+    callspec = getattr(item, "callspec", None)
+    return "envtest" in getattr(item, "fixturenames", ()) or bool(callspec and callspec.params.get("cluster") == "envtest")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """The session's plane stops after its last test in this process: a failure of its cleanup is this test's."""
+    yield
+    if nextitem is None or nextitem.path not in SESSION_PLANE.files:
+        SESSION_PLANE.stop()
+
+
+def pytest_sessionfinish(session):
+    """A run cut short (Ctrl-C, -x) leaves no control plane running. A pytest-xdist worker hands the controller how
+    long its real control plane took to be ready."""
+    SESSION_PLANE.stop(check=False)
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["envtest_ready_in"] = list(ENVTEST_READY_IN)
 
 
 # Alpha features of v1.36 some scenarios need (tests/scenarios/test_alpha_protections.py), off by default on
@@ -151,18 +204,18 @@ LONGEST_FIRST = ("tests/project/test_executable.py", "tests/project/test_bench.p
 
 
 def pytest_collection_modifyitems(items):
-    """The longest files first, in the same order in every worker (a stable sort on their paths alone)."""
+    """The longest files first, in the same order in every worker (a stable sort on their paths alone); a file
+    elsewhere with a test on the session's real control plane goes with the scenarios, so that no worker starts one
+    again for it after its own has stopped."""
+    SESSION_PLANE.files = {item.path for item in items if _needs_session_plane(item)}
+    scenarios = LONGEST_FIRST.index("tests/scenarios/")
+
     def rank(item: pytest.Item) -> int:
         path = item.nodeid.split("::", 1)[0]
-        return next((i for i, start in enumerate(LONGEST_FIRST) if path.startswith(start)), len(LONGEST_FIRST))
+        first = next((i for i, start in enumerate(LONGEST_FIRST) if path.startswith(start)), len(LONGEST_FIRST))
+        return min(first, scenarios) if item.path in SESSION_PLANE.files else first
 
     items.sort(key=rank)
-
-
-def pytest_sessionfinish(session):
-    """A pytest-xdist worker hands the controller how long its real control plane took to be ready."""
-    if hasattr(session.config, "workeroutput"):
-        session.config.workeroutput["envtest_ready_in"] = list(ENVTEST_READY_IN)
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: called on the controller as each worker ends

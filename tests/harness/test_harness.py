@@ -1,14 +1,16 @@
 """The scenario harness switches between tests/fakeapi, KFIN_TEST_KUBECONFIG and KUBEBUILDER_ASSETS."""
 
+import contextlib
 import os
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from tests import control_plane
+from tests import conftest, control_plane
 from tests.control_plane import EnvtestControlPlane
 from tests.fakeapi.rawclient import RawClient
 from tests.scenario import backends, envtest_absent
@@ -143,3 +145,54 @@ def test_a_real_only_scenario_is_skipped_on_the_fake_with_its_reason(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:]
     [skipped] = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
     assert skipped.endswith("test_one_tier.py:3: the real tier only: the fake cannot"), done.stdout[-2000:]
+
+
+def _item(path: str, cluster: str | None = None, fixtures: tuple[str, ...] = ()) -> SimpleNamespace:
+    """What tests/conftest.py reads of a collected test: its file, its `cluster` parameter, its fixtures."""
+    return SimpleNamespace(path=ROOT / path, nodeid=f"{path}::test", fixturenames=fixtures,
+                           callspec=SimpleNamespace(params={"cluster": cluster} if cluster else {}))
+
+
+def test_files_on_the_sessions_control_plane_are_handed_out_together_after_the_longest(monkeypatch):
+    """A file outside tests/scenarios with a test on the session's real control plane goes with the scenarios, so
+    that a worker whose plane has stopped is never handed one; the many short files come last."""
+    monkeypatch.setattr(conftest, "SESSION_PLANE", conftest.SessionPlane())
+    items = [_item("tests/api/test_short.py"), _item("tests/api/test_real_pages.py", fixtures=("envtest",)),
+             _item("tests/scenarios/test_a.py", "fakeapi"), _item("tests/scenarios/test_a.py", "envtest"),
+             _item("tests/project/test_executable.py"), _item("tests/scenarios/test_gated.py")]
+    conftest.pytest_collection_modifyitems(items)
+    assert [item.nodeid.split("::")[0] for item in items] == [
+        "tests/project/test_executable.py", "tests/api/test_real_pages.py", "tests/scenarios/test_a.py",
+        "tests/scenarios/test_a.py", "tests/scenarios/test_gated.py", "tests/api/test_short.py"]
+    assert conftest.SESSION_PLANE.files == {ROOT / "tests/api/test_real_pages.py", ROOT / "tests/scenarios/test_a.py"}
+
+
+def test_the_sessions_control_plane_stops_after_its_last_file_and_not_before(monkeypatch):
+    """It stops once the next test is in a file that needs none (or there is none), after its scenarios' cleanups,
+    and not while the next test's file may still need it."""
+    stopped = []
+
+    class Plane:  # an EnvtestControlPlane whose scenarios have all gone
+        cleaning: list = []
+
+        def stop(self) -> None:
+            stopped.append(True)
+
+    session = conftest.SessionPlane()
+    session.files, session.plane = {ROOT / "tests/scenarios/test_a.py", ROOT / "tests/scenarios/test_b.py"}, Plane()
+    monkeypatch.setattr(conftest, "SESSION_PLANE", session)
+
+    def tear_down(nextitem) -> None:
+        hook = conftest.pytest_runtest_teardown(_item("tests/scenarios/test_a.py"), nextitem)
+        next(hook)
+        with contextlib.suppress(StopIteration):
+            hook.send(None)
+
+    tear_down(_item("tests/scenarios/test_a.py"))
+    tear_down(_item("tests/scenarios/test_b.py"))
+    assert not stopped and session.plane is not None
+    tear_down(_item("tests/api/test_short.py"))
+    assert stopped == [True] and session.plane is None
+    session.plane = Plane()
+    tear_down(None)  # the session's last test
+    assert stopped == [True, True]
