@@ -714,8 +714,12 @@ class FakeAPIServer:
         manager = (query.get("fieldManager") or [""])[0] or \
             (headers.get("User-Agent") or "unknown").split("/")[0].split(" ")[0]
         meta = new["metadata"]
+        when = self.cluster.now()
+        if old is None and meta.get("creationTimestamp"):  # kube-apiserver's create handler stamps managedFields
+            # before its storage sets creationTimestamp: a create's entry is never a later second than the creation
+            when = min(when, meta["creationTimestamp"])
         managed = fields.updated((old or {}).get("metadata", {}).get("managedFields"), old, new, manager,
-                                 rt.api_version, self.cluster.now(), subresource if subresource != "finalize" else "")
+                                 rt.api_version, when, subresource if subresource != "finalize" else "")
         stored = None if dry_run else self.cluster.find(rt, meta.get("namespace", ""), meta["name"])
         for obj in filter(None, (new, stored)):
             if managed:

@@ -450,3 +450,16 @@ def test_a_namespace_controller_without_its_right_reports_rbacs_refusal_and_kfin
     assert finding["fix"].startswith("restore ClusterRole system:controller:namespace-controller")
     assert any(line.startswith("ClusterRole system:controller:namespace-controller grants no deletecollection on ")
                for line in finding["evidence"])
+
+
+def test_a_creates_field_manager_entry_is_never_later_than_the_creation(api, fake, monkeypatch):
+    """kube-apiserver stamps managedFields in its create handler, before its storage sets creationTimestamp: a
+    second that turns between the two never makes the create look like a later write (which kfin reads as a
+    field manager still at work)."""
+    seconds = iter(range(40, 60))
+    monkeypatch.setattr(fake.cluster, "now", lambda: f"2026-11-29T03:00:{next(seconds)}Z")
+    created = api.create(CM, cm("a", finalizers=["example.com/a"]))
+    [entry] = created["metadata"]["managedFields"]
+    assert entry["time"] <= created["metadata"]["creationTimestamp"], created["metadata"]
+    code, patched = api.merge_patch(f"{CM}/a", {"metadata": {"labels": {"x": "1"}}})
+    assert code == 200 and max(e["time"] for e in patched["metadata"]["managedFields"]) > entry["time"]
