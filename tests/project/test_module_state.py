@@ -27,6 +27,8 @@ PURE_CACHES = {
     "kfin.api.kubeconfig_types._parsed": "kubeconfig documents by their bytes, which callers only read (a fleet's "
     "contexts share one file)",
     "kfin.util.documents._loader": "the YAML loader class, built once from PyYAML's (it takes no argument)",
+    "kfin.commands.app.root_command": "kfin's Click group, built once from the registry of commands (it takes no "
+    "argument); a run's choices are in its own Click context, never on the group or its commands",
 }
 
 

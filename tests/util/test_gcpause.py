@@ -32,7 +32,7 @@ def test_a_command_runs_with_collection_paused(monkeypatch):
     from tests.runner import kfin
 
     seen = []
-    monkeypatch.setattr(cli, "app", lambda **_: seen.append(gc.isenabled()))
+    monkeypatch.setattr(cli, "root_command", lambda: lambda **_: seen.append(gc.isenabled()))
     kfin("version")
     assert seen == [False] and gc.isenabled()
 
@@ -44,7 +44,7 @@ def test_what_a_command_leaves_is_frozen_so_that_the_exit_does_not_walk_it(monke
     from tests.runner import kfin
 
     kept = []
-    monkeypatch.setattr(cli, "app", lambda **_: kept.append([[i] for i in range(1000)]))
+    monkeypatch.setattr(cli, "root_command", lambda: lambda **_: kept.append([[i] for i in range(1000)]))
     before = gc.get_freeze_count()
     kfin("version")
     assert gc.get_freeze_count() >= before + 1000 and gc.isenabled()

@@ -23,6 +23,6 @@ def test_a_command_runs_with_short_turns(monkeypatch):
     next page of each was asked for later (kfin stuck -A 30-40 ms slower at 1,000 objects, bench/PROFILE.md)."""
     before = sys.getswitchinterval()
     seen = []
-    monkeypatch.setattr(cli, "app", lambda **_: seen.append(sys.getswitchinterval()))
+    monkeypatch.setattr(cli, "root_command", lambda: lambda **_: seen.append(sys.getswitchinterval()))
     kfin("version")
     assert seen == [pytest.approx(SHORT_TURN)] and sys.getswitchinterval() == before
