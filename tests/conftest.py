@@ -62,10 +62,7 @@ class SessionPlane:
             raise self.failed
         if self.plane is None:
             try:
-                assets, why = find_assets()
-                if assets is None:
-                    raise RuntimeError(why)
-                self.plane = EnvtestControlPlane(assets).start()
+                self.plane = started_plane()
             except BaseException as error:
                 self.failed = error
                 raise
@@ -73,15 +70,28 @@ class SessionPlane:
         return self.plane
 
     def stop(self, check: bool = True) -> None:
-        """Stopped once its scenarios' cleanups have finished; `check`: anything of theirs still there fails."""
+        """The plane stopped, if one runs (stopped())."""
         plane, self.plane = self.plane, None
-        if plane is None:
-            return
-        try:
-            left = finish_together(plane.cleaning) if check else []
-            assert not left, f"scenarios left behind on the real control plane: {left}"
-        finally:
-            plane.stop()
+        if plane is not None:
+            stopped(plane, "real", check)
+
+
+def started_plane(**options) -> EnvtestControlPlane:
+    """A real control plane from find_assets(), ready (`options`: EnvtestControlPlane's); RuntimeError saying why
+    there is none."""
+    assets, why = find_assets()
+    if assets is None:
+        raise RuntimeError(why)
+    return EnvtestControlPlane(assets, **options).start()
+
+
+def stopped(plane: EnvtestControlPlane, which: str, check: bool = True) -> None:
+    """`plane` stopped once its scenarios' cleanups have finished; `check`: anything of theirs still there fails."""
+    try:
+        left = finish_together(plane.cleaning) if check else []
+        assert not left, f"scenarios left behind on the {which} control plane: {left}"
+    finally:
+        plane.stop()
 
 
 SESSION_PLANE = SessionPlane()
@@ -126,16 +136,13 @@ ALPHA_APIS = ("scheduling.k8s.io/v1alpha2",)
 @pytest.fixture(scope="module")
 def envtest_gated():
     """A real control plane of its own with ALPHA_GATES and ALPHA_APIS, for one module's scenarios."""
-    assets, why = find_assets()
-    if assets is None:
-        raise RuntimeError(why)
-    plane = EnvtestControlPlane(assets, feature_gates=ALPHA_GATES, runtime_config=ALPHA_APIS).start()
+    plane = started_plane(feature_gates=ALPHA_GATES, runtime_config=ALPHA_APIS)
     try:
         yield plane
-        left = finish_together(plane.cleaning)
-        assert not left, f"scenarios left behind on the gated control plane: {left}"
-    finally:
+    except BaseException:
         plane.stop()
+        raise
+    stopped(plane, "gated")
 
 
 @pytest.fixture(params=backends())
