@@ -356,7 +356,7 @@ def kubectl_complete() -> None:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             try:
-                app(args=[], prog_name="kfin")
+                root_command()(args=[], prog_name="kfin")
             except SystemExit:
                 pass
     finally:
